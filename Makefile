@@ -1,0 +1,111 @@
+# tinspect - see README.md. Targets: all test asan fuzz bench man install uninstall clean run deps
+.DELETE_ON_ERROR:
+.SUFFIXES:
+
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+MANDIR ?= $(PREFIX)/share/man
+DESTDIR ?=
+CC ?= cc
+PYTHON ?= /usr/bin/python3
+PKG_CONFIG ?= pkg-config
+
+DEPS_CFLAGS := $(shell $(PKG_CONFIG) --cflags libzip libcjson 2>/dev/null)
+DEPS_LIBS := $(shell $(PKG_CONFIG) --libs libzip libcjson 2>/dev/null)
+TEST_LIBS := $(shell $(PKG_CONFIG) --libs criterion 2>/dev/null)
+
+# Ours first, the user's CFLAGS last so they can override.
+BASE_CFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L -D_FILE_OFFSET_BITS=64 -Wall -Wextra -Werror -O2 -g
+CPPFLAGS_ALL = -Iinclude -Isrc $(DEPS_CFLAGS)
+SAN_FLAGS = -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+
+LIB_SRC := $(wildcard src/util/*.c src/format/*.c src/core/*.c)
+CLI_SRC := $(wildcard src/cli/*.c)
+TEST_SRC := $(wildcard tests/unit/*.c)
+
+LIB_OBJ := $(LIB_SRC:%.c=build/%.o)
+CLI_OBJ := $(CLI_SRC:%.c=build/%.o)
+TEST_OBJ := $(TEST_SRC:%.c=build/%.o)
+ASAN_LIB_OBJ := $(LIB_SRC:%.c=build/asan/%.o)
+ASAN_CLI_OBJ := $(CLI_SRC:%.c=build/asan/%.o)
+ASAN_TEST_OBJ := $(TEST_SRC:%.c=build/asan/%.o)
+
+all: tinspect
+
+tinspect: $(LIB_OBJ) $(CLI_OBJ)
+	$(CC) $(BASE_CFLAGS) $(CFLAGS) -o $@ $(CLI_OBJ) $(LIB_OBJ) $(DEPS_LIBS) $(LDFLAGS)
+
+build/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) $(CPPFLAGS_ALL) $(CFLAGS) -MMD -MP -c -o $@ $<
+
+build/asan/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) $(SAN_FLAGS) $(CPPFLAGS_ALL) $(CFLAGS) -MMD -MP -c -o $@ $<
+
+build/unit-tests: $(TEST_OBJ) $(LIB_OBJ)
+	$(CC) $(BASE_CFLAGS) $(CFLAGS) -o $@ $(TEST_OBJ) $(LIB_OBJ) $(DEPS_LIBS) $(TEST_LIBS) $(LDFLAGS)
+
+build/asan/tinspect: $(ASAN_LIB_OBJ) $(ASAN_CLI_OBJ)
+	$(CC) $(BASE_CFLAGS) $(SAN_FLAGS) $(CFLAGS) -o $@ $(ASAN_CLI_OBJ) $(ASAN_LIB_OBJ) $(DEPS_LIBS) $(LDFLAGS)
+
+build/asan/unit-tests: $(ASAN_TEST_OBJ) $(ASAN_LIB_OBJ)
+	$(CC) $(BASE_CFLAGS) $(SAN_FLAGS) $(CFLAGS) -o $@ $(ASAN_TEST_OBJ) $(ASAN_LIB_OBJ) $(DEPS_LIBS) $(TEST_LIBS) $(LDFLAGS)
+
+# Installs missing Debian packages when run as root; otherwise prints the apt-get line and stops.
+deps:
+	@sh tools/install-deps.sh build
+
+deps-test:
+	@sh tools/install-deps.sh test
+
+# The main job on a bundled fixture.
+run: deps
+	@$(MAKE) --no-print-directory all
+	./tinspect fixtures/resnet18_small.pt --device meta
+
+# Unit tests (Criterion), CLI tests (expected output files), then conformance with
+# real PyTorch when python3-torch is installed.
+test: deps-test
+	@$(MAKE) --no-print-directory all build/unit-tests
+	./build/unit-tests --jobs 2
+	sh tests/cli/run.sh ./tinspect
+	sh tests/torture/run.sh ./tinspect
+	@if $(PYTHON) -c 'import torch' 2>/dev/null; then \
+		$(PYTHON) tests/conformance/conformance.py ./tinspect; \
+	else echo "conformance: skipped (python3-torch is not installed)"; fi
+
+# The whole suite under AddressSanitizer and UndefinedBehaviorSanitizer.
+asan: deps-test
+	@$(MAKE) --no-print-directory build/asan/tinspect build/asan/unit-tests
+	ASAN_OPTIONS=detect_leaks=1 ./build/asan/unit-tests --jobs 2
+	ASAN_OPTIONS=detect_leaks=1 sh tests/cli/run.sh ./build/asan/tinspect
+	ASAN_OPTIONS=detect_leaks=1 sh tests/torture/run.sh ./build/asan/tinspect
+
+bench: deps
+	@$(MAKE) --no-print-directory all
+	bash bench/bench.sh ./tinspect
+
+fuzz:
+	@echo "fuzz: the libFuzzer harnesses arrive with the trust work (issue 5)"
+
+man:
+	@mandoc -Tlint man/tinspect.1 2>/dev/null || true
+	@man -l man/tinspect.1 2>/dev/null | head -n 0 || true
+
+install: tinspect
+	mkdir -p $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1
+	cp tinspect $(DESTDIR)$(BINDIR)/tinspect
+	chmod 755 $(DESTDIR)$(BINDIR)/tinspect
+	cp man/tinspect.1 $(DESTDIR)$(MANDIR)/man1/tinspect.1
+	chmod 644 $(DESTDIR)$(MANDIR)/man1/tinspect.1
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/tinspect $(DESTDIR)$(MANDIR)/man1/tinspect.1
+
+clean:
+	rm -rf build tinspect
+
+.PHONY: all deps deps-test run test asan bench fuzz man install uninstall clean
+
+-include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(ASAN_LIB_OBJ:.o=.d) $(ASAN_CLI_OBJ:.o=.d) $(ASAN_TEST_OBJ:.o=.d)

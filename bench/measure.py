@@ -1,0 +1,178 @@
+#!/usr/bin/env python3
+"""
+Measures whole-process wall time (best of N) and peak RSS of the commands
+that bench.sh compares, for one checkpoint, and prints a table and ratios.
+
+    python3 bench/measure.py --tinspect ./tinspect [--python /usr/bin/python3]
+                             [--runs 5] [--no-torch] FILE
+
+Wall time is time.perf_counter() around fork/exec/wait of the process itself
+(no shell in between); peak RSS is the child's own ru_maxrss from wait4(2),
+so no /usr/bin/time is needed. Each command runs once untimed first (page
+cache warm-up). Output goes to /dev/null.
+
+Needs only the Python standard library.
+"""
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+
+
+def run_once(argv):
+    t0 = time.perf_counter()
+    p = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    # read stderr before waiting (avoids a pipe stall); then wait4 for rusage
+    err = p.stderr.read()
+    p.stderr.close()
+    _, status, ru = os.wait4(p.pid, 0)
+    t = time.perf_counter() - t0
+    p.returncode = os.waitstatus_to_exitcode(status) \
+        if hasattr(os, "waitstatus_to_exitcode") else (status >> 8)
+    return t, ru.ru_maxrss * 1024, p.returncode, err  # ru_maxrss is KiB on Linux
+
+
+GNU_TIME = "/usr/bin/time"
+
+
+def rss_gnu_time(argv):
+    """Peak RSS in bytes via GNU time -f %M, or None if unusable."""
+    fd, out = tempfile.mkstemp(prefix="measure-rss-")
+    os.close(fd)
+    try:
+        p = subprocess.run([GNU_TIME, "-f", "%M", "-o", out] + argv,
+                           stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
+        if p.returncode != 0:
+            return None
+        with open(out) as f:
+            return int(f.read().strip().splitlines()[-1]) * 1024
+    except Exception:
+        return None
+    finally:
+        os.unlink(out)
+
+
+def measure(argv, runs, rss_method):
+    """Best wall time over `runs` direct runs; peak RSS over 2 more runs."""
+    run_once(argv)                          # warm-up
+    best, peak, rc, err = None, 0, 0, b""
+    for _ in range(runs):
+        t, rss, rc, err = run_once(argv)
+        if rc != 0:
+            return None, 0, rc, err
+        best = t if best is None else min(best, t)
+        peak = max(peak, rss)
+    if rss_method == "time":
+        vals = [rss_gnu_time(argv) for _ in range(2)]
+        if all(v is not None for v in vals):
+            peak = max(vals)
+    return best, peak, rc, err
+
+
+def mb(n):
+    return "%.1f MB" % (n / 1e6) if n >= 1e5 else "%.1f kB" % (n / 1e3)
+
+
+def ms(t):
+    return "%9.1f ms" % (t * 1e3) if t is not None else "      n/a   "
+
+
+def data_pkl_size(path):
+    with zipfile.ZipFile(path) as z:
+        for i in z.infolist():
+            if i.filename.endswith("/data.pkl") or i.filename == "data.pkl":
+                return i.file_size, len(z.infolist())
+    return None, None
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("file")
+    ap.add_argument("--tinspect", default="./tinspect")
+    ap.add_argument("--python", default=os.environ.get("PYTHON", "/usr/bin/python3"))
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--no-torch", action="store_true")
+    a = ap.parse_args()
+
+    f = a.file
+    fsize = os.path.getsize(f)
+    pkl, nrec = data_pkl_size(f)
+    print("== %s" % f)
+    print("   file %s (%d bytes), data.pkl %s (%d bytes), %d zip records"
+          % (mb(fsize), fsize, mb(pkl), pkl, nrec))
+
+    cmds = [
+        ("tinspect --json", [a.tinspect, f, "--json"]),
+        ("tinspect (table)", [a.tinspect, f]),
+        ("unzip -p data.pkl", ["unzip", "-p", f, "*/data.pkl"]),
+    ]
+    if not a.no_torch:
+        cmds.append(("torch.load meta", [a.python, "-c",
+                     "import sys, torch; torch.load(sys.argv[1], map_location='meta')", f]))
+        cmds.append(("  (python: import torch)", [a.python, "-c", "import torch"]))
+    cmds.append(("  (floor: /bin/true)", ["/bin/true"]))
+
+    # ru_maxrss from wait4 counts the forked copy of this Python process too
+    # (Linux carries maxrss across exec), so it has a floor of our own RSS;
+    # GNU time forks from a tiny process and has a floor of ~1-2 MB.
+    rss_method = "wait4"
+    if os.access(GNU_TIME, os.X_OK) and rss_gnu_time(["/bin/true"]) is not None:
+        rss_method = "time"
+    print("   peak RSS via %s" % ("/usr/bin/time -f %M" if rss_method == "time"
+                                   else "wait4() ru_maxrss (floor: this Python's own RSS)"))
+    res = {}
+    print("   %-26s %12s %12s  %s" % ("command", "best wall", "peak RSS", ""))
+    for label, argv in cmds:
+        t, rss, rc, err = measure(argv, a.runs, rss_method)
+        res[label] = (t, rss, rc)
+        note = "" if rc == 0 else "FAILED exit %d: %s" % (
+            rc, err.decode(errors="replace").strip()[:120])
+        print("   %-26s %s %12s  %s" % (label, ms(t), mb(rss) if rc == 0 else "n/a", note))
+        sys.stdout.flush()
+
+    def ratio(x, y):
+        tx, ty = res.get(x, (None,))[0], res.get(y, (None,))[0]
+        if tx is None or ty is None or ty == 0:
+            return None
+        return tx / ty
+
+    tj = res["tinspect --json"]
+    print("   ratios:")
+    r = ratio("torch.load meta", "tinspect --json")
+    if r is not None:
+        print("     torch.load / tinspect --json : %8.1fx  (goal >= 50x)  %s"
+              % (r, "ok" if r >= 50 else "BELOW GOAL"))
+        r2 = ratio("torch.load meta", "tinspect (table)")
+        if r2 is not None:
+            print("     torch.load / tinspect table  : %8.1fx" % r2)
+        t_imp = res.get("  (python: import torch)", (None,))[0]
+        t_load = res["torch.load meta"][0]
+        if t_imp is not None and t_load is not None and tj[0]:
+            print("     (torch.load minus import torch: %.1f ms, %.1fx tinspect)"
+                  % ((t_load - t_imp) * 1e3, (t_load - t_imp) / tj[0]))
+    elif a.no_torch:
+        print("     torch.load / tinspect        : skipped (torch not importable)")
+    r = ratio("tinspect --json", "unzip -p data.pkl")
+    if r is not None:
+        print("     tinspect --json / unzip      : %8.2fx  (goal <= 2x)   %s"
+              % (r, "ok" if r <= 2 else "ABOVE GOAL"))
+        r = ratio("tinspect (table)", "unzip -p data.pkl")
+        if r is not None:
+            print("     tinspect table / unzip       : %8.2fx" % r)
+    if tj[2] == 0 and pkl:
+        floor = res["  (floor: /bin/true)"][1]
+        print("     tinspect --json peak RSS     : %s = %.2fx data.pkl (%s); "
+              "above the /bin/true floor: %s = %.2fx"
+              % (mb(tj[1]), tj[1] / pkl, mb(pkl), mb(tj[1] - floor),
+                 (tj[1] - floor) / pkl))
+    ok = all(v[2] == 0 for v in res.values())
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

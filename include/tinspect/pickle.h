@@ -1,0 +1,64 @@
+/*
+ * pickle.h - a pickle machine that builds values and never executes.
+ *
+ * ti_pickle_load() runs Python's pickle opcodes (protocols 0 to 5) over a
+ * byte buffer and returns the value STOP leaves. GLOBAL and STACK_GLOBAL
+ * make TI_GLOBAL references; REDUCE, NEWOBJ, NEWOBJ_EX, INST and OBJ make
+ * TI_OBJECT records of the call; BUILD records state. Hooks let a caller
+ * interpret known globals (the torch layer turns _rebuild_tensor_v2 calls
+ * into tensors) and persistent ids; without hooks the raw structure is kept.
+ *
+ * All values are allocated in the caller's arena. Every resource has a
+ * ceiling (ti_pickle_limits); passing one is an error that names it.
+ * Errors carry the byte offset of the opcode that failed.
+ */
+#ifndef TINSPECT_PICKLE_H
+#define TINSPECT_PICKLE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tinspect/arena.h"
+#include "tinspect/error.h"
+#include "tinspect/value.h"
+
+typedef enum ti_call_kind { TI_CALL_REDUCE, TI_CALL_NEWOBJ, TI_CALL_INST } ti_call_kind;
+
+typedef struct ti_pickle_hooks {
+	void *ctx;
+	/* Tells what a global is; may return NULL. Sees every GLOBAL/STACK_GLOBAL/INST. */
+	const struct ti_known_global *(*lookup)(void *ctx, const char *module,
+	                                        const char *name, int64_t offset);
+	/* Interprets a call; leaves *out NULL to let the machine record it as an object. */
+	ti_status (*call)(void *ctx, ti_arena *arena, ti_value *callable, ti_value *args,
+	                  ti_call_kind how, ti_value **out, ti_error *err);
+	/* Interprets BUILD; sets *handled to 1 if it did. */
+	ti_status (*build)(void *ctx, ti_arena *arena, ti_value *object, ti_value *state,
+	                   int *handled, ti_error *err);
+	/* Interprets a persistent id; leaves *out NULL to keep a TI_PERSID. */
+	ti_status (*persistent_load)(void *ctx, ti_arena *arena, ti_value *pid,
+	                             ti_value **out, ti_error *err);
+} ti_pickle_hooks;
+
+typedef struct ti_pickle_limits {
+	size_t stack_max;   /* values on the stack, all marks together */
+	size_t marks_max;   /* open MARKs, i.e. nesting depth while loading */
+	size_t memo_max;    /* memo entries */
+	size_t string_max;  /* bytes in one str/bytes/bigint */
+	size_t items_max;   /* items in one container */
+} ti_pickle_limits;
+
+void ti_pickle_limits_default(ti_pickle_limits *limits);
+
+/*
+ * Loads one pickle from data[0..size). hooks and limits may be NULL.
+ * On success *out is the value and *consumed the bytes read up to STOP.
+ */
+ti_status ti_pickle_load(const uint8_t *data, size_t size, ti_arena *arena,
+                         const ti_pickle_hooks *hooks, const ti_pickle_limits *limits,
+                         ti_value **out, size_t *consumed, ti_error *err);
+
+/* The name of an opcode ("BINUNICODE"), or NULL if the byte is none. */
+const char *ti_pickle_opcode_name(uint8_t opcode);
+
+#endif

@@ -1,0 +1,546 @@
+/*
+ * cmd_inspect.c - `tinspect [inspect] FILE`: a checkpoint on the meta device.
+ * Prints the tensor table, the other values and a summary, or one JSON
+ * document with --json (keys documented in tinspect(1); added, never renamed).
+ */
+#include <cJSON.h>
+#include <fnmatch.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+enum { OPT_HELP = 1, OPT_DEVICE, OPT_JSON, OPT_FILTER, OPT_DEPTH, OPT_RECORDS };
+
+static const cli_option options[] = {
+	{"help", 'h', OPT_FLAG, OPT_HELP},
+	{"device", 0, OPT_VALUE, OPT_DEVICE},
+	{"json", 0, OPT_FLAG, OPT_JSON},
+	{"filter", 0, OPT_VALUE, OPT_FILTER},
+	{"depth", 0, OPT_VALUE, OPT_DEPTH},
+	{"records", 0, OPT_FLAG, OPT_RECORDS},
+	{NULL, 0, 0, 0},
+};
+
+static const char help[] =
+	"usage: tinspect [inspect] FILE [options]\n"
+	"\n"
+	"List every tensor in a PyTorch zip checkpoint as torch.load(FILE,\n"
+	"map_location='meta') sees it, reading only the archive directory and\n"
+	"data.pkl. The pickle is interpreted, never executed.\n"
+	"\n"
+	"options:\n"
+	"  --device meta   the device to load onto; inspect reads metadata only (default)\n"
+	"  --json          print one JSON document instead of tables\n"
+	"  --filter GLOB   keep tensors and values whose name matches GLOB (repeatable)\n"
+	"  --depth N       fold names deeper than N components into their prefix, with totals\n"
+	"  --records       also list the archive's records with sizes and payload offsets\n"
+	"  -h, --help      show this help\n"
+	"\n"
+	"exit status: 0 success, 2 usage error, 3 unreadable, corrupt or unsupported\n"
+	"input, 4 I/O or resource failure.\n";
+
+enum { FILTERS_MAX = 64 };
+
+typedef struct inspect {
+	const char *file;
+	bool json, records;
+	int depth; /* 0: no folding */
+	const char *filters[FILTERS_MAX];
+	int filter_count;
+	ti_ckpt *ckpt;
+} inspect;
+
+static bool wanted(const inspect *in, const char *name)
+{
+	if (!in->filter_count)
+		return true;
+	for (int i = 0; i < in->filter_count; i++)
+		if (!fnmatch(in->filters[i], name, 0))
+			return true;
+	return false;
+}
+
+/* ---- totals ---- */
+
+typedef struct dtype_total {
+	int64_t tensors, numel, nbytes;
+} dtype_total;
+
+typedef struct totals {
+	int64_t tensors, numel, nbytes, unique_nbytes, storages, shared_storages, values;
+	dtype_total by_dtype[TI_DT_COUNT];
+} totals;
+
+static void count_storage(const ti_storage *st, unsigned char *seen, totals *t)
+{
+	if (!st || seen[st->index])
+		return;
+	seen[st->index] = 1;
+	t->unique_nbytes += st->nbytes;
+	t->storages++;
+	if (st->tensor_count > 1)
+		t->shared_storages++;
+}
+
+static int compute_totals(const inspect *in, totals *t)
+{
+	memset(t, 0, sizeof(*t));
+	size_t ns = ti_ckpt_storage_count(in->ckpt);
+	unsigned char *seen = calloc(ns ? ns : 1, 1);
+	if (!seen)
+		return -1;
+	for (size_t i = 0; i < ti_ckpt_entry_count(in->ckpt); i++) {
+		const ti_entry *e = ti_ckpt_entry(in->ckpt, i);
+		if (!wanted(in, e->name))
+			continue;
+		if (e->value->kind != TI_TENSOR) {
+			t->values++;
+			continue;
+		}
+		const ti_tensor *x = e->value->as.tensor;
+		t->tensors++;
+		t->numel += x->numel;
+		t->nbytes += x->nbytes;
+		dtype_total *d = &t->by_dtype[x->dtype];
+		d->tensors++;
+		d->numel += x->numel;
+		d->nbytes += x->nbytes;
+		count_storage(x->storage, seen, t);
+		for (size_t k = 0; k < x->component_count; k++)
+			count_storage(x->components[k]->storage, seen, t);
+	}
+	free(seen);
+	return 0;
+}
+
+/* What a tensor's row says beyond dtype, shape and bytes. */
+static void describe(const ti_tensor *x, char *buf, size_t size)
+{
+	char dims[256], num[64];
+	size_t n = 0;
+#define ADD(...) (n += (size_t)snprintf(buf + n, n < size ? size - n : 0, __VA_ARGS__))
+	buf[0] = '\0';
+	if (x->is_parameter)
+		ADD("param ");
+	if (x->requires_grad)
+		ADD("grad ");
+	if (x->layout != TI_LAYOUT_STRIDED) {
+		ADD("%s ", ti_layout_name(x->layout));
+		for (size_t i = 0; i < x->component_count; i++)
+			ADD("%s=%s%s ", x->component_names[i], ti_dtype_name(x->components[i]->dtype),
+			    cli_dims(x->components[i]->shape, x->components[i]->ndim, dims, sizeof(dims)));
+	}
+	if (x->stride && !ti_tensor_is_contiguous(x))
+		ADD("stride=%s ", cli_dims(x->stride, x->ndim, dims, sizeof(dims)));
+	if (x->storage_offset)
+		ADD("offset=%" PRId64 " ", x->storage_offset);
+	if (x->storage && x->storage->tensor_count > 1)
+		ADD("shared:'%s'x%zu ", x->storage->key, x->storage->tensor_count);
+	if (!x->storage && x->layout == TI_LAYOUT_STRIDED)
+		ADD("meta(no storage) ");
+	if (x->storage && strcmp(x->storage->location, "cpu"))
+		ADD("saved on %s ", x->storage->location);
+	if (x->conj)
+		ADD("conj ");
+	if (x->neg)
+		ADD("neg ");
+	if (x->quant.scheme != TI_QS_NONE) {
+		ADD("%s ", ti_qscheme_name(x->quant.scheme));
+		if (x->quant.scales) {
+			ADD("axis=%" PRId64 " ", x->quant.axis);
+		} else {
+			ti_format_float(x->quant.scale, num, sizeof(num));
+			ADD("scale=%s zero_point=%" PRId64 " ", num, x->quant.zero_point);
+		}
+	}
+	if (x->subclass)
+		ADD("%s ", x->subclass);
+#undef ADD
+	if (n && n <= size)
+		buf[n - 1] = '\0';
+}
+
+/* ---- text ---- */
+
+static size_t name_width(const inspect *in)
+{
+	size_t w = 4;
+	for (size_t i = 0; i < ti_ckpt_entry_count(in->ckpt); i++) {
+		const ti_entry *e = ti_ckpt_entry(in->ckpt, i);
+		size_t len = strlen(e->name);
+		if (e->value->kind == TI_TENSOR && wanted(in, e->name) && len > w)
+			w = len;
+	}
+	return w > 60 ? 60 : w;
+}
+
+/* The first `depth` dot-separated components of name. */
+static size_t prefix_len(const char *name, int depth)
+{
+	const char *p = name;
+	for (int d = 0; d < depth; d++) {
+		p = strchr(p, '.');
+		if (!p)
+			return strlen(name);
+		if (d + 1 < depth)
+			p++;
+	}
+	return (size_t)(p - name);
+}
+
+static void print_folded(const inspect *in)
+{
+	char b1[32], b2[32];
+	printf("%-40s %8s %16s %12s\n", "NAME", "TENSORS", "ELEMENTS", "BYTES");
+	size_t n = ti_ckpt_entry_count(in->ckpt);
+	for (size_t i = 0; i < n;) {
+		const ti_entry *e = ti_ckpt_entry(in->ckpt, i);
+		if (e->value->kind != TI_TENSOR || !wanted(in, e->name)) {
+			i++;
+			continue;
+		}
+		size_t plen = prefix_len(e->name, in->depth);
+		int64_t tensors = 0, numel = 0, nbytes = 0;
+		size_t j = i;
+		/* Entries come in pickle order, so a prefix's tensors are adjacent in a state dict. */
+		for (; j < n; j++) {
+			const ti_entry *f = ti_ckpt_entry(in->ckpt, j);
+			if (strncmp(f->name, e->name, plen) || (f->name[plen] && f->name[plen] != '.'))
+				break;
+			if (f->value->kind != TI_TENSOR || !wanted(in, f->name))
+				continue;
+			tensors++;
+			numel += f->value->as.tensor->numel;
+			nbytes += f->value->as.tensor->nbytes;
+		}
+		char *prefix = strndup(e->name, plen);
+		if (prefix) {
+			cli_put_safe(stdout, prefix[0] ? prefix : "(root)", 40);
+			free(prefix);
+		}
+		printf(" %8" PRId64 " %16s %12s\n", tensors, cli_count(numel, b1, sizeof(b1)), cli_bytes(nbytes, b2, sizeof(b2)));
+		i = j > i ? j : i + 1;
+	}
+}
+
+static void print_text(const inspect *in, const totals *t)
+{
+	const ti_ckpt_info *info = ti_ckpt_get_info(in->ckpt);
+	char dims[512], num[32], num2[32], notes[512], repr[256], type[256];
+	int w = (int)name_width(in);
+
+	if (in->depth > 0) {
+		print_folded(in);
+	} else if (t->tensors) {
+		printf("%-*s %-9s %-18s %10s  %s\n", w, "NAME", "DTYPE", "SHAPE", "BYTES", "NOTES");
+		for (size_t i = 0; i < ti_ckpt_entry_count(in->ckpt); i++) {
+			const ti_entry *e = ti_ckpt_entry(in->ckpt, i);
+			if (e->value->kind != TI_TENSOR || !wanted(in, e->name))
+				continue;
+			const ti_tensor *x = e->value->as.tensor;
+			cli_put_safe(stdout, e->name[0] ? e->name : "(root)", w);
+			describe(x, notes, sizeof(notes));
+			printf(" %-9s %-18s %10s  %s\n", ti_dtype_name(x->dtype), cli_dims(x->shape, x->ndim, dims, sizeof(dims)),
+			       cli_bytes(x->nbytes, num, sizeof(num)), notes);
+		}
+	}
+	if (t->values) {
+		printf("\nvalues:\n");
+		for (size_t i = 0; i < ti_ckpt_entry_count(in->ckpt); i++) {
+			const ti_entry *e = ti_ckpt_entry(in->ckpt, i);
+			if (e->value->kind == TI_TENSOR || !wanted(in, e->name))
+				continue;
+			printf("  ");
+			cli_put_safe(stdout, e->name[0] ? e->name : "(root)", w);
+			printf(" %-22s ", ti_value_type_name(e->value, type, sizeof(type)));
+			cli_put_safe(stdout, ti_value_repr(e->value, repr, sizeof(repr), 72), 0);
+			printf("\n");
+		}
+	}
+	printf("\nsummary:\n");
+	printf("  tensors        %s\n", cli_count(t->tensors, num, sizeof(num)));
+	printf("  elements       %s\n", cli_count(t->numel, num, sizeof(num)));
+	printf("  bytes          %s (%s)\n", cli_bytes(t->nbytes, num, sizeof(num)), cli_count(t->nbytes, num2, sizeof(num2)));
+	const char *label = "  by dtype       ";
+	for (int d = 0; d < TI_DT_COUNT; d++) {
+		const dtype_total *dt = &t->by_dtype[d];
+		if (!dt->tensors)
+			continue;
+		printf("%s%-10s %6" PRId64 " tensors %16s elements %12s\n", label, ti_dtype_name((ti_dtype)d), dt->tensors,
+		       cli_count(dt->numel, num, sizeof(num)), cli_bytes(dt->nbytes, num2, sizeof(num2)));
+		label = "                 ";
+	}
+	printf("  unique bytes   %s in %" PRId64 " storages (%" PRId64 " shared)\n",
+	       cli_bytes(t->unique_nbytes, num, sizeof(num)), t->storages, t->shared_storages);
+	printf("  format         %s, version %" PRId64 ", byteorder %s, pickle protocol %d, root '%s'\n",
+	       info->format, info->version, info->byteorder, info->pickle_protocol, info->root);
+	if (info->format_version >= 0 || info->storage_alignment >= 0)
+		printf("  written by     PyTorch 2.x (format_version %" PRId64 ", storage_alignment %" PRId64 ")\n",
+		       info->format_version, info->storage_alignment);
+}
+
+static int print_records_text(inspect *in)
+{
+	char num[32];
+	printf("\nrecords:\n  %-48s %14s %14s %s\n", "NAME", "SIZE", "PAYLOAD AT", "METHOD");
+	for (size_t i = 0; i < ti_ckpt_record_count(in->ckpt); i++) {
+		const ti_record *r = ti_ckpt_record(in->ckpt, i);
+		uint64_t off;
+		ti_error err;
+		ti_error_clear(&err);
+		if (ti_ckpt_record_payload_offset(in->ckpt, i, &off, &err))
+			return cli_report(in->file, &err);
+		printf("  ");
+		cli_put_safe(stdout, r->name, 48);
+		printf(" %14s %14" PRIu64 " %s\n", cli_count((int64_t)r->size, num, sizeof(num)), off,
+		       r->method == 0 ? "stored" : r->method == 8 ? "deflated" : "other");
+	}
+	return EXIT_OK;
+}
+
+/* ---- JSON ---- */
+
+static cJSON *json_dims(const int64_t *d, int n)
+{
+	cJSON *a = cJSON_CreateArray();
+	for (int i = 0; a && i < n; i++)
+		cJSON_AddItemToArray(a, cJSON_CreateNumber((double)d[i]));
+	return a;
+}
+
+static cJSON *json_tensor(const char *name, const ti_tensor *x)
+{
+	char repr[64];
+	cJSON *o = cJSON_CreateObject();
+	if (name)
+		cJSON_AddStringToObject(o, "name", name);
+	cJSON_AddStringToObject(o, "dtype", ti_dtype_name(x->dtype));
+	cJSON_AddItemToObject(o, "shape", json_dims(x->shape, x->ndim));
+	cJSON_AddItemToObject(o, "stride", x->stride ? json_dims(x->stride, x->ndim) : cJSON_CreateNull());
+	cJSON_AddNumberToObject(o, "storage_offset", (double)x->storage_offset);
+	cJSON_AddBoolToObject(o, "requires_grad", x->requires_grad);
+	cJSON_AddBoolToObject(o, "parameter", x->is_parameter);
+	cJSON_AddStringToObject(o, "layout", ti_layout_name(x->layout));
+	if (x->storage) {
+		cJSON_AddStringToObject(o, "storage", x->storage->key);
+		cJSON_AddNumberToObject(o, "storage_nbytes", (double)x->storage->nbytes);
+		cJSON_AddStringToObject(o, "saved_device", x->storage->location);
+	} else {
+		cJSON_AddNullToObject(o, "storage");
+		cJSON_AddNullToObject(o, "storage_nbytes");
+		cJSON_AddStringToObject(o, "saved_device", x->layout == TI_LAYOUT_STRIDED ? "meta" : "cpu");
+	}
+	cJSON_AddNumberToObject(o, "nbytes", (double)x->nbytes);
+	cJSON_AddNumberToObject(o, "numel", (double)x->numel);
+	cJSON_AddBoolToObject(o, "contiguous", ti_tensor_is_contiguous(x));
+	cJSON_AddBoolToObject(o, "shared", x->storage && x->storage->tensor_count > 1);
+	if (x->conj)
+		cJSON_AddTrueToObject(o, "conj");
+	if (x->neg)
+		cJSON_AddTrueToObject(o, "neg");
+	if (x->subclass)
+		cJSON_AddStringToObject(o, "subclass", x->subclass);
+	if (x->quant.scheme != TI_QS_NONE) {
+		cJSON *q = cJSON_AddObjectToObject(o, "quantization");
+		cJSON_AddStringToObject(q, "scheme", ti_qscheme_name(x->quant.scheme));
+		if (x->quant.scales) {
+			cJSON_AddNumberToObject(q, "axis", (double)x->quant.axis);
+			cJSON_AddItemToObject(q, "scales", json_tensor(NULL, x->quant.scales));
+			cJSON_AddItemToObject(q, "zero_points", json_tensor(NULL, x->quant.zero_points));
+		} else {
+			cJSON_AddNumberToObject(q, "scale", x->quant.scale);
+			cJSON_AddNumberToObject(q, "zero_point", (double)x->quant.zero_point);
+		}
+	}
+	if (x->component_count) {
+		cJSON *c = cJSON_AddObjectToObject(o, "components");
+		for (size_t i = 0; i < x->component_count; i++)
+			cJSON_AddItemToObject(c, x->component_names[i], json_tensor(NULL, x->components[i]));
+		if (x->layout == TI_LAYOUT_SPARSE_COO)
+			cJSON_AddBoolToObject(o, "coalesced", x->coalesced);
+	}
+	(void)repr;
+	return o;
+}
+
+static int print_json(inspect *in, const totals *t)
+{
+	const ti_ckpt_info *info = ti_ckpt_get_info(in->ckpt);
+	char repr[1024], type[256];
+	cJSON *doc = cJSON_CreateObject();
+	cJSON_AddStringToObject(doc, "file", in->file);
+	cJSON_AddStringToObject(doc, "format", info->format);
+	cJSON_AddNumberToObject(doc, "version", (double)info->version);
+	cJSON_AddStringToObject(doc, "byteorder", info->byteorder);
+	cJSON_AddStringToObject(doc, "root", info->root);
+	cJSON_AddNumberToObject(doc, "pickle_protocol", info->pickle_protocol);
+	cJSON_AddNumberToObject(doc, "pickle_nbytes", (double)info->pickle_size);
+	if (info->format_version >= 0)
+		cJSON_AddNumberToObject(doc, "format_version", (double)info->format_version);
+	if (info->storage_alignment >= 0)
+		cJSON_AddNumberToObject(doc, "storage_alignment", (double)info->storage_alignment);
+	cJSON *tensors = cJSON_AddArrayToObject(doc, "tensors");
+	cJSON *values = cJSON_AddArrayToObject(doc, "values");
+	for (size_t i = 0; i < ti_ckpt_entry_count(in->ckpt); i++) {
+		const ti_entry *e = ti_ckpt_entry(in->ckpt, i);
+		if (!wanted(in, e->name))
+			continue;
+		if (e->value->kind == TI_TENSOR) {
+			cJSON_AddItemToArray(tensors, json_tensor(e->name, e->value->as.tensor));
+			continue;
+		}
+		cJSON *v = cJSON_CreateObject();
+		cJSON_AddStringToObject(v, "name", e->name);
+		cJSON_AddStringToObject(v, "type", ti_value_type_name(e->value, type, sizeof(type)));
+		cJSON_AddStringToObject(v, "repr", ti_value_repr(e->value, repr, sizeof(repr), 400));
+		cJSON_AddItemToArray(values, v);
+	}
+	cJSON *s = cJSON_AddObjectToObject(doc, "summary");
+	cJSON_AddNumberToObject(s, "tensors", (double)t->tensors);
+	cJSON_AddNumberToObject(s, "numel", (double)t->numel);
+	cJSON_AddNumberToObject(s, "nbytes", (double)t->nbytes);
+	cJSON_AddNumberToObject(s, "unique_nbytes", (double)t->unique_nbytes);
+	cJSON_AddNumberToObject(s, "storages", (double)t->storages);
+	cJSON_AddNumberToObject(s, "shared_storages", (double)t->shared_storages);
+	cJSON_AddNumberToObject(s, "values", (double)t->values);
+	cJSON *by = cJSON_AddObjectToObject(s, "by_dtype");
+	for (int d = 0; d < TI_DT_COUNT; d++) {
+		const dtype_total *dt = &t->by_dtype[d];
+		if (!dt->tensors)
+			continue;
+		cJSON *o = cJSON_AddObjectToObject(by, ti_dtype_name((ti_dtype)d));
+		cJSON_AddNumberToObject(o, "tensors", (double)dt->tensors);
+		cJSON_AddNumberToObject(o, "numel", (double)dt->numel);
+		cJSON_AddNumberToObject(o, "nbytes", (double)dt->nbytes);
+	}
+	if (in->records) {
+		cJSON *recs = cJSON_AddArrayToObject(doc, "records");
+		for (size_t i = 0; i < ti_ckpt_record_count(in->ckpt); i++) {
+			const ti_record *r = ti_ckpt_record(in->ckpt, i);
+			uint64_t off;
+			ti_error err;
+			ti_error_clear(&err);
+			if (ti_ckpt_record_payload_offset(in->ckpt, i, &off, &err)) {
+				cJSON_Delete(doc);
+				return cli_report(in->file, &err);
+			}
+			cJSON *o = cJSON_CreateObject();
+			cJSON_AddStringToObject(o, "name", r->name);
+			cJSON_AddNumberToObject(o, "size", (double)r->size);
+			cJSON_AddNumberToObject(o, "offset", (double)off);
+			cJSON_AddStringToObject(o, "method", r->method == 0 ? "stored" : r->method == 8 ? "deflated" : "other");
+			cJSON_AddItemToArray(recs, o);
+		}
+	}
+	if (in->depth > 0) {
+		cJSON *groups = cJSON_AddArrayToObject(doc, "groups");
+		size_t n = ti_ckpt_entry_count(in->ckpt);
+		for (size_t i = 0; i < n;) {
+			const ti_entry *e = ti_ckpt_entry(in->ckpt, i);
+			if (e->value->kind != TI_TENSOR || !wanted(in, e->name)) {
+				i++;
+				continue;
+			}
+			size_t plen = prefix_len(e->name, in->depth), j = i;
+			int64_t count = 0, numel = 0, nbytes = 0;
+			for (; j < n; j++) {
+				const ti_entry *f = ti_ckpt_entry(in->ckpt, j);
+				if (strncmp(f->name, e->name, plen) || (f->name[plen] && f->name[plen] != '.'))
+					break;
+				if (f->value->kind != TI_TENSOR || !wanted(in, f->name))
+					continue;
+				count++;
+				numel += f->value->as.tensor->numel;
+				nbytes += f->value->as.tensor->nbytes;
+			}
+			cJSON *g = cJSON_CreateObject();
+			char *prefix = strndup(e->name, plen);
+			cJSON_AddStringToObject(g, "name", prefix ? prefix : "");
+			free(prefix);
+			cJSON_AddNumberToObject(g, "tensors", (double)count);
+			cJSON_AddNumberToObject(g, "numel", (double)numel);
+			cJSON_AddNumberToObject(g, "nbytes", (double)nbytes);
+			cJSON_AddItemToArray(groups, g);
+			i = j > i ? j : i + 1;
+		}
+	}
+	char *text = cJSON_Print(doc);
+	cJSON_Delete(doc);
+	if (!text) {
+		fprintf(stderr, "tinspect: out of memory writing JSON\n");
+		return EXIT_RESOURCE;
+	}
+	puts(text);
+	cJSON_free(text);
+	return EXIT_OK;
+}
+
+int cmd_inspect(int argc, char **argv)
+{
+	inspect in = {0};
+	cli_parser p = {argc, 1, argv, options, "inspect", false};
+	const char *value;
+	int id;
+	while ((id = cli_next(&p, &value)) != -1) {
+		char *end;
+		switch (id) {
+		case -2:
+			return EXIT_USAGE;
+		case 0:
+			if (in.file)
+				return cli_usage_error("inspect: one FILE at a time ('%s' and '%s')", in.file, value);
+			in.file = value;
+			break;
+		case OPT_HELP:
+			fputs(help, stdout);
+			return EXIT_OK;
+		case OPT_DEVICE:
+			if (strcmp(value, "meta"))
+				return cli_usage_error("inspect: --device %s: inspect loads onto the meta device only (use --device meta)", value);
+			break;
+		case OPT_JSON:
+			in.json = true;
+			break;
+		case OPT_RECORDS:
+			in.records = true;
+			break;
+		case OPT_FILTER:
+			if (in.filter_count == FILTERS_MAX)
+				return cli_usage_error("inspect: more than %d --filter options", FILTERS_MAX);
+			in.filters[in.filter_count++] = value;
+			break;
+		case OPT_DEPTH: {
+			long d = strtol(value, &end, 10);
+			if (!*value || *end || d < 1 || d > 1000)
+				return cli_usage_error("inspect: --depth wants a whole number from 1 to 1000, not '%s'", value);
+			in.depth = (int)d;
+			break;
+		}
+		}
+	}
+	if (!in.file)
+		return cli_usage_error("inspect: no FILE given (usage: tinspect FILE [--json]; see --help)");
+	ti_error err;
+	if (ti_ckpt_open(in.file, NULL, &in.ckpt, &err))
+		return cli_report(in.file, &err);
+	totals t;
+	int rc = EXIT_OK;
+	if (compute_totals(&in, &t)) {
+		fprintf(stderr, "tinspect: out of memory\n");
+		rc = EXIT_RESOURCE;
+	} else if (in.json) {
+		rc = print_json(&in, &t);
+	} else {
+		print_text(&in, &t);
+		if (in.records)
+			rc = print_records_text(&in);
+	}
+	ti_ckpt_close(in.ckpt);
+	if (rc == EXIT_OK && (fflush(stdout) || ferror(stdout))) {
+		fprintf(stderr, "tinspect: cannot write output\n");
+		rc = EXIT_RESOURCE;
+	}
+	return rc;
+}

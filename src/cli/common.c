@@ -1,0 +1,147 @@
+/* common.c - option parsing, error reports and number formatting for the commands. */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+int cli_usage_error(const char *fmt, ...)
+{
+	va_list ap;
+	fputs("tinspect: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return EXIT_USAGE;
+}
+
+int cli_next(cli_parser *p, const char **value)
+{
+	*value = NULL;
+	if (p->index >= p->argc)
+		return -1;
+	char *arg = p->argv[p->index++];
+	if (p->only_operands || arg[0] != '-' || !strcmp(arg, "-")) {
+		*value = arg;
+		return 0;
+	}
+	if (!strcmp(arg, "--")) {
+		p->only_operands = true;
+		return cli_next(p, value);
+	}
+	const char *name = arg + 1, *inline_value = NULL;
+	size_t len;
+	bool is_long = arg[1] == '-';
+	if (is_long) {
+		name = arg + 2;
+		const char *eq = strchr(name, '=');
+		len = eq ? (size_t)(eq - name) : strlen(name);
+		inline_value = eq ? eq + 1 : NULL;
+	} else {
+		len = strlen(name);
+	}
+	for (const cli_option *o = p->options; o->name; o++) {
+		bool match = is_long ? (strlen(o->name) == len && !strncmp(o->name, name, len))
+		                     : (o->letter && len == 1 && name[0] == o->letter);
+		if (!match)
+			continue;
+		if (o->kind == OPT_FLAG) {
+			if (inline_value) {
+				cli_usage_error("%s: option '--%s' takes no value", p->command, o->name);
+				return -2;
+			}
+			return o->id;
+		}
+		if (!inline_value) {
+			if (p->index >= p->argc) {
+				cli_usage_error("%s: option '%s' needs a value", p->command, arg);
+				return -2;
+			}
+			inline_value = p->argv[p->index++];
+		}
+		*value = inline_value;
+		return o->id;
+	}
+	cli_usage_error("%s: unknown option '%s' (see 'tinspect %s --help')", p->command, arg, p->command);
+	return -2;
+}
+
+int cli_exit_code(ti_status status)
+{
+	switch (status) {
+	case TI_OK: return EXIT_OK;
+	case TI_E_INVALID: return EXIT_USAGE;
+	case TI_E_IO: case TI_E_NOMEM: return EXIT_RESOURCE;
+	default: return EXIT_INPUT;
+	}
+}
+
+int cli_report(const char *file, const ti_error *err)
+{
+	char msg[TI_ERROR_MESSAGE_MAX + TI_ERROR_MEMBER_MAX + 64];
+	ti_error_format(err, msg, sizeof(msg));
+	fprintf(stderr, "tinspect: ");
+	cli_put_safe(stderr, file, 0);
+	fprintf(stderr, ": ");
+	cli_put_safe(stderr, msg, 0);
+	fputc('\n', stderr);
+	return cli_exit_code(err->code);
+}
+
+const char *cli_bytes(int64_t n, char *buf, size_t size)
+{
+	static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+	double v = (double)n;
+	int u = 0;
+	while (v >= 1024 && u < 6) {
+		v /= 1024;
+		u++;
+	}
+	if (u == 0)
+		snprintf(buf, size, "%" PRId64 " B", n);
+	else
+		snprintf(buf, size, v < 10 ? "%.2f %s" : v < 100 ? "%.1f %s" : "%.0f %s", v, units[u]);
+	return buf;
+}
+
+const char *cli_count(int64_t n, char *buf, size_t size)
+{
+	char digits[32];
+	int len = snprintf(digits, sizeof(digits), "%" PRId64, n);
+	size_t j = 0;
+	for (int i = 0; i < len && j + 2 < size; i++) {
+		buf[j++] = digits[i];
+		int rest = len - i - 1;
+		if (rest > 0 && rest % 3 == 0 && digits[i] != '-')
+			buf[j++] = ',';
+	}
+	buf[j] = '\0';
+	return buf;
+}
+
+const char *cli_dims(const int64_t *d, int n, char *buf, size_t size)
+{
+	size_t len = (size_t)snprintf(buf, size, "[");
+	for (int i = 0; i < n && len < size; i++)
+		len += (size_t)snprintf(buf + len, size - len, i ? ", %" PRId64 : "%" PRId64, d[i]);
+	if (len < size)
+		snprintf(buf + len, size - len, "]");
+	return buf;
+}
+
+void cli_put_safe(FILE *f, const char *s, int width)
+{
+	int n = 0;
+	for (; *s; s++, n++) {
+		unsigned char c = (unsigned char)*s;
+		if (c < 0x20 || c == 0x7f)
+			n += fprintf(f, "\\x%02x", c) - 1;
+		else
+			fputc(c, f);
+		if ((c & 0xc0) == 0x80)
+			n--; /* continuation bytes take no column */
+	}
+	for (; n < width; n++)
+		fputc(' ', f);
+}

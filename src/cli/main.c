@@ -1,0 +1,43 @@
+/*
+ * main.c - the tinspect command: a table of subcommands, inspect by default.
+ * `tinspect FILE` is `tinspect inspect FILE`.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+static const cli_command commands[] = {
+	{"inspect", cmd_inspect, "list a checkpoint's tensors as the meta device sees them"},
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: tinspect [inspect] FILE [--device meta] [--json] [--filter GLOB] [--depth N] [--records]\n"
+	           "       tinspect COMMAND --help\n"
+	           "       tinspect --version\n\ncommands:\n");
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+	fprintf(f, "\nRun 'tinspect inspect --help' for the options; see tinspect(1).\n");
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+		usage(stdout);
+		return EXIT_OK;
+	}
+	if (!strcmp(argv[1], "--version")) {
+		printf("tinspect %s\n", TINSPECT_VERSION);
+		return EXIT_OK;
+	}
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (!strcmp(argv[1], commands[i].name))
+			return commands[i].run(argc - 1, argv + 1);
+	/* No command named: the default one, with every argument as given. */
+	return cmd_inspect(argc, argv);
+}

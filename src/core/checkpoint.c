@@ -1,0 +1,300 @@
+/*
+ * checkpoint.c - opening a torch.save zip onto the meta device.
+ *
+ * Reads the archive's directory and its small records (data.pkl, version,
+ * byteorder, .format_version, .storage_alignment), runs the pickle through
+ * the torch interpreter, checks each storage against its data/<key> record
+ * and names what the pickle holds. No storage record's bytes are read.
+ * Facts: torch/serialization.py _load; caffe2/serialize/inline_container.cc.
+ */
+#include "tinspect/checkpoint.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/entries.h"
+#include "core/torch_unpickle.h"
+#include "format/zip_archive.h"
+
+struct ti_ckpt {
+	ti_arena arena;
+	ti_zip *zip;
+	ti_ckpt_info info;
+	ti_record *records;
+	size_t record_count;
+	ti_storage **storages;
+	size_t storage_count;
+	ti_value *root;
+	ti_entry_list entries;
+};
+
+/* torch writes format versions 1..3 for torch.save; the reader accepts up to kMaxSupportedFileFormatVersion. */
+enum { VERSION_MIN = 1, VERSION_MAX = 10, SMALL_RECORD_MAX = 4096 };
+
+void ti_limits_default(ti_limits *limits)
+{
+	limits->pickle_max = (size_t)1 << 31;
+	limits->arena_max = (size_t)8 << 30;
+	limits->records_max = 1u << 22;
+	limits->depth_max = 1000; /* Python's own recursion limit */
+	limits->entries_max = 1u << 22;
+	ti_pickle_limits_default(&limits->pickle);
+}
+
+/* Tells what a file is when it is not a zip, from its first bytes (torch-formats.md section 0). */
+static ti_status sniff(const char *path, ti_error *err)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return TI_FAIL(err, TI_E_IO, "cannot open: %s", strerror(errno));
+	uint8_t head[512];
+	size_t n = fread(head, 1, sizeof(head), f);
+	int bad = ferror(f);
+	fclose(f);
+	if (bad)
+		return TI_FAIL(err, TI_E_IO, "cannot read: %s", strerror(errno));
+	static const uint8_t legacy[] = {0x80, 0x02, 0x8a, 0x0a, 0x6c, 0xfc, 0x9c, 0x46, 0xf9, 0x20, 0x6a, 0xa8, 0x50, 0x19};
+	if (n == 0)
+		return TI_FAIL(err, TI_E_CORRUPT, "empty file");
+	if (n >= 4 && !memcmp(head, "PK\3\4", 4))
+		return TI_OK;
+	if (n >= 4 && !memcmp(head, "PK\5\6", 4))
+		return TI_FAIL(err, TI_E_CORRUPT, "empty zip archive");
+	if (n >= sizeof(legacy) && !memcmp(head, legacy, sizeof(legacy)))
+		return TI_FAIL(err, TI_E_UNSUPPORTED, "legacy torch.save format (PyTorch before 1.6) is not supported yet");
+	if (n >= 9 && head[8] == '{')
+		return TI_FAIL(err, TI_E_UNSUPPORTED, "safetensors files are not supported yet");
+	if (n >= 262 && !memcmp(head + 257, "ustar", 5))
+		return TI_FAIL(err, TI_E_UNSUPPORTED, "tar checkpoints (PyTorch before 0.4) are not supported");
+	return TI_FAIL(err, TI_E_CORRUPT, "not a PyTorch checkpoint (no zip signature)");
+}
+
+static ti_status read_small(ti_ckpt *c, const char *name, char **text, ti_error *err)
+{
+	char full[512];
+	snprintf(full, sizeof(full), "%s/%s", c->info.root, name);
+	int64_t i = ti_zip_find(c->zip, full);
+	*text = NULL;
+	if (i < 0)
+		return TI_OK;
+	uint8_t *data;
+	size_t size;
+	if (ti_zip_read(c->zip, (size_t)i, SMALL_RECORD_MAX, &data, &size, err)) {
+		ti_error_at(err, full, -1);
+		return err->code;
+	}
+	while (size && (data[size - 1] == '\n' || data[size - 1] == '\r' || data[size - 1] == ' '))
+		data[--size] = 0;
+	*text = ti_arena_strndup(&c->arena, (char *)data, size);
+	free(data);
+	if (!*text)
+		return TI_FAIL(err, TI_E_NOMEM, "out of memory");
+	return TI_OK;
+}
+
+static ti_status parse_count(const char *text, const char *what, int64_t *out, ti_error *err)
+{
+	char *end;
+	errno = 0;
+	long long v = strtoll(text, &end, 10);
+	if (!*text || *end || errno || v < 0)
+		return TI_FAIL(err, TI_E_CORRUPT, "%s record holds '%.32s', not a number", what, text);
+	*out = v;
+	return TI_OK;
+}
+
+/* Lists the records; the root folder is the text before the first '/' of the first entry. */
+static ti_status read_directory(ti_ckpt *c, const char *path, const ti_limits *lim, ti_error *err)
+{
+	if (ti_zip_open(path, lim->records_max, &c->zip, err))
+		return err->code;
+	size_t n = ti_zip_count(c->zip);
+	if (n == 0)
+		return TI_FAIL(err, TI_E_CORRUPT, "empty zip archive");
+	c->records = ti_arena_calloc(&c->arena, n, sizeof(*c->records));
+	if (!c->records)
+		return TI_FAIL(err, TI_E_LIMIT, "metadata exceeds the memory ceiling");
+	size_t root_len = 0;
+	for (size_t i = 0; i < n; i++) {
+		ti_zip_entry e;
+		if (ti_zip_stat(c->zip, i, &e, err))
+			return err->code;
+		if (i == 0) {
+			const char *slash = strchr(e.name, '/');
+			if (!slash)
+				return TI_FAIL(err, TI_E_CORRUPT, "record '%s' is not in a folder: not a torch.save archive", e.name);
+			root_len = (size_t)(slash - e.name);
+			c->info.root = ti_arena_strndup(&c->arena, e.name, root_len);
+			if (!c->info.root)
+				return TI_FAIL(err, TI_E_NOMEM, "out of memory");
+		}
+		/* torch's getAllRecords rejects entries outside the root folder. */
+		if (strncmp(e.name, c->info.root, root_len) || e.name[root_len] != '/') {
+			TI_FAIL(err, TI_E_CORRUPT, "record outside the archive's root folder '%s'", c->info.root);
+			ti_error_at(err, e.name, -1);
+			return TI_E_CORRUPT;
+		}
+		ti_record *r = &c->records[i];
+		r->name = e.name;
+		r->size = e.size;
+		r->compressed_size = e.compressed_size;
+		r->method = e.method;
+		r->index = (int64_t)i;
+	}
+	c->record_count = n;
+	return TI_OK;
+}
+
+static ti_status read_small_records(ti_ckpt *c, ti_error *err)
+{
+	char *version, *data_version, *byteorder, *format_version, *alignment;
+	if (read_small(c, "version", &version, err) || read_small(c, ".data/version", &data_version, err) ||
+	    read_small(c, "byteorder", &byteorder, err) || read_small(c, ".format_version", &format_version, err) ||
+	    read_small(c, ".storage_alignment", &alignment, err))
+		return err->code;
+	/* torch reads .data/version when present (format 6 and later), else version. */
+	const char *v = data_version ? data_version : version;
+	if (!v)
+		return TI_FAIL(err, TI_E_CORRUPT, "archive has no version record");
+	if (parse_count(v, "version", &c->info.version, err))
+		return err->code;
+	if (c->info.version < VERSION_MIN || c->info.version > VERSION_MAX)
+		return TI_FAIL(err, TI_E_UNSUPPORTED, "archive format version %" PRId64 " (we read %d to %d)",
+		               c->info.version, VERSION_MIN, VERSION_MAX);
+	c->info.byteorder = "little"; /* absent means little-endian (PyTorch PR #108523) */
+	if (byteorder) {
+		if (strcmp(byteorder, "little") && strcmp(byteorder, "big"))
+			return TI_FAIL(err, TI_E_CORRUPT, "byteorder record holds '%.16s'", byteorder);
+		c->info.byteorder = byteorder;
+		c->info.has_byteorder = true;
+	}
+	c->info.format_version = c->info.storage_alignment = -1;
+	if ((format_version && parse_count(format_version, ".format_version", &c->info.format_version, err)) ||
+	    (alignment && parse_count(alignment, ".storage_alignment", &c->info.storage_alignment, err)))
+		return err->code;
+	char name[512];
+	snprintf(name, sizeof(name), "%s/constants.pkl", c->info.root);
+	c->info.format = ti_zip_find(c->zip, name) >= 0 ? "torchscript-zip" : "torch-zip";
+	return TI_OK;
+}
+
+static ti_status read_pickle(ti_ckpt *c, const ti_limits *lim, ti_error *err)
+{
+	char name[512];
+	snprintf(name, sizeof(name), "%s/data.pkl", c->info.root);
+	int64_t index = ti_zip_find(c->zip, name);
+	if (index < 0) {
+		snprintf(name, sizeof(name), "%s/.data/version", c->info.root);
+		if (ti_zip_find(c->zip, name) >= 0)
+			return TI_FAIL(err, TI_E_UNSUPPORTED, "torch.package archives are not supported");
+		return TI_FAIL(err, TI_E_CORRUPT, "archive has no data.pkl record");
+	}
+	uint8_t *data;
+	size_t size;
+	if (ti_zip_read(c->zip, (size_t)index, lim->pickle_max, &data, &size, err)) {
+		ti_error_at(err, name, -1);
+		return err->code;
+	}
+	c->info.pickle_size = size;
+	c->info.pickle_protocol = size >= 2 && data[0] == 0x80 ? data[1] : 1;
+	ti_torch torch;
+	ti_torch_init(&torch, &c->arena, lim->records_max);
+	ti_pickle_hooks hooks;
+	ti_torch_hooks(&torch, &hooks);
+	ti_status s = ti_pickle_load(data, size, &c->arena, &hooks, &lim->pickle, &c->root, NULL, err);
+	free(data);
+	if (s) {
+		ti_error_at(err, name, -1);
+		ti_torch_release(&torch);
+		return s;
+	}
+	c->storages = torch.storages;
+	c->storage_count = torch.storage_count;
+	ti_torch_release(&torch);
+	return TI_OK;
+}
+
+/* Each storage has a record data/<key> whose size is its element count times element size. */
+static ti_status check_storages(ti_ckpt *c, ti_error *err)
+{
+	for (size_t i = 0; i < c->storage_count; i++) {
+		ti_storage *st = c->storages[i];
+		char *name = ti_arena_printf(&c->arena, "%s/data/%s", c->info.root, st->key);
+		if (!name)
+			return TI_FAIL(err, TI_E_NOMEM, "out of memory");
+		int64_t index = ti_zip_find(c->zip, name);
+		if (index < 0) {
+			TI_FAIL(err, TI_E_CORRUPT, "storage '%s' has no record", st->key);
+			ti_error_at(err, name, -1);
+			return TI_E_CORRUPT;
+		}
+		const ti_record *r = &c->records[index];
+		st->record_index = index;
+		st->record_size = r->size;
+		if (r->size != (uint64_t)st->nbytes) {
+			TI_FAIL(err, TI_E_CORRUPT, "record holds %" PRIu64 " bytes but storage '%s' declares %" PRId64 " %s elements (%" PRId64 " bytes)",
+			        r->size, st->key, st->numel, st->untyped ? "byte" : ti_dtype_name(st->dtype), st->nbytes);
+			ti_error_at(err, name, -1);
+			return TI_E_CORRUPT;
+		}
+	}
+	return TI_OK;
+}
+
+ti_status ti_ckpt_open(const char *path, const ti_limits *limits, ti_ckpt **out, ti_error *err)
+{
+	ti_limits defaults;
+	if (!limits) {
+		ti_limits_default(&defaults);
+		limits = &defaults;
+	}
+	ti_error_clear(err);
+	*out = NULL;
+	if (sniff(path, err))
+		return err->code;
+	ti_ckpt *c = calloc(1, sizeof(*c));
+	if (!c)
+		return TI_FAIL(err, TI_E_NOMEM, "out of memory");
+	ti_arena_init(&c->arena, limits->arena_max);
+	ti_status s;
+	if ((s = read_directory(c, path, limits, err)) || (s = read_small_records(c, err)) ||
+	    (s = read_pickle(c, limits, err)) || (s = check_storages(c, err)) ||
+	    (s = ti_entries_collect(c->root, &c->arena, limits->depth_max, limits->entries_max, &c->entries, err))) {
+		ti_ckpt_close(c);
+		return s;
+	}
+	/* Sharing is counted over named tensors: tied weights are one storage under two names. */
+	for (size_t i = 0; i < c->entries.count; i++) {
+		const ti_value *v = c->entries.items[i].value;
+		if (v->kind == TI_TENSOR && v->as.tensor->storage)
+			v->as.tensor->storage->tensor_count++;
+	}
+	*out = c;
+	return TI_OK;
+}
+
+void ti_ckpt_close(ti_ckpt *c)
+{
+	if (!c)
+		return;
+	ti_zip_close(c->zip);
+	ti_arena_release(&c->arena);
+	free(c);
+}
+
+const ti_ckpt_info *ti_ckpt_get_info(const ti_ckpt *c) { return &c->info; }
+const ti_value *ti_ckpt_root(const ti_ckpt *c) { return c->root; }
+size_t ti_ckpt_record_count(const ti_ckpt *c) { return c->record_count; }
+const ti_record *ti_ckpt_record(const ti_ckpt *c, size_t i) { return i < c->record_count ? &c->records[i] : NULL; }
+size_t ti_ckpt_storage_count(const ti_ckpt *c) { return c->storage_count; }
+const ti_storage *ti_ckpt_storage(const ti_ckpt *c, size_t i) { return i < c->storage_count ? c->storages[i] : NULL; }
+size_t ti_ckpt_entry_count(const ti_ckpt *c) { return c->entries.count; }
+const ti_entry *ti_ckpt_entry(const ti_ckpt *c, size_t i) { return i < c->entries.count ? &c->entries.items[i] : NULL; }
+
+ti_status ti_ckpt_record_payload_offset(ti_ckpt *c, size_t i, uint64_t *offset, ti_error *err)
+{
+	return ti_zip_payload_offset(c->zip, i, offset, err);
+}

@@ -1,0 +1,33 @@
+/*
+ * torch_unpickle.h - reading torch.save's pickle as metadata (library-internal).
+ *
+ * A ti_torch supplies the pickle machine's hooks: it turns the rebuild
+ * functions of torch/_utils.py into ti_tensors, persistent ids into
+ * ti_storages (one per key, shared by every tensor that names it), and the
+ * Python types torch pickles (OrderedDict, set, complex, bytes via
+ * _codecs.encode, torch.Size, torch.device) into values. Everything lives in
+ * the arena it was given; the storage index is freed by ti_torch_release().
+ */
+#ifndef TINSPECT_TORCH_UNPICKLE_H
+#define TINSPECT_TORCH_UNPICKLE_H
+
+#include "tinspect/arena.h"
+#include "tinspect/pickle.h"
+#include "tinspect/tensor.h"
+#include "util/strmap.h"
+
+typedef struct ti_torch {
+	ti_arena *arena;
+	ti_strmap by_key;        /* storage key -> ti_value (TI_STORAGE) */
+	ti_storage **storages;   /* in order of first appearance */
+	size_t storage_count, storage_capacity;
+	size_t storages_max;
+	size_t tensor_count;
+} ti_torch;
+
+void ti_torch_init(ti_torch *t, ti_arena *arena, size_t storages_max);
+void ti_torch_release(ti_torch *t);
+/* Fills hooks to run the machine with t as context. */
+void ti_torch_hooks(ti_torch *t, ti_pickle_hooks *hooks);
+
+#endif

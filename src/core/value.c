@@ -1,0 +1,546 @@
+/* value.c - making, querying and printing values (see value.h). */
+#include "tinspect/value.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/known_globals.h"
+#include "core/value_build.h"
+#include "tinspect/tensor.h"
+
+/* ---- making ---- */
+
+ti_value *ti_value_new(ti_arena *a, ti_kind kind)
+{
+	ti_value *v = ti_arena_alloc(a, sizeof(*v));
+	if (v)
+		v->kind = kind;
+	return v;
+}
+
+ti_value *ti_value_new_int(ti_arena *a, int64_t i)
+{
+	ti_value *v = ti_value_new(a, TI_INT);
+	if (v)
+		v->as.integer = i;
+	return v;
+}
+
+ti_value *ti_value_new_str(ti_arena *a, ti_kind kind, const char *data, size_t size)
+{
+	ti_value *v = ti_value_new(a, kind);
+	if (!v)
+		return NULL;
+	char *copy = ti_arena_strndup(a, data, size);
+	if (!copy)
+		return NULL;
+	v->as.bytes.data = copy;
+	v->as.bytes.size = size;
+	return v;
+}
+
+ti_value *ti_value_new_seq(ti_arena *a, ti_kind kind, ti_value *const *items, size_t count)
+{
+	ti_value *v = ti_value_new(a, kind);
+	if (!v)
+		return NULL;
+	if (count) {
+		v->as.seq.items = ti_arena_calloc(a, count, sizeof(*items));
+		if (!v->as.seq.items)
+			return NULL;
+		memcpy(v->as.seq.items, items, count * sizeof(*items));
+	}
+	v->as.seq.count = v->as.seq.capacity = count;
+	return v;
+}
+
+/* Grows an arena array geometrically; the old copy is left to the arena. */
+static int grow(ti_arena *a, void **array, size_t *capacity, size_t item_size)
+{
+	size_t cap = *capacity ? *capacity * 2 : 4;
+	void *bigger = ti_arena_calloc(a, cap, item_size);
+	if (!bigger)
+		return -1;
+	if (*capacity)
+		memcpy(bigger, *array, *capacity * item_size);
+	*array = bigger;
+	*capacity = cap;
+	return 0;
+}
+
+ti_status ti_seq_push(ti_arena *a, ti_seq *seq, ti_value *item, size_t max_items, ti_error *err)
+{
+	if (seq->count >= max_items)
+		return TI_FAIL(err, TI_E_LIMIT, "container holds more than %zu items", max_items);
+	if (seq->count == seq->capacity && grow(a, (void **)&seq->items, &seq->capacity, sizeof(*seq->items)))
+		return TI_FAIL(err, TI_E_LIMIT, "metadata exceeds the memory ceiling");
+	seq->items[seq->count++] = item;
+	return TI_OK;
+}
+
+ti_status ti_dict_push(ti_arena *a, ti_dict *dict, ti_value *key, ti_value *value,
+                       size_t max_items, ti_error *err)
+{
+	if (dict->count >= max_items)
+		return TI_FAIL(err, TI_E_LIMIT, "dict holds more than %zu items", max_items);
+	if (dict->count == dict->capacity) {
+		size_t cap = dict->capacity;
+		if (grow(a, (void **)&dict->keys, &cap, sizeof(*dict->keys)) ||
+		    grow(a, (void **)&dict->values, &dict->capacity, sizeof(*dict->values)))
+			return TI_FAIL(err, TI_E_LIMIT, "metadata exceeds the memory ceiling");
+	}
+	dict->keys[dict->count] = key;
+	dict->values[dict->count++] = value;
+	return TI_OK;
+}
+
+/* ---- querying ---- */
+
+const char *ti_kind_name(ti_kind kind)
+{
+	static const char *const names[TI_KIND_COUNT] = {
+		[TI_NONE] = "None", [TI_BOOL] = "bool", [TI_INT] = "int", [TI_BIGINT] = "int",
+		[TI_FLOAT] = "float", [TI_COMPLEX] = "complex", [TI_STR] = "str",
+		[TI_BYTES] = "bytes", [TI_TUPLE] = "tuple", [TI_LIST] = "list",
+		[TI_DICT] = "dict", [TI_SET] = "set", [TI_FROZENSET] = "frozenset",
+		[TI_GLOBAL] = "global", [TI_OBJECT] = "object", [TI_PERSID] = "persistent id",
+		[TI_TENSOR] = "tensor", [TI_STORAGE] = "storage", [TI_DEVICE] = "device",
+		[TI_MARK] = "mark",
+	};
+	return (unsigned)kind < TI_KIND_COUNT ? names[kind] : "?";
+}
+
+static ti_status wrong_kind(const ti_value *v, const char *want, ti_error *err)
+{
+	return TI_FAIL(err, TI_E_CORRUPT, "expected %s, got %s", want, v ? ti_kind_name(v->kind) : "nothing");
+}
+
+ti_status ti_value_as_int(const ti_value *v, int64_t *out, ti_error *err)
+{
+	if (v && v->kind == TI_INT) {
+		*out = v->as.integer;
+		return TI_OK;
+	}
+	if (v && v->kind == TI_BOOL) {
+		*out = v->as.boolean;
+		return TI_OK;
+	}
+	if (v && v->kind == TI_BIGINT)
+		return TI_FAIL(err, TI_E_CORRUPT, "integer does not fit in 64 bits");
+	return wrong_kind(v, "int", err);
+}
+
+ti_status ti_value_as_bool(const ti_value *v, bool *out, ti_error *err)
+{
+	if (v && v->kind == TI_BOOL) {
+		*out = v->as.boolean;
+		return TI_OK;
+	}
+	if (v && v->kind == TI_INT) {
+		*out = v->as.integer != 0;
+		return TI_OK;
+	}
+	return wrong_kind(v, "bool", err);
+}
+
+ti_status ti_value_as_float(const ti_value *v, double *out, ti_error *err)
+{
+	if (v && v->kind == TI_FLOAT) {
+		*out = v->as.real;
+		return TI_OK;
+	}
+	if (v && v->kind == TI_INT) {
+		*out = (double)v->as.integer;
+		return TI_OK;
+	}
+	return wrong_kind(v, "float", err);
+}
+
+ti_status ti_value_as_str(const ti_value *v, const char **out, ti_error *err)
+{
+	if (v && v->kind == TI_STR) {
+		*out = v->as.bytes.data;
+		return TI_OK;
+	}
+	return wrong_kind(v, "str", err);
+}
+
+ti_status ti_value_as_seq(const ti_value *v, const ti_seq **out, ti_error *err)
+{
+	if (v && (v->kind == TI_TUPLE || v->kind == TI_LIST)) {
+		*out = &v->as.seq;
+		return TI_OK;
+	}
+	return wrong_kind(v, "tuple", err);
+}
+
+ti_status ti_value_as_int_array(const ti_value *v, int64_t *out, size_t max_count,
+                                size_t *count, ti_error *err)
+{
+	const ti_seq *seq = NULL;
+	if (ti_value_as_seq(v, &seq, err))
+		return err->code;
+	if (seq->count > max_count)
+		return TI_FAIL(err, TI_E_LIMIT, "%zu dimensions, more than the %zu allowed", seq->count, max_count);
+	for (size_t i = 0; i < seq->count; i++)
+		if (ti_value_as_int(seq->items[i], &out[i], err))
+			return err->code;
+	*count = seq->count;
+	return TI_OK;
+}
+
+const ti_value *ti_dict_get(const ti_value *dict, const char *key)
+{
+	if (!dict || dict->kind != TI_DICT)
+		return NULL;
+	for (size_t i = dict->as.dict.count; i-- > 0;) { /* the last duplicate wins, as in Python */
+		const ti_value *k = dict->as.dict.keys[i];
+		if (k->kind == TI_STR && !strcmp(k->as.bytes.data, key))
+			return dict->as.dict.values[i];
+	}
+	return NULL;
+}
+
+static const char *global_path(const ti_value *g, char *buf, size_t size)
+{
+	snprintf(buf, size, "%s.%s", g->as.global.module, g->as.global.name);
+	return buf;
+}
+
+const char *ti_value_type_name(const ti_value *v, char *buf, size_t size)
+{
+	switch (v->kind) {
+	case TI_NONE: return "NoneType";
+	case TI_DICT: return v->flags & TI_F_ORDERED ? "collections.OrderedDict" : "dict";
+	case TI_TUPLE: return v->flags & TI_F_TORCH_SIZE ? "torch.Size" : "tuple";
+	case TI_BYTES: return v->flags & TI_F_BYTEARRAY ? "bytearray" : "bytes";
+	case TI_DEVICE: return "torch.device";
+	case TI_TENSOR: return v->as.tensor->is_parameter ? "torch.nn.parameter.Parameter" : "torch.Tensor";
+	case TI_STORAGE: return "torch.storage.UntypedStorage";
+	case TI_GLOBAL: {
+		const char *type = ti_known_global_type_name(v->as.global.known);
+		return type ? type : "type";
+	}
+	case TI_OBJECT:
+		if (v->as.object.callable && v->as.object.callable->kind == TI_GLOBAL)
+			return global_path(v->as.object.callable, buf, size);
+		return "object";
+	default: return ti_kind_name(v->kind);
+	}
+}
+
+/* ---- repr ---- */
+
+typedef struct out {
+	char *buf;
+	size_t size, len, max; /* len may pass size: we count what would have been written */
+	int depth;
+} out;
+
+static void put(out *o, const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++, o->len++)
+		if (o->len + 1 < o->size)
+			o->buf[o->len] = s[i];
+}
+
+static void puts_(out *o, const char *s) { put(o, s, strlen(s)); }
+
+static void putf(out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void putf(out *o, const char *fmt, ...)
+{
+	char tmp[64];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
+	va_end(ap);
+	if (n > 0)
+		put(o, tmp, (size_t)n < sizeof(tmp) ? (size_t)n : sizeof(tmp) - 1);
+}
+
+/* Python's float repr: the shortest string that reads back as the same double. */
+void ti_format_float(double d, char *buf, size_t size)
+{
+	if (isnan(d)) {
+		snprintf(buf, size, "nan");
+		return;
+	}
+	if (isinf(d)) {
+		snprintf(buf, size, d < 0 ? "-inf" : "inf");
+		return;
+	}
+	for (int prec = 1; prec <= 17; prec++) {
+		snprintf(buf, size, "%.*g", prec, d);
+		if (strtod(buf, NULL) == d)
+			break;
+	}
+	/* Python writes 1e+16 for large values like %g, but always shows a float as a float. */
+	if (!strpbrk(buf, ".eni")) {
+		size_t n = strlen(buf);
+		if (n + 3 <= size)
+			memcpy(buf + n, ".0", 3);
+	}
+}
+
+static void repr_string(out *o, const char *s, size_t n, bool bytes)
+{
+	bool dq = memchr(s, '\'', n) && !memchr(s, '"', n);
+	if (bytes)
+		put(o, "b", 1);
+	put(o, dq ? "\"" : "'", 1);
+	for (size_t i = 0; i < n && o->len < o->max + 8; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (c == '\\') puts_(o, "\\\\");
+		else if (c == '\'' && !dq) puts_(o, "\\'");
+		else if (c == '\n') puts_(o, "\\n");
+		else if (c == '\r') puts_(o, "\\r");
+		else if (c == '\t') puts_(o, "\\t");
+		else if (c < 0x20 || c == 0x7f || (bytes && c >= 0x80)) putf(o, "\\x%02x", c);
+		else put(o, (const char *)&c, 1);
+	}
+	put(o, dq ? "\"" : "'", 1);
+}
+
+static void repr_bigint(out *o, const ti_value *v)
+{
+	/* Little-endian two's complement to decimal, by repeated division. */
+	size_t n = v->as.bytes.size;
+	unsigned char mag[512];
+	if (n > sizeof(mag)) {
+		putf(o, "<int of %zu bytes>", n);
+		return;
+	}
+	const unsigned char *src = (const unsigned char *)v->as.bytes.data;
+	bool neg = n && (src[n - 1] & 0x80);
+	unsigned carry = 1;
+	for (size_t i = 0; i < n; i++) {
+		unsigned b = neg ? (unsigned)(~src[i] & 0xff) + carry : src[i];
+		if (neg)
+			carry = b >> 8;
+		mag[i] = (unsigned char)b;
+	}
+	char digits[1300];
+	size_t nd = 0;
+	size_t top = n;
+	while (top > 0 && nd < sizeof(digits)) {
+		unsigned rem = 0;
+		for (size_t i = top; i-- > 0;) {
+			unsigned cur = (rem << 8) | mag[i];
+			mag[i] = (unsigned char)(cur / 10);
+			rem = cur % 10;
+		}
+		digits[nd++] = (char)('0' + rem);
+		while (top > 0 && mag[top - 1] == 0)
+			top--;
+	}
+	if (nd == 0)
+		digits[nd++] = '0';
+	if (neg)
+		put(o, "-", 1);
+	while (nd > 0)
+		put(o, &digits[--nd], 1);
+}
+
+static void repr(out *o, const ti_value *v);
+
+static void repr_items(out *o, ti_value *const *items, size_t n, const char *open, const char *close)
+{
+	puts_(o, open);
+	for (size_t i = 0; i < n && o->len <= o->max; i++) {
+		if (i)
+			puts_(o, ", ");
+		repr(o, items[i]);
+	}
+	if (n == 1 && !strcmp(open, "("))
+		puts_(o, ",");
+	puts_(o, close);
+}
+
+static void repr_dict(out *o, const ti_dict *d)
+{
+	puts_(o, "{");
+	for (size_t i = 0; i < d->count && o->len <= o->max; i++) {
+		if (i)
+			puts_(o, ", ");
+		repr(o, d->keys[i]);
+		puts_(o, ": ");
+		repr(o, d->values[i]);
+	}
+	puts_(o, "}");
+}
+
+static void repr_tensor(out *o, const ti_tensor *t)
+{
+	puts_(o, t->is_parameter ? "Parameter(" : "tensor(");
+	puts_(o, ti_dtype_name(t->dtype));
+	puts_(o, "[");
+	for (int i = 0; i < t->ndim; i++)
+		putf(o, i ? ", %" PRId64 : "%" PRId64, t->shape[i]);
+	puts_(o, "])");
+}
+
+static void repr_object(out *o, const ti_value *v)
+{
+	const ti_value *c = v->as.object.callable;
+	const ti_value *state = v->as.object.state;
+	char name[256];
+	if (c && c->kind == TI_GLOBAL)
+		puts_(o, c->as.global.name);
+	else
+		puts_(o, "<call>");
+	/* argparse.Namespace and plain objects: show attributes like Namespace(a=1, b=2). */
+	if (state && state->kind == TI_DICT && (!v->as.object.args || v->as.object.args->as.seq.count == 0)) {
+		puts_(o, "(");
+		for (size_t i = 0; i < state->as.dict.count && o->len <= o->max; i++) {
+			const ti_value *k = state->as.dict.keys[i];
+			if (i)
+				puts_(o, ", ");
+			if (k->kind == TI_STR)
+				put(o, k->as.bytes.data, k->as.bytes.size);
+			else
+				repr(o, k);
+			puts_(o, "=");
+			repr(o, state->as.dict.values[i]);
+		}
+		puts_(o, ")");
+		return;
+	}
+	(void)name;
+	const ti_value *args = v->as.object.args;
+	if (args && (args->kind == TI_TUPLE || args->kind == TI_LIST)) {
+		puts_(o, "(");
+		for (size_t i = 0; i < args->as.seq.count && o->len <= o->max; i++) {
+			if (i)
+				puts_(o, ", ");
+			repr(o, args->as.seq.items[i]);
+		}
+		puts_(o, ")");
+	}
+	if (state) {
+		puts_(o, " state=");
+		repr(o, state);
+	}
+}
+
+static void repr(out *o, const ti_value *v)
+{
+	char tmp[64];
+	if (o->len > o->max)
+		return;
+	if (o->depth > 32) {
+		puts_(o, "...");
+		return;
+	}
+	o->depth++;
+	switch (v->kind) {
+	case TI_NONE: puts_(o, "None"); break;
+	case TI_BOOL: puts_(o, v->as.boolean ? "True" : "False"); break;
+	case TI_INT: putf(o, "%" PRId64, v->as.integer); break;
+	case TI_BIGINT: repr_bigint(o, v); break;
+	case TI_FLOAT: ti_format_float(v->as.real, tmp, sizeof(tmp)); puts_(o, tmp); break;
+	case TI_COMPLEX:
+		ti_format_float(v->as.complex.re, tmp, sizeof(tmp));
+		puts_(o, "(");
+		puts_(o, tmp);
+		ti_format_float(v->as.complex.im, tmp, sizeof(tmp));
+		puts_(o, tmp[0] == '-' ? "" : "+");
+		puts_(o, tmp);
+		puts_(o, "j)");
+		break;
+	case TI_STR: repr_string(o, v->as.bytes.data, v->as.bytes.size, false); break;
+	case TI_BYTES:
+		if (v->flags & TI_F_BYTEARRAY)
+			puts_(o, "bytearray(");
+		repr_string(o, v->as.bytes.data, v->as.bytes.size, true);
+		if (v->flags & TI_F_BYTEARRAY)
+			puts_(o, ")");
+		break;
+	case TI_TUPLE:
+		if (v->flags & TI_F_TORCH_SIZE) {
+			puts_(o, "torch.Size(");
+			repr_items(o, v->as.seq.items, v->as.seq.count, "[", "]");
+			puts_(o, ")");
+		} else {
+			repr_items(o, v->as.seq.items, v->as.seq.count, "(", ")");
+		}
+		break;
+	case TI_LIST: repr_items(o, v->as.seq.items, v->as.seq.count, "[", "]"); break;
+	case TI_SET:
+		if (v->as.seq.count == 0)
+			puts_(o, "set()");
+		else
+			repr_items(o, v->as.seq.items, v->as.seq.count, "{", "}");
+		break;
+	case TI_FROZENSET:
+		puts_(o, "frozenset(");
+		if (v->as.seq.count)
+			repr_items(o, v->as.seq.items, v->as.seq.count, "{", "}");
+		puts_(o, ")");
+		break;
+	case TI_DICT:
+		if (v->flags & TI_F_ORDERED)
+			puts_(o, "OrderedDict(");
+		repr_dict(o, &v->as.dict);
+		if (v->flags & TI_F_ORDERED)
+			puts_(o, ")");
+		break;
+	case TI_GLOBAL: {
+		if (v->as.global.known) { /* torch.float32, torch.FloatStorage: as Python prints them */
+			puts_(o, v->as.global.module);
+			puts_(o, ".");
+			puts_(o, v->as.global.name);
+		} else {
+			puts_(o, "<global ");
+			puts_(o, v->as.global.module);
+			puts_(o, ".");
+			puts_(o, v->as.global.name);
+			puts_(o, ">");
+		}
+		break;
+	}
+	case TI_OBJECT: repr_object(o, v); break;
+	case TI_PERSID: puts_(o, "<persistent id "); repr(o, v->as.persid); puts_(o, ">"); break;
+	case TI_TENSOR: repr_tensor(o, v->as.tensor); break;
+	case TI_STORAGE:
+		putf(o, "<storage %s", ti_dtype_name(v->as.storage->dtype));
+		putf(o, "[%" PRId64 "]>", v->as.storage->numel);
+		break;
+	case TI_DEVICE: {
+		const char *colon = strchr(v->as.bytes.data, ':');
+		puts_(o, "device(type='");
+		put(o, v->as.bytes.data, colon ? (size_t)(colon - v->as.bytes.data) : v->as.bytes.size);
+		puts_(o, "'");
+		if (colon) {
+			puts_(o, ", index=");
+			puts_(o, colon + 1);
+		}
+		puts_(o, ")");
+		break;
+	}
+	default: puts_(o, "<?>"); break;
+	}
+	o->depth--;
+}
+
+const char *ti_value_repr(const ti_value *v, char *buf, size_t size, size_t max_chars)
+{
+	out o = {buf, size, 0, max_chars ? max_chars : size, 0};
+	if (size == 0)
+		return buf;
+	repr(&o, v);
+	size_t end = o.len < size - 1 ? o.len : size - 1;
+	if (o.len > max_chars || o.len >= size) {
+		/* Cut on a UTF-8 boundary and say so. */
+		size_t cut = max_chars < size - 4 ? max_chars : size - 4;
+		while (cut > 0 && ((unsigned char)buf[cut] & 0xc0) == 0x80)
+			cut--;
+		memcpy(buf + cut, "...", 4);
+		return buf;
+	}
+	buf[end] = '\0';
+	return buf;
+}

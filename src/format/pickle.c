@@ -1,0 +1,1016 @@
+/*
+ * pickle.c - the pickle machine: one table row per opcode, nothing executed.
+ *
+ * Opcodes and their encodings are Python's (Lib/pickletools.py documents each
+ * one; Modules/_pickle.c is the reference machine). The stack and the memo
+ * are plain arrays with ceilings; values live in the caller's arena. A MARK
+ * is remembered as a stack position, as _pickle.c's metastack does.
+ */
+#include "tinspect/pickle.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/value_build.h"
+
+typedef struct vm {
+	const uint8_t *data;
+	size_t size, pos, op_pos;
+	ti_arena *arena;
+	const ti_pickle_hooks *hooks;
+	ti_pickle_limits limits;
+	ti_error *err;
+	ti_value **stack;
+	size_t sp, stack_cap;
+	size_t *marks;
+	size_t mark_count, marks_cap;
+	ti_value **memo;
+	size_t memo_cap, memo_len; /* memo_len: entries set, which MEMOIZE uses as its index */
+	ti_value *result;
+	int proto;
+} vm;
+
+typedef ti_status (*op_fn)(vm *m, uint8_t op);
+
+/* ---- errors, reading ---- */
+
+#define FAIL(m, code, ...) TI_FAIL((m)->err, (code), __VA_ARGS__)
+#define NOMEM(m) FAIL(m, TI_E_LIMIT, "pickle builds more metadata than the memory ceiling allows")
+
+static ti_status need(vm *m, size_t n, const uint8_t **p)
+{
+	if (n > m->size - m->pos)
+		return FAIL(m, TI_E_CORRUPT, "pickle truncated: opcode needs %zu bytes, %zu remain", n, m->size - m->pos);
+	*p = m->data + m->pos;
+	m->pos += n;
+	return TI_OK;
+}
+
+static uint64_t le(const uint8_t *p, int n)
+{
+	uint64_t v = 0;
+	for (int i = n; i-- > 0;)
+		v = (v << 8) | p[i];
+	return v;
+}
+
+/* A text argument up to '\n' (protocol 0/1); *len excludes the newline. */
+static ti_status read_line(vm *m, const char **line, size_t *len)
+{
+	const uint8_t *start = m->data + m->pos;
+	const uint8_t *nl = memchr(start, '\n', m->size - m->pos);
+	if (!nl)
+		return FAIL(m, TI_E_CORRUPT, "pickle truncated: text argument has no newline");
+	*line = (const char *)start;
+	*len = (size_t)(nl - start);
+	m->pos += *len + 1;
+	if (*len > m->limits.string_max)
+		return FAIL(m, TI_E_LIMIT, "text argument of %zu bytes exceeds the %zu-byte limit", *len, m->limits.string_max);
+	return TI_OK;
+}
+
+/* ---- the stack ---- */
+
+static size_t fence(const vm *m) { return m->mark_count ? m->marks[m->mark_count - 1] : 0; }
+
+static ti_status push(vm *m, ti_value *v)
+{
+	if (!v)
+		return NOMEM(m);
+	if (m->sp == m->stack_cap) {
+		if (m->sp >= m->limits.stack_max)
+			return FAIL(m, TI_E_LIMIT, "pickle stack deeper than %zu values", m->limits.stack_max);
+		size_t cap = m->stack_cap ? m->stack_cap * 2 : 64;
+		if (cap > m->limits.stack_max)
+			cap = m->limits.stack_max;
+		ti_value **s = realloc(m->stack, cap * sizeof(*s));
+		if (!s)
+			return FAIL(m, TI_E_NOMEM, "out of memory growing the pickle stack");
+		m->stack = s;
+		m->stack_cap = cap;
+	}
+	m->stack[m->sp++] = v;
+	return TI_OK;
+}
+
+static ti_status pop(vm *m, ti_value **v)
+{
+	if (m->sp <= fence(m))
+		return FAIL(m, TI_E_CORRUPT, m->sp ? "pickle pops below its MARK" : "pickle stack underflow");
+	*v = m->stack[--m->sp];
+	return TI_OK;
+}
+
+static ti_status top(vm *m, ti_value **v)
+{
+	if (m->sp <= fence(m))
+		return FAIL(m, TI_E_CORRUPT, m->sp ? "pickle reads below its MARK" : "pickle stack underflow");
+	*v = m->stack[m->sp - 1];
+	return TI_OK;
+}
+
+/* Pops everything above the last MARK, and the mark: items start at *items. */
+static ti_status pop_mark(vm *m, ti_value ***items, size_t *count)
+{
+	if (!m->mark_count)
+		return FAIL(m, TI_E_CORRUPT, "pickle has no MARK to pop to");
+	size_t f = m->marks[--m->mark_count];
+	*items = m->stack + f;
+	*count = m->sp - f;
+	m->sp = f;
+	return TI_OK;
+}
+
+/* ---- making values ---- */
+
+static ti_value *new_value(vm *m, ti_kind kind) { return ti_value_new(m->arena, kind); }
+
+static ti_status push_int(vm *m, int64_t i) { return push(m, ti_value_new_int(m->arena, i)); }
+
+static ti_status push_str(vm *m, ti_kind kind, const void *data, size_t size)
+{
+	if (size > m->limits.string_max)
+		return FAIL(m, TI_E_LIMIT, "%s of %zu bytes exceeds the %zu-byte limit", ti_kind_name(kind), size, m->limits.string_max);
+	return push(m, ti_value_new_str(m->arena, kind, data, size));
+}
+
+/* A little-endian two's complement integer of n bytes: int64 when it fits. */
+static ti_status push_long(vm *m, const uint8_t *p, size_t n)
+{
+	if (n == 0)
+		return push_int(m, 0);
+	bool neg = p[n - 1] & 0x80;
+	size_t sig = n; /* drop sign-extension bytes */
+	while (sig > 1 && p[sig - 1] == (neg ? 0xff : 0x00) && ((p[sig - 2] & 0x80) != 0) == neg)
+		sig--;
+	if (sig <= 8) {
+		uint64_t u = le(p, (int)sig);
+		if (neg && sig < 8)
+			u |= ~(uint64_t)0 << (8 * sig);
+		return push_int(m, (int64_t)u);
+	}
+	if (n > m->limits.string_max)
+		return FAIL(m, TI_E_LIMIT, "integer of %zu bytes exceeds the %zu-byte limit", n, m->limits.string_max);
+	return push(m, ti_value_new_str(m->arena, TI_BIGINT, (const char *)p, sig));
+}
+
+static bool valid_utf8(const uint8_t *s, size_t n)
+{
+	/* Python decodes with 'surrogatepass' in pickle, so surrogates are allowed. */
+	for (size_t i = 0; i < n;) {
+		uint8_t c = s[i];
+		size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+		if (!len || len > n - i || (len > 1 && c < 0xc2 && len == 2))
+			return false;
+		for (size_t k = 1; k < len; k++)
+			if ((s[i + k] & 0xc0) != 0x80)
+				return false;
+		i += len;
+	}
+	return true;
+}
+
+static ti_status push_unicode(vm *m, const uint8_t *p, size_t n)
+{
+	if (!valid_utf8(p, n))
+		return FAIL(m, TI_E_CORRUPT, "string is not valid UTF-8");
+	return push_str(m, TI_STR, p, n);
+}
+
+/* ---- calls (never executed: recorded, or interpreted by the hooks) ---- */
+
+static ti_status call(vm *m, ti_value *callable, ti_value *args, ti_value *kwargs, ti_call_kind how)
+{
+	ti_value *out = NULL;
+	if (m->hooks && m->hooks->call && !kwargs) {
+		ti_status s = m->hooks->call(m->hooks->ctx, m->arena, callable, args, how, &out, m->err);
+		if (s)
+			return s;
+	}
+	if (!out) {
+		out = new_value(m, TI_OBJECT);
+		if (!out)
+			return NOMEM(m);
+		out->flags = how == TI_CALL_NEWOBJ ? TI_F_NEWOBJ : how == TI_CALL_INST ? TI_F_INST : 0;
+		out->as.object.callable = callable;
+		out->as.object.args = args;
+		out->as.object.kwargs = kwargs;
+	}
+	return push(m, out);
+}
+
+static ti_value *make_global(vm *m, const char *module, size_t mlen, const char *name, size_t nlen)
+{
+	/* Protocol 2 writes Python 3's builtins as __builtin__ (Lib/_compat_pickle.py). */
+	if ((mlen == 11 && !memcmp(module, "__builtin__", 11)) || (mlen == 10 && !memcmp(module, "exceptions", 10))) {
+		module = "builtins";
+		mlen = 8;
+	} else if (mlen == 8 && !memcmp(module, "copy_reg", 8)) {
+		module = "copyreg";
+		mlen = 7;
+	}
+	ti_value *g = new_value(m, TI_GLOBAL);
+	if (!g)
+		return NULL;
+	g->as.global.module = ti_arena_strndup(m->arena, module, mlen);
+	g->as.global.name = ti_arena_strndup(m->arena, name, nlen);
+	if (!g->as.global.module || !g->as.global.name)
+		return NULL;
+	g->as.global.offset = (int64_t)m->op_pos;
+	if (m->hooks && m->hooks->lookup)
+		g->as.global.known = m->hooks->lookup(m->hooks->ctx, g->as.global.module, g->as.global.name, g->as.global.offset);
+	return g;
+}
+
+/* ---- opcodes ---- */
+
+static ti_status op_proto(vm *m, uint8_t op)
+{
+	(void)op;
+	const uint8_t *p = NULL;
+	if (need(m, 1, &p))
+		return m->err->code;
+	if (p[0] > 5)
+		return FAIL(m, TI_E_UNSUPPORTED, "unsupported pickle protocol %u", p[0]);
+	m->proto = p[0];
+	return TI_OK;
+}
+
+static ti_status op_frame(vm *m, uint8_t op)
+{
+	(void)op;
+	const uint8_t *p = NULL;
+	if (need(m, 8, &p))
+		return m->err->code;
+	/* The whole pickle is in memory: a frame only promises its length. */
+	if (le(p, 8) > m->size - m->pos)
+		return FAIL(m, TI_E_CORRUPT, "pickle frame of %" PRIu64 " bytes runs past the end", le(p, 8));
+	return TI_OK;
+}
+
+static ti_status op_stop(vm *m, uint8_t op)
+{
+	(void)op;
+	return pop(m, &m->result);
+}
+
+static ti_status op_mark(vm *m, uint8_t op)
+{
+	(void)op;
+	if (m->mark_count == m->marks_cap) {
+		if (m->mark_count >= m->limits.marks_max)
+			return FAIL(m, TI_E_LIMIT, "pickle nests MARKs deeper than %zu", m->limits.marks_max);
+		size_t cap = m->marks_cap ? m->marks_cap * 2 : 32;
+		if (cap > m->limits.marks_max)
+			cap = m->limits.marks_max;
+		size_t *mk = realloc(m->marks, cap * sizeof(*mk));
+		if (!mk)
+			return FAIL(m, TI_E_NOMEM, "out of memory growing the pickle marks");
+		m->marks = mk;
+		m->marks_cap = cap;
+	}
+	m->marks[m->mark_count++] = m->sp;
+	return TI_OK;
+}
+
+static ti_status op_pop(vm *m, uint8_t op)
+{
+	(void)op;
+	ti_value *v = NULL;
+	/* _pickle.c: POP with nothing above the mark pops the mark itself. */
+	if (m->sp <= fence(m) && m->mark_count) {
+		m->mark_count--;
+		return TI_OK;
+	}
+	return pop(m, &v);
+}
+
+static ti_status op_pop_mark(vm *m, uint8_t op)
+{
+	(void)op;
+	ti_value **items = NULL;
+	size_t n = 0;
+	return pop_mark(m, &items, &n);
+}
+
+static ti_status op_dup(vm *m, uint8_t op)
+{
+	(void)op;
+	ti_value *v = NULL;
+	if (top(m, &v))
+		return m->err->code;
+	return push(m, v);
+}
+
+static ti_status op_none(vm *m, uint8_t op) { (void)op; return push(m, new_value(m, TI_NONE)); }
+
+static ti_status op_bool(vm *m, uint8_t op)
+{
+	ti_value *v = new_value(m, TI_BOOL);
+	if (v)
+		v->as.boolean = op == 0x88; /* NEWTRUE */
+	return push(m, v);
+}
+
+static ti_status op_binint(vm *m, uint8_t op)
+{
+	int n = op == 'J' ? 4 : op == 'K' ? 1 : 2;
+	const uint8_t *p = NULL;
+	if (need(m, (size_t)n, &p))
+		return m->err->code;
+	uint64_t u = le(p, n);
+	return push_int(m, n == 4 ? (int64_t)(int32_t)(uint32_t)u : (int64_t)u);
+}
+
+static ti_status op_long_n(vm *m, uint8_t op)
+{
+	const uint8_t *p = NULL;
+	uint64_t n;
+	if (op == 0x8a) { /* LONG1 */
+		if (need(m, 1, &p))
+			return m->err->code;
+		n = p[0];
+	} else { /* LONG4: signed length */
+		if (need(m, 4, &p))
+			return m->err->code;
+		int32_t len = (int32_t)(uint32_t)le(p, 4);
+		if (len < 0)
+			return FAIL(m, TI_E_CORRUPT, "LONG4 with negative length %" PRId32, len);
+		n = (uint64_t)len;
+	}
+	if (need(m, (size_t)n, &p))
+		return m->err->code;
+	return push_long(m, p, (size_t)n);
+}
+
+/* Decimal text (protocol 0 INT and LONG) to an integer value. */
+static ti_status push_decimal(vm *m, const char *s, size_t n)
+{
+	bool neg = false;
+	size_t i = 0;
+	if (n && (s[0] == '-' || s[0] == '+'))
+		neg = s[i++] == '-';
+	if (n > 0 && s[n - 1] == 'L')
+		n--;
+	if (i >= n)
+		return FAIL(m, TI_E_CORRUPT, "bad integer text in pickle");
+	uint8_t mag[256] = {0}; /* little-endian magnitude, up to 2040 bits */
+	size_t used = 1;
+	for (; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return FAIL(m, TI_E_CORRUPT, "bad integer text in pickle");
+		unsigned carry = (unsigned)(s[i] - '0');
+		for (size_t k = 0; k < used; k++) {
+			unsigned cur = mag[k] * 10u + carry;
+			mag[k] = (uint8_t)cur;
+			carry = cur >> 8;
+		}
+		if (carry) {
+			if (used == sizeof(mag) - 1)
+				return FAIL(m, TI_E_LIMIT, "integer text longer than we read");
+			mag[used++] = (uint8_t)carry;
+		}
+	}
+	used++; /* room for the sign bit */
+	if (neg) {
+		unsigned carry = 1;
+		for (size_t k = 0; k < used; k++) {
+			unsigned cur = (uint8_t)~mag[k] + carry;
+			mag[k] = (uint8_t)cur;
+			carry = cur >> 8;
+		}
+	}
+	return push_long(m, mag, used);
+}
+
+static ti_status op_int_text(vm *m, uint8_t op)
+{
+	const char *s;
+	size_t n = 0;
+	if (read_line(m, &s, &n))
+		return m->err->code;
+	if (op == 'I' && n == 2 && s[0] == '0' && (s[1] == '0' || s[1] == '1')) {
+		ti_value *v = new_value(m, TI_BOOL); /* protocol 0 spells False/True as I00/I01 */
+		if (v)
+			v->as.boolean = s[1] == '1';
+		return push(m, v);
+	}
+	return push_decimal(m, s, n);
+}
+
+static ti_status op_float_text(vm *m, uint8_t op)
+{
+	(void)op;
+	const char *s;
+	size_t n = 0;
+	if (read_line(m, &s, &n))
+		return m->err->code;
+	char buf[64];
+	if (n == 0 || n >= sizeof(buf))
+		return FAIL(m, TI_E_CORRUPT, "bad float text in pickle");
+	memcpy(buf, s, n);
+	buf[n] = '\0';
+	char *end;
+	double d = strtod(buf, &end);
+	if (*end)
+		return FAIL(m, TI_E_CORRUPT, "bad float text in pickle");
+	ti_value *v = new_value(m, TI_FLOAT);
+	if (v)
+		v->as.real = d;
+	return push(m, v);
+}
+
+static ti_status op_binfloat(vm *m, uint8_t op)
+{
+	(void)op;
+	const uint8_t *p = NULL;
+	if (need(m, 8, &p))
+		return m->err->code;
+	uint64_t bits = 0;
+	for (int i = 0; i < 8; i++) /* big-endian, unlike every other binary field */
+		bits = (bits << 8) | p[i];
+	ti_value *v = new_value(m, TI_FLOAT);
+	if (v)
+		memcpy(&v->as.real, &bits, sizeof(bits));
+	return push(m, v);
+}
+
+/* BINUNICODE/BINBYTES/BINSTRING and their 1- and 8-byte-length siblings. */
+static ti_status op_counted(vm *m, uint8_t op)
+{
+	int width;
+	ti_kind kind;
+	switch (op) {
+	case 'X': width = 4; kind = TI_STR; break;           /* BINUNICODE */
+	case 0x8c: width = 1; kind = TI_STR; break;          /* SHORT_BINUNICODE */
+	case 0x8d: width = 8; kind = TI_STR; break;          /* BINUNICODE8 */
+	case 'B': width = 4; kind = TI_BYTES; break;         /* BINBYTES */
+	case 'C': width = 1; kind = TI_BYTES; break;         /* SHORT_BINBYTES */
+	case 0x8e: case 0x96: width = 8; kind = TI_BYTES; break; /* BINBYTES8, BYTEARRAY8 */
+	case 'T': width = 4; kind = TI_BYTES; break;         /* BINSTRING: a Python 2 str */
+	default: width = 1; kind = TI_BYTES; break;          /* SHORT_BINSTRING */
+	}
+	const uint8_t *p = NULL;
+	if (need(m, (size_t)width, &p))
+		return m->err->code;
+	uint64_t n = le(p, width);
+	if (op == 'T' && (int32_t)(uint32_t)n < 0)
+		return FAIL(m, TI_E_CORRUPT, "BINSTRING with negative length");
+	if (n > m->limits.string_max)
+		return FAIL(m, TI_E_LIMIT, "string of %" PRIu64 " bytes exceeds the %zu-byte limit", n, m->limits.string_max);
+	if (need(m, (size_t)n, &p))
+		return m->err->code;
+	if (kind == TI_STR)
+		return push_unicode(m, p, (size_t)n);
+	/* torch.load decodes Python 2 str with encoding='utf-8'; keep bytes if that fails. */
+	if ((op == 'T' || op == 'U') && valid_utf8(p, (size_t)n))
+		return push_str(m, TI_STR, p, (size_t)n);
+	ti_status s = push_str(m, TI_BYTES, p, (size_t)n);
+	if (!s && op == 0x96)
+		m->stack[m->sp - 1]->flags |= TI_F_BYTEARRAY;
+	return s;
+}
+
+/* Protocol 0 STRING: a quoted Python 2 repr with backslash escapes. */
+static ti_status op_string_text(vm *m, uint8_t op)
+{
+	(void)op;
+	const char *s;
+	size_t n = 0;
+	if (read_line(m, &s, &n))
+		return m->err->code;
+	if (n < 2 || (s[0] != '\'' && s[0] != '"') || s[n - 1] != s[0])
+		return FAIL(m, TI_E_CORRUPT, "STRING argument is not quoted");
+	char *buf = ti_arena_alloc(m->arena, n);
+	if (!buf)
+		return NOMEM(m);
+	size_t len = 0;
+	for (size_t i = 1; i + 1 < n; i++) {
+		char c = s[i];
+		if (c != '\\' || i + 2 >= n) {
+			buf[len++] = c;
+			continue;
+		}
+		c = s[++i];
+		switch (c) {
+		case 'n': buf[len++] = '\n'; break;
+		case 't': buf[len++] = '\t'; break;
+		case 'r': buf[len++] = '\r'; break;
+		case 'x':
+			if (i + 2 < n - 1) {
+				char hex[3] = {s[i + 1], s[i + 2], 0};
+				buf[len++] = (char)strtol(hex, NULL, 16);
+				i += 2;
+			}
+			break;
+		default:
+			if (c >= '0' && c <= '7') {
+				int v = 0, k = 0;
+				while (k < 3 && i < n - 1 && s[i] >= '0' && s[i] <= '7')
+					v = v * 8 + (s[i++] - '0'), k++;
+				i--;
+				buf[len++] = (char)v;
+			} else {
+				buf[len++] = c;
+			}
+		}
+	}
+	bool text = valid_utf8((const uint8_t *)buf, len);
+	return push_str(m, text ? TI_STR : TI_BYTES, buf, len);
+}
+
+/* Protocol 0 UNICODE: raw-unicode-escape, i.e. latin-1 plus \uXXXX and \UXXXXXXXX. */
+static ti_status op_unicode_text(vm *m, uint8_t op)
+{
+	(void)op;
+	const char *s;
+	size_t n = 0;
+	if (read_line(m, &s, &n))
+		return m->err->code;
+	if (n > SIZE_MAX / 4)
+		return NOMEM(m);
+	char *buf = ti_arena_alloc(m->arena, n * 4 + 1);
+	if (!buf)
+		return NOMEM(m);
+	size_t len = 0;
+	for (size_t i = 0; i < n; i++) {
+		uint32_t cp = (unsigned char)s[i];
+		int digits = 0;
+		if (cp == '\\' && i + 1 < n && (s[i + 1] == 'u' || s[i + 1] == 'U'))
+			digits = s[i + 1] == 'u' ? 4 : 8;
+		if (digits && i + 1 + (size_t)digits < n + 0) {
+			char hex[9] = {0};
+			memcpy(hex, s + i + 2, (size_t)digits);
+			char *end;
+			unsigned long v = strtoul(hex, &end, 16);
+			if (*end == '\0' && v <= 0x10ffff) {
+				cp = (uint32_t)v;
+				i += 1 + (size_t)digits;
+			}
+		}
+		if (cp < 0x80) {
+			buf[len++] = (char)cp;
+		} else if (cp < 0x800) {
+			buf[len++] = (char)(0xc0 | cp >> 6);
+			buf[len++] = (char)(0x80 | (cp & 0x3f));
+		} else if (cp < 0x10000) {
+			buf[len++] = (char)(0xe0 | cp >> 12);
+			buf[len++] = (char)(0x80 | ((cp >> 6) & 0x3f));
+			buf[len++] = (char)(0x80 | (cp & 0x3f));
+		} else {
+			buf[len++] = (char)(0xf0 | cp >> 18);
+			buf[len++] = (char)(0x80 | ((cp >> 12) & 0x3f));
+			buf[len++] = (char)(0x80 | ((cp >> 6) & 0x3f));
+			buf[len++] = (char)(0x80 | (cp & 0x3f));
+		}
+	}
+	return push_str(m, TI_STR, buf, len);
+}
+
+static ti_status op_empty(vm *m, uint8_t op)
+{
+	ti_kind kind = op == ')' ? TI_TUPLE : op == ']' ? TI_LIST : op == '}' ? TI_DICT : TI_SET;
+	return push(m, new_value(m, kind));
+}
+
+static ti_status op_tuple_n(vm *m, uint8_t op)
+{
+	size_t n = (size_t)(op - 0x85 + 1); /* TUPLE1..TUPLE3 */
+	if (m->sp - fence(m) < n)
+		return FAIL(m, m->sp < n ? TI_E_CORRUPT : TI_E_CORRUPT,
+		            m->sp < n ? "pickle stack underflow" : "pickle pops below its MARK");
+	m->sp -= n;
+	return push(m, ti_value_new_seq(m->arena, TI_TUPLE, m->stack + m->sp, n));
+}
+
+/* TUPLE, LIST, FROZENSET: everything above the mark becomes one container. */
+static ti_status op_collect(vm *m, uint8_t op)
+{
+	ti_value **items = NULL;
+	size_t n = 0;
+	if (pop_mark(m, &items, &n))
+		return m->err->code;
+	if (n > m->limits.items_max)
+		return FAIL(m, TI_E_LIMIT, "container holds more than %zu items", m->limits.items_max);
+	ti_kind kind = op == 't' ? TI_TUPLE : op == 'l' ? TI_LIST : TI_FROZENSET;
+	return push(m, ti_value_new_seq(m->arena, kind, items, n));
+}
+
+static ti_status op_dict(vm *m, uint8_t op)
+{
+	(void)op;
+	ti_value **items = NULL;
+	size_t n = 0;
+	if (pop_mark(m, &items, &n))
+		return m->err->code;
+	if (n % 2)
+		return FAIL(m, TI_E_CORRUPT, "DICT with an odd number of items");
+	ti_value *d = new_value(m, TI_DICT);
+	if (!d)
+		return NOMEM(m);
+	for (size_t i = 0; i < n; i += 2)
+		if (ti_dict_push(m->arena, &d->as.dict, items[i], items[i + 1], m->limits.items_max, m->err))
+			return m->err->code;
+	return push(m, d);
+}
+
+/* The container that APPEND(S)/SETITEM(S)/ADDITEMS add to: a list, dict, set, or an object's record. */
+static ti_status add_items(vm *m, ti_value *target, ti_value **items, size_t n, uint8_t op)
+{
+	bool to_dict = op == 's' || op == 'u';
+	if (to_dict && n % 2)
+		return FAIL(m, TI_E_CORRUPT, "SETITEMS with an odd number of items");
+	if (target->kind == TI_OBJECT) {
+		/* list.extend / __setitem__ on an object we do not run: keep what was added. */
+		ti_value **slot = to_dict ? &target->as.object.dict_items : &target->as.object.list_items;
+		if (!*slot && !(*slot = new_value(m, to_dict ? TI_DICT : TI_LIST)))
+			return NOMEM(m);
+		target = *slot;
+	}
+	ti_kind want = to_dict ? TI_DICT : (op == 0x90 ? TI_SET : TI_LIST);
+	if (target->kind != want)
+		return FAIL(m, TI_E_CORRUPT, "%s adds to a %s, not a %s", ti_pickle_opcode_name(op),
+		            ti_kind_name(target->kind), ti_kind_name(want));
+	for (size_t i = 0; i < n; i += to_dict ? 2 : 1) {
+		ti_status s = to_dict ? ti_dict_push(m->arena, &target->as.dict, items[i], items[i + 1], m->limits.items_max, m->err)
+		                      : ti_seq_push(m->arena, &target->as.seq, items[i], m->limits.items_max, m->err);
+		if (s)
+			return s;
+	}
+	return TI_OK;
+}
+
+static ti_status op_append(vm *m, uint8_t op)
+{
+	size_t n = op == 'a' ? 1 : 2; /* APPEND: list item; SETITEM: dict key value */
+	if (m->sp - fence(m) < n + 1)
+		return FAIL(m, TI_E_CORRUPT, m->sp < n + 1 ? "pickle stack underflow" : "pickle pops below its MARK");
+	m->sp -= n;
+	return add_items(m, m->stack[m->sp - 1], m->stack + m->sp, n, op);
+}
+
+static ti_status op_appends(vm *m, uint8_t op)
+{
+	ti_value **items = NULL;
+	size_t n = 0;
+	if (pop_mark(m, &items, &n))
+		return m->err->code;
+	if (m->sp <= fence(m))
+		return FAIL(m, TI_E_CORRUPT, "%s has no container below its MARK", ti_pickle_opcode_name(op));
+	return add_items(m, m->stack[m->sp - 1], items, n, op);
+}
+
+/* ---- memo ---- */
+
+static ti_status memo_put(vm *m, uint64_t index)
+{
+	ti_value *v = NULL;
+	if (top(m, &v))
+		return m->err->code;
+	/* Python numbers memo entries densely, so a real index is below the pickle's size. */
+	if (index >= m->limits.memo_max || index >= m->size)
+		return FAIL(m, TI_E_LIMIT, "memo index %" PRIu64 " is beyond the memo limit", index);
+	if (index >= m->memo_cap) {
+		size_t cap = m->memo_cap ? m->memo_cap : 64;
+		while (cap <= index)
+			cap *= 2;
+		ti_value **memo = realloc(m->memo, cap * sizeof(*memo));
+		if (!memo)
+			return FAIL(m, TI_E_NOMEM, "out of memory growing the pickle memo");
+		memset(memo + m->memo_cap, 0, (cap - m->memo_cap) * sizeof(*memo));
+		m->memo = memo;
+		m->memo_cap = cap;
+	}
+	if (!m->memo[index])
+		m->memo_len++;
+	m->memo[index] = v;
+	return TI_OK;
+}
+
+static ti_status memo_get(vm *m, uint64_t index)
+{
+	if (index >= m->memo_cap || !m->memo[index])
+		return FAIL(m, TI_E_CORRUPT, "memo index %" PRIu64 " was never stored", index);
+	return push(m, m->memo[index]);
+}
+
+static ti_status op_memo_bin(vm *m, uint8_t op)
+{
+	int width = (op == 'h' || op == 'q') ? 1 : 4;
+	const uint8_t *p = NULL;
+	if (need(m, (size_t)width, &p))
+		return m->err->code;
+	uint64_t index = le(p, width);
+	return (op == 'h' || op == 'j') ? memo_get(m, index) : memo_put(m, index);
+}
+
+static ti_status op_memo_text(vm *m, uint8_t op)
+{
+	const char *s;
+	size_t n = 0;
+	if (read_line(m, &s, &n))
+		return m->err->code;
+	uint64_t index = 0;
+	if (n == 0 || n > 18)
+		return FAIL(m, TI_E_CORRUPT, "bad memo index text in pickle");
+	for (size_t i = 0; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return FAIL(m, TI_E_CORRUPT, "bad memo index text in pickle");
+		index = index * 10 + (uint64_t)(s[i] - '0');
+	}
+	return op == 'g' ? memo_get(m, index) : memo_put(m, index);
+}
+
+static ti_status op_memoize(vm *m, uint8_t op)
+{
+	(void)op;
+	return memo_put(m, m->memo_len);
+}
+
+/* ---- globals, calls, state ---- */
+
+static ti_status op_global(vm *m, uint8_t op)
+{
+	const char *mod, *name;
+	size_t ml, nl;
+	if (read_line(m, &mod, &ml) || read_line(m, &name, &nl))
+		return m->err->code;
+	ti_value *g = make_global(m, mod, ml, name, nl);
+	if (!g)
+		return NOMEM(m);
+	if (op == 'c')
+		return push(m, g);
+	/* INST: the arguments were pushed above a MARK. */
+	ti_value **items = NULL;
+	size_t n = 0;
+	if (pop_mark(m, &items, &n))
+		return m->err->code;
+	ti_value *args = ti_value_new_seq(m->arena, TI_TUPLE, items, n);
+	if (!args)
+		return NOMEM(m);
+	return call(m, g, args, NULL, TI_CALL_INST);
+}
+
+static ti_status op_stack_global(vm *m, uint8_t op)
+{
+	(void)op;
+	ti_value *mod = NULL, *name = NULL;
+	if (pop(m, &name) || pop(m, &mod))
+		return m->err->code;
+	if (mod->kind != TI_STR || name->kind != TI_STR)
+		return FAIL(m, TI_E_CORRUPT, "STACK_GLOBAL needs two strings, got %s and %s",
+		            ti_kind_name(mod->kind), ti_kind_name(name->kind));
+	return push(m, make_global(m, mod->as.bytes.data, mod->as.bytes.size, name->as.bytes.data, name->as.bytes.size));
+}
+
+static ti_status op_ext(vm *m, uint8_t op)
+{
+	int width = op == 0x82 ? 1 : op == 0x83 ? 2 : 4;
+	const uint8_t *p = NULL;
+	if (need(m, (size_t)width, &p))
+		return m->err->code;
+	/* copyreg's extension registry lives in the writer's process; we can only name the code. */
+	char name[32];
+	int n = snprintf(name, sizeof(name), "extension_%" PRIu64, le(p, width));
+	return push(m, make_global(m, "copyreg", 7, name, (size_t)n));
+}
+
+static ti_status op_reduce(vm *m, uint8_t op)
+{
+	(void)op;
+	ti_value *callable = NULL, *args = NULL;
+	if (pop(m, &args) || pop(m, &callable))
+		return m->err->code;
+	if (args->kind != TI_TUPLE)
+		return FAIL(m, TI_E_CORRUPT, "REDUCE arguments are a %s, not a tuple", ti_kind_name(args->kind));
+	return call(m, callable, args, NULL, TI_CALL_REDUCE);
+}
+
+static ti_status op_newobj(vm *m, uint8_t op)
+{
+	ti_value *cls = NULL, *args = NULL, *kwargs = NULL;
+	if ((op == 0x92 && pop(m, &kwargs)) || pop(m, &args) || pop(m, &cls))
+		return m->err->code;
+	if (args->kind != TI_TUPLE)
+		return FAIL(m, TI_E_CORRUPT, "NEWOBJ arguments are a %s, not a tuple", ti_kind_name(args->kind));
+	if (kwargs && kwargs->kind != TI_DICT)
+		return FAIL(m, TI_E_CORRUPT, "NEWOBJ_EX keyword arguments are a %s, not a dict", ti_kind_name(kwargs->kind));
+	if (kwargs && kwargs->as.dict.count == 0)
+		kwargs = NULL;
+	return call(m, cls, args, kwargs, TI_CALL_NEWOBJ);
+}
+
+static ti_status op_obj(vm *m, uint8_t op)
+{
+	(void)op;
+	ti_value **items = NULL;
+	size_t n = 0;
+	if (pop_mark(m, &items, &n))
+		return m->err->code;
+	if (n == 0)
+		return FAIL(m, TI_E_CORRUPT, "OBJ without a class");
+	ti_value *args = ti_value_new_seq(m->arena, TI_TUPLE, items + 1, n - 1);
+	if (!args)
+		return NOMEM(m);
+	return call(m, items[0], args, NULL, TI_CALL_INST);
+}
+
+static ti_status op_build(vm *m, uint8_t op)
+{
+	(void)op;
+	ti_value *state = NULL, *obj = NULL;
+	if (pop(m, &state) || top(m, &obj))
+		return m->err->code;
+	int handled = 0;
+	if (m->hooks && m->hooks->build) {
+		ti_status s = m->hooks->build(m->hooks->ctx, m->arena, obj, state, &handled, m->err);
+		if (s)
+			return s;
+	}
+	if (handled)
+		return TI_OK;
+	switch (obj->kind) {
+	case TI_OBJECT:
+		obj->as.object.state = state;
+		return TI_OK;
+	case TI_DICT:
+		/* dict subclasses take attributes: OrderedDict's _metadata in a state_dict. */
+		if (state->kind == TI_DICT || state->kind == TI_TUPLE) {
+			obj->as.dict.attributes = state;
+			return TI_OK;
+		}
+		break;
+	default:
+		break;
+	}
+	return FAIL(m, TI_E_CORRUPT, "BUILD cannot set the state of a %s", ti_kind_name(obj->kind));
+}
+
+static ti_status op_persid(vm *m, uint8_t op)
+{
+	ti_value *pid;
+	if (op == 'P') {
+		const char *s;
+		size_t n;
+		if (read_line(m, &s, &n) || push_str(m, TI_STR, s, n) || pop(m, &pid))
+			return m->err->code;
+	} else if (pop(m, &pid)) {
+		return m->err->code;
+	}
+	ti_value *out = NULL;
+	if (m->hooks && m->hooks->persistent_load) {
+		ti_status s = m->hooks->persistent_load(m->hooks->ctx, m->arena, pid, &out, m->err);
+		if (s)
+			return s;
+	}
+	if (!out) {
+		out = new_value(m, TI_PERSID);
+		if (!out)
+			return NOMEM(m);
+		out->as.persid = pid;
+	}
+	return push(m, out);
+}
+
+static ti_status op_next_buffer(vm *m, uint8_t op)
+{
+	(void)op;
+	return FAIL(m, TI_E_UNSUPPORTED, "pickle needs an out-of-band buffer (protocol 5 NEXT_BUFFER), which a file cannot carry");
+}
+
+static ti_status op_readonly_buffer(vm *m, uint8_t op)
+{
+	(void)op;
+	ti_value *v = NULL;
+	return top(m, &v); /* makes the buffer on top read-only: nothing to do for metadata */
+}
+
+/* ---- the table: one row per opcode, as Lib/pickletools.py lists them ---- */
+
+static const struct opcode_row {
+	const char *name;
+	op_fn run;
+} opcodes[256] = {
+	['('] = {"MARK", op_mark},
+	['.'] = {"STOP", op_stop},
+	['0'] = {"POP", op_pop},
+	['1'] = {"POP_MARK", op_pop_mark},
+	['2'] = {"DUP", op_dup},
+	['F'] = {"FLOAT", op_float_text},
+	['I'] = {"INT", op_int_text},
+	['J'] = {"BININT", op_binint},
+	['K'] = {"BININT1", op_binint},
+	['L'] = {"LONG", op_int_text},
+	['M'] = {"BININT2", op_binint},
+	['N'] = {"NONE", op_none},
+	['P'] = {"PERSID", op_persid},
+	['Q'] = {"BINPERSID", op_persid},
+	['R'] = {"REDUCE", op_reduce},
+	['S'] = {"STRING", op_string_text},
+	['T'] = {"BINSTRING", op_counted},
+	['U'] = {"SHORT_BINSTRING", op_counted},
+	['V'] = {"UNICODE", op_unicode_text},
+	['X'] = {"BINUNICODE", op_counted},
+	['a'] = {"APPEND", op_append},
+	['b'] = {"BUILD", op_build},
+	['c'] = {"GLOBAL", op_global},
+	['d'] = {"DICT", op_dict},
+	['}'] = {"EMPTY_DICT", op_empty},
+	['e'] = {"APPENDS", op_appends},
+	['g'] = {"GET", op_memo_text},
+	['h'] = {"BINGET", op_memo_bin},
+	['i'] = {"INST", op_global},
+	['j'] = {"LONG_BINGET", op_memo_bin},
+	['l'] = {"LIST", op_collect},
+	[']'] = {"EMPTY_LIST", op_empty},
+	['o'] = {"OBJ", op_obj},
+	['p'] = {"PUT", op_memo_text},
+	['q'] = {"BINPUT", op_memo_bin},
+	['r'] = {"LONG_BINPUT", op_memo_bin},
+	['s'] = {"SETITEM", op_append},
+	['t'] = {"TUPLE", op_collect},
+	[')'] = {"EMPTY_TUPLE", op_empty},
+	['u'] = {"SETITEMS", op_appends},
+	['G'] = {"BINFLOAT", op_binfloat},
+	[0x80] = {"PROTO", op_proto},
+	[0x81] = {"NEWOBJ", op_newobj},
+	[0x82] = {"EXT1", op_ext},
+	[0x83] = {"EXT2", op_ext},
+	[0x84] = {"EXT4", op_ext},
+	[0x85] = {"TUPLE1", op_tuple_n},
+	[0x86] = {"TUPLE2", op_tuple_n},
+	[0x87] = {"TUPLE3", op_tuple_n},
+	[0x88] = {"NEWTRUE", op_bool},
+	[0x89] = {"NEWFALSE", op_bool},
+	[0x8a] = {"LONG1", op_long_n},
+	[0x8b] = {"LONG4", op_long_n},
+	['B'] = {"BINBYTES", op_counted},
+	['C'] = {"SHORT_BINBYTES", op_counted},
+	[0x8c] = {"SHORT_BINUNICODE", op_counted},
+	[0x8d] = {"BINUNICODE8", op_counted},
+	[0x8e] = {"BINBYTES8", op_counted},
+	[0x8f] = {"EMPTY_SET", op_empty},
+	[0x90] = {"ADDITEMS", op_appends},
+	[0x91] = {"FROZENSET", op_collect},
+	[0x92] = {"NEWOBJ_EX", op_newobj},
+	[0x93] = {"STACK_GLOBAL", op_stack_global},
+	[0x94] = {"MEMOIZE", op_memoize},
+	[0x95] = {"FRAME", op_frame},
+	[0x96] = {"BYTEARRAY8", op_counted},
+	[0x97] = {"NEXT_BUFFER", op_next_buffer},
+	[0x98] = {"READONLY_BUFFER", op_readonly_buffer},
+};
+
+const char *ti_pickle_opcode_name(uint8_t opcode) { return opcodes[opcode].name; }
+
+void ti_pickle_limits_default(ti_pickle_limits *limits)
+{
+	limits->stack_max = 1u << 20;   /* a million values in flight */
+	limits->marks_max = 1u << 16;   /* Python's own recursion stops far sooner */
+	limits->memo_max = 1u << 26;
+	limits->string_max = 1u << 30;  /* a 1 GiB string is not metadata */
+	limits->items_max = 1u << 26;
+}
+
+ti_status ti_pickle_load(const uint8_t *data, size_t size, ti_arena *arena,
+                         const ti_pickle_hooks *hooks, const ti_pickle_limits *limits,
+                         ti_value **out, size_t *consumed, ti_error *err)
+{
+	vm m = {.data = data, .size = size, .arena = arena, .hooks = hooks, .err = err};
+	if (limits)
+		m.limits = *limits;
+	else
+		ti_pickle_limits_default(&m.limits);
+	ti_status s = TI_OK;
+	while (!m.result) {
+		if (m.pos >= m.size) {
+			s = FAIL(&m, TI_E_CORRUPT, "pickle ends without STOP");
+			m.op_pos = m.size;
+			break;
+		}
+		m.op_pos = m.pos;
+		uint8_t op = m.data[m.pos++];
+		if (!opcodes[op].run) {
+			s = FAIL(&m, TI_E_CORRUPT, "bad pickle opcode 0x%02x", op);
+			break;
+		}
+		s = opcodes[op].run(&m, op);
+		if (s)
+			break;
+	}
+	if (s)
+		ti_error_at(err, NULL, (int64_t)m.op_pos);
+	else {
+		*out = m.result;
+		if (consumed)
+			*consumed = m.pos;
+	}
+	free(m.stack);
+	free(m.marks);
+	free(m.memo);
+	return s;
+}

@@ -1,0 +1,30 @@
+#!/bin/sh
+# Installs the Debian packages tinspect needs, when they are missing.
+# Usage: install-deps.sh build|test|ci
+#   build: compiler, libzip, cJSON
+#   test:  build + Criterion
+#   ci:    test + PyTorch for the conformance test and the benchmark
+# As root it runs apt-get; otherwise it prints the exact command and fails.
+set -eu
+what=${1:-build}
+pkgs="gcc make pkg-config libzip-dev libcjson-dev"
+case $what in
+build) ;;
+test) pkgs="$pkgs libcriterion-dev" ;;
+ci) pkgs="$pkgs libcriterion-dev python3-torch python3-torchvision unzip" ;;
+*) echo "install-deps.sh: unknown set '$what' (build, test or ci)" >&2; exit 2 ;;
+esac
+missing=
+for p in $pkgs; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+if [ "$(id -u)" = 0 ]; then
+	echo "installing:$missing" >&2
+	apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null
+else
+	echo "tinspect needs:$missing" >&2
+	echo "run: sudo apt-get install -y$missing" >&2
+	exit 1
+fi
