@@ -137,7 +137,7 @@ static void describe(const ti_tensor *x, char *buf, size_t size)
 	if (x->storage_offset)
 		ADD("offset=%" PRId64 " ", x->storage_offset);
 	if (x->storage && x->storage->tensor_count > 1)
-		ADD("shared:'%s'x%zu ", x->storage->key, x->storage->tensor_count);
+		ADD("shared storage '%s' (%zu tensors) ", x->storage->key, x->storage->tensor_count);
 	if (!x->storage && x->layout == TI_LAYOUT_STRIDED)
 		ADD("meta(no storage) ");
 	if (x->storage && strcmp(x->storage->location, "cpu"))
@@ -164,16 +164,37 @@ static void describe(const ti_tensor *x, char *buf, size_t size)
 
 /* ---- text ---- */
 
-static size_t name_width(const inspect *in)
+/* Column widths for the tensor table: as wide as the widest cell, within reason. */
+typedef struct widths {
+	int name, dtype, shape;
+} widths;
+
+static widths column_widths(const inspect *in)
 {
-	size_t w = 4;
+	widths w = {6, 5, 5}; /* "(root)", "DTYPE", "SHAPE" */
+	char dims[512];
 	for (size_t i = 0; i < ti_ckpt_entry_count(in->ckpt); i++) {
 		const ti_entry *e = ti_ckpt_entry(in->ckpt, i);
-		size_t len = strlen(e->name);
-		if (e->value->kind == TI_TENSOR && wanted(in, e->name) && len > w)
-			w = len;
+		if (!wanted(in, e->name))
+			continue;
+		int len = (int)strlen(e->name);
+		if (len > w.name)
+			w.name = len;
+		if (e->value->kind != TI_TENSOR)
+			continue;
+		const ti_tensor *x = e->value->as.tensor;
+		int d = (int)strlen(ti_dtype_name(x->dtype));
+		int s = (int)strlen(cli_dims(x->shape, x->ndim, dims, sizeof(dims)));
+		if (d > w.dtype)
+			w.dtype = d;
+		if (s > w.shape)
+			w.shape = s;
 	}
-	return w > 60 ? 60 : w;
+	if (w.name > 60)
+		w.name = 60;
+	if (w.shape > 30)
+		w.shape = 30;
+	return w;
 }
 
 /* The first `depth` dot-separated components of name. */
@@ -229,21 +250,21 @@ static void print_text(const inspect *in, const totals *t)
 {
 	const ti_ckpt_info *info = ti_ckpt_get_info(in->ckpt);
 	char dims[512], num[32], num2[32], notes[512], repr[256], type[256];
-	int w = (int)name_width(in);
+	widths w = column_widths(in);
 
 	if (in->depth > 0) {
 		print_folded(in);
 	} else if (t->tensors) {
-		printf("%-*s %-9s %-18s %10s  %s\n", w, "NAME", "DTYPE", "SHAPE", "BYTES", "NOTES");
+		printf("%-*s  %-*s  %-*s  %10s  %s\n", w.name, "NAME", w.dtype, "DTYPE", w.shape, "SHAPE", "BYTES", "NOTES");
 		for (size_t i = 0; i < ti_ckpt_entry_count(in->ckpt); i++) {
 			const ti_entry *e = ti_ckpt_entry(in->ckpt, i);
 			if (e->value->kind != TI_TENSOR || !wanted(in, e->name))
 				continue;
 			const ti_tensor *x = e->value->as.tensor;
-			cli_put_safe(stdout, e->name[0] ? e->name : "(root)", w);
+			cli_put_safe(stdout, e->name[0] ? e->name : "(root)", w.name);
 			describe(x, notes, sizeof(notes));
-			printf(" %-9s %-18s %10s  %s\n", ti_dtype_name(x->dtype), cli_dims(x->shape, x->ndim, dims, sizeof(dims)),
-			       cli_bytes(x->nbytes, num, sizeof(num)), notes);
+			printf("  %-*s  %-*s  %10s  %s\n", w.dtype, ti_dtype_name(x->dtype), w.shape,
+			       cli_dims(x->shape, x->ndim, dims, sizeof(dims)), cli_bytes(x->nbytes, num, sizeof(num)), notes);
 		}
 	}
 	if (t->values) {
@@ -253,8 +274,8 @@ static void print_text(const inspect *in, const totals *t)
 			if (e->value->kind == TI_TENSOR || !wanted(in, e->name))
 				continue;
 			printf("  ");
-			cli_put_safe(stdout, e->name[0] ? e->name : "(root)", w);
-			printf(" %-22s ", ti_value_type_name(e->value, type, sizeof(type)));
+			cli_put_safe(stdout, e->name[0] ? e->name : "(root)", w.name);
+			printf("  %-20s  ", ti_value_type_name(e->value, type, sizeof(type)));
 			cli_put_safe(stdout, ti_value_repr(e->value, repr, sizeof(repr), 72), 0);
 			printf("\n");
 		}
@@ -268,12 +289,13 @@ static void print_text(const inspect *in, const totals *t)
 		const dtype_total *dt = &t->by_dtype[d];
 		if (!dt->tensors)
 			continue;
-		printf("%s%-10s %6" PRId64 " tensors %16s elements %12s\n", label, ti_dtype_name((ti_dtype)d), dt->tensors,
+		printf("%s%-16s %6" PRId64 " %-7s %16s elements %12s\n", label, ti_dtype_name((ti_dtype)d), dt->tensors,
+		       dt->tensors == 1 ? "tensor" : "tensors",
 		       cli_count(dt->numel, num, sizeof(num)), cli_bytes(dt->nbytes, num2, sizeof(num2)));
 		label = "                 ";
 	}
-	printf("  unique bytes   %s in %" PRId64 " storages (%" PRId64 " shared)\n",
-	       cli_bytes(t->unique_nbytes, num, sizeof(num)), t->storages, t->shared_storages);
+	printf("  unique bytes   %s in %" PRId64 " %s (%" PRId64 " shared)\n", cli_bytes(t->unique_nbytes, num, sizeof(num)),
+	       t->storages, t->storages == 1 ? "storage" : "storages", t->shared_storages);
 	printf("  format         %s, version %" PRId64 ", byteorder %s, pickle protocol %d, root '%s'\n",
 	       info->format, info->version, info->byteorder, info->pickle_protocol, info->root);
 	if (info->format_version >= 0 || info->storage_alignment >= 0)

@@ -1,10 +1,14 @@
 /* entries.c - flattening a value graph into named entries (see entries.h). */
 #include "core/entries.h"
 
+#include <stdint.h>
+
 #include <inttypes.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+
+#include "util/strmap.h"
 
 typedef struct walker {
 	ti_arena *arena;
@@ -69,16 +73,46 @@ static ti_status walk_seq(walker *w, const char *name, const ti_value *v)
 	return TI_OK;
 }
 
+/*
+ * A pickled dict may repeat a key; Python keeps the first position and the
+ * last value. Names are what we compare, so keys 1 and '1' count as one,
+ * as they would in a state_dict's dotted names.
+ */
 static ti_status walk_dict(walker *w, const char *name, const ti_value *v)
 {
-	for (size_t i = 0; i < v->as.dict.count; i++) {
-		const char *n = child_name(w, name, v->as.dict.keys[i], i);
-		if (!n)
-			return TI_FAIL(w->err, TI_E_LIMIT, "metadata exceeds the memory ceiling");
-		if (walk(w, n, v->as.dict.values[i]))
-			return w->err->code;
+	size_t n = v->as.dict.count;
+	const char **names = n ? ti_arena_calloc(w->arena, n, sizeof(*names)) : NULL;
+	ti_strmap last;
+	ti_strmap_init(&last);
+	ti_status s = TI_OK;
+	if (n && !names)
+		return TI_FAIL(w->err, TI_E_LIMIT, "metadata exceeds the memory ceiling");
+	for (size_t i = 0; i < n; i++) {
+		names[i] = child_name(w, name, v->as.dict.keys[i], i);
+		if (!names[i]) {
+			s = TI_FAIL(w->err, TI_E_LIMIT, "metadata exceeds the memory ceiling");
+			goto done;
+		}
+		if (n > 1 && ti_strmap_put(&last, names[i], (void *)(uintptr_t)(i + 1))) {
+			s = TI_FAIL(w->err, TI_E_NOMEM, "out of memory naming entries");
+			goto done;
+		}
 	}
-	return TI_OK;
+	for (size_t i = 0; i < n; i++) {
+		size_t take = i;
+		if (n > 1) {
+			size_t at = (size_t)(uintptr_t)ti_strmap_get(&last, names[i]);
+			if (at == 0)
+				continue; /* an earlier duplicate already took this name */
+			take = at - 1;
+			ti_strmap_put(&last, names[i], NULL); /* replacing never allocates */
+		}
+		if ((s = walk(w, names[i], v->as.dict.values[take])))
+			goto done;
+	}
+done:
+	ti_strmap_release(&last);
+	return s;
 }
 
 /* An object we did not run: its tensors can sit in its arguments, its state, or items added to it. */

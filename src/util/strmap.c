@@ -40,6 +40,13 @@ void *ti_strmap_get(const ti_strmap *map, const char *key)
 
 int ti_strmap_put(ti_strmap *map, const char *key, void *value)
 {
+	if (map->capacity) {
+		size_t i = slot(map, key);
+		if (map->keys[i]) { /* replacing never allocates */
+			map->values[i] = value;
+			return 0;
+		}
+	}
 	if ((map->count + 1) * 2 > map->capacity) {
 		size_t cap = map->capacity ? map->capacity * 2 : 64;
 		if (cap > SIZE_MAX / sizeof(void *))
