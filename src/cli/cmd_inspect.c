@@ -110,6 +110,10 @@ static int compute_totals(const inspect *in, totals *t)
 		count_storage(x->storage, seen, t);
 		for (size_t k = 0; k < x->component_count; k++)
 			count_storage(x->components[k]->storage, seen, t);
+		if (x->quant.scales) {
+			count_storage(x->quant.scales->storage, seen, t);
+			count_storage(x->quant.zero_points->storage, seen, t);
+		}
 	}
 	free(seen);
 	return 0;
@@ -322,40 +326,51 @@ static int print_records_text(inspect *in)
 	return EXIT_OK;
 }
 
-/* ---- JSON ---- */
+/* ---- JSON ----
+ * The document is streamed: a header, then one compact object per tensor and
+ * per value, each built and printed by cJSON and freed at once, so memory
+ * stays bounded by one tensor, not the checkpoint. Integers go in as raw
+ * text: cJSON prints numbers through double, which would round past 2^53.
+ */
+
+static cJSON *json_int(int64_t v)
+{
+	char buf[32];
+	snprintf(buf, sizeof(buf), "%" PRId64, v);
+	return cJSON_CreateRaw(buf);
+}
+
+static void add_int(cJSON *o, const char *key, int64_t v) { cJSON_AddItemToObject(o, key, json_int(v)); }
 
 static cJSON *json_dims(const int64_t *d, int n)
 {
-	cJSON *a = cJSON_CreateArray();
-	for (int i = 0; a && i < n; i++)
-		cJSON_AddItemToArray(a, cJSON_CreateNumber((double)d[i]));
-	return a;
+	char buf[TI_MAX_DIMS * 24 + 8];
+	return cJSON_CreateRaw(cli_dims(d, n, buf, sizeof(buf))); /* "[8, 3, 7, 7]" is JSON already */
 }
 
 static cJSON *json_tensor(const char *name, const ti_tensor *x)
 {
-	char repr[64];
 	cJSON *o = cJSON_CreateObject();
 	if (name)
 		cJSON_AddStringToObject(o, "name", name);
 	cJSON_AddStringToObject(o, "dtype", ti_dtype_name(x->dtype));
 	cJSON_AddItemToObject(o, "shape", json_dims(x->shape, x->ndim));
 	cJSON_AddItemToObject(o, "stride", x->stride ? json_dims(x->stride, x->ndim) : cJSON_CreateNull());
-	cJSON_AddNumberToObject(o, "storage_offset", (double)x->storage_offset);
+	add_int(o, "storage_offset", x->storage_offset);
 	cJSON_AddBoolToObject(o, "requires_grad", x->requires_grad);
 	cJSON_AddBoolToObject(o, "parameter", x->is_parameter);
 	cJSON_AddStringToObject(o, "layout", ti_layout_name(x->layout));
 	if (x->storage) {
 		cJSON_AddStringToObject(o, "storage", x->storage->key);
-		cJSON_AddNumberToObject(o, "storage_nbytes", (double)x->storage->nbytes);
+		add_int(o, "storage_nbytes", x->storage->nbytes);
 		cJSON_AddStringToObject(o, "saved_device", x->storage->location);
 	} else {
 		cJSON_AddNullToObject(o, "storage");
 		cJSON_AddNullToObject(o, "storage_nbytes");
 		cJSON_AddStringToObject(o, "saved_device", x->layout == TI_LAYOUT_STRIDED ? "meta" : "cpu");
 	}
-	cJSON_AddNumberToObject(o, "nbytes", (double)x->nbytes);
-	cJSON_AddNumberToObject(o, "numel", (double)x->numel);
+	add_int(o, "nbytes", x->nbytes);
+	add_int(o, "numel", x->numel);
 	cJSON_AddBoolToObject(o, "contiguous", ti_tensor_is_contiguous(x));
 	cJSON_AddBoolToObject(o, "shared", x->storage && x->storage->tensor_count > 1);
 	if (x->conj)
@@ -368,12 +383,12 @@ static cJSON *json_tensor(const char *name, const ti_tensor *x)
 		cJSON *q = cJSON_AddObjectToObject(o, "quantization");
 		cJSON_AddStringToObject(q, "scheme", ti_qscheme_name(x->quant.scheme));
 		if (x->quant.scales) {
-			cJSON_AddNumberToObject(q, "axis", (double)x->quant.axis);
+			add_int(q, "axis", x->quant.axis);
 			cJSON_AddItemToObject(q, "scales", json_tensor(NULL, x->quant.scales));
 			cJSON_AddItemToObject(q, "zero_points", json_tensor(NULL, x->quant.zero_points));
 		} else {
 			cJSON_AddNumberToObject(q, "scale", x->quant.scale);
-			cJSON_AddNumberToObject(q, "zero_point", (double)x->quant.zero_point);
+			add_int(q, "zero_point", x->quant.zero_point);
 		}
 	}
 	if (x->component_count) {
@@ -383,119 +398,176 @@ static cJSON *json_tensor(const char *name, const ti_tensor *x)
 		if (x->layout == TI_LAYOUT_SPARSE_COO)
 			cJSON_AddBoolToObject(o, "coalesced", x->coalesced);
 	}
-	(void)repr;
 	return o;
 }
 
-static int print_json(inspect *in, const totals *t)
+/* Prints item (consumed) compactly after `lead`; false when memory ran out. */
+static bool emit(const char *lead, cJSON *item)
 {
-	const ti_ckpt_info *info = ti_ckpt_get_info(in->ckpt);
-	char repr[1024], type[256];
-	cJSON *doc = cJSON_CreateObject();
-	cJSON_AddStringToObject(doc, "file", in->file);
-	cJSON_AddStringToObject(doc, "format", info->format);
-	cJSON_AddNumberToObject(doc, "version", (double)info->version);
-	cJSON_AddStringToObject(doc, "byteorder", info->byteorder);
-	cJSON_AddStringToObject(doc, "root", info->root);
-	cJSON_AddNumberToObject(doc, "pickle_protocol", info->pickle_protocol);
-	cJSON_AddNumberToObject(doc, "pickle_nbytes", (double)info->pickle_size);
-	if (info->format_version >= 0)
-		cJSON_AddNumberToObject(doc, "format_version", (double)info->format_version);
-	if (info->storage_alignment >= 0)
-		cJSON_AddNumberToObject(doc, "storage_alignment", (double)info->storage_alignment);
-	cJSON *tensors = cJSON_AddArrayToObject(doc, "tensors");
-	cJSON *values = cJSON_AddArrayToObject(doc, "values");
-	for (size_t i = 0; i < ti_ckpt_entry_count(in->ckpt); i++) {
-		const ti_entry *e = ti_ckpt_entry(in->ckpt, i);
-		if (!wanted(in, e->name))
-			continue;
-		if (e->value->kind == TI_TENSOR) {
-			cJSON_AddItemToArray(tensors, json_tensor(e->name, e->value->as.tensor));
-			continue;
-		}
-		cJSON *v = cJSON_CreateObject();
-		cJSON_AddStringToObject(v, "name", e->name);
-		cJSON_AddStringToObject(v, "type", ti_value_type_name(e->value, type, sizeof(type)));
-		cJSON_AddStringToObject(v, "repr", ti_value_repr(e->value, repr, sizeof(repr), 400));
-		cJSON_AddItemToArray(values, v);
+	char *text = item ? cJSON_PrintUnformatted(item) : NULL;
+	cJSON_Delete(item);
+	if (!text)
+		return false;
+	fputs(lead, stdout);
+	fputs(text, stdout);
+	cJSON_free(text);
+	return true;
+}
+
+/* The `"key": value` pair of a one-member object, for the streamed header. */
+static bool emit_member(const char *lead, const char *key, cJSON *value)
+{
+	cJSON *o = cJSON_CreateObject();
+	if (!o || !value) {
+		cJSON_Delete(o);
+		cJSON_Delete(value);
+		return false;
 	}
-	cJSON *s = cJSON_AddObjectToObject(doc, "summary");
-	cJSON_AddNumberToObject(s, "tensors", (double)t->tensors);
-	cJSON_AddNumberToObject(s, "numel", (double)t->numel);
-	cJSON_AddNumberToObject(s, "nbytes", (double)t->nbytes);
-	cJSON_AddNumberToObject(s, "unique_nbytes", (double)t->unique_nbytes);
-	cJSON_AddNumberToObject(s, "storages", (double)t->storages);
-	cJSON_AddNumberToObject(s, "shared_storages", (double)t->shared_storages);
-	cJSON_AddNumberToObject(s, "values", (double)t->values);
+	cJSON_AddItemToObject(o, key, value);
+	char *text = cJSON_PrintUnformatted(o);
+	cJSON_Delete(o);
+	if (!text)
+		return false;
+	size_t n = strlen(text);
+	fputs(lead, stdout);
+	fwrite(text + 1, 1, n - 2, stdout); /* without the braces */
+	cJSON_free(text);
+	return true;
+}
+
+static cJSON *json_summary(const totals *t)
+{
+	cJSON *s = cJSON_CreateObject();
+	add_int(s, "tensors", t->tensors);
+	add_int(s, "numel", t->numel);
+	add_int(s, "nbytes", t->nbytes);
+	add_int(s, "unique_nbytes", t->unique_nbytes);
+	add_int(s, "storages", t->storages);
+	add_int(s, "shared_storages", t->shared_storages);
+	add_int(s, "values", t->values);
 	cJSON *by = cJSON_AddObjectToObject(s, "by_dtype");
 	for (int d = 0; d < TI_DT_COUNT; d++) {
 		const dtype_total *dt = &t->by_dtype[d];
 		if (!dt->tensors)
 			continue;
 		cJSON *o = cJSON_AddObjectToObject(by, ti_dtype_name((ti_dtype)d));
-		cJSON_AddNumberToObject(o, "tensors", (double)dt->tensors);
-		cJSON_AddNumberToObject(o, "numel", (double)dt->numel);
-		cJSON_AddNumberToObject(o, "nbytes", (double)dt->nbytes);
+		add_int(o, "tensors", dt->tensors);
+		add_int(o, "numel", dt->numel);
+		add_int(o, "nbytes", dt->nbytes);
 	}
-	if (in->records) {
-		cJSON *recs = cJSON_AddArrayToObject(doc, "records");
-		for (size_t i = 0; i < ti_ckpt_record_count(in->ckpt); i++) {
-			const ti_record *r = ti_ckpt_record(in->ckpt, i);
-			uint64_t off;
-			ti_error err;
-			ti_error_clear(&err);
-			if (ti_ckpt_record_payload_offset(in->ckpt, i, &off, &err)) {
-				cJSON_Delete(doc);
-				return cli_report(in->file, &err);
-			}
-			cJSON *o = cJSON_CreateObject();
-			cJSON_AddStringToObject(o, "name", r->name);
-			cJSON_AddNumberToObject(o, "size", (double)r->size);
-			cJSON_AddNumberToObject(o, "offset", (double)off);
-			cJSON_AddStringToObject(o, "method", r->method == 0 ? "stored" : r->method == 8 ? "deflated" : "other");
-			cJSON_AddItemToArray(recs, o);
+	return s;
+}
+
+static int emit_records(inspect *in)
+{
+	printf(",\n  \"records\": [");
+	for (size_t i = 0; i < ti_ckpt_record_count(in->ckpt); i++) {
+		const ti_record *r = ti_ckpt_record(in->ckpt, i);
+		uint64_t off;
+		ti_error err;
+		ti_error_clear(&err);
+		if (ti_ckpt_record_payload_offset(in->ckpt, i, &off, &err))
+			return cli_report(in->file, &err);
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "name", r->name);
+		add_int(o, "size", (int64_t)r->size);
+		add_int(o, "offset", (int64_t)off);
+		cJSON_AddStringToObject(o, "method", r->method == 0 ? "stored" : r->method == 8 ? "deflated" : "other");
+		if (!emit(i ? ",\n    " : "\n    ", o))
+			return EXIT_RESOURCE;
+	}
+	printf("\n  ]");
+	return EXIT_OK;
+}
+
+static bool emit_groups(inspect *in)
+{
+	printf(",\n  \"groups\": [");
+	size_t n = ti_ckpt_entry_count(in->ckpt);
+	const char *lead = "\n    ";
+	for (size_t i = 0; i < n;) {
+		const ti_entry *e = ti_ckpt_entry(in->ckpt, i);
+		if (e->value->kind != TI_TENSOR || !wanted(in, e->name)) {
+			i++;
+			continue;
 		}
-	}
-	if (in->depth > 0) {
-		cJSON *groups = cJSON_AddArrayToObject(doc, "groups");
-		size_t n = ti_ckpt_entry_count(in->ckpt);
-		for (size_t i = 0; i < n;) {
-			const ti_entry *e = ti_ckpt_entry(in->ckpt, i);
-			if (e->value->kind != TI_TENSOR || !wanted(in, e->name)) {
-				i++;
+		size_t plen = prefix_len(e->name, in->depth), j = i;
+		int64_t count = 0, numel = 0, nbytes = 0;
+		for (; j < n; j++) {
+			const ti_entry *f = ti_ckpt_entry(in->ckpt, j);
+			if (strncmp(f->name, e->name, plen) || (f->name[plen] && f->name[plen] != '.'))
+				break;
+			if (f->value->kind != TI_TENSOR || !wanted(in, f->name))
 				continue;
-			}
-			size_t plen = prefix_len(e->name, in->depth), j = i;
-			int64_t count = 0, numel = 0, nbytes = 0;
-			for (; j < n; j++) {
-				const ti_entry *f = ti_ckpt_entry(in->ckpt, j);
-				if (strncmp(f->name, e->name, plen) || (f->name[plen] && f->name[plen] != '.'))
-					break;
-				if (f->value->kind != TI_TENSOR || !wanted(in, f->name))
-					continue;
-				count++;
-				numel += f->value->as.tensor->numel;
-				nbytes += f->value->as.tensor->nbytes;
-			}
-			cJSON *g = cJSON_CreateObject();
-			char *prefix = strndup(e->name, plen);
-			cJSON_AddStringToObject(g, "name", prefix ? prefix : "");
-			free(prefix);
-			cJSON_AddNumberToObject(g, "tensors", (double)count);
-			cJSON_AddNumberToObject(g, "numel", (double)numel);
-			cJSON_AddNumberToObject(g, "nbytes", (double)nbytes);
-			cJSON_AddItemToArray(groups, g);
-			i = j > i ? j : i + 1;
+			count++;
+			numel += f->value->as.tensor->numel;
+			nbytes += f->value->as.tensor->nbytes;
 		}
+		cJSON *g = cJSON_CreateObject();
+		char *prefix = strndup(e->name, plen);
+		cJSON_AddStringToObject(g, "name", prefix ? prefix : "");
+		free(prefix);
+		add_int(g, "tensors", count);
+		add_int(g, "numel", numel);
+		add_int(g, "nbytes", nbytes);
+		if (!emit(lead, g))
+			return false;
+		lead = ",\n    ";
+		i = j > i ? j : i + 1;
 	}
-	char *text = cJSON_Print(doc);
-	cJSON_Delete(doc);
-	if (!text) {
+	printf("\n  ]");
+	return true;
+}
+
+static int print_json(inspect *in, const totals *t)
+{
+	const ti_ckpt_info *info = ti_ckpt_get_info(in->ckpt);
+	char repr[1024], type[256];
+	bool ok = emit_member("{\n  ", "file", cJSON_CreateString(in->file)) &&
+	          emit_member(",\n  ", "format", cJSON_CreateString(info->format)) &&
+	          emit_member(",\n  ", "version", json_int(info->version)) &&
+	          emit_member(",\n  ", "byteorder", cJSON_CreateString(info->byteorder)) &&
+	          emit_member(",\n  ", "root", cJSON_CreateString(info->root)) &&
+	          emit_member(",\n  ", "pickle_protocol", json_int(info->pickle_protocol)) &&
+	          emit_member(",\n  ", "pickle_nbytes", json_int((int64_t)info->pickle_size));
+	if (ok && info->format_version >= 0)
+		ok = emit_member(",\n  ", "format_version", json_int(info->format_version));
+	if (ok && info->storage_alignment >= 0)
+		ok = emit_member(",\n  ", "storage_alignment", json_int(info->storage_alignment));
+	for (int pass = 0; ok && pass < 2; pass++) {
+		printf(pass ? ",\n  \"values\": [" : ",\n  \"tensors\": [");
+		const char *lead = "\n    ";
+		for (size_t i = 0; ok && i < ti_ckpt_entry_count(in->ckpt); i++) {
+			const ti_entry *e = ti_ckpt_entry(in->ckpt, i);
+			if ((e->value->kind == TI_TENSOR) == pass || !wanted(in, e->name))
+				continue;
+			cJSON *o;
+			if (!pass) {
+				o = json_tensor(e->name, e->value->as.tensor);
+			} else {
+				o = cJSON_CreateObject();
+				cJSON_AddStringToObject(o, "name", e->name);
+				cJSON_AddStringToObject(o, "type", ti_value_type_name(e->value, type, sizeof(type)));
+				cJSON_AddStringToObject(o, "repr", ti_value_repr(e->value, repr, sizeof(repr), 400));
+			}
+			ok = emit(lead, o);
+			lead = ",\n    ";
+		}
+		printf(lead[0] == ',' ? "\n  ]" : "]");
+	}
+	ok = ok && emit_member(",\n  ", "summary", json_summary(t));
+	if (ok && in->records) {
+		int rc = emit_records(in);
+		if (rc)
+			return rc;
+	}
+	if (ok && in->depth > 0)
+		ok = emit_groups(in);
+	if (!ok) {
 		fprintf(stderr, "tinspect: out of memory writing JSON\n");
 		return EXIT_RESOURCE;
 	}
-	puts(text);
-	cJSON_free(text);
+	printf("\n}\n");
 	return EXIT_OK;
 }
 

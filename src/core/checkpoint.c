@@ -222,9 +222,13 @@ static ti_status check_storages(ti_ckpt *c, ti_error *err)
 {
 	for (size_t i = 0; i < c->storage_count; i++) {
 		ti_storage *st = c->storages[i];
-		char *name = ti_arena_printf(&c->arena, "%s/data/%s", c->info.root, st->key);
-		if (!name)
-			return TI_FAIL(err, TI_E_NOMEM, "out of memory");
+		char name[1024];
+		size_t rl = strlen(c->info.root), kl = strlen(st->key);
+		if (rl + kl + 7 > sizeof(name))
+			return TI_FAIL(err, TI_E_CORRUPT, "storage key of %zu bytes is too long", kl);
+		memcpy(name, c->info.root, rl);
+		memcpy(name + rl, "/data/", 6);
+		memcpy(name + rl + 6, st->key, kl + 1);
 		int64_t index = ti_zip_find(c->zip, name);
 		if (index < 0) {
 			TI_FAIL(err, TI_E_CORRUPT, "storage '%s' has no record", st->key);

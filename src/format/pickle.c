@@ -32,6 +32,7 @@ typedef struct vm {
 	size_t memo_cap, memo_len; /* memo_len: entries set, which MEMOIZE uses as its index */
 	ti_value *result;
 	int proto;
+	ti_value *small_ints[256]; /* BININT1 values, made once: ints are never mutated */
 } vm;
 
 typedef ti_status (*op_fn)(vm *m, uint8_t op);
@@ -129,7 +130,15 @@ static ti_status pop_mark(vm *m, ti_value ***items, size_t *count)
 
 static ti_value *new_value(vm *m, ti_kind kind) { return ti_value_new(m->arena, kind); }
 
-static ti_status push_int(vm *m, int64_t i) { return push(m, ti_value_new_int(m->arena, i)); }
+static ti_status push_int(vm *m, int64_t i)
+{
+	if (i >= 0 && i < 256) {
+		if (!m->small_ints[i])
+			m->small_ints[i] = ti_value_new_int(m->arena, i);
+		return push(m, m->small_ints[i]);
+	}
+	return push(m, ti_value_new_int(m->arena, i));
+}
 
 static ti_status push_str(vm *m, ti_kind kind, const void *data, size_t size)
 {

@@ -1,150 +1,50 @@
 /*
- * zip_archive.c - records of a zip checkpoint, through libzip.
+ * zip_archive.c - records of a zip checkpoint.
  *
- * libzip lists and reads records but does not say where a payload begins,
- * which a reader that maps storages needs. For that one fact we read the
- * central directory (APPNOTE.TXT 4.3.12-4.3.16, with the ZIP64 end record
- * that torch always writes) and then each record's local header: the payload
- * follows the 30-byte local header, its name and its extra field, whose
- * length differs from the central one because of torch's 'FB' padding.
+ * We read the central directory ourselves (PKWARE APPNOTE.TXT 4.3.12-4.3.16,
+ * with the ZIP64 end record and extras that torch always writes): one read of
+ * the end records, one of the directory, and a hash of the names. libzip's
+ * zip_open does the same work plus a time conversion and allocations per
+ * entry, which for a 20,000-tensor checkpoint cost more than reading
+ * data.pkl itself; inspection must stay near that floor.
+ *
+ * Stored records (torch.save writes nothing else) are read with pread from
+ * the payload offset their local header gives: it differs from the central
+ * directory's idea because of torch's 'FB' padding extra field. Compressed
+ * records are read through libzip, opened on first need: this file is the
+ * only one that includes <zip.h>.
  */
 #include "format/zip_archive.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <zip.h>
 
+#include "util/strmap.h"
+
+typedef struct record {
+	char *name;
+	uint64_t size, compressed_size, local_offset;
+	int method;
+} record;
+
 struct ti_zip {
-	zip_t *za;
+	int fd;
 	char *path;
+	uint64_t file_size;
+	uint8_t *directory; /* the central directory; names are copied out of it */
+	record *records;
 	size_t count;
-	uint64_t *local_offsets; /* by index, read on first need */
+	ti_strmap by_name;
+	zip_t *za; /* libzip, for compressed records only */
 };
-
-static ti_status from_libzip(int code, const char *what, ti_error *err)
-{
-	zip_error_t ze;
-	zip_error_init_with_code(&ze, code);
-	ti_status status = TI_E_CORRUPT;
-	if (code == ZIP_ER_OPEN || code == ZIP_ER_READ || code == ZIP_ER_SEEK || code == ZIP_ER_TELL)
-		status = TI_E_IO;
-	else if (code == ZIP_ER_MEMORY)
-		status = TI_E_NOMEM;
-	else if (code == ZIP_ER_COMPNOTSUPP || code == ZIP_ER_ENCRNOTSUPP || code == ZIP_ER_MULTIDISK)
-		status = TI_E_UNSUPPORTED;
-	TI_FAIL(err, status, "%s: %s", what, zip_error_strerror(&ze));
-	zip_error_fini(&ze);
-	return status;
-}
-
-ti_status ti_zip_open(const char *path, size_t records_max, ti_zip **out, ti_error *err)
-{
-	int code = 0;
-	zip_t *za = zip_open(path, ZIP_RDONLY, &code);
-	if (!za)
-	{
-		if (code == ZIP_ER_NOZIP)
-			return TI_FAIL(err, TI_E_CORRUPT, "not a readable zip archive (no end of central directory: truncated or damaged)");
-		return from_libzip(code, "cannot open zip archive", err);
-	}
-	zip_int64_t n = zip_get_num_entries(za, 0);
-	if (n < 0 || (uint64_t)n > records_max) {
-		zip_discard(za);
-		return TI_FAIL(err, TI_E_LIMIT, "archive has %" PRId64 " records, more than the %zu allowed", (int64_t)n, records_max);
-	}
-	ti_zip *zip = calloc(1, sizeof(*zip));
-	if (!zip || !(zip->path = strdup(path))) {
-		free(zip);
-		zip_discard(za);
-		return TI_FAIL(err, TI_E_NOMEM, "out of memory opening the archive");
-	}
-	zip->za = za;
-	zip->count = (size_t)n;
-	/* Two records with one name make the archive ambiguous: refuse, as torch's reader does. */
-	for (size_t i = 0; i < zip->count; i++) {
-		const char *name = zip_get_name(za, i, ZIP_FL_ENC_RAW);
-		if (!name) {
-			ti_zip_close(zip);
-			return TI_FAIL(err, TI_E_CORRUPT, "record %zu has no readable name", i);
-		}
-		zip_int64_t first = zip_name_locate(za, name, ZIP_FL_ENC_RAW);
-		if (first >= 0 && (size_t)first != i) {
-			TI_FAIL(err, TI_E_CORRUPT, "duplicate record");
-			ti_error_at(err, name, -1);
-			ti_zip_close(zip);
-			return TI_E_CORRUPT;
-		}
-	}
-	*out = zip;
-	return TI_OK;
-}
-
-void ti_zip_close(ti_zip *zip)
-{
-	if (!zip)
-		return;
-	zip_discard(zip->za);
-	free(zip->local_offsets);
-	free(zip->path);
-	free(zip);
-}
-
-size_t ti_zip_count(const ti_zip *zip) { return zip->count; }
-
-ti_status ti_zip_stat(ti_zip *zip, size_t index, ti_zip_entry *entry, ti_error *err)
-{
-	zip_stat_t st;
-	zip_stat_init(&st);
-	if (zip_stat_index(zip->za, index, ZIP_FL_ENC_RAW, &st))
-		return from_libzip(zip_error_code_zip(zip_get_error(zip->za)), "cannot read a record's header", err);
-	entry->name = st.name;
-	entry->size = st.size;
-	entry->compressed_size = st.comp_size;
-	entry->method = st.comp_method;
-	return TI_OK;
-}
-
-int64_t ti_zip_find(ti_zip *zip, const char *name)
-{
-	return zip_name_locate(zip->za, name, ZIP_FL_ENC_RAW);
-}
-
-ti_status ti_zip_read(ti_zip *zip, size_t index, size_t max, uint8_t **data, size_t *size, ti_error *err)
-{
-	ti_zip_entry e;
-	if (ti_zip_stat(zip, index, &e, err))
-		return err->code;
-	if (e.size > max)
-		return TI_FAIL(err, TI_E_LIMIT, "record of %" PRIu64 " bytes exceeds the %zu-byte limit", e.size, max);
-	uint8_t *buf = malloc((size_t)e.size + 1);
-	if (!buf)
-		return TI_FAIL(err, TI_E_NOMEM, "out of memory reading a record of %" PRIu64 " bytes", e.size);
-	zip_file_t *f = zip_fopen_index(zip->za, index, 0);
-	if (!f) {
-		free(buf);
-		return from_libzip(zip_error_code_zip(zip_get_error(zip->za)), "cannot open record", err);
-	}
-	zip_int64_t got = zip_fread(f, buf, e.size);
-	ti_status s = TI_OK;
-	if (got < 0)
-		s = from_libzip(zip_error_code_zip(zip_file_get_error(f)), "cannot read record", err);
-	else if ((uint64_t)got != e.size)
-		s = TI_FAIL(err, TI_E_CORRUPT, "record is truncated: %" PRId64 " of %" PRIu64 " bytes", (int64_t)got, e.size);
-	zip_fclose(f);
-	if (s) {
-		free(buf);
-		return s;
-	}
-	buf[e.size] = 0;
-	*data = buf;
-	*size = (size_t)e.size;
-	return TI_OK;
-}
-
-/* ---- payload offsets, from the central directory and local headers ---- */
 
 static uint64_t rd(const uint8_t *p, int n)
 {
@@ -154,105 +54,308 @@ static uint64_t rd(const uint8_t *p, int n)
 	return v;
 }
 
-static int read_at(FILE *f, uint64_t off, void *buf, size_t n)
+static ti_status read_at(ti_zip *zip, uint64_t off, void *buf, size_t n, ti_error *err)
 {
-	if (off > INT64_MAX || fseeko(f, (off_t)off, SEEK_SET))
-		return -1;
-	return fread(buf, 1, n, f) == n ? 0 : -1;
+	if (off > zip->file_size || n > zip->file_size - off)
+		return TI_FAIL(err, TI_E_CORRUPT, "zip structure points past the end of the file (offset %" PRIu64 ")", off);
+	size_t done = 0;
+	while (done < n) {
+		ssize_t got = pread(zip->fd, (char *)buf + done, n - done, (off_t)(off + done));
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0)
+			return TI_FAIL(err, TI_E_IO, "cannot read: %s", strerror(errno));
+		if (got == 0)
+			return TI_FAIL(err, TI_E_CORRUPT, "file is shorter than its zip directory says");
+		done += (size_t)got;
+	}
+	return TI_OK;
 }
 
-static ti_status load_offsets(ti_zip *zip, ti_error *err)
+#define CORRUPT(err, ...) TI_FAIL((err), TI_E_CORRUPT, __VA_ARGS__)
+
+/* Finds the central directory: the end record, and the ZIP64 one when a field saturates. */
+static ti_status find_directory(ti_zip *zip, uint64_t *cd_off, uint64_t *cd_size, uint64_t *entries, ti_error *err)
 {
-	FILE *f = fopen(zip->path, "rb");
-	if (!f)
-		return TI_FAIL(err, TI_E_IO, "cannot open: %s", strerror(errno));
-	ti_status s = TI_E_CORRUPT;
-	uint8_t *cd = NULL;
-	uint64_t *offsets = NULL;
-	if (fseeko(f, 0, SEEK_END))
-		goto done;
-	uint64_t size = (uint64_t)ftello(f);
 	/* The end record is 22 bytes plus a comment of at most 65535. */
-	size_t tail = size < 22 + 65535 ? (size_t)size : 22 + 65535;
+	size_t tail = zip->file_size < 22 + 65535 ? (size_t)zip->file_size : 22 + 65535;
+	if (tail < 22)
+		return CORRUPT(err, "not a readable zip archive (too short for an end of central directory)");
 	uint8_t *buf = malloc(tail);
-	if (!buf || read_at(f, size - tail, buf, tail)) {
+	if (!buf)
+		return TI_FAIL(err, TI_E_NOMEM, "out of memory");
+	if (read_at(zip, zip->file_size - tail, buf, tail, err)) {
 		free(buf);
-		goto done;
+		return err->code;
 	}
 	size_t eocd = tail;
 	for (size_t i = tail - 22 + 1; i-- > 0;)
-		if (!memcmp(buf + i, "PK\5\6", 4)) {
+		if (buf[i] == 'P' && !memcmp(buf + i, "PK\5\6", 4)) {
 			eocd = i;
 			break;
 		}
 	if (eocd == tail) {
 		free(buf);
-		goto done;
+		return CORRUPT(err, "not a readable zip archive (no end of central directory: truncated or damaged)");
 	}
-	uint64_t cd_size = rd(buf + eocd + 12, 4), cd_off = rd(buf + eocd + 16, 4);
-	uint64_t eocd_pos = size - tail + eocd;
+	uint64_t eocd_pos = zip->file_size - tail + eocd;
+	uint64_t disk = rd(buf + eocd + 4, 2), cd_disk = rd(buf + eocd + 6, 2);
+	*entries = rd(buf + eocd + 10, 2);
+	*cd_size = rd(buf + eocd + 12, 4);
+	*cd_off = rd(buf + eocd + 16, 4);
 	free(buf);
-	if (cd_off == 0xffffffffu || cd_size == 0xffffffffu) {
+	if (*entries == 0xffff || *cd_size == 0xffffffffu || *cd_off == 0xffffffffu) {
 		uint8_t loc[20], rec[56];
-		if (eocd_pos < 20 || read_at(f, eocd_pos - 20, loc, 20) || memcmp(loc, "PK\6\7", 4) ||
-		    read_at(f, rd(loc + 8, 8), rec, 56) || memcmp(rec, "PK\6\6", 4))
-			goto done;
-		cd_size = rd(rec + 40, 8);
-		cd_off = rd(rec + 48, 8);
+		if (eocd_pos < 20 || read_at(zip, eocd_pos - 20, loc, 20, err) || memcmp(loc, "PK\6\7", 4))
+			return CORRUPT(err, "zip64 end locator missing");
+		if (read_at(zip, rd(loc + 8, 8), rec, 56, err) || memcmp(rec, "PK\6\6", 4))
+			return CORRUPT(err, "zip64 end record missing");
+		disk = rd(rec + 16, 4);
+		cd_disk = rd(rec + 20, 4);
+		*entries = rd(rec + 32, 8);
+		*cd_size = rd(rec + 40, 8);
+		*cd_off = rd(rec + 48, 8);
 	}
-	if (cd_off > size || cd_size > size - cd_off || !(cd = malloc(cd_size ? cd_size : 1)) ||
-	    read_at(f, cd_off, cd, cd_size) || !(offsets = calloc(zip->count ? zip->count : 1, sizeof(*offsets))))
-		goto done;
-	size_t pos = 0;
-	for (size_t i = 0; i < zip->count; i++) {
-		if (pos + 46 > cd_size || memcmp(cd + pos, "PK\1\2", 4))
-			goto done;
-		size_t nlen = rd(cd + pos + 28, 2), xlen = rd(cd + pos + 30, 2), clen = rd(cd + pos + 32, 2);
-		if (pos + 46 + nlen + xlen + clen > cd_size)
-			goto done;
-		uint64_t local = rd(cd + pos + 42, 4);
-		if (local == 0xffffffffu) {
-			/* ZIP64 extra (id 1): sizes first if they saturate, then the offset. */
-			const uint8_t *x = cd + pos + 46 + nlen, *end = x + xlen;
-			int skip = (rd(cd + pos + 24, 4) == 0xffffffffu) + (rd(cd + pos + 20, 4) == 0xffffffffu);
-			while (x + 4 <= end) {
-				size_t id = rd(x, 2), len = rd(x + 2, 2);
-				if (x + 4 + len > end)
-					break;
-				if (id == 1 && len >= (size_t)(skip + 1) * 8)
-					local = rd(x + 4 + skip * 8, 8);
-				x += 4 + len;
-			}
+	if (disk != 0 || cd_disk != 0)
+		return TI_FAIL(err, TI_E_UNSUPPORTED, "multi-disk zip archives are not supported");
+	if (*cd_off > eocd_pos || *cd_size > eocd_pos - *cd_off)
+		return CORRUPT(err, "zip central directory lies outside the file");
+	return TI_OK;
+}
+
+/* Reads the ZIP64 extra (id 1): the saturated fields, in order size, compressed size, offset. */
+static ti_status zip64_extra(const uint8_t *x, size_t xlen, record *r, bool want_size, bool want_csize,
+                             bool want_offset, ti_error *err)
+{
+	const uint8_t *end = x + xlen;
+	while (end - x >= 4) {
+		size_t id = rd(x, 2), len = rd(x + 2, 2);
+		if ((size_t)(end - x - 4) < len)
+			break;
+		if (id == 1) {
+			const uint8_t *p = x + 4, *q = p + len;
+			if (want_size && q - p >= 8)
+				r->size = rd(p, 8), p += 8;
+			if (want_csize && q - p >= 8)
+				r->compressed_size = rd(p, 8), p += 8;
+			if (want_offset && q - p >= 8)
+				r->local_offset = rd(p, 8), p += 8;
+			return TI_OK;
 		}
-		offsets[i] = local;
+		x += 4 + len;
+	}
+	return CORRUPT(err, "zip record needs a zip64 extra field and has none");
+}
+
+ti_status ti_zip_open(const char *path, size_t records_max, ti_zip **out, ti_error *err)
+{
+	ti_zip *zip = calloc(1, sizeof(*zip));
+	if (!zip || !(zip->path = strdup(path))) {
+		free(zip);
+		return TI_FAIL(err, TI_E_NOMEM, "out of memory opening the archive");
+	}
+	ti_strmap_init(&zip->by_name);
+	zip->fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	if (zip->fd < 0 || fstat(zip->fd, &st)) {
+		TI_FAIL(err, TI_E_IO, "cannot open: %s", strerror(errno));
+		goto fail;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		TI_FAIL(err, TI_E_IO, "not a regular file");
+		goto fail;
+	}
+	zip->file_size = (uint64_t)st.st_size;
+	uint64_t cd_off = 0, cd_size = 0, entries = 0;
+	if (find_directory(zip, &cd_off, &cd_size, &entries, err))
+		goto fail;
+	if (entries > records_max) {
+		TI_FAIL(err, TI_E_LIMIT, "archive has %" PRIu64 " records, more than the %zu allowed", entries, records_max);
+		goto fail;
+	}
+	/* Each central entry takes at least 46 bytes, so the count cannot outgrow the directory. */
+	if (entries > cd_size / 46) {
+		TI_FAIL(err, TI_E_CORRUPT, "zip directory of %" PRIu64 " bytes cannot hold %" PRIu64 " records", cd_size, entries);
+		goto fail;
+	}
+	zip->directory = malloc(cd_size ? (size_t)cd_size : 1);
+	zip->records = calloc(entries ? (size_t)entries : 1, sizeof(*zip->records));
+	if (!zip->directory || !zip->records) {
+		TI_FAIL(err, TI_E_NOMEM, "out of memory reading the zip directory");
+		goto fail;
+	}
+	if (read_at(zip, cd_off, zip->directory, (size_t)cd_size, err))
+		goto fail;
+	const uint8_t *cd = zip->directory;
+	size_t pos = 0;
+	for (size_t i = 0; i < entries; i++) {
+		if (pos + 46 > cd_size || memcmp(cd + pos, "PK\1\2", 4)) {
+			TI_FAIL(err, TI_E_CORRUPT, "zip central directory entry %zu is damaged", i);
+			goto fail;
+		}
+		const uint8_t *h = cd + pos;
+		size_t nlen = rd(h + 28, 2), xlen = rd(h + 30, 2), clen = rd(h + 32, 2);
+		if (pos + 46 + nlen + xlen + clen > cd_size) {
+			TI_FAIL(err, TI_E_CORRUPT, "zip central directory entry %zu runs past the directory", i);
+			goto fail;
+		}
+		record *r = &zip->records[i];
+		/* Names are not NUL-terminated in the directory: keep a terminated copy. */
+		r->name = malloc(nlen + 1);
+		if (!r->name) {
+			TI_FAIL(err, TI_E_NOMEM, "out of memory");
+			goto fail;
+		}
+		memcpy(r->name, h + 46, nlen);
+		r->name[nlen] = '\0';
+		if (memchr(r->name, '\0', nlen)) {
+			TI_FAIL(err, TI_E_CORRUPT, "zip record %zu has a NUL byte in its name", i);
+			goto fail;
+		}
+		r->method = (int)rd(h + 10, 2);
+		r->compressed_size = rd(h + 20, 4);
+		r->size = rd(h + 24, 4);
+		r->local_offset = rd(h + 42, 4);
+		bool s = r->size == 0xffffffffu, c = r->compressed_size == 0xffffffffu, o = r->local_offset == 0xffffffffu;
+		if ((s || c || o) && zip64_extra(h + 46 + nlen, xlen, r, s, c, o, err))
+			goto fail;
+		if (rd(h + 8, 2) & 1) {
+			TI_FAIL(err, TI_E_UNSUPPORTED, "encrypted zip records are not supported");
+			ti_error_at(err, r->name, -1);
+			goto fail;
+		}
+		zip->count = i + 1;
+		/* Two records with one name make the archive ambiguous: refuse. */
+		void *first;
+		int added = ti_strmap_add(&zip->by_name, r->name, (void *)(uintptr_t)(i + 1), &first);
+		if (added == 1) {
+			TI_FAIL(err, TI_E_CORRUPT, "duplicate record");
+			ti_error_at(err, r->name, -1);
+			goto fail;
+		}
+		if (added < 0) {
+			TI_FAIL(err, TI_E_NOMEM, "out of memory");
+			goto fail;
+		}
 		pos += 46 + nlen + xlen + clen;
 	}
-	zip->local_offsets = offsets;
-	offsets = NULL;
-	s = TI_OK;
-done:
-	if (s)
-		TI_FAIL(err, s, "cannot read the zip central directory");
-	free(cd);
-	free(offsets);
-	fclose(f);
-	return s;
+	free(zip->directory);
+	zip->directory = NULL;
+	*out = zip;
+	return TI_OK;
+fail:
+	ti_zip_close(zip);
+	return err->code;
+}
+
+void ti_zip_close(ti_zip *zip)
+{
+	if (!zip)
+		return;
+	if (zip->za)
+		zip_discard(zip->za);
+	if (zip->fd >= 0)
+		close(zip->fd);
+	for (size_t i = 0; i < zip->count; i++)
+		free(zip->records[i].name);
+	free(zip->records);
+	free(zip->directory);
+	ti_strmap_release(&zip->by_name);
+	free(zip->path);
+	free(zip);
+}
+
+size_t ti_zip_count(const ti_zip *zip) { return zip->count; }
+
+ti_status ti_zip_stat(ti_zip *zip, size_t index, ti_zip_entry *entry, ti_error *err)
+{
+	if (index >= zip->count)
+		return TI_FAIL(err, TI_E_INVALID, "no record %zu", index);
+	const record *r = &zip->records[index];
+	entry->name = r->name;
+	entry->size = r->size;
+	entry->compressed_size = r->compressed_size;
+	entry->method = r->method;
+	return TI_OK;
+}
+
+int64_t ti_zip_find(ti_zip *zip, const char *name)
+{
+	return (int64_t)(uintptr_t)ti_strmap_get(&zip->by_name, name) - 1;
 }
 
 ti_status ti_zip_payload_offset(ti_zip *zip, size_t index, uint64_t *offset, ti_error *err)
 {
 	if (index >= zip->count)
 		return TI_FAIL(err, TI_E_INVALID, "no record %zu", index);
-	if (!zip->local_offsets && load_offsets(zip, err))
-		return err->code;
-	FILE *f = fopen(zip->path, "rb");
-	if (!f)
-		return TI_FAIL(err, TI_E_IO, "cannot open: %s", strerror(errno));
+	const record *r = &zip->records[index];
 	uint8_t h[30];
-	int bad = read_at(f, zip->local_offsets[index], h, sizeof(h)) || memcmp(h, "PK\3\4", 4);
-	fclose(f);
-	if (bad)
-		return TI_FAIL(err, TI_E_CORRUPT, "record %zu has no local header at offset %" PRIu64, index, zip->local_offsets[index]);
-	*offset = zip->local_offsets[index] + 30 + rd(h + 26, 2) + rd(h + 28, 2);
+	if (read_at(zip, r->local_offset, h, sizeof(h), err) || memcmp(h, "PK\3\4", 4)) {
+		TI_FAIL(err, TI_E_CORRUPT, "no local header at offset %" PRIu64, r->local_offset);
+		ti_error_at(err, r->name, -1);
+		return TI_E_CORRUPT;
+	}
+	*offset = r->local_offset + 30 + rd(h + 26, 2) + rd(h + 28, 2);
+	if (*offset > zip->file_size || r->compressed_size > zip->file_size - *offset) {
+		TI_FAIL(err, TI_E_CORRUPT, "payload of %" PRIu64 " bytes at offset %" PRIu64 " runs past the end of the file",
+		        r->compressed_size, *offset);
+		ti_error_at(err, r->name, -1);
+		return TI_E_CORRUPT;
+	}
+	return TI_OK;
+}
+
+/* Compressed records: libzip inflates them. */
+static ti_status read_compressed(ti_zip *zip, size_t index, uint8_t *buf, uint64_t size, ti_error *err)
+{
+	if (!zip->za) {
+		int code = 0;
+		zip->za = zip_open(zip->path, ZIP_RDONLY, &code);
+		if (!zip->za) {
+			zip_error_t ze;
+			zip_error_init_with_code(&ze, code);
+			TI_FAIL(err, TI_E_CORRUPT, "cannot open the archive to inflate a record: %s", zip_error_strerror(&ze));
+			zip_error_fini(&ze);
+			return TI_E_CORRUPT;
+		}
+	}
+	zip_file_t *f = zip_fopen_index(zip->za, index, 0);
+	if (!f)
+		return TI_FAIL(err, TI_E_CORRUPT, "cannot open record: %s", zip_strerror(zip->za));
+	zip_int64_t got = zip_fread(f, buf, size);
+	ti_status s = TI_OK;
+	if (got < 0)
+		s = TI_FAIL(err, TI_E_CORRUPT, "cannot inflate record: %s", zip_file_strerror(f));
+	else if ((uint64_t)got != size)
+		s = TI_FAIL(err, TI_E_CORRUPT, "record is truncated: %" PRId64 " of %" PRIu64 " bytes", (int64_t)got, size);
+	zip_fclose(f);
+	return s;
+}
+
+ti_status ti_zip_read(ti_zip *zip, size_t index, size_t max, uint8_t **data, size_t *size, ti_error *err)
+{
+	if (index >= zip->count)
+		return TI_FAIL(err, TI_E_INVALID, "no record %zu", index);
+	const record *r = &zip->records[index];
+	if (r->size > max)
+		return TI_FAIL(err, TI_E_LIMIT, "record of %" PRIu64 " bytes exceeds the %zu-byte limit", r->size, max);
+	if (r->method == 0 && r->compressed_size != r->size)
+		return TI_FAIL(err, TI_E_CORRUPT, "stored record's sizes disagree (%" PRIu64 " and %" PRIu64 ")", r->size, r->compressed_size);
+	uint8_t *buf = malloc((size_t)r->size + 1);
+	if (!buf)
+		return TI_FAIL(err, TI_E_NOMEM, "out of memory reading a record of %" PRIu64 " bytes", r->size);
+	uint64_t offset;
+	ti_status s;
+	if (r->method == 0)
+		s = ti_zip_payload_offset(zip, index, &offset, err) || read_at(zip, offset, buf, (size_t)r->size, err);
+	else
+		s = read_compressed(zip, index, buf, r->size, err);
+	if (s) {
+		free(buf);
+		return err->code ? err->code : TI_E_CORRUPT;
+	}
+	buf[r->size] = 0;
+	*data = buf;
+	*size = (size_t)r->size;
 	return TI_OK;
 }

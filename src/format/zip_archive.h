@@ -1,8 +1,7 @@
 /*
- * zip_archive.h - the zip container, through libzip (library-internal).
- * The only file that includes <zip.h>. A ti_zip owns its libzip handle and
- * its central-directory offsets; names it returns point into libzip's
- * memory and live as long as the handle.
+ * zip_archive.h - the zip container (library-internal).
+ * A ti_zip owns its file descriptor, its directory and, when a compressed
+ * record was read, a libzip handle; names it returns live as long as it.
  */
 #ifndef TINSPECT_ZIP_ARCHIVE_H
 #define TINSPECT_ZIP_ARCHIVE_H

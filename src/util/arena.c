@@ -54,7 +54,7 @@ void *ti_arena_alloc(ti_arena *a, size_t size)
 				return NULL;
 			want = size; /* the last block: just what fits under the ceiling */
 		}
-		b = malloc(sizeof(*b) + want);
+		b = calloc(1, sizeof(*b) + want); /* zeroed once here: arena memory is never reused */
 		if (!b)
 			return NULL;
 		b->size = want;
@@ -66,7 +66,6 @@ void *ti_arena_alloc(ti_arena *a, size_t size)
 	void *p = (char *)b->data + b->used;
 	b->used += size;
 	a->used += size;
-	memset(p, 0, size);
 	return p;
 }
 

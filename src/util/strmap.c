@@ -10,7 +10,8 @@ static uint64_t hash(const char *s)
 	uint64_t h = 1469598103934665603u;
 	for (; *s; s++)
 		h = (h ^ (unsigned char)*s) * 1099511628211u;
-	return h;
+	/* FNV's low bits cluster on keys like "0", "1", ...; fold the high bits in. */
+	return h ^ (h >> 29) ^ (h >> 47);
 }
 
 void ti_strmap_init(ti_strmap *map) { memset(map, 0, sizeof(*map)); }
@@ -40,11 +41,20 @@ void *ti_strmap_get(const ti_strmap *map, const char *key)
 
 int ti_strmap_put(ti_strmap *map, const char *key, void *value)
 {
+	void *existing;
+	int r = ti_strmap_add(map, key, value, &existing);
+	if (r == 1) /* replacing never allocates */
+		map->values[slot(map, key)] = value;
+	return r < 0 ? -1 : 0;
+}
+
+int ti_strmap_add(ti_strmap *map, const char *key, void *value, void **existing)
+{
 	if (map->capacity) {
 		size_t i = slot(map, key);
-		if (map->keys[i]) { /* replacing never allocates */
-			map->values[i] = value;
-			return 0;
+		if (map->keys[i]) {
+			*existing = map->values[i];
+			return 1;
 		}
 	}
 	if ((map->count + 1) * 2 > map->capacity) {

@@ -19,5 +19,7 @@ void ti_strmap_release(ti_strmap *map);
 void *ti_strmap_get(const ti_strmap *map, const char *key);
 /* Inserts or replaces; returns -1 when memory runs out. */
 int ti_strmap_put(ti_strmap *map, const char *key, void *value);
+/* Inserts unless present: returns 0 inserted, 1 present (*existing set, nothing changed), -1 out of memory. */
+int ti_strmap_add(ti_strmap *map, const char *key, void *value, void **existing);
 
 #endif
