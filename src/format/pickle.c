@@ -33,6 +33,7 @@ typedef struct vm {
 	ti_value *result;
 	int proto;
 	ti_value *small_ints[256]; /* BININT1 values, made once: ints are never mutated */
+	ti_value *none, *bools[2];  /* likewise None, False and True */
 } vm;
 
 typedef ti_status (*op_fn)(vm *m, uint8_t op);
@@ -315,14 +316,20 @@ static ti_status op_dup(vm *m, uint8_t op)
 	return push(m, v);
 }
 
-static ti_status op_none(vm *m, uint8_t op) { (void)op; return push(m, new_value(m, TI_NONE)); }
+static ti_status op_none(vm *m, uint8_t op)
+{
+	(void)op;
+	if (!m->none)
+		m->none = new_value(m, TI_NONE);
+	return push(m, m->none);
+}
 
 static ti_status op_bool(vm *m, uint8_t op)
 {
-	ti_value *v = new_value(m, TI_BOOL);
-	if (v)
-		v->as.boolean = op == 0x88; /* NEWTRUE */
-	return push(m, v);
+	int b = op == 0x88; /* NEWTRUE */
+	if (!m->bools[b] && (m->bools[b] = new_value(m, TI_BOOL)))
+		m->bools[b]->as.boolean = b;
+	return push(m, m->bools[b]);
 }
 
 static ti_status op_binint(vm *m, uint8_t op)
