@@ -31,6 +31,7 @@ static const struct ti_known_global table[] = {
 	CLASS("builtins", "frozenset", ti_call_frozenset),
 	CLASS("builtins", "complex", ti_call_complex),
 	CLASS("builtins", "bytearray", ti_call_bytearray),
+	CLASS("builtins", "bytes", ti_call_bytes),
 	CLASS("torch", "Size", ti_call_torch_size),
 	CLASS("torch", "device", ti_call_torch_device),
 	{"torch", "Tensor", TI_G_TENSOR_CLASS, "type", NULL},

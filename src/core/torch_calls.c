@@ -134,6 +134,15 @@ static ti_status strided(ti_torch *t, const ti_value *const *a, ti_dtype dtype, 
 	int64_t extent;
 	if (ti_shape_check(nshape, shape, stride, tensor->storage_offset, &tensor->numel, &extent, err))
 		return err->code;
+	/* quint4x2 and quint2x4 pack 2 or 4 values per byte, each innermost row
+	 * rounded up to whole bytes (aten/src/ATen/quantized/Quantizer.cpp): the
+	 * view's extent in bytes is rows * ceil(last / per_byte). */
+	int per_byte = dtype == TI_DT_QUINT4X2 ? 2 : dtype == TI_DT_QUINT2X4 ? 4 : 1;
+	if (per_byte > 1 && extent > 0) {
+		int64_t last = nshape ? shape[nshape - 1] : 1;
+		int64_t rows = last ? tensor->numel / last : 0;
+		extent = tensor->storage_offset + rows * ((last + per_byte - 1) / per_byte);
+	}
 	/* The view must fit: torch checks this in set_() (checkInBoundsForStorage). */
 	int64_t need_bytes;
 	if (__builtin_mul_overflow(extent, (int64_t)esize, &need_bytes))
@@ -528,6 +537,19 @@ TI_CALL_DECL(ti_call_bytearray)
 		return NOMEM(err);
 	(*out)->flags |= TI_F_BYTEARRAY;
 	return TI_OK;
+}
+
+TI_CALL_DECL(ti_call_bytes)
+{
+	/* bytes() is how protocol 2 writes b''; bytes('text', 'latin-1') like bytearray */
+	if (args->as.seq.count == 0) {
+		*out = ti_value_new_str(t->arena, TI_BYTES, "", 0);
+		return *out ? TI_OK : NOMEM(err);
+	}
+	ti_status s = ti_call_bytearray(t, args, how, out, err);
+	if (!s && *out)
+		(*out)->flags &= ~(unsigned)TI_F_BYTEARRAY;
+	return s;
 }
 
 TI_CALL_DECL(ti_call_torch_size)

@@ -27,6 +27,7 @@ TI_CALL_DECL(ti_call_set);
 TI_CALL_DECL(ti_call_frozenset);
 TI_CALL_DECL(ti_call_complex);
 TI_CALL_DECL(ti_call_bytearray);
+TI_CALL_DECL(ti_call_bytes);
 TI_CALL_DECL(ti_call_codecs_encode);
 TI_CALL_DECL(ti_call_torch_size);
 TI_CALL_DECL(ti_call_torch_device);

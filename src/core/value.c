@@ -262,8 +262,13 @@ static void putf(out *o, const char *fmt, ...)
 		put(o, tmp, (size_t)n < sizeof(tmp) ? (size_t)n : sizeof(tmp) - 1);
 }
 
-/* Python's float repr: the shortest string that reads back as the same double. */
-void ti_format_float(double d, char *buf, size_t size)
+/*
+ * Python's float repr: the shortest digits that read back as the same
+ * double, in fixed notation for decimal exponents -4 to 15 and scientific
+ * otherwise (Python/pystrtod.c, format code 'r'). force_point adds ".0" to
+ * integral values, as float.__repr__ does and complex.__repr__ does not.
+ */
+static void format_float(double d, char *buf, size_t size, bool force_point)
 {
 	if (isnan(d)) {
 		snprintf(buf, size, "nan");
@@ -273,18 +278,69 @@ void ti_format_float(double d, char *buf, size_t size)
 		snprintf(buf, size, d < 0 ? "-inf" : "inf");
 		return;
 	}
-	for (int prec = 1; prec <= 17; prec++) {
-		snprintf(buf, size, "%.*g", prec, d);
-		if (strtod(buf, NULL) == d)
+	char sci[40];
+	int prec = 1;
+	for (; prec <= 17; prec++) {
+		snprintf(sci, sizeof(sci), "%.*e", prec - 1, d);
+		if (strtod(sci, NULL) == d)
 			break;
 	}
-	/* Python writes 1e+16 for large values like %g, but always shows a float as a float. */
-	if (!strpbrk(buf, ".eni")) {
-		size_t n = strlen(buf);
-		if (n + 3 <= size)
-			memcpy(buf + n, ".0", 3);
+	/* sci is [-]D[.DDD]e[+-]XX: take its digits and exponent. */
+	const char *p = sci;
+	bool neg = *p == '-';
+	if (neg)
+		p++;
+	char digits[24];
+	int n = 0;
+	for (; *p && *p != 'e'; p++)
+		if (*p != '.')
+			digits[n++] = *p;
+	while (n > 1 && digits[n - 1] == '0')
+		n--;
+	digits[n] = '\0';
+	int e = atoi(p + 1);
+	char out[64];
+	size_t len = 0;
+	if (neg)
+		out[len++] = '-';
+	if (e >= -4 && e < 16) {
+		if (e < 0) {
+			out[len++] = '0';
+			out[len++] = '.';
+			for (int i = 0; i < -e - 1; i++)
+				out[len++] = '0';
+			memcpy(out + len, digits, (size_t)n);
+			len += (size_t)n;
+		} else if (n <= e + 1) {
+			memcpy(out + len, digits, (size_t)n);
+			len += (size_t)n;
+			for (int i = n; i < e + 1; i++)
+				out[len++] = '0';
+			if (force_point) {
+				out[len++] = '.';
+				out[len++] = '0';
+			}
+		} else {
+			memcpy(out + len, digits, (size_t)e + 1);
+			len += (size_t)e + 1;
+			out[len++] = '.';
+			memcpy(out + len, digits + e + 1, (size_t)(n - e - 1));
+			len += (size_t)(n - e - 1);
+		}
+		out[len] = '\0';
+	} else {
+		out[len++] = digits[0];
+		if (n > 1) {
+			out[len++] = '.';
+			memcpy(out + len, digits + 1, (size_t)n - 1);
+			len += (size_t)n - 1;
+		}
+		snprintf(out + len, sizeof(out) - len, "e%c%02d", e < 0 ? '-' : '+', e < 0 ? -e : e);
 	}
+	snprintf(buf, size, "%s", out);
 }
+
+void ti_format_float(double d, char *buf, size_t size) { format_float(d, buf, size, true); }
 
 static void repr_string(out *o, const char *s, size_t n, bool bytes)
 {
@@ -443,10 +499,17 @@ static void repr(out *o, const ti_value *v)
 	case TI_BIGINT: repr_bigint(o, v); break;
 	case TI_FLOAT: ti_format_float(v->as.real, tmp, sizeof(tmp)); puts_(o, tmp); break;
 	case TI_COMPLEX:
-		ti_format_float(v->as.complex.re, tmp, sizeof(tmp));
+		/* complex.__repr__: "2j" when the real part is +0, else "(1+2j)" */
+		if (v->as.complex.re == 0 && !signbit(v->as.complex.re)) {
+			format_float(v->as.complex.im, tmp, sizeof(tmp), false);
+			puts_(o, tmp);
+			puts_(o, "j");
+			break;
+		}
+		format_float(v->as.complex.re, tmp, sizeof(tmp), false);
 		puts_(o, "(");
 		puts_(o, tmp);
-		ti_format_float(v->as.complex.im, tmp, sizeof(tmp));
+		format_float(v->as.complex.im, tmp, sizeof(tmp), false);
 		puts_(o, tmp[0] == '-' ? "" : "+");
 		puts_(o, tmp);
 		puts_(o, "j)");

@@ -341,7 +341,7 @@ def _proto_obj():
             "b": b"\x00\x01bytes"}
 
 
-for _p in (2, 3, 4, 5):
+for _p in (0, 1, 2, 3, 4, 5):
     CASES.append(Case("pickle_protocol_%d" % _p, _proto_obj,
                       save_kw={"pickle_protocol": _p}))
 
@@ -397,6 +397,27 @@ def _():
         "odict": collections.OrderedDict(a=1),
         "slice": slice(1, 5, 2),
     }
+
+
+def _value_reprs():
+    return {
+        "t": torch.ones(1),
+        "floats": [0.1, 1e-7, 1e16, 1e22, 0.1 + 0.2, -0.0, 1.0, 123456789.0,
+                   5e-324, 1.7976931348623157e308, 2.5e-5, 100.0, 1e15],
+        "ints": [0, -1, 255, 256, 65535, 65536, -2 ** 31, 2 ** 31, 2 ** 63 - 1,
+                 -2 ** 63, 2 ** 63, 2 ** 64, -2 ** 64, 10 ** 30, -(10 ** 30)],
+        "strs": ["", "a'b", 'a"b', "a'b\"c", "back\\slash", "tab\t", "nl\n",
+                 "\x00\x7f", "ünï", "😀", "\u2028"],
+        "bytes": [b"", b"'", b'"', b"\x00\xff\n\\", b"a" * 300],
+        "nested": {"a": [1, (2, 3), {"b": None}], 5: (True, False), (): ()},
+        "single_tuple": (1,),
+        "bools": [True, False, None],
+    }
+
+
+for _p in (0, 2, 5):
+    CASES.append(Case("value_reprs_p%d" % _p, _value_reprs,
+                      save_kw={"pickle_protocol": _p}))
 
 
 @case("root_is_int_dict_no_tensors")
@@ -536,6 +557,18 @@ def _():
         ("layers.%d.%s" % (i // 2, "weight" if i % 2 == 0 else "bias"),
          torch.zeros(i % 7 + 1, dtype=SAVABLE_DTYPES[i % len(SAVABLE_DTYPES)]))
         for i in range(1000))
+
+
+@case("zip64_70000_records")
+def _():
+    # more than 65535 zip entries: torch writes a zip64 end of central directory
+    return {"t%d" % i: torch.zeros(1, dtype=torch.int8) for i in range(70000)}
+
+
+@case("storage_viewed_as_two_dtypes")
+def _():
+    a = torch.zeros(4, dtype=torch.float32)
+    return {"f32": a, "i32": a.view(torch.int32), "u8": a.view(torch.uint8)}
 
 
 # ---- random-structure fuzz -------------------------------------------------------
@@ -746,7 +779,18 @@ def fmt(x):
 SUBBYTE = {getattr(torch, n) for n in ("quint4x2", "quint2x4") if hasattr(torch, n)}
 
 
-def compare(case_, loaded, doc, res, loaded_on, cpu_loaded=None):
+def storage_records(path):
+    """The storage keys that have a record <root>/data/<key> in the zip."""
+    keys = set()
+    with zipfile.ZipFile(path) as z:
+        for name in z.namelist():
+            parts = name.split("/")
+            if len(parts) == 3 and parts[1] == "data":
+                keys.add(parts[2])
+    return keys
+
+
+def compare(case_, loaded, doc, res, loaded_on, cpu_loaded=None, records=None):
     """cpu_loaded: the same file loaded with map_location='cpu', the reference
     for storage sizes and sharing (meta storages in torch 1.13 do not keep the
     saved storage size)."""
@@ -862,6 +906,9 @@ def compare(case_, loaded, doc, res, loaded_on, cpu_loaded=None):
             chk("saved_device", want_dev)
             if r.get("storage") is None:
                 res.err("%s: storage is null" % fmt(n))
+            elif records is not None and r.get("storage") not in records:
+                res.err("%s: storage %s has no data/%s record in the zip"
+                        % (fmt(n), fmt(r.get("storage")), r.get("storage")))
         # storage sharing partition (strided; from the cpu load)
         ref = cpu_t.get(n)
         if not sparse and ref is not None and not case_.expect_null_storage \
@@ -920,7 +967,28 @@ def compare(case_, loaded, doc, res, loaded_on, cpu_loaded=None):
             res.note("values rows missing: %s" % fmt(mv[:8]))
         if xv:
             res.note("values rows unexpected: %s" % fmt(xv[:8]))
+        # repr: compared with Python's repr() where that is plain data
+        gr = {v.get("name"): v.get("repr") for v in vrows}
+        for n, obj in exp_v:
+            if n in gr and _plain(obj) and gr[n] != repr(obj):
+                res.note("value %s: repr %s, Python's repr() is %s"
+                         % (fmt(n), fmt(gr[n]), fmt(repr(obj))))
     return len(expd)
+
+
+def _plain(obj, depth=0):
+    """True for data whose repr() is fully determined by the pickle."""
+    if depth > 20:
+        return False
+    if obj is None or type(obj) in (bool, int, float, complex, str, bytes,
+                                    bytearray):
+        return True
+    if type(obj) in (list, tuple, set, frozenset):
+        return all(_plain(x, depth + 1) for x in obj)
+    if type(obj) is dict:
+        return all(_plain(k, depth + 1) and _plain(v, depth + 1)
+                   for k, v in obj.items())
+    return False
 
 
 def run_tinspect(tinspect, path, timeout=60):
@@ -936,8 +1004,10 @@ def load_expected(path):
         try:
             return torch.load(path, map_location="cpu"), "cpu"
         except Exception as e_cpu:
-            raise RuntimeError("torch.load failed: meta: %s; cpu: %s"
-                               % (str(e_meta)[:100], str(e_cpu)[:100]))
+            def m(e):
+                return "%s %s" % (type(e).__name__, str(e)[:80])
+            raise RuntimeError("torch.load itself fails (meta: %s; cpu: %s)"
+                               % (m(e_meta), m(e_cpu)))
 
 
 # --------------------------------------------------------------------------
@@ -1048,7 +1118,12 @@ def main():
             try:
                 loaded, loaded_on = load_expected(path)
             except Exception as e:
-                print("SKIP  %-40s %s" % (c.name, str(e)[:150]))
+                info = ""
+                if not a.no_tinspect:
+                    rc, _, err = run_tinspect(tinspect, path)
+                    info = "; tinspect exits %d %s" % (
+                        rc, err.decode(errors="replace").strip()[:100])
+                print("SKIP  %-40s %s%s" % (c.name, str(e)[:150], info))
                 continue
             if a.no_tinspect:
                 et, ev = [], []
@@ -1078,7 +1153,8 @@ def main():
                         except Exception as e:
                             res.note("map_location='cpu' failed (%s): storage "
                                      "sizes and sharing not checked" % str(e)[:80])
-                    n = compare(c, loaded, doc, res, loaded_on, cpu_loaded)
+                    n = compare(c, loaded, doc, res, loaded_on, cpu_loaded,
+                                storage_records(path))
             tag = "PASS" if not res.errors else "FAIL"
             if res.errors:
                 failed += 1
