@@ -342,6 +342,24 @@ static void format_float(double d, char *buf, size_t size, bool force_point)
 
 void ti_format_float(double d, char *buf, size_t size) { format_float(d, buf, size, true); }
 
+/*
+ * Code points str.isprintable() rejects beyond ASCII controls: C1 controls,
+ * separators other than space (Zs/Zl/Zp) and common format characters (Cf).
+ * Python's repr escapes them; so do we, so a name cannot hide or reorder text.
+ */
+static bool unprintable(uint32_t cp)
+{
+	static const uint32_t ranges[][2] = {
+		{0x80, 0xa0}, {0xad, 0xad}, {0x61c, 0x61c}, {0x1680, 0x1680}, {0x180e, 0x180e},
+		{0x2000, 0x200f}, {0x2028, 0x202f}, {0x205f, 0x2064}, {0x2066, 0x206f},
+		{0x3000, 0x3000}, {0xd800, 0xdfff}, {0xfeff, 0xfeff}, {0xfff9, 0xfffb},
+	};
+	for (size_t i = 0; i < sizeof(ranges) / sizeof(ranges[0]); i++)
+		if (cp >= ranges[i][0] && cp <= ranges[i][1])
+			return true;
+	return false;
+}
+
 static void repr_string(out *o, const char *s, size_t n, bool bytes)
 {
 	bool dq = memchr(s, '\'', n) && !memchr(s, '"', n);
@@ -356,7 +374,22 @@ static void repr_string(out *o, const char *s, size_t n, bool bytes)
 		else if (c == '\r') puts_(o, "\\r");
 		else if (c == '\t') puts_(o, "\\t");
 		else if (c < 0x20 || c == 0x7f || (bytes && c >= 0x80)) putf(o, "\\x%02x", c);
-		else put(o, (const char *)&c, 1);
+		else if (c >= 0xc0 && !bytes) {
+			/* Strings were checked as UTF-8 when read: decode one code point. */
+			size_t len = (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : 4;
+			if (i + len > n)
+				len = n - i;
+			uint32_t cp = c & (0x7f >> len);
+			for (size_t k = 1; k < len; k++)
+				cp = (cp << 6) | ((unsigned char)s[i + k] & 0x3f);
+			if (!unprintable(cp))
+				put(o, s + i, len);
+			else if (cp < 0x100)
+				putf(o, "\\x%02x", (unsigned)cp);
+			else
+				putf(o, "\\u%04x", (unsigned)cp);
+			i += len - 1;
+		} else put(o, (const char *)&c, 1);
 	}
 	put(o, dq ? "\"" : "'", 1);
 }
