@@ -51,6 +51,9 @@ bool ti_tensor_is_contiguous(const ti_tensor *t)
 {
 	if (!t->stride)
 		return true;
+	for (int i = 0; i < t->ndim; i++)
+		if (t->shape[i] == 0)
+			return true; /* PyTorch: a tensor with no elements is contiguous */
 	int64_t expected = 1;
 	for (int i = t->ndim; i-- > 0;) {
 		if (t->shape[i] == 0)

@@ -235,10 +235,13 @@ const char *ti_value_type_name(const ti_value *v, char *buf, size_t size)
 
 /* ---- repr ---- */
 
+enum { REPR_DEPTH_MAX = 32 };
+
 typedef struct out {
 	char *buf;
 	size_t size, len, max; /* len may pass size: we count what would have been written */
 	int depth;
+	const ti_value *open[REPR_DEPTH_MAX + 1]; /* containers being printed, to spot cycles */
 } out;
 
 static void put(out *o, const char *s, size_t n)
@@ -352,7 +355,8 @@ static bool unprintable(uint32_t cp)
 	static const uint32_t ranges[][2] = {
 		{0x80, 0xa0}, {0xad, 0xad}, {0x61c, 0x61c}, {0x1680, 0x1680}, {0x180e, 0x180e},
 		{0x2000, 0x200f}, {0x2028, 0x202f}, {0x205f, 0x2064}, {0x2066, 0x206f},
-		{0x3000, 0x3000}, {0xd800, 0xdfff}, {0xfeff, 0xfeff}, {0xfff9, 0xfffb},
+		{0x3000, 0x3000}, {0xd800, 0xdfff}, {0xe000, 0xf8ff}, {0xfeff, 0xfeff}, {0xfff9, 0xfffb},
+		{0xe0000, 0xe007f}, {0xf0000, 0x10ffff},
 	};
 	for (size_t i = 0; i < sizeof(ranges) / sizeof(ranges[0]); i++)
 		if (cp >= ranges[i][0] && cp <= ranges[i][1])
@@ -386,8 +390,10 @@ static void repr_string(out *o, const char *s, size_t n, bool bytes)
 				put(o, s + i, len);
 			else if (cp < 0x100)
 				putf(o, "\\x%02x", (unsigned)cp);
-			else
+			else if (cp < 0x10000)
 				putf(o, "\\u%04x", (unsigned)cp);
+			else
+				putf(o, "\\U%08x", (unsigned)cp);
 			i += len - 1;
 		} else put(o, (const char *)&c, 1);
 	}
@@ -449,15 +455,41 @@ static void repr_items(out *o, ti_value *const *items, size_t n, const char *ope
 	puts_(o, close);
 }
 
+/* True if two keys are the same str or int: a later one replaces the earlier in Python. */
+static bool same_key(const ti_value *a, const ti_value *b)
+{
+	if (a->kind != b->kind)
+		return false;
+	if (a->kind == TI_INT)
+		return a->as.integer == b->as.integer;
+	if (a->kind == TI_STR)
+		return a->as.bytes.size == b->as.bytes.size && !memcmp(a->as.bytes.data, b->as.bytes.data, a->as.bytes.size);
+	return a == b;
+}
+
 static void repr_dict(out *o, const ti_dict *d)
 {
 	puts_(o, "{");
+	bool first = true;
 	for (size_t i = 0; i < d->count && o->len <= o->max; i++) {
-		if (i)
+		/* A repeated key keeps its first place and its last value. */
+		bool seen = false;
+		size_t last = i;
+		for (size_t j = 0; j < d->count && j < 4096; j++)
+			if (j != i && same_key(d->keys[i], d->keys[j])) {
+				if (j < i)
+					seen = true;
+				else
+					last = j;
+			}
+		if (seen)
+			continue;
+		if (!first)
 			puts_(o, ", ");
+		first = false;
 		repr(o, d->keys[i]);
 		puts_(o, ": ");
-		repr(o, d->values[i]);
+		repr(o, d->values[last]);
 	}
 	puts_(o, "}");
 }
@@ -520,11 +552,16 @@ static void repr(out *o, const ti_value *v)
 	char tmp[64];
 	if (o->len > o->max)
 		return;
-	if (o->depth > 32) {
+	if (o->depth > REPR_DEPTH_MAX) {
 		puts_(o, "...");
 		return;
 	}
-	o->depth++;
+	for (int i = 0; i < o->depth; i++)
+		if (o->open[i] == v) { /* a cycle: Python prints [...] and {...} */
+			puts_(o, v->kind == TI_DICT ? "{...}" : v->kind == TI_LIST ? "[...]" : "...");
+			return;
+		}
+	o->open[o->depth++] = v;
 	switch (v->kind) {
 	case TI_NONE: puts_(o, "None"); break;
 	case TI_BOOL: puts_(o, v->as.boolean ? "True" : "False"); break;
@@ -578,11 +615,14 @@ static void repr(out *o, const ti_value *v)
 		puts_(o, ")");
 		break;
 	case TI_DICT:
-		if (v->flags & TI_F_ORDERED)
+		if (v->flags & TI_F_ORDERED) {
 			puts_(o, "OrderedDict(");
-		repr_dict(o, &v->as.dict);
-		if (v->flags & TI_F_ORDERED)
+			if (v->as.dict.count)
+				repr_dict(o, &v->as.dict);
 			puts_(o, ")");
+		} else {
+			repr_dict(o, &v->as.dict);
+		}
 		break;
 	case TI_GLOBAL: {
 		if (v->as.global.known) { /* torch.float32, torch.FloatStorage: as Python prints them */
@@ -624,19 +664,25 @@ static void repr(out *o, const ti_value *v)
 
 const char *ti_value_repr(const ti_value *v, char *buf, size_t size, size_t max_chars)
 {
-	out o = {buf, size, 0, max_chars ? max_chars : size, 0};
 	if (size == 0)
 		return buf;
+	/* The text fits in size - 1 bytes and in max_chars (0: no limit but the buffer). */
+	size_t limit = max_chars && max_chars < size - 1 ? max_chars : size - 1;
+	out o = {buf, size, 0, limit, 0, {0}};
 	repr(&o, v);
-	size_t end = o.len < size - 1 ? o.len : size - 1;
-	if (o.len > max_chars || o.len >= size) {
-		/* Cut on a UTF-8 boundary and say so. */
-		size_t cut = max_chars < size - 4 ? max_chars : size - 4;
-		while (cut > 0 && ((unsigned char)buf[cut] & 0xc0) == 0x80)
-			cut--;
-		memcpy(buf + cut, "...", 4);
+	if (o.len <= limit) {
+		buf[o.len] = '\0';
 		return buf;
 	}
-	buf[end] = '\0';
+	/* Too long: cut on a UTF-8 boundary and end with "...", all within limit. */
+	if (limit < 3) {
+		memset(buf, '.', limit);
+		buf[limit] = '\0';
+		return buf;
+	}
+	size_t cut = limit - 3;
+	while (cut > 0 && ((unsigned char)buf[cut] & 0xc0) == 0x80)
+		cut--;
+	memcpy(buf + cut, "...", 4);
 	return buf;
 }

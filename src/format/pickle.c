@@ -170,15 +170,22 @@ static ti_status push_long(vm *m, const uint8_t *p, size_t n)
 
 static bool valid_utf8(const uint8_t *s, size_t n)
 {
-	/* Python decodes with 'surrogatepass' in pickle, so surrogates are allowed. */
+	/* Python decodes with 'surrogatepass' in pickle, so surrogates are allowed;
+	 * overlong forms and code points past U+10FFFF are not. */
 	for (size_t i = 0; i < n;) {
 		uint8_t c = s[i];
-		size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
-		if (!len || len > n - i || (len > 1 && c < 0xc2 && len == 2))
+		if (c < 0x80) {
+			i++;
+			continue;
+		}
+		size_t len = (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+		if (!len || len > n - i || c < 0xc2 || c > 0xf4)
 			return false;
 		for (size_t k = 1; k < len; k++)
 			if ((s[i + k] & 0xc0) != 0x80)
 				return false;
+		if ((c == 0xe0 && s[i + 1] < 0xa0) || (c == 0xf0 && s[i + 1] < 0x90) || (c == 0xf4 && s[i + 1] > 0x8f))
+			return false;
 		i += len;
 	}
 	return true;
@@ -516,6 +523,10 @@ static ti_status op_string_text(vm *m, uint8_t op)
 		case 'n': buf[len++] = '\n'; break;
 		case 't': buf[len++] = '\t'; break;
 		case 'r': buf[len++] = '\r'; break;
+		case 'a': buf[len++] = '\a'; break;
+		case 'b': buf[len++] = '\b'; break;
+		case 'f': buf[len++] = '\f'; break;
+		case 'v': buf[len++] = '\v'; break;
 		case 'x':
 			if (i + 2 < n - 1) {
 				char hex[3] = {s[i + 1], s[i + 2], 0};
@@ -997,6 +1008,7 @@ ti_status ti_pickle_load(const uint8_t *data, size_t size, ti_arena *arena,
                          ti_value **out, size_t *consumed, ti_error *err)
 {
 	vm m = {.data = data, .size = size, .arena = arena, .hooks = hooks, .err = err};
+	ti_error_clear(err);
 	if (limits)
 		m.limits = *limits;
 	else
