@@ -1,0 +1,193 @@
+#!/bin/sh
+# tests/cli/run.sh - run tinspect on each case in tests/cli/cases and compare
+# its stdout, stderr and exit status with the expected ones (git t/, jq shtest).
+#
+# usage: sh tests/cli/run.sh [--regen] TINSPECT
+#
+# Each line of tests/cli/cases is `NAME EXIT ARGUMENTS...`; the case passes when
+# `TINSPECT ARGUMENTS...`, run from the repo root, exits EXIT and writes exactly
+# expected/NAME.out and expected/NAME.err. A case that exits 3 or 4 must also
+# write exactly one line to stderr, starting with 'tinspect: '. After the cases:
+# no hostile fixture made /tmp/tinspect_pwned, every fixtures/broken/*.pt has a
+# case, every expected file has a case, and every option that --help shows is
+# in man/tinspect.1.
+#
+# --regen rewrites the expected files from TINSPECT's output (the exit status
+# is still checked). Read each changed file before committing it: the
+# expected files are what the tests hold tinspect to.
+# Prints 'N passed, M failed' and exits 1 when anything failed.
+
+set -u
+set -f # the cases' arguments are words, never globs
+
+regen=false
+if [ "${1:-}" = --regen ]; then
+	regen=true
+	shift
+fi
+if [ $# -ne 1 ]; then
+	echo "usage: sh tests/cli/run.sh [--regen] TINSPECT" >&2
+	exit 2
+fi
+case $1 in
+/*) bin=$1 ;;
+*) bin=$(pwd)/${1#./} ;;
+esac
+if [ ! -x "$bin" ]; then
+	echo "cli: '$1' is not an executable" >&2
+	exit 2
+fi
+here=$(cd "$(dirname "$0")" && pwd)
+cd "$here/../.." || exit 2
+cases=tests/cli/cases
+expected=tests/cli/expected
+pwned=/tmp/tinspect_pwned # what fixtures/broken/os_system.pt would create
+
+# Messages from strerror() and sort orders must not depend on the caller's locale.
+LC_ALL=C
+export LC_ALL
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/tinspect-cli.XXXXXX") || exit 2
+trap 'rm -rf "$work"' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+passed=0
+failed=0
+pass() {
+	passed=$((passed + 1))
+}
+fail() {
+	failed=$((failed + 1))
+	echo "FAIL $1"
+}
+
+# same NAME KIND: compare expected/NAME.KIND with what the run wrote; show a diff.
+same() {
+	if [ ! -f "$expected/$1.$2" ]; then
+		echo "  no $expected/$1.$2 (write it with --regen, then read it)"
+		return 1
+	fi
+	if ! cmp -s "$expected/$1.$2" "$work/$2"; then
+		echo "  std$2 differs (--- expected, +++ got):"
+		diff -u "$expected/$1.$2" "$work/$2" | sed '1,2d; s/^/  /'
+		return 1
+	fi
+	return 0
+}
+
+# one_error_line: stderr is a single line 'tinspect: ...'.
+one_error_line() {
+	lines=$(awk 'END { print NR }' "$work/err")
+	newlines=$(wc -l <"$work/err" | tr -d ' ')
+	first=$(head -n 1 "$work/err")
+	if [ "$lines" != 1 ] || [ "$newlines" != 1 ] || [ "${first#tinspect: }" = "$first" ]; then
+		echo "  an error must be one line on stderr starting with 'tinspect: '; got $lines lines:"
+		sed 's/^/  | /' "$work/err"
+		return 1
+	fi
+	return 0
+}
+
+if $regen; then
+	rm -f "$expected"/*.out "$expected"/*.err
+	mkdir -p "$expected"
+fi
+rm -f "$pwned"
+
+seen=" "
+while read -r name want args; do
+	case $name in '' | '#'*) continue ;; esac
+	case $seen in *" $name "*)
+		fail "$name: two cases have this name"
+		continue
+		;;
+	esac
+	seen="$seen$name "
+	eval "set -- $args"
+	"$bin" "$@" >"$work/out" 2>"$work/err" </dev/null
+	got=$?
+	if $regen; then
+		cp "$work/out" "$expected/$name.out"
+		cp "$work/err" "$expected/$name.err"
+	fi
+	if {
+		ok=true
+		if [ "$got" != "$want" ]; then
+			echo "  exit status $got, want $want"
+			ok=false
+		fi
+		same "$name" out || ok=false
+		same "$name" err || ok=false
+		case $want in 3 | 4) one_error_line || ok=false ;; esac
+		$ok
+	} >"$work/report"; then
+		pass
+	else
+		fail "$name: tinspect $args"
+		cat "$work/report"
+	fi
+done <"$cases"
+
+# No hostile pickle may run its payload.
+if [ -e "$pwned" ]; then
+	fail "no_code_execution: $pwned exists: a pickle's global was called"
+else
+	pass
+fi
+
+# Every broken fixture has a case, so a new one cannot go untested.
+missing=
+set +f
+for f in fixtures/broken/*; do
+	grep -qE "[[:space:]]$f([[:space:]]|\$)" "$cases" || missing="$missing $f"
+done
+set -f
+if [ -n "$missing" ]; then
+	fail "broken_fixtures_have_cases: no case in $cases for:$missing"
+else
+	pass
+fi
+
+# Every expected file belongs to a case (a renamed case leaves none behind).
+orphans=
+set +f
+for f in "$expected"/*.out "$expected"/*.err; do
+	[ -e "$f" ] || continue
+	base=${f##*/}
+	case $seen in *" ${base%.*} "*) ;; *) orphans="$orphans $f" ;; esac
+done
+set -f
+if [ -n "$orphans" ]; then
+	fail "expected_files_have_cases: remove or rename:$orphans"
+else
+	pass
+fi
+
+# Every option --help shows is documented in the man page. mdoc writes --json
+# as `Fl -json` and \- for a dash; read it back as the option.
+man=man/tinspect.1
+if [ ! -f "$man" ]; then
+	fail "man_page_documents_options: $man does not exist; it must document every option --help shows"
+else
+	{ "$bin" --help; "$bin" inspect --help; } >"$work/help" 2>&1
+	sed -e 's/\\-/-/g' -e 's/Fl /-/g' "$man" >"$work/man"
+	options=$({
+		grep -oE -- '--[a-z][a-z0-9-]*' "$work/help"
+		grep -oE -- '(^|[][[:space:],|])-[a-zA-Z]([][[:space:],|]|$)' "$work/help" | tr -d '][ ,|'
+	} | sort -u)
+	undocumented=
+	for o in $options; do
+		grep -qE -- "(^|[^a-zA-Z0-9-])$o([^a-zA-Z0-9-]|\$)" "$work/man" || undocumented="$undocumented $o"
+	done
+	if [ -z "$options" ]; then
+		fail "man_page_documents_options: found no options in '$1 --help' and '$1 inspect --help'"
+	elif [ -n "$undocumented" ]; then
+		fail "man_page_documents_options: --help shows options that $man does not document:$undocumented"
+	else
+		pass
+	fi
+fi
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,233 @@
+#!/bin/sh
+# tests/torture/run.sh - every damaged copy of every fixture must fail cleanly.
+#
+# usage: sh tests/torture/run.sh TINSPECT
+#
+# For each fixtures/*.pt it writes damaged copies (tests/torture/mutate.py, or
+# head/dd when there is no python3): the file cut at every length in its first
+# and last 64 bytes and at 40 more; data.pkl cut short inside a whole zip; and
+# 20 copies with a few bytes changed, most of them inside data.pkl. Each copy
+# goes through `TINSPECT FILE --json` (the changed ones also through
+# `--json --records` and the text output with `--depth 2 --records`), under
+# `timeout 10`. A run passes when it exits 0 with nothing on stderr and a whole
+# document on stdout, or exits 3 with exactly one line on stderr that starts
+# with 'tinspect: '. Anything else fails: exit 1 (a sanitizer report), 4 (an I/O
+# or resource error from a damaged byte), 124 (timeout), 128+N (a signal).
+#
+# Environment: TORTURE_SEED (default 1) picks the damage; TORTURE_JOBS (default:
+# the number of CPUs) runs fixtures in parallel; TORTURE_KEEP=DIR copies the
+# inputs that fail there; PYTHON names the interpreter for mutate.py (PYTHON=none:
+# head and dd only).
+# Prints 'N passed, M failed' and exits 1 when anything failed.
+
+set -u
+
+if [ $# -ne 1 ]; then
+	echo "usage: sh tests/torture/run.sh TINSPECT" >&2
+	exit 2
+fi
+case $1 in
+/*) bin=$1 ;;
+*) bin=$(pwd)/${1#./} ;;
+esac
+if [ ! -x "$bin" ]; then
+	echo "torture: '$1' is not an executable" >&2
+	exit 2
+fi
+here=$(cd "$(dirname "$0")" && pwd)
+cd "$here/../.." || exit 2
+
+seed=${TORTURE_SEED:-1}
+jobs=${TORTURE_JOBS:-$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)}
+case $jobs in '' | *[!0-9]* | 0) jobs=2 ;; esac
+[ "$jobs" -gt 8 ] && jobs=8
+
+python=
+[ "${PYTHON:-}" = none ] || for p in "${PYTHON:-}" /usr/bin/python3 "$(command -v python3 2>/dev/null)"; do
+	if [ -n "$p" ] && [ -x "$p" ]; then
+		python=$p
+		break
+	fi
+done
+if command -v timeout >/dev/null 2>&1; then
+	run_timeout="timeout 10"
+else
+	echo "torture: no timeout(1): a hang will not be caught" >&2
+	run_timeout=
+fi
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/tinspect-torture.XXXXXX") || exit 2
+shards=
+# Background jobs of a script ignore SIGINT, so stop the shards by hand.
+trap 'rm -rf "$work"' EXIT
+trap 'kill $shards 2>/dev/null; exit 130' INT
+trap 'kill $shards 2>/dev/null; exit 143' TERM
+
+# ---- making damaged copies without python: head and dd ----
+
+# cut_lengths SIZE: every length below 64, every length in the last 64, 40 spread.
+cut_lengths() {
+	awk -v n="$1" 'BEGIN {
+		for (i = 0; i < 64 && i < n; i++) print i
+		for (i = n - 64; i < n; i++) if (i >= 64) print i
+		for (i = 1; i <= 40; i++) print int(n * i / 41)
+	}' | sort -n -u
+}
+
+# data_pkl_range FILE: "START END" of the first record's payload when it is */data.pkl
+# (torch.save writes data.pkl first), ending at the next zip signature.
+data_pkl_range() {
+	od -An -v -tu1 "$1" | awk '
+		{ for (i = 1; i <= NF; i++) b[n++] = $i }
+		n > 65536 { exit }
+		END {
+			if (n < 30 || b[0] != 80 || b[1] != 75 || b[2] != 3 || b[3] != 4) exit
+			nlen = b[26] + 256 * b[27]; xlen = b[28] + 256 * b[29]
+			name = ""
+			for (i = 30; i < 30 + nlen && i < n; i++) name = name sprintf("%c", b[i])
+			if (name !~ /\/data\.pkl$/) exit
+			start = 30 + nlen + xlen
+			for (i = start; i + 3 < n; i++)
+				if (b[i] == 80 && b[i+1] == 75 && ((b[i+2] == 7 && b[i+3] == 8) || (b[i+2] == 3 && b[i+3] == 4) || (b[i+2] == 1 && b[i+3] == 2))) break
+			print start, i
+		}'
+}
+
+mutate_without_python() {
+	src=$1 dest=$2
+	stem=$(basename "$src" .pt)
+	size=$(wc -c <"$src" | tr -d ' ')
+	for n in $(cut_lengths "$size"); do
+		head -c "$n" "$src" >"$dest/$stem.cut.$n.pt"
+	done
+	range=$(data_pkl_range "$src")
+	[ -n "$range" ] || range="0 $size"
+	# k offset value: copies 0-4 anywhere, 5-19 inside data.pkl.
+	awk -v seed="$seed" -v stem="$stem" -v size="$size" -v range="$range" 'BEGIN {
+		split(range, r, " ")
+		s = 0; for (i = 1; i <= length(stem); i++) s = s * 31 + index("abcdefghijklmnopqrstuvwxyz0123456789_", substr(stem, i, 1))
+		srand(seed * 7919 + s % 1000003)
+		for (k = 0; k < 20; k++) {
+			lo = k < 5 ? 0 : r[1]; hi = k < 5 ? size : r[2]
+			if (hi <= lo) { lo = 0; hi = size }
+			flips = 1 + int(rand() * 4)
+			for (f = 0; f < flips; f++) print k, lo + int(rand() * (hi - lo)), int(rand() * 256)
+		}
+	}' | while read -r k offset value; do
+		out=$dest/$stem.flip.$k.pt
+		[ -f "$out" ] || cp "$src" "$out"
+		# The byte as an octal escape in the format: the only portable way to print any byte.
+		# shellcheck disable=SC2059
+		printf "\\$(printf %03o "$value")" | dd of="$out" bs=1 seek="$offset" conv=notrunc 2>/dev/null
+	done
+}
+
+# ---- running ----
+
+# check FILE ARGS...: one run; prints a report and returns 1 when it fails.
+check() {
+	file=$1
+	shift
+	$run_timeout "$bin" "$file" "$@" >"$dir/out" 2>"$dir/err" </dev/null
+	rc=$?
+	why=
+	case $rc in
+	0)
+		if [ -s "$dir/err" ]; then
+			why="exit 0 with output on stderr"
+		elif [ ! -s "$dir/out" ]; then
+			why="exit 0 with nothing on stdout"
+		elif [ "$1" = --json ] && { [ "$(head -c 1 "$dir/out")" != "{" ] || [ "$(tail -n 1 "$dir/out")" != "}" ]; }; then
+			why="exit 0 but stdout is not one whole JSON object"
+		fi
+		;;
+	3)
+		lines=$(awk 'END { print NR }' "$dir/err")
+		newlines=$(wc -l <"$dir/err" | tr -d ' ')
+		first=$(head -n 1 "$dir/err")
+		if [ "$lines" != 1 ] || [ "$newlines" != 1 ]; then
+			why="exit 3 with $lines lines on stderr, not one"
+		elif [ "${first#tinspect: }" = "$first" ]; then
+			why="exit 3 but stderr does not start with 'tinspect: '"
+		fi
+		;;
+	124) why="timed out after 10 s" ;;
+	*)
+		if [ "$rc" -gt 128 ]; then
+			why="killed by signal $((rc - 128))"
+		else
+			why="exit $rc (want 0 or 3)"
+		fi
+		;;
+	esac
+	if [ -z "$why" ]; then
+		passed=$((passed + 1))
+		return 0
+	fi
+	failed=$((failed + 1))
+	name=$(basename "$file")
+	echo "FAIL $name $*: $why"
+	head -n 20 "$dir/err" | sed 's/^/  | /'
+	if [ -n "$python" ]; then
+		echo "  reproduce: $python tests/torture/mutate.py --seed $seed DIR $fixture && $bin DIR/$name $*"
+	else
+		echo "  reproduce: PYTHON=none TORTURE_SEED=$seed TORTURE_KEEP=DIR sh tests/torture/run.sh $bin keeps it in DIR"
+	fi
+	if [ -n "${TORTURE_KEEP:-}" ]; then
+		mkdir -p "$TORTURE_KEEP" && cp "$file" "$TORTURE_KEEP/"
+	fi
+	return 1
+}
+
+# shard J: the fixtures whose position modulo $jobs is J, one at a time.
+shard() {
+	j=$1 passed=0 failed=0 i=0
+	for fixture in fixtures/*.pt; do
+		i=$((i + 1))
+		[ $((i % jobs)) -eq "$j" ] || continue
+		dir=$work/shard$j
+		rm -rf "$dir"
+		mkdir -p "$dir/in"
+		if [ -n "$python" ]; then
+			"$python" tests/torture/mutate.py --seed "$seed" "$dir/in" "$fixture" >/dev/null ||
+				{ echo "FAIL mutate.py could not damage $fixture"; failed=$((failed + 1)); continue; }
+		else
+			mutate_without_python "$fixture" "$dir/in"
+		fi
+		for file in "$dir"/in/*.pt; do
+			check "$file" --json
+			case $file in
+			*.flip.*)
+				check "$file" --json --records
+				check "$file" --depth 2 --records
+				;;
+			esac
+		done
+	done
+	echo "$passed $failed" >"$work/count$j"
+}
+
+[ -n "$python" ] || echo "torture: no python3: cuts and byte flips by head and dd, no data.pkl cuts" >&2
+j=0
+while [ "$j" -lt "$jobs" ]; do
+	shard "$j" >"$work/log$j" 2>&1 &
+	shards="$shards $!"
+	j=$((j + 1))
+done
+wait
+
+total_passed=0 total_failed=0 j=0
+while [ "$j" -lt "$jobs" ]; do
+	cat "$work/log$j"
+	if [ -f "$work/count$j" ]; then
+		read -r p f <"$work/count$j"
+	else
+		echo "FAIL shard $j did not finish"
+		p=0 f=1
+	fi
+	total_passed=$((total_passed + p))
+	total_failed=$((total_failed + f))
+	j=$((j + 1))
+done
+echo "$total_passed passed, $total_failed failed"
+[ "$total_failed" -eq 0 ]
