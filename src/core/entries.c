@@ -10,6 +10,63 @@
 
 #include "util/strmap.h"
 
+/*
+ * Which containers hold a tensor, computed once per container: a graph that
+ * shares tensor-free subtrees (ten references to a dict of ten references
+ * ...) is then named in time linear in its size, not in its paths.
+ */
+typedef struct holds_map {
+	const ti_value **keys;
+	unsigned char *state; /* 1 visiting, 2 holds no tensor, 3 holds one */
+	size_t count, capacity;
+} holds_map;
+
+static size_t holds_slot(const holds_map *h, const ti_value *v)
+{
+	size_t mask = h->capacity - 1, i = (size_t)(((uintptr_t)v >> 4) * 0x9e3779b97f4a7c15u) & mask;
+	while (h->keys[i] && h->keys[i] != v)
+		i = (i + 1) & mask;
+	return i;
+}
+
+static int holds_put(holds_map *h, const ti_value *v, unsigned char state)
+{
+	if ((h->count + 1) * 2 > h->capacity) {
+		size_t cap = h->capacity ? h->capacity * 2 : 256;
+		holds_map bigger = {calloc(cap, sizeof(*bigger.keys)), calloc(cap, 1), 0, cap};
+		if (!bigger.keys || !bigger.state) {
+			free(bigger.keys);
+			free(bigger.state);
+			return -1;
+		}
+		for (size_t i = 0; i < h->capacity; i++)
+			if (h->keys[i]) {
+				size_t j = holds_slot(&bigger, h->keys[i]);
+				bigger.keys[j] = h->keys[i];
+				bigger.state[j] = h->state[i];
+				bigger.count++;
+			}
+		free(h->keys);
+		free(h->state);
+		*h = bigger;
+	}
+	size_t i = holds_slot(h, v);
+	if (!h->keys[i]) {
+		h->keys[i] = v;
+		h->count++;
+	}
+	h->state[i] = state;
+	return 0;
+}
+
+static unsigned char holds_get(const holds_map *h, const ti_value *v)
+{
+	if (!h->capacity)
+		return 0;
+	size_t i = holds_slot(h, v);
+	return h->keys[i] ? h->state[i] : 0;
+}
+
 typedef struct walker {
 	ti_arena *arena;
 	ti_entry_list *list;
@@ -18,6 +75,7 @@ typedef struct walker {
 	const ti_value **path; /* containers being opened, to notice cycles */
 	size_t depth;
 	size_t tensors;
+	holds_map holds;
 	ti_error *err;
 } walker;
 
@@ -155,11 +213,64 @@ static bool is_container(const ti_value *v)
 	}
 }
 
+/* Sets *yes if v holds a tensor anywhere below it; a cycle holds nothing new. */
+static ti_status holds_tensor(walker *w, const ti_value *v, size_t depth, bool *yes)
+{
+	*yes = false;
+	if (v->kind == TI_TENSOR) {
+		*yes = true;
+		return TI_OK;
+	}
+	if (!is_container(v))
+		return TI_OK;
+	unsigned char known = holds_get(&w->holds, v);
+	if (known) {
+		*yes = known == 3;
+		return TI_OK;
+	}
+	if (depth >= w->depth_max)
+		return TI_FAIL(w->err, TI_E_LIMIT, "containers nest deeper than %zu levels", w->depth_max);
+	if (holds_put(&w->holds, v, 1))
+		return TI_FAIL(w->err, TI_E_NOMEM, "out of memory naming entries");
+	const ti_value *const *items = NULL;
+	size_t n = 0;
+	const ti_value *parts[4] = {NULL, NULL, NULL, NULL};
+	if (v->kind == TI_DICT) {
+		items = (const ti_value *const *)v->as.dict.values;
+		n = v->as.dict.count;
+	} else if (v->kind == TI_OBJECT) {
+		parts[0] = v->as.object.args;
+		parts[1] = v->as.object.state;
+		parts[2] = v->as.object.list_items;
+		parts[3] = v->as.object.dict_items;
+		items = parts;
+		n = 4;
+	} else {
+		items = (const ti_value *const *)v->as.seq.items;
+		n = v->as.seq.count;
+	}
+	bool any = false;
+	for (size_t i = 0; i < n && !any; i++)
+		if (items[i] && holds_tensor(w, items[i], depth + 1, &any))
+			return w->err->code;
+	if (holds_put(&w->holds, v, any ? 3 : 2))
+		return TI_FAIL(w->err, TI_E_NOMEM, "out of memory naming entries");
+	*yes = any;
+	return TI_OK;
+}
+
 static ti_status walk(walker *w, const char *name, const ti_value *v)
 {
 	if (++w->visits > w->visits_max)
 		return TI_FAIL(w->err, TI_E_LIMIT, "checkpoint's values are shared too often to name (over %zu visits)", w->visits_max);
 	if (!is_container(v))
+		return add(w, name, v);
+	bool holds;
+	if (holds_tensor(w, v, w->depth, &holds))
+		return w->err->code;
+	/* No tensor inside: one value, shown with its repr; but the root is always
+	 * opened, so a checkpoint of plain values lists them by name. */
+	if (!holds && (w->depth > 0 || v->kind == TI_OBJECT))
 		return add(w, name, v);
 	for (size_t i = 0; i < w->depth; i++)
 		if (w->path[i] == v)
@@ -178,8 +289,8 @@ static ti_status walk(walker *w, const char *name, const ti_value *v)
 	w->depth--;
 	if (s)
 		return s;
-	if (w->tensors == tensors) {
-		/* No tensor inside: the container is one value, shown with its repr. */
+	if (w->tensors == tensors && w->depth > 0) {
+		/* Its tensors were all behind cycles: the container is one value after all. */
 		w->list->count = count;
 		return add(w, name, v);
 	}
@@ -197,5 +308,7 @@ ti_status ti_entries_collect(const ti_value *root, ti_arena *arena, size_t depth
 		return TI_FAIL(err, TI_E_NOMEM, "out of memory");
 	ti_status s = walk(&w, "", root);
 	free(w.path);
+	free(w.holds.keys);
+	free(w.holds.state);
 	return s;
 }

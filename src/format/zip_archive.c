@@ -200,6 +200,7 @@ ti_status ti_zip_open(const char *path, size_t records_max, ti_zip **out, ti_err
 			goto fail;
 		}
 		record *r = &zip->records[i];
+		zip->count = i + 1; /* from here on ti_zip_close frees this record's name */
 		/* Names are not NUL-terminated in the directory: keep a terminated copy. */
 		r->name = malloc(nlen + 1);
 		if (!r->name) {
@@ -224,7 +225,6 @@ ti_status ti_zip_open(const char *path, size_t records_max, ti_zip **out, ti_err
 			ti_error_at(err, r->name, -1);
 			goto fail;
 		}
-		zip->count = i + 1;
 		/* Two records with one name make the archive ambiguous: refuse. */
 		void *first;
 		int added = ti_strmap_add(&zip->by_name, r->name, (void *)(uintptr_t)(i + 1), &first);
