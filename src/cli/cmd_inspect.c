@@ -215,49 +215,90 @@ static size_t prefix_len(const char *name, int depth)
 	return (size_t)(p - name);
 }
 
-static void print_folded(const inspect *in)
+/* --depth: tensors grouped by their first N name components, in order of first appearance. */
+typedef struct group {
+	char *name;
+	int64_t tensors, numel, nbytes;
+} group;
+
+static void free_groups(group *g, size_t n)
 {
-	char b1[32], b2[32];
-	printf("%-40s %8s %16s %12s\n", "NAME", "TENSORS", "ELEMENTS", "BYTES");
-	size_t n = ti_ckpt_entry_count(in->ckpt);
-	for (size_t i = 0; i < n;) {
-		const ti_entry *e = ti_ckpt_entry(in->ckpt, i);
-		if (e->value->kind != TI_TENSOR || !wanted(in, e->name)) {
-			i++;
-			continue;
-		}
-		size_t plen = prefix_len(e->name, in->depth);
-		int64_t tensors = 0, numel = 0, nbytes = 0;
-		size_t j = i;
-		/* Entries come in pickle order, so a prefix's tensors are adjacent in a state dict. */
-		for (; j < n; j++) {
-			const ti_entry *f = ti_ckpt_entry(in->ckpt, j);
-			if (strncmp(f->name, e->name, plen) || (f->name[plen] && f->name[plen] != '.'))
-				break;
-			if (f->value->kind != TI_TENSOR || !wanted(in, f->name))
-				continue;
-			tensors++;
-			numel += f->value->as.tensor->numel;
-			nbytes += f->value->as.tensor->nbytes;
-		}
-		char *prefix = strndup(e->name, plen);
-		if (prefix) {
-			cli_put_safe(stdout, prefix[0] ? prefix : "(root)", 40);
-			free(prefix);
-		}
-		printf(" %8" PRId64 " %16s %12s\n", tensors, cli_count(numel, b1, sizeof(b1)), cli_bytes(nbytes, b2, sizeof(b2)));
-		i = j > i ? j : i + 1;
-	}
+	for (size_t i = 0; i < n; i++)
+		free(g[i].name);
+	free(g);
 }
 
-static void print_text(const inspect *in, const totals *t)
+/* Returns the number of groups in *out (malloc'd), or -1 when memory runs out. */
+static long collect_groups(const inspect *in, group **out)
+{
+	size_t n = ti_ckpt_entry_count(in->ckpt), count = 0, cap = 0, last = 0;
+	group *g = NULL;
+	for (size_t i = 0; i < n; i++) {
+		const ti_entry *e = ti_ckpt_entry(in->ckpt, i);
+		if (e->value->kind != TI_TENSOR || !wanted(in, e->name))
+			continue;
+		char *prefix = strndup(e->name, prefix_len(e->name, in->depth));
+		if (!prefix)
+			goto nomem;
+		/* State dicts keep a prefix's tensors together: try the last group first. */
+		size_t at = last && !strcmp(g[last - 1].name, prefix) ? last : 0;
+		for (size_t k = 0; !at && k < count; k++)
+			if (!strcmp(g[k].name, prefix))
+				at = k + 1;
+		if (at) {
+			free(prefix);
+		} else {
+			if (count == cap) {
+				cap = cap ? cap * 2 : 64;
+				group *bigger = realloc(g, cap * sizeof(*g));
+				if (!bigger) {
+					free(prefix);
+					goto nomem;
+				}
+				g = bigger;
+			}
+			g[count] = (group){prefix, 0, 0, 0};
+			at = ++count;
+		}
+		last = at;
+		group *gr = &g[at - 1];
+		gr->tensors++;
+		gr->numel += e->value->as.tensor->numel;
+		gr->nbytes += e->value->as.tensor->nbytes;
+	}
+	*out = g;
+	return (long)count;
+nomem:
+	free_groups(g, count);
+	return -1;
+}
+
+static int print_folded(const inspect *in)
+{
+	char b1[32], b2[32];
+	group *g;
+	long n = collect_groups(in, &g);
+	if (n < 0)
+		return -1;
+	printf("%-40s %8s %16s %12s\n", "NAME", "TENSORS", "ELEMENTS", "BYTES");
+	for (long i = 0; i < n; i++) {
+		cli_put_safe(stdout, g[i].name[0] ? g[i].name : "(root)", 40);
+		printf(" %8" PRId64 " %16s %12s\n", g[i].tensors, cli_count(g[i].numel, b1, sizeof(b1)),
+		       cli_bytes(g[i].nbytes, b2, sizeof(b2)));
+	}
+	free_groups(g, (size_t)n);
+	return 0;
+}
+
+static int print_text(const inspect *in, const totals *t)
 {
 	const ti_ckpt_info *info = ti_ckpt_get_info(in->ckpt);
 	char dims[512], num[32], num2[32], notes[512], repr[256], type[256];
 	widths w = column_widths(in);
 
 	if (in->depth > 0) {
-		print_folded(in);
+		if (print_folded(in))
+			return -1;
 	} else if (t->tensors) {
 		printf("%-*s  %-*s  %-*s  %10s  %s\n", w.name, "NAME", w.dtype, "DTYPE", w.shape, "SHAPE", "BYTES", "NOTES");
 		for (size_t i = 0; i < ti_ckpt_entry_count(in->ckpt); i++) {
@@ -305,6 +346,7 @@ static void print_text(const inspect *in, const totals *t)
 	if (info->format_version >= 0 || info->storage_alignment >= 0)
 		printf("  written by     PyTorch 2.x (format_version %" PRId64 ", storage_alignment %" PRId64 ")\n",
 		       info->format_version, info->storage_alignment);
+	return 0;
 }
 
 static int print_records_text(inspect *in)
@@ -482,41 +524,23 @@ static int emit_records(inspect *in)
 
 static bool emit_groups(inspect *in)
 {
+	group *g;
+	long n = collect_groups(in, &g);
+	if (n < 0)
+		return false;
 	printf(",\n  \"groups\": [");
-	size_t n = ti_ckpt_entry_count(in->ckpt);
-	const char *lead = "\n    ";
-	for (size_t i = 0; i < n;) {
-		const ti_entry *e = ti_ckpt_entry(in->ckpt, i);
-		if (e->value->kind != TI_TENSOR || !wanted(in, e->name)) {
-			i++;
-			continue;
-		}
-		size_t plen = prefix_len(e->name, in->depth), j = i;
-		int64_t count = 0, numel = 0, nbytes = 0;
-		for (; j < n; j++) {
-			const ti_entry *f = ti_ckpt_entry(in->ckpt, j);
-			if (strncmp(f->name, e->name, plen) || (f->name[plen] && f->name[plen] != '.'))
-				break;
-			if (f->value->kind != TI_TENSOR || !wanted(in, f->name))
-				continue;
-			count++;
-			numel += f->value->as.tensor->numel;
-			nbytes += f->value->as.tensor->nbytes;
-		}
-		cJSON *g = cJSON_CreateObject();
-		char *prefix = strndup(e->name, plen);
-		cJSON_AddStringToObject(g, "name", prefix ? prefix : "");
-		free(prefix);
-		add_int(g, "tensors", count);
-		add_int(g, "numel", numel);
-		add_int(g, "nbytes", nbytes);
-		if (!emit(lead, g))
-			return false;
-		lead = ",\n    ";
-		i = j > i ? j : i + 1;
+	bool ok = true;
+	for (long i = 0; ok && i < n; i++) {
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "name", g[i].name);
+		add_int(o, "tensors", g[i].tensors);
+		add_int(o, "numel", g[i].numel);
+		add_int(o, "nbytes", g[i].nbytes);
+		ok = emit(i ? ",\n    " : "\n    ", o);
 	}
-	printf("\n  ]");
-	return true;
+	printf(n ? "\n  ]" : "]");
+	free_groups(g, (size_t)n);
+	return ok;
 }
 
 static int print_json(inspect *in, const totals *t)
@@ -627,9 +651,12 @@ int cmd_inspect(int argc, char **argv)
 	} else if (in.json) {
 		rc = print_json(&in, &t);
 	} else {
-		print_text(&in, &t);
-		if (in.records)
+		if (print_text(&in, &t)) {
+			fprintf(stderr, "tinspect: out of memory\n");
+			rc = EXIT_RESOURCE;
+		} else if (in.records) {
 			rc = print_records_text(&in);
+		}
 	}
 	ti_ckpt_close(in.ckpt);
 	if (rc == EXIT_OK && (fflush(stdout) || ferror(stdout))) {
