@@ -413,7 +413,8 @@ static cJSON *json_tensor(const char *name, const ti_tensor *x)
 	}
 	add_int(o, "nbytes", x->nbytes);
 	add_int(o, "numel", x->numel);
-	cJSON_AddBoolToObject(o, "contiguous", ti_tensor_is_contiguous(x));
+	/* torch refuses is_contiguous() on sparse layouts: null says there is no answer */
+	cJSON_AddItemToObject(o, "contiguous", x->layout == TI_LAYOUT_STRIDED ? cJSON_CreateBool(ti_tensor_is_contiguous(x)) : cJSON_CreateNull());
 	cJSON_AddBoolToObject(o, "shared", x->storage && x->storage->tensor_count > 1);
 	if (x->conj)
 		cJSON_AddTrueToObject(o, "conj");
