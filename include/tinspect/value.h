@@ -108,7 +108,7 @@ const char *ti_value_type_name(const ti_value *v, char *buf, size_t size);
 
 /*
  * A Python-like repr, cut to at most max_chars characters (ending in "...")
- * and max_depth levels. Returns buf. Cycles print as "[...]" as Python does.
+ * (0: only the buffer limits it), nesting cut at 32 levels. Returns buf. Cycles print as "[...]" as Python does.
  */
 const char *ti_value_repr(const ti_value *v, char *buf, size_t size, size_t max_chars);
 

@@ -349,6 +349,22 @@ static int print_text(const inspect *in, const totals *t)
 	return 0;
 }
 
+/* A record's payload offset, or a reported error (its exit code in *rc). */
+static bool record_offset(inspect *in, size_t i, uint64_t *off, int *rc)
+{
+	ti_error err;
+	ti_error_clear(&err);
+	if (!ti_ckpt_record_payload_offset(in->ckpt, i, off, &err))
+		return true;
+	*rc = cli_report(in->file, &err);
+	return false;
+}
+
+static const char *method_name(int method)
+{
+	return method == 0 ? "stored" : method == 8 ? "deflated" : "other";
+}
+
 static int print_records_text(inspect *in)
 {
 	char num[32];
@@ -356,14 +372,13 @@ static int print_records_text(inspect *in)
 	for (size_t i = 0; i < ti_ckpt_record_count(in->ckpt); i++) {
 		const ti_record *r = ti_ckpt_record(in->ckpt, i);
 		uint64_t off;
-		ti_error err;
-		ti_error_clear(&err);
-		if (ti_ckpt_record_payload_offset(in->ckpt, i, &off, &err))
-			return cli_report(in->file, &err);
+		int rc;
+		if (!record_offset(in, i, &off, &rc))
+			return rc;
 		printf("  ");
 		cli_put_safe(stdout, r->name, 48);
 		printf(" %14s %14" PRIu64 " %s\n", cli_count((int64_t)r->size, num, sizeof(num)), off,
-		       r->method == 0 ? "stored" : r->method == 8 ? "deflated" : "other");
+		       method_name(r->method));
 	}
 	return EXIT_OK;
 }
@@ -507,15 +522,14 @@ static int emit_records(inspect *in)
 	for (size_t i = 0; i < ti_ckpt_record_count(in->ckpt); i++) {
 		const ti_record *r = ti_ckpt_record(in->ckpt, i);
 		uint64_t off;
-		ti_error err;
-		ti_error_clear(&err);
-		if (ti_ckpt_record_payload_offset(in->ckpt, i, &off, &err))
-			return cli_report(in->file, &err);
+		int rc;
+		if (!record_offset(in, i, &off, &rc))
+			return rc;
 		cJSON *o = cJSON_CreateObject();
 		cJSON_AddStringToObject(o, "name", r->name);
 		add_int(o, "size", (int64_t)r->size);
 		add_int(o, "offset", (int64_t)off);
-		cJSON_AddStringToObject(o, "method", r->method == 0 ? "stored" : r->method == 8 ? "deflated" : "other");
+		cJSON_AddStringToObject(o, "method", method_name(r->method));
 		if (!emit(i ? ",\n    " : "\n    ", o))
 			return EXIT_RESOURCE;
 	}

@@ -508,7 +508,6 @@ static void repr_object(out *o, const ti_value *v)
 {
 	const ti_value *c = v->as.object.callable;
 	const ti_value *state = v->as.object.state;
-	char name[256];
 	if (c && c->kind == TI_GLOBAL)
 		puts_(o, c->as.global.name);
 	else
@@ -530,7 +529,6 @@ static void repr_object(out *o, const ti_value *v)
 		puts_(o, ")");
 		return;
 	}
-	(void)name;
 	const ti_value *args = v->as.object.args;
 	if (args && (args->kind == TI_TUPLE || args->kind == TI_LIST)) {
 		puts_(o, "(");
