@@ -22,10 +22,11 @@ typedef enum ti_status {
 	TI_E_LIMIT,       /* input exceeds a resource ceiling (depth, length, count) */
 	TI_E_IO,          /* the operating system failed us: open, read, write */
 	TI_E_NOMEM,       /* an allocation failed */
-	TI_E_INVALID      /* the caller passed a bad argument (a usage error) */
+	TI_E_INVALID,     /* the caller passed a bad argument (a usage error) */
+	TI_E_SHAPE        /* a model's shapes do not line up: PyTorch would raise */
 } ti_status;
 
-#define TI_ERROR_MESSAGE_MAX 256
+#define TI_ERROR_MESSAGE_MAX 512
 #define TI_ERROR_MEMBER_MAX 160
 
 typedef struct ti_error {

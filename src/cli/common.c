@@ -72,6 +72,7 @@ int cli_exit_code(ti_status status)
 	switch (status) {
 	case TI_OK: return EXIT_OK;
 	case TI_E_INVALID: return EXIT_USAGE;
+	case TI_E_SHAPE: return EXIT_NEGATIVE;
 	case TI_E_IO: case TI_E_NOMEM: return EXIT_RESOURCE;
 	default: return EXIT_INPUT;
 	}

@@ -1,0 +1,117 @@
+/*
+ * model.h - a model described in JSON, and shape propagation through it.
+ *
+ * A description is "PyTorch in JSON" (tinspect(1), MODEL DESCRIPTIONS):
+ * inputs with shapes that may be symbolic, torch.nn modules by class name
+ * with constructor arguments under PyTorch's names, and a graph of steps that
+ * call modules or run operators. ti_model_open parses it and builds every
+ * module (so parameter names and shapes are known); ti_model_run propagates
+ * shapes through the graph as a forward pass on the meta device would.
+ *
+ * Ownership: a ti_model owns one arena; everything it returns (reports,
+ * parameter lists, strings, dims) lives until ti_model_close.
+ * Errors: a bad description is TI_E_CORRUPT with the JSON path in
+ * err->member ("modules.layer1.0.kernel_size"); shapes that do not line up
+ * are not an error of ti_model_run: they are recorded in the report.
+ */
+#ifndef TINSPECT_MODEL_H
+#define TINSPECT_MODEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tinspect/dtype.h"
+#include "tinspect/error.h"
+#include "tinspect/symdim.h"
+
+typedef struct ti_model ti_model;
+
+#define TI_MODEL_MAX_BYTES ((size_t)64 << 20)   /* a description larger than this is refused */
+#define TI_MODEL_MAX_DEPTH 64                   /* nesting of modules and defs */
+#define TI_MODEL_MAX_STEPS (1u << 20)           /* report rows, nested ones included */
+
+typedef struct ti_model_options {
+	const char *const *bind_names; /* --bind NAME=VALUE */
+	const int64_t *bind_values;
+	size_t bind_count;
+	size_t memory_limit;           /* arena ceiling; 0 for the default (1 GiB) */
+} ti_model_options;
+
+ti_status ti_model_open(const char *text, size_t size, const ti_model_options *options,
+                        ti_model **out, ti_error *err);
+void ti_model_close(ti_model *model);
+
+/* A parameter or buffer, as the PyTorch state_dict would hold it. */
+typedef struct ti_model_param {
+	const char *name;      /* "layer1.0.conv1.weight" */
+	ti_dtype dtype;
+	int ndim;
+	const int64_t *shape;
+	bool buffer;           /* false: an nn.Parameter */
+	bool trainable;
+	bool persistent;       /* buffers: in the state_dict */
+	const char *tied_to;   /* the parameter whose tensor this one shares, or NULL */
+} ti_model_param;
+
+/* Parameters and persistent buffers in state_dict order; non-persistent buffers after them. */
+const ti_model_param *ti_model_params(const ti_model *model, size_t *count);
+
+/* A tensor the graph produced or took. */
+typedef struct ti_model_tensor {
+	const char *name;
+	ti_dtype dtype;
+	int ndim;
+	const ti_dim *shape;
+	const ti_dim *stride;
+} ti_model_tensor;
+
+/* One row of the report: a top-level step, or a module call nested in one. */
+typedef struct ti_model_step {
+	int index;             /* position in the graph the row belongs to (0-based) */
+	int depth;             /* 0 for the description's own graph */
+	int parent;            /* row of the enclosing call, or -1 */
+	bool is_call;          /* a module call (else an operator) */
+	const char *target;    /* module path ("layer1.0") or operator name ("relu") */
+	const char *type;      /* module type ("Conv2d"), or NULL for operators */
+	const char *const *out_names;
+	int out_count;
+	ti_model_tensor *outputs;
+	int output_count;
+	int64_t params;        /* parameters of the called module, children and ties counted once */
+	ti_dim macs, flops;
+	bool counted;          /* false: no counting rule for this row or a part of it */
+} ti_model_step;
+
+typedef struct ti_model_totals {
+	int64_t params, trainable, non_trainable; /* nn.Parameters, tied ones counted once */
+	int64_t param_bytes, buffer_bytes;        /* buffers: persistent ones */
+	ti_dim input_bytes;
+	ti_dim activation_bytes;                  /* outputs of the top-level steps */
+	ti_dim macs, flops;
+	size_t uncounted_steps;                   /* top-level steps without a full counting rule */
+} ti_model_totals;
+
+typedef struct ti_model_report {
+	ti_model_tensor *inputs;
+	size_t input_count;
+	ti_model_step *steps;
+	size_t step_count;
+	ti_model_tensor *outputs;  /* the description's outputs (none when failed) */
+	size_t output_count;
+	ti_model_totals totals;
+	const char *const *assumptions; /* facts assumed about symbols ("T == 5") */
+	size_t assumption_count;
+	bool failed;               /* a step raised: error and error_step say which */
+	int error_step;            /* index of the top-level step */
+	ti_error error;            /* TI_E_SHAPE with the message, step and shapes */
+} ti_model_report;
+
+/*
+ * Propagates shapes. Returns TI_OK with report->failed set when a step
+ * raises as PyTorch would; fails only on a bad description met while running
+ * (undefined tensor name, wrong arguments: TI_E_CORRUPT) or on resources.
+ */
+ti_status ti_model_run(ti_model *model, const ti_model_report **out, ti_error *err);
+
+#endif

@@ -1,0 +1,119 @@
+/*
+ * cmd_params.c - `tinspect params MODEL.json`: the parameters and buffers a
+ * described model's PyTorch state_dict would hold, with its exact names,
+ * shapes and dtypes, in state_dict order.
+ */
+#include <string.h>
+
+#include "cli/cli.h"
+#include "cli/model_cli.h"
+
+enum { OPT_HELP = 1, OPT_JSON };
+
+static const cli_option options[] = {
+	{"help", 'h', OPT_FLAG, OPT_HELP},
+	{"json", 0, OPT_FLAG, OPT_JSON},
+	{NULL, 0, 0, 0},
+};
+
+static const char help[] =
+	"usage: tinspect params MODEL.json [options]\n"
+	"\n"
+	"List the parameters and buffers of a model described in JSON, with the\n"
+	"names, shapes and dtypes its PyTorch state_dict would have\n"
+	"(non-persistent buffers are not in a state_dict and are not listed).\n"
+	"\n"
+	"options:\n"
+	"  --json          print one JSON document instead of a table\n"
+	"  -h, --help      show this help\n"
+	"\n"
+	"exit status: 0 success, 2 usage error, 3 bad description, 4 I/O or\n"
+	"resource failure.\n";
+
+static int64_t numel(const ti_model_param *p)
+{
+	int64_t n = 1;
+	for (int k = 0; k < p->ndim; k++)
+		n *= p->shape[k];
+	return n;
+}
+
+static void print_table(const ti_model_param *p, size_t n)
+{
+	int wname = 4, wshape = 5;
+	char buf[1024], c[32];
+	for (size_t i = 0; i < n; i++) {
+		if ((int)strlen(p[i].name) > wname)
+			wname = (int)strlen(p[i].name);
+		if ((int)strlen(cli_dims(p[i].shape, p[i].ndim, buf, sizeof(buf))) > wshape)
+			wshape = (int)strlen(buf);
+	}
+	if (wname > 64)
+		wname = 64;
+	printf("%-*s %-9s %-8s %-*s %13s  %s\n", wname, "NAME", "KIND", "DTYPE", wshape, "SHAPE", "NUMEL", "NOTES");
+	int64_t params = 0, trainable = 0, buffers = 0, bytes = 0, buffer_bytes = 0;
+	for (size_t i = 0; i < n; i++) {
+		int64_t e = numel(&p[i]);
+		cli_put_safe(stdout, p[i].name, wname);
+		printf(" %-9s %-8s %-*s %13s  %s\n", p[i].buffer ? "buffer" : "parameter", ti_dtype_name(p[i].dtype), wshape,
+		       cli_dims(p[i].shape, p[i].ndim, buf, sizeof(buf)), cli_count(e, c, sizeof(c)),
+		       p[i].tied_to ? "tied" : p[i].buffer || p[i].trainable ? "" : "frozen");
+		if (p[i].tied_to)
+			printf("%*s(tied to %s)\n", wname + 1, "", p[i].tied_to);
+		int64_t b = e * (int64_t)ti_dtype_size(p[i].dtype);
+		if (p[i].buffer) {
+			buffers += e;
+			buffer_bytes += b;
+		} else if (!p[i].tied_to) {
+			params += e;
+			trainable += p[i].trainable ? e : 0;
+			bytes += b;
+		}
+	}
+	char a[32], t[32], s1[32], s2[32], s3[32];
+	printf("\nparameters: %s (trainable %s), %s; buffers: %s elements, %s\n", cli_count(params, a, sizeof(a)),
+	       cli_count(trainable, t, sizeof(t)), cli_bytes(bytes, s1, sizeof(s1)), cli_count(buffers, s2, sizeof(s2)),
+	       cli_bytes(buffer_bytes, s3, sizeof(s3)));
+}
+
+int cmd_params(int argc, char **argv)
+{
+	cli_parser p = {argc, 1, argv, options, "params", false};
+	cli_model cm = {0};
+	bool json = false;
+	int id, rc;
+	const char *value;
+	while ((id = cli_next(&p, &value)) != -1) {
+		switch (id) {
+		case -2:
+			return EXIT_USAGE;
+		case 0:
+			if (cm.file)
+				return cli_usage_error("params: one MODEL.json at a time");
+			cm.file = value;
+			break;
+		case OPT_HELP:
+			fputs(help, stdout);
+			return EXIT_OK;
+		case OPT_JSON:
+			json = true;
+			break;
+		}
+	}
+	if (!cm.file)
+		return cli_usage_error("params: no MODEL.json given (see 'tinspect params --help')");
+	if ((rc = cli_model_open(&cm)))
+		return rc;
+	size_t n;
+	const ti_model_param *params = ti_model_params(cm.model, &n);
+	if (json) {
+		cJSON *root = cJSON_CreateObject();
+		cJSON_AddStringToObject(root, "file", cm.file);
+		cJSON_AddItemToObject(root, "parameters", cli_json_params(cm.model));
+		rc = cli_print_json(root);
+	} else {
+		print_table(params, n);
+	}
+	ti_model_close(cm.model);
+	return rc;
+}

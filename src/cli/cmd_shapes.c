@@ -1,0 +1,318 @@
+/*
+ * cmd_shapes.c - `tinspect shapes MODEL.json`: shape propagation through a
+ * described model, as a forward pass on the meta device. A table in the
+ * spirit of torchinfo, or one JSON document with --json (keys documented in
+ * tinspect(1); added, never renamed).
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "cli/model_cli.h"
+
+enum { OPT_HELP = 1, OPT_JSON, OPT_BIND, OPT_DEPTH };
+
+static const cli_option options[] = {
+	{"help", 'h', OPT_FLAG, OPT_HELP},
+	{"json", 0, OPT_FLAG, OPT_JSON},
+	{"bind", 0, OPT_VALUE, OPT_BIND},
+	{"depth", 0, OPT_VALUE, OPT_DEPTH},
+	{NULL, 0, 0, 0},
+};
+
+static const char help[] =
+	"usage: tinspect shapes MODEL.json [options]\n"
+	"\n"
+	"Propagate shapes through a model described in JSON, as building it on the\n"
+	"meta device and calling it on a meta input would: each step's output\n"
+	"shapes, parameters and operation counts, then totals. Symbolic sizes\n"
+	"(\"N\") stay formulas unless bound.\n"
+	"\n"
+	"options:\n"
+	"  --bind NAME=N   give symbol NAME the value N (repeatable)\n"
+	"  --depth N       show nested module calls down to depth N (default: all)\n"
+	"  --json          print one JSON document instead of tables\n"
+	"  -h, --help      show this help\n"
+	"\n"
+	"exit status: 0 success, 1 a step raised (shapes do not line up), 2 usage\n"
+	"error, 3 bad description, 4 I/O or resource failure.\n";
+
+/* ---- text ---- */
+
+static void step_label(const ti_model_step *s, char *buf, size_t size)
+{
+	if (s->is_call)
+		snprintf(buf, size, "%*s%s (%s)", 2 * s->depth, "", *s->target ? s->target : "(model)", s->type);
+	else
+		snprintf(buf, size, "%*s%s", 2 * s->depth, "", s->target);
+}
+
+static void step_outputs(const ti_model_step *s, char *buf, size_t size)
+{
+	size_t n = 0;
+	buf[0] = '\0';
+	for (int i = 0; i < s->output_count && n + 4 < size; i++) {
+		if (i)
+			n += (size_t)snprintf(buf + n, size - n, ", ");
+		if (n < size)
+			cli_shape_text(s->outputs[i].shape, s->outputs[i].ndim, buf + n, size - n);
+		n += strlen(buf + n);
+	}
+	if (!s->output_count)
+		snprintf(buf, size, "-");
+}
+
+static void step_names(const ti_model_step *s, char *buf, size_t size)
+{
+	size_t n = 0;
+	buf[0] = '\0';
+	for (int i = 0; i < s->out_count && n + 2 < size; i++)
+		n += (size_t)snprintf(buf + n, size - n, "%s%s", i ? ", " : "", s->out_names[i]);
+}
+
+typedef struct widths {
+	int label, names, shape, params;
+} widths;
+
+static widths measure(const ti_model_report *rep, int depth)
+{
+	widths w = {12, 3, 12, 6};
+	char buf[1024];
+	for (size_t i = 0; i < rep->step_count; i++) {
+		const ti_model_step *s = &rep->steps[i];
+		if (depth && s->depth >= depth)
+			continue;
+		step_label(s, buf, sizeof(buf));
+		if ((int)strlen(buf) > w.label)
+			w.label = (int)strlen(buf);
+		step_names(s, buf, sizeof(buf));
+		if ((int)strlen(buf) > w.names)
+			w.names = (int)strlen(buf);
+		step_outputs(s, buf, sizeof(buf));
+		if ((int)strlen(buf) > w.shape)
+			w.shape = (int)strlen(buf);
+		cli_count(s->params, buf, sizeof(buf));
+		if ((int)strlen(buf) > w.params)
+			w.params = (int)strlen(buf);
+	}
+	if (w.label > 48)
+		w.label = 48;
+	if (w.shape > 40)
+		w.shape = 40;
+	return w;
+}
+
+static void print_table(const ti_model_report *rep, int depth)
+{
+	widths w = measure(rep, depth);
+	printf("%-5s %-*s %-*s %-*s %*s  %-14s %s\n", "STEP", w.label, "LAYER", w.names, "OUT", w.shape, "OUTPUT SHAPE",
+	       w.params, "PARAMS", "MACS", "FLOPS");
+	char label[1024], names[1024], shape[1024], params[32], macs[512], flops[512];
+	for (size_t i = 0; i < rep->step_count; i++) {
+		const ti_model_step *s = &rep->steps[i];
+		if (depth && s->depth >= depth)
+			continue;
+		step_label(s, label, sizeof(label));
+		step_names(s, names, sizeof(names));
+		step_outputs(s, shape, sizeof(shape));
+		if (s->is_call)
+			cli_count(s->params, params, sizeof(params));
+		else
+			snprintf(params, sizeof(params), "-");
+		cli_dim_text(s->macs, false, macs, sizeof(macs));
+		cli_dim_text(s->flops, false, flops, sizeof(flops));
+		if (!s->counted) /* a count without a rule would read as zero work: say so */
+			snprintf(flops + strlen(flops), sizeof(flops) - strlen(flops), " (no counting rule%s)",
+			         s->counted ? "" : " for a part");
+		char index[16] = "";
+		if (s->depth == 0)
+			snprintf(index, sizeof(index), "%d", s->index);
+		printf("%-5s ", index);
+		cli_put_safe(stdout, label, w.label);
+		putchar(' ');
+		cli_put_safe(stdout, names, w.names);
+		printf(" %-*s %*s  %-14s %s\n", w.shape, shape, w.params, params, macs, flops);
+	}
+}
+
+static void print_totals(const ti_model_report *rep)
+{
+	const ti_model_totals *t = &rep->totals;
+	char a[512], b[512], c[64];
+	printf("\n");
+	for (size_t i = 0; i < rep->output_count; i++) {
+		const ti_model_tensor *o = &rep->outputs[i];
+		printf("output %s: %s %s\n", o->name, cli_shape_text(o->shape, o->ndim, a, sizeof(a)), ti_dtype_name(o->dtype));
+	}
+	printf("parameters:        %s (trainable %s, non-trainable %s)\n", cli_count(t->params, a, sizeof(a)),
+	       cli_count(t->trainable, b, sizeof(b)), cli_count(t->non_trainable, c, sizeof(c)));
+	printf("parameter bytes:   %s", cli_bytes(t->param_bytes, a, sizeof(a)));
+	printf(" (buffers %s)\n", cli_bytes(t->buffer_bytes, a, sizeof(a)));
+	printf("input bytes:       %s\n", cli_dim_text(t->input_bytes, true, a, sizeof(a)));
+	printf("activation bytes:  %s (forward, outputs of every step)\n",
+	       cli_dim_text(t->activation_bytes, true, a, sizeof(a)));
+	printf("MACs:              %s\n", cli_dim_text(t->macs, false, a, sizeof(a)));
+	printf("FLOPs:             %s (2 per multiply-accumulate, plus other arithmetic)\n",
+	       cli_dim_text(t->flops, false, a, sizeof(a)));
+	if (t->uncounted_steps) {
+		printf("not counted:       %zu step%s without a counting rule:", t->uncounted_steps,
+		       t->uncounted_steps == 1 ? "" : "s");
+		for (size_t i = 0; i < rep->step_count; i++)
+			if (!rep->steps[i].depth && !rep->steps[i].counted)
+				printf(" %d", rep->steps[i].index);
+		printf("\n");
+	}
+	for (size_t i = 0; i < rep->assumption_count; i++)
+		printf("assuming:          %s\n", rep->assumptions[i]);
+}
+
+/* ---- JSON ---- */
+
+static cJSON *json_tensor(const ti_model_tensor *x, bool with_name, bool with_stride)
+{
+	cJSON *o = cJSON_CreateObject();
+	if (with_name)
+		cJSON_AddStringToObject(o, "name", x->name ? x->name : "");
+	cJSON_AddItemToObject(o, "shape", cli_json_dims(x->shape, x->ndim));
+	cJSON_AddStringToObject(o, "dtype", ti_dtype_name(x->dtype));
+	if (with_stride)
+		cJSON_AddItemToObject(o, "stride", cli_json_dims(x->stride, x->ndim));
+	return o;
+}
+
+/* A row and, under "calls", the rows nested in it (rows follow their parent). */
+static cJSON *json_step(const ti_model_report *rep, size_t *i)
+{
+	const ti_model_step *s = &rep->steps[*i];
+	size_t row = (*i)++;
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddNumberToObject(o, "index", s->index);
+	if (s->depth == 0) {
+		cJSON *out = cJSON_AddArrayToObject(o, "out");
+		for (int k = 0; k < s->out_count; k++)
+			cJSON_AddItemToArray(out, cJSON_CreateString(s->out_names[k]));
+	}
+	cJSON_AddStringToObject(o, s->is_call ? "call" : "op", s->target);
+	if (s->type)
+		cJSON_AddStringToObject(o, "type", s->type);
+	cJSON *outputs = cJSON_AddArrayToObject(o, "outputs");
+	for (int k = 0; k < s->output_count; k++)
+		cJSON_AddItemToArray(outputs, json_tensor(&s->outputs[k], true, true));
+	cJSON_AddItemToObject(o, "params", cli_json_dim(ti_dim_int(s->params)));
+	cJSON_AddItemToObject(o, "macs", cli_json_dim(s->macs));
+	cJSON_AddItemToObject(o, "flops", cli_json_dim(s->flops));
+	cJSON_AddBoolToObject(o, "counted", s->counted);
+	cJSON *calls = NULL;
+	while (*i < rep->step_count && rep->steps[*i].parent == (int)row) {
+		if (!calls)
+			calls = cJSON_AddArrayToObject(o, "calls");
+		cJSON_AddItemToArray(calls, json_step(rep, i));
+	}
+	return o;
+}
+
+static cJSON *json_report(const char *file, const ti_model *model, const ti_model_report *rep)
+{
+	cJSON *root = cJSON_CreateObject();
+	cJSON_AddStringToObject(root, "file", file);
+	if (rep->failed) {
+		cJSON *e = cJSON_AddObjectToObject(root, "error");
+		cJSON_AddNumberToObject(e, "step", rep->error_step);
+		cJSON_AddStringToObject(e, "message", rep->error.message);
+	}
+	cJSON *inputs = cJSON_AddObjectToObject(root, "inputs");
+	for (size_t i = 0; i < rep->input_count; i++)
+		cJSON_AddItemToObject(inputs, rep->inputs[i].name, json_tensor(&rep->inputs[i], false, false));
+	cJSON *steps = cJSON_AddArrayToObject(root, "steps");
+	for (size_t i = 0; i < rep->step_count;)
+		cJSON_AddItemToArray(steps, json_step(rep, &i));
+	if (!rep->failed) {
+		cJSON *outputs = cJSON_AddObjectToObject(root, "outputs");
+		for (size_t i = 0; i < rep->output_count; i++)
+			cJSON_AddItemToObject(outputs, rep->outputs[i].name, json_tensor(&rep->outputs[i], false, false));
+	}
+	cJSON_AddItemToObject(root, "parameters", cli_json_params(model));
+	const ti_model_totals *t = &rep->totals;
+	cJSON *tot = cJSON_AddObjectToObject(root, "totals");
+	cJSON_AddItemToObject(tot, "params", cli_json_dim(ti_dim_int(t->params)));
+	cJSON_AddItemToObject(tot, "trainable_params", cli_json_dim(ti_dim_int(t->trainable)));
+	cJSON_AddItemToObject(tot, "non_trainable_params", cli_json_dim(ti_dim_int(t->non_trainable)));
+	cJSON_AddItemToObject(tot, "param_bytes", cli_json_dim(ti_dim_int(t->param_bytes)));
+	cJSON_AddItemToObject(tot, "buffer_bytes", cli_json_dim(ti_dim_int(t->buffer_bytes)));
+	cJSON_AddItemToObject(tot, "input_bytes", cli_json_dim(t->input_bytes));
+	cJSON_AddItemToObject(tot, "activation_bytes", cli_json_dim(t->activation_bytes));
+	cJSON_AddItemToObject(tot, "macs", cli_json_dim(t->macs));
+	cJSON_AddItemToObject(tot, "flops", cli_json_dim(t->flops));
+	cJSON *unc = cJSON_AddArrayToObject(tot, "uncounted_steps");
+	for (size_t i = 0; i < rep->step_count; i++)
+		if (!rep->steps[i].depth && !rep->steps[i].counted)
+			cJSON_AddItemToArray(unc, cJSON_CreateNumber(rep->steps[i].index));
+	cJSON *as = cJSON_AddArrayToObject(root, "assumptions");
+	for (size_t i = 0; i < rep->assumption_count; i++)
+		cJSON_AddItemToArray(as, cJSON_CreateString(rep->assumptions[i]));
+	return root;
+}
+
+int cmd_shapes(int argc, char **argv)
+{
+	cli_parser p = {argc, 1, argv, options, "shapes", false};
+	cli_model cm = {0};
+	bool json = false;
+	int depth = 0, id, rc;
+	const char *value;
+	while ((id = cli_next(&p, &value)) != -1) {
+		switch (id) {
+		case -2:
+			return EXIT_USAGE;
+		case 0:
+			if (cm.file)
+				return cli_usage_error("shapes: one MODEL.json at a time");
+			cm.file = value;
+			break;
+		case OPT_HELP:
+			fputs(help, stdout);
+			return EXIT_OK;
+		case OPT_JSON:
+			json = true;
+			break;
+		case OPT_BIND:
+			if ((rc = cli_model_bind(&cm, value)))
+				return rc;
+			break;
+		case OPT_DEPTH: {
+			char *end;
+			long d = strtol(value, &end, 10);
+			if (*value < '0' || *value > '9' || *end || d < 1 || d > 1000)
+				return cli_usage_error("shapes: --depth wants a number from 1 to 1000, not '%s'", value);
+			depth = (int)d;
+			break;
+		}
+		}
+	}
+	if (!cm.file)
+		return cli_usage_error("shapes: no MODEL.json given (see 'tinspect shapes --help')");
+	if ((rc = cli_model_open(&cm)))
+		return rc;
+	ti_error err;
+	ti_error_clear(&err);
+	const ti_model_report *rep;
+	ti_status st = ti_model_run(cm.model, &rep, &err);
+	if (st) {
+		rc = cli_report(cm.file, &err);
+		ti_model_close(cm.model);
+		return rc;
+	}
+	if (json) {
+		rc = cli_print_json(json_report(cm.file, cm.model, rep));
+	} else {
+		print_table(rep, depth);
+		if (!rep->failed)
+			print_totals(rep);
+		fflush(stdout);
+	}
+	if (!rc && rep->failed)
+		rc = cli_report(cm.file, &rep->error);
+	ti_model_close(cm.model);
+	return rc;
+}

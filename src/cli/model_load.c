@@ -1,0 +1,155 @@
+/*
+ * model_load.c - what `shapes` and `params` share: reading a description
+ * file within the size ceiling, --bind parsing, and JSON numbers for dims.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "cli/model_cli.h"
+
+int cli_model_bind(cli_model *cm, const char *text)
+{
+	const char *eq = strchr(text, '=');
+	if (!eq || eq == text)
+		return cli_usage_error("--bind wants NAME=VALUE, not '%s'", text);
+	if (cm->bind_count == CLI_MODEL_MAX_BINDS)
+		return cli_usage_error("more than %d --bind options", CLI_MODEL_MAX_BINDS);
+	char *end;
+	errno = 0;
+	long long v = strtoll(eq + 1, &end, 10);
+	if (errno || end == eq + 1 || *end || v < 0)
+		return cli_usage_error("--bind %.*s: '%s' is not a non-negative integer", (int)(eq - text), text, eq + 1);
+	size_t len = (size_t)(eq - text);
+	if (len >= sizeof(cm->bind_storage[0]))
+		return cli_usage_error("--bind: name '%.*s' is too long", (int)len, text);
+	memcpy(cm->bind_storage[cm->bind_count], text, len);
+	cm->bind_storage[cm->bind_count][len] = '\0';
+	cm->bind_names[cm->bind_count] = cm->bind_storage[cm->bind_count];
+	cm->bind_values[cm->bind_count++] = (int64_t)v;
+	return EXIT_OK;
+}
+
+int cli_model_open(cli_model *cm)
+{
+	ti_error err;
+	ti_error_clear(&err);
+	FILE *f = fopen(cm->file, "rb");
+	if (!f) {
+		TI_FAIL(&err, TI_E_IO, "cannot open: %s", strerror(errno));
+		return cli_report(cm->file, &err);
+	}
+	/* read at most the ceiling and one byte more, to tell "too large" from "just fits" */
+	size_t cap = 1 << 16, size = 0;
+	char *buf = malloc(cap);
+	while (buf) {
+		size_t got = fread(buf + size, 1, cap - size, f);
+		size += got;
+		if (size < cap || size > TI_MODEL_MAX_BYTES)
+			break;
+		char *bigger = realloc(buf, cap * 2);
+		if (!bigger) {
+			free(buf);
+			buf = NULL;
+			break;
+		}
+		buf = bigger;
+		cap *= 2;
+	}
+	bool failed = ferror(f);
+	fclose(f);
+	if (!buf) {
+		TI_FAIL(&err, TI_E_NOMEM, "out of memory reading the description");
+		return cli_report(cm->file, &err);
+	}
+	if (failed) {
+		free(buf);
+		TI_FAIL(&err, TI_E_IO, "read error");
+		return cli_report(cm->file, &err);
+	}
+	ti_model_options opts = {cm->bind_names, cm->bind_values, (size_t)cm->bind_count, 0};
+	ti_status st = ti_model_open(buf, size, &opts, &cm->model, &err);
+	free(buf);
+	if (st)
+		return cli_report(cm->file, &err);
+	return EXIT_OK;
+}
+
+cJSON *cli_json_dim(ti_dim d)
+{
+	if (ti_dim_is_int(d)) {
+		char buf[32];
+		snprintf(buf, sizeof(buf), "%" PRId64, d.value);
+		return cJSON_CreateRaw(buf); /* exact: cJSON numbers go through double */
+	}
+	char buf[512];
+	return cJSON_CreateString(ti_dim_format(d, buf, sizeof(buf)));
+}
+
+cJSON *cli_json_dims(const ti_dim *d, int n)
+{
+	cJSON *a = cJSON_CreateArray();
+	for (int i = 0; a && i < n; i++)
+		cJSON_AddItemToArray(a, cli_json_dim(d[i]));
+	return a;
+}
+
+const char *cli_dim_text(ti_dim d, bool bytes, char *buf, size_t size)
+{
+	if (!ti_dim_is_int(d))
+		return ti_dim_format(d, buf, size);
+	return bytes ? cli_bytes(d.value, buf, size) : cli_count(d.value, buf, size);
+}
+
+const char *cli_shape_text(const ti_dim *d, int n, char *buf, size_t size)
+{
+	size_t len = 0;
+	buf[len++] = '[';
+	for (int i = 0; i < n && len + 8 < size; i++) {
+		if (i) {
+			buf[len++] = ',';
+			buf[len++] = ' ';
+		}
+		ti_dim_format(d[i], buf + len, size - len - 2);
+		len += strlen(buf + len);
+	}
+	buf[len++] = ']';
+	buf[len] = '\0';
+	return buf;
+}
+
+cJSON *cli_json_params(const ti_model *model)
+{
+	size_t n;
+	const ti_model_param *p = ti_model_params(model, &n);
+	cJSON *a = cJSON_CreateArray();
+	for (size_t i = 0; i < n; i++) {
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "name", p[i].name);
+		cJSON *shape = cJSON_AddArrayToObject(o, "shape");
+		for (int k = 0; k < p[i].ndim; k++)
+			cJSON_AddItemToArray(shape, cli_json_dim(ti_dim_int(p[i].shape[k])));
+		cJSON_AddStringToObject(o, "dtype", ti_dtype_name(p[i].dtype));
+		cJSON_AddStringToObject(o, "kind", p[i].buffer ? "buffer" : "parameter");
+		cJSON_AddBoolToObject(o, "trainable", p[i].trainable);
+		if (p[i].tied_to)
+			cJSON_AddStringToObject(o, "tied_to", p[i].tied_to);
+		cJSON_AddItemToArray(a, o);
+	}
+	return a;
+}
+
+int cli_print_json(cJSON *root)
+{
+	char *text = root ? cJSON_PrintUnformatted(root) : NULL;
+	cJSON_Delete(root);
+	if (!text) {
+		fprintf(stderr, "tinspect: out of memory writing JSON\n");
+		return EXIT_RESOURCE;
+	}
+	puts(text);
+	free(text);
+	return EXIT_OK;
+}

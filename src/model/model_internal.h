@@ -1,0 +1,64 @@
+/*
+ * model_internal.h - what parse.c and run.c share: the model handle.
+ *
+ * The whole description is a composite module: its inputs, modules, graph
+ * and outputs are those of an anonymous `defs` entry, so the top level and
+ * every composite type run through the same code. cJSON is touched only in
+ * parse.c: run.c sees the graph as already converted steps.
+ */
+#ifndef TINSPECT_MODEL_INTERNAL_H
+#define TINSPECT_MODEL_INTERNAL_H
+
+#include "nn/module.h"
+#include "tinspect/model.h"
+
+/* One graph step, converted from JSON. */
+typedef struct model_step {
+	const char *jpath;       /* "graph.3" or "defs.Block.graph.1", for errors */
+	bool is_call;
+	const char *target;      /* module path relative to the composite, or operator name */
+	const char **out_names;
+	int out_count;
+	ti_arg *args;            /* positional, then named (ti_arg.name set) */
+	int arg_count;
+} model_step;
+
+/* A composite type: the description itself, or an entry of `defs`. */
+typedef struct model_def {
+	const char *name;        /* NULL for the description itself */
+	const char *jpath;       /* "" or "defs.Block" */
+	const char **inputs;     /* forward's parameters, in order */
+	int input_count;
+	const void *modules_json;/* a cJSON object of child modules, or NULL */
+	model_step *steps;
+	int step_count;
+	bool has_graph;          /* else the modules run in order (Sequential semantics) */
+	const char **outputs;
+	int output_count;
+} model_def;
+
+struct ti_model {
+	ti_arena arena;
+	ti_symctx sym;
+	ti_shape_ctx ctx;
+	model_def *defs;
+	int def_count;
+	model_def *main;         /* the description itself */
+	ti_module *root;         /* a composite for main */
+	ti_model_tensor *inputs; /* main's inputs, with shapes */
+	size_t input_count;
+	ti_model_param *params;
+	size_t param_count;
+	ti_model_report report;
+	bool ran;
+	void *json;              /* the parsed cJSON tree: argument strings point into it */
+	struct parser *parser;   /* while opening only */
+};
+
+/* parse.c: builds the modules of def under path (a composite module). */
+ti_status model_build_composite(ti_model *model, const model_def *def, const char *path,
+                                int depth, ti_module **out, ti_error *err);
+/* run.c: parameters of m's subtree, ties counted where they are defined. */
+int64_t model_module_params(const ti_module *m);
+
+#endif

@@ -1,0 +1,857 @@
+/*
+ * parse.c - a JSON model description into modules, parameters and steps
+ * (see tinspect/model.h). The only file of the model code that uses cJSON.
+ */
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cJSON.h>
+
+#include "model/model_internal.h"
+
+#define DEFAULT_MEMORY_LIMIT ((size_t)1 << 30)
+#define CONFIG_MAX_DEPTH 32
+
+struct parser {
+	ti_model *model;
+	const cJSON *config;
+	const cJSON *defs;
+};
+typedef struct parser parser;
+
+/* Records where a description error is: the JSON path goes in err->member. */
+static ti_status at(ti_status st, ti_error *err, const char *jpath)
+{
+	if (st && !err->member[0])
+		ti_error_at(err, jpath, -1);
+	return st;
+}
+
+static const char *join(ti_model *m, const char *a, const char *b)
+{
+	if (!a || !*a)
+		return ti_arena_strdup(&m->arena, b);
+	return ti_arena_printf(&m->arena, "%s.%s", a, b);
+}
+
+static bool is_identifier(const char *s)
+{
+	if (!(isalpha((unsigned char)*s) || *s == '_'))
+		return false;
+	for (s++; *s; s++)
+		if (!(isalnum((unsigned char)*s) || *s == '_'))
+			return false;
+	return true;
+}
+
+/* ---- config references: "$d_model", "$d_model*4", "$(d + 1)//2" ---- */
+
+typedef struct number {
+	double value;
+	bool is_int;
+} number;
+
+typedef struct expr {
+	parser *p;
+	const char *s;
+	int depth;
+	ti_error *err;
+	const char *jpath;
+} expr;
+
+static ti_status config_value(expr *e, const char *name, number *out);
+static ti_status expr_sum(expr *e, number *out);
+
+static void skip(expr *e)
+{
+	while (isspace((unsigned char)*e->s))
+		e->s++;
+}
+
+static ti_status expr_factor(expr *e, number *out)
+{
+	skip(e);
+	if (*e->s == '-') {
+		e->s++;
+		ti_status st = expr_factor(e, out);
+		out->value = -out->value;
+		return st;
+	}
+	if (*e->s == '(') {
+		e->s++;
+		ti_status st = expr_sum(e, out);
+		if (st)
+			return st;
+		skip(e);
+		if (*e->s != ')')
+			return TI_FAIL(e->err, TI_E_CORRUPT, "missing ')' in config reference");
+		e->s++;
+		return TI_OK;
+	}
+	if (isdigit((unsigned char)*e->s) || *e->s == '.') {
+		char *end;
+		out->value = strtod(e->s, &end);
+		out->is_int = !memchr(e->s, '.', (size_t)(end - e->s)) && !memchr(e->s, 'e', (size_t)(end - e->s));
+		e->s = end;
+		return TI_OK;
+	}
+	if (isalpha((unsigned char)*e->s) || *e->s == '_') {
+		char name[128];
+		size_t n = 0;
+		while ((isalnum((unsigned char)*e->s) || *e->s == '_') && n < sizeof(name) - 1)
+			name[n++] = *e->s++;
+		name[n] = '\0';
+		return config_value(e, name, out);
+	}
+	return TI_FAIL(e->err, TI_E_CORRUPT, "bad config reference near '%.20s'", e->s);
+}
+
+static ti_status expr_product(expr *e, number *out)
+{
+	ti_status st = expr_factor(e, out);
+	while (!st) {
+		skip(e);
+		char op = *e->s;
+		bool floor_div = op == '/' && e->s[1] == '/';
+		if (op != '*' && op != '/' && op != '%')
+			break;
+		e->s += floor_div ? 2 : 1;
+		number rhs;
+		if ((st = expr_factor(e, &rhs)))
+			break;
+		if ((op == '/' || op == '%') && rhs.value == 0)
+			return TI_FAIL(e->err, TI_E_CORRUPT, "division by zero in config reference");
+		if (op == '*')
+			out->value *= rhs.value;
+		else if (floor_div)
+			out->value = floor(out->value / rhs.value);
+		else if (op == '%')
+			out->value -= rhs.value * floor(out->value / rhs.value);
+		else
+			out->value /= rhs.value;
+		out->is_int = out->is_int && rhs.is_int && (op != '/' || floor_div);
+	}
+	return st;
+}
+
+static ti_status expr_sum(expr *e, number *out)
+{
+	ti_status st = expr_product(e, out);
+	while (!st) {
+		skip(e);
+		char op = *e->s;
+		if (op != '+' && op != '-')
+			break;
+		e->s++;
+		number rhs;
+		if ((st = expr_product(e, &rhs)))
+			break;
+		out->value += op == '+' ? rhs.value : -rhs.value;
+		out->is_int = out->is_int && rhs.is_int;
+	}
+	return st;
+}
+
+static ti_status eval_reference(parser *p, const char *text, int depth, number *out,
+                                ti_error *err, const char *jpath)
+{
+	expr e = {p, text, depth, err, jpath};
+	if (depth > CONFIG_MAX_DEPTH)
+		return TI_FAIL(err, TI_E_CORRUPT, "config references nest deeper than %d", CONFIG_MAX_DEPTH);
+	ti_status st = expr_sum(&e, out);
+	if (st)
+		return st;
+	skip(&e);
+	if (*e.s)
+		return TI_FAIL(err, TI_E_CORRUPT, "bad config reference '$%s'", text);
+	if (out->is_int && fabs(out->value) > 9007199254740992.0)
+		return TI_FAIL(err, TI_E_CORRUPT, "config reference '$%s' is too large", text);
+	return TI_OK;
+}
+
+static ti_status config_value(expr *e, const char *name, number *out)
+{
+	const cJSON *v = e->p->config ? cJSON_GetObjectItemCaseSensitive(e->p->config, name) : NULL;
+	if (!v)
+		return TI_FAIL(e->err, TI_E_CORRUPT, "config has no '%s'", name);
+	if (cJSON_IsNumber(v)) {
+		out->value = v->valuedouble;
+		out->is_int = v->valuedouble == floor(v->valuedouble) && fabs(v->valuedouble) < 9007199254740992.0;
+		return TI_OK;
+	}
+	if (cJSON_IsString(v) && v->valuestring[0] == '$')
+		return eval_reference(e->p, v->valuestring + 1, e->depth + 1, out, e->err, e->jpath);
+	return TI_FAIL(e->err, TI_E_CORRUPT, "config '%s' is not a number", name);
+}
+
+/* ---- JSON values to arguments ---- */
+
+static ti_status json_to_arg(parser *p, const cJSON *j, const char *jpath, int depth, ti_arg *out, ti_error *err)
+{
+	ti_model *m = p->model;
+	if (depth > TI_MODEL_MAX_DEPTH)
+		return at(TI_FAIL(err, TI_E_CORRUPT, "value nests deeper than %d", TI_MODEL_MAX_DEPTH), err, jpath);
+	if (cJSON_IsBool(j)) {
+		*out = ti_arg_bool(cJSON_IsTrue(j));
+	} else if (cJSON_IsNull(j)) {
+		*out = ti_arg_none();
+	} else if (cJSON_IsNumber(j)) {
+		double d = j->valuedouble;
+		if (d == floor(d) && fabs(d) < 9007199254740992.0)
+			*out = ti_arg_int((int64_t)d);
+		else
+			*out = ti_arg_float(d);
+	} else if (cJSON_IsString(j)) {
+		if (j->valuestring[0] == '$') {
+			number n;
+			ti_status st = eval_reference(p, j->valuestring + 1, 0, &n, err, jpath);
+			if (st)
+				return at(st, err, jpath);
+			*out = n.is_int ? ti_arg_int((int64_t)n.value) : ti_arg_float(n.value);
+		} else {
+			*out = ti_arg_str(j->valuestring);
+		}
+	} else if (cJSON_IsArray(j)) {
+		int n = cJSON_GetArraySize(j), i = 0;
+		ti_arg *items = ti_arena_calloc(&m->arena, (size_t)n + 1, sizeof(*items));
+		if (!items)
+			return TI_FAIL(err, TI_E_NOMEM, "out of memory for the description");
+		const cJSON *item;
+		cJSON_ArrayForEach(item, j) {
+			char sub[32];
+			snprintf(sub, sizeof(sub), "%d", i);
+			ti_status st = json_to_arg(p, item, join(m, jpath, sub), depth + 1, &items[i++], err);
+			if (st)
+				return st;
+		}
+		*out = ti_arg_list(items, n);
+	} else {
+		return at(TI_FAIL(err, TI_E_CORRUPT, "expected a number, string, boolean, null or list"), err, jpath);
+	}
+	return TI_OK;
+}
+
+/* The quoted argument name in a binding error ("argument 'kernel_size' must ..."), to name its JSON path. */
+static const char *argument_named_in(ti_model *m, const char *message)
+{
+	static const char *const leads[] = {"argument '", "keyword argument '", "argument "};
+	for (size_t i = 0; i < sizeof(leads) / sizeof(leads[0]); i++) {
+		const char *s = strstr(message, leads[i]);
+		if (!s)
+			continue;
+		s += strlen(leads[i]);
+		const char *e = strchr(s, '\'');
+		if (e && e > s)
+			return ti_arena_strndup(&m->arena, s, (size_t)(e - s));
+	}
+	return NULL;
+}
+
+/* ---- modules ---- */
+
+static const model_def *find_def(const ti_model *m, const char *name)
+{
+	for (int i = 0; i < m->def_count; i++)
+		if (m->defs[i].name && !strcmp(m->defs[i].name, name))
+			return &m->defs[i];
+	return NULL;
+}
+
+static ti_module *new_module(ti_model *m, const char *path, const char *type, ti_module_kind kind)
+{
+	ti_module *mod = ti_arena_alloc(&m->arena, sizeof(*mod));
+	if (mod) {
+		mod->ctx = &m->ctx;
+		mod->path = path;
+		mod->type = type;
+		mod->kind = kind;
+	}
+	return mod;
+}
+
+static ti_status add_child(ti_model *m, ti_module *parent, const char *name, ti_module *child, ti_error *err)
+{
+	for (int i = 0; i < parent->child_count; i++)
+		if (!strcmp(parent->child_names[i], name))
+			return TI_FAIL(err, TI_E_CORRUPT, "module '%s' defined twice", child->path);
+	if (parent->child_count == parent->child_capacity) {
+		int cap = parent->child_capacity ? 2 * parent->child_capacity : 4;
+		ti_module **c = ti_arena_calloc(&m->arena, (size_t)cap, sizeof(*c));
+		const char **n = ti_arena_calloc(&m->arena, (size_t)cap, sizeof(*n));
+		if (!c || !n)
+			return TI_FAIL(err, TI_E_NOMEM, "out of memory for the description");
+		if (parent->child_count) {
+			memcpy(c, parent->children, (size_t)parent->child_count * sizeof(*c));
+			memcpy(n, parent->child_names, (size_t)parent->child_count * sizeof(*n));
+		}
+		parent->children = c;
+		parent->child_names = n;
+		parent->child_capacity = cap;
+	}
+	parent->children[parent->child_count] = child;
+	parent->child_names[parent->child_count++] = name;
+	return TI_OK;
+}
+
+static ti_status build_module(parser *p, const cJSON *j, const char *path, const char *jpath,
+                              int depth, ti_module **out, ti_error *err);
+
+static const char *const container_types[] = {"Sequential", "ModuleList", "ModuleDict"};
+
+static ti_status build_container(parser *p, const cJSON *j, const char *type, const char *path,
+                                 const char *jpath, int depth, ti_module **out, ti_error *err)
+{
+	ti_model *m = p->model;
+	ti_module_kind kind = !strcmp(type, "Sequential") ? TI_MODULE_SEQUENTIAL
+	                    : !strcmp(type, "ModuleList") ? TI_MODULE_LIST : TI_MODULE_DICT;
+	ti_module *mod = new_module(m, path, type, kind);
+	if (!mod)
+		return TI_FAIL(err, TI_E_NOMEM, "out of memory for the description");
+	const cJSON *item;
+	cJSON_ArrayForEach(item, j) {
+		if (strcmp(item->string, "type") && strcmp(item->string, "modules") &&
+		    strcmp(item->string, "repeat") && strcmp(item->string, "module"))
+			return at(TI_FAIL(err, TI_E_CORRUPT, "%s takes 'modules', or 'repeat' and 'module', not '%s'",
+			                  type, item->string), err, join(m, jpath, item->string));
+	}
+	const cJSON *modules = cJSON_GetObjectItemCaseSensitive(j, "modules");
+	const cJSON *repeat = cJSON_GetObjectItemCaseSensitive(j, "repeat");
+	const cJSON *one = cJSON_GetObjectItemCaseSensitive(j, "module");
+	ti_status st;
+	if (repeat || one) {
+		if (modules || !repeat || !one)
+			return at(TI_FAIL(err, TI_E_CORRUPT, "'repeat' and 'module' go together, without 'modules'"), err, jpath);
+		ti_arg n;
+		if ((st = json_to_arg(p, repeat, join(m, jpath, "repeat"), depth, &n, err)))
+			return st;
+		if (n.kind != TI_ARG_INT || n.as.dim.value < 0 || n.as.dim.value > 100000)
+			return at(TI_FAIL(err, TI_E_CORRUPT, "'repeat' must be an integer from 0 to 100000"), err, join(m, jpath, "repeat"));
+		if (kind == TI_MODULE_DICT)
+			return at(TI_FAIL(err, TI_E_CORRUPT, "ModuleDict cannot repeat: name its modules"), err, jpath);
+		for (int64_t i = 0; i < n.as.dim.value; i++) {
+			char name[24];
+			snprintf(name, sizeof(name), "%lld", (long long)i);
+			const char *cname = ti_arena_strdup(&m->arena, name);
+			ti_module *child;
+			if ((st = build_module(p, one, join(m, path, cname), join(m, jpath, "module"), depth + 1, &child, err)))
+				return st;
+			if ((st = add_child(m, mod, cname, child, err)))
+				return at(st, err, jpath);
+		}
+	} else if (cJSON_IsArray(modules)) {
+		if (kind == TI_MODULE_DICT)
+			return at(TI_FAIL(err, TI_E_CORRUPT, "ModuleDict's 'modules' must be an object"), err, join(m, jpath, "modules"));
+		int i = 0;
+		cJSON_ArrayForEach(item, modules) {
+			char name[24];
+			snprintf(name, sizeof(name), "%d", i++);
+			const char *cname = ti_arena_strdup(&m->arena, name);
+			ti_module *child;
+			if ((st = build_module(p, item, join(m, path, cname), join(m, jpath, cname), depth + 1, &child, err)))
+				return st;
+			if ((st = add_child(m, mod, cname, child, err)))
+				return at(st, err, jpath);
+		}
+	} else if (cJSON_IsObject(modules)) {
+		cJSON_ArrayForEach(item, modules) {
+			if (!*item->string || strchr(item->string, '.'))
+				return at(TI_FAIL(err, TI_E_CORRUPT, "bad module name '%s'", item->string), err, jpath);
+			const char *cname = ti_arena_strdup(&m->arena, item->string);
+			ti_module *child;
+			if ((st = build_module(p, item, join(m, path, cname), join(m, jpath, cname), depth + 1, &child, err)))
+				return st;
+			if ((st = add_child(m, mod, cname, child, err)))
+				return at(st, err, jpath);
+		}
+	} else if (modules) {
+		return at(TI_FAIL(err, TI_E_CORRUPT, "'modules' must be a list or an object"), err, join(m, jpath, "modules"));
+	}
+	*out = mod;
+	return TI_OK;
+}
+
+static ti_status build_leaf(parser *p, const cJSON *j, const char *type, const char *path,
+                            const char *jpath, int depth, ti_module **out, ti_error *err)
+{
+	ti_model *m = p->model;
+	int n = cJSON_GetArraySize(j), k = 0;
+	ti_arg *args = ti_arena_calloc(&m->arena, (size_t)n + 1, sizeof(*args));
+	if (!args)
+		return TI_FAIL(err, TI_E_NOMEM, "out of memory for the description");
+	const cJSON *item;
+	cJSON_ArrayForEach(item, j) {
+		if (!strcmp(item->string, "type"))
+			continue;
+		ti_status st = json_to_arg(p, item, join(m, jpath, item->string), depth, &args[k], err);
+		if (st)
+			return st;
+		args[k++].name = item->string;
+	}
+	ti_status st = ti_module_new_leaf(&m->ctx, path, type, args, k, out, err);
+	if (st) {
+		const char *arg = argument_named_in(m, err->message);
+		return at(st, err, arg ? join(m, jpath, arg) : jpath);
+	}
+	return TI_OK;
+}
+
+static ti_status build_module(parser *p, const cJSON *j, const char *path, const char *jpath,
+                              int depth, ti_module **out, ti_error *err)
+{
+	ti_model *m = p->model;
+	if (depth > TI_MODEL_MAX_DEPTH)
+		return at(TI_FAIL(err, TI_E_CORRUPT, "modules nest deeper than %d", TI_MODEL_MAX_DEPTH), err, jpath);
+	if (!cJSON_IsObject(j))
+		return at(TI_FAIL(err, TI_E_CORRUPT, "a module must be an object"), err, jpath);
+	const cJSON *type = cJSON_GetObjectItemCaseSensitive(j, "type");
+	if (!cJSON_IsString(type))
+		return at(TI_FAIL(err, TI_E_CORRUPT, "a module needs a \"type\" string"), err, jpath);
+	const char *t = type->valuestring;
+	for (size_t i = 0; i < sizeof(container_types) / sizeof(container_types[0]); i++)
+		if (!strcmp(t, container_types[i]))
+			return build_container(p, j, t, path, jpath, depth, out, err);
+	const model_def *def = find_def(m, t);
+	if (def) {
+		const cJSON *item;
+		cJSON_ArrayForEach(item, j) {
+			if (strcmp(item->string, "type"))
+				return at(TI_FAIL(err, TI_E_CORRUPT, "'%s' (from defs) takes no arguments, not '%s'", t, item->string),
+				          err, join(m, jpath, item->string));
+		}
+		return model_build_composite(m, def, path, depth + 1, out, err);
+	}
+	if (!ti_module_find(t))
+		return at(TI_FAIL(err, TI_E_CORRUPT, "unknown module type '%s'", t), err, join(m, jpath, "type"));
+	return build_leaf(p, j, t, path, jpath, depth, out, err);
+}
+
+ti_status model_build_composite(ti_model *m, const model_def *def, const char *path, int depth,
+                                ti_module **out, ti_error *err)
+{
+	if (depth > TI_MODEL_MAX_DEPTH)
+		return TI_FAIL(err, TI_E_CORRUPT, "modules nest deeper than %d (a def that contains itself?)", TI_MODEL_MAX_DEPTH);
+	ti_module *mod = new_module(m, path, def->name ? def->name : "Model", TI_MODULE_COMPOSITE);
+	if (!mod)
+		return TI_FAIL(err, TI_E_NOMEM, "out of memory for the description");
+	mod->composite = def;
+	const cJSON *item;
+	const char *jmodules = join(m, def->jpath, "modules");
+	cJSON_ArrayForEach(item, (const cJSON *)def->modules_json) {
+		if (!*item->string || strchr(item->string, '.'))
+			return at(TI_FAIL(err, TI_E_CORRUPT, "bad module name '%s'", item->string), err, jmodules);
+		const char *cname = ti_arena_strdup(&m->arena, item->string);
+		ti_module *child;
+		ti_status st = build_module(m->parser, item, join(m, path, cname), join(m, jmodules, cname), depth + 1, &child, err);
+		if (st)
+			return st;
+		if ((st = add_child(m, mod, cname, child, err)))
+			return at(st, err, jmodules);
+	}
+	*out = mod;
+	return TI_OK;
+}
+
+/* ---- defs and graphs ---- */
+
+static ti_status parse_names(parser *p, const cJSON *j, const char *jpath, const char ***names, int *count,
+                             bool allow_object, ti_error *err)
+{
+	ti_model *m = p->model;
+	int n = cJSON_GetArraySize(j), i = 0;
+	if (!(cJSON_IsArray(j) || (allow_object && cJSON_IsObject(j))))
+		return at(TI_FAIL(err, TI_E_CORRUPT, "expected a list of names"), err, jpath);
+	*names = ti_arena_calloc(&m->arena, (size_t)n + 1, sizeof(**names));
+	if (!*names)
+		return TI_FAIL(err, TI_E_NOMEM, "out of memory for the description");
+	const cJSON *item;
+	cJSON_ArrayForEach(item, j) {
+		const char *name = cJSON_IsObject(j) ? item->string : cJSON_IsString(item) ? item->valuestring : NULL;
+		if (!name || !is_identifier(name)) {
+			char sub[24];
+			snprintf(sub, sizeof(sub), "%d", i);
+			return at(TI_FAIL(err, TI_E_CORRUPT, "expected a name (letters, digits, '_')"), err,
+			          join(m, jpath, cJSON_IsObject(j) ? item->string : sub));
+		}
+		(*names)[i++] = name;
+	}
+	*count = n;
+	return TI_OK;
+}
+
+static const char *const step_keys[] = {"out", "call", "op", "args"};
+
+static ti_status parse_step(parser *p, const cJSON *j, const char *jpath, model_step *s, ti_error *err)
+{
+	ti_model *m = p->model;
+	if (!cJSON_IsObject(j))
+		return at(TI_FAIL(err, TI_E_CORRUPT, "a step must be an object"), err, jpath);
+	s->jpath = jpath;
+	const cJSON *call = cJSON_GetObjectItemCaseSensitive(j, "call");
+	const cJSON *op = cJSON_GetObjectItemCaseSensitive(j, "op");
+	if (!!call == !!op)
+		return at(TI_FAIL(err, TI_E_CORRUPT, "a step needs exactly one of \"call\" and \"op\""), err, jpath);
+	const cJSON *target = call ? call : op;
+	if (!cJSON_IsString(target) || !*target->valuestring)
+		return at(TI_FAIL(err, TI_E_CORRUPT, "\"%s\" must be a non-empty string", call ? "call" : "op"), err,
+		          join(m, jpath, call ? "call" : "op"));
+	s->is_call = call != NULL;
+	s->target = target->valuestring;
+	if (op && !ti_op_find(s->target))
+		return at(TI_FAIL(err, TI_E_CORRUPT, "unknown operator '%s'", s->target), err, join(m, jpath, "op"));
+	const cJSON *outj = cJSON_GetObjectItemCaseSensitive(j, "out");
+	ti_status st;
+	if (cJSON_IsString(outj)) {
+		if (!is_identifier(outj->valuestring))
+			return at(TI_FAIL(err, TI_E_CORRUPT, "bad name '%s'", outj->valuestring), err, join(m, jpath, "out"));
+		s->out_names = ti_arena_calloc(&m->arena, 1, sizeof(*s->out_names));
+		if (!s->out_names)
+			return TI_FAIL(err, TI_E_NOMEM, "out of memory for the description");
+		s->out_names[0] = outj->valuestring;
+		s->out_count = 1;
+	} else if (outj) {
+		if ((st = parse_names(p, outj, join(m, jpath, "out"), &s->out_names, &s->out_count, false, err)))
+			return st;
+	}
+	const cJSON *args = cJSON_GetObjectItemCaseSensitive(j, "args");
+	if (args && !cJSON_IsArray(args))
+		return at(TI_FAIL(err, TI_E_CORRUPT, "\"args\" must be a list"), err, join(m, jpath, "args"));
+	int n = cJSON_GetArraySize(j) + (args ? cJSON_GetArraySize(args) : 0);
+	s->args = ti_arena_calloc(&m->arena, (size_t)n + 1, sizeof(*s->args));
+	if (!s->args)
+		return TI_FAIL(err, TI_E_NOMEM, "out of memory for the description");
+	const cJSON *item;
+	int i = 0;
+	cJSON_ArrayForEach(item, args) {
+		char sub[24];
+		snprintf(sub, sizeof(sub), "%d", i);
+		if ((st = json_to_arg(p, item, join(m, join(m, jpath, "args"), sub), 0, &s->args[s->arg_count++], err)))
+			return st;
+		i++;
+	}
+	cJSON_ArrayForEach(item, j) {
+		bool reserved = false;
+		for (size_t k = 0; k < sizeof(step_keys) / sizeof(step_keys[0]); k++)
+			reserved |= !strcmp(item->string, step_keys[k]);
+		if (reserved)
+			continue;
+		if ((st = json_to_arg(p, item, join(m, jpath, item->string), 0, &s->args[s->arg_count], err)))
+			return st;
+		s->args[s->arg_count++].name = item->string;
+	}
+	return TI_OK;
+}
+
+static ti_status parse_def(parser *p, const cJSON *j, const char *name, const char *jpath,
+                           model_def *def, ti_error *err)
+{
+	ti_model *m = p->model;
+	if (!cJSON_IsObject(j))
+		return at(TI_FAIL(err, TI_E_CORRUPT, "expected an object"), err, jpath);
+	def->name = name;
+	def->jpath = jpath;
+	const cJSON *item;
+	cJSON_ArrayForEach(item, j) {
+		static const char *const known[] = {"inputs", "modules", "graph", "outputs", "config", "defs", "tied", "comment", "description"};
+		bool ok = false;
+		for (size_t k = 0; k < sizeof(known) / sizeof(known[0]); k++)
+			ok |= !strcmp(item->string, known[k]);
+		if (!ok || (name && (!strcmp(item->string, "config") || !strcmp(item->string, "defs") || !strcmp(item->string, "tied"))))
+			return at(TI_FAIL(err, TI_E_CORRUPT, "unknown key '%s'", item->string), err, join(m, jpath, item->string));
+	}
+	const cJSON *inputs = cJSON_GetObjectItemCaseSensitive(j, "inputs");
+	const cJSON *modules = cJSON_GetObjectItemCaseSensitive(j, "modules");
+	const cJSON *graph = cJSON_GetObjectItemCaseSensitive(j, "graph");
+	const cJSON *outputs = cJSON_GetObjectItemCaseSensitive(j, "outputs");
+	ti_status st;
+	if (!inputs)
+		return at(TI_FAIL(err, TI_E_CORRUPT, "missing \"inputs\""), err, jpath);
+	if ((st = parse_names(p, inputs, join(m, jpath, "inputs"), &def->inputs, &def->input_count, true, err)))
+		return st;
+	if (modules && !cJSON_IsObject(modules))
+		return at(TI_FAIL(err, TI_E_CORRUPT, "\"modules\" must be an object"), err, join(m, jpath, "modules"));
+	def->modules_json = modules;
+	if (graph) {
+		if (!cJSON_IsArray(graph))
+			return at(TI_FAIL(err, TI_E_CORRUPT, "\"graph\" must be a list of steps"), err, join(m, jpath, "graph"));
+		int n = cJSON_GetArraySize(graph);
+		def->steps = ti_arena_calloc(&m->arena, (size_t)n + 1, sizeof(*def->steps));
+		if (!def->steps)
+			return TI_FAIL(err, TI_E_NOMEM, "out of memory for the description");
+		def->has_graph = true;
+		const char *jgraph = join(m, jpath, "graph");
+		cJSON_ArrayForEach(item, graph) {
+			char sub[24];
+			snprintf(sub, sizeof(sub), "%d", def->step_count);
+			if ((st = parse_step(p, item, join(m, jgraph, sub), &def->steps[def->step_count], err)))
+				return st;
+			def->step_count++;
+		}
+	} else if (def->input_count != 1) {
+		return at(TI_FAIL(err, TI_E_CORRUPT, "without \"graph\", the modules run in order on one input, not %d",
+		                  def->input_count), err, join(m, jpath, "inputs"));
+	}
+	if (outputs && (st = parse_names(p, outputs, join(m, jpath, "outputs"), &def->outputs, &def->output_count, false, err)))
+		return st;
+	return TI_OK;
+}
+
+/* ---- inputs, ties, parameters ---- */
+
+static ti_status parse_inputs(parser *p, const cJSON *inputs, ti_error *err)
+{
+	ti_model *m = p->model;
+	if (!cJSON_IsObject(inputs))
+		return at(TI_FAIL(err, TI_E_CORRUPT, "\"inputs\" must map names to {\"shape\", \"dtype\"}"), err, "inputs");
+	m->input_count = (size_t)cJSON_GetArraySize(inputs);
+	m->inputs = ti_arena_calloc(&m->arena, m->input_count + 1, sizeof(*m->inputs));
+	if (!m->inputs)
+		return TI_FAIL(err, TI_E_NOMEM, "out of memory for the description");
+	const cJSON *item;
+	size_t i = 0;
+	cJSON_ArrayForEach(item, inputs) {
+		ti_model_tensor *t = &m->inputs[i++];
+		const char *jp = join(m, "inputs", item->string);
+		t->name = item->string;
+		const cJSON *shape = cJSON_GetObjectItemCaseSensitive(item, "shape");
+		const cJSON *dtype = cJSON_GetObjectItemCaseSensitive(item, "dtype");
+		if (!cJSON_IsArray(shape))
+			return at(TI_FAIL(err, TI_E_CORRUPT, "an input needs a \"shape\" list"), err, jp);
+		t->dtype = m->ctx.default_dtype;
+		if (dtype) {
+			const char *dn = cJSON_IsString(dtype) ? dtype->valuestring : "";
+			if (!strncmp(dn, "torch.", 6))
+				dn += 6;
+			if (!(t->dtype = ti_dtype_from_torch_name(dn)))
+				return at(TI_FAIL(err, TI_E_CORRUPT, "unknown dtype '%s'", cJSON_IsString(dtype) ? dtype->valuestring : "?"),
+				          err, join(m, jp, "dtype"));
+		}
+		t->ndim = cJSON_GetArraySize(shape);
+		if (t->ndim > TI_META_MAX_DIMS)
+			return at(TI_FAIL(err, TI_E_CORRUPT, "more than %d dimensions", TI_META_MAX_DIMS), err, join(m, jp, "shape"));
+		ti_dim *dims = ti_arena_calloc(&m->arena, (size_t)t->ndim + 1, sizeof(*dims));
+		if (!dims)
+			return TI_FAIL(err, TI_E_NOMEM, "out of memory for the description");
+		int k = 0;
+		const cJSON *d;
+		cJSON_ArrayForEach(d, shape) {
+			char sub[24];
+			snprintf(sub, sizeof(sub), "shape.%d", k);
+			ti_arg a;
+			ti_status st = json_to_arg(p, d, join(m, jp, sub), 0, &a, err);
+			if (st)
+				return st;
+			if (a.kind == TI_ARG_STR && is_identifier(a.as.str))
+				dims[k] = ti_dim_symbol(&m->sym, a.as.str);
+			else if (a.kind == TI_ARG_INT && a.as.dim.value >= 0)
+				dims[k] = a.as.dim;
+			else
+				return at(TI_FAIL(err, TI_E_CORRUPT, "a size must be a non-negative integer or a symbol name"),
+				          err, join(m, jp, sub));
+			k++;
+		}
+		t->shape = dims;
+		ti_dim *stride = ti_arena_calloc(&m->arena, (size_t)t->ndim + 1, sizeof(*stride));
+		if (!stride)
+			return TI_FAIL(err, TI_E_NOMEM, "out of memory for the description");
+		ti_contiguous_strides(&m->ctx, t->ndim, dims, stride);
+		t->stride = stride;
+	}
+	return ti_sym_ok(&m->sym, err);
+}
+
+static ti_module_tensor *find_tensor(ti_module *root, const char *name)
+{
+	ti_module *m = root;
+	const char *s = name;
+	for (;;) {
+		for (int i = 0; i < m->tensor_count; i++)
+			if (!strcmp(m->tensors[i].name, s))
+				return &m->tensors[i];
+		const char *dot = strchr(s, '.');
+		if (!dot)
+			return NULL;
+		ti_module *next = NULL;
+		for (int i = 0; i < m->child_count && !next; i++)
+			if (strlen(m->child_names[i]) == (size_t)(dot - s) && !strncmp(m->child_names[i], s, (size_t)(dot - s)))
+				next = m->children[i];
+		if (!next)
+			return NULL;
+		m = next;
+		s = dot + 1;
+	}
+}
+
+static ti_status parse_ties(parser *p, const cJSON *tied, ti_error *err)
+{
+	ti_model *m = p->model;
+	if (!cJSON_IsObject(tied))
+		return at(TI_FAIL(err, TI_E_CORRUPT, "\"tied\" must map parameter names to parameter names"), err, "tied");
+	const cJSON *item;
+	cJSON_ArrayForEach(item, tied) {
+		const char *jp = join(m, "tied", item->string);
+		ti_module_tensor *dst = find_tensor(m->root, item->string);
+		ti_module_tensor *src = cJSON_IsString(item) ? find_tensor(m->root, item->valuestring) : NULL;
+		if (!dst)
+			return at(TI_FAIL(err, TI_E_CORRUPT, "no parameter '%s'", item->string), err, jp);
+		if (!src)
+			return at(TI_FAIL(err, TI_E_CORRUPT, "no parameter '%s'", cJSON_IsString(item) ? item->valuestring : "?"), err, jp);
+		if (src->tied_to || src == dst)
+			return at(TI_FAIL(err, TI_E_CORRUPT, "'%s' cannot be tied to '%s'", item->string, item->valuestring), err, jp);
+		const ti_meta_tensor *a = dst->tensor, *b = src->tensor;
+		bool same = a->ndim == b->ndim && a->dtype == b->dtype;
+		for (int i = 0; same && i < a->ndim; i++)
+			same = ti_dim_same(a->shape[i], b->shape[i]);
+		if (!same)
+			return at(TI_FAIL(err, TI_E_CORRUPT, "cannot tie '%s' %s to '%s' %s: shapes differ", item->string,
+			                  ti_meta_shape_str(&m->ctx, a), item->valuestring, ti_meta_shape_str(&m->ctx, b)), err, jp);
+		dst->tensor = src->tensor;
+		dst->tied_to = item->valuestring;
+	}
+	return TI_OK;
+}
+
+static ti_status collect_params(ti_model *m, const ti_module *mod, size_t *cap, ti_error *err)
+{
+	/* state_dict order: a module's parameters, then its buffers, then its children */
+	for (int pass = 0; pass < 2; pass++)
+		for (int i = 0; i < mod->tensor_count; i++) {
+			const ti_module_tensor *t = &mod->tensors[i];
+			if (t->buffer != (pass == 1) || (t->buffer && !t->persistent))
+				continue;
+			if (m->param_count == *cap) {
+				size_t bigger = *cap ? 2 * *cap : 64;
+				ti_model_param *p = ti_arena_calloc(&m->arena, bigger, sizeof(*p));
+				if (!p)
+					return TI_FAIL(err, TI_E_NOMEM, "out of memory for the parameter list");
+				if (m->param_count)
+					memcpy(p, m->params, m->param_count * sizeof(*p));
+				m->params = p;
+				*cap = bigger;
+			}
+			ti_model_param *p = &m->params[m->param_count++];
+			p->name = join(m, mod->path, t->name);
+			p->dtype = t->tensor->dtype;
+			p->ndim = t->tensor->ndim;
+			int64_t *shape = ti_arena_calloc(&m->arena, (size_t)p->ndim + 1, sizeof(*shape));
+			if (!shape || !p->name)
+				return TI_FAIL(err, TI_E_NOMEM, "out of memory for the parameter list");
+			for (int k = 0; k < p->ndim; k++)
+				shape[k] = t->tensor->shape[k].value;
+			p->shape = shape;
+			p->buffer = t->buffer;
+			p->trainable = t->trainable;
+			p->persistent = t->persistent;
+			p->tied_to = t->tied_to;
+		}
+	for (int i = 0; i < mod->child_count; i++) {
+		ti_status st = collect_params(m, mod->children[i], cap, err);
+		if (st)
+			return st;
+	}
+	return TI_OK;
+}
+
+/* ---- open and close ---- */
+
+static ti_status open_parsed(parser *p, const cJSON *root, const ti_model_options *options, ti_error *err)
+{
+	ti_model *m = p->model;
+	if (!cJSON_IsObject(root))
+		return TI_FAIL(err, TI_E_CORRUPT, "a model description is a JSON object");
+	for (size_t i = 0; options && i < options->bind_count; i++) {
+		ti_status st = ti_symctx_bind(&m->sym, options->bind_names[i], options->bind_values[i], err);
+		if (st)
+			return st;
+	}
+	p->config = cJSON_GetObjectItemCaseSensitive(root, "config");
+	if (p->config && !cJSON_IsObject(p->config))
+		return at(TI_FAIL(err, TI_E_CORRUPT, "\"config\" must be an object"), err, "config");
+	p->defs = cJSON_GetObjectItemCaseSensitive(root, "defs");
+	if (p->defs && !cJSON_IsObject(p->defs))
+		return at(TI_FAIL(err, TI_E_CORRUPT, "\"defs\" must be an object"), err, "defs");
+	int ndefs = cJSON_GetArraySize(p->defs);
+	m->defs = ti_arena_calloc(&m->arena, (size_t)ndefs + 1, sizeof(*m->defs));
+	if (!m->defs)
+		return TI_FAIL(err, TI_E_NOMEM, "out of memory for the description");
+	const cJSON *item;
+	ti_status st;
+	cJSON_ArrayForEach(item, p->defs) {
+		const char *jp = join(m, "defs", item->string);
+		if (!is_identifier(item->string) || ti_module_find(item->string) || find_def(m, item->string))
+			return at(TI_FAIL(err, TI_E_CORRUPT, "'%s' cannot name a new module type", item->string), err, jp);
+		if ((st = parse_def(p, item, item->string, jp, &m->defs[m->def_count], err)))
+			return st;
+		m->def_count++;
+	}
+	m->main = &m->defs[m->def_count];
+	if ((st = parse_def(p, root, NULL, "", m->main, err)))
+		return st;
+	if ((st = parse_inputs(p, cJSON_GetObjectItemCaseSensitive(root, "inputs"), err)))
+		return st;
+	if ((st = model_build_composite(m, m->main, "", 0, &m->root, err)))
+		return st;
+	const cJSON *tied = cJSON_GetObjectItemCaseSensitive(root, "tied");
+	if (tied && (st = parse_ties(p, tied, err)))
+		return st;
+	size_t cap = 0;
+	return collect_params(m, m->root, &cap, err);
+}
+
+ti_status ti_model_open(const char *text, size_t size, const ti_model_options *options,
+                        ti_model **out, ti_error *err)
+{
+	*out = NULL;
+	if (size > TI_MODEL_MAX_BYTES)
+		return TI_FAIL(err, TI_E_LIMIT, "description is larger than %zu bytes", TI_MODEL_MAX_BYTES);
+	const char *end = NULL;
+	cJSON *root = cJSON_ParseWithLengthOpts(text, size, &end, false);
+	if (!root) {
+		/* cJSON tells where it stopped: report the line and column there */
+		size_t off = end && end >= text ? (size_t)(end - text) : 0, line = 1, col = 1;
+		for (size_t i = 0; i < off && i < size; i++, col++)
+			if (text[i] == '\n')
+				line++, col = 0;
+		return TI_FAIL(err, TI_E_CORRUPT, "bad JSON at line %zu, column %zu", line, col);
+	}
+	ti_model *m = calloc(1, sizeof(*m));
+	if (!m) {
+		cJSON_Delete(root);
+		return TI_FAIL(err, TI_E_NOMEM, "out of memory");
+	}
+	ti_arena_init(&m->arena, options && options->memory_limit ? options->memory_limit : DEFAULT_MEMORY_LIMIT);
+	ti_symctx_init(&m->sym, &m->arena);
+	m->ctx.arena = &m->arena;
+	m->ctx.sym = &m->sym;
+	m->ctx.default_dtype = TI_DT_FLOAT32;
+	parser p = {m, NULL, NULL};
+	m->parser = &p; /* composites are built while it lives */
+	/* JSON strings are copied into the arena only where kept: keep the tree until closing instead */
+	ti_status st = open_parsed(&p, root, options, err);
+	m->parser = NULL;
+	if (st) {
+		cJSON_Delete(root);
+		ti_model_close(m);
+		return st;
+	}
+	m->json = root;
+	*out = m;
+	return TI_OK;
+}
+
+void ti_model_close(ti_model *m)
+{
+	if (!m)
+		return;
+	cJSON_Delete((cJSON *)m->json);
+	ti_arena_release(&m->arena);
+	free(m);
+}
+
+const ti_model_param *ti_model_params(const ti_model *m, size_t *count)
+{
+	*count = m->param_count;
+	return m->params;
+}

@@ -1,0 +1,40 @@
+/*
+ * registry.c - every operator table, and lookup by name.
+ * Adding an operator family: one file under src/ops/ exporting a table, and
+ * one line below.
+ */
+#include <string.h>
+
+#include "ops/op.h"
+#include "ops/tables.h"
+
+static const ti_op_rule *const tables[] = {
+	ti_ops_elementwise, ti_ops_activation, ti_ops_linalg, ti_ops_conv, ti_ops_pooling,
+	ti_ops_resize, ti_ops_shape, ti_ops_join, ti_ops_index, ti_ops_reduce, ti_ops_norm,
+	ti_ops_attention, ti_ops_create, ti_ops_data_dependent,
+};
+
+static const char *const prefixes[] = {"torch.nn.functional.", "torch.Tensor.", "torch.", "F.", "Tensor."};
+
+/* The name before '(' in a signature equals name. */
+static int signature_names(const char *signature, const char *name)
+{
+	size_t n = strlen(name);
+	return !strncmp(signature, name, n) && signature[n] == '(';
+}
+
+const ti_op_rule *ti_op_find(const char *name)
+{
+	for (size_t p = 0; p < sizeof(prefixes) / sizeof(prefixes[0]); p++) {
+		size_t n = strlen(prefixes[p]);
+		if (!strncmp(name, prefixes[p], n)) {
+			name += n;
+			break;
+		}
+	}
+	for (size_t t = 0; t < sizeof(tables) / sizeof(tables[0]); t++)
+		for (const ti_op_rule *r = tables[t]; r->signature; r++)
+			if (signature_names(r->signature, name))
+				return r;
+	return NULL;
+}
