@@ -72,12 +72,12 @@ static void step_names(const ti_model_step *s, char *buf, size_t size)
 }
 
 typedef struct widths {
-	int label, names, shape, params;
+	int label, names, shape, params, macs;
 } widths;
 
 static widths measure(const ti_model_report *rep, int depth)
 {
-	widths w = {12, 3, 12, 6};
+	widths w = {12, 3, 12, 6, 4};
 	char buf[1024];
 	for (size_t i = 0; i < rep->step_count; i++) {
 		const ti_model_step *s = &rep->steps[i];
@@ -95,19 +95,24 @@ static widths measure(const ti_model_report *rep, int depth)
 		cli_count(s->params, buf, sizeof(buf));
 		if ((int)strlen(buf) > w.params)
 			w.params = (int)strlen(buf);
+		cli_dim_text(s->macs, false, buf, sizeof(buf));
+		if ((int)strlen(buf) > w.macs)
+			w.macs = (int)strlen(buf);
 	}
 	if (w.label > 48)
 		w.label = 48;
 	if (w.shape > 40)
 		w.shape = 40;
+	if (w.macs > 40)
+		w.macs = 40;
 	return w;
 }
 
 static void print_table(const ti_model_report *rep, int depth)
 {
 	widths w = measure(rep, depth);
-	printf("%-5s %-*s %-*s %-*s %*s  %-14s %s\n", "STEP", w.label, "LAYER", w.names, "OUT", w.shape, "OUTPUT SHAPE",
-	       w.params, "PARAMS", "MACS", "FLOPS");
+	printf("%-5s %-*s %-*s %-*s %*s  %-*s %s\n", "STEP", w.label, "LAYER", w.names, "OUT", w.shape, "OUTPUT SHAPE",
+	       w.params, "PARAMS", w.macs, "MACS", "FLOPS");
 	char label[1024], names[1024], shape[1024], params[32], macs[512], flops[512];
 	for (size_t i = 0; i < rep->step_count; i++) {
 		const ti_model_step *s = &rep->steps[i];
@@ -132,7 +137,7 @@ static void print_table(const ti_model_report *rep, int depth)
 		cli_put_safe(stdout, label, w.label);
 		putchar(' ');
 		cli_put_safe(stdout, names, w.names);
-		printf(" %-*s %*s  %-14s %s\n", w.shape, shape, w.params, params, macs, flops);
+		printf(" %-*s %*s  %-*s %s\n", w.shape, shape, w.params, params, w.macs, macs, flops);
 	}
 }
 
@@ -212,7 +217,8 @@ static cJSON *json_step(const ti_model_report *rep, size_t *i)
 	return o;
 }
 
-static cJSON *json_report(const char *file, const ti_model *model, const ti_model_report *rep)
+/* The keys before "steps": file, error, inputs. */
+static cJSON *json_head(const char *file, const ti_model_report *rep)
 {
 	cJSON *root = cJSON_CreateObject();
 	cJSON_AddStringToObject(root, "file", file);
@@ -224,9 +230,13 @@ static cJSON *json_report(const char *file, const ti_model *model, const ti_mode
 	cJSON *inputs = cJSON_AddObjectToObject(root, "inputs");
 	for (size_t i = 0; i < rep->input_count; i++)
 		cJSON_AddItemToObject(inputs, rep->inputs[i].name, json_tensor(&rep->inputs[i], false, false));
-	cJSON *steps = cJSON_AddArrayToObject(root, "steps");
-	for (size_t i = 0; i < rep->step_count;)
-		cJSON_AddItemToArray(steps, json_step(rep, &i));
+	return root;
+}
+
+/* The keys after "steps": outputs, parameters, totals, assumptions. */
+static cJSON *json_tail(const ti_model *model, const ti_model_report *rep)
+{
+	cJSON *root = cJSON_CreateObject();
 	if (!rep->failed) {
 		cJSON *outputs = cJSON_AddObjectToObject(root, "outputs");
 		for (size_t i = 0; i < rep->output_count; i++)
@@ -252,6 +262,41 @@ static cJSON *json_report(const char *file, const ti_model *model, const ti_mode
 	for (size_t i = 0; i < rep->assumption_count; i++)
 		cJSON_AddItemToArray(as, cJSON_CreateString(rep->assumptions[i]));
 	return root;
+}
+
+/* Prints item without its first (skip_open) or last (skip_close) brace, then frees it. */
+static bool put_json(cJSON *item, const char *lead, bool skip_open, bool skip_close)
+{
+	char *text = item ? cJSON_PrintUnformatted(item) : NULL;
+	cJSON_Delete(item);
+	if (!text)
+		return false;
+	size_t len = strlen(text);
+	fputs(lead, stdout);
+	fwrite(text + skip_open, 1, len - skip_open - skip_close, stdout);
+	free(text);
+	return true;
+}
+
+/*
+ * One JSON document, written as it is built: the steps one at a time, each
+ * freed once printed, so memory stays that of one step however long the graph.
+ */
+static int print_json(const char *file, const ti_model *model, const ti_model_report *rep)
+{
+	bool ok = put_json(json_head(file, rep), "", false, true);
+	fputs(",\"steps\":[", stdout);
+	for (size_t i = 0; ok && i < rep->step_count;) {
+		const char *lead = i ? "," : "";
+		ok = put_json(json_step(rep, &i), lead, false, false);
+	}
+	ok = ok && put_json(json_tail(model, rep), "],", true, false);
+	putchar('\n');
+	if (!ok) {
+		fprintf(stderr, "tinspect: out of memory writing JSON\n");
+		return EXIT_RESOURCE;
+	}
+	return EXIT_OK;
 }
 
 int cmd_shapes(int argc, char **argv)
@@ -304,7 +349,7 @@ int cmd_shapes(int argc, char **argv)
 		return rc;
 	}
 	if (json) {
-		rc = cli_print_json(json_report(cm.file, cm.model, rep));
+		rc = print_json(cm.file, cm.model, rep);
 	} else {
 		print_table(rep, depth);
 		if (!rep->failed)

@@ -234,6 +234,20 @@ static ti_status json_to_arg(parser *p, const cJSON *j, const char *jpath, int d
 	return TI_OK;
 }
 
+/* A value that cannot fail to convert (no list, no config reference): no JSON path is needed. */
+static bool plain_arg(const cJSON *j, ti_arg *out)
+{
+	if (cJSON_IsString(j) && j->valuestring[0] != '$')
+		*out = ti_arg_str(j->valuestring);
+	else if (cJSON_IsNumber(j) && j->valuedouble == floor(j->valuedouble) && fabs(j->valuedouble) < 9007199254740992.0)
+		*out = ti_arg_int((int64_t)j->valuedouble);
+	else if (cJSON_IsBool(j))
+		*out = ti_arg_bool(cJSON_IsTrue(j));
+	else
+		return false;
+	return true;
+}
+
 /* The quoted argument name in a binding error ("argument 'kernel_size' must ..."), to name its JSON path. */
 static const char *argument_named_in(ti_model *m, const char *message)
 {
@@ -272,9 +286,11 @@ static ti_module *new_module(ti_model *m, const char *path, const char *type, ti
 	return mod;
 }
 
-static ti_status add_child(ti_model *m, ti_module *parent, const char *name, ti_module *child, ti_error *err)
+/* check_name: the name is a JSON object's key, which may repeat; numbered children cannot. */
+static ti_status add_child(ti_model *m, ti_module *parent, const char *name, ti_module *child,
+                           bool check_name, ti_error *err)
 {
-	for (int i = 0; i < parent->child_count; i++)
+	for (int i = 0; check_name && i < parent->child_count; i++)
 		if (!strcmp(parent->child_names[i], name))
 			return TI_FAIL(err, TI_E_CORRUPT, "module '%s' defined twice", child->path);
 	if (parent->child_count == parent->child_capacity) {
@@ -338,7 +354,7 @@ static ti_status build_container(parser *p, const cJSON *j, const char *type, co
 			ti_module *child;
 			if ((st = build_module(p, one, join(m, path, cname), join(m, jpath, "module"), depth + 1, &child, err)))
 				return st;
-			if ((st = add_child(m, mod, cname, child, err)))
+			if ((st = add_child(m, mod, cname, child, false, err)))
 				return at(st, err, jpath);
 		}
 	} else if (cJSON_IsArray(modules)) {
@@ -352,7 +368,7 @@ static ti_status build_container(parser *p, const cJSON *j, const char *type, co
 			ti_module *child;
 			if ((st = build_module(p, item, join(m, path, cname), join(m, jpath, cname), depth + 1, &child, err)))
 				return st;
-			if ((st = add_child(m, mod, cname, child, err)))
+			if ((st = add_child(m, mod, cname, child, false, err)))
 				return at(st, err, jpath);
 		}
 	} else if (cJSON_IsObject(modules)) {
@@ -363,7 +379,7 @@ static ti_status build_container(parser *p, const cJSON *j, const char *type, co
 			ti_module *child;
 			if ((st = build_module(p, item, join(m, path, cname), join(m, jpath, cname), depth + 1, &child, err)))
 				return st;
-			if ((st = add_child(m, mod, cname, child, err)))
+			if ((st = add_child(m, mod, cname, child, true, err)))
 				return at(st, err, jpath);
 		}
 	} else if (modules) {
@@ -447,7 +463,7 @@ ti_status model_build_composite(ti_model *m, const model_def *def, const char *p
 		ti_status st = build_module(m->parser, item, join(m, path, cname), join(m, jmodules, cname), depth + 1, &child, err);
 		if (st)
 			return st;
-		if ((st = add_child(m, mod, cname, child, err)))
+		if ((st = add_child(m, mod, cname, child, true, err)))
 			return at(st, err, jmodules);
 	}
 	*out = mod;
@@ -526,10 +542,11 @@ static ti_status parse_step(parser *p, const cJSON *j, const char *jpath, model_
 	int i = 0;
 	cJSON_ArrayForEach(item, args) {
 		char sub[24];
-		snprintf(sub, sizeof(sub), "%d", i);
-		if ((st = json_to_arg(p, item, join(m, join(m, jpath, "args"), sub), 0, &s->args[s->arg_count++], err)))
+		snprintf(sub, sizeof(sub), "args.%d", i++);
+		if (!plain_arg(item, &s->args[s->arg_count]) &&
+		    (st = json_to_arg(p, item, join(m, jpath, sub), 0, &s->args[s->arg_count], err)))
 			return st;
-		i++;
+		s->arg_count++;
 	}
 	cJSON_ArrayForEach(item, j) {
 		bool reserved = false;
@@ -537,7 +554,8 @@ static ti_status parse_step(parser *p, const cJSON *j, const char *jpath, model_
 			reserved |= !strcmp(item->string, step_keys[k]);
 		if (reserved)
 			continue;
-		if ((st = json_to_arg(p, item, join(m, jpath, item->string), 0, &s->args[s->arg_count], err)))
+		if (!plain_arg(item, &s->args[s->arg_count]) &&
+		    (st = json_to_arg(p, item, join(m, jpath, item->string), 0, &s->args[s->arg_count], err)))
 			return st;
 		s->args[s->arg_count++].name = item->string;
 	}

@@ -4,6 +4,7 @@
  * containers nest; every call becomes a report row.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "model/model_internal.h"
@@ -193,6 +194,12 @@ static const ti_module *find_module(const ti_module *owner, const char *path)
 		const char *dot = strchr(s, '.');
 		size_t len = dot ? (size_t)(dot - s) : strlen(s);
 		const ti_module *next = NULL;
+		/* numbered children (Sequential, ModuleList) sit at their number: no scan */
+		char *end;
+		long k = strtol(s, &end, 10);
+		if (end == s + len && k >= 0 && k < m->child_count && !strncmp(m->child_names[k], s, len) &&
+		    m->child_names[k][len] == '\0')
+			next = m->children[k];
 		for (int i = 0; i < m->child_count && !next; i++)
 			if (strlen(m->child_names[i]) == len && !strncmp(m->child_names[i], s, len))
 				next = m->children[i];
@@ -331,7 +338,8 @@ static ti_status run_step(runner *r, scope *sc, const ti_module *owner, const mo
 		ti_error_at(err, ti_arena_printf(&m->arena, "%s.call", s->jpath), -1);
 		return TI_E_CORRUPT;
 	}
-	ti_status st = add_row(r, index, depth, parent, s->is_call, s->target, mod ? mod->type : NULL, &row, err);
+	ti_status st = add_row(r, index, depth, parent, s->is_call, mod ? mod->path : s->target, mod ? mod->type : NULL,
+	                       &row, err);
 	if (st)
 		return st;
 	r->rows[row].out_names = s->out_names;

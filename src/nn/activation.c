@@ -11,16 +11,6 @@
 
 #include "nn/tables.h"
 
-/* Runs op and passes its outputs on as the module's. */
-static ti_status run_op(ti_op_call *call, const char *op, const ti_arg *args, int nargs, ti_error *err)
-{
-	ti_op_call sub;
-	ti_status st = ti_call_op(call, op, args, nargs, &sub, err);
-	for (int i = 0; !st && i < sub.output_count; i++)
-		st = ti_call_output(call, sub.outputs[i], err);
-	return st;
-}
-
 /* Modules whose forward is F.<op>(input, **constructor arguments). */
 static const struct {
 	const char *module, *op;
@@ -48,7 +38,7 @@ static ti_status forward_functional(ti_op_call *call, const ti_module *m, ti_err
 	const ti_signature *sig = m->ctor.sig;
 	for (int i = 0; i < sig->count; i++)
 		args[n++] = ti_arg_named(sig->params[i].name, m->ctor.args[i]);
-	return run_op(call, op, args, n, err);
+	return ti_call_forward(call, op, args, n, err);
 }
 
 /* Hardtanh: min_value and max_value are the deprecated spellings of min_val and max_val. */
@@ -71,7 +61,7 @@ static ti_status hardtanh_forward(ti_op_call *call, const ti_module *m, ti_error
 		ti_arg_named("min_val", ti_arg_float(hardtanh_bound(m, "min_val", "min_value"))),
 		ti_arg_named("max_val", ti_arg_float(hardtanh_bound(m, "max_val", "max_value"))),
 	};
-	return run_op(call, "hardtanh", args, 3, err);
+	return ti_call_forward(call, "hardtanh", args, 3, err);
 }
 
 /* PReLU: a learnable slope per channel (or one), "weight" of shape [num_parameters]. */
@@ -84,7 +74,7 @@ static ti_status prelu_init(ti_module *m, ti_error *err)
 static ti_status prelu_forward(ti_op_call *call, const ti_module *m, ti_error *err)
 {
 	ti_arg args[] = {*ti_call_arg(call, "input"), ti_arg_tensor(ti_module_tensor_get(m, "weight"))};
-	return run_op(call, "prelu", args, 2, err);
+	return ti_call_forward(call, "prelu", args, 2, err);
 }
 
 /* Softmax2d: softmax over the channels of a 3-d or 4-d input. */
@@ -95,7 +85,7 @@ static ti_status softmax2d_forward(ti_op_call *call, const ti_module *m, ti_erro
 	if (input->ndim != 3 && input->ndim != 4)
 		return TI_FAIL(err, TI_E_SHAPE, "Softmax2d: expected input to be 3D or 4D, got %dD instead", input->ndim);
 	ti_arg args[] = {ti_arg_tensor(input), ti_arg_int(-3)};
-	return run_op(call, "softmax", args, 2, err);
+	return ti_call_forward(call, "softmax", args, 2, err);
 }
 
 #define FORWARD "forward(Tensor input)"

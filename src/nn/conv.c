@@ -106,14 +106,6 @@ static ti_status init_conv(ti_module *m, ti_error *err)
 	return ti_module_bool(m, "bias") ? ti_module_add_param(m, "bias", dtype, 1, &out, err) : TI_OK;
 }
 
-/* Runs op and passes its output on as the module's. */
-static ti_status run_op(ti_op_call *call, const char *op, const ti_arg *args, int nargs, ti_error *err)
-{
-	ti_op_call result;
-	ti_status st = ti_call_op(call, op, args, nargs, &result, err);
-	return st ? st : ti_call_output(call, result.outputs[0], err);
-}
-
 /*
  * _reversed_padding_repeated_twice: per spatial dim, last first, (left,
  * right); 'same' splits d(k - 1) with the odd one on the right.
@@ -159,7 +151,7 @@ static ti_status conv_forward(ti_op_call *call, const ti_module *m, ti_error *er
 		input, ti_arg_tensor(ti_module_tensor_get(m, "weight")), tensor_or_none(ti_module_tensor_get(m, "bias")),
 		*ti_module_arg(m, "stride"), padding, *ti_module_arg(m, "dilation"), ti_arg_dim(ti_module_dim(m, "groups")),
 	};
-	return run_op(call, t->op, args, 7, err);
+	return ti_call_forward(call, t->op, args, 7, err);
 }
 
 /* "[17, 17]": a list of sizes as Python prints it. */
@@ -236,7 +228,7 @@ static ti_status conv_transpose_forward(ti_op_call *call, const ti_module *m, ti
 		tensor_or_none(ti_module_tensor_get(m, "bias")), *ti_module_arg(m, "stride"), *ti_module_arg(m, "padding"),
 		output_padding, ti_arg_dim(ti_module_dim(m, "groups")), *ti_module_arg(m, "dilation"),
 	};
-	return run_op(call, t->op, args, 8, err);
+	return ti_call_forward(call, t->op, args, 8, err);
 }
 
 #define CONV_ARGS                                                                                        \

@@ -47,9 +47,7 @@ static ti_status dropout_forward(ti_op_call *call, const ti_module *m, ti_error 
 		ti_arg_named("training", ti_arg_bool(false)),
 		ti_arg_named("inplace", *ti_module_arg(m, "inplace")),
 	};
-	ti_op_call sub;
-	ti_status st = ti_call_op(call, op, args, 4, &sub, err);
-	return st ? st : ti_call_output(call, sub.outputs[0], err);
+	return ti_call_forward(call, op, args, 4, err);
 }
 
 #define DROPOUT(name) {name "(float p=0.5, bool inplace=False)", "forward(Tensor input)", dropout_init, \

@@ -67,16 +67,6 @@ static ti_status init_embedding_bag(ti_module *m, ti_error *err)
 	return add_weight(m, err);
 }
 
-/* Runs op from a module's forward and makes its outputs the module's. */
-static ti_status forward_op(ti_op_call *call, const char *op, const ti_arg *args, int nargs, ti_error *err)
-{
-	ti_op_call result;
-	ti_status st = ti_call_op(call, op, args, nargs, &result, err);
-	for (int i = 0; !st && i < result.output_count; i++)
-		st = ti_call_output(call, result.outputs[i], err);
-	return st;
-}
-
 /*
  * Embedding.forward: F.embedding(input, self.weight, self.padding_idx,
  * self.max_norm, self.norm_type, self.scale_grad_by_freq, self.sparse)
@@ -88,7 +78,7 @@ static ti_status forward_embedding(ti_op_call *call, const ti_module *m, ti_erro
 		*ti_module_arg(m, "max_norm"), *ti_module_arg(m, "norm_type"), *ti_module_arg(m, "scale_grad_by_freq"),
 		*ti_module_arg(m, "sparse"),
 	};
-	return forward_op(call, "embedding", args, 7, err);
+	return ti_call_forward(call, "embedding", args, 7, err);
 }
 
 /*
@@ -104,7 +94,7 @@ static ti_status forward_embedding_bag(ti_op_call *call, const ti_module *m, ti_
 		*ti_module_arg(m, "mode"), *ti_module_arg(m, "sparse"), *ti_call_arg(call, "per_sample_weights"),
 		*ti_module_arg(m, "include_last_offset"), padding_idx_arg(m),
 	};
-	return forward_op(call, "embedding_bag", args, 11, err);
+	return ti_call_forward(call, "embedding_bag", args, 11, err);
 }
 
 ti_module_rule ti_nn_embedding[] = {

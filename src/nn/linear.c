@@ -13,16 +13,6 @@
 
 static ti_arg tensor_or_none(const ti_meta_tensor *t) { return t ? ti_arg_tensor(t) : ti_arg_none(); }
 
-/* Runs op and passes its outputs on as the module's. */
-static ti_status run_op(ti_op_call *call, const char *op, const ti_arg *args, int nargs, ti_error *err)
-{
-	ti_op_call result;
-	ti_status st = ti_call_op(call, op, args, nargs, &result, err);
-	for (int i = 0; !st && i < result.output_count; i++)
-		st = ti_call_output(call, result.outputs[i], err);
-	return st;
-}
-
 /* weight of the given shape, and bias [out] when the constructor asks for one. */
 static ti_status add_weight_and_bias(ti_module *m, int ndim, const int64_t *weight_shape, ti_error *err)
 {
@@ -46,7 +36,7 @@ static ti_status linear_forward(ti_op_call *call, const ti_module *m, ti_error *
 		ti_arg_tensor(ti_module_tensor_get(m, "weight")),
 		tensor_or_none(ti_module_tensor_get(m, "bias")),
 	};
-	return run_op(call, "linear", args, 3, err);
+	return ti_call_forward(call, "linear", args, 3, err);
 }
 
 static ti_status init_bilinear(ti_module *m, ti_error *err)
@@ -64,7 +54,7 @@ static ti_status bilinear_forward(ti_op_call *call, const ti_module *m, ti_error
 		ti_arg_tensor(ti_module_tensor_get(m, "weight")),
 		tensor_or_none(ti_module_tensor_get(m, "bias")),
 	};
-	return run_op(call, "bilinear", args, 4, err);
+	return ti_call_forward(call, "bilinear", args, 4, err);
 }
 
 static ti_status identity_forward(ti_op_call *call, const ti_module *m, ti_error *err)
@@ -80,7 +70,7 @@ static ti_status flatten_forward(ti_op_call *call, const ti_module *m, ti_error 
 		ti_arg_dim(ti_module_dim(m, "start_dim")),
 		ti_arg_dim(ti_module_dim(m, "end_dim")),
 	};
-	return run_op(call, "flatten", args, 3, err);
+	return ti_call_forward(call, "flatten", args, 3, err);
 }
 
 static ti_status unflatten_forward(ti_op_call *call, const ti_module *m, ti_error *err)
@@ -90,7 +80,7 @@ static ti_status unflatten_forward(ti_op_call *call, const ti_module *m, ti_erro
 		ti_arg_dim(ti_module_dim(m, "dim")),
 		*ti_module_arg(m, "unflattened_size"),
 	};
-	return run_op(call, "unflatten", args, 3, err);
+	return ti_call_forward(call, "unflatten", args, 3, err);
 }
 
 ti_module_rule ti_nn_linear[] = {

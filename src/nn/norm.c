@@ -16,15 +16,6 @@
 static ti_arg tensor_or_none(const ti_meta_tensor *t) { return t ? ti_arg_tensor(t) : ti_arg_none(); }
 
 /* Runs op and returns its first output in *out. */
-static ti_status run_op(ti_op_call *call, const char *op, const ti_arg *args, int nargs, ti_error *err)
-{
-	ti_op_call result;
-	ti_status st = ti_call_op(call, op, args, nargs, &result, err);
-	if (st)
-		return st;
-	return ti_call_output(call, result.outputs[0], err);
-}
-
 /* momentum=None means a cumulative average in PyTorch; the value never changes a shape. */
 static double momentum_of(const ti_module *m)
 {
@@ -94,7 +85,7 @@ static ti_status batch_norm_forward(ti_op_call *call, const ti_module *m, ti_err
 		tensor_or_none(ti_module_tensor_get(m, "weight")), tensor_or_none(ti_module_tensor_get(m, "bias")),
 		ti_arg_bool(!mean && !var), ti_arg_float(momentum_of(m)), ti_arg_float(ti_module_float(m, "eps")),
 	};
-	return run_op(call, "batch_norm", args, (int)(sizeof(args) / sizeof(args[0])), err);
+	return ti_call_forward(call, "batch_norm", args, (int)(sizeof(args) / sizeof(args[0])), err);
 }
 
 /*
@@ -179,7 +170,7 @@ static ti_status layer_norm_forward(ti_op_call *call, const ti_module *m, ti_err
 		tensor_or_none(ti_module_tensor_get(m, "weight")), tensor_or_none(ti_module_tensor_get(m, "bias")),
 		ti_arg_float(ti_module_float(m, "eps")),
 	};
-	return run_op(call, "layer_norm", args, (int)(sizeof(args) / sizeof(args[0])), err);
+	return ti_call_forward(call, "layer_norm", args, (int)(sizeof(args) / sizeof(args[0])), err);
 }
 
 static ti_status rms_norm_forward(ti_op_call *call, const ti_module *m, ti_error *err)
@@ -189,7 +180,7 @@ static ti_status rms_norm_forward(ti_op_call *call, const ti_module *m, ti_error
 		tensor_or_none(ti_module_tensor_get(m, "weight")),
 		ti_module_is_none(m, "eps") ? ti_arg_none() : ti_arg_float(ti_module_float(m, "eps")),
 	};
-	return run_op(call, "rms_norm", args, (int)(sizeof(args) / sizeof(args[0])), err);
+	return ti_call_forward(call, "rms_norm", args, (int)(sizeof(args) / sizeof(args[0])), err);
 }
 
 /* GroupNorm.__init__: Python's num_channels % num_groups must be 0. */
@@ -216,7 +207,7 @@ static ti_status group_norm_forward(ti_op_call *call, const ti_module *m, ti_err
 		tensor_or_none(ti_module_tensor_get(m, "weight")), tensor_or_none(ti_module_tensor_get(m, "bias")),
 		ti_arg_float(ti_module_float(m, "eps")),
 	};
-	return run_op(call, "group_norm", args, (int)(sizeof(args) / sizeof(args[0])), err);
+	return ti_call_forward(call, "group_norm", args, (int)(sizeof(args) / sizeof(args[0])), err);
 }
 
 static ti_status local_response_norm_forward(ti_op_call *call, const ti_module *m, ti_error *err)
@@ -226,7 +217,7 @@ static ti_status local_response_norm_forward(ti_op_call *call, const ti_module *
 		ti_arg_float(ti_module_float(m, "alpha")), ti_arg_float(ti_module_float(m, "beta")),
 		ti_arg_float(ti_module_float(m, "k")),
 	};
-	return run_op(call, "local_response_norm", args, (int)(sizeof(args) / sizeof(args[0])), err);
+	return ti_call_forward(call, "local_response_norm", args, (int)(sizeof(args) / sizeof(args[0])), err);
 }
 
 #define BATCH_NORM_ARGS                                                                                   \

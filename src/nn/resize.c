@@ -12,16 +12,6 @@
 
 #include "nn/tables.h"
 
-/* Runs op from a module's forward and makes its outputs the module's. */
-static ti_status forward_op(ti_op_call *call, const char *op, const ti_arg *args, int nargs, ti_error *err)
-{
-	ti_op_call result;
-	ti_status st = ti_call_op(call, op, args, nargs, &result, err);
-	for (int i = 0; !st && i < result.output_count; i++)
-		st = ti_call_output(call, result.outputs[i], err);
-	return st;
-}
-
 static ti_arg input_of(const ti_op_call *call)
 {
 	return ti_arg_tensor(ti_call_tensor(call, "input"));
@@ -38,7 +28,7 @@ static ti_status forward_upsample(ti_op_call *call, const ti_module *m, ti_error
 		*ti_module_arg(m, "align_corners"),
 		ti_arg_named("recompute_scale_factor", *ti_module_arg(m, "recompute_scale_factor")),
 	};
-	return forward_op(call, "interpolate", args, 6, err);
+	return ti_call_forward(call, "interpolate", args, 6, err);
 }
 
 /* UpsamplingNearest2d / UpsamplingBilinear2d.forward: F.interpolate with the mode fixed (bilinear: align_corners=True). */
@@ -49,19 +39,19 @@ static ti_status forward_upsampling2d(ti_op_call *call, const ti_module *m, ti_e
 		input_of(call), *ti_module_arg(m, "size"), *ti_module_arg(m, "scale_factor"),
 		ti_arg_str(bilinear ? "bilinear" : "nearest"), bilinear ? ti_arg_bool(true) : ti_arg_none(),
 	};
-	return forward_op(call, "interpolate", args, 5, err);
+	return ti_call_forward(call, "interpolate", args, 5, err);
 }
 
 static ti_status forward_pixel_shuffle(ti_op_call *call, const ti_module *m, ti_error *err)
 {
 	ti_arg args[] = {input_of(call), *ti_module_arg(m, "upscale_factor")};
-	return forward_op(call, "pixel_shuffle", args, 2, err);
+	return ti_call_forward(call, "pixel_shuffle", args, 2, err);
 }
 
 static ti_status forward_pixel_unshuffle(ti_op_call *call, const ti_module *m, ti_error *err)
 {
 	ti_arg args[] = {input_of(call), *ti_module_arg(m, "downscale_factor")};
-	return forward_op(call, "pixel_unshuffle", args, 2, err);
+	return ti_call_forward(call, "pixel_unshuffle", args, 2, err);
 }
 
 /* The padding modules: their F.pad mode and how many dims they pad. */
@@ -99,7 +89,7 @@ static ti_status forward_pad(ti_op_call *call, const ti_module *m, ti_error *err
 		ti_arg_tensor(input), *ti_module_arg(m, "padding"), ti_arg_str(kind->mode),
 		value->kind == TI_ARG_FLOAT ? *value : ti_arg_none(),
 	};
-	return forward_op(call, "pad", args, 4, err);
+	return ti_call_forward(call, "pad", args, 4, err);
 }
 
 #define PAD_ROW(type, padding, extra) \

@@ -38,9 +38,39 @@ static int stride_order(ti_shape_ctx *ctx, ti_dim a, ti_dim b, bool *known)
 	return !*known ? 0 : lt != TI_FALSE ? -1 : gt != TI_FALSE ? 1 : 0;
 }
 
-/* c10's is_non_overlapping_and_dense: sorted by stride, the dims of size >= 2 tile memory. */
+/* The order of dims from innermost in memory: {1, 3, 2, 0} for NCHW as NHWC (c10/core/MemoryFormat.h). */
+static const int *channels_last_order(int ndim)
+{
+	static const int order4[] = {1, 3, 2, 0}, order5[] = {1, 4, 3, 2, 0};
+	return ndim == 4 ? order4 : ndim == 5 ? order5 : NULL;
+}
+
+/* is_contiguous(memory_format=torch.channels_last or channels_last_3d): size-1 dims may have any stride. */
+static bool is_channels_last_contiguous(ti_shape_ctx *ctx, const ti_meta_tensor *t)
+{
+	const int *order = channels_last_order(t->ndim);
+	if (!order)
+		return false;
+	ti_dim expected = ti_dim_int(1);
+	for (int k = 0; k < t->ndim; k++) {
+		int d = order[k];
+		if (is_int_value(t->shape[d], 1))
+			continue;
+		if (!ti_dim_same(t->stride[d], expected))
+			return false;
+		expected = ti_dim_mul(ctx->sym, expected, t->shape[d]);
+	}
+	return true;
+}
+
+/*
+ * c10's is_non_overlapping_and_dense flag: contiguous (empty tensors are),
+ * channels-last contiguous, or, sorted by stride, the dims of size >= 2 tile memory.
+ */
 static bool is_dense(ti_shape_ctx *ctx, const ti_meta_tensor *t)
 {
+	if (ti_meta_is_contiguous(ctx, t) || is_channels_last_contiguous(ctx, t))
+		return true;
 	int perm[TI_META_MAX_DIMS], n = 0;
 	bool known;
 	for (int i = 0; i < t->ndim; i++) {
@@ -63,56 +93,6 @@ static bool is_dense(ti_shape_ctx *ctx, const ti_meta_tensor *t)
 	return true;
 }
 
-/* The order of dims from innermost in memory: {1, 3, 2, 0} for NCHW as NHWC (c10/core/MemoryFormat.h). */
-static const int *channels_last_order(int ndim)
-{
-	static const int order4[] = {1, 3, 2, 0}, order5[] = {1, 4, 3, 2, 0};
-	return ndim == 4 ? order4 : ndim == 5 ? order5 : NULL;
-}
-
-/* is_contiguous(memory_format=torch.channels_last): size-1 dims may have any stride. */
-static bool is_channels_last_contiguous(ti_shape_ctx *ctx, const ti_meta_tensor *t)
-{
-	const int *order = channels_last_order(t->ndim);
-	if (!order)
-		return false;
-	ti_dim expected = ti_dim_int(1);
-	for (int k = 0; k < t->ndim; k++) {
-		int d = order[k];
-		if (is_int_value(t->shape[d], 1))
-			continue;
-		if (!ti_dim_same(t->stride[d], expected))
-			return false;
-		expected = ti_dim_mul(ctx->sym, expected, t->shape[d]);
-	}
-	return true;
-}
-
-/* c10's is_channels_last_strides_2d/3d, which suggest_memory_format() asks (integer layouts only). */
-static bool strides_like_channels_last(const ti_meta_tensor *t)
-{
-	const int *order = channels_last_order(t->ndim);
-	if (!order)
-		return false;
-	for (int d = 0; d < t->ndim; d++)
-		if (!ti_dim_is_int(t->shape[d]) || !ti_dim_is_int(t->stride[d]))
-			return false;
-	if (t->stride[1].value == 0)
-		return false;
-	int64_t min = 0;
-	for (int k = 0; k < t->ndim; k++) {
-		int d = order[k];
-		int64_t size = t->shape[d].value, stride = t->stride[d].value;
-		if (size == 0 || stride < min)
-			return false;
-		/* N111 tensors are ambiguous: c10 calls them contiguous */
-		if (d == 0 && min == t->stride[1].value)
-			return false;
-		min = size > 1 ? stride * size : stride;
-	}
-	return true;
-}
-
 ti_meta_tensor *ti_meta_new_channels_last(ti_shape_ctx *ctx, ti_dtype dtype, int ndim, const ti_dim *shape)
 {
 	const int *order = channels_last_order(ndim);
@@ -130,16 +110,91 @@ ti_meta_tensor *ti_meta_new_channels_last(ti_shape_ctx *ctx, ti_dtype dtype, int
 	return t;
 }
 
+/*
+ * TensorIterator::reorder_dimensions' should_swap: 1 when dim0 should be
+ * iterated after dim1 (is outer to it), -1 before, 0 when no operand says.
+ * A zero stride (a broadcast dim) says nothing, nor do strides that cannot
+ * be ordered.
+ */
+static int should_swap(ti_shape_ctx *ctx, ti_dim (*strides)[TI_META_MAX_DIMS], int count,
+                       const ti_dim *shape, int dim0, int dim1)
+{
+	for (int k = 0; k < count; k++) {
+		ti_dim s0 = strides[k][dim0], s1 = strides[k][dim1];
+		if (is_int_value(s0, 0) || is_int_value(s1, 0))
+			continue;
+		bool known;
+		int order = stride_order(ctx, s0, s1, &known);
+		if (!known)
+			continue;
+		if (order)
+			return order;
+		/* equal strides: the smaller dim goes first */
+		if (ti_dim_compare(ctx->sym, shape[dim0], TI_CMP_GT, shape[dim1]) == TI_TRUE)
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * The operands' memory order, innermost dim first (perm[0]), by
+ * TensorIterator's insertion sort from C order, ambiguity tolerated; also
+ * infer_dense_strides' (aten/src/ATen/TensorUtils.cpp), which copies it.
+ * Returns whether the order is plain C order.
+ */
+static bool memory_order(ti_shape_ctx *ctx, ti_dim (*strides)[TI_META_MAX_DIMS], int count, int ndim,
+                         const ti_dim *shape, int *perm)
+{
+	for (int i = 0; i < ndim; i++)
+		perm[i] = ndim - 1 - i;
+	for (int i = 1; i < ndim; i++) {
+		int dim1 = i;
+		for (int dim0 = i - 1; dim0 >= 0; dim0--) {
+			int cmp = should_swap(ctx, strides, count, shape, perm[dim0], perm[dim1]);
+			if (cmp > 0) {
+				int tmp = perm[dim0];
+				perm[dim0] = perm[dim1];
+				perm[dim1] = tmp;
+				dim1 = dim0;
+			} else if (cmp < 0) {
+				break;
+			}
+		}
+	}
+	bool c_order = true;
+	for (int i = 0; i < ndim; i++)
+		c_order &= perm[i] == ndim - 1 - i;
+	return c_order;
+}
+
+/* Dense strides in perm's order; infer_dense_strides skips sizes below 2, TensorIterator does not. */
+static void strides_in_order(ti_shape_ctx *ctx, int ndim, const ti_dim *shape, const int *perm,
+                             bool skip_small, ti_dim *stride)
+{
+	ti_dim acc = ti_dim_int(1);
+	for (int i = 0; i < ndim; i++) {
+		ti_dim size = shape[perm[i]];
+		stride[perm[i]] = acc;
+		if (!skip_small || may_exceed_one(size))
+			acc = ti_dim_mul(ctx->sym, acc, size);
+	}
+}
+
 ti_meta_tensor *ti_meta_like(ti_shape_ctx *ctx, const ti_meta_tensor *t, ti_dtype dtype)
 {
-	ti_meta_tensor *r;
-	/* a dense tensor's strides are kept as they are, size-1 dims' included (empty_strided) */
-	if (is_dense(ctx, t))
-		r = ti_meta_view(ctx, t, t->ndim, t->shape, t->stride);
-	else if (strides_like_channels_last(t))
-		r = ti_meta_new_channels_last(ctx, dtype, t->ndim, t->shape);
-	else
-		r = ti_meta_new(ctx, dtype, t->ndim, t->shape);
+	ti_dim stride[TI_META_MAX_DIMS];
+	if (is_dense(ctx, t)) {
+		/* empty_strided with t's strides, size-1 dims' included */
+		memcpy(stride, t->stride, (size_t)t->ndim * sizeof(*stride));
+	} else {
+		/* TensorFactories.cpp empty_like: infer_dense_strides keeps t's memory order */
+		ti_dim own[1][TI_META_MAX_DIMS];
+		int perm[TI_META_MAX_DIMS];
+		memcpy(own[0], t->stride, (size_t)t->ndim * sizeof(own[0][0]));
+		memory_order(ctx, own, 1, t->ndim, t->shape, perm);
+		strides_in_order(ctx, t->ndim, t->shape, perm, true, stride);
+	}
+	ti_meta_tensor *r = ti_meta_view(ctx, t, t->ndim, t->shape, stride);
 	if (r) {
 		r->dtype = dtype;
 		r->requires_grad = false;
@@ -163,76 +218,26 @@ static void frame_strides(const ti_meta_tensor *t, int ndim, const ti_dim *shape
 	}
 }
 
-/*
- * TensorIterator::reorder_dimensions' should_swap: 1 when dim0 should be
- * iterated after dim1 (is outer to it), -1 before, 0 when no operand says.
- * Strides that cannot be ordered count as saying nothing.
- */
-static int should_swap(ti_shape_ctx *ctx, ti_dim (*strides)[TI_META_MAX_DIMS], int count,
-                       const ti_dim *shape, int dim0, int dim1)
-{
-	for (int k = 0; k < count; k++) {
-		ti_dim s0 = strides[k][dim0], s1 = strides[k][dim1];
-		if (is_int_value(s0, 0) || is_int_value(s1, 0))
-			continue;
-		bool known;
-		int order = stride_order(ctx, s0, s1, &known);
-		if (!known)
-			continue;
-		if (order)
-			return order;
-		/* equal strides: the smaller dim goes first */
-		if (ti_dim_compare(ctx->sym, shape[dim0], TI_CMP_GT, shape[dim1]) == TI_TRUE)
-			return 1;
-	}
-	return 0;
-}
-
 /* Output strides by TensorIterator's general rule: the operands' memory order, dense. */
 static void iterator_strides(ti_shape_ctx *ctx, const ti_meta_tensor *const *tensors, int count,
                              int ndim, const ti_dim *shape, ti_dim *stride)
 {
 	ti_dim strides[MAX_OPERANDS][TI_META_MAX_DIMS];
+	int perm[TI_META_MAX_DIMS];
 	for (int k = 0; k < count; k++)
 		frame_strides(tensors[k], ndim, shape, strides[k]);
-	/* perm[0] is the innermost dim; start from C order and insertion-sort, ambiguity tolerated */
-	int perm[TI_META_MAX_DIMS];
-	for (int i = 0; i < ndim; i++)
-		perm[i] = ndim - 1 - i;
-	for (int i = 1; i < ndim; i++) {
-		int dim1 = i;
-		for (int dim0 = i - 1; dim0 >= 0; dim0--) {
-			int cmp = should_swap(ctx, strides, count, shape, perm[dim0], perm[dim1]);
-			if (cmp > 0) {
-				int tmp = perm[dim0];
-				perm[dim0] = perm[dim1];
-				perm[dim1] = tmp;
-				dim1 = dim0;
-			} else if (cmp < 0) {
-				break;
-			}
-		}
-	}
-	bool inverted = true;
-	for (int i = 0; i < ndim; i++)
-		inverted &= perm[i] == ndim - 1 - i;
-	if (inverted) {
-		ti_contiguous_strides(ctx, ndim, shape, stride);
-		return;
-	}
-	/* compatible_stride: a running product of the sizes as they are */
-	ti_dim acc = ti_dim_int(1);
-	for (int i = 0; i < ndim; i++) {
-		stride[perm[i]] = acc;
-		acc = ti_dim_mul(ctx->sym, acc, shape[perm[i]]);
-	}
+	if (memory_order(ctx, strides, count, ndim, shape, perm))
+		ti_contiguous_strides(ctx, ndim, shape, stride); /* C order: a plain contiguous tensor */
+	else
+		strides_in_order(ctx, ndim, shape, perm, false, stride); /* compatible_stride */
 }
 
 /* TensorIterator's fast setup: every operand of the result's shape and laid out alike. */
 static ti_meta_tensor *fast_setup(ti_shape_ctx *ctx, const ti_meta_tensor *const *tensors, int count,
                                   ti_dtype dtype, int ndim, const ti_dim *shape)
 {
-	bool contiguous = true, channels_last = true, dense = true;
+	/* is_contiguous(ChannelsLast) is a 4-d layout: channels_last_3d takes the dense path */
+	bool contiguous = true, channels_last = ndim == 4, dense = true;
 	for (int k = 0; k < count; k++) {
 		contiguous &= ti_meta_is_contiguous(ctx, tensors[k]);
 		channels_last &= is_channels_last_contiguous(ctx, tensors[k]);
@@ -513,9 +518,8 @@ static ti_status where_rule(ti_op_call *call, ti_error *err)
 	bool no_input = ti_call_is_none(call, "input"), no_other = ti_call_is_none(call, "other");
 	if (no_input && no_other) {
 		/* torch.where(condition) is torch.nonzero(condition, as_tuple=True) */
-		ti_op_call nonzero;
 		ti_arg args[] = {ti_arg_tensor(condition), ti_arg_named("as_tuple", ti_arg_bool(true))};
-		return ti_call_op(call, "nonzero", args, 2, &nonzero, err);
+		return ti_call_forward(call, "nonzero", args, 2, err);
 	}
 	if (no_input || no_other)
 		return TI_FAIL(err, TI_E_CORRUPT, "where() missing required argument '%s'", no_input ? "input" : "other");

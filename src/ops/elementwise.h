@@ -16,7 +16,7 @@
  * the strides TensorIterator gives it (aten/src/ATen/TensorIterator.cpp:
  * contiguous when every operand is, else the inputs' memory order), dtype as
  * given. requires_grad when a floating result has an input that requires it.
- * Fails with PyTorch's broadcast message.
+ * Fails with PyTorch's broadcast message; at most 4 operands (TI_E_INVALID).
  */
 ti_status ti_elementwise_new(ti_shape_ctx *ctx, const ti_meta_tensor *const *operands, int count,
                              ti_dtype dtype, ti_meta_tensor **out, ti_error *err);
@@ -26,8 +26,8 @@ ti_status ti_elementwise_output(ti_op_call *call, const ti_meta_tensor *t, int f
 
 /*
  * torch.empty_like(t, dtype=dtype) with memory_format=torch.preserve_format:
- * t's strides when t is non-overlapping and dense, else channels-last or
- * contiguous strides as t.suggest_memory_format() says. NULL when out of memory.
+ * t's strides when t is non-overlapping and dense, else dense strides in t's
+ * memory order (infer_dense_strides). requires_grad false; NULL when out of memory.
  */
 ti_meta_tensor *ti_meta_like(ti_shape_ctx *ctx, const ti_meta_tensor *t, ti_dtype dtype);
 

@@ -204,6 +204,8 @@ void ti_call_flops(ti_op_call *call, ti_dim flops);
  */
 ti_status ti_call_op(ti_op_call *call, const char *op, const ti_arg *args, int nargs,
                      ti_op_call *result, ti_error *err);
+/* Runs op as ti_call_op does and passes its outputs on as call's: a forward that is one operator. */
+ti_status ti_call_forward(ti_op_call *call, const char *op, const ti_arg *args, int nargs, ti_error *err);
 /* The same at top level (tests, the runner). */
 ti_status ti_op_invoke(ti_shape_ctx *ctx, const char *op, const ti_arg *args, int nargs,
                        ti_op_call *result, ti_error *err);

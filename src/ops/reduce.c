@@ -242,10 +242,8 @@ static ti_status max_rule(ti_op_call *call, ti_error *err)
 	const ti_arg *dim = ti_call_arg(call, "dim");
 	const ti_meta_tensor *other = dim->kind == TI_ARG_TENSOR ? dim->as.tensor : ti_call_tensor(call, "other");
 	if (other) {
-		ti_op_call sub;
 		ti_arg args[] = {*ti_call_arg(call, "input"), ti_arg_tensor(other)};
-		ti_status st = ti_call_op(call, strcmp(name, "max") ? "minimum" : "maximum", args, 2, &sub, err);
-		return st ? st : ti_call_output(call, sub.outputs[0], err);
+		return ti_call_forward(call, strcmp(name, "max") ? "minimum" : "maximum", args, 2, err);
 	}
 	if (dim->kind == TI_ARG_FLOAT || dim->kind == TI_ARG_BOOL)
 		return TI_FAIL(err, TI_E_CORRUPT, "%s(): argument 'dim' must be int, not %s", name,

@@ -7,6 +7,7 @@
 
 #include "ops/op.h"
 #include "ops/tables.h"
+#include "util/strmap.h"
 
 static const ti_op_rule *const tables[] = {
 	ti_ops_elementwise, ti_ops_activation, ti_ops_linalg, ti_ops_conv, ti_ops_pooling,
@@ -23,6 +24,36 @@ static int signature_names(const char *signature, const char *name)
 	return !strncmp(signature, name, n) && signature[n] == '(';
 }
 
+/* Name -> first rule with that name, built on first use and kept for the process. */
+static ti_strmap by_name;
+static char names[8192 * 4];
+
+static const ti_op_rule *scan(const char *name)
+{
+	for (size_t t = 0; t < sizeof(tables) / sizeof(tables[0]); t++)
+		for (const ti_op_rule *r = tables[t]; r->signature; r++)
+			if (signature_names(r->signature, name))
+				return r;
+	return NULL;
+}
+
+static void index_names(void)
+{
+	size_t used = 0;
+	for (size_t t = 0; t < sizeof(tables) / sizeof(tables[0]); t++)
+		for (const ti_op_rule *r = tables[t]; r->signature; r++) {
+			size_t len = strcspn(r->signature, "(");
+			if (used + len + 1 > sizeof(names))
+				return; /* the index is only a shortcut: scan() still answers */
+			memcpy(names + used, r->signature, len);
+			names[used + len] = '\0';
+			void *existing;
+			if (ti_strmap_add(&by_name, names + used, (void *)r, &existing) < 0)
+				return;
+			used += len + 1;
+		}
+}
+
 const ti_op_rule *ti_op_find(const char *name)
 {
 	for (size_t p = 0; p < sizeof(prefixes) / sizeof(prefixes[0]); p++) {
@@ -32,9 +63,8 @@ const ti_op_rule *ti_op_find(const char *name)
 			break;
 		}
 	}
-	for (size_t t = 0; t < sizeof(tables) / sizeof(tables[0]); t++)
-		for (const ti_op_rule *r = tables[t]; r->signature; r++)
-			if (signature_names(r->signature, name))
-				return r;
-	return NULL;
+	if (!by_name.capacity)
+		index_names();
+	const ti_op_rule *r = ti_strmap_get(&by_name, name);
+	return r ? r : scan(name);
 }

@@ -97,3 +97,12 @@ ti_status ti_call_op(ti_op_call *call, const char *op, const ti_arg *args, int n
 	call->uncounted_part |= result->uncounted_part;
 	return TI_OK;
 }
+
+ti_status ti_call_forward(ti_op_call *call, const char *op, const ti_arg *args, int nargs, ti_error *err)
+{
+	ti_op_call sub;
+	ti_status st = ti_call_op(call, op, args, nargs, &sub, err);
+	for (int i = 0; !st && i < sub.output_count; i++)
+		st = ti_call_output(call, sub.outputs[i], err);
+	return st;
+}

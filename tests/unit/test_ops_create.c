@@ -57,6 +57,10 @@ static const rule_row rules[] = {
 	{"ones_like", "{2, 3, 4, 5 : 60, 1, 15, 3}", "[2, 3, 4, 5]", "[60, 1, 15, 3]", "float32"},
 	{"ones_like", "{2, 3, 4, 5 : 120, 1, 30, 6}", "[2, 3, 4, 5]", "[60, 1, 15, 3]", "float32"},
 	{"empty_like", "{3, 4 : 1, 3}", "[3, 4]", "[1, 3]", "float32"},
+	/* not dense: infer_dense_strides keeps the memory order */
+	{"empty_like", "{2, 3 : 1, 4}", "[2, 3]", "[1, 2]", "float32"},
+	{"clone", "{5, 5, 3 : 10, 2, 50}", "[5, 5, 3]", "[5, 1, 25]", "float32"},
+	{"clone", "{2, 3, 1, 0 : 15, 1, 3, 30}", "[2, 3, 1, 0]", "[15, 1, 3, 30]", "float32"},
 	{"empty_like", "{3, 4 : 1, 3}, memory_format='torch.contiguous_format'", "[3, 4]", "[4, 1]", "float32"},
 	{"empty_like", "{2, 3, 4, 5}, memory_format='channels_last'", "[2, 3, 4, 5]", "[60, 1, 15, 3]", "float32"},
 	{"full_like", "int64{4, 3}, 2.5", "[4, 3]", "[3, 1]", "int64"},
