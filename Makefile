@@ -72,7 +72,8 @@ test: deps-test
 	sh tests/cli/run.sh ./tinspect
 	sh tests/torture/run.sh ./tinspect
 	@if $(PYTHON) -c 'import torch' 2>/dev/null; then \
-		$(PYTHON) tests/conformance/conformance.py ./tinspect; \
+		$(PYTHON) tests/conformance/conformance.py ./tinspect && \
+		$(PYTHON) tests/conformance/shapes_conformance.py ./tinspect; \
 	else echo "conformance: skipped (python3-torch is not installed)"; fi
 
 # The whole suite under AddressSanitizer and UndefinedBehaviorSanitizer.

@@ -407,6 +407,8 @@ static ti_status build_leaf(parser *p, const cJSON *j, const char *type, const c
 		args[k++].name = item->string;
 	}
 	ti_status st = ti_module_new_leaf(&m->ctx, path, type, args, k, out, err);
+	if (st == TI_E_SHAPE) /* PyTorch's __init__ raised: the description is what is wrong */
+		st = err->code = TI_E_CORRUPT;
 	if (st) {
 		const char *arg = argument_named_in(m, err->message);
 		return at(st, err, arg ? join(m, jpath, arg) : jpath);

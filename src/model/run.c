@@ -297,9 +297,11 @@ static ti_status assign_outputs(scope *sc, const model_step *s, result *res, ti_
 		memcpy(items, values, (size_t)count * sizeof(*items));
 		return define(sc, s->out_names[0], ti_arg_list(items, count), err);
 	}
-	if (s->out_count != count)
-		return TI_FAIL(err, TI_E_CORRUPT, "the step returns %d value%s, but \"out\" names %d",
-		               count, count == 1 ? "" : "s", s->out_count);
+	/* Python's unpacking errors: how many values a call returns can depend on shapes (chunk) */
+	if (s->out_count < count)
+		return TI_FAIL(err, TI_E_SHAPE, "too many values to unpack (expected %d)", s->out_count);
+	if (s->out_count > count)
+		return TI_FAIL(err, TI_E_SHAPE, "not enough values to unpack (expected %d, got %d)", s->out_count, count);
 	for (int i = 0; i < count; i++) {
 		ti_status st = define(sc, s->out_names[i], values[i], err);
 		if (st)
@@ -354,8 +356,8 @@ static ti_status run_step(runner *r, scope *sc, const ti_module *owner, const mo
 		if (!st)
 			take_call(m, res, &call);
 	}
-	if (!st && (st = ti_sym_ok(&m->sym, err)) == TI_OK)
-		st = assign_outputs(sc, s, res, err);
+	if (!st && (st = ti_sym_ok(&m->sym, err)) == TI_OK && (st = assign_outputs(sc, s, res, err)))
+		note_failure(r, mod ? mod->path : s->target, mod ? mod->type : NULL, s->args, s->arg_count);
 	if (!st)
 		st = finish_row(r, row, res, s->out_names, s->out_count, err);
 	if (st && st != TI_E_SHAPE && !err->member[0])

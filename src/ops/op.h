@@ -14,7 +14,7 @@
  * (a single int is repeated N times, as torch's _pair does), float, float[],
  * bool, str, ScalarType (a dtype name), Scalar (an int or float number),
  * Tensor|Scalar, int[N]|str, int|int[] (split sizes). A trailing `?` admits
- * None; `int[]...` also takes the rest of the positional ints (x.view(2, 3));
+ * None (`int?[]`: None as an item); `int[]...` also takes the rest of the positional ints (x.view(2, 3));
  * `*` starts keyword-only arguments.
  *
  * A rule reads its bound arguments through the ti_call_* accessors, checks
@@ -115,6 +115,7 @@ typedef struct ti_param {
 	ti_param_type type;
 	int list_size;      /* N of int[N]; 0 for int[] */
 	bool optional;      /* `?`: None allowed */
+	bool items_optional;/* `int?[]`: None allowed as an item (adaptive pools' output_size) */
 	bool varargs;       /* `int[]...` */
 	bool keyword_only;  /* after `*` */
 	bool has_default;

@@ -557,10 +557,18 @@ static ti_status run_adaptive(ti_op_call *call, const adaptive_spec *spec, ti_er
 {
 	const ti_meta_tensor *input = ti_call_tensor(call, "input");
 	int count;
-	const ti_arg *items = ti_call_list(call, "output_size", &count);
+	const ti_arg *given = ti_call_list(call, "output_size", &count);
 	ti_status st = check_list_default(input, count, err);
 	if (st)
 		return st;
+	/* _list_with_default: a None keeps the input's size in that place */
+	ti_arg *items = ti_arena_calloc(call->ctx->arena, (size_t)count + 1, sizeof(*items));
+	if (!items)
+		return TI_FAIL(err, TI_E_NOMEM, "out of memory for %s", spec->name);
+	for (int i = 0; i < count; i++) {
+		int at = input->ndim - count + i;
+		items[i] = given[i].kind == TI_ARG_NONE && at >= 0 ? ti_arg_dim(input->shape[at]) : given[i];
+	}
 	if (spec->kind == POOL_AVG)
 		return adaptive_avg(call, spec, input, items, count, false, err);
 	ti_dim out[POOL_MAX_DIMS];
@@ -626,13 +634,13 @@ ti_op_rule ti_ops_pooling[] = {
 	{"avg_pool2d" AVG_POOL_ARGS, run_avg_pool2d, TI_COUNT_RULE, NULL},
 	{"avg_pool3d" AVG_POOL_ARGS, run_avg_pool3d, TI_COUNT_RULE, NULL},
 	{"adaptive_avg_pool1d(Tensor input, int[] output_size)", run_adaptive_avg_pool1d, TI_COUNT_RULE, NULL},
-	{"adaptive_avg_pool2d(Tensor input, int[] output_size)", run_adaptive_avg_pool2d, TI_COUNT_RULE, NULL},
-	{"adaptive_avg_pool3d(Tensor input, int[] output_size)", run_adaptive_avg_pool3d, TI_COUNT_RULE, NULL},
+	{"adaptive_avg_pool2d(Tensor input, int?[] output_size)", run_adaptive_avg_pool2d, TI_COUNT_RULE, NULL},
+	{"adaptive_avg_pool3d(Tensor input, int?[] output_size)", run_adaptive_avg_pool3d, TI_COUNT_RULE, NULL},
 	{"adaptive_max_pool1d(Tensor input, int[] output_size, bool return_indices=False)", run_adaptive_max_pool1d,
 	 TI_COUNT_RULE, NULL},
-	{"adaptive_max_pool2d(Tensor input, int[] output_size, bool return_indices=False)", run_adaptive_max_pool2d,
+	{"adaptive_max_pool2d(Tensor input, int?[] output_size, bool return_indices=False)", run_adaptive_max_pool2d,
 	 TI_COUNT_RULE, NULL},
-	{"adaptive_max_pool3d(Tensor input, int[] output_size, bool return_indices=False)", run_adaptive_max_pool3d,
+	{"adaptive_max_pool3d(Tensor input, int?[] output_size, bool return_indices=False)", run_adaptive_max_pool3d,
 	 TI_COUNT_RULE, NULL},
 	{NULL, NULL, TI_COUNT_NONE, NULL},
 };

@@ -18,6 +18,9 @@ extern ti_op_rule ti_ops_reduce[];          /* reduce.c: sum, mean, amax, amin, 
 extern ti_op_rule ti_ops_norm[];            /* norm.c: batch_norm, layer_norm, group_norm, instance_norm, dropout */
 extern ti_op_rule ti_ops_attention[];       /* attention.c: scaled_dot_product_attention */
 extern ti_op_rule ti_ops_create[];          /* create.c: arange, zeros, ones, full, to, type */
+extern ti_op_rule ti_ops_scan[];            /* scan.c: cumsum, cumprod, logcumsumexp, cummax, cummin */
+extern ti_op_rule ti_ops_sort[];            /* sort.c: sort, argsort, msort, topk, kthvalue */
+extern ti_op_rule ti_ops_triangular[];      /* triangular.c: triu, tril */
 extern ti_op_rule ti_ops_data_dependent[];  /* data_dependent.c: nonzero, unique, masked_select, item: refused */
 
 #endif

@@ -47,6 +47,12 @@ static ti_status parse_type(const char *s, size_t len, ti_param *p, ti_error *er
 		buf[n++] = s[i];
 	}
 	buf[n] = '\0';
+	char *item_q = strstr(buf, "?[");
+	if (item_q) { /* int?[]: the items may be None */
+		p->items_optional = true;
+		memmove(item_q, item_q + 1, strlen(item_q));
+		n--;
+	}
 	if (n >= 3 && !strcmp(buf + n - 3, "...")) {
 		p->varargs = true;
 		buf[n -= 3] = '\0';
@@ -261,6 +267,10 @@ static ti_status coerce_int_list(ti_shape_ctx *ctx, const ti_signature *sig, con
 		return TI_FAIL(err, TI_E_NOMEM, "out of memory binding '%s'", p->name);
 	for (int i = 0; i < n; i++) {
 		const ti_arg *src = a->kind == TI_ARG_LIST ? &a->as.list.items[a->as.list.count == 1 ? 0 : i] : a;
+		if (src->kind == TI_ARG_NONE && p->items_optional) {
+			items[i] = *src;
+			continue;
+		}
 		if (coerce_int(ctx, src, &items[i]))
 			return wrong_type(sig, p, src->kind == TI_ARG_LIST ? src : a, err);
 	}
@@ -374,6 +384,8 @@ static ti_status coerce(ti_shape_ctx *ctx, const ti_signature *sig, const ti_par
 		}
 		break;
 	case TI_P_SCALAR:
+		if (a.kind == TI_ARG_STR && is_identifier(a.as.str)) /* arange("T"): a symbolic size */
+			coerce_int(ctx, &a, &a);
 		if (a.kind != TI_ARG_INT && a.kind != TI_ARG_FLOAT && a.kind != TI_ARG_BOOL)
 			return wrong_type(sig, p, &a, err);
 		break;

@@ -138,6 +138,20 @@ Test(model, stops_at_the_step_that_raises_and_keeps_the_steps_before_it)
 	ti_model_close(m);
 }
 
+Test(model, fails_like_python_when_a_call_returns_fewer_values_than_out_names)
+{
+	/* chunk of a size-5 dim into 4 gives 3 pieces: the count depends on shapes */
+	const char *text =
+		"{\"inputs\": {\"x\": {\"shape\": [2, 5]}},"
+		" \"graph\": [{\"out\": [\"a\", \"b\", \"c\", \"d\"], \"op\": \"chunk\", \"args\": [\"x\", 4], \"dim\": 1}]}";
+	ti_model *m = open_text(text, NULL, NULL, 0);
+	const ti_model_report *rep = run(m);
+	cr_assert(rep->failed, "unpacking 3 pieces into 4 names must fail");
+	EXPECT_INT(rep->error_step, 0);
+	EXPECT_STR(rep->error.message, "step 0 (chunk): not enough values to unpack (expected 4, got 3); input shapes [2, 5]");
+	ti_model_close(m);
+}
+
 Test(model, runs_top_level_modules_in_order_without_a_graph)
 {
 	const char *text =
@@ -241,9 +255,6 @@ static const struct {
 	 "no module 'nothing'", "graph.0.call"},
 	{"{\"inputs\": {\"x\": {\"shape\": [-2]}}}",
 	 "a size must be a non-negative integer or a symbol name", "inputs.x.shape.0"},
-	{"{\"inputs\": {\"x\": {\"shape\": [2, 4]}}, \"graph\": [{\"out\": [\"a\", \"b\", \"c\"], \"op\": \"chunk\", "
-	 "\"args\": [\"x\", 2]}]}",
-	 "the step returns 2 values, but \"out\" names 3", "graph.0"},
 	{"{\"inputs\": {\"x\": {\"shape\": [2]}}, \"defs\": {\"A\": {\"inputs\": [\"x\"], \"modules\": {\"a\": {\"type\": \"A\"}}}},"
 	 " \"modules\": {\"a\": {\"type\": \"A\"}}}",
 	 "modules nest deeper than", ""},
@@ -253,6 +264,9 @@ static const struct {
 	 "cannot tie 'b.weight' [3, 3] to 'a.weight' [3, 2]: shapes differ", "tied.b.weight"},
 	{"{\"inputs\": {\"x\": {\"shape\": [2]}", "bad JSON at line 1", ""},
 	{"[1, 2]", "a model description is a JSON object", ""},
+	{"{\"inputs\": {\"x\": {\"shape\": [2]}}, \"modules\": {\"c\": {\"type\": \"Conv2d\", \"in_channels\": 3, "
+	 "\"out_channels\": 4, \"kernel_size\": 3, \"groups\": 2}}}",
+	 "in_channels must be divisible by groups", "modules.c"},
 };
 
 Test(model, names_the_json_path_of_each_description_error)
