@@ -11,7 +11,7 @@ PYTHON ?= /usr/bin/python3
 PKG_CONFIG ?= pkg-config
 
 DEPS_CFLAGS := $(shell $(PKG_CONFIG) --cflags libzip libcjson 2>/dev/null)
-DEPS_LIBS := $(shell $(PKG_CONFIG) --libs libzip libcjson 2>/dev/null) -lm
+DEPS_LIBS := $(shell $(PKG_CONFIG) --libs libzip libcjson 2>/dev/null) -lm -ldl
 TEST_LIBS := $(shell $(PKG_CONFIG) --libs criterion 2>/dev/null)
 
 # Ours first, the user's CFLAGS last so they can override.
@@ -19,7 +19,7 @@ BASE_CFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L -D_FILE_OFFSET_BITS=64 -Wall -W
 CPPFLAGS_ALL = -Iinclude -Isrc $(DEPS_CFLAGS)
 SAN_FLAGS = -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 
-LIB_SRC := $(wildcard src/util/*.c src/format/*.c src/core/*.c src/shapes/*.c src/ops/*.c src/nn/*.c src/model/*.c)
+LIB_SRC := $(wildcard src/util/*.c src/format/*.c src/core/*.c src/shapes/*.c src/ops/*.c src/nn/*.c src/model/*.c src/materialize/*.c)
 CLI_SRC := $(wildcard src/cli/*.c)
 TEST_SRC := $(wildcard tests/unit/*.c)
 
