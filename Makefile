@@ -19,7 +19,7 @@ BASE_CFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L -D_FILE_OFFSET_BITS=64 -Wall -W
 CPPFLAGS_ALL = -Iinclude -Isrc $(DEPS_CFLAGS)
 SAN_FLAGS = -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 
-LIB_SRC := $(wildcard src/util/*.c src/format/*.c src/core/*.c src/shapes/*.c src/ops/*.c src/nn/*.c src/model/*.c src/materialize/*.c)
+LIB_SRC := $(wildcard src/util/*.c src/format/*.c src/core/*.c src/shapes/*.c src/ops/*.c src/nn/*.c src/model/*.c src/materialize/*.c src/convert/*.c)
 CLI_SRC := $(wildcard src/cli/*.c)
 TEST_SRC := $(wildcard tests/unit/*.c)
 
@@ -43,14 +43,23 @@ build/asan/%.o: %.c
 	@mkdir -p $(@D)
 	$(CC) $(BASE_CFLAGS) $(SAN_FLAGS) $(CPPFLAGS_ALL) $(CFLAGS) -MMD -MP -c -o $@ $<
 
-build/unit-tests: $(TEST_OBJ) $(LIB_OBJ)
-	$(CC) $(BASE_CFLAGS) $(CFLAGS) -o $@ $(TEST_OBJ) $(LIB_OBJ) $(DEPS_LIBS) $(TEST_LIBS) $(LDFLAGS)
+# The CLI's progress bar is tested as a unit; the fake CUDA driver lets the
+# CUDA code run its whole path without a GPU (tests/unit/fake/).
+UNIT_CLI_OBJ := build/src/cli/progress.o
+ASAN_UNIT_CLI_OBJ := build/asan/src/cli/progress.o
+
+build/unit-tests: $(TEST_OBJ) $(LIB_OBJ) $(UNIT_CLI_OBJ) build/fake_libcuda.so
+	$(CC) $(BASE_CFLAGS) $(CFLAGS) -o $@ $(TEST_OBJ) $(LIB_OBJ) $(UNIT_CLI_OBJ) $(DEPS_LIBS) $(TEST_LIBS) $(LDFLAGS)
+
+build/fake_libcuda.so: tests/unit/fake/fake_libcuda.c
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) $(CFLAGS) -shared -fPIC -o $@ $<
 
 build/asan/tinspect: $(ASAN_LIB_OBJ) $(ASAN_CLI_OBJ)
 	$(CC) $(BASE_CFLAGS) $(SAN_FLAGS) $(CFLAGS) -o $@ $(ASAN_CLI_OBJ) $(ASAN_LIB_OBJ) $(DEPS_LIBS) $(LDFLAGS)
 
-build/asan/unit-tests: $(ASAN_TEST_OBJ) $(ASAN_LIB_OBJ)
-	$(CC) $(BASE_CFLAGS) $(SAN_FLAGS) $(CFLAGS) -o $@ $(ASAN_TEST_OBJ) $(ASAN_LIB_OBJ) $(DEPS_LIBS) $(TEST_LIBS) $(LDFLAGS)
+build/asan/unit-tests: $(ASAN_TEST_OBJ) $(ASAN_LIB_OBJ) $(ASAN_UNIT_CLI_OBJ) build/fake_libcuda.so
+	$(CC) $(BASE_CFLAGS) $(SAN_FLAGS) $(CFLAGS) -o $@ $(ASAN_TEST_OBJ) $(ASAN_LIB_OBJ) $(ASAN_UNIT_CLI_OBJ) $(DEPS_LIBS) $(TEST_LIBS) $(LDFLAGS)
 
 # Installs missing Debian packages when run as root; otherwise prints the apt-get line and stops.
 deps:

@@ -12,21 +12,6 @@
 TestSuite(nn_activation, .init = setup, .fini = teardown);
 TestSuite(nn_dropout, .init = setup, .fini = teardown);
 
-typedef struct module_row {
-	char type[24], ctor[64], input[48];
-	char shape[32], stride[32], dtype[16];
-} module_row;
-
-static void check_module(const module_row *r)
-{
-	char what[192];
-	snprintf(what, sizeof(what), "%s(%s)(%s)", r->type, r->ctor, r->input);
-	ti_module *m;
-	ti_status st = run_module(r->type, r->ctor, r->input, &m);
-	cr_assert(st == TI_OK, "%s: got %s (\"%s\")", what, ti_status_name(st), err.message);
-	expect_tensor(what, output(0), r->shape, r->stride, r->dtype);
-}
-
 static const module_row modules[] = {
 	{"ReLU", "", "{2, 3}", "[2, 3]", "[3, 1]", "float32"},
 	{"ReLU", "inplace=True", "{3, 4 : 1, 3}", "[3, 4]", "[1, 3]", "float32"},
@@ -71,21 +56,6 @@ ParameterizedTestParameters(nn_activation, modules_follow_pytorch) { return ROWS
 ParameterizedTest(const module_row *r, nn_activation, modules_follow_pytorch, .init = setup, .fini = teardown)
 {
 	check_module(r);
-}
-
-typedef struct module_error_row {
-	char type[24], ctor[64], input[48];
-	char message[TI_ERROR_MESSAGE_MAX];
-} module_error_row;
-
-static void check_module_error(const module_error_row *r)
-{
-	ti_module *m;
-	ti_status st = run_module(r->type, r->ctor, r->input, &m);
-	cr_expect(st == TI_E_SHAPE, "%s(%s)(%s): got %s, want a shape error", r->type, r->ctor, r->input,
-	          ti_status_name(st));
-	cr_expect(!strcmp(err.message, r->message), "%s(%s)(%s):\n got  \"%s\"\n want \"%s\"", r->type, r->ctor,
-	          r->input, err.message, r->message);
 }
 
 static const module_error_row module_errors[] = {

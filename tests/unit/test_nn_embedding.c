@@ -10,13 +10,13 @@
 
 TestSuite(nn_embedding, .init = setup, .fini = teardown);
 
-typedef struct module_row {
+typedef struct embedding_row {
 	char type[16], ctor[96], forward[64];
 	char weight[24];           /* the parameter's shape */
 	char shape[32], dtype[16]; /* the output's */
-} module_row;
+} embedding_row;
 
-static const module_row modules[] = {
+static const embedding_row modules[] = {
 	{"Embedding", "10, 3", "int64{2, 5}", "[10, 3]", "[2, 5, 3]", "float32"},
 	{"Embedding", "10, 3, padding_idx=-1", "int32{4}", "[10, 3]", "[4, 3]", "float32"},
 	{"Embedding", "10, 3, padding_idx=0", "int64{}", "[10, 3]", "[3]", "float32"},
@@ -37,7 +37,7 @@ ParameterizedTestParameters(nn_embedding, modules_follow_pytorch)
 	return ROWS(modules);
 }
 
-ParameterizedTest(const module_row *r, nn_embedding, modules_follow_pytorch, .init = setup, .fini = teardown)
+ParameterizedTest(const embedding_row *r, nn_embedding, modules_follow_pytorch, .init = setup, .fini = teardown)
 {
 	char what[192];
 	ti_module *m;
@@ -70,12 +70,7 @@ Test(nn_embedding, embedding_is_free_and_a_bag_adds_its_rows)
 	cr_expect(call.counted && !strcmp(flops_text(), "24"), "embedding_bag: flops got %s, want 24", flops_text());
 }
 
-typedef struct error_row_m {
-	char type[16], ctor[96], forward[64];
-	char message[TI_ERROR_MESSAGE_MAX]; /* PyTorch's */
-} error_row_m;
-
-static const error_row_m errors[] = {
+static const module_error_row errors[] = {
 	{"Embedding", "10, 3, padding_idx=10", "int64{2}", "Padding_idx must be within num_embeddings"},
 	{"Embedding", "10, 3, padding_idx=-11", "int64{2}", "Padding_idx must be within num_embeddings"},
 	{"Embedding", "10, 3, _weight={3, 3}", "int64{2}", "Shape of weight does not match num_embeddings and embedding_dim"},
@@ -97,12 +92,7 @@ ParameterizedTestParameters(nn_embedding, errors_are_pytorch_s)
 	return ROWS(errors);
 }
 
-ParameterizedTest(const error_row_m *r, nn_embedding, errors_are_pytorch_s, .init = setup, .fini = teardown)
+ParameterizedTest(const module_error_row *r, nn_embedding, errors_are_pytorch_s, .init = setup, .fini = teardown)
 {
-	ti_module *m;
-	ti_status st = run_module(r->type, r->ctor, r->forward, &m);
-	cr_expect(st == TI_E_SHAPE, "%s(%s)(%s): got %s, want a shape error", r->type, r->ctor, r->forward,
-	          ti_status_name(st));
-	cr_expect(!strcmp(err.message, r->message), "%s(%s)(%s):\n got  \"%s\"\n want \"%s\"", r->type, r->ctor,
-	          r->forward, err.message, r->message);
+	check_module_error(r);
 }

@@ -4,17 +4,11 @@
  * Parameter shapes and outputs were read from PyTorch 1.13 modules built
  * on the meta device (torch.nn.Linear(..., device='meta')).
  */
-#include "args_text.h"
+#include "ops_cases.h"
 
 TestSuite(nn_linear, .init = setup, .fini = teardown);
 
 /* ---- parameters ---- */
-
-/* Criterion runs each row in a new process: rows hold their text, not pointers. */
-typedef struct param_row {
-	char type[16], ctor[64];
-	char weight[32], bias[32];
-} param_row;
 
 static const param_row params[] = {
 	{"Linear", "5, 4", "[4, 5]", "[4]"},
@@ -29,19 +23,13 @@ static const param_row params[] = {
 
 ParameterizedTestParameters(nn_linear, parameters_have_pytorch_s_names_and_shapes)
 {
-	return cr_make_param_array(param_row, params, sizeof(params) / sizeof(params[0]));
+	return ROWS(params);
 }
 
 ParameterizedTest(const param_row *r, nn_linear, parameters_have_pytorch_s_names_and_shapes, .init = setup,
                   .fini = teardown)
 {
-	ti_module *m;
-	ti_status st = build(r->type, r->ctor, &m);
-	cr_assert(st == TI_OK, "%s(%s): got %s (\"%s\")", r->type, r->ctor, ti_status_name(st), err.message);
-	cr_expect(!strcmp(param_shape(m, "weight"), r->weight), "%s(%s): weight %s, want %s", r->type, r->ctor,
-	          param_shape(m, "weight"), r->weight);
-	cr_expect(!strcmp(param_shape(m, "bias"), r->bias), "%s(%s): bias %s, want %s", r->type, r->ctor,
-	          param_shape(m, "bias"), r->bias);
+	const ti_module *m = check_params(r);
 	for (int i = 0; i < m->tensor_count; i++)
 		cr_expect(m->tensors[i].trainable && m->tensors[i].tensor->requires_grad, "%s: %s is a parameter", r->type,
 		          m->tensors[i].name);
@@ -49,101 +37,84 @@ ParameterizedTest(const param_row *r, nn_linear, parameters_have_pytorch_s_names
 
 /* ---- forward ---- */
 
+/* Criterion runs each row in a new process: rows hold their text, not pointers. */
 typedef struct forward_row {
 	char type[16], ctor[48], args[48];
 	char shape[32], macs[24], flops[24];
 } forward_row;
 
 static const forward_row forwards[] = {
-	{"Linear", "5, 4", "<2, 3, 5>", "[2, 3, 4]", "120", "264"},
-	{"Linear", "5, 4, bias=False", "<N, 5>", "[N, 4]", "20*N", "40*N"},
-	{"Linear", "5, 4", "<5>", "[4]", "20", "44"},
-	{"Bilinear", "5, 6, 4", "<3, 5>, <3, 6>", "[3, 4]", "360", "732"},
-	{"Identity", "", "<2, 3>", "[2, 3]", "0", "0"},
-	{"Flatten", "", "<2, 3, 4, 5>", "[2, 60]", "0", "0"},
-	{"Flatten", "0, 2", "<2, 3, 4, 5>", "[24, 5]", "0", "0"},
-	{"Unflatten", "1, (3, 4)", "<2, 12, 5>", "[2, 3, 4, 5]", "0", "0"},
-	{"Unflatten", "-1, [2, -1]", "<2, 12>", "[2, 2, 6]", "0", "0"},
+	{"Linear", "5, 4", "{2, 3, 5}", "[2, 3, 4]", "120", "264"},
+	{"Linear", "5, 4, bias=False", "{N, 5}", "[N, 4]", "20*N", "40*N"},
+	{"Linear", "5, 4", "{5}", "[4]", "20", "44"},
+	{"Bilinear", "5, 6, 4", "{3, 5}, {3, 6}", "[3, 4]", "360", "732"},
+	{"Identity", "", "{2, 3}", "[2, 3]", "0", "0"},
+	{"Flatten", "", "{2, 3, 4, 5}", "[2, 60]", "0", "0"},
+	{"Flatten", "0, 2", "{2, 3, 4, 5}", "[24, 5]", "0", "0"},
+	{"Unflatten", "1, (3, 4)", "{2, 12, 5}", "[2, 3, 4, 5]", "0", "0"},
+	{"Unflatten", "-1, [2, -1]", "{2, 12}", "[2, 2, 6]", "0", "0"},
 };
 
 ParameterizedTestParameters(nn_linear, forward_follows_pytorch)
 {
-	return cr_make_param_array(forward_row, forwards, sizeof(forwards) / sizeof(forwards[0]));
+	return ROWS(forwards);
 }
 
 ParameterizedTest(const forward_row *r, nn_linear, forward_follows_pytorch, .init = setup, .fini = teardown)
 {
-	ti_module *m;
-	ti_status st = forward(r->type, r->ctor, r->args, &m);
-	cr_assert(st == TI_OK, "%s(%s)(%s): got %s (\"%s\")", r->type, r->ctor, r->args, ti_status_name(st), err.message);
-	const char *shape = ti_meta_shape_str(&ctx, output(0));
-	cr_expect(!strcmp(shape, r->shape), "%s(%s)(%s): shape %s, want %s", r->type, r->ctor, r->args, shape, r->shape);
-	cr_expect(call.counted, "%s: counted", r->type);
-	cr_expect(!strcmp(dim_text(call.macs), r->macs), "%s(%s)(%s): MACs %s, want %s", r->type, r->ctor, r->args,
-	          dim_text(call.macs), r->macs);
-	cr_expect(!strcmp(dim_text(call.flops), r->flops), "%s(%s)(%s): FLOPs %s, want %s", r->type, r->ctor, r->args,
-	          dim_text(call.flops), r->flops);
+	char what[160];
+	snprintf(what, sizeof(what), "%s(%s)(%s)", r->type, r->ctor, r->args);
+	ti_status st = call_module(module(r->type, r->ctor), r->args);
+	cr_assert(st == TI_OK, "%s: got %s (\"%s\")", what, ti_status_name(st), err.message);
+	expect_tensor(what, output(0), r->shape, NULL, NULL);
+	expect_counts(what, r->macs, r->flops);
 }
 
 /* ---- errors ---- */
 
-typedef struct error_row {
-	char type[16], ctor[48], args[48];
-	char message[TI_ERROR_MESSAGE_MAX]; /* PyTorch's */
-} error_row;
-
-static const error_row errors[] = {
-	{"Linear", "5, 4", "<2, 6>", "mat1 and mat2 shapes cannot be multiplied (2x6 and 5x4)"},
-	{"Linear", "5, 4", "<2, 3, 6>", "mat1 and mat2 shapes cannot be multiplied (6x6 and 5x4)"},
-	{"Linear", "5, 4, bias=False", "<2, 3, 6>", "mat1 and mat2 shapes cannot be multiplied (6x6 and 5x4)"},
-	{"Linear", "5, 4", "<f64 2, 5>", "mat1 and mat2 must have the same dtype, but got Double and Float"},
-	{"Bilinear", "5, 6, 4", "<3, 5>, <3, 7>", "bilinear(): input2 size does not match weight size: got 7 but expected 6"},
-	{"Flatten", "2, 1", "<2, 3, 4>", "flatten() has invalid args: start_dim cannot come after end_dim"},
-	{"Unflatten", "1, (3, 5)", "<2, 12>",
+static const module_error_row errors[] = {
+	{"Linear", "5, 4", "{2, 6}", "mat1 and mat2 shapes cannot be multiplied (2x6 and 5x4)"},
+	{"Linear", "5, 4", "{2, 3, 6}", "mat1 and mat2 shapes cannot be multiplied (6x6 and 5x4)"},
+	{"Linear", "5, 4, bias=False", "{2, 3, 6}", "mat1 and mat2 shapes cannot be multiplied (6x6 and 5x4)"},
+	{"Linear", "5, 4", "float64{2, 5}", "mat1 and mat2 must have the same dtype, but got Double and Float"},
+	{"Bilinear", "5, 6, 4", "{3, 5}, {3, 7}", "bilinear(): input2 size does not match weight size: got 7 but expected 6"},
+	{"Flatten", "2, 1", "{2, 3, 4}", "flatten() has invalid args: start_dim cannot come after end_dim"},
+	{"Unflatten", "1, (3, 5)", "{2, 12}",
 	 "unflatten: Provided sizes [3, 5] don't multiply up to the size of dim 1 (12) in the input tensor"},
 };
 
 ParameterizedTestParameters(nn_linear, errors_are_pytorch_s)
 {
-	return cr_make_param_array(error_row, errors, sizeof(errors) / sizeof(errors[0]));
+	return ROWS(errors);
 }
 
-ParameterizedTest(const error_row *r, nn_linear, errors_are_pytorch_s, .init = setup, .fini = teardown)
+ParameterizedTest(const module_error_row *r, nn_linear, errors_are_pytorch_s, .init = setup, .fini = teardown)
 {
-	ti_module *m;
-	ti_status st = forward(r->type, r->ctor, r->args, &m);
-	cr_expect(st == TI_E_SHAPE, "%s(%s)(%s): got %s, want a shape error", r->type, r->ctor, r->args,
-	          ti_status_name(st));
-	cr_expect(!strcmp(err.message, r->message), "%s(%s)(%s):\n got  \"%s\"\n want \"%s\"", r->type, r->ctor, r->args,
-	          err.message, r->message);
+	check_module_error(r);
 }
 
 /* ---- details ---- */
 
 Test(nn_linear, the_factory_dtype_sets_the_parameters_dtype)
 {
-	ti_module *m;
-	ASSERT_STATUS(build("Linear", "5, 4, dtype='float64'", &m), TI_OK, err);
+	const ti_module *m = module("Linear", "5, 4, dtype='float64'");
 	EXPECT_INT(ti_module_tensor_get(m, "weight")->dtype, TI_DT_FLOAT64);
 	EXPECT_INT(ti_module_tensor_get(m, "bias")->dtype, TI_DT_FLOAT64);
 }
 
 Test(nn_linear, a_negative_size_makes_no_parameter)
 {
-	ti_module *m;
-	EXPECT_STATUS(build("Linear", "-1, 4", &m), TI_E_SHAPE, err);
+	EXPECT_STATUS(build_module("Linear", "-1, 4", NULL), TI_E_SHAPE, err);
 	EXPECT_CONTAINS(err.message, "negative dimension -1");
 }
 
 Test(nn_linear, identity_returns_its_input_itself)
 {
-	ti_module *m;
-	ASSERT_STATUS(forward("Identity", "", "<2, 3 : 1, 2>", &m), TI_OK, err);
+	ASSERT_STATUS(call_module(module("Identity", ""), "{2, 3 : 1, 2}"), TI_OK, err);
 	EXPECT_STR(ti_shape_str(&ctx, 2, output(0)->stride), "[1, 2]");
 }
 
 Test(nn_linear, a_symbolic_constructor_size_is_refused)
 {
-	ti_module *m;
-	EXPECT_STATUS(build("Linear", "N, 4", &m), TI_E_CORRUPT, err);
+	EXPECT_STATUS(build_module("Linear", "N, 4", NULL), TI_E_CORRUPT, err);
 }

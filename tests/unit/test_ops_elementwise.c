@@ -191,12 +191,9 @@ Test(ops_elementwise, counts_one_flop_per_output_element)
 
 Test(ops_elementwise, a_float_result_requires_grad_when_an_input_does)
 {
-	ti_meta_tensor *x = ti_meta_new(&ctx, TI_DT_FLOAT32, 1, (ti_dim[]){ti_dim_int(3)});
-	x->requires_grad = true;
-	ti_arg args[] = {ti_arg_tensor(x), ti_arg_int(2)};
-	ASSERT_STATUS(ti_op_invoke(&ctx, "mul", args, 2, &call, &err), TI_OK, err);
+	ASSERT_STATUS(run("mul", "grad {3}, 2"), TI_OK, err);
 	cr_expect(output(0)->requires_grad, "x * 2 requires grad");
-	ASSERT_STATUS(ti_op_invoke(&ctx, "gt", args, 2, &call, &err), TI_OK, err);
+	ASSERT_STATUS(run("gt", "grad {3}, 2"), TI_OK, err);
 	cr_expect(!output(0)->requires_grad, "x > 2 is bool: no grad");
 }
 

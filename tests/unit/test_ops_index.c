@@ -81,11 +81,7 @@ Test(ops_index, embedding_bag_adds_every_gathered_row)
 
 Test(ops_index, outputs_keep_the_weight_s_dtype_and_grad)
 {
-	ti_dim shape[] = {ti_dim_int(10), ti_dim_int(3)};
-	ti_meta_tensor *weight = ti_meta_new(&ctx, TI_DT_BFLOAT16, 2, shape);
-	weight->requires_grad = true;
-	ti_arg args[] = {parse_value(&(const char *){"int64{4}"}), ti_arg_tensor(weight)};
-	ASSERT_STATUS(ti_op_invoke(&ctx, "embedding", args, 2, &call, &err), TI_OK, err);
+	ASSERT_STATUS(run("embedding", "int64{4}, grad bfloat16{10, 3}"), TI_OK, err);
 	EXPECT_INT(output(0)->dtype, TI_DT_BFLOAT16);
 	cr_expect(output(0)->requires_grad, "the output of a trainable embedding requires grad");
 }

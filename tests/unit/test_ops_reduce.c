@@ -171,11 +171,8 @@ Test(ops_reduce, a_symbolic_dim_argument_is_bad_input)
 
 Test(ops_reduce, a_reduction_keeps_requires_grad_for_floating_results)
 {
-	ti_meta_tensor *x = ti_meta_new(&ctx, TI_DT_FLOAT32, 1, (ti_dim[]){ti_dim_int(3)});
-	x->requires_grad = true;
-	ti_arg args[] = {ti_arg_tensor(x)};
-	ASSERT_STATUS(ti_op_invoke(&ctx, "sum", args, 1, &call, &err), TI_OK, err);
+	ASSERT_STATUS(run("sum", "grad {3}"), TI_OK, err);
 	cr_expect(output(0)->requires_grad, "x.sum() requires grad");
-	ASSERT_STATUS(ti_op_invoke(&ctx, "argmax", args, 1, &call, &err), TI_OK, err);
+	ASSERT_STATUS(run("argmax", "grad {3}"), TI_OK, err);
 	cr_expect(!output(0)->requires_grad, "x.argmax() does not");
 }

@@ -96,19 +96,14 @@ Test(ops_resize, area_is_adaptive_average_pooling)
 
 /* ---- counts ---- */
 
-typedef struct count_row {
-	char args[96];
-	char flops[32]; /* wanted, as text */
-} count_row;
-
-static const count_row counts[] = {
-	{"{1, 3, 5, 7}, scale_factor=2", "0"},
-	{"{1, 3, 5, 7}, scale_factor=2, mode='nearest-exact'", "0"},
-	{"{1, 3, 5}, scale_factor=2, mode='linear'", "120"},            /* 30 outputs * 2 MACs * 2 */
-	{"{1, 3, 5, 7}, scale_factor=2, mode='bilinear'", "3360"},      /* 420 outputs * 4 MACs * 2 */
-	{"{1, 3, 5, 7}, scale_factor=2, mode='bicubic'", "13440"},      /* 420 outputs * 16 MACs * 2 */
-	{"{1, 2, 3, 4, 5}, scale_factor=2, mode='trilinear'", "15360"}, /* 960 outputs * 8 MACs * 2 */
-	{"{B, C, H, W}, scale_factor=2, mode='bilinear'", "32*B*C*H*W"},
+static const flops_row counts[] = {
+	{"interpolate", "{1, 3, 5, 7}, scale_factor=2", "0"},
+	{"interpolate", "{1, 3, 5, 7}, scale_factor=2, mode='nearest-exact'", "0"},
+	{"interpolate", "{1, 3, 5}, scale_factor=2, mode='linear'", "120"},            /* 30 outputs * 2 MACs * 2 */
+	{"interpolate", "{1, 3, 5, 7}, scale_factor=2, mode='bilinear'", "3360"},      /* 420 outputs * 4 MACs * 2 */
+	{"interpolate", "{1, 3, 5, 7}, scale_factor=2, mode='bicubic'", "13440"},      /* 420 outputs * 16 MACs * 2 */
+	{"interpolate", "{1, 2, 3, 4, 5}, scale_factor=2, mode='trilinear'", "15360"}, /* 960 outputs * 8 MACs * 2 */
+	{"interpolate", "{B, C, H, W}, scale_factor=2, mode='bilinear'", "32*B*C*H*W"},
 };
 
 ParameterizedTestParameters(ops_resize, interpolation_counts_its_weighted_neighbours)
@@ -116,14 +111,10 @@ ParameterizedTestParameters(ops_resize, interpolation_counts_its_weighted_neighb
 	return ROWS(counts);
 }
 
-ParameterizedTest(const count_row *r, ops_resize, interpolation_counts_its_weighted_neighbours, .init = setup,
+ParameterizedTest(const flops_row *r, ops_resize, interpolation_counts_its_weighted_neighbours, .init = setup,
                   .fini = teardown)
 {
-	ti_status st = run("interpolate", r->args);
-	cr_assert(st == TI_OK, "interpolate(%s): got %s (\"%s\")", r->args, ti_status_name(st), err.message);
-	cr_expect(call.counted, "interpolate(%s) is counted", r->args);
-	cr_expect(!strcmp(flops_text(), r->flops), "interpolate(%s): flops got %s, want %s", r->args, flops_text(),
-	          r->flops);
+	check_flops(r);
 }
 
 Test(ops_resize, padding_and_shuffles_are_free)
@@ -254,33 +245,28 @@ ParameterizedTest(const error_row *r, ops_resize, errors_are_pytorch_s, .init = 
 
 /* ---- modules ---- */
 
-typedef struct module_row {
-	char type[24], ctor[64], forward[64];
-	char shape[48], stride[48];
-} module_row;
-
 static const module_row modules[] = {
-	{"Upsample", "scale_factor=2", "{1, 2, 3, 4}", "[1, 2, 6, 8]", "[96, 48, 8, 1]"},
-	{"Upsample", "size=(4, 5), mode='bilinear'", "{1, 2, 3, 4}", "[1, 2, 4, 5]", "[40, 20, 5, 1]"},
-	{"Upsample", "None, 2, 'bilinear', True", "{1, 2, 3, 4}", "[1, 2, 6, 8]", ""},
-	{"UpsamplingBilinear2d", "scale_factor=2", "{1, 2, 3, 4}", "[1, 2, 6, 8]", "[96, 48, 8, 1]"},
-	{"UpsamplingNearest2d", "size=5", "{1, 2, 3, 4}", "[1, 2, 5, 5]", "[50, 25, 5, 1]"},
-	{"PixelShuffle", "2", "{1, 8, 3, 4}", "[1, 2, 6, 8]", "[96, 48, 8, 1]"},
-	{"PixelUnshuffle", "2", "{1, 2, 4, 6}", "[1, 8, 2, 3]", "[48, 6, 3, 1]"},
-	{"ZeroPad2d", "1", "{1, 3, 5, 7}", "[1, 3, 7, 9]", "[189, 63, 9, 1]"},
-	{"ZeroPad2d", "(1, 2, 3, 4)", "{1, 3, 5, 7}", "[1, 3, 12, 10]", "[360, 120, 10, 1]"},
-	{"ZeroPad1d", "2", "{2, 5}", "[2, 9]", ""},
-	{"ConstantPad1d", "2, 3.5", "{2, 5}", "[2, 9]", "[9, 1]"},
-	{"ConstantPad3d", "(1, 1, 0, 0, 2, 2), 0.5", "{2, 3, 4}", "[6, 3, 6]", ""},
-	{"ReflectionPad1d", "3", "{1, 3, 5}", "[1, 3, 11]", "[33, 11, 1]"},
-	{"ReflectionPad2d", "2", "{1, 3, 5, 7}", "[1, 3, 9, 11]", "[297, 99, 11, 1]"},
-	{"ReflectionPad3d", "1", "{1, 2, 3, 4, 5}", "[1, 2, 5, 6, 7]", ""},
-	{"ReplicationPad1d", "(1, 2)", "{3, 5}", "[3, 8]", ""},
-	{"ReplicationPad2d", "1", "{3, 5, 7}", "[3, 7, 9]", ""},
-	{"ReplicationPad3d", "1", "{1, 2, 3, 4, 5}", "[1, 2, 5, 6, 7]", "[420, 210, 42, 7, 1]"},
-	{"CircularPad1d", "1", "{1, 3, 5}", "[1, 3, 7]", ""},
-	{"CircularPad2d", "1", "{1, 3, 5, 7}", "[1, 3, 7, 9]", ""},
-	{"CircularPad3d", "1", "{2, 3, 4, 5}", "[2, 5, 6, 7]", ""},
+	{"Upsample", "scale_factor=2", "{1, 2, 3, 4}", "[1, 2, 6, 8]", "[96, 48, 8, 1]", "float32"},
+	{"Upsample", "size=(4, 5), mode='bilinear'", "{1, 2, 3, 4}", "[1, 2, 4, 5]", "[40, 20, 5, 1]", "float32"},
+	{"Upsample", "None, 2, 'bilinear', True", "{1, 2, 3, 4}", "[1, 2, 6, 8]", "", "float32"},
+	{"UpsamplingBilinear2d", "scale_factor=2", "{1, 2, 3, 4}", "[1, 2, 6, 8]", "[96, 48, 8, 1]", "float32"},
+	{"UpsamplingNearest2d", "size=5", "{1, 2, 3, 4}", "[1, 2, 5, 5]", "[50, 25, 5, 1]", "float32"},
+	{"PixelShuffle", "2", "{1, 8, 3, 4}", "[1, 2, 6, 8]", "[96, 48, 8, 1]", "float32"},
+	{"PixelUnshuffle", "2", "{1, 2, 4, 6}", "[1, 8, 2, 3]", "[48, 6, 3, 1]", "float32"},
+	{"ZeroPad2d", "1", "{1, 3, 5, 7}", "[1, 3, 7, 9]", "[189, 63, 9, 1]", "float32"},
+	{"ZeroPad2d", "(1, 2, 3, 4)", "{1, 3, 5, 7}", "[1, 3, 12, 10]", "[360, 120, 10, 1]", "float32"},
+	{"ZeroPad1d", "2", "{2, 5}", "[2, 9]", "", "float32"},
+	{"ConstantPad1d", "2, 3.5", "{2, 5}", "[2, 9]", "[9, 1]", "float32"},
+	{"ConstantPad3d", "(1, 1, 0, 0, 2, 2), 0.5", "{2, 3, 4}", "[6, 3, 6]", "", "float32"},
+	{"ReflectionPad1d", "3", "{1, 3, 5}", "[1, 3, 11]", "[33, 11, 1]", "float32"},
+	{"ReflectionPad2d", "2", "{1, 3, 5, 7}", "[1, 3, 9, 11]", "[297, 99, 11, 1]", "float32"},
+	{"ReflectionPad3d", "1", "{1, 2, 3, 4, 5}", "[1, 2, 5, 6, 7]", "", "float32"},
+	{"ReplicationPad1d", "(1, 2)", "{3, 5}", "[3, 8]", "", "float32"},
+	{"ReplicationPad2d", "1", "{3, 5, 7}", "[3, 7, 9]", "", "float32"},
+	{"ReplicationPad3d", "1", "{1, 2, 3, 4, 5}", "[1, 2, 5, 6, 7]", "[420, 210, 42, 7, 1]", "float32"},
+	{"CircularPad1d", "1", "{1, 3, 5}", "[1, 3, 7]", "", "float32"},
+	{"CircularPad2d", "1", "{1, 3, 5, 7}", "[1, 3, 7, 9]", "", "float32"},
+	{"CircularPad3d", "1", "{2, 3, 4, 5}", "[2, 5, 6, 7]", "", "float32"},
 };
 
 ParameterizedTestParameters(nn_resize, modules_follow_pytorch)
@@ -290,13 +276,7 @@ ParameterizedTestParameters(nn_resize, modules_follow_pytorch)
 
 ParameterizedTest(const module_row *r, nn_resize, modules_follow_pytorch, .init = setup, .fini = teardown)
 {
-	char what[160];
-	ti_module *m;
-	snprintf(what, sizeof(what), "%s(%s)(%s)", r->type, r->ctor, r->forward);
-	ti_status st = run_module(r->type, r->ctor, r->forward, &m);
-	cr_assert(st == TI_OK, "%s: got %s (\"%s\")", what, ti_status_name(st), err.message);
-	EXPECT_INT(m->tensor_count, 0);
-	expect_tensor(what, output(0), r->shape, r->stride, "float32");
+	EXPECT_INT(check_module(r)->tensor_count, 0);
 }
 
 Test(nn_resize, upsample_counts_as_its_interpolation)

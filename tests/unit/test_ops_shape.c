@@ -180,14 +180,10 @@ ParameterizedTest(const error_row *r, ops_shape, errors_are_pytorch_s, .init = s
 
 Test(ops_shape, a_view_keeps_requires_grad_and_dtype)
 {
-	ti_meta_tensor *x = ti_meta_new(&ctx, TI_DT_BFLOAT16, 2, (ti_dim[]){ti_dim_int(2), ti_dim_int(3)});
-	x->requires_grad = true;
-	ti_arg args[] = {ti_arg_tensor(x), ti_arg_int(-1)};
-	ASSERT_STATUS(ti_op_invoke(&ctx, "view", args, 2, &call, &err), TI_OK, err);
+	ASSERT_STATUS(run("view", "grad bfloat16{2, 3}, -1"), TI_OK, err);
 	EXPECT_INT(output(0)->dtype, TI_DT_BFLOAT16);
 	cr_expect(output(0)->requires_grad, "a view of a tensor that requires grad requires grad");
-	ASSERT_STATUS(ti_op_invoke(&ctx, "repeat", (ti_arg[]){ti_arg_tensor(x), ti_arg_int(2), ti_arg_int(1)}, 3,
-	                           &call, &err), TI_OK, err);
+	ASSERT_STATUS(run("repeat", "grad bfloat16{2, 3}, 2, 1"), TI_OK, err);
 	cr_expect(output(0)->requires_grad, "a copy of a tensor that requires grad requires grad");
 }
 

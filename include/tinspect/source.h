@@ -1,0 +1,81 @@
+/*
+ * source.h - named tensors and their bytes, from any file tinspect reads.
+ *
+ * A source is what convert and materialize read from: a torch.save zip, a
+ * safetensors file, or a Hugging Face sharded checkpoint (its
+ * *.index.json, with safetensors or torch zip shards). It lists storages
+ * (runs of bytes of one dtype) and tensors (views of a storage: shape,
+ * strides in elements, offset in elements), as PyTorch has them: tensors that
+ * share a storage (tied weights, views) point to the same one. A safetensors
+ * tensor is its own storage. Bytes are read on demand, in pieces, with
+ * pread: opening reads only headers, and memory never grows with the data.
+ *
+ * Ownership: the handle owns everything it returns, in one arena, and the
+ * files it opened; ti_source_close frees them all.
+ */
+#ifndef TINSPECT_SOURCE_H
+#define TINSPECT_SOURCE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tinspect/dtype.h"
+#include "tinspect/error.h"
+
+typedef struct ti_source ti_source;
+
+typedef enum ti_source_format {
+	TI_SOURCE_TORCH_ZIP,
+	TI_SOURCE_SAFETENSORS,
+	TI_SOURCE_HF_SHARDED
+} ti_source_format;
+
+typedef struct ti_source_storage {
+	ti_dtype dtype;     /* what its elements are */
+	uint64_t nbytes;
+	bool has_data;      /* false: saved from the meta device, nothing to read */
+} ti_source_storage;
+
+typedef struct ti_source_tensor {
+	const char *name;     /* "layer1.0.conv1.weight", "optimizer.state.0.exp_avg" */
+	ti_dtype dtype;
+	int ndim;
+	const int64_t *shape;
+	const int64_t *stride;  /* in elements */
+	int64_t offset;         /* in elements, into the storage */
+	int64_t numel;
+	size_t storage;         /* index of its storage */
+	bool requires_grad;
+	bool is_parameter;
+	const char *unsupported;/* why it cannot be moved (quantized, sparse), or NULL */
+} ti_source_tensor;
+
+typedef struct ti_source_pair {
+	const char *key, *value;
+} ti_source_pair;
+
+/* Opens path, telling the format from its first bytes (or a .index.json name). */
+ti_status ti_source_open(const char *path, ti_source **out, ti_error *err);
+void ti_source_close(ti_source *src);
+
+ti_source_format ti_source_get_format(const ti_source *src);
+const char *ti_source_format_name(ti_source_format format); /* "torch-zip", "safetensors", "hf-sharded" */
+
+size_t ti_source_tensor_count(const ti_source *src);
+const ti_source_tensor *ti_source_tensor_at(const ti_source *src, size_t i);
+size_t ti_source_storage_count(const ti_source *src);
+const ti_source_storage *ti_source_storage_at(const ti_source *src, size_t i);
+/* safetensors __metadata__ (and a sharded index's "metadata" values that are strings). */
+size_t ti_source_metadata_count(const ti_source *src);
+const ti_source_pair *ti_source_metadata_at(const ti_source *src, size_t i);
+
+/* Reads n bytes of storage i from byte offset on. TI_E_INVALID past its end; TI_E_IO when the file fails. */
+ti_status ti_source_read(ti_source *src, size_t storage, uint64_t offset, void *buf, size_t n, ti_error *err);
+
+/* The byte extent of a strided view: (offset + sum((size-1)*stride) + 1) * element size, 0 when empty. */
+uint64_t ti_source_tensor_extent(const ti_source_tensor *t);
+/* True when the view is contiguous (size-1 dims may have any stride). */
+bool ti_source_tensor_contiguous(const ti_source_tensor *t);
+
+#endif

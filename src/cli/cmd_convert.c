@@ -1,0 +1,215 @@
+/*
+ * cmd_convert.c - `tinspect convert IN -o OUT`: a checkpoint into a torch zip
+ * or safetensors file, selected, renamed and cast on the way, written to a
+ * temporary file and renamed into place only when complete.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "cli/model_cli.h"
+#include "cli/outfile.h"
+#include "cli/progress.h"
+#include "tinspect/convert.h"
+
+enum {
+	OPT_HELP = 1, OPT_OUTPUT, OPT_FORMAT, OPT_DTYPE, OPT_SELECT, OPT_EXCLUDE, OPT_RENAME, OPT_STRIP,
+	OPT_KEY, OPT_KEEP, OPT_FORCE, OPT_QUIET, OPT_JSON
+};
+
+static const cli_option options[] = {
+	{"help", 'h', OPT_FLAG, OPT_HELP},
+	{"output", 'o', OPT_VALUE, OPT_OUTPUT},
+	{"format", 0, OPT_VALUE, OPT_FORMAT},
+	{"dtype", 0, OPT_VALUE, OPT_DTYPE},
+	{"select", 0, OPT_VALUE, OPT_SELECT},
+	{"exclude", 0, OPT_VALUE, OPT_EXCLUDE},
+	{"rename", 0, OPT_VALUE, OPT_RENAME},
+	{"strip-prefix", 0, OPT_VALUE, OPT_STRIP},
+	{"key", 0, OPT_VALUE, OPT_KEY},
+	{"keep-storage", 0, OPT_FLAG, OPT_KEEP},
+	{"force", 'f', OPT_FLAG, OPT_FORCE},
+	{"quiet", 'q', OPT_FLAG, OPT_QUIET},
+	{"json", 0, OPT_FLAG, OPT_JSON},
+	{NULL, 0, 0, 0},
+};
+
+static const char help[] =
+	"usage: tinspect convert IN -o OUT [options]\n"
+	"\n"
+	"Write IN's tensors to OUT, a PyTorch zip checkpoint (torch.load reads it,\n"
+	"with weights_only=True too) or a safetensors file. IN is a torch.save\n"
+	"zip, a safetensors file or a sharded checkpoint's *.index.json.\n"
+	"\n"
+	"options:\n"
+	"  -o, --output OUT     the file to write (required)\n"
+	"  --format FMT         torch or safetensors (default: from OUT's extension)\n"
+	"  --dtype DT           cast floating tensors: float16, bfloat16, float32, float64\n"
+	"  --select GLOB        keep only tensors whose name matches (repeatable)\n"
+	"  --exclude GLOB       leave out tensors whose name matches (repeatable)\n"
+	"  --rename FROM=TO     replace the name prefix FROM by TO (repeatable)\n"
+	"  --strip-prefix P     remove the name prefix P, e.g. DDP's 'module.'\n"
+	"  --key K              take the tensors under K, e.g. 'model' of a training checkpoint\n"
+	"  --keep-storage       keep shared storages and views as they are (torch output)\n"
+	"  -f, --force          replace OUT if it exists\n"
+	"  -q, --quiet          no progress bar\n"
+	"  --json               print the summary as JSON\n"
+	"  -h, --help           show this help\n"
+	"\n"
+	"exit status: 0 success, 2 usage error, 3 unreadable or unsupported input,\n"
+	"4 I/O or resource failure.\n";
+
+enum { LIST_MAX = 64 };
+
+static void on_progress(void *user, uint64_t done, uint64_t total)
+{
+	cli_progress *bar = user;
+	bar->total = total; /* known once the output is planned */
+	cli_progress_add(bar, done - bar->done);
+}
+
+static bool ends_with(const char *s, const char *tail)
+{
+	size_t n = strlen(s), m = strlen(tail);
+	return n >= m && !strcmp(s + n - m, tail);
+}
+
+int cmd_convert(int argc, char **argv)
+{
+	cli_parser p = {argc, 1, argv, options, "convert", false};
+	const char *in = NULL, *out = NULL, *format = NULL, *selects[LIST_MAX], *excludes[LIST_MAX];
+	ti_rename renames[LIST_MAX];
+	char rename_text[LIST_MAX][256];
+	ti_convert_options o = {0};
+	bool force = false, quiet = false, json = false;
+	int id;
+	const char *value;
+	while ((id = cli_next(&p, &value)) != -1) {
+		switch (id) {
+		case -2:
+			return EXIT_USAGE;
+		case 0:
+			if (in)
+				return cli_usage_error("convert: one input at a time (and -o OUT)");
+			in = value;
+			break;
+		case OPT_HELP:
+			fputs(help, stdout);
+			return EXIT_OK;
+		case OPT_OUTPUT:
+			out = value;
+			break;
+		case OPT_FORMAT:
+			format = value;
+			break;
+		case OPT_DTYPE: {
+			const char *name = strncmp(value, "torch.", 6) ? value : value + 6;
+			o.dtype = ti_dtype_from_torch_name(name);
+			if (o.dtype != TI_DT_FLOAT16 && o.dtype != TI_DT_BFLOAT16 && o.dtype != TI_DT_FLOAT32 &&
+			    o.dtype != TI_DT_FLOAT64)
+				return cli_usage_error("convert: --dtype wants float16, bfloat16, float32 or float64, not '%s'", value);
+			break;
+		}
+		case OPT_SELECT:
+		case OPT_EXCLUDE:
+		case OPT_RENAME: {
+			size_t *count = id == OPT_SELECT ? &o.select_count : id == OPT_EXCLUDE ? &o.exclude_count : &o.rename_count;
+			if (*count == LIST_MAX)
+				return cli_usage_error("convert: more than %d of one option", LIST_MAX);
+			if (id == OPT_SELECT)
+				selects[(*count)++] = value;
+			else if (id == OPT_EXCLUDE)
+				excludes[(*count)++] = value;
+			else {
+				const char *eq = strchr(value, '=');
+				if (!eq || strlen(value) >= sizeof(rename_text[0]))
+					return cli_usage_error("convert: --rename wants FROM=TO, not '%s'", value);
+				char *t = rename_text[*count];
+				strcpy(t, value);
+				t[eq - value] = '\0';
+				renames[*count] = (ti_rename){t, t + (eq - value) + 1};
+				(*count)++;
+			}
+			break;
+		}
+		case OPT_STRIP:
+			o.strip_prefix = value;
+			break;
+		case OPT_KEY:
+			o.key = value;
+			break;
+		case OPT_KEEP:
+			o.keep_storage = true;
+			break;
+		case OPT_FORCE:
+			force = true;
+			break;
+		case OPT_QUIET:
+			quiet = true;
+			break;
+		case OPT_JSON:
+			json = true;
+			break;
+		}
+	}
+	if (!in || !out)
+		return cli_usage_error("convert: give IN and -o OUT (see 'tinspect convert --help')");
+	if (!format)
+		format = ends_with(out, ".safetensors") ? "safetensors" : "torch";
+	if (!strcmp(format, "safetensors"))
+		o.format = TI_OUT_SAFETENSORS;
+	else if (!strcmp(format, "torch") || !strcmp(format, "pt"))
+		o.format = TI_OUT_TORCH_ZIP;
+	else
+		return cli_usage_error("convert: --format wants torch or safetensors, not '%s'", format);
+	if (o.keep_storage && o.format == TI_OUT_SAFETENSORS)
+		return cli_usage_error("convert: --keep-storage needs a torch output: safetensors forbids shared storage");
+	o.select = selects;
+	o.exclude = excludes;
+	o.renames = renames;
+
+	ti_error err;
+	ti_error_clear(&err);
+	ti_source *src;
+	ti_status st = ti_source_open(in, &src, &err);
+	if (st)
+		return cli_report(in, &err);
+	cli_outfile of;
+	const char *inputs[] = {in};
+	int rc = cli_outfile_open(&of, out, inputs, 1, force);
+	if (rc) {
+		ti_source_close(src);
+		return rc;
+	}
+	cli_progress bar;
+	cli_progress_begin(&bar, stderr, "convert", 0, !quiet);
+	o.progress = on_progress;
+	o.progress_user = &bar;
+	ti_convert_stats stats;
+	st = ti_convert(src, of.fd, &o, &stats, &err);
+	cli_progress_end(&bar);
+	ti_source_close(src);
+	if (st) {
+		cli_outfile_abort(&of);
+		return cli_report(st == TI_E_IO || st == TI_E_NOMEM ? out : in, &err);
+	}
+	if ((rc = cli_outfile_commit(&of)))
+		return rc;
+	char bytes[32];
+	if (json) {
+		cJSON *j = cJSON_CreateObject();
+		cJSON_AddStringToObject(j, "output", out);
+		cJSON_AddStringToObject(j, "format", o.format == TI_OUT_SAFETENSORS ? "safetensors" : "torch-zip");
+		cJSON_AddNumberToObject(j, "tensors", (double)stats.tensors);
+		cJSON_AddNumberToObject(j, "storages", (double)stats.storages);
+		cJSON_AddNumberToObject(j, "ties", (double)stats.ties);
+		cJSON_AddNumberToObject(j, "cast", (double)stats.cast);
+		cJSON_AddNumberToObject(j, "data_bytes", (double)stats.data_bytes);
+		return cli_print_json(j);
+	}
+		printf("wrote %s: %zu tensors (%zu tied, %zu cast), %s of data, %s\n", out, stats.tensors, stats.ties,
+		       stats.cast, cli_bytes((int64_t)stats.data_bytes, bytes, sizeof(bytes)),
+		       o.format == TI_OUT_SAFETENSORS ? "safetensors" : "torch zip");
+	return EXIT_OK;
+}

@@ -1,0 +1,392 @@
+/*
+ * convert.c - selecting, renaming, casting and laying out tensors, then
+ * streaming them from a source into a writer (see tinspect/convert.h).
+ */
+#include "tinspect/convert.h"
+
+#include <fnmatch.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tinspect/arena.h"
+#include "tinspect/cast.h"
+#include "tinspect/safetensors.h"
+#include "tinspect/torch_writer.h"
+
+/* One output tensor: a source tensor under its new name, with the output storage it lands in. */
+typedef struct out_tensor {
+	const ti_source_tensor *src;
+	const char *name;
+	ti_dtype dtype;          /* after --dtype */
+	size_t storage;          /* output storage */
+	const char *tied_to;     /* an earlier output tensor that is the same view, or NULL */
+} out_tensor;
+
+/* One output storage: a compact view of a source tensor, or (keep_storage) a whole source storage. */
+typedef struct out_storage {
+	const ti_source_tensor *view; /* compact: the view to gather; NULL: whole storage */
+	size_t source_storage;
+	ti_dtype from, to;
+	uint64_t numel;
+} out_storage;
+
+typedef struct plan {
+	ti_arena arena;
+	const ti_convert_options *o;
+	ti_source *src;
+	out_tensor *tensors;
+	size_t tensor_count;
+	out_storage *storages;
+	size_t storage_count;
+	uint64_t total_bytes, done_bytes;
+} plan;
+
+/* ---- names ---- */
+
+static bool matches_any(const char *const *globs, size_t n, const char *name)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!fnmatch(globs[i], name, 0))
+			return true;
+	return false;
+}
+
+/* The name a source tensor gets, or NULL when it is not selected. */
+static const char *output_name(plan *p, const char *name)
+{
+	const ti_convert_options *o = p->o;
+	if (o->key) {
+		size_t n = strlen(o->key);
+		if (strncmp(name, o->key, n) || name[n] != '.')
+			return NULL;
+		name += n + 1;
+	}
+	if (o->strip_prefix && !strncmp(name, o->strip_prefix, strlen(o->strip_prefix)))
+		name += strlen(o->strip_prefix);
+	for (size_t i = 0; i < o->rename_count; i++) {
+		size_t n = strlen(o->renames[i].from);
+		if (!strncmp(name, o->renames[i].from, n)) {
+			name = ti_arena_printf(&p->arena, "%s%s", o->renames[i].to, name + n);
+			break;
+		}
+	}
+	if (!name || !*name)
+		return NULL;
+	if (o->select_count && !matches_any(o->select, o->select_count, name))
+		return NULL;
+	if (matches_any(o->exclude, o->exclude_count, name))
+		return NULL;
+	return name;
+}
+
+static ti_dtype output_dtype(const plan *p, ti_dtype dt)
+{
+	bool floating = dt == TI_DT_FLOAT32 || dt == TI_DT_FLOAT64 || dt == TI_DT_FLOAT16 || dt == TI_DT_BFLOAT16;
+	return p->o->dtype && floating ? p->o->dtype : dt;
+}
+
+static bool same_view(const ti_source_tensor *a, const ti_source_tensor *b)
+{
+	if (a->storage != b->storage || a->offset != b->offset || a->ndim != b->ndim || a->dtype != b->dtype)
+		return false;
+	for (int i = 0; i < a->ndim; i++)
+		if (a->shape[i] != b->shape[i] || (a->shape[i] > 1 && a->stride[i] != b->stride[i]))
+			return false;
+	return true;
+}
+
+/* ---- planning ---- */
+
+static ti_status make_plan(plan *p, ti_error *err)
+{
+	size_t n = ti_source_tensor_count(p->src), ns = ti_source_storage_count(p->src);
+	p->tensors = ti_arena_calloc(&p->arena, n + 1, sizeof(*p->tensors));
+	p->storages = ti_arena_calloc(&p->arena, (n > ns ? n : ns) + 1, sizeof(*p->storages));
+	size_t *storage_map = calloc(ns + 1, sizeof(*storage_map)); /* keep_storage: source -> output + 1 */
+	if (!p->tensors || !p->storages || !storage_map) {
+		free(storage_map);
+		return TI_FAIL(err, TI_E_NOMEM, "out of memory planning the output");
+	}
+	ti_status st = TI_OK;
+	for (size_t i = 0; i < n && !st; i++) {
+		const ti_source_tensor *t = ti_source_tensor_at(p->src, i);
+		const char *name = output_name(p, t->name);
+		if (!name)
+			continue;
+		if (t->unsupported) {
+			st = TI_FAIL(err, TI_E_UNSUPPORTED, "'%s' is %s; leave it out with --exclude", t->name, t->unsupported);
+			break;
+		}
+		for (size_t k = 0; k < p->tensor_count; k++)
+			if (!strcmp(p->tensors[k].name, name)) {
+				st = TI_FAIL(err, TI_E_INVALID, "two tensors would be named '%s'", name);
+				break;
+			}
+		if (st)
+			break;
+		out_tensor *o = &p->tensors[p->tensor_count++];
+		o->src = t;
+		o->name = name;
+		o->dtype = output_dtype(p, t->dtype);
+		bool keep = p->o->keep_storage && p->o->format == TI_OUT_TORCH_ZIP;
+		if (keep) {
+			if (!storage_map[t->storage]) {
+				const ti_source_storage *s = ti_source_storage_at(p->src, t->storage);
+				out_storage *os = &p->storages[p->storage_count];
+				os->source_storage = t->storage;
+				os->from = s->dtype;
+				os->to = output_dtype(p, s->dtype);
+				os->numel = s->nbytes / (ti_dtype_size(s->dtype) ? ti_dtype_size(s->dtype) : 1);
+				storage_map[t->storage] = ++p->storage_count;
+			}
+			o->storage = storage_map[t->storage] - 1;
+			continue;
+		}
+		/* compact: a tie shares the storage of the first tensor that is the same view */
+		for (size_t k = 0; k + 1 < p->tensor_count; k++)
+			if (same_view(p->tensors[k].src, t) && !p->tensors[k].tied_to) {
+				o->storage = p->tensors[k].storage;
+				o->tied_to = p->tensors[k].name;
+				break;
+			}
+		if (o->tied_to)
+			continue;
+		out_storage *os = &p->storages[p->storage_count];
+		os->view = t;
+		os->source_storage = t->storage;
+		os->from = t->dtype;
+		os->to = o->dtype;
+		os->numel = (uint64_t)t->numel;
+		o->storage = p->storage_count++;
+	}
+	free(storage_map);
+	if (st)
+		return st;
+	for (size_t i = 0; i < p->storage_count; i++) {
+		const out_storage *s = &p->storages[i];
+		if (s->from != s->to && !ti_cast_supported(s->from, s->to))
+			return TI_FAIL(err, TI_E_UNSUPPORTED, "cannot cast %s to %s", ti_dtype_name(s->from), ti_dtype_name(s->to));
+		p->total_bytes += s->numel * ti_dtype_size(s->to);
+	}
+	return TI_OK;
+}
+
+/* ---- streaming data ---- */
+
+typedef ti_status (*put_fn)(void *writer, size_t storage, const void *bytes, size_t n, ti_error *err);
+
+typedef struct sink {
+	put_fn put;
+	void *writer;
+	plan *p;
+	char *cast_buf;
+	size_t buf_bytes;
+} sink;
+
+/* Casts n elements and hands them to the writer. */
+static ti_status emit(sink *k, size_t storage, const out_storage *s, const void *elements, size_t n, ti_error *err)
+{
+	const void *bytes = elements;
+	size_t in_size = ti_dtype_size(s->from), out_size = ti_dtype_size(s->to);
+	if (s->from != s->to) {
+		/* the cast buffer holds buf_bytes of output: cast and put in pieces of it */
+		size_t per = k->buf_bytes / (out_size ? out_size : 1);
+		for (size_t done = 0; done < n;) {
+			size_t m = n - done < per ? n - done : per;
+			ti_status st = ti_cast(s->from, (const char *)elements + done * in_size, s->to, k->cast_buf, m, 0, err);
+			if (!st)
+				st = k->put(k->writer, storage, k->cast_buf, m * out_size, err);
+			if (st)
+				return st;
+			done += m;
+		}
+	} else {
+		ti_status st = k->put(k->writer, storage, bytes, n * in_size, err);
+		if (st)
+			return st;
+	}
+	k->p->done_bytes += n * out_size;
+	if (k->p->o->progress)
+		k->p->o->progress(k->p->o->progress_user, k->p->done_bytes, k->p->total_bytes);
+	return TI_OK;
+}
+
+/* Streams a contiguous run of elements [first, first + count) of a source storage. */
+static ti_status stream_run(sink *k, size_t storage, const out_storage *s, uint64_t first, uint64_t count,
+                            char *buf, ti_error *err)
+{
+	size_t esize = ti_dtype_size(s->from);
+	size_t per = k->buf_bytes / esize;
+	for (uint64_t done = 0; done < count;) {
+		size_t m = count - done < per ? (size_t)(count - done) : per;
+		ti_status st = ti_source_read(k->p->src, s->source_storage, (first + done) * esize, buf, m * esize, err);
+		if (!st)
+			st = emit(k, storage, s, buf, m, err);
+		if (st)
+			return st;
+		done += m;
+	}
+	return TI_OK;
+}
+
+/* A strided view: read its storage span once, then gather its elements in row-major order. */
+static ti_status gather_view(sink *k, size_t storage, const out_storage *s, char *buf, ti_error *err)
+{
+	const ti_source_tensor *t = s->view;
+	size_t esize = ti_dtype_size(s->from);
+	uint64_t lo = (uint64_t)t->offset * esize, hi = ti_source_tensor_extent(t);
+	uint64_t limit = k->p->o->gather_max ? k->p->o->gather_max : (uint64_t)16 << 30;
+	if (hi - lo > limit)
+		return TI_FAIL(err, TI_E_LIMIT, "'%s' is a strided view over %llu bytes, past the %llu-byte ceiling",
+		               t->name, (unsigned long long)(hi - lo), (unsigned long long)limit);
+	char *span = malloc(hi - lo ? hi - lo : 1);
+	if (!span)
+		return TI_FAIL(err, TI_E_NOMEM, "out of memory gathering '%s' (%llu bytes)", t->name,
+		               (unsigned long long)(hi - lo));
+	ti_status st = ti_source_read(k->p->src, s->source_storage, lo, span, hi - lo, err);
+	int64_t index[64] = {0};
+	size_t per = k->buf_bytes / esize, m = 0;
+	for (int64_t e = 0; !st && e < t->numel; e++) {
+		int64_t at = 0; /* element offset from the view's first element */
+		for (int d = 0; d < t->ndim; d++)
+			at += index[d] * t->stride[d];
+		memcpy(buf + m * esize, span + (size_t)at * esize, esize);
+		if (++m == per || e + 1 == t->numel) {
+			st = emit(k, storage, s, buf, m, err);
+			m = 0;
+		}
+		for (int d = t->ndim - 1; d >= 0; d--) { /* next index, row-major */
+			if (++index[d] < t->shape[d])
+				break;
+			index[d] = 0;
+		}
+	}
+	free(span);
+	return st;
+}
+
+static ti_status stream_storage(sink *k, size_t i, char *buf, ti_error *err)
+{
+	const out_storage *s = &k->p->storages[i];
+	if (!s->view)
+		return stream_run(k, i, s, 0, s->numel, buf, err);
+	if (ti_source_tensor_contiguous(s->view))
+		return stream_run(k, i, s, (uint64_t)s->view->offset, s->numel, buf, err);
+	return gather_view(k, i, s, buf, err);
+}
+
+/* ---- writers ---- */
+
+static ti_status put_torch(void *w, size_t storage, const void *bytes, size_t n, ti_error *err)
+{
+	(void)storage;
+	return ti_tw_storage_put(w, bytes, n, err);
+}
+
+static ti_status put_safetensors(void *w, size_t storage, const void *bytes, size_t n, ti_error *err)
+{
+	return ti_st_writer_put(w, storage, bytes, n, err);
+}
+
+static ti_status write_torch(plan *p, int fd, sink *k, char *buf, ti_error *err)
+{
+	ti_tw_storage *storages = ti_arena_calloc(&p->arena, p->storage_count + 1, sizeof(*storages));
+	ti_tw_tensor *tensors = ti_arena_calloc(&p->arena, p->tensor_count + 1, sizeof(*tensors));
+	if (!storages || !tensors)
+		return TI_FAIL(err, TI_E_NOMEM, "out of memory planning the output");
+	for (size_t i = 0; i < p->storage_count; i++)
+		storages[i] = (ti_tw_storage){p->storages[i].to, p->storages[i].numel};
+	for (size_t i = 0; i < p->tensor_count; i++) {
+		const out_tensor *o = &p->tensors[i];
+		bool keep = !p->storages[o->storage].view;
+		tensors[i] = (ti_tw_tensor){o->name, o->storage, keep ? (uint64_t)o->src->offset : 0, (size_t)o->src->ndim,
+		                            o->src->shape, keep ? o->src->stride : NULL, o->src->requires_grad,
+		                            o->src->is_parameter};
+	}
+	ti_tw *w;
+	ti_status st = ti_tw_begin(fd, storages, p->storage_count, tensors, p->tensor_count, NULL, &w, err);
+	if (st)
+		return st;
+	k->put = put_torch;
+	k->writer = w;
+	for (size_t i = 0; i < p->storage_count && !st; i++)
+		st = stream_storage(k, i, buf, err);
+	if (!st)
+		st = ti_tw_end(w, err);
+	ti_tw_free(w);
+	return st;
+}
+
+static ti_status write_safetensors(plan *p, int fd, sink *k, char *buf, ti_error *err)
+{
+	/* one spec per storage (each is one compact tensor), ties in __metadata__ */
+	ti_st_spec *specs = ti_arena_calloc(&p->arena, p->storage_count + 1, sizeof(*specs));
+	size_t meta_n = ti_source_metadata_count(p->src), ties = 0;
+	for (size_t i = 0; i < p->tensor_count; i++)
+		ties += p->tensors[i].tied_to != NULL;
+	ti_st_pair *meta = ti_arena_calloc(&p->arena, meta_n + ties + 1, sizeof(*meta));
+	if (!specs || !meta)
+		return TI_FAIL(err, TI_E_NOMEM, "out of memory planning the output");
+	size_t m = 0;
+	for (size_t i = 0; i < meta_n; i++) {
+		const ti_source_pair *sp = ti_source_metadata_at(p->src, i);
+		if (strncmp(sp->key, "tie.", 4)) /* ties are written anew below */
+			meta[m++] = (ti_st_pair){sp->key, sp->value};
+	}
+	for (size_t i = 0; i < p->tensor_count; i++) {
+		const out_tensor *o = &p->tensors[i];
+		if (o->tied_to) {
+			meta[m++] = (ti_st_pair){ti_arena_printf(&p->arena, "tie.%s", o->name), o->tied_to};
+			continue;
+		}
+		specs[o->storage] = (ti_st_spec){o->name, o->dtype, o->src->ndim, o->src->shape};
+	}
+	ti_st_writer *w;
+	ti_status st = ti_st_writer_begin(fd, specs, p->storage_count, meta, m, TI_ST_ORDER_AS_GIVEN, &w, err);
+	if (st)
+		return st;
+	k->put = put_safetensors;
+	k->writer = w;
+	for (size_t i = 0; i < p->storage_count && !st; i++)
+		st = stream_storage(k, i, buf, err);
+	if (!st)
+		st = ti_st_writer_end(w, err);
+	ti_st_writer_free(w);
+	return st;
+}
+
+ti_status ti_convert(ti_source *src, int fd, const ti_convert_options *o, ti_convert_stats *stats, ti_error *err)
+{
+	plan p;
+	memset(&p, 0, sizeof(p));
+	ti_arena_init(&p.arena, (size_t)2 << 30);
+	p.o = o;
+	p.src = src;
+	ti_status st = make_plan(&p, err);
+	sink k = {NULL, NULL, &p, NULL, o->buffer_bytes ? o->buffer_bytes : (size_t)8 << 20};
+	char *buf = NULL;
+	if (!st) {
+		buf = malloc(k.buf_bytes);
+		k.cast_buf = malloc(k.buf_bytes);
+		if (!buf || !k.cast_buf)
+			st = TI_FAIL(err, TI_E_NOMEM, "out of memory for the copy buffers");
+	}
+	if (!st && !p.tensor_count)
+		st = TI_FAIL(err, TI_E_INVALID, "no tensor is selected");
+	if (!st)
+		st = o->format == TI_OUT_TORCH_ZIP ? write_torch(&p, fd, &k, buf, err) : write_safetensors(&p, fd, &k, buf, err);
+	if (!st && stats) {
+		memset(stats, 0, sizeof(*stats));
+		stats->tensors = p.tensor_count;
+		stats->storages = p.storage_count;
+		stats->data_bytes = p.done_bytes;
+		for (size_t i = 0; i < p.tensor_count; i++) {
+			stats->ties += p.tensors[i].tied_to != NULL;
+			stats->cast += p.tensors[i].dtype != p.tensors[i].src->dtype;
+		}
+	}
+	free(buf);
+	free(k.cast_buf);
+	ti_arena_release(&p.arena);
+	return st;
+}

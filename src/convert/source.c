@@ -1,0 +1,386 @@
+/*
+ * source.c - named tensors and their bytes from torch zips, safetensors and
+ * sharded checkpoints (see tinspect/source.h).
+ */
+#include "tinspect/source.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "tinspect/checkpoint.h"
+#include "tinspect/hf_index.h"
+#include "tinspect/safetensors.h"
+
+/* Where a storage's bytes are: a file, at an offset. */
+typedef struct place {
+	int fd;
+	uint64_t offset;
+} place;
+
+/* One file of the source: a checkpoint or a safetensors file, and its descriptor for pread. */
+typedef struct part {
+	ti_ckpt *ckpt;
+	ti_st_file *st;
+	int fd;
+} part;
+
+struct ti_source {
+	ti_arena arena;
+	ti_source_format format;
+	part *parts;
+	size_t part_count;
+	ti_source_storage *storages;
+	place *places;
+	size_t storage_count, storage_capacity;
+	ti_source_tensor *tensors;
+	size_t tensor_count, tensor_capacity;
+	ti_source_pair *metadata;
+	size_t metadata_count;
+};
+
+enum { ARENA_MAX = (size_t)4 << 30 };
+
+const char *ti_source_format_name(ti_source_format format)
+{
+	static const char *const names[] = {"torch-zip", "safetensors", "hf-sharded"};
+	return (unsigned)format < 3 ? names[format] : "?";
+}
+
+/* Grows an arena array by doubling (the old copy stays in the arena: arrays here are small). */
+static void *grow(ti_arena *a, void *items, size_t count, size_t *capacity, size_t size)
+{
+	if (count < *capacity)
+		return items;
+	size_t cap = *capacity ? 2 * *capacity : 64;
+	void *bigger = ti_arena_calloc(a, cap, size);
+	if (bigger && count)
+		memcpy(bigger, items, count * size);
+	if (bigger)
+		*capacity = cap;
+	return bigger;
+}
+
+static ti_source_storage *add_storage(ti_source *s, ti_dtype dtype, uint64_t nbytes, bool has_data, place where)
+{
+	size_t cap = s->storage_capacity;
+	ti_source_storage *st = grow(&s->arena, s->storages, s->storage_count, &cap, sizeof(*st));
+	place *pl = st ? grow(&s->arena, s->places, s->storage_count, &s->storage_capacity, sizeof(*pl)) : NULL;
+	if (!st || !pl)
+		return NULL;
+	s->storages = st;
+	s->places = pl;
+	st[s->storage_count] = (ti_source_storage){dtype, nbytes, has_data};
+	pl[s->storage_count] = where;
+	return &st[s->storage_count++];
+}
+
+static ti_source_tensor *add_tensor(ti_source *s)
+{
+	ti_source_tensor *t = grow(&s->arena, s->tensors, s->tensor_count, &s->tensor_capacity, sizeof(*t));
+	if (!t)
+		return NULL;
+	s->tensors = t;
+	memset(&t[s->tensor_count], 0, sizeof(*t));
+	return &t[s->tensor_count++];
+}
+
+static ti_status out_of_memory(ti_error *err)
+{
+	return TI_FAIL(err, TI_E_NOMEM, "out of memory listing tensors");
+}
+
+/* ---- torch zip ---- */
+
+static ti_status add_torch_zip(ti_source *s, const char *path, part *p, ti_error *err)
+{
+	ti_status st = ti_ckpt_open(path, NULL, &p->ckpt, err);
+	if (st)
+		return st;
+	size_t first = s->storage_count, n = ti_ckpt_storage_count(p->ckpt);
+	for (size_t i = 0; i < n; i++) {
+		const ti_storage *sto = ti_ckpt_storage(p->ckpt, i);
+		place where = {p->fd, 0};
+		bool has_data = sto->record_index >= 0;
+		if (has_data) {
+			const ti_record *rec = ti_ckpt_record(p->ckpt, (size_t)sto->record_index);
+			if (rec->method != 0)
+				return TI_FAIL(err, TI_E_UNSUPPORTED, "storage record '%s' is compressed: torch.save stores them",
+				               rec->name);
+			if ((st = ti_ckpt_record_payload_offset(p->ckpt, (size_t)sto->record_index, &where.offset, err)))
+				return st;
+		}
+		if (!add_storage(s, sto->dtype, (uint64_t)sto->nbytes, has_data, where))
+			return out_of_memory(err);
+	}
+	for (size_t i = 0; i < ti_ckpt_entry_count(p->ckpt); i++) {
+		const ti_entry *e = ti_ckpt_entry(p->ckpt, i);
+		if (e->value->kind != TI_TENSOR)
+			continue;
+		const ti_tensor *x = e->value->as.tensor;
+		ti_source_tensor *t = add_tensor(s);
+		if (!t)
+			return out_of_memory(err);
+		t->name = e->name;
+		t->dtype = x->dtype;
+		t->ndim = x->ndim;
+		t->shape = x->shape;
+		t->stride = x->stride;
+		t->offset = x->storage_offset;
+		t->numel = x->numel;
+		t->requires_grad = x->requires_grad;
+		t->is_parameter = x->is_parameter;
+		if (x->layout != TI_LAYOUT_STRIDED)
+			t->unsupported = "a sparse tensor";
+		else if (ti_dtype_is_quantized(x->dtype))
+			t->unsupported = "a quantized tensor";
+		else if (!x->storage)
+			t->unsupported = "saved from the meta device: it has no data";
+		t->storage = x->storage ? first + x->storage->index : 0;
+	}
+	return TI_OK;
+}
+
+/* ---- safetensors ---- */
+
+static ti_status add_safetensors(ti_source *s, const char *path, part *p, bool keep_metadata, ti_error *err)
+{
+	ti_status st = ti_st_open(path, NULL, &p->st, err);
+	if (st)
+		return st;
+	for (size_t i = 0; i < ti_st_tensor_count(p->st); i++) {
+		const ti_st_tensor *x = ti_st_tensor_at(p->st, i);
+		ti_source_tensor *t = add_tensor(s);
+		int64_t *stride = ti_arena_calloc(&s->arena, (size_t)x->ndim + 1, sizeof(*stride));
+		if (!t || !stride || !add_storage(s, x->dtype, x->nbytes, true, (place){p->fd, x->offset}))
+			return out_of_memory(err);
+		int64_t acc = 1;
+		for (int k = x->ndim - 1; k >= 0; k--) {
+			stride[k] = acc;
+			acc *= x->shape[k] > 0 ? x->shape[k] : 1;
+		}
+		t->name = x->name;
+		t->dtype = x->dtype;
+		t->ndim = x->ndim;
+		t->shape = x->shape;
+		t->stride = stride;
+		t->numel = x->numel;
+		t->storage = s->storage_count - 1;
+	}
+	/* "tie.NAME": "FIRST" (what convert writes for tied weights): NAME shares FIRST's data */
+	size_t first = s->tensor_count - ti_st_tensor_count(p->st), count = s->tensor_count;
+	for (size_t i = 0; i < ti_st_metadata_count(p->st); i++) {
+		const ti_st_pair *m = ti_st_metadata_at(p->st, i);
+		if (strncmp(m->key, "tie.", 4))
+			continue;
+		const ti_source_tensor *target = NULL;
+		for (size_t k = first; k < count && !target; k++)
+			if (!strcmp(s->tensors[k].name, m->value))
+				target = &s->tensors[k];
+		if (!target)
+			return TI_FAIL(err, TI_E_CORRUPT, "__metadata__ ties '%s' to '%s', which the file does not hold",
+			               m->key + 4, m->value);
+		ti_source_tensor copy = *target, *t = add_tensor(s);
+		if (!t)
+			return out_of_memory(err);
+		*t = copy;
+		t->name = m->key + 4;
+	}
+	if (keep_metadata && ti_st_metadata_count(p->st)) {
+		s->metadata_count = ti_st_metadata_count(p->st);
+		s->metadata = ti_arena_calloc(&s->arena, s->metadata_count, sizeof(*s->metadata));
+		if (!s->metadata)
+			return out_of_memory(err);
+		for (size_t i = 0; i < s->metadata_count; i++) {
+			const ti_st_pair *m = ti_st_metadata_at(p->st, i);
+			s->metadata[i] = (ti_source_pair){m->key, m->value};
+		}
+	}
+	return TI_OK;
+}
+
+static ti_status open_part(ti_source *s, const char *path, part *p, bool safetensors, ti_error *err)
+{
+	p->fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (p->fd < 0)
+		return TI_FAIL(err, TI_E_IO, "cannot open '%s': %s", path, strerror(errno));
+	return safetensors ? add_safetensors(s, path, p, s->format == TI_SOURCE_SAFETENSORS, err)
+	                   : add_torch_zip(s, path, p, err);
+}
+
+/* ---- a sharded checkpoint ---- */
+
+static ti_status add_sharded(ti_source *s, const char *path, ti_error *err)
+{
+	ti_hf_index *index;
+	ti_status st = ti_hf_index_open(path, NULL, &index, err);
+	if (st)
+		return st;
+	size_t n = ti_hf_index_shard_count(index);
+	s->parts = ti_arena_calloc(&s->arena, n + 1, sizeof(*s->parts));
+	if (!s->parts) {
+		ti_hf_index_close(index);
+		return out_of_memory(err);
+	}
+	for (size_t i = 0; i < n && !st; i++) {
+		const ti_hf_shard *shard = ti_hf_index_shard(index, i);
+		part *p = &s->parts[s->part_count++];
+		p->fd = -1;
+		if (shard->format == TI_HF_UNKNOWN) {
+			st = TI_FAIL(err, TI_E_UNSUPPORTED, "shard '%s' is neither .safetensors nor a torch file", shard->file);
+			break;
+		}
+		size_t before = s->tensor_count;
+		st = open_part(s, shard->path, p, shard->format == TI_HF_SAFETENSORS, err);
+		if (st) {
+			ti_error_at(err, shard->file, -1);
+			break;
+		}
+		/* every tensor the index names must be in its shard, and no other */
+		const char **names = ti_arena_calloc(&s->arena, s->tensor_count - before + 1, sizeof(*names));
+		if (!names) {
+			st = out_of_memory(err);
+			break;
+		}
+		for (size_t k = before; k < s->tensor_count; k++)
+			names[k - before] = s->tensors[k].name;
+		st = ti_hf_index_check_names(index, i, names, s->tensor_count - before, err);
+	}
+	ti_hf_index_close(index);
+	return st;
+}
+
+/* ---- open, read, close ---- */
+
+static bool ends_with(const char *s, const char *tail)
+{
+	size_t n = strlen(s), m = strlen(tail);
+	return n >= m && !strcmp(s + n - m, tail);
+}
+
+ti_status ti_source_open(const char *path, ti_source **out, ti_error *err)
+{
+	*out = NULL;
+	ti_source *s = calloc(1, sizeof(*s));
+	if (!s)
+		return out_of_memory(err);
+	ti_arena_init(&s->arena, ARENA_MAX);
+	ti_status st;
+	if (ends_with(path, ".index.json")) {
+		s->format = TI_SOURCE_HF_SHARDED;
+		st = add_sharded(s, path, err);
+	} else {
+		unsigned char head[16] = {0};
+		struct stat sb;
+		FILE *f = fopen(path, "rb");
+		size_t got = f ? fread(head, 1, sizeof(head), f) : 0;
+		bool ok = f && !fstat(fileno(f), &sb);
+		if (f)
+			fclose(f);
+		if (!ok) {
+			free(s);
+			return TI_FAIL(err, TI_E_IO, "cannot open: %s", strerror(errno));
+		}
+		s->format = ti_st_sniff(head, got, (uint64_t)sb.st_size) ? TI_SOURCE_SAFETENSORS : TI_SOURCE_TORCH_ZIP;
+		s->parts = ti_arena_calloc(&s->arena, 1, sizeof(*s->parts));
+		if (!s->parts) {
+			free(s);
+			return out_of_memory(err);
+		}
+		s->part_count = 1;
+		s->parts[0].fd = -1;
+		st = open_part(s, path, &s->parts[0], s->format == TI_SOURCE_SAFETENSORS, err);
+	}
+	if (st) {
+		ti_source_close(s);
+		return st;
+	}
+	*out = s;
+	return TI_OK;
+}
+
+void ti_source_close(ti_source *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->part_count; i++) {
+		ti_ckpt_close(s->parts[i].ckpt);
+		ti_st_close(s->parts[i].st);
+		if (s->parts[i].fd >= 0)
+			close(s->parts[i].fd);
+	}
+	ti_arena_release(&s->arena);
+	free(s);
+}
+
+ti_source_format ti_source_get_format(const ti_source *s) { return s->format; }
+size_t ti_source_tensor_count(const ti_source *s) { return s->tensor_count; }
+size_t ti_source_storage_count(const ti_source *s) { return s->storage_count; }
+size_t ti_source_metadata_count(const ti_source *s) { return s->metadata_count; }
+
+const ti_source_tensor *ti_source_tensor_at(const ti_source *s, size_t i)
+{
+	return i < s->tensor_count ? &s->tensors[i] : NULL;
+}
+
+const ti_source_storage *ti_source_storage_at(const ti_source *s, size_t i)
+{
+	return i < s->storage_count ? &s->storages[i] : NULL;
+}
+
+const ti_source_pair *ti_source_metadata_at(const ti_source *s, size_t i)
+{
+	return i < s->metadata_count ? &s->metadata[i] : NULL;
+}
+
+ti_status ti_source_read(ti_source *s, size_t storage, uint64_t offset, void *buf, size_t n, ti_error *err)
+{
+	if (storage >= s->storage_count || !s->storages[storage].has_data)
+		return TI_FAIL(err, TI_E_INVALID, "storage %zu has no data to read", storage);
+	const ti_source_storage *st = &s->storages[storage];
+	if (offset > st->nbytes || n > st->nbytes - offset)
+		return TI_FAIL(err, TI_E_INVALID, "read of %zu bytes at %llu passes the storage's %llu bytes", n,
+		               (unsigned long long)offset, (unsigned long long)st->nbytes);
+	const place *p = &s->places[storage];
+	char *b = buf;
+	while (n) {
+		ssize_t got = pread(p->fd, b, n, (off_t)(p->offset + offset));
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0)
+			return TI_FAIL(err, TI_E_IO, "cannot read tensor data: %s", got < 0 ? strerror(errno) : "the file is shorter than it was");
+		b += got;
+		offset += (uint64_t)got;
+		n -= (size_t)got;
+	}
+	return TI_OK;
+}
+
+uint64_t ti_source_tensor_extent(const ti_source_tensor *t)
+{
+	if (t->numel == 0)
+		return 0;
+	uint64_t last = (uint64_t)t->offset;
+	for (int i = 0; i < t->ndim; i++)
+		last += (uint64_t)(t->shape[i] - 1) * (uint64_t)t->stride[i];
+	return (last + 1) * ti_dtype_size(t->dtype);
+}
+
+bool ti_source_tensor_contiguous(const ti_source_tensor *t)
+{
+	int64_t expected = 1;
+	for (int i = t->ndim - 1; i >= 0; i--) {
+		if (t->shape[i] == 1)
+			continue;
+		if (t->shape[i] == 0)
+			return true;
+		if (t->stride[i] != expected)
+			return false;
+		expected *= t->shape[i];
+	}
+	return true;
+}
