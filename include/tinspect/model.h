@@ -54,8 +54,18 @@ typedef struct ti_model_param {
 	const char *tied_to;   /* the parameter whose tensor this one shares, or NULL */
 } ti_model_param;
 
-/* Parameters and persistent buffers in state_dict order; non-persistent buffers after them. */
+/* Parameters and persistent buffers in state_dict order. */
 const ti_model_param *ti_model_params(const ti_model *model, size_t *count);
+
+struct ti_fill_policy;
+/*
+ * PyTorch's default initialisation of parameter i (fill.h, init_rules.h):
+ * what its module's reset_parameters() would draw, e.g. uniform(-b, b) with
+ * b = 1/sqrt(fan_in) for a Linear's bias. rule (may be NULL) gets a static
+ * text naming PyTorch's call ("kaiming_uniform_(a=sqrt(5))").
+ */
+ti_status ti_model_param_init(const ti_model *model, size_t i, struct ti_fill_policy *out, const char **rule,
+                              ti_error *err);
 
 /* A tensor the graph produced or took. */
 typedef struct ti_model_tensor {

@@ -28,7 +28,8 @@ typedef struct ti_source ti_source;
 typedef enum ti_source_format {
 	TI_SOURCE_TORCH_ZIP,
 	TI_SOURCE_SAFETENSORS,
-	TI_SOURCE_HF_SHARDED
+	TI_SOURCE_HF_SHARDED,
+	TI_SOURCE_MODEL        /* a model description's parameters: no data until filled */
 } ti_source_format;
 
 typedef struct ti_source_storage {
@@ -55,9 +56,30 @@ typedef struct ti_source_pair {
 	const char *key, *value;
 } ti_source_pair;
 
+struct ti_model;
+struct ti_fill_policy;
+
 /* Opens path, telling the format from its first bytes (or a .index.json name). */
 ti_status ti_source_open(const char *path, ti_source **out, ti_error *err);
 void ti_source_close(ti_source *src);
+
+/*
+ * A model description's parameters and persistent buffers, as its
+ * state_dict names them, with no data (has_data false) until a fill is set.
+ * A tied parameter shares its target's storage. The model must outlive src.
+ */
+ti_status ti_source_from_model(const struct ti_model *model, ti_source **out, ti_error *err);
+
+/*
+ * From now on storage i's bytes are the fill policy's (fill.h), under the
+ * random key (seed, name): reads compute them. The policy must be one
+ * ti_fill() writes (not init or load; the caller resolves those), checked
+ * for the storage's dtype.
+ */
+ti_status ti_source_set_fill(ti_source *src, size_t storage, const struct ti_fill_policy *policy, uint64_t seed,
+                             const char *name, ti_error *err);
+/* The fill set on storage i, or NULL when its bytes come from the file. */
+const struct ti_fill_policy *ti_source_fill(const ti_source *src, size_t storage);
 
 ti_source_format ti_source_get_format(const ti_source *src);
 const char *ti_source_format_name(ti_source_format format); /* "torch-zip", "safetensors", "hf-sharded" */

@@ -31,6 +31,7 @@ int cmd_inspect(int argc, char **argv);
 int cmd_shapes(int argc, char **argv);
 int cmd_params(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
+int cmd_materialize(int argc, char **argv);
 
 /* Options: a table per command; values come as --opt=V or --opt V. */
 typedef enum { OPT_FLAG, OPT_VALUE } cli_opt_kind;

@@ -11,6 +11,7 @@ static const cli_command commands[] = {
 	{"inspect", cmd_inspect, "list a checkpoint's tensors as the meta device sees them"},
 	{"shapes", cmd_shapes, "propagate shapes through a model described in JSON"},
 	{"params", cmd_params, "list a described model's parameters as its state_dict would"},
+	{"materialize", cmd_materialize, "turn metadata into real tensors on the CPU, a CUDA device or a file"},
 	{"convert", cmd_convert, "write a checkpoint as torch zip or safetensors, selected, renamed, cast"},
 };
 
@@ -19,11 +20,12 @@ static void usage(FILE *f)
 	fprintf(f, "usage: tinspect [inspect] FILE [--device meta] [--json] [--filter GLOB] [--depth N] [--records]\n"
 	           "       tinspect shapes MODEL.json [--bind NAME=N] [--depth N] [--json]\n"
 	           "       tinspect params MODEL.json [--json]\n"
+	           "       tinspect materialize SOURCE [--fill POLICY] [--device cpu|cuda[:N]] [-o OUT] ...\n"
 	           "       tinspect convert IN -o OUT [--dtype DT] [--select GLOB] [--exclude GLOB] ...\n"
 	           "       tinspect COMMAND --help\n"
 	           "       tinspect --version\n\ncommands:\n");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-		fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+		fprintf(f, "  %-12s %s\n", commands[i].name, commands[i].summary);
 	fprintf(f, "\nRun 'tinspect COMMAND --help' for the options; see tinspect(1).\n");
 }
 

@@ -13,13 +13,17 @@
 #include <unistd.h>
 
 #include "tinspect/checkpoint.h"
+#include "tinspect/fill.h"
 #include "tinspect/hf_index.h"
+#include "tinspect/model.h"
 #include "tinspect/safetensors.h"
 
-/* Where a storage's bytes are: a file, at an offset. */
+/* Where a storage's bytes are: a file at an offset, or a fill policy (fill != NULL). */
 typedef struct place {
 	int fd;
 	uint64_t offset;
+	const ti_fill_policy *fill;
+	ti_fill_key key;
 } place;
 
 /* One file of the source: a checkpoint or a safetensors file, and its descriptor for pread. */
@@ -47,8 +51,8 @@ enum { ARENA_MAX = (size_t)4 << 30 };
 
 const char *ti_source_format_name(ti_source_format format)
 {
-	static const char *const names[] = {"torch-zip", "safetensors", "hf-sharded"};
-	return (unsigned)format < 3 ? names[format] : "?";
+	static const char *const names[] = {"torch-zip", "safetensors", "hf-sharded", "model"};
+	return (unsigned)format < 4 ? names[format] : "?";
 }
 
 /* Grows an arena array by doubling (the old copy stays in the arena: arrays here are small). */
@@ -94,6 +98,14 @@ static ti_status out_of_memory(ti_error *err)
 	return TI_FAIL(err, TI_E_NOMEM, "out of memory listing tensors");
 }
 
+static ti_source *new_source(void)
+{
+	ti_source *s = calloc(1, sizeof(*s));
+	if (s)
+		ti_arena_init(&s->arena, ARENA_MAX);
+	return s;
+}
+
 /* ---- torch zip ---- */
 
 static ti_status add_torch_zip(ti_source *s, const char *path, part *p, ti_error *err)
@@ -104,7 +116,7 @@ static ti_status add_torch_zip(ti_source *s, const char *path, part *p, ti_error
 	size_t first = s->storage_count, n = ti_ckpt_storage_count(p->ckpt);
 	for (size_t i = 0; i < n; i++) {
 		const ti_storage *sto = ti_ckpt_storage(p->ckpt, i);
-		place where = {p->fd, 0};
+		place where = {p->fd, 0, NULL, {0, 0}};
 		bool has_data = sto->record_index >= 0;
 		if (has_data) {
 			const ti_record *rec = ti_ckpt_record(p->ckpt, (size_t)sto->record_index);
@@ -156,7 +168,7 @@ static ti_status add_safetensors(ti_source *s, const char *path, part *p, bool k
 		const ti_st_tensor *x = ti_st_tensor_at(p->st, i);
 		ti_source_tensor *t = add_tensor(s);
 		int64_t *stride = ti_arena_calloc(&s->arena, (size_t)x->ndim + 1, sizeof(*stride));
-		if (!t || !stride || !add_storage(s, x->dtype, x->nbytes, true, (place){p->fd, x->offset}))
+		if (!t || !stride || !add_storage(s, x->dtype, x->nbytes, true, (place){p->fd, x->offset, NULL, {0, 0}}))
 			return out_of_memory(err);
 		int64_t acc = 1;
 		for (int k = x->ndim - 1; k >= 0; k--) {
@@ -265,10 +277,9 @@ static bool ends_with(const char *s, const char *tail)
 ti_status ti_source_open(const char *path, ti_source **out, ti_error *err)
 {
 	*out = NULL;
-	ti_source *s = calloc(1, sizeof(*s));
+	ti_source *s = new_source();
 	if (!s)
 		return out_of_memory(err);
-	ti_arena_init(&s->arena, ARENA_MAX);
 	ti_status st;
 	if (ends_with(path, ".index.json")) {
 		s->format = TI_SOURCE_HF_SHARDED;
@@ -317,6 +328,82 @@ void ti_source_close(ti_source *s)
 	free(s);
 }
 
+/* ---- a model description ---- */
+
+ti_status ti_source_from_model(const ti_model *model, ti_source **out, ti_error *err)
+{
+	*out = NULL;
+	ti_source *s = new_source();
+	if (!s)
+		return out_of_memory(err);
+	s->format = TI_SOURCE_MODEL;
+	size_t n;
+	const ti_model_param *params = ti_model_params(model, &n);
+	size_t *storage_of = ti_arena_calloc(&s->arena, n + 1, sizeof(*storage_of));
+	if (!storage_of) {
+		ti_source_close(s);
+		return out_of_memory(err);
+	}
+	for (size_t i = 0; i < n; i++) {
+		const ti_model_param *p = &params[i];
+		ti_source_tensor *t = add_tensor(s);
+		int64_t *stride = ti_arena_calloc(&s->arena, (size_t)p->ndim + 1, sizeof(*stride));
+		if (!t || !stride) {
+			ti_source_close(s);
+			return out_of_memory(err);
+		}
+		int64_t numel = 1;
+		for (int k = p->ndim - 1; k >= 0; k--) {
+			stride[k] = numel;
+			numel *= p->shape[k] > 0 ? p->shape[k] : 1;
+		}
+		numel = 1; /* the strides skipped empty dims; the count does not */
+		for (int k = 0; k < p->ndim; k++)
+			numel *= p->shape[k];
+		*t = (ti_source_tensor){p->name, p->dtype, p->ndim, p->shape, stride, 0, numel, 0, p->trainable, !p->buffer, NULL};
+		/* a tie shares the storage of the parameter it names */
+		size_t target = n;
+		for (size_t k = 0; p->tied_to && k < i; k++)
+			if (!strcmp(params[k].name, p->tied_to))
+				target = k;
+		if (target < n) {
+			t->storage = storage_of[target];
+		} else {
+			if (!add_storage(s, p->dtype, (uint64_t)numel * ti_dtype_size(p->dtype), false, (place){-1, 0, NULL, {0, 0}})) {
+				ti_source_close(s);
+				return out_of_memory(err);
+			}
+			t->storage = s->storage_count - 1;
+		}
+		storage_of[i] = t->storage;
+	}
+	*out = s;
+	return TI_OK;
+}
+
+ti_status ti_source_set_fill(ti_source *s, size_t storage, const ti_fill_policy *policy, uint64_t seed,
+                             const char *name, ti_error *err)
+{
+	if (storage >= s->storage_count)
+		return TI_FAIL(err, TI_E_INVALID, "no storage %zu", storage);
+	ti_status st = ti_fill_check(policy, s->storages[storage].dtype, err);
+	if (st)
+		return st;
+	ti_fill_policy *copy = ti_arena_alloc(&s->arena, sizeof(*copy));
+	if (!copy)
+		return out_of_memory(err);
+	*copy = *policy;
+	s->places[storage].fill = copy;
+	s->places[storage].key = ti_fill_key_of(seed, name);
+	s->storages[storage].has_data = true;
+	return TI_OK;
+}
+
+const ti_fill_policy *ti_source_fill(const ti_source *s, size_t storage)
+{
+	return storage < s->storage_count ? s->places[storage].fill : NULL;
+}
+
 ti_source_format ti_source_get_format(const ti_source *s) { return s->format; }
 size_t ti_source_tensor_count(const ti_source *s) { return s->tensor_count; }
 size_t ti_source_storage_count(const ti_source *s) { return s->storage_count; }
@@ -346,6 +433,12 @@ ti_status ti_source_read(ti_source *s, size_t storage, uint64_t offset, void *bu
 		return TI_FAIL(err, TI_E_INVALID, "read of %zu bytes at %llu passes the storage's %llu bytes", n,
 		               (unsigned long long)offset, (unsigned long long)st->nbytes);
 	const place *p = &s->places[storage];
+	if (p->fill) {
+		size_t esize = ti_dtype_size(st->dtype);
+		if (!esize || offset % esize || n % esize)
+			return TI_FAIL(err, TI_E_INVALID, "a fill is read in whole elements");
+		return ti_fill(p->fill, st->dtype, p->key, offset / esize, n / esize, buf, err);
+	}
 	char *b = buf;
 	while (n) {
 		ssize_t got = pread(p->fd, b, n, (off_t)(p->offset + offset));

@@ -304,12 +304,15 @@ static ti_status read_tensor(ti_st_file *f, const cJSON *item, ti_st_tensor *t, 
 		               name, begin, end);
 	if (end > f->info.data_size)
 		return TI_FAIL(err, TI_E_CORRUPT,
-		               "tensor '%s' has data_offsets [%" PRIu64 ", %" PRIu64 "] past the end of the data (%" PRIu64 " bytes)",
+		               "tensor '%s' has data_offsets [%" PRIu64 ", %" PRIu64 "] past the end of the data"
+		               " (%" PRIu64 " bytes)",
 		               name, begin, end, f->info.data_size);
 	if (end - begin != t->nbytes)
 		return TI_FAIL(err, TI_E_CORRUPT,
-		               "tensor '%s' has data_offsets [%" PRIu64 ", %" PRIu64 "] holding %" PRIu64 " bytes, but %s of shape %s needs %" PRIu64,
-		               name, begin, end, end - begin, row->name, shape_text(dims, ndim, text, sizeof(text)), t->nbytes);
+		               "tensor '%s' has data_offsets [%" PRIu64 ", %" PRIu64 "] holding %" PRIu64 " bytes,"
+		               " but %s of shape %s needs %" PRIu64,
+		               name, begin, end, end - begin, row->name, shape_text(dims, ndim, text, sizeof(text)),
+		               t->nbytes);
 	t->begin = begin;
 	t->end = end;
 	t->offset = f->info.data_start + begin;
@@ -325,11 +328,13 @@ static ti_status check_tiling(ti_st_file *f, ti_error *err)
 		const ti_st_tensor *t = f->by_offset[i];
 		if (t->begin > expect)
 			return TI_FAIL(err, TI_E_CORRUPT,
-			               "bytes [%" PRIu64 ", %" PRIu64 ") of the data belong to no tensor: a hole before tensor '%s'",
+			               "bytes [%" PRIu64 ", %" PRIu64 ") of the data belong to no tensor:"
+		               " a hole before tensor '%s'",
 			               expect, t->begin, t->name);
 		if (t->begin < expect)
 			return TI_FAIL(err, TI_E_CORRUPT,
-			               "tensor '%s' at data_offsets [%" PRIu64 ", %" PRIu64 "] overlaps tensor '%s' at [%" PRIu64 ", %" PRIu64 "]",
+			               "tensor '%s' at data_offsets [%" PRIu64 ", %" PRIu64 "] overlaps tensor '%s'"
+		               " at [%" PRIu64 ", %" PRIu64 "]",
 			               t->name, t->begin, t->end, last->name, last->begin, last->end);
 		if (t->end > expect || !last) {
 			expect = t->end;

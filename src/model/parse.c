@@ -744,13 +744,22 @@ static ti_status collect_params(ti_model *m, const ti_module *mod, size_t *cap, 
 			if (m->param_count == *cap) {
 				size_t bigger = *cap ? 2 * *cap : 64;
 				ti_model_param *p = ti_arena_calloc(&m->arena, bigger, sizeof(*p));
-				if (!p)
+				const ti_module **owners = ti_arena_calloc(&m->arena, bigger, sizeof(*owners));
+				const char **locals = ti_arena_calloc(&m->arena, bigger, sizeof(*locals));
+				if (!p || !owners || !locals)
 					return TI_FAIL(err, TI_E_NOMEM, "out of memory for the parameter list");
-				if (m->param_count)
+				if (m->param_count) {
 					memcpy(p, m->params, m->param_count * sizeof(*p));
+					memcpy(owners, m->param_modules, m->param_count * sizeof(*owners));
+					memcpy(locals, m->param_locals, m->param_count * sizeof(*locals));
+				}
 				m->params = p;
+				m->param_modules = owners;
+				m->param_locals = locals;
 				*cap = bigger;
 			}
+			m->param_modules[m->param_count] = mod;
+			m->param_locals[m->param_count] = t->name;
 			ti_model_param *p = &m->params[m->param_count++];
 			p->name = join(m, mod->path, t->name);
 			p->dtype = t->tensor->dtype;

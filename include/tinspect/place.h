@@ -1,0 +1,42 @@
+/*
+ * place.h - materializing a source's storages in memory: on the CPU, or on
+ * a CUDA device through the driver (cuda.h).
+ *
+ * Every storage that a tensor views is allocated once (views and tied
+ * weights stay shared, as with to_empty) and filled from the source: the
+ * file's bytes, or the fill set on it (ti_source_set_fill). Constant fills on
+ * CUDA happen on the device; everything else streams through the driver's
+ * bounded pinned buffers. Nothing is kept: the memory is freed before
+ * ti_place returns, after the figures are taken.
+ */
+#ifndef TINSPECT_PLACE_H
+#define TINSPECT_PLACE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "tinspect/error.h"
+#include "tinspect/source.h"
+
+typedef struct ti_place_options {
+	bool cuda;            /* false: the CPU */
+	int cuda_index;       /* N of cuda:N */
+	bool verify;          /* read back what was placed and compare checksums */
+	void (*progress)(void *user, uint64_t done, uint64_t total);
+	void *progress_user;
+} ti_place_options;
+
+typedef struct ti_place_stats {
+	size_t storages;
+	uint64_t bytes;           /* placed */
+	uint64_t filled_on_device;/* of those, written by device fills */
+	bool verified;            /* verify was asked and every checksum matched */
+	/* CUDA: the driver's figures before allocating and after placing */
+	char device[256];
+	uint64_t free_before, free_after, total;
+} ti_place_stats;
+
+/* Places every storage of src. TI_E_IO "CUDA not available: ..." when the driver or device is missing. */
+ti_status ti_place(ti_source *src, const ti_place_options *options, ti_place_stats *stats, ti_error *err);
+
+#endif

@@ -1,0 +1,420 @@
+/*
+ * cmd_materialize.c - `tinspect materialize SOURCE`: metadata into real
+ * tensors, as to_empty() and the empty_like family do, then filled: the
+ * checkpoint's own bytes, a constant or random fill, or PyTorch's default
+ * initialisation. Placed on the CPU or a CUDA device, or written to a file.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli/cli.h"
+#include "cli/model_cli.h"
+#include "cli/outfile.h"
+#include "cli/progress.h"
+#include "tinspect/convert.h"
+#include "tinspect/fill.h"
+#include "tinspect/init_rules.h"
+#include "tinspect/place.h"
+
+enum {
+	OPT_HELP = 1, OPT_DEVICE, OPT_FILL, OPT_SEED, OPT_OUTPUT, OPT_FORMAT, OPT_DRY_RUN, OPT_VERIFY, OPT_FORCE,
+	OPT_QUIET, OPT_JSON, OPT_BIND
+};
+
+static const cli_option options[] = {
+	{"help", 'h', OPT_FLAG, OPT_HELP},
+	{"device", 0, OPT_VALUE, OPT_DEVICE},
+	{"fill", 0, OPT_VALUE, OPT_FILL},
+	{"seed", 0, OPT_VALUE, OPT_SEED},
+	{"output", 'o', OPT_VALUE, OPT_OUTPUT},
+	{"format", 0, OPT_VALUE, OPT_FORMAT},
+	{"dry-run", 'n', OPT_FLAG, OPT_DRY_RUN},
+	{"verify", 0, OPT_FLAG, OPT_VERIFY},
+	{"force", 'f', OPT_FLAG, OPT_FORCE},
+	{"quiet", 'q', OPT_FLAG, OPT_QUIET},
+	{"json", 0, OPT_FLAG, OPT_JSON},
+	{NULL, 0, 0, 0},
+};
+
+static const char help[] =
+	"usage: tinspect materialize SOURCE [options]\n"
+	"\n"
+	"Turn metadata into real tensors: every storage of SOURCE (a checkpoint, or\n"
+	"a model description MODEL.json) allocated once and filled, on the CPU or\n"
+	"a CUDA device, or written to a file with -o.\n"
+	"\n"
+	"options:\n"
+	"  --fill POLICY        how to fill every tensor: empty, zeros, ones, full:V,\n"
+	"                       rand, randn, uniform:A,B, normal:MEAN,STD, arange,\n"
+	"                       init (PyTorch's default initialisation), load (the\n"
+	"                       checkpoint's bytes; the default for checkpoints)\n"
+	"  --fill GLOB=POLICY   the policy for tensors whose name matches (repeatable;\n"
+	"                       the last match wins)\n"
+	"  --seed S             seed of the random fills (default 0)\n"
+	"  --device DEV         cpu (default) or cuda[:N]\n"
+	"  -o, --output OUT     write a torch zip or .safetensors file instead of placing\n"
+	"  --format FMT         torch or safetensors (default: from OUT's extension)\n"
+	"  -n, --dry-run        print what would be allocated where, and stop\n"
+	"  --verify             read placed data back and compare checksums\n"
+	"  -f, --force          replace OUT if it exists\n"
+	"  -q, --quiet          no progress bar\n"
+	"  --json               print the report as JSON\n"
+	"  -h, --help           show this help\n"
+	"\n"
+	"exit status: 0 success, 2 usage error (a missing policy, a bad device), 3\n"
+	"unreadable input, 4 I/O or resource failure (CUDA not available).\n";
+
+typedef struct job {
+	const char *file;
+	cli_model cm;              /* when SOURCE is a description */
+	ti_source *src;
+	ti_arena arena;
+	ti_fill_table table;       /* --fill GLOB=POLICY */
+	ti_fill_policy fallback;   /* --fill POLICY */
+	bool has_fallback;
+	uint64_t seed;
+	const char **policy_text;  /* per storage, for reports */
+	const char **rule;         /* per storage: init's PyTorch call */
+} job;
+
+static bool ends_with(const char *s, const char *tail)
+{
+	size_t n = strlen(s), m = strlen(tail);
+	return n >= m && !strcmp(s + n - m, tail);
+}
+
+/* The first tensor that views storage i: it names the storage's policy and random stream. */
+static size_t first_viewer(const ti_source *src, size_t storage)
+{
+	for (size_t k = 0; k < ti_source_tensor_count(src); k++)
+		if (ti_source_tensor_at(src, k)->storage == storage)
+			return k;
+	return SIZE_MAX;
+}
+
+/* Resolves every storage's policy and sets the fills; prints the error and returns an exit code. */
+static int resolve_policies(job *j, bool to_file)
+{
+	ti_error err;
+	ti_error_clear(&err);
+	size_t n = ti_source_storage_count(j->src);
+	j->policy_text = ti_arena_calloc(&j->arena, n + 1, sizeof(*j->policy_text));
+	j->rule = ti_arena_calloc(&j->arena, n + 1, sizeof(*j->rule));
+	if (!j->policy_text || !j->rule)
+		return fprintf(stderr, "tinspect: out of memory\n"), EXIT_RESOURCE;
+	bool model = ti_source_get_format(j->src) == TI_SOURCE_MODEL;
+	for (size_t i = 0; i < n; i++) {
+		size_t t = first_viewer(j->src, i);
+		if (t == SIZE_MAX)
+			continue;
+		const ti_source_tensor *x = ti_source_tensor_at(j->src, t);
+		const ti_fill_override *o = ti_fill_table_lookup(&j->table, x->name);
+		ti_fill_policy policy = o ? o->policy : j->fallback;
+		if (!o && !j->has_fallback) {
+			if (model) {
+				fprintf(stderr, "tinspect: %s: Cannot copy out of meta tensor; no data! ('%s'): give --fill init "
+				        "(PyTorch's default initialisation) or another --fill policy\n", j->file, x->name);
+				return EXIT_USAGE;
+			}
+			policy = ti_fill_constant(TI_FILL_LOAD);
+		}
+		ti_status st = TI_OK;
+		if (policy.kind == TI_FILL_LOAD) {
+			if (model || !ti_source_storage_at(j->src, i)->has_data) {
+				fprintf(stderr, "tinspect: %s: Cannot copy out of meta tensor; no data! ('%s'): 'load' needs a "
+				        "checkpoint's bytes; give --fill init or another policy\n", j->file, x->name);
+				return EXIT_USAGE;
+			}
+			j->policy_text[i] = "load";
+			continue;
+		}
+		if (policy.kind == TI_FILL_EMPTY && to_file)
+			return cli_usage_error("materialize: 'empty' leaves memory uninitialised: refused for file output ('%s')",
+			                       x->name);
+		if (policy.kind == TI_FILL_INIT)
+			st = model ? ti_model_param_init(j->cm.model, t, &policy, &j->rule[i], &err)
+			           : ti_init_policy_by_name(x->name, x->dtype, x->ndim, x->shape, &policy, &j->rule[i], &err);
+		if (!st)
+			st = ti_source_set_fill(j->src, i, &policy, j->seed, x->name, &err);
+		if (st) {
+			ti_error_at(&err, x->name, -1);
+			return cli_report(j->file, &err);
+		}
+		char text[TI_FILL_TEXT_MAX];
+		ti_fill_format(&policy, text, sizeof(text));
+		j->policy_text[i] = ti_arena_strdup(&j->arena, text);
+	}
+	return EXIT_OK;
+}
+
+static void print_plan(const job *j, const char *where, bool json)
+{
+	char shape[256], bytes[32], total_text[32];
+	uint64_t total = 0;
+	const ti_source *src = j->src;
+	cJSON *root = json ? cJSON_CreateObject() : NULL, *list = NULL;
+	if (json) {
+		cJSON_AddStringToObject(root, "source", j->file);
+		cJSON_AddStringToObject(root, "device", where);
+		list = cJSON_AddArrayToObject(root, "tensors");
+	} else {
+		printf("%-40s %-9s %-18s %10s  %s\n", "NAME", "DTYPE", "SHAPE", "BYTES", "FILL");
+	}
+	for (size_t k = 0; k < ti_source_tensor_count(src); k++) {
+		const ti_source_tensor *t = ti_source_tensor_at(src, k);
+		bool first = first_viewer(src, t->storage) == k;
+		uint64_t b = first ? ti_source_storage_at(src, t->storage)->nbytes : 0;
+		total += b;
+		const char *policy = j->policy_text[t->storage] ? j->policy_text[t->storage] : "-";
+		if (json) {
+			cJSON *o = cJSON_CreateObject();
+			cJSON_AddStringToObject(o, "name", t->name);
+			cJSON_AddStringToObject(o, "dtype", ti_dtype_name(t->dtype));
+			cJSON *s = cJSON_AddArrayToObject(o, "shape");
+			for (int d = 0; d < t->ndim; d++)
+				cJSON_AddItemToArray(s, cJSON_CreateNumber((double)t->shape[d]));
+			cJSON_AddNumberToObject(o, "nbytes", (double)b);
+			cJSON_AddStringToObject(o, "fill", policy);
+			if (j->rule[t->storage])
+				cJSON_AddStringToObject(o, "init", j->rule[t->storage]);
+			if (!first)
+				cJSON_AddBoolToObject(o, "shared", true);
+			cJSON_AddItemToArray(list, o);
+			continue;
+		}
+		cli_put_safe(stdout, t->name, 40);
+		printf(" %-9s %-18s %10s  %s%s%s\n", ti_dtype_name(t->dtype), cli_dims(t->shape, t->ndim, shape, sizeof(shape)),
+		       first ? cli_bytes((int64_t)b, bytes, sizeof(bytes)) : "shared", policy,
+		       j->rule[t->storage] ? "  # " : "", j->rule[t->storage] ? j->rule[t->storage] : "");
+	}
+	if (json) {
+		cJSON_AddNumberToObject(root, "nbytes", (double)total);
+		cli_print_json(root);
+		return;
+	}
+	printf("\n%zu tensors, %s to allocate on %s\n", ti_source_tensor_count(src),
+	       cli_bytes((int64_t)total, total_text, sizeof(total_text)), where);
+}
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void on_progress(void *user, uint64_t done, uint64_t total)
+{
+	cli_progress *bar = user;
+	bar->total = total;
+	cli_progress_add(bar, done - bar->done);
+}
+
+static int print_placed(const job *j, const ti_place_stats *s, double seconds, bool json)
+{
+	char a[32], b[32], c[32], rate[32];
+	double per_second = seconds > 0 ? (double)s->bytes / seconds : 0;
+	if (json) {
+		cJSON *root = cJSON_CreateObject();
+		cJSON_AddStringToObject(root, "source", j->file);
+		cJSON_AddStringToObject(root, "device", s->device);
+		cJSON_AddNumberToObject(root, "storages", (double)s->storages);
+		cJSON_AddNumberToObject(root, "nbytes", (double)s->bytes);
+		cJSON_AddNumberToObject(root, "seconds", seconds);
+		cJSON_AddNumberToObject(root, "bytes_per_second", per_second);
+		if (s->total) {
+			cJSON_AddNumberToObject(root, "device_free_before", (double)s->free_before);
+			cJSON_AddNumberToObject(root, "device_free_after", (double)s->free_after);
+			cJSON_AddNumberToObject(root, "device_total", (double)s->total);
+			cJSON_AddNumberToObject(root, "filled_on_device", (double)s->filled_on_device);
+		}
+		cJSON_AddBoolToObject(root, "verified", s->verified);
+		return cli_print_json(root);
+	}
+	printf("placed %zu storages, %s on %s in %.3f s (%s/s)%s\n", s->storages, cli_bytes((int64_t)s->bytes, a, sizeof(a)),
+	       s->device, seconds, cli_bytes((int64_t)per_second, rate, sizeof(rate)), s->verified ? ", verified" : "");
+	if (s->total)
+		printf("device memory free: %s before, %s after, of %s\n", cli_bytes((int64_t)s->free_before, a, sizeof(a)),
+		       cli_bytes((int64_t)s->free_after, b, sizeof(b)), cli_bytes((int64_t)s->total, c, sizeof(c)));
+	return EXIT_OK;
+}
+
+static int parse_device(const char *value, bool *cuda, int *index)
+{
+	if (!strcmp(value, "cpu")) {
+		*cuda = false;
+		return EXIT_OK;
+	}
+	if (!strcmp(value, "cuda")) {
+		*cuda = true;
+		*index = 0;
+		return EXIT_OK;
+	}
+	char *end;
+	if (!strncmp(value, "cuda:", 5) && value[5] >= '0' && value[5] <= '9') {
+		long n = strtol(value + 5, &end, 10);
+		if (!*end && n < 1024) {
+			*cuda = true;
+			*index = (int)n;
+			return EXIT_OK;
+		}
+	}
+	return cli_usage_error("materialize: --device wants cpu, cuda or cuda:N, not '%s'", value);
+}
+
+static int run(job *j, const char *out, const char *format, bool dry_run, bool verify, bool force, bool quiet,
+               bool json, bool cuda, int cuda_index)
+{
+	int rc = resolve_policies(j, out != NULL);
+	if (rc)
+		return rc;
+	char where[32] = "cpu";
+	if (cuda)
+		snprintf(where, sizeof(where), "cuda:%d", cuda_index);
+	if (dry_run) {
+		print_plan(j, out ? out : where, json);
+		return EXIT_OK;
+	}
+	ti_error err;
+	ti_error_clear(&err);
+	cli_progress bar;
+	cli_progress_begin(&bar, stderr, "materialize", 0, !quiet);
+	double start = now();
+	if (out) {
+		ti_convert_options o = {0};
+		o.format = (format ? !strcmp(format, "safetensors") : ends_with(out, ".safetensors")) ? TI_OUT_SAFETENSORS
+		                                                                                      : TI_OUT_TORCH_ZIP;
+		o.keep_storage = o.format == TI_OUT_TORCH_ZIP; /* shared storages stay shared */
+		o.progress = on_progress;
+		o.progress_user = &bar;
+		cli_outfile of;
+		const char *inputs[] = {j->file};
+		if ((rc = cli_outfile_open(&of, out, inputs, 1, force)))
+			return rc;
+		ti_convert_stats stats;
+		ti_status st = ti_convert(j->src, of.fd, &o, &stats, &err);
+		cli_progress_end(&bar);
+		if (st) {
+			cli_outfile_abort(&of);
+			return cli_report(j->file, &err);
+		}
+		if ((rc = cli_outfile_commit(&of)))
+			return rc;
+		char bytes[32];
+		if (!json)
+			printf("wrote %s: %zu tensors, %s of data\n", out, stats.tensors,
+			       cli_bytes((int64_t)stats.data_bytes, bytes, sizeof(bytes)));
+		else {
+			cJSON *root = cJSON_CreateObject();
+			cJSON_AddStringToObject(root, "output", out);
+			cJSON_AddNumberToObject(root, "tensors", (double)stats.tensors);
+			cJSON_AddNumberToObject(root, "nbytes", (double)stats.data_bytes);
+			cJSON_AddNumberToObject(root, "seconds", now() - start);
+			return cli_print_json(root);
+		}
+		return EXIT_OK;
+	}
+	ti_place_options po = {cuda, cuda_index, verify, on_progress, &bar};
+	ti_place_stats stats;
+	ti_status st = ti_place(j->src, &po, &stats, &err);
+	cli_progress_end(&bar);
+	if (st)
+		return cli_report(j->file, &err);
+	return print_placed(j, &stats, now() - start, json);
+}
+
+int cmd_materialize(int argc, char **argv)
+{
+	cli_parser p = {argc, 1, argv, options, "materialize", false};
+	job j;
+	memset(&j, 0, sizeof(j));
+	ti_arena_init(&j.arena, (size_t)1 << 30);
+	ti_fill_table_init(&j.table, &j.arena);
+	const char *out = NULL, *format = NULL;
+	bool dry_run = false, verify = false, force = false, quiet = false, json = false, cuda = false;
+	int cuda_index = 0, id, rc = EXIT_OK;
+	const char *value;
+	ti_error err;
+	ti_error_clear(&err);
+	while (!rc && (id = cli_next(&p, &value)) != -1) {
+		switch (id) {
+		case -2:
+			rc = EXIT_USAGE;
+			break;
+		case 0:
+			if (j.file)
+				rc = cli_usage_error("materialize: one SOURCE at a time");
+			j.file = value;
+			break;
+		case OPT_HELP:
+			fputs(help, stdout);
+			ti_arena_release(&j.arena);
+			return EXIT_OK;
+		case OPT_DEVICE:
+			rc = parse_device(value, &cuda, &cuda_index);
+			break;
+		case OPT_FILL:
+			if (strchr(value, '=') ? ti_fill_table_add(&j.table, value, &err)
+			                       : ti_fill_parse(value, &j.fallback, &err))
+				rc = cli_usage_error("materialize: %s", err.message);
+			j.has_fallback |= !strchr(value, '=');
+			break;
+		case OPT_SEED: {
+			char *end;
+			j.seed = strtoull(value, &end, 10);
+			if (*value < '0' || *value > '9' || *end)
+				rc = cli_usage_error("materialize: --seed wants a non-negative integer, not '%s'", value);
+			break;
+		}
+		case OPT_OUTPUT:
+			out = value;
+			break;
+		case OPT_FORMAT:
+			format = value;
+			if (strcmp(value, "torch") && strcmp(value, "safetensors"))
+				rc = cli_usage_error("materialize: --format wants torch or safetensors, not '%s'", value);
+			break;
+		case OPT_DRY_RUN:
+			dry_run = true;
+			break;
+		case OPT_VERIFY:
+			verify = true;
+			break;
+		case OPT_FORCE:
+			force = true;
+			break;
+		case OPT_QUIET:
+			quiet = true;
+			break;
+		case OPT_JSON:
+			json = true;
+			break;
+		}
+	}
+	if (!rc && !j.file)
+		rc = cli_usage_error("materialize: no SOURCE given (see 'tinspect materialize --help')");
+	if (!rc && out && cuda)
+		rc = cli_usage_error("materialize: -o writes a file: it takes no --device");
+	if (rc) {
+		ti_arena_release(&j.arena);
+		return rc;
+	}
+	ti_status st;
+	if (ends_with(j.file, ".json") && !ends_with(j.file, ".index.json")) {
+		j.cm.file = j.file;
+		if ((rc = cli_model_open(&j.cm))) {
+			ti_arena_release(&j.arena);
+			return rc;
+		}
+		st = ti_source_from_model(j.cm.model, &j.src, &err);
+	} else {
+		st = ti_source_open(j.file, &j.src, &err);
+	}
+	rc = st ? cli_report(j.file, &err) : run(&j, out, format, dry_run, verify, force, quiet, json, cuda, cuda_index);
+	ti_source_close(j.src);
+	ti_model_close(j.cm.model);
+	ti_arena_release(&j.arena);
+	return rc;
+}
