@@ -11,7 +11,7 @@ PYTHON ?= /usr/bin/python3
 PKG_CONFIG ?= pkg-config
 
 DEPS_CFLAGS := $(shell $(PKG_CONFIG) --cflags libzip libcjson 2>/dev/null)
-DEPS_LIBS := $(shell $(PKG_CONFIG) --libs libzip libcjson 2>/dev/null) -lm -ldl
+DEPS_LIBS := $(shell $(PKG_CONFIG) --libs libzip libcjson 2>/dev/null) -lm -ldl -lpthread
 TEST_LIBS := $(shell $(PKG_CONFIG) --libs criterion 2>/dev/null)
 
 # Ours first, the user's CFLAGS last so they can override.
@@ -82,7 +82,11 @@ test: deps-test
 	sh tests/torture/run.sh ./tinspect
 	@if $(PYTHON) -c 'import torch' 2>/dev/null; then \
 		$(PYTHON) tests/conformance/conformance.py ./tinspect && \
-		$(PYTHON) tests/conformance/shapes_conformance.py ./tinspect; \
+		$(PYTHON) tests/conformance/shapes_conformance.py ./tinspect && \
+		$(PYTHON) tests/conformance/safetensors_conformance.py && \
+		$(PYTHON) tests/conformance/writer_conformance.py ./build/unit-tests && \
+		$(PYTHON) tests/conformance/cast_conformance.py && \
+		$(PYTHON) tests/conformance/convert_conformance.py ./tinspect; \
 	else echo "conformance: skipped (python3-torch is not installed)"; fi
 
 # The whole suite under AddressSanitizer and UndefinedBehaviorSanitizer.

@@ -82,6 +82,9 @@ ti_status ti_source_set_fill(ti_source *src, size_t storage, const struct ti_fil
 const struct ti_fill_policy *ti_source_fill(const ti_source *src, size_t storage);
 
 ti_source_format ti_source_get_format(const ti_source *src);
+/* The files the source reads (a sharded checkpoint's shards), so that no output may replace one. */
+size_t ti_source_file_count(const ti_source *src);
+const char *ti_source_file_at(const ti_source *src, size_t i);
 const char *ti_source_format_name(ti_source_format format); /* "torch-zip", "safetensors", "hf-sharded" */
 
 size_t ti_source_tensor_count(const ti_source *src);

@@ -175,9 +175,13 @@ int cmd_convert(int argc, char **argv)
 	ti_status st = ti_source_open(in, &src, &err);
 	if (st)
 		return cli_report(in, &err);
+	/* every file the source reads is an input: a sharded checkpoint's shards too */
 	cli_outfile of;
-	const char *inputs[] = {in};
-	int rc = cli_outfile_open(&of, out, inputs, 1, force);
+	const char *inputs[65] = {in};
+	int input_count = 1;
+	for (size_t i = 0; i < ti_source_file_count(src) && input_count < 65; i++)
+		inputs[input_count++] = ti_source_file_at(src, i);
+	int rc = cli_outfile_open(&of, out, inputs, input_count, force);
 	if (rc) {
 		ti_source_close(src);
 		return rc;

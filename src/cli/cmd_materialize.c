@@ -89,7 +89,7 @@ static bool ends_with(const char *s, const char *tail)
 static size_t first_viewer(const ti_source *src, size_t storage)
 {
 	for (size_t k = 0; k < ti_source_tensor_count(src); k++)
-		if (ti_source_tensor_at(src, k)->storage == storage)
+		if (ti_source_tensor_at(src, k)->storage == storage && !ti_source_tensor_at(src, k)->unsupported)
 			return k;
 	return SIZE_MAX;
 }
@@ -290,8 +290,11 @@ static int run(job *j, const char *out, const char *format, bool dry_run, bool v
 		o.progress = on_progress;
 		o.progress_user = &bar;
 		cli_outfile of;
-		const char *inputs[] = {j->file};
-		if ((rc = cli_outfile_open(&of, out, inputs, 1, force)))
+		const char *inputs[65] = {j->file};
+		int input_count = 1;
+		for (size_t i = 0; i < ti_source_file_count(j->src) && input_count < 65; i++)
+			inputs[input_count++] = ti_source_file_at(j->src, i);
+		if ((rc = cli_outfile_open(&of, out, inputs, input_count, force)))
 			return rc;
 		ti_convert_stats stats;
 		ti_status st = ti_convert(j->src, of.fd, &o, &stats, &err);

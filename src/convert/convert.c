@@ -12,6 +12,7 @@
 #include "tinspect/cast.h"
 #include "tinspect/safetensors.h"
 #include "tinspect/torch_writer.h"
+#include "util/strmap.h"
 
 /* One output tensor: a source tensor under its new name, with the output storage it lands in. */
 typedef struct out_tensor {
@@ -55,6 +56,8 @@ static bool matches_any(const char *const *globs, size_t n, const char *name)
 static const char *output_name(plan *p, const char *name)
 {
 	const ti_convert_options *o = p->o;
+	if (!*name) /* torch.save(tensor): the root has no name; a state dict needs one */
+		name = "tensor";
 	if (o->key) {
 		size_t n = strlen(o->key);
 		if (strncmp(name, o->key, n) || name[n] != '.')
@@ -103,8 +106,14 @@ static ti_status make_plan(plan *p, ti_error *err)
 	p->tensors = ti_arena_calloc(&p->arena, n + 1, sizeof(*p->tensors));
 	p->storages = ti_arena_calloc(&p->arena, (n > ns ? n : ns) + 1, sizeof(*p->storages));
 	size_t *storage_map = calloc(ns + 1, sizeof(*storage_map)); /* keep_storage: source -> output + 1 */
-	if (!p->tensors || !p->storages || !storage_map) {
+	size_t *last_of = calloc(ns + 1, sizeof(*last_of));       /* source storage -> its last output + 1 */
+	size_t *previous = calloc(n + 1, sizeof(*previous));      /* output -> the one before it of its storage + 1 */
+	ti_strmap names;
+	ti_strmap_init(&names);
+	if (!p->tensors || !p->storages || !storage_map || !last_of || !previous) {
 		free(storage_map);
+		free(last_of);
+		free(previous);
 		return TI_FAIL(err, TI_E_NOMEM, "out of memory planning the output");
 	}
 	ti_status st = TI_OK;
@@ -117,13 +126,16 @@ static ti_status make_plan(plan *p, ti_error *err)
 			st = TI_FAIL(err, TI_E_UNSUPPORTED, "'%s' is %s; leave it out with --exclude", t->name, t->unsupported);
 			break;
 		}
-		for (size_t k = 0; k < p->tensor_count; k++)
-			if (!strcmp(p->tensors[k].name, name)) {
-				st = TI_FAIL(err, TI_E_INVALID, "two tensors would be named '%s'", name);
-				break;
-			}
-		if (st)
+		void *earlier;
+		int added = ti_strmap_add(&names, name, (void *)name, &earlier);
+		if (added < 0) {
+			st = TI_FAIL(err, TI_E_NOMEM, "out of memory planning the output");
 			break;
+		}
+		if (added == 1) {
+			st = TI_FAIL(err, TI_E_INVALID, "two tensors would be named '%s'", name);
+			break;
+		}
 		out_tensor *o = &p->tensors[p->tensor_count++];
 		o->src = t;
 		o->name = name;
@@ -142,13 +154,17 @@ static ti_status make_plan(plan *p, ti_error *err)
 			o->storage = storage_map[t->storage] - 1;
 			continue;
 		}
-		/* compact: a tie shares the storage of the first tensor that is the same view */
-		for (size_t k = 0; k + 1 < p->tensor_count; k++)
-			if (same_view(p->tensors[k].src, t) && !p->tensors[k].tied_to) {
-				o->storage = p->tensors[k].storage;
-				o->tied_to = p->tensors[k].name;
+		/* compact: a tie shares the storage of the first tensor that is the same view; only
+		   tensors of the same source storage can be, and they are chained */
+		size_t self = p->tensor_count - 1;
+		for (size_t k = last_of[t->storage]; k; k = previous[k - 1])
+			if (same_view(p->tensors[k - 1].src, t) && !p->tensors[k - 1].tied_to) {
+				o->storage = p->tensors[k - 1].storage;
+				o->tied_to = p->tensors[k - 1].name;
 				break;
 			}
+		previous[self] = last_of[t->storage];
+		last_of[t->storage] = self + 1;
 		if (o->tied_to)
 			continue;
 		out_storage *os = &p->storages[p->storage_count];
@@ -160,6 +176,9 @@ static ti_status make_plan(plan *p, ti_error *err)
 		o->storage = p->storage_count++;
 	}
 	free(storage_map);
+	free(last_of);
+	free(previous);
+	ti_strmap_release(&names);
 	if (st)
 		return st;
 	for (size_t i = 0; i < p->storage_count; i++) {
@@ -234,6 +253,8 @@ static ti_status gather_view(sink *k, size_t storage, const out_storage *s, char
 {
 	const ti_source_tensor *t = s->view;
 	size_t esize = ti_dtype_size(s->from);
+	if (t->numel == 0)
+		return TI_OK;
 	uint64_t lo = (uint64_t)t->offset * esize, hi = ti_source_tensor_extent(t);
 	uint64_t limit = k->p->o->gather_max ? k->p->o->gather_max : (uint64_t)16 << 30;
 	if (hi - lo > limit)
@@ -363,7 +384,9 @@ ti_status ti_convert(ti_source *src, int fd, const ti_convert_options *o, ti_con
 	p.o = o;
 	p.src = src;
 	ti_status st = make_plan(&p, err);
-	sink k = {NULL, NULL, &p, NULL, o->buffer_bytes ? o->buffer_bytes : (size_t)8 << 20};
+	/* at least 4 KiB: every piece must hold whole elements of the widest dtype */
+	size_t buffer = !o->buffer_bytes ? (size_t)8 << 20 : o->buffer_bytes < 4096 ? 4096 : o->buffer_bytes;
+	sink k = {NULL, NULL, &p, NULL, buffer};
 	char *buf = NULL;
 	if (!st) {
 		buf = malloc(k.buf_bytes);

@@ -31,6 +31,7 @@ typedef struct part {
 	ti_ckpt *ckpt;
 	ti_st_file *st;
 	int fd;
+	const char *path;
 } part;
 
 struct ti_source {
@@ -217,6 +218,8 @@ static ti_status add_safetensors(ti_source *s, const char *path, part *p, bool k
 
 static ti_status open_part(ti_source *s, const char *path, part *p, bool safetensors, ti_error *err)
 {
+	if (!(p->path = ti_arena_strdup(&s->arena, path)))
+		return out_of_memory(err);
 	p->fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (p->fd < 0)
 		return TI_FAIL(err, TI_E_IO, "cannot open '%s': %s", path, strerror(errno));
@@ -237,6 +240,14 @@ static ti_status add_sharded(ti_source *s, const char *path, ti_error *err)
 	if (!s->parts) {
 		ti_hf_index_close(index);
 		return out_of_memory(err);
+	}
+	size_t meta = ti_hf_index_metadata_count(index);
+	s->metadata = ti_arena_calloc(&s->arena, meta + 1, sizeof(*s->metadata));
+	for (size_t i = 0; s->metadata && i < meta; i++) {
+		const ti_st_pair *m = ti_hf_index_metadata_at(index, i);
+		char *key = ti_arena_strdup(&s->arena, m->key), *value = ti_arena_strdup(&s->arena, m->value);
+		if (key && value) /* the index is closed below: keep copies */
+			s->metadata[s->metadata_count++] = (ti_source_pair){key, value};
 	}
 	for (size_t i = 0; i < n && !st; i++) {
 		const ti_hf_shard *shard = ti_hf_index_shard(index, i);
@@ -405,6 +416,12 @@ const ti_fill_policy *ti_source_fill(const ti_source *s, size_t storage)
 }
 
 ti_source_format ti_source_get_format(const ti_source *s) { return s->format; }
+size_t ti_source_file_count(const ti_source *s) { return s->part_count; }
+
+const char *ti_source_file_at(const ti_source *s, size_t i)
+{
+	return i < s->part_count ? s->parts[i].path : NULL;
+}
 size_t ti_source_tensor_count(const ti_source *s) { return s->tensor_count; }
 size_t ti_source_storage_count(const ti_source *s) { return s->storage_count; }
 size_t ti_source_metadata_count(const ti_source *s) { return s->metadata_count; }
@@ -465,12 +482,12 @@ uint64_t ti_source_tensor_extent(const ti_source_tensor *t)
 
 bool ti_source_tensor_contiguous(const ti_source_tensor *t)
 {
+	if (t->numel == 0) /* c10: an empty tensor is contiguous, whatever its strides */
+		return true;
 	int64_t expected = 1;
 	for (int i = t->ndim - 1; i >= 0; i--) {
 		if (t->shape[i] == 1)
 			continue;
-		if (t->shape[i] == 0)
-			return true;
 		if (t->stride[i] != expected)
 			return false;
 		expected *= t->shape[i];

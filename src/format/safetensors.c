@@ -329,12 +329,12 @@ static ti_status check_tiling(ti_st_file *f, ti_error *err)
 		if (t->begin > expect)
 			return TI_FAIL(err, TI_E_CORRUPT,
 			               "bytes [%" PRIu64 ", %" PRIu64 ") of the data belong to no tensor:"
-		               " a hole before tensor '%s'",
+			               " a hole before tensor '%s'",
 			               expect, t->begin, t->name);
 		if (t->begin < expect)
 			return TI_FAIL(err, TI_E_CORRUPT,
 			               "tensor '%s' at data_offsets [%" PRIu64 ", %" PRIu64 "] overlaps tensor '%s'"
-		               " at [%" PRIu64 ", %" PRIu64 "]",
+			               " at [%" PRIu64 ", %" PRIu64 "]",
 			               t->name, t->begin, t->end, last->name, last->begin, last->end);
 		if (t->end > expect || !last) {
 			expect = t->end;

@@ -32,25 +32,42 @@
 
 /* ---- tables ---- */
 
-/* torch 1.13 torch/storage.py _dtype_to_storage_type_map(), the typed storages weights_only allows. */
+/*
+ * torch 1.13 torch/storage.py _dtype_to_storage_type_map(): the typed
+ * storages weights_only allows. grad: the dtype may require grad (torch
+ * allows it for floating point and complex tensors only).
+ */
 static const struct {
 	ti_dtype dtype;
 	const char *name;
+	bool grad;
 } storage_classes[] = {
-	{TI_DT_FLOAT64, "DoubleStorage"},      {TI_DT_FLOAT32, "FloatStorage"},
-	{TI_DT_FLOAT16, "HalfStorage"},        {TI_DT_BFLOAT16, "BFloat16Storage"},
-	{TI_DT_INT64, "LongStorage"},          {TI_DT_INT32, "IntStorage"},
-	{TI_DT_INT16, "ShortStorage"},         {TI_DT_INT8, "CharStorage"},
-	{TI_DT_UINT8, "ByteStorage"},          {TI_DT_BOOL, "BoolStorage"},
-	{TI_DT_COMPLEX64, "ComplexFloatStorage"}, {TI_DT_COMPLEX128, "ComplexDoubleStorage"},
+	{TI_DT_FLOAT64, "DoubleStorage", true},          {TI_DT_FLOAT32, "FloatStorage", true},
+	{TI_DT_FLOAT16, "HalfStorage", true},            {TI_DT_BFLOAT16, "BFloat16Storage", true},
+	{TI_DT_INT64, "LongStorage", false},             {TI_DT_INT32, "IntStorage", false},
+	{TI_DT_INT16, "ShortStorage", false},            {TI_DT_INT8, "CharStorage", false},
+	{TI_DT_UINT8, "ByteStorage", false},             {TI_DT_BOOL, "BoolStorage", false},
+	{TI_DT_COMPLEX64, "ComplexFloatStorage", true},  {TI_DT_COMPLEX128, "ComplexDoubleStorage", true},
 };
 
-const char *ti_tw_storage_class(ti_dtype dtype)
+static int storage_class_row(ti_dtype dtype)
 {
 	for (size_t i = 0; i < sizeof(storage_classes) / sizeof(storage_classes[0]); i++)
 		if (storage_classes[i].dtype == dtype)
-			return storage_classes[i].name;
-	return NULL;
+			return (int)i;
+	return -1;
+}
+
+const char *ti_tw_storage_class(ti_dtype dtype)
+{
+	int row = storage_class_row(dtype);
+	return row < 0 ? NULL : storage_classes[row].name;
+}
+
+static bool can_require_grad(ti_dtype dtype)
+{
+	int row = storage_class_row(dtype);
+	return row >= 0 && storage_classes[row].grad;
 }
 
 #define ALIGNMENT 64           /* kFieldAlignment, caffe2/serialize/inline_container.h */
@@ -126,12 +143,6 @@ static ti_status check_storages(const ti_tw_storage *storages, size_t count, ti_
 			               storages[i].numel);
 	}
 	return TI_OK;
-}
-
-static bool can_require_grad(ti_dtype dt)
-{
-	return dt == TI_DT_FLOAT32 || dt == TI_DT_FLOAT64 || dt == TI_DT_FLOAT16 || dt == TI_DT_BFLOAT16 ||
-	       dt == TI_DT_COMPLEX64 || dt == TI_DT_COMPLEX128;
 }
 
 /* One tensor: its storage exists and holds every element the view reaches (torch's set_ checks the same). */

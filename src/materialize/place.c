@@ -17,10 +17,23 @@ static bool *used_storages(const ti_source *src)
 {
 	size_t n = ti_source_storage_count(src);
 	bool *used = calloc(n + 1, 1);
-	if (used)
-		for (size_t i = 0; i < ti_source_tensor_count(src); i++)
+	for (size_t i = 0; used && i < ti_source_tensor_count(src); i++)
+		if (!ti_source_tensor_at(src, i)->unsupported)
 			used[ti_source_tensor_at(src, i)->storage] = true;
 	return used;
+}
+
+/* A tensor with nothing to place (saved from the meta device) fails as PyTorch does; quantized and sparse ones are refused. */
+static ti_status placeable(const ti_source *src, ti_error *err)
+{
+	for (size_t i = 0; i < ti_source_tensor_count(src); i++) {
+		const ti_source_tensor *t = ti_source_tensor_at(src, i);
+		if (t->unsupported && strstr(t->unsupported, "meta device"))
+			return TI_FAIL(err, TI_E_INVALID, "Cannot copy out of meta tensor; no data! ('%s')", t->name);
+		if (t->unsupported)
+			return TI_FAIL(err, TI_E_UNSUPPORTED, "'%s' is %s: it cannot be materialized", t->name, t->unsupported);
+	}
+	return TI_OK;
 }
 
 static ti_status need_data(const ti_source *src, size_t i, ti_error *err)
@@ -147,7 +160,7 @@ static ti_status place_cuda(ti_source *src, const bool *used, const ti_place_opt
 		if ((st = ti_cuda_alloc(cuda, s->nbytes, &ptr, err)))
 			break;
 		stats->storages++;
-		if (fill && fill->kind == TI_FILL_EMPTY)
+		if ((fill && fill->kind == TI_FILL_EMPTY) || !s->nbytes)
 			continue;
 		if (constant_fill(fill)) {
 			unsigned char pattern[TI_CUDA_PATTERN_MAX];
@@ -193,7 +206,7 @@ ti_status ti_place(ti_source *src, const ti_place_options *o, ti_place_stats *st
 	if (!used)
 		return TI_FAIL(err, TI_E_NOMEM, "out of memory");
 	uint64_t total = 0;
-	ti_status st = TI_OK;
+	ti_status st = placeable(src, err);
 	for (size_t i = 0; i < ti_source_storage_count(src) && !st; i++)
 		if (used[i]) {
 			st = need_data(src, i, err);

@@ -78,7 +78,7 @@ VALUES_MAX = 1 << 26  # past this, values are implied by the bytes and the geome
 
 def pattern(storage, start, end, dtype_name):
     """Bytes [start, end) the unit test streams into storage `storage` (pattern() in test_torch_writer.c)."""
-    k = torch.arange(0, end - start, dtype=torch.int64)
+    k = torch.arange(0, end - start, dtype=torch.int32)  # k * 7 + 60 stays below 2**31 for a chunk
     if dtype_name == "bool":
         return ((k + (storage + start) % 2) % 2).to(torch.uint8)
     return ((k * 7 + (storage * 13 + start * 7) % 61) % 61).to(torch.uint8)
@@ -152,6 +152,7 @@ def check_loaded(sd, m, how, c):
     names = [t["name"] for t in m["tensors"]]
     c.expect(list(sd.keys()) == names, "%s: keys in order" % how)
     ptr_of = {}
+    bytes_checked = set()
     for want in m["tensors"]:
         t = sd.get(want["name"])
         if t is None:
@@ -169,7 +170,10 @@ def check_loaded(sd, m, how, c):
         c.expect(isinstance(t, torch.nn.Parameter) == want["is_parameter"],
                  "%s is %s" % (name, type(t).__name__))
         nbytes = st["numel"] * element_size(dt)
-        c.expect(storage_is_pattern(t, want["storage"], st["dtype"]), "%s storage bytes are the pattern" % name)
+        if want["storage"] not in bytes_checked:  # once per storage: it may be 4 GiB
+            bytes_checked.add(want["storage"])
+            c.expect(storage_is_pattern(t, want["storage"], st["dtype"]),
+                     "%s storage bytes are the pattern" % name)
         # Values are as written only where torch ignores byteorder (1.13).
         if not m["big_endian"] and nbytes <= VALUES_MAX:
             if t.numel():
