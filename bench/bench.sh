@@ -67,4 +67,8 @@ fi
 "$mpy" "$here/gen_models.py" "$cache" >/dev/null || exit 1
 "$mpy" "$here/measure_shapes.py" --tinspect "$tinspect" --python "$PYTHON" \
 	--runs "$RUNS" $extra "$cache" || status=1
+
+# convert and random fill (vit_l_16.pt from gen.py; skipped, saying so, when it is missing)
+"$mpy" "$here/measure_convert.py" --tinspect "$tinspect" --python "$PYTHON" \
+	--runs "$RUNS" $extra "$cache" || status=1
 exit $status

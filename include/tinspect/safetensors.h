@@ -229,6 +229,15 @@ uint64_t ti_st_writer_file_size(const ti_st_writer *w);
 ti_status ti_st_writer_put(ti_st_writer *w, size_t tensor, const void *bytes, size_t n, ti_error *err);
 
 /*
+ * Like ti_st_writer_put for n bytes that lie in another file, at in_offset
+ * of in_fd: the kernel copies them (copy_file_range), or, where it cannot,
+ * they are read and written in 64 KiB pieces. in_fd's file offset is not
+ * used or moved.
+ */
+ti_status ti_st_writer_copy(ti_st_writer *w, size_t tensor, int in_fd, uint64_t in_offset, uint64_t n,
+                            ti_error *err);
+
+/*
  * Flushes and checks that every tensor got all its bytes (TI_E_INVALID names
  * the first that did not). It does not fsync or close fd.
  */

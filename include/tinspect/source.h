@@ -98,6 +98,9 @@ const ti_source_pair *ti_source_metadata_at(const ti_source *src, size_t i);
 /* Reads n bytes of storage i from byte offset on. TI_E_INVALID past its end; TI_E_IO when the file fails. */
 ti_status ti_source_read(ti_source *src, size_t storage, uint64_t offset, void *buf, size_t n, ti_error *err);
 
+/* Where storage i's bytes lie when they are a file's (not a fill): its descriptor and offset. False otherwise. */
+bool ti_source_file_place(const ti_source *src, size_t storage, int *fd, uint64_t *offset);
+
 /* The byte extent of a strided view: (offset + sum((size-1)*stride) + 1) * element size, 0 when empty. */
 uint64_t ti_source_tensor_extent(const ti_source_tensor *t);
 /* True when the view is contiguous (size-1 dims may have any stride). */

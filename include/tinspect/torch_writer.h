@@ -41,7 +41,20 @@
  *     of reading our local headers.
  *   So the layout is that of torch 2.1-2.6 (data records in numeric order,
  *   as 2.7+ does, where 1.13 sorts the keys as strings; no reader depends on
- *   record order).
+ *   record order). Zip fields that differ from miniz's, on purpose: flags
+ *   0x0800 without data descriptors (miniz: 0x0808 and zero local CRC and
+ *   sizes), DOS date 1980-01-01 (miniz: 0), version needed 1.0 or 4.5 (miniz:
+ *   0), and no header offset in the local ZIP64 extra (APPNOTE 4.5.3 has
+ *   sizes only there).
+ *
+ * Storage keys are the storage indices. torch numbers storages in the order
+ * the pickle first meets them: number them in the order of their first
+ * tensor and data.pkl is byte for byte what torch.save writes for the same
+ * state dict (the conformance test checks this).
+ *
+ * A zip64_threshold below 4 GiB is for tests: libzip, Python's zipfile and
+ * our reader read such a file, but torch's miniz refuses a saturated
+ * offset in a file smaller than 4 GiB. A writer is used by one thread.
  *
  * Dtypes are those with a legacy storage class in torch 1.13 that
  * weights_only=True can rebuild: float32/64/16, bfloat16, int64/32/16/8,

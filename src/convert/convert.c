@@ -194,8 +194,12 @@ static ti_status make_plan(plan *p, ti_error *err)
 
 typedef ti_status (*put_fn)(void *writer, size_t storage, const void *bytes, size_t n, ti_error *err);
 
+/* Bytes that lie in a file as they are (no cast), copied file to file; NULL where the writer must see them. */
+typedef ti_status (*copy_fn)(void *writer, size_t storage, int fd, uint64_t offset, uint64_t n, ti_error *err);
+
 typedef struct sink {
 	put_fn put;
+	copy_fn copy;
 	void *writer;
 	plan *p;
 	char *cast_buf;
@@ -235,6 +239,15 @@ static ti_status stream_run(sink *k, size_t storage, const out_storage *s, uint6
                             char *buf, ti_error *err)
 {
 	size_t esize = ti_dtype_size(s->from);
+	int fd;
+	uint64_t at;
+	if (k->copy && s->from == s->to && ti_source_file_place(k->p->src, s->source_storage, &fd, &at)) {
+		ti_status st = k->copy(k->writer, storage, fd, at + first * esize, count * esize, err);
+		k->p->done_bytes += count * esize;
+		if (!st && k->p->o->progress)
+			k->p->o->progress(k->p->o->progress_user, k->p->done_bytes, k->p->total_bytes);
+		return st;
+	}
 	size_t per = k->buf_bytes / esize;
 	for (uint64_t done = 0; done < count;) {
 		size_t m = count - done < per ? (size_t)(count - done) : per;
@@ -309,6 +322,11 @@ static ti_status put_safetensors(void *w, size_t storage, const void *bytes, siz
 	return ti_st_writer_put(w, storage, bytes, n, err);
 }
 
+static ti_status copy_safetensors(void *w, size_t storage, int fd, uint64_t offset, uint64_t n, ti_error *err)
+{
+	return ti_st_writer_copy(w, storage, fd, offset, n, err);
+}
+
 static ti_status write_torch(plan *p, int fd, sink *k, char *buf, ti_error *err)
 {
 	ti_tw_storage *storages = ti_arena_calloc(&p->arena, p->storage_count + 1, sizeof(*storages));
@@ -367,6 +385,7 @@ static ti_status write_safetensors(plan *p, int fd, sink *k, char *buf, ti_error
 	if (st)
 		return st;
 	k->put = put_safetensors;
+	k->copy = copy_safetensors;
 	k->writer = w;
 	for (size_t i = 0; i < p->storage_count && !st; i++)
 		st = stream_storage(k, i, buf, err);
@@ -386,7 +405,7 @@ ti_status ti_convert(ti_source *src, int fd, const ti_convert_options *o, ti_con
 	ti_status st = make_plan(&p, err);
 	/* at least 4 KiB: every piece must hold whole elements of the widest dtype */
 	size_t buffer = !o->buffer_bytes ? (size_t)8 << 20 : o->buffer_bytes < 4096 ? 4096 : o->buffer_bytes;
-	sink k = {NULL, NULL, &p, NULL, buffer};
+	sink k = {NULL, NULL, NULL, &p, NULL, buffer};
 	char *buf = NULL;
 	if (!st) {
 		buf = malloc(k.buf_bytes);

@@ -470,6 +470,15 @@ ti_status ti_source_read(ti_source *s, size_t storage, uint64_t offset, void *bu
 	return TI_OK;
 }
 
+bool ti_source_file_place(const ti_source *s, size_t storage, int *fd, uint64_t *offset)
+{
+	if (storage >= s->storage_count || !s->storages[storage].has_data || s->places[storage].fill)
+		return false;
+	*fd = s->places[storage].fd;
+	*offset = s->places[storage].offset;
+	return true;
+}
+
 uint64_t ti_source_tensor_extent(const ti_source_tensor *t)
 {
 	if (t->numel == 0)

@@ -5,6 +5,7 @@
  * read here from the cJSON tree. The writer prints its JSON itself: cJSON
  * prints large integers as %g, and the bytes must be serde_json's.
  */
+#define _GNU_SOURCE /* copy_file_range */
 #include "tinspect/safetensors.h"
 
 #include <cJSON.h>
@@ -960,18 +961,15 @@ static void advance(ti_st_writer *w)
 	}
 }
 
-ti_status ti_st_writer_put(ti_st_writer *w, size_t tensor, const void *bytes, size_t n, ti_error *err)
+/* Whether n more bytes of tensor may come now: the writer's order and the tensor's size. */
+static ti_status check_piece(ti_st_writer *w, size_t tensor, size_t n, ti_error *err)
 {
-	if (!w)
-		return TI_FAIL(err, TI_E_INVALID, "ti_st_writer_put needs a writer");
 	if (w->broken)
 		return TI_FAIL(err, TI_E_IO, "the safetensors writer failed earlier");
 	if (tensor >= w->count)
 		return TI_FAIL(err, TI_E_INVALID, "no tensor %zu: the writer has %zu", tensor, w->count);
 	if (n == 0)
 		return TI_OK;
-	if (!bytes)
-		return TI_FAIL(err, TI_E_INVALID, "ti_st_writer_put got no bytes");
 	advance(w);
 	size_t k = w->slot[tensor];
 	const ti_st_tensor *t = &w->plan[k];
@@ -990,11 +988,23 @@ ti_status ti_st_writer_put(ti_st_writer *w, size_t tensor, const void *bytes, si
 		return TI_FAIL(err, TI_E_INVALID,
 		               "%zu bytes for tensor '%s' run past its end (%" PRIu64 " of its %" PRIu64 " bytes are left)", n,
 		               t->name, t->nbytes - w->filled, t->nbytes);
+	return TI_OK;
+}
+
+ti_status ti_st_writer_put(ti_st_writer *w, size_t tensor, const void *bytes, size_t n, ti_error *err)
+{
+	if (!w)
+		return TI_FAIL(err, TI_E_INVALID, "ti_st_writer_put needs a writer");
+	ti_status s = check_piece(w, tensor, n, err);
+	if (s || n == 0)
+		return s;
+	if (!bytes)
+		return TI_FAIL(err, TI_E_INVALID, "ti_st_writer_put got no bytes");
 	if (w->buffered + n <= WRITE_BUFFER) {
 		memcpy(w->buffer + w->buffered, bytes, n);
 		w->buffered += n;
 	} else {
-		ti_status s = flush(w, err);
+		s = flush(w, err);
 		if (!s && n < WRITE_BUFFER) {
 			memcpy(w->buffer, bytes, n);
 			w->buffered = n;
@@ -1005,6 +1015,52 @@ ti_status ti_st_writer_put(ti_st_writer *w, size_t tensor, const void *bytes, si
 		}
 		if (s)
 			return s;
+	}
+	w->filled += n;
+	return TI_OK;
+}
+
+ti_status ti_st_writer_copy(ti_st_writer *w, size_t tensor, int in_fd, uint64_t in_offset, uint64_t n,
+                            ti_error *err)
+{
+	if (!w)
+		return TI_FAIL(err, TI_E_INVALID, "ti_st_writer_copy needs a writer");
+	ti_status s = check_piece(w, tensor, n > SIZE_MAX ? SIZE_MAX : (size_t)n, err);
+	if (!s)
+		s = flush(w, err);
+	if (s)
+		return s;
+	/* the kernel copies file to file (no trip through our memory); where it cannot, read and write */
+	off_t at = (off_t)in_offset;
+	uint64_t left = n;
+	while (left) {
+		size_t piece = left > ((size_t)1 << 30) ? (size_t)1 << 30 : (size_t)left;
+		ssize_t r = copy_file_range(in_fd, &at, w->fd, NULL, piece, 0);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0 && (errno == EXDEV || errno == ENOSYS || errno == EINVAL || errno == EOPNOTSUPP)) {
+			unsigned char buf[1 << 16];
+			size_t m = piece < sizeof(buf) ? piece : sizeof(buf);
+			ssize_t got = pread(in_fd, buf, m, at);
+			if (got < 0 && errno == EINTR)
+				continue;
+			if (got <= 0) {
+				w->broken = true;
+				return TI_FAIL(err, TI_E_IO, "cannot read tensor data: %s", got < 0 ? strerror(errno) : "the file shrank");
+			}
+			if ((s = write_all(w->fd, buf, (size_t)got, err))) {
+				w->broken = true;
+				return s;
+			}
+			at += got;
+			left -= (uint64_t)got;
+			continue;
+		}
+		if (r <= 0) {
+			w->broken = true;
+			return TI_FAIL(err, TI_E_IO, "cannot copy tensor data: %s", r < 0 ? strerror(errno) : "the file shrank");
+		}
+		left -= (uint64_t)r;
 	}
 	w->filled += n;
 	return TI_OK;

@@ -1,0 +1,137 @@
+#!/usr/bin/env python3
+"""
+Measures `tinspect convert` and `tinspect materialize` against the real
+alternatives, in the same run, and prints a table and ratios.
+
+    python3 bench/measure_convert.py --tinspect ./tinspect [--python /usr/bin/python3]
+                                     [--runs 3] [--no-torch] CACHE_DIR
+
+CACHE_DIR holds vit_l_16.pt (gen.py writes it). Outputs go to a temporary
+folder in CACHE_DIR and are removed.
+
+Convert (1.2 GB vit_l_16 state dict):
+  - tinspect convert F -o out.safetensors          (format change)
+  - tinspect convert F --dtype bfloat16 -o out.pt  (float32 -> bfloat16)
+  - cp F out                                       (the floor: the same bytes, read and written)
+  - cp F out && sync out                           (the same, flushed to disk as tinspect's output is)
+  - PyTorch: torch.load(F); {k: v.to(torch.bfloat16)}; torch.save(out), whole process
+Random fill:
+  - tinspect materialize on a description of one 2^30-element float32
+    parameter with --fill randn, placed on the CPU (4 GiB)
+  - PyTorch: torch.randn(2**30), whole process
+
+Wall time is the best of N runs of the whole process (after one untimed
+warm-up, so the page cache holds the input for every side alike); throughput
+is the input's bytes (convert) or the elements (randn) per second. The
+method's helpers are measure.py's.
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from measure import mb  # noqa: E402
+
+RANDN_ELEMENTS = 1 << 30
+
+TORCH_CONVERT = """import sys, torch
+sd = torch.load(sys.argv[1])
+torch.save({k: v.to(torch.bfloat16) if v.is_floating_point() else v for k, v in sd.items()}, sys.argv[2])"""
+TORCH_RANDN = "import torch\nx = torch.randn(%d)\nassert x.numel() == %d" % (RANDN_ELEMENTS, RANDN_ELEMENTS)
+
+
+def best_of(argv, runs, cleanup=None):
+    """Best wall time of runs runs, after one warm-up; cleanup() runs after each."""
+    best = None
+    for i in range(runs + 1):
+        t0 = time.perf_counter()
+        p = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        t = time.perf_counter() - t0
+        if p.returncode:
+            sys.exit("measure_convert: %s failed (exit %d): %s" % (argv[0], p.returncode,
+                                                                  p.stderr.decode(errors="replace").strip()))
+        if cleanup:
+            cleanup()
+        if i and (best is None or t < best):
+            best = t
+    return best
+
+
+def rate(nbytes, seconds):
+    return "%7.0f MB/s" % (nbytes / seconds / 1e6)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tinspect", required=True)
+    ap.add_argument("--python", default="/usr/bin/python3")
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--no-torch", action="store_true")
+    ap.add_argument("cache")
+    a = ap.parse_args()
+    src = os.path.join(a.cache, "vit_l_16.pt")
+    if not os.path.exists(src):
+        print("measure_convert: %s is missing (bench/gen.py writes it); skipped" % src)
+        return 0
+    size = os.path.getsize(src)
+    work = tempfile.mkdtemp(prefix="convert-bench.", dir=a.cache)
+    try:
+        out_st = os.path.join(work, "out.safetensors")
+        out_pt = os.path.join(work, "out.pt")
+        out_cp = os.path.join(work, "copy.pt")
+
+        def clean():
+            for f in (out_st, out_pt, out_cp):
+                if os.path.exists(f):
+                    os.unlink(f)
+
+        print("== convert: %s (%.0f MB)" % (src, size / 1e6))
+        rows = [
+            ("tinspect convert -> safetensors", [a.tinspect, "convert", src, "-q", "-o", out_st]),
+            ("tinspect convert --dtype bfloat16", [a.tinspect, "convert", src, "-q", "--dtype", "bfloat16", "-o", out_pt]),
+            ("cp (the floor)", ["cp", src, out_cp]),
+            # tinspect flushes its output to disk before renaming it into place: so does this
+            ("cp + sync (the same durability)", ["sh", "-c", 'cp "$1" "$2" && sync "$2"', "sh", src, out_cp]),
+        ]
+        if not a.no_torch:
+            rows.append(("torch load + .to(bf16) + save", [a.python, "-c", TORCH_CONVERT, src, out_pt]))
+        times = {}
+        for label, argv in rows:
+            times[label] = best_of(argv, a.runs, clean)
+            print("   %-36s %9.0f ms  %s" % (label, times[label] * 1e3, rate(size, times[label])))
+        cp, cps = times["cp (the floor)"], times["cp + sync (the same durability)"]
+        for label in rows[:2]:
+            t = times[label[0]]
+            print("   %-36s %.2fx cp, %.2fx cp + sync (goal within 2x)%s" % (
+                label[0], t / cp, t / cps, "  ok" if t <= 2 * cps else "  ABOVE GOAL"))
+        if not a.no_torch:
+            tt = times["torch load + .to(bf16) + save"]
+            t = times["tinspect convert --dtype bfloat16"]
+            print("   torch / tinspect --dtype bfloat16: %.2fx (goal: ahead of torch)%s" % (tt / t, "  ok" if t < tt else "  BEHIND"))
+
+        model = os.path.join(work, "randn.json")
+        with open(model, "w") as f:
+            json.dump({"inputs": {"x": {"shape": [1, 1 << 15]}},
+                       "modules": {"w": {"type": "Linear", "in_features": 1 << 15, "out_features": 1 << 15,
+                                         "bias": False}}}, f)
+        print("== random fill: randn of %d elements (%.1f GiB of float32)" % (RANDN_ELEMENTS, RANDN_ELEMENTS * 4 / 2**30))
+        t = best_of([a.tinspect, "materialize", model, "--fill", "randn", "-q"], a.runs)
+        print("   %-36s %9.0f ms  %6.0f M elements/s" % ("tinspect materialize --fill randn", t * 1e3, RANDN_ELEMENTS / t / 1e6))
+        if not a.no_torch:
+            tt = best_of([a.python, "-c", TORCH_RANDN], a.runs)
+            print("   %-36s %9.0f ms  %6.0f M elements/s" % ("torch.randn (whole process)", tt * 1e3, RANDN_ELEMENTS / tt / 1e6))
+            print("   torch / tinspect: %.2fx" % (tt / t))
+        else:
+            print("   (torch side skipped: torch is not importable)")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
