@@ -5,7 +5,7 @@ real PyTorch.
 
 Usage:  /usr/bin/python3 tests/conformance/writer_conformance.py [./build/unit-tests] [options]
 
-Runs the unit-test binary's torch_writer suite with TINSPECT_WRITER_OUT set
+Runs the unit-test binary's torch_writer suites with TINSPECT_WRITER_OUT set
 to a temporary directory: each test that writes a scenario leaves <stem>.pt
 there with a <stem>.json manifest (storages: dtype and numel; tensors: name,
 storage index, offset, shape, stride, requires_grad, is_parameter; the
@@ -245,7 +245,7 @@ def main():
     env = dict(os.environ, TINSPECT_WRITER_OUT=os.path.abspath(out))
     if a.big:
         env["TINSPECT_WRITER_BIG"] = "1"
-    run = subprocess.run([a.tests, "--filter", "torch_writer/*", "--jobs", "1"], env=env,
+    run = subprocess.run([a.tests, "--filter", "torch_writer*/*", "--jobs", "1"], env=env,
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
     if run.returncode != 0:
         print(run.stdout[-4000:])
