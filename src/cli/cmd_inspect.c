@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/inspect_tensors.h"
 
 enum { OPT_HELP = 1, OPT_DEVICE, OPT_JSON, OPT_FILTER, OPT_DEPTH, OPT_RECORDS };
 
@@ -655,6 +656,10 @@ int cmd_inspect(int argc, char **argv)
 	}
 	if (!in.file)
 		return cli_usage_error("inspect: no FILE given (usage: tinspect FILE [--json]; see --help)");
+	if (cli_is_tensor_file(in.file)) {
+		cli_inspect_request r = {in.file, in.json, in.records, in.depth, in.filters, in.filter_count};
+		return cli_inspect_tensor_file(&r);
+	}
 	ti_error err;
 	if (ti_ckpt_open(in.file, NULL, &in.ckpt, &err))
 		return cli_report(in.file, &err);

@@ -1,0 +1,223 @@
+/*
+ * inspect_tensors.c - `tinspect inspect` of a safetensors file or a sharded
+ * checkpoint's *.index.json: the same table, summary and JSON keys as for a
+ * torch zip, from the files' headers alone (a safetensors tensor is
+ * contiguous, its own storage, not a parameter, saved from the CPU).
+ */
+#include <fnmatch.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "cli/inspect_tensors.h"
+#include "cli/model_cli.h"
+#include "tinspect/safetensors.h"
+#include "tinspect/source.h"
+
+bool cli_is_tensor_file(const char *path)
+{
+	size_t n = strlen(path);
+	if (n >= 11 && !strcmp(path + n - 11, ".index.json"))
+		return true;
+	unsigned char head[16];
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return false;
+	size_t got = fread(head, 1, sizeof(head), f);
+	fseek(f, 0, SEEK_END);
+	long size = ftell(f);
+	fclose(f);
+	return size > 0 && ti_st_sniff(head, got, (uint64_t)size);
+}
+
+static bool wanted(const cli_inspect_request *r, const char *name)
+{
+	if (!r->filter_count)
+		return true;
+	for (int i = 0; i < r->filter_count; i++)
+		if (!fnmatch(r->filters[i], name, 0))
+			return true;
+	return false;
+}
+
+static int64_t nbytes_of(const ti_source_tensor *t)
+{
+	return t->numel * (int64_t)ti_dtype_size(t->dtype);
+}
+
+/* Totals by dtype, in the order dtypes first appear. */
+typedef struct by_dtype {
+	ti_dtype dtype;
+	int64_t tensors, numel, nbytes;
+} by_dtype;
+
+typedef struct totals {
+	int64_t tensors, numel, nbytes;
+	by_dtype dtypes[TI_DT_COUNT];
+	int dtype_count;
+} totals;
+
+static void count(totals *t, const ti_source_tensor *x)
+{
+	t->tensors++;
+	t->numel += x->numel;
+	t->nbytes += nbytes_of(x);
+	int k = 0;
+	while (k < t->dtype_count && t->dtypes[k].dtype != x->dtype)
+		k++;
+	if (k == t->dtype_count)
+		t->dtypes[t->dtype_count++] = (by_dtype){x->dtype, 0, 0, 0};
+	t->dtypes[k].tensors++;
+	t->dtypes[k].numel += x->numel;
+	t->dtypes[k].nbytes += nbytes_of(x);
+}
+
+/* The first depth components of a dotted name. */
+static size_t prefix_len(const char *name, int depth)
+{
+	size_t n = 0;
+	for (int d = 0; name[n]; n++)
+		if (name[n] == '.' && ++d == depth)
+			break;
+	return n;
+}
+
+static void print_text(const cli_inspect_request *r, const ti_source *src, const totals *t)
+{
+	char shape[256], bytes[32], a[32], b[32];
+	size_t n = ti_source_tensor_count(src);
+	if (r->depth) {
+		printf("%-40s %8s %14s %12s\n", "PREFIX", "TENSORS", "ELEMENTS", "BYTES");
+		for (size_t i = 0; i < n; i++) {
+			const ti_source_tensor *x = ti_source_tensor_at(src, i);
+			size_t len = prefix_len(x->name, r->depth);
+			bool seen = false;
+			for (size_t k = 0; k < i && !seen; k++) {
+				const ti_source_tensor *y = ti_source_tensor_at(src, k);
+				seen = wanted(r, y->name) && prefix_len(y->name, r->depth) == len && !strncmp(y->name, x->name, len);
+			}
+			if (seen || !wanted(r, x->name))
+				continue;
+			int64_t tensors = 0, numel = 0, nb = 0;
+			for (size_t k = i; k < n; k++) {
+				const ti_source_tensor *y = ti_source_tensor_at(src, k);
+				if (wanted(r, y->name) && prefix_len(y->name, r->depth) == len && !strncmp(y->name, x->name, len)) {
+					tensors++;
+					numel += y->numel;
+					nb += nbytes_of(y);
+				}
+			}
+			printf("%-40.*s %8lld %14s %12s\n", (int)len, x->name, (long long)tensors, cli_count(numel, a, sizeof(a)),
+			       cli_bytes(nb, b, sizeof(b)));
+		}
+	} else {
+		printf("%-40s %-9s %-20s %10s  %s\n", "NAME", "DTYPE", "SHAPE", "BYTES", "NOTES");
+		for (size_t i = 0; i < n; i++) {
+			const ti_source_tensor *x = ti_source_tensor_at(src, i);
+			if (!wanted(r, x->name))
+				continue;
+			cli_put_safe(stdout, x->name, 40);
+			printf(" %-9s %-20s %10s  %s\n", ti_dtype_name(x->dtype), cli_dims(x->shape, x->ndim, shape, sizeof(shape)),
+			       cli_bytes(nbytes_of(x), bytes, sizeof(bytes)), "");
+		}
+	}
+	printf("\nsummary\n  tensors        %lld\n  elements       %s\n  bytes          %s\n", (long long)t->tensors,
+	       cli_count(t->numel, a, sizeof(a)), cli_bytes(t->nbytes, b, sizeof(b)));
+	for (int k = 0; k < t->dtype_count; k++)
+		printf("                 %-8s %lld tensors %16s elements %10s\n", ti_dtype_name(t->dtypes[k].dtype),
+		       (long long)t->dtypes[k].tensors, cli_count(t->dtypes[k].numel, a, sizeof(a)),
+		       cli_bytes(t->dtypes[k].nbytes, b, sizeof(b)));
+	printf("  format         %s, %zu file%s\n", ti_source_format_name(ti_source_get_format(src)),
+	       ti_source_file_count(src), ti_source_file_count(src) == 1 ? "" : "s");
+	for (size_t i = 0; i < ti_source_metadata_count(src); i++) {
+		const ti_source_pair *m = ti_source_metadata_at(src, i);
+		printf("  metadata       ");
+		cli_put_safe(stdout, m->key, 0);
+		printf(" = ");
+		cli_put_safe(stdout, m->value, 0);
+		printf("\n");
+	}
+}
+
+static cJSON *json_ints(const int64_t *v, int n)
+{
+	cJSON *a = cJSON_CreateArray();
+	for (int i = 0; a && i < n; i++)
+		cJSON_AddItemToArray(a, cli_json_dim(ti_dim_int(v[i])));
+	return a;
+}
+
+static int print_json(const cli_inspect_request *r, const ti_source *src, const totals *t)
+{
+	cJSON *root = cJSON_CreateObject();
+	cJSON_AddStringToObject(root, "file", r->file);
+	cJSON_AddStringToObject(root, "format", ti_source_format_name(ti_source_get_format(src)));
+	cJSON *files = cJSON_AddArrayToObject(root, "files");
+	for (size_t i = 0; i < ti_source_file_count(src); i++)
+		cJSON_AddItemToArray(files, cJSON_CreateString(ti_source_file_at(src, i)));
+	cJSON *meta = cJSON_AddObjectToObject(root, "metadata");
+	for (size_t i = 0; i < ti_source_metadata_count(src); i++)
+		cJSON_AddStringToObject(meta, ti_source_metadata_at(src, i)->key, ti_source_metadata_at(src, i)->value);
+	cJSON *list = cJSON_AddArrayToObject(root, "tensors");
+	for (size_t i = 0; i < ti_source_tensor_count(src); i++) {
+		const ti_source_tensor *x = ti_source_tensor_at(src, i);
+		if (!wanted(r, x->name))
+			continue;
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "name", x->name);
+		cJSON_AddStringToObject(o, "dtype", ti_dtype_name(x->dtype));
+		cJSON_AddItemToObject(o, "shape", json_ints(x->shape, x->ndim));
+		cJSON_AddItemToObject(o, "stride", json_ints(x->stride, x->ndim));
+		cJSON_AddItemToObject(o, "storage_offset", cli_json_dim(ti_dim_int(x->offset)));
+		cJSON_AddBoolToObject(o, "requires_grad", x->requires_grad);
+		cJSON_AddBoolToObject(o, "parameter", x->is_parameter);
+		cJSON_AddStringToObject(o, "layout", "strided");
+		char key[32];
+		snprintf(key, sizeof(key), "%zu", x->storage);
+		cJSON_AddStringToObject(o, "storage", key);
+		cJSON_AddItemToObject(o, "storage_nbytes",
+		                      cli_json_dim(ti_dim_int((int64_t)ti_source_storage_at(src, x->storage)->nbytes)));
+		cJSON_AddItemToObject(o, "nbytes", cli_json_dim(ti_dim_int(nbytes_of(x))));
+		cJSON_AddStringToObject(o, "saved_device", "cpu");
+		cJSON_AddItemToObject(o, "numel", cli_json_dim(ti_dim_int(x->numel)));
+		cJSON_AddBoolToObject(o, "contiguous", ti_source_tensor_contiguous(x));
+		cJSON_AddItemToArray(list, o);
+	}
+	cJSON_AddArrayToObject(root, "values");
+	cJSON *s = cJSON_AddObjectToObject(root, "summary");
+	cJSON_AddItemToObject(s, "tensors", cli_json_dim(ti_dim_int(t->tensors)));
+	cJSON_AddItemToObject(s, "numel", cli_json_dim(ti_dim_int(t->numel)));
+	cJSON_AddItemToObject(s, "nbytes", cli_json_dim(ti_dim_int(t->nbytes)));
+	cJSON_AddItemToObject(s, "unique_nbytes", cli_json_dim(ti_dim_int(t->nbytes)));
+	cJSON *bd = cJSON_AddObjectToObject(s, "by_dtype");
+	for (int k = 0; k < t->dtype_count; k++) {
+		cJSON *o = cJSON_AddObjectToObject(bd, ti_dtype_name(t->dtypes[k].dtype));
+		cJSON_AddItemToObject(o, "tensors", cli_json_dim(ti_dim_int(t->dtypes[k].tensors)));
+		cJSON_AddItemToObject(o, "numel", cli_json_dim(ti_dim_int(t->dtypes[k].numel)));
+		cJSON_AddItemToObject(o, "nbytes", cli_json_dim(ti_dim_int(t->dtypes[k].nbytes)));
+	}
+	return cli_print_json(root);
+}
+
+int cli_inspect_tensor_file(const cli_inspect_request *r)
+{
+	if (r->records)
+		return cli_usage_error("inspect: --records lists a zip archive's records; '%s' is not one", r->file);
+	ti_error err;
+	ti_error_clear(&err);
+	ti_source *src;
+	if (ti_source_open(r->file, &src, &err))
+		return cli_report(r->file, &err);
+	totals t;
+	memset(&t, 0, sizeof(t));
+	for (size_t i = 0; i < ti_source_tensor_count(src); i++)
+		if (wanted(r, ti_source_tensor_at(src, i)->name))
+			count(&t, ti_source_tensor_at(src, i));
+	int rc = EXIT_OK;
+	if (r->json)
+		rc = print_json(r, src, &t);
+	else
+		print_text(r, src, &t);
+	ti_source_close(src);
+	return rc;
+}
