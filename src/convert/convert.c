@@ -2,8 +2,10 @@
  * convert.c - selecting, renaming, casting and laying out tensors, then
  * streaming them from a source into a writer (see tinspect/convert.h).
  */
+#define _GNU_SOURCE /* sync_file_range */
 #include "tinspect/convert.h"
 
+#include <fcntl.h>
 #include <fnmatch.h>
 #include <stdlib.h>
 #include <string.h>
@@ -204,7 +206,28 @@ typedef struct sink {
 	plan *p;
 	char *cast_buf;
 	size_t buf_bytes;
+	int fd;               /* the output, for early writeback */
+	uint64_t unflushed;   /* bytes written since writeback was last started */
 } sink;
+
+/*
+ * The output is flushed to disk before it is renamed into place; starting
+ * the disk writes every WRITEBACK bytes, while copying goes on, leaves that
+ * final flush little to wait for.
+ */
+enum { WRITEBACK = 64 << 20 };
+
+static void count_written(sink *k, uint64_t n)
+{
+	k->p->done_bytes += n;
+	k->unflushed += n;
+	if (k->unflushed >= WRITEBACK && k->fd >= 0) {
+		sync_file_range(k->fd, 0, 0, SYNC_FILE_RANGE_WRITE); /* a hint: a failure changes nothing */
+		k->unflushed = 0;
+	}
+	if (k->p->o->progress)
+		k->p->o->progress(k->p->o->progress_user, k->p->done_bytes, k->p->total_bytes);
+}
 
 /* Casts n elements and hands them to the writer. */
 static ti_status emit(sink *k, size_t storage, const out_storage *s, const void *elements, size_t n, ti_error *err)
@@ -228,9 +251,7 @@ static ti_status emit(sink *k, size_t storage, const out_storage *s, const void 
 		if (st)
 			return st;
 	}
-	k->p->done_bytes += n * out_size;
-	if (k->p->o->progress)
-		k->p->o->progress(k->p->o->progress_user, k->p->done_bytes, k->p->total_bytes);
+	count_written(k, n * out_size);
 	return TI_OK;
 }
 
@@ -243,9 +264,8 @@ static ti_status stream_run(sink *k, size_t storage, const out_storage *s, uint6
 	uint64_t at;
 	if (k->copy && s->from == s->to && ti_source_file_place(k->p->src, s->source_storage, &fd, &at)) {
 		ti_status st = k->copy(k->writer, storage, fd, at + first * esize, count * esize, err);
-		k->p->done_bytes += count * esize;
-		if (!st && k->p->o->progress)
-			k->p->o->progress(k->p->o->progress_user, k->p->done_bytes, k->p->total_bytes);
+		if (!st)
+			count_written(k, count * esize);
 		return st;
 	}
 	size_t per = k->buf_bytes / esize;
@@ -405,7 +425,7 @@ ti_status ti_convert(ti_source *src, int fd, const ti_convert_options *o, ti_con
 	ti_status st = make_plan(&p, err);
 	/* at least 4 KiB: every piece must hold whole elements of the widest dtype */
 	size_t buffer = !o->buffer_bytes ? (size_t)8 << 20 : o->buffer_bytes < 4096 ? 4096 : o->buffer_bytes;
-	sink k = {NULL, NULL, NULL, &p, NULL, buffer};
+	sink k = {NULL, NULL, NULL, &p, NULL, buffer, fd, 0};
 	char *buf = NULL;
 	if (!st) {
 		buf = malloc(k.buf_bytes);
