@@ -26,10 +26,19 @@ typedef enum ti_call_kind { TI_CALL_REDUCE, TI_CALL_NEWOBJ, TI_CALL_INST } ti_ca
 
 typedef struct ti_pickle_hooks {
 	void *ctx;
-	/* Tells what a global is; may return NULL. Sees every GLOBAL/STACK_GLOBAL/INST. */
+	/*
+	 * Tells what a global is; may return NULL. Sees every GLOBAL/STACK_GLOBAL/INST
+	 * but the repeats of one it recognised: that global is made once per
+	 * pickle and shared, so the answer must depend on module and name alone.
+	 */
 	const struct ti_known_global *(*lookup)(void *ctx, const char *module,
 	                                        const char *name, int64_t offset);
-	/* Interprets a call; leaves *out NULL to let the machine record it as an object. */
+	/*
+	 * Interprets a call; leaves *out NULL to let the machine record it as an
+	 * object. A value it returns may hold args' items only through the
+	 * containers of value_build.h, which count their references: once the
+	 * call is made, args may go back to the arena.
+	 */
 	ti_status (*call)(void *ctx, ti_arena *arena, ti_value *callable, ti_value *args,
 	                  ti_call_kind how, ti_value **out, ti_error *err);
 	/* Interprets BUILD; sets *handled to 1 if it did. */
@@ -57,6 +66,21 @@ void ti_pickle_limits_default(ti_pickle_limits *limits);
 ti_status ti_pickle_load(const uint8_t *data, size_t size, ti_arena *arena,
                          const ti_pickle_hooks *hooks, const ti_pickle_limits *limits,
                          ti_value **out, size_t *consumed, ti_error *err);
+
+/*
+ * A pickle that is not in memory: read fills buf with the n bytes at offset
+ * (always within size) or fails with err set. The machine reads it in
+ * windows of 64 KiB (more for a longer argument), twice over.
+ */
+typedef struct ti_pickle_source {
+	uint64_t size;
+	ti_status (*read)(void *ctx, uint64_t offset, void *buf, size_t n, ti_error *err);
+	void *ctx;
+} ti_pickle_source;
+
+ti_status ti_pickle_load_source(const ti_pickle_source *src, ti_arena *arena,
+                                const ti_pickle_hooks *hooks, const ti_pickle_limits *limits,
+                                ti_value **out, size_t *consumed, ti_error *err);
 
 /* The name of an opcode ("BINUNICODE"), or NULL if the byte is none. */
 const char *ti_pickle_opcode_name(uint8_t opcode);

@@ -48,20 +48,8 @@ typedef struct ti_tensor ti_tensor;
 
 #define TI_MAX_COMPONENTS 4
 
-struct ti_tensor {
-	ti_dtype dtype;
-	ti_layout layout;
-	int ndim;
-	const int64_t *shape;
-	const int64_t *stride;  /* NULL for sparse layouts, which have none */
-	int64_t storage_offset; /* in elements */
-	int64_t numel;
-	int64_t nbytes;         /* numel * element size; sparse: its components' bytes */
-	bool requires_grad;
-	bool is_parameter;
-	bool conj, neg;         /* the v2/v3 metadata argument */
-	ti_storage *storage;    /* NULL for a meta tensor saved without storage, and sparse */
-	const char *rebuild;    /* the function that rebuilt it: "_rebuild_tensor_v2" */
+/* What few tensors have: a quantizer, sparse components, a Python subclass. */
+typedef struct ti_tensor_ext {
 	const char *subclass;   /* "module.Class" from _rebuild_from_type_v2, or NULL */
 	struct {
 		ti_qscheme scheme;  /* TI_QS_NONE if not quantized */
@@ -75,7 +63,27 @@ struct ti_tensor {
 	const char *component_names[TI_MAX_COMPONENTS];
 	const ti_tensor *components[TI_MAX_COMPONENTS];
 	bool coalesced;
+} ti_tensor_ext;
+
+struct ti_tensor {
+	ti_dtype dtype;
+	ti_layout layout;
+	int ndim;
+	bool requires_grad;
+	bool is_parameter;
+	bool conj, neg;         /* the v2/v3 metadata argument */
+	const int64_t *shape;
+	const int64_t *stride;  /* NULL for sparse layouts, which have none */
+	int64_t storage_offset; /* in elements */
+	int64_t numel;
+	int64_t nbytes;         /* numel * element size; sparse: its components' bytes */
+	ti_storage *storage;    /* NULL for a meta tensor saved without storage, and sparse */
+	const char *rebuild;    /* the function that rebuilt it: "_rebuild_tensor_v2" */
+	const ti_tensor_ext *ext; /* NULL for a plain tensor, as most are */
 };
+
+/* The tensor's extension, or one with nothing set (never NULL). */
+const ti_tensor_ext *ti_tensor_ext_of(const ti_tensor *t);
 
 const char *ti_layout_name(ti_layout layout);     /* "strided", "sparse_coo" */
 const char *ti_qscheme_name(ti_qscheme scheme);   /* "per_tensor_affine" */

@@ -50,9 +50,10 @@ typedef struct ti_tensor ti_tensor;
 typedef struct ti_storage ti_storage;
 struct ti_known_global;
 
+/* Items of a tuple, list, set or frozenset. A tuple's array is exactly its length. */
 typedef struct ti_seq {
 	ti_value **items;
-	size_t count, capacity;
+	uint32_t count, capacity;
 } ti_seq;
 
 typedef struct ti_dict {
@@ -61,9 +62,30 @@ typedef struct ti_dict {
 	ti_value *attributes; /* a dict set by BUILD, e.g. {'_metadata': ...}; or NULL */
 } ti_dict;
 
+typedef struct ti_global {
+	const char *module, *name; /* builtins, not __builtin__ */
+	int64_t offset;            /* of the opcode that named it (a known global: the first) */
+	const struct ti_known_global *known; /* NULL if we know nothing of it */
+} ti_global;
+
+typedef struct ti_object {
+	ti_value *callable;   /* usually a TI_GLOBAL */
+	ti_value *args;       /* a tuple */
+	ti_value *kwargs;     /* NEWOBJ_EX keyword arguments, or NULL */
+	ti_value *state;      /* set by BUILD, or NULL */
+	ti_value *list_items; /* a list, if APPEND(S) went to it, or NULL */
+	ti_value *dict_items; /* a dict, if SETITEM(S) went to it, or NULL */
+} ti_object;
+
+/*
+ * 24 bytes: what is rare or big (a dict's arrays, an object's parts, a
+ * global's names) sits behind a pointer, so the many small values of a
+ * torch pickle stay small.
+ */
 struct ti_value {
 	ti_kind kind;
-	unsigned flags;
+	uint16_t flags;
+	uint16_t refs; /* the pickle machine's count of references (see pickle.c); no meaning after */
 	union {
 		bool boolean;
 		int64_t integer;
@@ -72,20 +94,11 @@ struct ti_value {
 		/* str (UTF-8), bytes, and bigint (little-endian two's complement) */
 		struct { const char *data; size_t size; } bytes;
 		ti_seq seq;   /* tuple, list, set, frozenset */
-		ti_dict dict;
-		struct {
-			const char *module, *name; /* builtins, not __builtin__ */
-			int64_t offset;            /* of the opcode that named it */
-			const struct ti_known_global *known; /* NULL if we know nothing of it */
-		} global;
-		struct {
-			ti_value *callable; /* usually a TI_GLOBAL */
-			ti_value *args;     /* a tuple */
-			ti_value *kwargs;   /* NEWOBJ_EX keyword arguments, or NULL */
-			ti_value *state;    /* set by BUILD, or NULL */
-			ti_value *list_items; /* a list, if APPEND(S) went to it, or NULL */
-			ti_value *dict_items; /* a dict, if SETITEM(S) went to it, or NULL */
-		} object;
+		/* Never NULL: dicts with no items and no attributes share one empty
+		 * ti_dict, so a dict changes only through value_build.h. */
+		ti_dict *dict;
+		ti_global *global;
+		ti_object *object;
 		ti_value *persid;
 		ti_tensor *tensor;
 		ti_storage *storage;

@@ -11,6 +11,7 @@
 
 #include "cli/cli.h"
 #include "cli/inspect_tensors.h"
+#include "cli/output.h"
 
 enum { OPT_HELP = 1, OPT_DEVICE, OPT_JSON, OPT_FILTER, OPT_DEPTH, OPT_RECORDS };
 
@@ -51,6 +52,7 @@ typedef struct inspect {
 	const char *filters[FILTERS_MAX];
 	int filter_count;
 	ti_ckpt *ckpt;
+	cli_out out; /* all of stdout goes through it */
 } inspect;
 
 static bool wanted(const inspect *in, const char *name)
@@ -101,6 +103,7 @@ static int compute_totals(const inspect *in, totals *t)
 			continue;
 		}
 		const ti_tensor *x = e->value->as.tensor;
+		const ti_tensor_ext *xe = ti_tensor_ext_of(x);
 		t->tensors++;
 		t->numel += x->numel;
 		t->nbytes += x->nbytes;
@@ -109,11 +112,11 @@ static int compute_totals(const inspect *in, totals *t)
 		d->numel += x->numel;
 		d->nbytes += x->nbytes;
 		count_storage(x->storage, seen, t);
-		for (size_t k = 0; k < x->component_count; k++)
-			count_storage(x->components[k]->storage, seen, t);
-		if (x->quant.scales) {
-			count_storage(x->quant.scales->storage, seen, t);
-			count_storage(x->quant.zero_points->storage, seen, t);
+		for (size_t k = 0; k < xe->component_count; k++)
+			count_storage(xe->components[k]->storage, seen, t);
+		if (xe->quant.scales) {
+			count_storage(xe->quant.scales->storage, seen, t);
+			count_storage(xe->quant.zero_points->storage, seen, t);
 		}
 	}
 	free(seen);
@@ -123,6 +126,7 @@ static int compute_totals(const inspect *in, totals *t)
 /* What a tensor's row says beyond dtype, shape and bytes. */
 static void describe(const ti_tensor *x, char *buf, size_t size)
 {
+	const ti_tensor_ext *xe = ti_tensor_ext_of(x);
 	char dims[256], num[64];
 	size_t n = 0;
 #define ADD(...) (n += (size_t)snprintf(buf + n, n < size ? size - n : 0, __VA_ARGS__))
@@ -133,9 +137,9 @@ static void describe(const ti_tensor *x, char *buf, size_t size)
 		ADD("grad ");
 	if (x->layout != TI_LAYOUT_STRIDED) {
 		ADD("%s ", ti_layout_name(x->layout));
-		for (size_t i = 0; i < x->component_count; i++)
-			ADD("%s=%s%s ", x->component_names[i], ti_dtype_name(x->components[i]->dtype),
-			    cli_dims(x->components[i]->shape, x->components[i]->ndim, dims, sizeof(dims)));
+		for (size_t i = 0; i < xe->component_count; i++)
+			ADD("%s=%s%s ", xe->component_names[i], ti_dtype_name(xe->components[i]->dtype),
+			    cli_dims(xe->components[i]->shape, xe->components[i]->ndim, dims, sizeof(dims)));
 	}
 	if (x->stride && !ti_tensor_is_contiguous(x))
 		ADD("stride=%s ", cli_dims(x->stride, x->ndim, dims, sizeof(dims)));
@@ -151,17 +155,17 @@ static void describe(const ti_tensor *x, char *buf, size_t size)
 		ADD("conj ");
 	if (x->neg)
 		ADD("neg ");
-	if (x->quant.scheme != TI_QS_NONE) {
-		ADD("%s ", ti_qscheme_name(x->quant.scheme));
-		if (x->quant.scales) {
-			ADD("axis=%" PRId64 " ", x->quant.axis);
+	if (xe->quant.scheme != TI_QS_NONE) {
+		ADD("%s ", ti_qscheme_name(xe->quant.scheme));
+		if (xe->quant.scales) {
+			ADD("axis=%" PRId64 " ", xe->quant.axis);
 		} else {
-			ti_format_float(x->quant.scale, num, sizeof(num));
-			ADD("scale=%s zero_point=%" PRId64 " ", num, x->quant.zero_point);
+			ti_format_float(xe->quant.scale, num, sizeof(num));
+			ADD("scale=%s zero_point=%" PRId64 " ", num, xe->quant.zero_point);
 		}
 	}
-	if (x->subclass)
-		ADD("%s ", x->subclass);
+	if (xe->subclass)
+		ADD("%s ", xe->subclass);
 #undef ADD
 	if (n && n <= size)
 		buf[n - 1] = '\0';
@@ -274,79 +278,89 @@ nomem:
 	return -1;
 }
 
-static int print_folded(const inspect *in)
+static int print_folded(inspect *in)
 {
 	char b1[32], b2[32];
 	group *g;
 	long n = collect_groups(in, &g);
 	if (n < 0)
 		return -1;
-	printf("%-40s %8s %16s %12s\n", "NAME", "TENSORS", "ELEMENTS", "BYTES");
+	cli_out *o = &in->out;
+	cli_out_printf(o, "%-40s %8s %16s %12s\n", "NAME", "TENSORS", "ELEMENTS", "BYTES");
 	for (long i = 0; i < n; i++) {
-		cli_put_safe(stdout, g[i].name[0] ? g[i].name : "(root)", 40);
-		printf(" %8" PRId64 " %16s %12s\n", g[i].tensors, cli_count(g[i].numel, b1, sizeof(b1)),
-		       cli_bytes(g[i].nbytes, b2, sizeof(b2)));
+		cli_out_safe(o, g[i].name[0] ? g[i].name : "(root)", 40);
+		cli_out_printf(o, " %8" PRId64 " %16s %12s\n", g[i].tensors, cli_count(g[i].numel, b1, sizeof(b1)),
+		               cli_bytes(g[i].nbytes, b2, sizeof(b2)));
 	}
 	free_groups(g, (size_t)n);
 	return 0;
 }
 
-static int print_text(const inspect *in, const totals *t)
+static int print_text(inspect *in, const totals *t)
 {
 	const ti_ckpt_info *info = ti_ckpt_get_info(in->ckpt);
 	char dims[512], num[32], num2[32], notes[512], repr[256], type[256];
 	widths w = column_widths(in);
+	cli_out *o = &in->out;
 
 	if (in->depth > 0) {
 		if (print_folded(in))
 			return -1;
 	} else if (t->tensors) {
-		printf("%-*s  %-*s  %-*s  %10s  %s\n", w.name, "NAME", w.dtype, "DTYPE", w.shape, "SHAPE", "BYTES", "NOTES");
+		cli_out_printf(o, "%-*s  %-*s  %-*s  %10s  %s\n", w.name, "NAME", w.dtype, "DTYPE", w.shape, "SHAPE", "BYTES", "NOTES");
 		for (size_t i = 0; i < ti_ckpt_entry_count(in->ckpt); i++) {
 			const ti_entry *e = ti_ckpt_entry(in->ckpt, i);
 			if (e->value->kind != TI_TENSOR || !wanted(in, e->name))
 				continue;
 			const ti_tensor *x = e->value->as.tensor;
-			cli_put_safe(stdout, e->name[0] ? e->name : "(root)", w.name);
+			/* "%-*s  %-*s  %-*s  %10s  %s\n", written piece by piece: printf costs more than the rest */
+			cli_out_safe(o, e->name[0] ? e->name : "(root)", w.name);
+			cli_out_put(o, "  ", 2);
+			cli_out_left(o, ti_dtype_name(x->dtype), w.dtype);
+			cli_out_put(o, "  ", 2);
+			cli_out_left(o, cli_dims(x->shape, x->ndim, dims, sizeof(dims)), w.shape);
+			cli_out_put(o, "  ", 2);
+			cli_out_right(o, cli_bytes(x->nbytes, num, sizeof(num)), 10);
+			cli_out_put(o, "  ", 2);
 			describe(x, notes, sizeof(notes));
-			printf("  %-*s  %-*s  %10s  %s\n", w.dtype, ti_dtype_name(x->dtype), w.shape,
-			       cli_dims(x->shape, x->ndim, dims, sizeof(dims)), cli_bytes(x->nbytes, num, sizeof(num)), notes);
+			cli_out_puts(o, notes);
+			cli_out_put(o, "\n", 1);
 		}
 	}
 	if (t->values) {
-		printf("\nvalues:\n");
+		cli_out_puts(o, "\nvalues:\n");
 		for (size_t i = 0; i < ti_ckpt_entry_count(in->ckpt); i++) {
 			const ti_entry *e = ti_ckpt_entry(in->ckpt, i);
 			if (e->value->kind == TI_TENSOR || !wanted(in, e->name))
 				continue;
-			printf("  ");
-			cli_put_safe(stdout, e->name[0] ? e->name : "(root)", w.name);
-			printf("  %-20s  ", ti_value_type_name(e->value, type, sizeof(type)));
-			cli_put_safe(stdout, ti_value_repr(e->value, repr, sizeof(repr), 72), 0);
-			printf("\n");
+			cli_out_puts(o, "  ");
+			cli_out_safe(o, e->name[0] ? e->name : "(root)", w.name);
+			cli_out_printf(o, "  %-20s  ", ti_value_type_name(e->value, type, sizeof(type)));
+			cli_out_safe(o, ti_value_repr(e->value, repr, sizeof(repr), 72), 0);
+			cli_out_puts(o, "\n");
 		}
 	}
-	printf("\nsummary:\n");
-	printf("  tensors        %s\n", cli_count(t->tensors, num, sizeof(num)));
-	printf("  elements       %s\n", cli_count(t->numel, num, sizeof(num)));
-	printf("  bytes          %s (%s)\n", cli_bytes(t->nbytes, num, sizeof(num)), cli_count(t->nbytes, num2, sizeof(num2)));
+	cli_out_puts(o, "\nsummary:\n");
+	cli_out_printf(o, "  tensors        %s\n", cli_count(t->tensors, num, sizeof(num)));
+	cli_out_printf(o, "  elements       %s\n", cli_count(t->numel, num, sizeof(num)));
+	cli_out_printf(o, "  bytes          %s (%s)\n", cli_bytes(t->nbytes, num, sizeof(num)), cli_count(t->nbytes, num2, sizeof(num2)));
 	const char *label = "  by dtype       ";
 	for (int d = 0; d < TI_DT_COUNT; d++) {
 		const dtype_total *dt = &t->by_dtype[d];
 		if (!dt->tensors)
 			continue;
-		printf("%s%-16s %6" PRId64 " %-7s %16s elements %12s\n", label, ti_dtype_name((ti_dtype)d), dt->tensors,
-		       dt->tensors == 1 ? "tensor" : "tensors",
-		       cli_count(dt->numel, num, sizeof(num)), cli_bytes(dt->nbytes, num2, sizeof(num2)));
+		cli_out_printf(o, "%s%-16s %6" PRId64 " %-7s %16s elements %12s\n", label, ti_dtype_name((ti_dtype)d), dt->tensors,
+		               dt->tensors == 1 ? "tensor" : "tensors",
+		               cli_count(dt->numel, num, sizeof(num)), cli_bytes(dt->nbytes, num2, sizeof(num2)));
 		label = "                 ";
 	}
-	printf("  unique bytes   %s in %" PRId64 " %s (%" PRId64 " shared)\n", cli_bytes(t->unique_nbytes, num, sizeof(num)),
-	       t->storages, t->storages == 1 ? "storage" : "storages", t->shared_storages);
-	printf("  format         %s, version %" PRId64 ", byteorder %s, pickle protocol %d, root '%s'\n",
-	       info->format, info->version, info->byteorder, info->pickle_protocol, info->root);
+	cli_out_printf(o, "  unique bytes   %s in %" PRId64 " %s (%" PRId64 " shared)\n", cli_bytes(t->unique_nbytes, num, sizeof(num)),
+	               t->storages, t->storages == 1 ? "storage" : "storages", t->shared_storages);
+	cli_out_printf(o, "  format         %s, version %" PRId64 ", byteorder %s, pickle protocol %d, root '%s'\n",
+	               info->format, info->version, info->byteorder, info->pickle_protocol, info->root);
 	if (info->format_version >= 0 || info->storage_alignment >= 0)
-		printf("  written by     PyTorch 2.x (format_version %" PRId64 ", storage_alignment %" PRId64 ")\n",
-		       info->format_version, info->storage_alignment);
+		cli_out_printf(o, "  written by     PyTorch 2.x (format_version %" PRId64 ", storage_alignment %" PRId64 ")\n",
+		               info->format_version, info->storage_alignment);
 	return 0;
 }
 
@@ -369,26 +383,31 @@ static const char *method_name(int method)
 static int print_records_text(inspect *in)
 {
 	char num[32];
-	printf("\nrecords:\n  %-48s %14s %14s %s\n", "NAME", "SIZE", "PAYLOAD AT", "METHOD");
+	cli_out *o = &in->out;
+	cli_out_printf(o, "\nrecords:\n  %-48s %14s %14s %s\n", "NAME", "SIZE", "PAYLOAD AT", "METHOD");
 	for (size_t i = 0; i < ti_ckpt_record_count(in->ckpt); i++) {
 		const ti_record *r = ti_ckpt_record(in->ckpt, i);
 		uint64_t off;
 		int rc;
 		if (!record_offset(in, i, &off, &rc))
 			return rc;
-		printf("  ");
-		cli_put_safe(stdout, r->name, 48);
-		printf(" %14s %14" PRIu64 " %s\n", cli_count((int64_t)r->size, num, sizeof(num)), off,
-		       method_name(r->method));
+		cli_out_puts(o, "  ");
+		cli_out_safe(o, r->name, 48);
+		cli_out_printf(o, " %14s %14" PRIu64 " %s\n", cli_count((int64_t)r->size, num, sizeof(num)), off,
+		               method_name(r->method));
 	}
 	return EXIT_OK;
 }
 
 /* ---- JSON ----
- * The document is streamed: a header, then one compact object per tensor and
- * per value, each built and printed by cJSON and freed at once, so memory
- * stays bounded by one tensor, not the checkpoint. Integers go in as raw
- * text: cJSON prints numbers through double, which would round past 2^53.
+ * The document is streamed: a header, then one compact object per tensor,
+ * value, record and group, written as they are reached, so memory stays
+ * bounded by one row, not the checkpoint. What the document has once (the
+ * header's members, the summary) cJSON builds and prints; the rows, which
+ * come by the twenty thousand, are written directly in cJSON's compact
+ * format, strings escaped as it escapes them (cli_out_json_string): through
+ * cJSON they cost more than reading the checkpoint. Integers are written
+ * as they are: cJSON prints numbers through double, which would round past 2^53.
  */
 
 static cJSON *json_int(int64_t v)
@@ -400,96 +419,189 @@ static cJSON *json_int(int64_t v)
 
 static void add_int(cJSON *o, const char *key, int64_t v) { cJSON_AddItemToObject(o, key, json_int(v)); }
 
-static cJSON *json_dims(const int64_t *d, int n)
+/* A row object's members: "key": before each, with a comma before all but the first. */
+typedef struct row {
+	cli_out *o;
+	bool started;
+} row;
+
+static row row_open(cli_out *o)
+{
+	cli_out_put(o, "{", 1);
+	return (row){o, false};
+}
+
+static void row_close(row *r) { cli_out_put(r->o, "}", 1); }
+
+/*
+ * A member's key, "name": with its quotes and colon, and its length: keys are
+ * ours, plain ASCII, so they are written as they are, a constant at a time.
+ */
+#define K(name) "\"" name "\":", sizeof(name) + 2
+
+static void key(row *r, const char *quoted, size_t n)
+{
+	if (r->started)
+		cli_out_put(r->o, ",", 1);
+	r->started = true;
+	cli_out_put(r->o, quoted, n);
+}
+
+/* A key known only when running: a sparse component's name. */
+static void key_named(row *r, const char *name)
+{
+	key(r, "", 0);
+	cli_out_json_string(r->o, name);
+	cli_out_put(r->o, ":", 1);
+}
+
+static void put_str(row *r, const char *k, size_t n, const char *v)
+{
+	key(r, k, n);
+	cli_out_json_string(r->o, v);
+}
+
+static void put_int(row *r, const char *k, size_t n, int64_t v)
+{
+	key(r, k, n);
+	cli_out_int(r->o, v);
+}
+
+static void put_raw(row *r, const char *k, size_t n, const char *v)
+{
+	key(r, k, n);
+	cli_out_puts(r->o, v);
+}
+
+static void put_bool(row *r, const char *k, size_t n, bool v)
+{
+	key(r, k, n);
+	cli_out_put(r->o, v ? "true" : "false", v ? 4 : 5);
+}
+
+static void put_null(row *r, const char *k, size_t n)
+{
+	key(r, k, n);
+	cli_out_put(r->o, "null", 4);
+}
+
+/* A name of ours (a dtype's, a layout's): plain ASCII, nothing to escape. */
+static void put_name(row *r, const char *k, size_t n, const char *v)
+{
+	key(r, k, n);
+	cli_out_put(r->o, "\"", 1);
+	cli_out_puts(r->o, v);
+	cli_out_put(r->o, "\"", 1);
+}
+
+static void put_dims(row *r, const char *k, size_t n, const int64_t *d, int ndim)
 {
 	char buf[TI_MAX_DIMS * 24 + 8];
-	return cJSON_CreateRaw(cli_dims(d, n, buf, sizeof(buf))); /* "[8, 3, 7, 7]" is JSON already */
+	put_raw(r, k, n, cli_dims(d, ndim, buf, sizeof(buf))); /* "[8, 3, 7, 7]" is JSON already */
 }
 
-static cJSON *json_tensor(const char *name, const ti_tensor *x)
+/* A double as cJSON prints it (%1.15g, or %1.17g when that does not read back). */
+static bool put_double(row *r, const char *k, size_t n, double v)
 {
-	cJSON *o = cJSON_CreateObject();
-	if (name)
-		cJSON_AddStringToObject(o, "name", name);
-	cJSON_AddStringToObject(o, "dtype", ti_dtype_name(x->dtype));
-	cJSON_AddItemToObject(o, "shape", json_dims(x->shape, x->ndim));
-	cJSON_AddItemToObject(o, "stride", x->stride ? json_dims(x->stride, x->ndim) : cJSON_CreateNull());
-	add_int(o, "storage_offset", x->storage_offset);
-	cJSON_AddBoolToObject(o, "requires_grad", x->requires_grad);
-	cJSON_AddBoolToObject(o, "parameter", x->is_parameter);
-	cJSON_AddStringToObject(o, "layout", ti_layout_name(x->layout));
-	if (x->storage) {
-		cJSON_AddStringToObject(o, "storage", x->storage->key);
-		add_int(o, "storage_nbytes", x->storage->nbytes);
-		cJSON_AddStringToObject(o, "saved_device", x->storage->location);
-	} else {
-		cJSON_AddNullToObject(o, "storage");
-		cJSON_AddNullToObject(o, "storage_nbytes");
-		cJSON_AddStringToObject(o, "saved_device", x->layout == TI_LAYOUT_STRIDED ? "meta" : "cpu");
-	}
-	add_int(o, "nbytes", x->nbytes);
-	add_int(o, "numel", x->numel);
-	/* torch refuses is_contiguous() on sparse layouts: null says there is no answer */
-	cJSON_AddItemToObject(o, "contiguous", x->layout == TI_LAYOUT_STRIDED ? cJSON_CreateBool(ti_tensor_is_contiguous(x)) : cJSON_CreateNull());
-	cJSON_AddBoolToObject(o, "shared", x->storage && x->storage->tensor_count > 1);
-	if (x->conj)
-		cJSON_AddTrueToObject(o, "conj");
-	if (x->neg)
-		cJSON_AddTrueToObject(o, "neg");
-	if (x->subclass)
-		cJSON_AddStringToObject(o, "subclass", x->subclass);
-	if (x->quant.scheme != TI_QS_NONE) {
-		cJSON *q = cJSON_AddObjectToObject(o, "quantization");
-		cJSON_AddStringToObject(q, "scheme", ti_qscheme_name(x->quant.scheme));
-		if (x->quant.scales) {
-			add_int(q, "axis", x->quant.axis);
-			cJSON_AddItemToObject(q, "scales", json_tensor(NULL, x->quant.scales));
-			cJSON_AddItemToObject(q, "zero_points", json_tensor(NULL, x->quant.zero_points));
-		} else {
-			cJSON_AddNumberToObject(q, "scale", x->quant.scale);
-			add_int(q, "zero_point", x->quant.zero_point);
-		}
-	}
-	if (x->component_count) {
-		cJSON *c = cJSON_AddObjectToObject(o, "components");
-		for (size_t i = 0; i < x->component_count; i++)
-			cJSON_AddItemToObject(c, x->component_names[i], json_tensor(NULL, x->components[i]));
-		if (x->layout == TI_LAYOUT_SPARSE_COO)
-			cJSON_AddBoolToObject(o, "coalesced", x->coalesced);
-	}
-	return o;
-}
-
-/* Prints item (consumed) compactly after `lead`; false when memory ran out. */
-static bool emit(const char *lead, cJSON *item)
-{
-	char *text = item ? cJSON_PrintUnformatted(item) : NULL;
-	cJSON_Delete(item);
+	cJSON *number = cJSON_CreateNumber(v);
+	char *text = number ? cJSON_PrintUnformatted(number) : NULL;
+	cJSON_Delete(number);
 	if (!text)
 		return false;
-	fputs(lead, stdout);
-	fputs(text, stdout);
+	put_raw(r, k, n, text);
 	cJSON_free(text);
 	return true;
 }
 
-/* The `"key": value` pair of a one-member object, for the streamed header. */
-static bool emit_member(const char *lead, const char *key, cJSON *value)
+/* One tensor object; name NULL for the components and quantizer tensors inside another. */
+static bool json_tensor(cli_out *o, const char *name, const ti_tensor *x)
 {
-	cJSON *o = cJSON_CreateObject();
-	if (!o || !value) {
-		cJSON_Delete(o);
+	const ti_tensor_ext *xe = ti_tensor_ext_of(x);
+	bool ok = true;
+	row r = row_open(o);
+	if (name)
+		put_str(&r, K("name"), name);
+	put_name(&r, K("dtype"), ti_dtype_name(x->dtype));
+	put_dims(&r, K("shape"), x->shape, x->ndim);
+	if (x->stride)
+		put_dims(&r, K("stride"), x->stride, x->ndim);
+	else
+		put_null(&r, K("stride"));
+	put_int(&r, K("storage_offset"), x->storage_offset);
+	put_bool(&r, K("requires_grad"), x->requires_grad);
+	put_bool(&r, K("parameter"), x->is_parameter);
+	put_name(&r, K("layout"), ti_layout_name(x->layout));
+	if (x->storage) {
+		put_str(&r, K("storage"), x->storage->key);
+		put_int(&r, K("storage_nbytes"), x->storage->nbytes);
+		put_str(&r, K("saved_device"), x->storage->location);
+	} else {
+		put_null(&r, K("storage"));
+		put_null(&r, K("storage_nbytes"));
+		put_str(&r, K("saved_device"), x->layout == TI_LAYOUT_STRIDED ? "meta" : "cpu");
+	}
+	put_int(&r, K("nbytes"), x->nbytes);
+	put_int(&r, K("numel"), x->numel);
+	/* torch refuses is_contiguous() on sparse layouts: null says there is no answer */
+	if (x->layout == TI_LAYOUT_STRIDED)
+		put_bool(&r, K("contiguous"), ti_tensor_is_contiguous(x));
+	else
+		put_null(&r, K("contiguous"));
+	put_bool(&r, K("shared"), x->storage && x->storage->tensor_count > 1);
+	if (x->conj)
+		put_bool(&r, K("conj"), true);
+	if (x->neg)
+		put_bool(&r, K("neg"), true);
+	if (xe->subclass)
+		put_str(&r, K("subclass"), xe->subclass);
+	if (xe->quant.scheme != TI_QS_NONE) {
+		key(&r, K("quantization"));
+		row q = row_open(o);
+		put_str(&q, K("scheme"), ti_qscheme_name(xe->quant.scheme));
+		if (xe->quant.scales) {
+			put_int(&q, K("axis"), xe->quant.axis);
+			key(&q, K("scales"));
+			ok = json_tensor(o, NULL, xe->quant.scales);
+			key(&q, K("zero_points"));
+			ok = json_tensor(o, NULL, xe->quant.zero_points) && ok;
+		} else {
+			ok = put_double(&q, K("scale"), xe->quant.scale);
+			put_int(&q, K("zero_point"), xe->quant.zero_point);
+		}
+		row_close(&q);
+	}
+	if (xe->component_count) {
+		key(&r, K("components"));
+		row c = row_open(o);
+		for (size_t i = 0; i < xe->component_count; i++) {
+			key_named(&c, xe->component_names[i]);
+			ok = json_tensor(o, NULL, xe->components[i]) && ok;
+		}
+		row_close(&c);
+		if (x->layout == TI_LAYOUT_SPARSE_COO)
+			put_bool(&r, K("coalesced"), xe->coalesced);
+	}
+	row_close(&r);
+	return ok;
+}
+
+/* The `"key": value` pair of a one-member object (value consumed), for the header; false when memory ran out. */
+static bool emit_member(cli_out *o, const char *lead, const char *key, cJSON *value)
+{
+	cJSON *obj = cJSON_CreateObject();
+	if (!obj || !value) {
+		cJSON_Delete(obj);
 		cJSON_Delete(value);
 		return false;
 	}
-	cJSON_AddItemToObject(o, key, value);
-	char *text = cJSON_PrintUnformatted(o);
-	cJSON_Delete(o);
+	cJSON_AddItemToObject(obj, key, value);
+	char *text = cJSON_PrintUnformatted(obj);
+	cJSON_Delete(obj);
 	if (!text)
 		return false;
 	size_t n = strlen(text);
-	fputs(lead, stdout);
-	fwrite(text + 1, 1, n - 2, stdout); /* without the braces */
+	cli_out_puts(o, lead);
+	cli_out_put(o, text + 1, n - 2); /* without the braces */
 	cJSON_free(text);
 	return true;
 }
@@ -517,85 +629,100 @@ static cJSON *json_summary(const totals *t)
 	return s;
 }
 
+/* `,\n  "name": [` ... `\n  ]`: rows, one a line, or `[]` when there are none. */
+static void array_open(cli_out *o, const char *name)
+{
+	cli_out_puts(o, ",\n  ");
+	cli_out_json_string(o, name);
+	cli_out_puts(o, ": [");
+}
+
+static void array_row(cli_out *o, size_t i) { cli_out_puts(o, i ? ",\n    " : "\n    "); }
+
+static void array_close(cli_out *o, size_t rows) { cli_out_puts(o, rows ? "\n  ]" : "]"); }
+
 static int emit_records(inspect *in)
 {
-	printf(",\n  \"records\": [");
-	for (size_t i = 0; i < ti_ckpt_record_count(in->ckpt); i++) {
+	cli_out *o = &in->out;
+	size_t n = ti_ckpt_record_count(in->ckpt);
+	array_open(o, "records");
+	for (size_t i = 0; i < n; i++) {
 		const ti_record *r = ti_ckpt_record(in->ckpt, i);
 		uint64_t off;
 		int rc;
 		if (!record_offset(in, i, &off, &rc))
 			return rc;
-		cJSON *o = cJSON_CreateObject();
-		cJSON_AddStringToObject(o, "name", r->name);
-		add_int(o, "size", (int64_t)r->size);
-		add_int(o, "offset", (int64_t)off);
-		cJSON_AddStringToObject(o, "method", method_name(r->method));
-		if (!emit(i ? ",\n    " : "\n    ", o))
-			return EXIT_RESOURCE;
+		array_row(o, i);
+		row w = row_open(o);
+		put_str(&w, K("name"), r->name);
+		put_int(&w, K("size"), (int64_t)r->size);
+		put_int(&w, K("offset"), (int64_t)off);
+		put_str(&w, K("method"), method_name(r->method));
+		row_close(&w);
 	}
-	printf("\n  ]");
+	array_close(o, n);
 	return EXIT_OK;
 }
 
 static bool emit_groups(inspect *in)
 {
+	cli_out *o = &in->out;
 	group *g;
 	long n = collect_groups(in, &g);
 	if (n < 0)
 		return false;
-	printf(",\n  \"groups\": [");
-	bool ok = true;
-	for (long i = 0; ok && i < n; i++) {
-		cJSON *o = cJSON_CreateObject();
-		cJSON_AddStringToObject(o, "name", g[i].name);
-		add_int(o, "tensors", g[i].tensors);
-		add_int(o, "numel", g[i].numel);
-		add_int(o, "nbytes", g[i].nbytes);
-		ok = emit(i ? ",\n    " : "\n    ", o);
+	array_open(o, "groups");
+	for (long i = 0; i < n; i++) {
+		array_row(o, (size_t)i);
+		row w = row_open(o);
+		put_str(&w, K("name"), g[i].name);
+		put_int(&w, K("tensors"), g[i].tensors);
+		put_int(&w, K("numel"), g[i].numel);
+		put_int(&w, K("nbytes"), g[i].nbytes);
+		row_close(&w);
 	}
-	printf(n ? "\n  ]" : "]");
+	array_close(o, (size_t)n);
 	free_groups(g, (size_t)n);
-	return ok;
+	return true;
 }
 
 static int print_json(inspect *in, const totals *t)
 {
 	const ti_ckpt_info *info = ti_ckpt_get_info(in->ckpt);
+	cli_out *o = &in->out;
 	char repr[1024], type[256];
-	bool ok = emit_member("{\n  ", "file", cJSON_CreateString(in->file)) &&
-	          emit_member(",\n  ", "format", cJSON_CreateString(info->format)) &&
-	          emit_member(",\n  ", "version", json_int(info->version)) &&
-	          emit_member(",\n  ", "byteorder", cJSON_CreateString(info->byteorder)) &&
-	          emit_member(",\n  ", "root", cJSON_CreateString(info->root)) &&
-	          emit_member(",\n  ", "pickle_protocol", json_int(info->pickle_protocol)) &&
-	          emit_member(",\n  ", "pickle_nbytes", json_int((int64_t)info->pickle_size));
+	bool ok = emit_member(o, "{\n  ", "file", cJSON_CreateString(in->file)) &&
+	          emit_member(o, ",\n  ", "format", cJSON_CreateString(info->format)) &&
+	          emit_member(o, ",\n  ", "version", json_int(info->version)) &&
+	          emit_member(o, ",\n  ", "byteorder", cJSON_CreateString(info->byteorder)) &&
+	          emit_member(o, ",\n  ", "root", cJSON_CreateString(info->root)) &&
+	          emit_member(o, ",\n  ", "pickle_protocol", json_int(info->pickle_protocol)) &&
+	          emit_member(o, ",\n  ", "pickle_nbytes", json_int((int64_t)info->pickle_size));
 	if (ok && info->format_version >= 0)
-		ok = emit_member(",\n  ", "format_version", json_int(info->format_version));
+		ok = emit_member(o, ",\n  ", "format_version", json_int(info->format_version));
 	if (ok && info->storage_alignment >= 0)
-		ok = emit_member(",\n  ", "storage_alignment", json_int(info->storage_alignment));
+		ok = emit_member(o, ",\n  ", "storage_alignment", json_int(info->storage_alignment));
 	for (int pass = 0; ok && pass < 2; pass++) {
-		printf(pass ? ",\n  \"values\": [" : ",\n  \"tensors\": [");
-		const char *lead = "\n    ";
+		array_open(o, pass ? "values" : "tensors");
+		size_t rows = 0;
 		for (size_t i = 0; ok && i < ti_ckpt_entry_count(in->ckpt); i++) {
 			const ti_entry *e = ti_ckpt_entry(in->ckpt, i);
 			if ((e->value->kind == TI_TENSOR) == pass || !wanted(in, e->name))
 				continue;
-			cJSON *o;
+			array_row(o, rows++);
 			if (!pass) {
-				o = json_tensor(e->name, e->value->as.tensor);
+				ok = json_tensor(o, e->name, e->value->as.tensor);
 			} else {
-				o = cJSON_CreateObject();
-				cJSON_AddStringToObject(o, "name", e->name);
-				cJSON_AddStringToObject(o, "type", ti_value_type_name(e->value, type, sizeof(type)));
-				cJSON_AddStringToObject(o, "repr", ti_value_repr(e->value, repr, sizeof(repr), 400));
+				row w = row_open(o);
+				put_str(&w, K("name"), e->name);
+				put_str(&w, K("type"), ti_value_type_name(e->value, type, sizeof(type)));
+				put_str(&w, K("repr"), ti_value_repr(e->value, repr, sizeof(repr), 400));
+				row_close(&w);
 			}
-			ok = emit(lead, o);
-			lead = ",\n    ";
 		}
-		printf(lead[0] == ',' ? "\n  ]" : "]");
+		array_close(o, rows);
 	}
-	ok = ok && emit_member(",\n  ", "summary", json_summary(t));
+	ok = ok && emit_member(o, ",\n  ", "summary", json_summary(t));
 	if (ok && in->records) {
 		int rc = emit_records(in);
 		if (rc)
@@ -607,7 +734,7 @@ static int print_json(inspect *in, const totals *t)
 		fprintf(stderr, "tinspect: out of memory writing JSON\n");
 		return EXIT_RESOURCE;
 	}
-	printf("\n}\n");
+	cli_out_puts(o, "\n}\n");
 	return EXIT_OK;
 }
 
@@ -663,6 +790,7 @@ int cmd_inspect(int argc, char **argv)
 	ti_error err;
 	if (ti_ckpt_open(in.file, NULL, &in.ckpt, &err))
 		return cli_report(in.file, &err);
+	cli_out_init(&in.out, stdout);
 	totals t;
 	int rc = EXIT_OK;
 	if (compute_totals(&in, &t)) {
@@ -678,6 +806,7 @@ int cmd_inspect(int argc, char **argv)
 			rc = print_records_text(&in);
 		}
 	}
+	cli_out_close(&in.out);
 	ti_ckpt_close(in.ckpt);
 	if (rc == EXIT_OK && (fflush(stdout) || ferror(stdout))) {
 		fprintf(stderr, "tinspect: cannot write output\n");

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/output.h"
 
 int cli_usage_error(const char *fmt, ...)
 {
@@ -99,7 +100,16 @@ const char *cli_bytes(int64_t n, char *buf, size_t size)
 		v /= 1024;
 		u++;
 	}
-	if (u == 0)
+	if (u == 0 && n >= 0 && size >= 7) { /* "1023 B" at most: by hand, as it is a column of every row */
+		char digits[4];
+		size_t k = 0, len = 0;
+		do
+			digits[k++] = (char)('0' + n % 10);
+		while ((n /= 10));
+		while (k)
+			buf[len++] = digits[--k];
+		memcpy(buf + len, " B", 3);
+	} else if (u == 0)
 		snprintf(buf, size, "%" PRId64 " B", n);
 	else
 		snprintf(buf, size, v < 10 ? "%.2f %s" : v < 100 ? "%.1f %s" : "%.0f %s", v, units[u]);
@@ -156,25 +166,9 @@ const char *cli_dims(const int64_t *d, int n, char *buf, size_t size)
 
 void cli_put_safe(FILE *f, const char *s, int width)
 {
-	int n = 0;
-	size_t plain = 0;
-	while (s[plain] && (unsigned char)s[plain] >= 0x20 && s[plain] != 0x7f && !((unsigned char)s[plain] & 0x80))
-		plain++;
-	if (!s[plain]) { /* the common case: printable ASCII, written at once */
-		fwrite(s, 1, plain, f);
-		for (n = (int)plain; n < width; n++)
-			fputc(' ', f);
-		return;
-	}
-	for (; *s; s++, n++) {
-		unsigned char c = (unsigned char)*s;
-		if (c < 0x20 || c == 0x7f)
-			n += fprintf(f, "\\x%02x", c) - 1;
-		else
-			fputc(c, f);
-		if ((c & 0xc0) == 0x80)
-			n--; /* continuation bytes take no column */
-	}
-	for (; n < width; n++)
-		fputc(' ', f);
+	char buf[256];
+	cli_out o;
+	cli_out_init_buffer(&o, f, buf, sizeof(buf));
+	cli_out_safe(&o, s, width);
+	cli_out_close(&o);
 }

@@ -23,7 +23,7 @@ struct ti_ckpt {
 	ti_arena arena;
 	ti_zip *zip;
 	ti_ckpt_info info;
-	ti_record *records;
+	const ti_record *records; /* the zip's */
 	size_t record_count;
 	ti_storage **storages;
 	size_t storage_count;
@@ -114,36 +114,24 @@ static ti_status read_directory(ti_ckpt *c, const char *path, const ti_limits *l
 	size_t n = ti_zip_count(c->zip);
 	if (n == 0)
 		return TI_FAIL(err, TI_E_CORRUPT, "empty zip archive");
-	c->records = ti_arena_calloc(&c->arena, n, sizeof(*c->records));
-	if (!c->records)
-		return TI_FAIL(err, TI_E_LIMIT, "metadata exceeds the memory ceiling");
-	size_t root_len = 0;
+	const ti_record *records = ti_zip_records(c->zip);
+	const char *slash = strchr(records[0].name, '/');
+	if (!slash)
+		return TI_FAIL(err, TI_E_CORRUPT, "record '%s' is not in a folder: not a torch.save archive", records[0].name);
+	size_t root_len = (size_t)(slash - records[0].name);
+	c->info.root = ti_arena_strndup(&c->arena, records[0].name, root_len);
+	if (!c->info.root)
+		return TI_FAIL(err, TI_E_NOMEM, "out of memory");
 	for (size_t i = 0; i < n; i++) {
-		ti_zip_entry e;
-		if (ti_zip_stat(c->zip, i, &e, err))
-			return err->code;
-		if (i == 0) {
-			const char *slash = strchr(e.name, '/');
-			if (!slash)
-				return TI_FAIL(err, TI_E_CORRUPT, "record '%s' is not in a folder: not a torch.save archive", e.name);
-			root_len = (size_t)(slash - e.name);
-			c->info.root = ti_arena_strndup(&c->arena, e.name, root_len);
-			if (!c->info.root)
-				return TI_FAIL(err, TI_E_NOMEM, "out of memory");
-		}
 		/* torch's getAllRecords rejects entries outside the root folder. */
-		if (strncmp(e.name, c->info.root, root_len) || e.name[root_len] != '/') {
+		const char *name = records[i].name;
+		if (strncmp(name, c->info.root, root_len) || name[root_len] != '/') {
 			TI_FAIL(err, TI_E_CORRUPT, "record outside the archive's root folder '%s'", c->info.root);
-			ti_error_at(err, e.name, -1);
+			ti_error_at(err, name, -1);
 			return TI_E_CORRUPT;
 		}
-		ti_record *r = &c->records[i];
-		r->name = e.name;
-		r->size = e.size;
-		r->compressed_size = e.compressed_size;
-		r->method = e.method;
-		r->index = (int64_t)i;
 	}
+	c->records = records;
 	c->record_count = n;
 	return TI_OK;
 }
@@ -181,6 +169,27 @@ static ti_status read_small_records(ti_ckpt *c, ti_error *err)
 	return TI_OK;
 }
 
+/*
+ * data.pkl's bytes, for the pickle machine to read in windows: straight from
+ * the file when the record is stored (torch writes no other kind), from
+ * memory when it had to be inflated whole.
+ */
+typedef struct pickle_bytes {
+	ti_zip *zip;
+	uint64_t start;      /* where a stored record's bytes begin in the file */
+	const uint8_t *data; /* an inflated record, or NULL */
+} pickle_bytes;
+
+static ti_status read_pickle_bytes(void *ctx, uint64_t offset, void *buf, size_t n, ti_error *err)
+{
+	const pickle_bytes *b = ctx;
+	if (b->data) {
+		memcpy(buf, b->data + offset, n);
+		return TI_OK;
+	}
+	return ti_zip_pread(b->zip, b->start + offset, buf, n, err);
+}
+
 static ti_status read_pickle(ti_ckpt *c, const ti_limits *lim, ti_error *err)
 {
 	char name[512];
@@ -192,19 +201,28 @@ static ti_status read_pickle(ti_ckpt *c, const ti_limits *lim, ti_error *err)
 			return TI_FAIL(err, TI_E_UNSUPPORTED, "torch.package archives are not supported");
 		return TI_FAIL(err, TI_E_CORRUPT, "archive has no data.pkl record");
 	}
-	uint8_t *data;
-	size_t size;
-	if (ti_zip_read(c->zip, (size_t)index, lim->pickle_max, &data, &size, err)) {
+	uint8_t *data = NULL, head[2] = {0, 0};
+	size_t size = (size_t)c->records[index].size;
+	pickle_bytes bytes = {c->zip, 0, NULL};
+	ti_status s = c->records[index].method == 0
+	                  ? ti_zip_stored_range(c->zip, (size_t)index, lim->pickle_max, &bytes.start, err)
+	                  : ti_zip_read(c->zip, (size_t)index, lim->pickle_max, &data, &size, err);
+	bytes.data = data;
+	ti_pickle_source src = {size, read_pickle_bytes, &bytes};
+	if (!s && size >= 2)
+		s = read_pickle_bytes(&bytes, 0, head, 2, err);
+	if (s) {
+		free(data);
 		ti_error_at(err, name, -1);
 		return err->code;
 	}
 	c->info.pickle_size = size;
-	c->info.pickle_protocol = size >= 2 && data[0] == 0x80 ? data[1] : 1;
+	c->info.pickle_protocol = size >= 2 && head[0] == 0x80 ? head[1] : 1;
 	ti_torch torch;
 	ti_torch_init(&torch, &c->arena, lim->records_max);
 	ti_pickle_hooks hooks;
 	ti_torch_hooks(&torch, &hooks);
-	ti_status s = ti_pickle_load(data, size, &c->arena, &hooks, &lim->pickle, &c->root, NULL, err);
+	s = ti_pickle_load_source(&src, &c->arena, &hooks, &lim->pickle, &c->root, NULL, err);
 	free(data);
 	if (s) {
 		ti_error_at(err, name, -1);
@@ -217,35 +235,82 @@ static ti_status read_pickle(ti_ckpt *c, const ti_limits *lim, ti_error *err)
 	return TI_OK;
 }
 
+/*
+ * Which record holds storage k. torch.save names storage i "i" and writes
+ * the data/<key> records sorted by name, so one pass over the records in
+ * their order says, for every key that is a position, where its record is
+ * and how big; the storages then read that in their own order. Between
+ * them, neither the records nor the storages are visited out of order.
+ */
+typedef struct paired {
+	int64_t index; /* -1: no record named data/<k> */
+	uint64_t size;
+} paired;
+
+static paired *pair_records(const ti_ckpt *c)
+{
+	paired *p = malloc((c->storage_count ? c->storage_count : 1) * sizeof(*p));
+	if (!p)
+		return NULL;
+	for (size_t k = 0; k < c->storage_count; k++)
+		p[k].index = -1;
+	size_t rl = strlen(c->info.root), k;
+	for (size_t i = 0; i < c->record_count; i++) {
+		const char *name = c->records[i].name;
+		/* every name starts with the root and a '/' (read_directory) */
+		if (!strncmp(name + rl, "/data/", 6) && ti_torch_key_position(name + rl + 6, &k) && k < c->storage_count) {
+			p[k].index = (int64_t)i;
+			p[k].size = c->records[i].size;
+		}
+	}
+	return p;
+}
+
 /* Each storage has a record data/<key> whose size is its element count times element size. */
 static ti_status check_storages(ti_ckpt *c, ti_error *err)
 {
-	for (size_t i = 0; i < c->storage_count; i++) {
+	paired *pairs = pair_records(c);
+	if (!pairs)
+		return TI_FAIL(err, TI_E_NOMEM, "out of memory");
+	size_t rl = strlen(c->info.root);
+	ti_status s = TI_OK;
+	for (size_t i = 0; i < c->storage_count && !s; i++) {
 		ti_storage *st = c->storages[i];
 		char name[1024];
-		size_t rl = strlen(c->info.root), kl = strlen(st->key);
-		if (rl + kl + 7 > sizeof(name))
-			return TI_FAIL(err, TI_E_CORRUPT, "storage key of %zu bytes is too long", kl);
-		memcpy(name, c->info.root, rl);
-		memcpy(name + rl, "/data/", 6);
-		memcpy(name + rl + 6, st->key, kl + 1);
-		int64_t index = ti_zip_find(c->zip, name);
+		size_t k, kl;
+		/* A key that is a position names its record: the pairing found it, or nothing did. */
+		bool position = ti_torch_key_position(st->key, &k) && k < c->storage_count;
+		int64_t index = position ? pairs[k].index : -1;
+		uint64_t size = position ? pairs[k].size : 0;
+		if (index < 0) {
+			kl = strlen(st->key);
+			if (rl + kl + 7 > sizeof(name)) {
+				s = TI_FAIL(err, TI_E_CORRUPT, "storage key of %zu bytes is too long", kl);
+				break;
+			}
+			memcpy(name, c->info.root, rl);
+			memcpy(name + rl, "/data/", 6);
+			memcpy(name + rl + 6, st->key, kl + 1);
+			if (!position && (index = ti_zip_find(c->zip, name)) >= 0)
+				size = c->records[index].size;
+		}
 		if (index < 0) {
 			TI_FAIL(err, TI_E_CORRUPT, "storage '%s' has no record", st->key);
 			ti_error_at(err, name, -1);
-			return TI_E_CORRUPT;
+			s = TI_E_CORRUPT;
+			break;
 		}
-		const ti_record *r = &c->records[index];
 		st->record_index = index;
-		st->record_size = r->size;
-		if (r->size != (uint64_t)st->nbytes) {
+		st->record_size = size;
+		if (size != (uint64_t)st->nbytes) {
 			TI_FAIL(err, TI_E_CORRUPT, "record holds %" PRIu64 " bytes but storage '%s' declares %" PRId64 " %s elements (%" PRId64 " bytes)",
-			        r->size, st->key, st->numel, st->untyped ? "byte" : ti_dtype_name(st->dtype), st->nbytes);
-			ti_error_at(err, name, -1);
-			return TI_E_CORRUPT;
+			        size, st->key, st->numel, st->untyped ? "byte" : ti_dtype_name(st->dtype), st->nbytes);
+			ti_error_at(err, c->records[index].name, -1);
+			s = TI_E_CORRUPT;
 		}
 	}
-	return TI_OK;
+	free(pairs);
+	return s;
 }
 
 ti_status ti_ckpt_open(const char *path, const ti_limits *limits, ti_ckpt **out, ti_error *err)

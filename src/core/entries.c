@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "util/strmap.h"
+#include "util/strsort.h"
 
 /*
  * Which containers hold a tensor, computed once per container: a graph that
@@ -84,16 +84,8 @@ static ti_status add(walker *w, const char *name, const ti_value *v)
 	ti_entry_list *l = w->list;
 	if (l->count >= w->entries_max)
 		return TI_FAIL(w->err, TI_E_LIMIT, "checkpoint names more than %zu entries", w->entries_max);
-	if (l->count == l->capacity) {
-		size_t cap = l->capacity ? l->capacity * 2 : 256;
-		ti_entry *items = ti_arena_calloc(w->arena, cap, sizeof(*items));
-		if (!items)
-			return TI_FAIL(w->err, TI_E_LIMIT, "metadata exceeds the memory ceiling");
-		if (l->count)
-			memcpy(items, l->items, l->count * sizeof(*items));
-		l->items = items;
-		l->capacity = cap;
-	}
+	if (ti_arena_array_grow(w->arena, (void **)&l->items, &l->capacity, sizeof(*l->items), l->count + 1))
+		return TI_FAIL(w->err, TI_E_LIMIT, "metadata exceeds the memory ceiling");
 	l->items[l->count].name = name;
 	l->items[l->count++].value = v;
 	if (v->kind == TI_TENSOR)
@@ -101,11 +93,16 @@ static ti_status add(walker *w, const char *name, const ti_value *v)
 	return TI_OK;
 }
 
-/* prefix + "." + key, with a dict key spelled as PyTorch's state_dict spells it. */
+/*
+ * prefix + "." + key, with a dict key spelled as PyTorch's state_dict spells
+ * it. At the top a str key is its own name: the string is shared, not copied.
+ */
 static const char *child_name(walker *w, const char *prefix, const ti_value *key, size_t index)
 {
 	char buf[64];
 	const char *k = buf;
+	if (key && key->kind == TI_STR && !prefix[0])
+		return key->as.bytes.data;
 	if (!key)
 		snprintf(buf, sizeof(buf), "%zu", index);
 	else if (key->kind == TI_STR)
@@ -140,52 +137,86 @@ static ti_status walk_seq(walker *w, const char *name, const ti_value *v)
 	return TI_OK;
 }
 
+static const char *name_of(const void *ctx, uint32_t i) { return ((const char *const *)ctx)[i]; }
+
+/*
+ * take[i]: whose value the name first seen at i shows, SKIP for a later
+ * repeat; made on the first repeat, as a state_dict has none.
+ */
+typedef struct repeats {
+	uint32_t *take;
+	size_t count;
+	bool failed; /* out of memory */
+} repeats;
+
+enum { SKIP = UINT32_MAX };
+
+static void take_last(void *ctx, uint32_t first, uint32_t later)
+{
+	repeats *r = ctx;
+	if (!r->take && !r->failed) {
+		if (!(r->take = malloc(r->count * sizeof(*r->take)))) {
+			r->failed = true;
+			return;
+		}
+		for (size_t i = 0; i < r->count; i++)
+			r->take[i] = (uint32_t)i;
+	}
+	if (r->take) {
+		r->take[first] = later;
+		r->take[later] = SKIP;
+	}
+}
+
 /*
  * A pickled dict may repeat a key; Python keeps the first position and the
  * last value. Names are what we compare, so keys 1 and '1' count as one,
- * as they would in a state_dict's dotted names.
+ * as they would in a state_dict's dotted names. The names are sorted by
+ * hash to find repeats (strsort.h); a state_dict has none.
  */
 static ti_status walk_dict(walker *w, const char *name, const ti_value *v)
 {
-	size_t n = v->as.dict.count;
-	const char **names = n ? ti_arena_calloc(w->arena, n, sizeof(*names)) : NULL;
-	ti_strmap last;
-	ti_strmap_init(&last);
+	size_t n = v->as.dict->count;
+	if (n > TI_STRSORT_MAX)
+		return TI_FAIL(w->err, TI_E_LIMIT, "dict of %zu items is too big to name", n);
+	const char **names = n ? malloc(n * sizeof(*names)) : NULL;
+	repeats r = {NULL, n, false};
+	ti_strsort sorted;
 	ti_status s = TI_OK;
 	if (n && !names)
-		return TI_FAIL(w->err, TI_E_LIMIT, "metadata exceeds the memory ceiling");
+		return TI_FAIL(w->err, TI_E_NOMEM, "out of memory naming entries");
 	for (size_t i = 0; i < n; i++) {
-		names[i] = child_name(w, name, v->as.dict.keys[i], i);
+		names[i] = child_name(w, name, v->as.dict->keys[i], i);
 		if (!names[i]) {
 			s = TI_FAIL(w->err, TI_E_LIMIT, "metadata exceeds the memory ceiling");
 			goto done;
 		}
-		if (n > 1 && ti_strmap_put(&last, names[i], (void *)(uintptr_t)(i + 1))) {
+	}
+	if (n > 1) { /* the sorted names go before the walk, which needs memory of its own */
+		r.failed = ti_strsort_build(&sorted, n, name_of, names) != 0;
+		if (!r.failed)
+			ti_strsort_repeats(&sorted, take_last, &r);
+		ti_strsort_release(&sorted);
+		if (r.failed) {
 			s = TI_FAIL(w->err, TI_E_NOMEM, "out of memory naming entries");
 			goto done;
 		}
 	}
 	for (size_t i = 0; i < n; i++) {
-		size_t take = i;
-		if (n > 1) {
-			size_t at = (size_t)(uintptr_t)ti_strmap_get(&last, names[i]);
-			if (at == 0)
-				continue; /* an earlier duplicate already took this name */
-			take = at - 1;
-			ti_strmap_put(&last, names[i], NULL); /* replacing never allocates */
-		}
-		if ((s = walk(w, names[i], v->as.dict.values[take])))
+		size_t from = r.take ? r.take[i] : i;
+		if (from != SKIP && (s = walk(w, names[i], v->as.dict->values[from])))
 			goto done;
 	}
 done:
-	ti_strmap_release(&last);
+	free(names);
+	free(r.take);
 	return s;
 }
 
 /* An object we did not run: its tensors can sit in its arguments, its state, or items added to it. */
 static ti_status walk_object(walker *w, const char *name, const ti_value *v)
 {
-	const ti_value *parts[] = {v->as.object.args, v->as.object.state, v->as.object.list_items, v->as.object.dict_items};
+	const ti_value *parts[] = {v->as.object->args, v->as.object->state, v->as.object->list_items, v->as.object->dict_items};
 	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
 		const ti_value *p = parts[i];
 		if (!p)
@@ -236,13 +267,13 @@ static ti_status holds_tensor(walker *w, const ti_value *v, size_t depth, bool *
 	size_t n = 0;
 	const ti_value *parts[4] = {NULL, NULL, NULL, NULL};
 	if (v->kind == TI_DICT) {
-		items = (const ti_value *const *)v->as.dict.values;
-		n = v->as.dict.count;
+		items = (const ti_value *const *)v->as.dict->values;
+		n = v->as.dict->count;
 	} else if (v->kind == TI_OBJECT) {
-		parts[0] = v->as.object.args;
-		parts[1] = v->as.object.state;
-		parts[2] = v->as.object.list_items;
-		parts[3] = v->as.object.dict_items;
+		parts[0] = v->as.object->args;
+		parts[1] = v->as.object->state;
+		parts[2] = v->as.object->list_items;
+		parts[3] = v->as.object->dict_items;
 		items = parts;
 		n = 4;
 	} else {

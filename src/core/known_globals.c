@@ -68,5 +68,5 @@ const char *ti_known_global_type_name(const struct ti_known_global *known)
 
 int ti_global_is(const ti_value *v, ti_global_role role)
 {
-	return v && v->kind == TI_GLOBAL && v->as.global.known && v->as.global.known->role == role;
+	return v && v->kind == TI_GLOBAL && v->as.global->known && v->as.global->known->role == role;
 }

@@ -97,3 +97,9 @@ ti_status ti_shape_check(int ndim, const int64_t *shape, const int64_t *stride,
 		*extent = empty || !stride ? 0 : last;
 	return TI_OK;
 }
+
+const ti_tensor_ext *ti_tensor_ext_of(const ti_tensor *t)
+{
+	static const ti_tensor_ext none;
+	return t->ext ? t->ext : &none;
+}

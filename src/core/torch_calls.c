@@ -36,7 +36,7 @@ static ti_status want_dtype(const ti_value *v, ti_dtype *dt, const char *fn, ti_
 {
 	if (!ti_global_is(v, TI_G_DTYPE))
 		return TI_FAIL(err, TI_E_CORRUPT, "%s expects a torch dtype, got %s", fn, v ? ti_kind_name(v->kind) : "nothing");
-	*dt = ti_dtype_from_torch_name(v->as.global.name);
+	*dt = ti_dtype_from_torch_name(v->as.global->name);
 	return TI_OK;
 }
 
@@ -47,12 +47,34 @@ static ti_status want_bool(const ti_value *v, bool *b, const char *fn, ti_error 
 	return TI_OK;
 }
 
-static ti_tensor *new_tensor(ti_torch *t)
+/*
+ * A tensor with its shape and stride after it, in one allocation; stride
+ * NULL for the sparse layouts, which have none.
+ */
+static ti_tensor *new_tensor(ti_torch *t, int ndim, const int64_t *shape, const int64_t *stride)
 {
-	ti_tensor *tensor = ti_arena_alloc(t->arena, sizeof(*tensor));
-	if (tensor)
-		t->tensor_count++;
+	size_t dims = (size_t)ndim * (stride ? 2 : 1);
+	ti_tensor *tensor = ti_arena_alloc(t->arena, sizeof(*tensor) + dims * sizeof(int64_t));
+	if (!tensor)
+		return NULL;
+	int64_t *d = (int64_t *)(tensor + 1);
+	memcpy(d, shape, (size_t)ndim * sizeof(int64_t));
+	tensor->shape = d;
+	if (stride) {
+		memcpy(d + ndim, stride, (size_t)ndim * sizeof(int64_t));
+		tensor->stride = d + ndim;
+	}
+	tensor->ndim = ndim;
+	t->tensor_count++;
 	return tensor;
+}
+
+/* The tensor's own extension, made on first need. */
+static ti_tensor_ext *ext(ti_torch *t, ti_tensor *tensor)
+{
+	if (!tensor->ext)
+		tensor->ext = ti_arena_alloc(t->arena, sizeof(ti_tensor_ext));
+	return (ti_tensor_ext *)tensor->ext;
 }
 
 static ti_status wrap(ti_torch *t, ti_tensor *tensor, ti_value **out, ti_error *err)
@@ -65,20 +87,16 @@ static ti_status wrap(ti_torch *t, ti_tensor *tensor, ti_value **out, ti_error *
 	return TI_OK;
 }
 
-/* Reads a size or stride tuple into the arena. */
-static ti_status dims(ti_torch *t, const ti_value *v, int64_t **out, int *ndim, const char *what, ti_error *err)
+/* Reads a size or stride tuple into out (TI_MAX_DIMS items). */
+static ti_status dims(const ti_value *v, int64_t *out, int *ndim, const char *what, ti_error *err)
 {
-	int64_t buf[TI_MAX_DIMS];
-	size_t n;
-	if (ti_value_as_int_array(v, buf, TI_MAX_DIMS, &n, err)) {
+	size_t n = 0;
+	*ndim = 0;
+	if (ti_value_as_int_array(v, out, TI_MAX_DIMS, &n, err)) {
 		char msg[TI_ERROR_MESSAGE_MAX];
 		memcpy(msg, err->message, sizeof(msg));
 		return TI_FAIL(err, err->code, "tensor %s: %s", what, msg);
 	}
-	*out = ti_arena_calloc(t->arena, n ? n : 1, sizeof(int64_t));
-	if (!*out)
-		return NOMEM(err);
-	memcpy(*out, buf, n * sizeof(int64_t));
 	*ndim = (int)n;
 	return TI_OK;
 }
@@ -107,19 +125,17 @@ static ti_status strided(ti_torch *t, const ti_value *const *a, ti_dtype dtype, 
 	if (!sv || sv->kind != TI_STORAGE)
 		return TI_FAIL(err, TI_E_CORRUPT, "%s expects a storage, got %s", fn, sv ? ti_kind_name(sv->kind) : "nothing");
 	ti_storage *st = sv->as.storage;
-	ti_tensor *tensor = new_tensor(t);
-	if (!tensor)
-		return NOMEM(err);
-	int64_t *shape, *stride;
+	int64_t shape[TI_MAX_DIMS], stride[TI_MAX_DIMS], offset;
 	int nshape, nstride;
-	if (ti_value_as_int(a[1], &tensor->storage_offset, err) ||
-	    dims(t, a[2], &shape, &nshape, "size", err) || dims(t, a[3], &stride, &nstride, "stride", err))
+	if (ti_value_as_int(a[1], &offset, err) ||
+	    dims(a[2], shape, &nshape, "size", err) || dims(a[3], stride, &nstride, "stride", err))
 		return err->code;
 	if (nshape != nstride)
 		return TI_FAIL(err, TI_E_CORRUPT, "tensor has %d sizes but %d strides", nshape, nstride);
-	tensor->ndim = nshape;
-	tensor->shape = shape;
-	tensor->stride = stride;
+	ti_tensor *tensor = new_tensor(t, nshape, shape, stride);
+	if (!tensor)
+		return NOMEM(err);
+	tensor->storage_offset = offset;
 	tensor->storage = st;
 	tensor->rebuild = fn;
 	if (dtype == TI_DT_INVALID) {
@@ -132,7 +148,7 @@ static ti_status strided(ti_torch *t, const ti_value *const *a, ti_dtype dtype, 
 	tensor->dtype = dtype;
 	size_t esize = ti_dtype_size(dtype);
 	int64_t extent;
-	if (ti_shape_check(nshape, shape, stride, tensor->storage_offset, &tensor->numel, &extent, err))
+	if (ti_shape_check(nshape, tensor->shape, tensor->stride, tensor->storage_offset, &tensor->numel, &extent, err))
 		return err->code;
 	/* quint4x2 and quint2x4 pack 2 or 4 values per byte, each innermost row
 	 * rounded up to whole bytes (aten/src/ATen/quantized/Quantizer.cpp): the
@@ -212,6 +228,13 @@ static ti_status as_parameter(ti_torch *t, const ti_value *data, const ti_value 
 	if (!p)
 		return NOMEM(err);
 	*p = *data->as.tensor;
+	if (p->ext) { /* its own copy, which _rebuild_from_type_v2 may change */
+		ti_tensor_ext *x = ti_arena_alloc(t->arena, sizeof(*x));
+		if (!x)
+			return NOMEM(err);
+		*x = *p->ext;
+		p->ext = x;
+	}
 	p->is_parameter = true;
 	if (want_bool(requires_grad, &p->requires_grad, fn, err))
 		return err->code;
@@ -240,21 +263,22 @@ TI_CALL_DECL(ti_call_rebuild_meta_tensor_no_storage)
 {
 	(void)how;
 	/* dtype, size, stride, requires_grad: a tensor saved from the meta device, no record */
-	ti_tensor *tensor = new_tensor(t);
-	int64_t *shape, *stride;
+	int64_t shape[TI_MAX_DIMS], stride[TI_MAX_DIMS];
+	ti_dtype dtype;
+	bool requires_grad;
 	int ns, nt;
-	if (!tensor)
-		return NOMEM(err);
 	if (arity(args, 4, 4, "_rebuild_meta_tensor_no_storage", err) ||
-	    want_dtype(arg(args, 0), &tensor->dtype, "_rebuild_meta_tensor_no_storage", err) ||
-	    dims(t, arg(args, 1), &shape, &ns, "size", err) || dims(t, arg(args, 2), &stride, &nt, "stride", err) ||
-	    requires_grad_arg(tensor, arg(args, 3), "_rebuild_meta_tensor_no_storage", err))
+	    want_dtype(arg(args, 0), &dtype, "_rebuild_meta_tensor_no_storage", err) ||
+	    dims(arg(args, 1), shape, &ns, "size", err) || dims(arg(args, 2), stride, &nt, "stride", err) ||
+	    want_bool(arg(args, 3), &requires_grad, "_rebuild_meta_tensor_no_storage", err))
 		return err->code;
 	if (ns != nt)
 		return TI_FAIL(err, TI_E_CORRUPT, "tensor has %d sizes but %d strides", ns, nt);
-	tensor->ndim = ns;
-	tensor->shape = shape;
-	tensor->stride = stride;
+	ti_tensor *tensor = new_tensor(t, ns, shape, stride);
+	if (!tensor)
+		return NOMEM(err);
+	tensor->dtype = dtype;
+	tensor->requires_grad = requires_grad;
 	tensor->rebuild = "_rebuild_meta_tensor_no_storage";
 	if (ti_shape_check(ns, shape, stride, 0, &tensor->numel, NULL, err))
 		return err->code;
@@ -276,24 +300,27 @@ TI_CALL_DECL(ti_call_rebuild_qtensor)
 	const ti_seq *qp;
 	if (ti_value_as_seq(q, &qp, err) || qp->count < 1 || !ti_global_is(qp->items[0], TI_G_QSCHEME))
 		return TI_FAIL(err, TI_E_CORRUPT, "_rebuild_qtensor: quantizer parameters do not start with a qscheme");
-	tensor->quant.scheme = ti_qscheme_from_name(qp->items[0]->as.global.name);
-	switch (tensor->quant.scheme) {
+	ti_tensor_ext *x = ext(t, tensor);
+	if (!x)
+		return NOMEM(err);
+	x->quant.scheme = ti_qscheme_from_name(qp->items[0]->as.global->name);
+	switch (x->quant.scheme) {
 	case TI_QS_PER_TENSOR_AFFINE:
 	case TI_QS_PER_TENSOR_SYMMETRIC:
 		/* (qscheme, scale, zero_point) */
-		if (qp->count != 3 || ti_value_as_float(qp->items[1], &tensor->quant.scale, err) ||
-		    ti_value_as_int(qp->items[2], &tensor->quant.zero_point, err))
+		if (qp->count != 3 || ti_value_as_float(qp->items[1], &x->quant.scale, err) ||
+		    ti_value_as_int(qp->items[2], &x->quant.zero_point, err))
 			return TI_FAIL(err, TI_E_CORRUPT, "_rebuild_qtensor: per-tensor parameters are not (qscheme, scale, zero_point)");
 		break;
 	default:
 		/* (qscheme, scales, zero_points, axis); float_qparams is written as per_channel_affine */
 		if (qp->count != 4 || qp->items[1]->kind != TI_TENSOR || qp->items[2]->kind != TI_TENSOR ||
-		    ti_value_as_int(qp->items[3], &tensor->quant.axis, err))
+		    ti_value_as_int(qp->items[3], &x->quant.axis, err))
 			return TI_FAIL(err, TI_E_CORRUPT, "_rebuild_qtensor: per-channel parameters are not (qscheme, scales, zero_points, axis)");
-		tensor->quant.scales = qp->items[1]->as.tensor;
-		tensor->quant.zero_points = qp->items[2]->as.tensor;
-		if (tensor->quant.axis < 0 || tensor->quant.axis >= (tensor->ndim ? tensor->ndim : 1))
-			return TI_FAIL(err, TI_E_CORRUPT, "_rebuild_qtensor: axis %" PRId64 " out of range", tensor->quant.axis);
+		x->quant.scales = qp->items[1]->as.tensor;
+		x->quant.zero_points = qp->items[2]->as.tensor;
+		if (x->quant.axis < 0 || x->quant.axis >= (tensor->ndim ? tensor->ndim : 1))
+			return TI_FAIL(err, TI_E_CORRUPT, "_rebuild_qtensor: axis %" PRId64 " out of range", x->quant.axis);
 		break;
 	}
 	return wrap(t, tensor, out, err);
@@ -323,28 +350,31 @@ static ti_status sparse(ti_torch *t, ti_layout layout, const ti_value *data, con
 	}
 	/* COO: (indices, values, size[, is_coalesced]); compressed: (..., values, size) */
 	if (d->count < n + 1 || d->count > n + 2)
-		return TI_FAIL(err, TI_E_CORRUPT, "%s: %s data has %zu items", fn, ti_layout_name(layout), d->count);
-	ti_tensor *tensor = new_tensor(t);
-	if (!tensor)
+		return TI_FAIL(err, TI_E_CORRUPT, "%s: %s data has %" PRIu32 " items", fn, ti_layout_name(layout), d->count);
+	for (size_t i = 0; i < n; i++)
+		if (d->items[i]->kind != TI_TENSOR)
+			return TI_FAIL(err, TI_E_CORRUPT, "%s: %s is a %s, not a tensor", fn, names[i], ti_kind_name(d->items[i]->kind));
+	int64_t shape[TI_MAX_DIMS];
+	int ndim;
+	if (dims(d->items[n], shape, &ndim, "size", err))
+		return err->code;
+	ti_tensor *tensor = new_tensor(t, ndim, shape, NULL);
+	ti_tensor_ext *x = tensor ? ext(t, tensor) : NULL;
+	if (!x)
 		return NOMEM(err);
 	tensor->layout = layout;
 	tensor->rebuild = fn;
 	for (size_t i = 0; i < n; i++) {
-		if (d->items[i]->kind != TI_TENSOR)
-			return TI_FAIL(err, TI_E_CORRUPT, "%s: %s is a %s, not a tensor", fn, names[i], ti_kind_name(d->items[i]->kind));
-		tensor->components[i] = d->items[i]->as.tensor;
-		tensor->component_names[i] = names[i];
+		x->components[i] = d->items[i]->as.tensor;
+		x->component_names[i] = names[i];
 		tensor->nbytes += d->items[i]->as.tensor->nbytes;
 	}
-	tensor->component_count = n;
-	tensor->dtype = tensor->components[n - 1]->dtype;
-	tensor->requires_grad = tensor->components[n - 1]->requires_grad;
-	int64_t *shape;
-	if (dims(t, d->items[n], &shape, &tensor->ndim, "size", err) ||
-	    ti_shape_check(tensor->ndim, shape, NULL, 0, &tensor->numel, NULL, err))
+	x->component_count = n;
+	tensor->dtype = x->components[n - 1]->dtype;
+	tensor->requires_grad = x->components[n - 1]->requires_grad;
+	if (ti_shape_check(ndim, shape, NULL, 0, &tensor->numel, NULL, err))
 		return err->code;
-	tensor->shape = shape;
-	if (d->count == n + 2 && d->items[n + 1]->kind != TI_NONE && ti_value_as_bool(d->items[n + 1], &tensor->coalesced, err))
+	if (d->count == n + 2 && d->items[n + 1]->kind != TI_NONE && ti_value_as_bool(d->items[n + 1], &x->coalesced, err))
 		return err->code;
 	return wrap(t, tensor, out, err);
 }
@@ -352,8 +382,8 @@ static ti_status sparse(ti_torch *t, ti_layout layout, const ti_value *data, con
 static ti_status want_layout(const ti_value *v, ti_layout *layout, const char *fn, ti_error *err)
 {
 	/* Layouts arrive as the result of torch.serialization._get_layout: a device-like string value. */
-	if (!v || v->kind != TI_GLOBAL || strcmp(v->as.global.module, "torch") ||
-	    (*layout = ti_layout_from_name(v->as.global.name)) == TI_LAYOUT_COUNT)
+	if (!v || v->kind != TI_GLOBAL || strcmp(v->as.global->module, "torch") ||
+	    (*layout = ti_layout_from_name(v->as.global->name)) == TI_LAYOUT_COUNT)
 		return TI_FAIL(err, TI_E_CORRUPT, "%s expects a torch layout", fn);
 	return TI_OK;
 }
@@ -385,18 +415,21 @@ TI_CALL_DECL(ti_call_rebuild_from_type_v2)
 	if (arity(args, 4, 4, "_rebuild_from_type_v2", err))
 		return err->code;
 	const ti_value *func = arg(args, 0), *type = arg(args, 1), *inner = arg(args, 2);
-	if (!func || func->kind != TI_GLOBAL || !func->as.global.known || !func->as.global.known->call ||
+	if (!func || func->kind != TI_GLOBAL || !func->as.global->known || !func->as.global->known->call ||
 	    !inner || inner->kind != TI_TUPLE)
 		return TI_OK; /* not a rebuild we know: leave it to be recorded as an object */
 	ti_value *result = NULL;
-	if (func->as.global.known->call(t, inner, TI_CALL_REDUCE, &result, err))
+	if (func->as.global->known->call(t, inner, TI_CALL_REDUCE, &result, err))
 		return err->code;
 	if (result && result->kind == TI_TENSOR && type && type->kind == TI_GLOBAL) {
 		ti_tensor *tensor = result->as.tensor;
-		if (!strcmp(type->as.global.module, "torch.nn.parameter") && !strcmp(type->as.global.name, "Parameter"))
+		if (!strcmp(type->as.global->module, "torch.nn.parameter") && !strcmp(type->as.global->name, "Parameter"))
 			tensor->is_parameter = true;
-		else if (!ti_global_is(type, TI_G_TENSOR_CLASS))
-			tensor->subclass = ti_arena_printf(t->arena, "%s.%s", type->as.global.module, type->as.global.name);
+		else if (!ti_global_is(type, TI_G_TENSOR_CLASS)) {
+			ti_tensor_ext *x = ext(t, tensor);
+			if (!x || !(x->subclass = ti_arena_printf(t->arena, "%s.%s", type->as.global->module, type->as.global->name)))
+				return NOMEM(err);
+		}
 	}
 	*out = result;
 	return TI_OK;
@@ -416,9 +449,9 @@ TI_CALL_DECL(ti_call_get_layout)
 	ti_value *v = ti_value_new(t->arena, TI_GLOBAL);
 	if (!v)
 		return NOMEM(err);
-	v->as.global.module = "torch";
-	v->as.global.name = ti_layout_name(ti_layout_from_name(name));
-	v->as.global.offset = -1;
+	v->as.global->module = "torch";
+	v->as.global->name = ti_layout_name(ti_layout_from_name(name));
+	v->as.global->offset = -1;
 	*out = v;
 	return TI_OK;
 }
@@ -432,7 +465,7 @@ TI_CALL_DECL(ti_call_ordered_dict)
 		return NOMEM(err);
 	d->flags = TI_F_ORDERED;
 	if (args->as.seq.count > 1)
-		return TI_FAIL(err, TI_E_CORRUPT, "OrderedDict takes one argument, got %zu", args->as.seq.count);
+		return TI_FAIL(err, TI_E_CORRUPT, "OrderedDict takes one argument, got %zu", (size_t)args->as.seq.count);
 	if (args->as.seq.count == 1) {
 		const ti_seq *pairs;
 		if (ti_value_as_seq(arg(args, 0), &pairs, err))
@@ -441,7 +474,7 @@ TI_CALL_DECL(ti_call_ordered_dict)
 			const ti_seq *kv;
 			if (ti_value_as_seq(pairs->items[i], &kv, err) || kv->count != 2)
 				return TI_FAIL(err, TI_E_CORRUPT, "OrderedDict item is not a pair");
-			if (ti_dict_push(t->arena, &d->as.dict, kv->items[0], kv->items[1], SIZE_MAX, err))
+			if (ti_dict_push(t->arena, d, kv->items[0], kv->items[1], SIZE_MAX, err))
 				return err->code;
 		}
 	}
@@ -601,9 +634,9 @@ static ti_status call(void *ctx, ti_arena *arena, ti_value *callable, ti_value *
                       ti_call_kind how, ti_value **out, ti_error *err)
 {
 	(void)arena;
-	if (callable->kind != TI_GLOBAL || !callable->as.global.known || !callable->as.global.known->call)
+	if (callable->kind != TI_GLOBAL || !callable->as.global->known || !callable->as.global->known->call)
 		return TI_OK;
-	return callable->as.global.known->call(ctx, args, how, out, err);
+	return callable->as.global->known->call(ctx, args, how, out, err);
 }
 
 static ti_status build(void *ctx, ti_arena *arena, ti_value *object, ti_value *state, int *handled, ti_error *err)
@@ -618,6 +651,68 @@ static ti_status build(void *ctx, ti_arena *arena, ti_value *object, ti_value *s
 	return TI_OK;
 }
 
+bool ti_torch_key_position(const char *key, size_t *k)
+{
+	size_t n = 0;
+	*k = 0;
+	for (; key[n] >= '0' && key[n] <= '9' && n < 10; n++)
+		*k = *k * 10 + (size_t)(key[n] - '0');
+	return n && !key[n] && (key[0] != '0' || n == 1);
+}
+
+/*
+ * Storages by key: while every key is its own position (ti_torch_key_position)
+ * a key is found without hashing; the first key that is not puts them all in
+ * the index by name, which serves from then on. *next says whether key is
+ * the position a new storage would take.
+ */
+static int64_t find_storage(ti_torch *t, const char *key, bool *next)
+{
+	size_t k;
+	bool position = ti_torch_key_position(key, &k);
+	*next = position && k == t->storage_count;
+	if (!t->keys_are_positions) /* positions are kept one up: NULL is "absent" */
+		return (int64_t)(uintptr_t)ti_strmap_get(&t->by_key, key) - 1;
+	return position && k < t->storage_count ? (int64_t)k : -1;
+}
+
+/* Indexes the storage just added, whose key was its position if at_position; -1 when memory runs out. */
+static int index_storage(ti_torch *t, bool at_position)
+{
+	size_t last = t->storage_count - 1;
+	if (t->keys_are_positions && at_position)
+		return 0;
+	size_t from = t->keys_are_positions ? 0 : last;
+	t->keys_are_positions = false;
+	for (size_t i = from; i <= last; i++)
+		if (ti_strmap_put(&t->by_key, t->storages[i]->key, (void *)(uintptr_t)(i + 1)))
+			return -1;
+	return 0;
+}
+
+/*
+ * The element type a storage class names; TI_DT_UINT8 and *untyped for the
+ * untyped ones. The pickle machine makes each known global once, so the
+ * last few answers are kept by the global's address.
+ */
+static ti_dtype storage_dtype(ti_torch *t, const ti_global *cls, bool *untyped)
+{
+	size_t n = sizeof(t->classes) / sizeof(t->classes[0]);
+	for (size_t i = 0; i < n; i++)
+		if (t->classes[i].global == cls) {
+			*untyped = t->classes[i].untyped;
+			return t->classes[i].dtype;
+		}
+	const char *name = cls->name;
+	*untyped = !strcmp(name, "UntypedStorage") || !strcmp(name, "TypedStorage") || !strcmp(name, "_UntypedStorage");
+	ti_dtype dtype = *untyped ? TI_DT_UINT8 : ti_dtype_from_storage_name(name);
+	size_t i = t->class_count++ % n;
+	t->classes[i].global = cls;
+	t->classes[i].dtype = dtype;
+	t->classes[i].untyped = *untyped;
+	return dtype;
+}
+
 /* ('storage', storage_type, key, location, numel): torch/serialization.py persistent_id */
 static ti_status persistent_load(void *ctx, ti_arena *arena, ti_value *pid, ti_value **out, ti_error *err)
 {
@@ -630,33 +725,37 @@ static ti_status persistent_load(void *ctx, ti_arena *arena, ti_value *pid, ti_v
 	int64_t numel;
 	if (!ti_global_is(type, TI_G_STORAGE_CLASS))
 		return TI_FAIL(err, TI_E_CORRUPT, "persistent id names %s, not a storage class",
-		               type->kind == TI_GLOBAL ? type->as.global.name : ti_kind_name(type->kind));
+		               type->kind == TI_GLOBAL ? type->as.global->name : ti_kind_name(type->kind));
 	if (key->kind != TI_STR || loc->kind != TI_STR)
 		return TI_FAIL(err, TI_E_CORRUPT, "persistent id key and location must be strings");
 	if (ti_value_as_int(p->items[4], &numel, err))
 		return err->code;
 	if (numel < 0)
 		return TI_FAIL(err, TI_E_CORRUPT, "storage '%s' has negative size %" PRId64, key->as.bytes.data, numel);
-	const char *cls = type->as.global.name;
-	bool untyped = !strcmp(cls, "UntypedStorage") || !strcmp(cls, "TypedStorage") || !strcmp(cls, "_UntypedStorage");
-	ti_dtype dtype = untyped ? TI_DT_UINT8 : ti_dtype_from_storage_name(cls);
+	bool untyped;
+	ti_dtype dtype = storage_dtype(t, type->as.global, &untyped);
 	if (dtype == TI_DT_INVALID)
-		return TI_FAIL(err, TI_E_UNSUPPORTED, "unknown storage class '%s'", cls);
+		return TI_FAIL(err, TI_E_UNSUPPORTED, "unknown storage class '%s'", type->as.global->name);
 
-	ti_value *known = ti_strmap_get(&t->by_key, key->as.bytes.data);
-	if (known) {
+	/* A fresh value each time: the rebuild call that takes it is its only user. */
+	ti_value *v = ti_value_new(arena, TI_STORAGE);
+	if (!v)
+		return NOMEM(err);
+	bool next;
+	int64_t known = find_storage(t, key->as.bytes.data, &next);
+	if (known >= 0) {
 		/* The pickler repeats the tuple for every tensor of a storage: it must agree. */
-		ti_storage *st = known->as.storage;
+		ti_storage *st = t->storages[known];
 		if (st->untyped != untyped || (!untyped && st->dtype != dtype) || st->numel != numel)
 			return TI_FAIL(err, TI_E_CORRUPT, "storage '%s' is declared twice with different types or sizes", st->key);
-		*out = known;
+		v->as.storage = st;
+		*out = v;
 		return TI_OK;
 	}
 	if (t->storage_count >= t->storages_max)
 		return TI_FAIL(err, TI_E_LIMIT, "more than %zu storages", t->storages_max);
 	ti_storage *st = ti_arena_alloc(arena, sizeof(*st));
-	ti_value *v = ti_value_new(arena, TI_STORAGE);
-	if (!st || !v)
+	if (!st)
 		return NOMEM(err);
 	st->key = key->as.bytes.data;
 	st->dtype = dtype;
@@ -668,18 +767,10 @@ static ti_status persistent_load(void *ctx, ti_arena *arena, ti_value *pid, ti_v
 	st->record_index = -1;
 	st->index = t->storage_count;
 	v->as.storage = st;
-	if (t->storage_count == t->storage_capacity) {
-		size_t cap = t->storage_capacity ? t->storage_capacity * 2 : 64;
-		ti_storage **list = ti_arena_calloc(arena, cap, sizeof(*list));
-		if (!list)
-			return NOMEM(err);
-		if (t->storage_count)
-			memcpy(list, t->storages, t->storage_count * sizeof(*list));
-		t->storages = list;
-		t->storage_capacity = cap;
-	}
+	if (ti_arena_array_grow(arena, (void **)&t->storages, &t->storage_capacity, sizeof(*t->storages), t->storage_count + 1))
+		return NOMEM(err);
 	t->storages[t->storage_count++] = st;
-	if (ti_strmap_put(&t->by_key, st->key, v))
+	if (index_storage(t, next))
 		return TI_FAIL(err, TI_E_NOMEM, "out of memory indexing storages");
 	*out = v;
 	return TI_OK;
@@ -690,6 +781,7 @@ void ti_torch_init(ti_torch *t, ti_arena *arena, size_t storages_max)
 	memset(t, 0, sizeof(*t));
 	t->arena = arena;
 	t->storages_max = storages_max;
+	t->keys_are_positions = true;
 	ti_strmap_init(&t->by_key);
 }
 

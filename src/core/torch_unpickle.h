@@ -18,12 +18,26 @@
 
 typedef struct ti_torch {
 	ti_arena *arena;
-	ti_strmap by_key;        /* storage key -> ti_value (TI_STORAGE) */
+	bool keys_are_positions; /* every key so far is "0", "1", ...: by_key is not needed yet */
+	ti_strmap by_key;        /* storage key -> its position in storages, plus one */
 	ti_storage **storages;   /* in order of first appearance */
 	size_t storage_count, storage_capacity;
 	size_t storages_max;
 	size_t tensor_count;
+	struct {                 /* the storage classes last seen (torch_calls.c storage_dtype) */
+		const ti_global *global;
+		ti_dtype dtype;
+		bool untyped;
+	} classes[8];
+	size_t class_count;
 } ti_torch;
+
+/*
+ * True if a storage key is a number as str() writes it (its value in *k):
+ * torch.save names storages "0", "1", ... in order of first appearance
+ * (id_map in torch/serialization.py), so key "i" is usually storage i.
+ */
+bool ti_torch_key_position(const char *key, size_t *k);
 
 void ti_torch_init(ti_torch *t, ti_arena *arena, size_t storages_max);
 void ti_torch_release(ti_torch *t);

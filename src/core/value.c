@@ -14,11 +14,32 @@
 
 /* ---- making ---- */
 
+/* Every empty dict without attributes: ti_dict_push gives a dict its own on its first item. */
+static ti_dict empty_dict;
+
+#define NOMEM(err) TI_FAIL((err), TI_E_LIMIT, "metadata exceeds the memory ceiling")
+
 ti_value *ti_value_new(ti_arena *a, ti_kind kind)
 {
 	ti_value *v = ti_arena_alloc(a, sizeof(*v));
-	if (v)
-		v->kind = kind;
+	if (!v)
+		return NULL;
+	v->kind = kind;
+	switch (kind) {
+	case TI_DICT:
+		v->as.dict = &empty_dict;
+		break;
+	case TI_GLOBAL:
+		if (!(v->as.global = ti_arena_alloc(a, sizeof(*v->as.global))))
+			return NULL;
+		break;
+	case TI_OBJECT:
+		if (!(v->as.object = ti_arena_alloc(a, sizeof(*v->as.object))))
+			return NULL;
+		break;
+	default:
+		break;
+	}
 	return v;
 }
 
@@ -30,72 +51,150 @@ ti_value *ti_value_new_int(ti_arena *a, int64_t i)
 	return v;
 }
 
+/* The bytes follow the value in one allocation; handing the value back leaves them where they are. */
 ti_value *ti_value_new_str(ti_arena *a, ti_kind kind, const char *data, size_t size)
 {
-	ti_value *v = ti_value_new(a, kind);
+	if (size > SIZE_MAX - sizeof(ti_value) - 1)
+		return NULL;
+	ti_value *v = ti_arena_alloc(a, sizeof(*v) + size + 1);
 	if (!v)
 		return NULL;
-	char *copy = ti_arena_strndup(a, data, size);
-	if (!copy)
-		return NULL;
+	char *copy = (char *)(v + 1);
+	if (size)
+		memcpy(copy, data, size);
+	v->kind = kind;
 	v->as.bytes.data = copy;
 	v->as.bytes.size = size;
 	return v;
 }
 
-ti_value *ti_value_new_seq(ti_arena *a, ti_kind kind, ti_value *const *items, size_t count)
+static ti_value *new_seq(ti_arena *a, ti_kind kind, ti_value *const *items, size_t count, bool take)
 {
+	if (count > UINT32_MAX)
+		return NULL;
 	ti_value *v = ti_value_new(a, kind);
 	if (!v)
 		return NULL;
 	if (count) {
-		v->as.seq.items = ti_arena_calloc(a, count, sizeof(*items));
+		v->as.seq.items = ti_arena_array(a, count, sizeof(*items));
 		if (!v->as.seq.items)
 			return NULL;
 		memcpy(v->as.seq.items, items, count * sizeof(*items));
+		for (size_t i = 0; i < count && !take; i++)
+			ti_value_ref(items[i]);
 	}
-	v->as.seq.count = v->as.seq.capacity = count;
+	v->as.seq.count = v->as.seq.capacity = (uint32_t)count;
 	return v;
 }
 
-/* Grows an arena array geometrically; the old copy is left to the arena. */
-static int grow(ti_arena *a, void **array, size_t *capacity, size_t item_size)
+ti_value *ti_value_new_seq(ti_arena *a, ti_kind kind, ti_value *const *items, size_t count)
 {
-	size_t cap = *capacity ? *capacity * 2 : 4;
-	void *bigger = ti_arena_calloc(a, cap, item_size);
-	if (!bigger)
-		return -1;
-	if (*capacity)
-		memcpy(bigger, *array, *capacity * item_size);
-	*array = bigger;
-	*capacity = cap;
-	return 0;
+	return new_seq(a, kind, items, count, false);
+}
+
+ti_value *ti_value_new_seq_taking(ti_arena *a, ti_kind kind, ti_value *const *items, size_t count)
+{
+	return new_seq(a, kind, items, count, true);
 }
 
 ti_status ti_seq_push(ti_arena *a, ti_seq *seq, ti_value *item, size_t max_items, ti_error *err)
 {
+	if (max_items > UINT32_MAX)
+		max_items = UINT32_MAX;
 	if (seq->count >= max_items)
 		return TI_FAIL(err, TI_E_LIMIT, "container holds more than %zu items", max_items);
-	if (seq->count == seq->capacity && grow(a, (void **)&seq->items, &seq->capacity, sizeof(*seq->items)))
-		return TI_FAIL(err, TI_E_LIMIT, "metadata exceeds the memory ceiling");
-	seq->items[seq->count++] = item;
+	if (seq->count == seq->capacity) {
+		size_t cap = seq->capacity;
+		if (ti_arena_array_grow(a, (void **)&seq->items, &cap, sizeof(*seq->items), cap + 1))
+			return NOMEM(err);
+		seq->capacity = cap > UINT32_MAX ? UINT32_MAX : (uint32_t)cap;
+	}
+	seq->items[seq->count++] = ti_value_ref(item);
 	return TI_OK;
 }
 
-ti_status ti_dict_push(ti_arena *a, ti_dict *dict, ti_value *key, ti_value *value,
+/* The dict's own ti_dict, made on its first change. */
+static ti_dict *own_dict(ti_arena *a, ti_value *dict)
+{
+	if (dict->as.dict == &empty_dict && !(dict->as.dict = ti_arena_alloc(a, sizeof(ti_dict)))) {
+		dict->as.dict = &empty_dict;
+		return NULL;
+	}
+	return dict->as.dict;
+}
+
+ti_status ti_dict_push(ti_arena *a, ti_value *dict, ti_value *key, ti_value *value,
                        size_t max_items, ti_error *err)
 {
-	if (dict->count >= max_items)
+	ti_dict *d = own_dict(a, dict);
+	if (!d)
+		return NOMEM(err);
+	if (d->count >= max_items)
 		return TI_FAIL(err, TI_E_LIMIT, "dict holds more than %zu items", max_items);
-	if (dict->count == dict->capacity) {
-		size_t cap = dict->capacity;
-		if (grow(a, (void **)&dict->keys, &cap, sizeof(*dict->keys)) ||
-		    grow(a, (void **)&dict->values, &dict->capacity, sizeof(*dict->values)))
-			return TI_FAIL(err, TI_E_LIMIT, "metadata exceeds the memory ceiling");
+	if (d->count == d->capacity) {
+		size_t cap = d->capacity;
+		if (ti_arena_array_grow(a, (void **)&d->keys, &cap, sizeof(*d->keys), d->count + 1) ||
+		    ti_arena_array_grow(a, (void **)&d->values, &d->capacity, sizeof(*d->values), d->count + 1))
+			return NOMEM(err);
 	}
-	dict->keys[dict->count] = key;
-	dict->values[dict->count++] = value;
+	d->keys[d->count] = ti_value_ref(key);
+	d->values[d->count++] = ti_value_ref(value);
 	return TI_OK;
+}
+
+ti_status ti_dict_set_attributes(ti_arena *a, ti_value *dict, ti_value *attributes, ti_error *err)
+{
+	ti_dict *d = own_dict(a, dict);
+	if (!d)
+		return NOMEM(err);
+	ti_value_ref(attributes);
+	ti_value_unref(a, d->attributes);
+	d->attributes = attributes;
+	return TI_OK;
+}
+
+/*
+ * Items are followed through a small stack of their own: past it, what is
+ * left simply stays in the arena, which is always safe.
+ */
+void ti_value_unref(ti_arena *a, ti_value *v)
+{
+	enum { PENDING_MAX = 64 };
+	ti_value *pending[PENDING_MAX];
+	size_t n = 0;
+	if (!v || v->refs == TI_REFS_KEPT || v->refs == 0 || --v->refs)
+		return;
+	pending[n++] = v;
+	while (n) {
+		ti_value *dead = pending[--n];
+		ti_value **items = NULL;
+		size_t count = 0, items_size = 0;
+		switch (dead->kind) {
+		case TI_TUPLE: case TI_LIST: case TI_SET: case TI_FROZENSET:
+			items = dead->as.seq.items;
+			count = dead->as.seq.count;
+			items_size = (size_t)dead->as.seq.capacity * sizeof(*items);
+			break;
+		case TI_PERSID:
+			items = &dead->as.persid;
+			count = 1;
+			break;
+		default:
+			break;
+		}
+		for (size_t i = 0; i < count; i++) {
+			ti_value *item = items[i];
+			if (!item || item->refs == TI_REFS_KEPT || item->refs == 0 || --item->refs)
+				continue;
+			if (n < PENDING_MAX)
+				pending[n++] = item;
+			else
+				item->refs = TI_REFS_KEPT;
+		}
+		if (items_size)
+			ti_arena_recycle(a, items, items_size);
+		ti_arena_recycle(a, dead, sizeof(*dead));
+	}
 }
 
 /* ---- querying ---- */
@@ -185,7 +284,7 @@ ti_status ti_value_as_int_array(const ti_value *v, int64_t *out, size_t max_coun
 	if (ti_value_as_seq(v, &seq, err))
 		return err->code;
 	if (seq->count > max_count)
-		return TI_FAIL(err, TI_E_LIMIT, "%zu dimensions, more than the %zu allowed", seq->count, max_count);
+		return TI_FAIL(err, TI_E_LIMIT, "%zu dimensions, more than the %zu allowed", (size_t)seq->count, max_count);
 	for (size_t i = 0; i < seq->count; i++)
 		if (ti_value_as_int(seq->items[i], &out[i], err))
 			return err->code;
@@ -197,17 +296,17 @@ const ti_value *ti_dict_get(const ti_value *dict, const char *key)
 {
 	if (!dict || dict->kind != TI_DICT)
 		return NULL;
-	for (size_t i = dict->as.dict.count; i-- > 0;) { /* the last duplicate wins, as in Python */
-		const ti_value *k = dict->as.dict.keys[i];
+	for (size_t i = dict->as.dict->count; i-- > 0;) { /* the last duplicate wins, as in Python */
+		const ti_value *k = dict->as.dict->keys[i];
 		if (k->kind == TI_STR && !strcmp(k->as.bytes.data, key))
-			return dict->as.dict.values[i];
+			return dict->as.dict->values[i];
 	}
 	return NULL;
 }
 
 static const char *global_path(const ti_value *g, char *buf, size_t size)
 {
-	snprintf(buf, size, "%s.%s", g->as.global.module, g->as.global.name);
+	snprintf(buf, size, "%s.%s", g->as.global->module, g->as.global->name);
 	return buf;
 }
 
@@ -222,12 +321,12 @@ const char *ti_value_type_name(const ti_value *v, char *buf, size_t size)
 	case TI_TENSOR: return v->as.tensor->is_parameter ? "torch.nn.parameter.Parameter" : "torch.Tensor";
 	case TI_STORAGE: return "torch.storage.UntypedStorage";
 	case TI_GLOBAL: {
-		const char *type = ti_known_global_type_name(v->as.global.known);
+		const char *type = ti_known_global_type_name(v->as.global->known);
 		return type ? type : "type";
 	}
 	case TI_OBJECT:
-		if (v->as.object.callable && v->as.object.callable->kind == TI_GLOBAL)
-			return global_path(v->as.object.callable, buf, size);
+		if (v->as.object->callable && v->as.object->callable->kind == TI_GLOBAL)
+			return global_path(v->as.object->callable, buf, size);
 		return "object";
 	default: return ti_kind_name(v->kind);
 	}
@@ -506,17 +605,17 @@ static void repr_tensor(out *o, const ti_tensor *t)
 
 static void repr_object(out *o, const ti_value *v)
 {
-	const ti_value *c = v->as.object.callable;
-	const ti_value *state = v->as.object.state;
+	const ti_value *c = v->as.object->callable;
+	const ti_value *state = v->as.object->state;
 	if (c && c->kind == TI_GLOBAL)
-		puts_(o, c->as.global.name);
+		puts_(o, c->as.global->name);
 	else
 		puts_(o, "<call>");
 	/* argparse.Namespace and plain objects: show attributes like Namespace(a=1, b=2). */
-	if (state && state->kind == TI_DICT && (!v->as.object.args || v->as.object.args->as.seq.count == 0)) {
+	if (state && state->kind == TI_DICT && (!v->as.object->args || v->as.object->args->as.seq.count == 0)) {
 		puts_(o, "(");
-		for (size_t i = 0; i < state->as.dict.count && o->len <= o->max; i++) {
-			const ti_value *k = state->as.dict.keys[i];
+		for (size_t i = 0; i < state->as.dict->count && o->len <= o->max; i++) {
+			const ti_value *k = state->as.dict->keys[i];
 			if (i)
 				puts_(o, ", ");
 			if (k->kind == TI_STR)
@@ -524,12 +623,12 @@ static void repr_object(out *o, const ti_value *v)
 			else
 				repr(o, k);
 			puts_(o, "=");
-			repr(o, state->as.dict.values[i]);
+			repr(o, state->as.dict->values[i]);
 		}
 		puts_(o, ")");
 		return;
 	}
-	const ti_value *args = v->as.object.args;
+	const ti_value *args = v->as.object->args;
 	if (args && (args->kind == TI_TUPLE || args->kind == TI_LIST)) {
 		puts_(o, "(");
 		for (size_t i = 0; i < args->as.seq.count && o->len <= o->max; i++) {
@@ -615,23 +714,23 @@ static void repr(out *o, const ti_value *v)
 	case TI_DICT:
 		if (v->flags & TI_F_ORDERED) {
 			puts_(o, "OrderedDict(");
-			if (v->as.dict.count)
-				repr_dict(o, &v->as.dict);
+			if (v->as.dict->count)
+				repr_dict(o, v->as.dict);
 			puts_(o, ")");
 		} else {
-			repr_dict(o, &v->as.dict);
+			repr_dict(o, v->as.dict);
 		}
 		break;
 	case TI_GLOBAL: {
-		if (v->as.global.known) { /* torch.float32, torch.FloatStorage: as Python prints them */
-			puts_(o, v->as.global.module);
+		if (v->as.global->known) { /* torch.float32, torch.FloatStorage: as Python prints them */
+			puts_(o, v->as.global->module);
 			puts_(o, ".");
-			puts_(o, v->as.global.name);
+			puts_(o, v->as.global->name);
 		} else {
 			puts_(o, "<global ");
-			puts_(o, v->as.global.module);
+			puts_(o, v->as.global->module);
 			puts_(o, ".");
-			puts_(o, v->as.global.name);
+			puts_(o, v->as.global->name);
 			puts_(o, ">");
 		}
 		break;

@@ -3,8 +3,17 @@
  *
  * Opcodes and their encodings are Python's (Lib/pickletools.py documents each
  * one; Modules/_pickle.c is the reference machine). The stack and the memo
- * are plain arrays with ceilings; values live in the caller's arena. A MARK
- * is remembered as a stack position, as _pickle.c's metastack does.
+ * have ceilings; values live in the caller's arena. A MARK is remembered as a
+ * stack position, as _pickle.c's metastack does.
+ *
+ * Memory stays near what the result needs, because torch.save's pickles
+ * make ten values per tensor and keep one. Python's pickler memoizes nearly
+ * every value and fetches few of them again, so a first pass over the
+ * opcodes notes which memo entries are ever fetched, and only those are kept.
+ * Then every value's references are counted (value_build.h): the arguments
+ * of a rebuild call, its size and stride tuples and its persistent id go
+ * back to the arena as soon as the call has made its tensor. The pickle is
+ * read in windows, so a source need not be in memory (ti_pickle_load_source).
  */
 #include "tinspect/pickle.h"
 
@@ -17,8 +26,25 @@
 
 #include "core/value_build.h"
 
+enum {
+	WINDOW = 64 * 1024,  /* bytes read from a source at a time */
+	MEMO_CHUNK = 1024,   /* memo entries are kept in chunks of this many */
+	GLOBALS_CACHED = 64  /* distinct known globals made once per pickle */
+};
+
+/* A bit set that grows to the highest index set; a bit past its end is clear. */
+typedef struct bits {
+	uint64_t *words;
+	size_t count; /* words */
+} bits;
+
 typedef struct vm {
+	/* Input: the window holds the pickle's bytes [base, base + avail). */
+	const ti_pickle_source *src; /* NULL: data is the whole pickle */
 	const uint8_t *data;
+	size_t base, avail;
+	uint8_t *buf;               /* the window's buffer, for a source */
+	size_t buf_cap;
 	size_t size, pos, op_pos;
 	ti_arena *arena;
 	const ti_pickle_hooks *hooks;
@@ -28,12 +54,24 @@ typedef struct vm {
 	size_t sp, stack_cap;
 	size_t *marks;
 	size_t mark_count, marks_cap;
-	ti_value **memo;
-	size_t memo_cap, memo_len; /* memo_len: entries set, which MEMOIZE uses as its index */
+	/* The memo: which entries are ever fetched (the first pass), and the
+	 * values of those, in chunks made on first use; which are set, counted
+	 * for MEMOIZE's index when the pickle has one. */
+	bits memo_fetched, memo_set;
+	ti_value ***memo_chunks;
+	size_t memo_chunk_count;
+	bool memoize;    /* a MEMOIZE byte is in the pickle: memo_set and memo_len are kept */
+	size_t memo_len; /* entries set, which MEMOIZE uses as its index */
 	ti_value *result;
 	int proto;
-	ti_value *small_ints[256]; /* BININT1 values, made once: ints are never mutated */
-	ti_value *none, *bools[2];  /* likewise None, False and True */
+	/* Made once and shared, since none of them is ever changed: */
+	ti_value *small_ints[256]; /* BININT1 values */
+	ti_value *none, *bools[2], *empty_tuple;
+	struct {
+		ti_value *global; /* a global the lookup hook recognised */
+		size_t module_len, name_len;
+	} globals[GLOBALS_CACHED];
+	size_t globals_count;
 } vm;
 
 typedef ti_status (*op_fn)(vm *m, uint8_t op);
@@ -43,11 +81,45 @@ typedef ti_status (*op_fn)(vm *m, uint8_t op);
 #define FAIL(m, code, ...) TI_FAIL((m)->err, (code), __VA_ARGS__)
 #define NOMEM(m) FAIL(m, TI_E_LIMIT, "pickle builds more metadata than the memory ceiling allows")
 
-static ti_status need(vm *m, size_t n, const uint8_t **p)
+/* Moves the window to start at offset, holding at least n bytes (and up to WINDOW). */
+static ti_status window_at(vm *m, size_t offset, size_t n)
+{
+	size_t want = n > WINDOW ? n : WINDOW;
+	if (want > m->size - offset)
+		want = m->size - offset;
+	if (want > m->buf_cap) {
+		uint8_t *b = realloc(m->buf, want);
+		if (!b)
+			return FAIL(m, TI_E_NOMEM, "out of memory reading the pickle");
+		m->buf = b;
+		m->buf_cap = want;
+	}
+	if (m->src->read(m->src->ctx, offset, m->buf, want, m->err))
+		return m->err->code;
+	m->data = m->buf;
+	m->base = offset;
+	m->avail = want;
+	return TI_OK;
+}
+
+static __attribute__((noinline)) ti_status need_slow(vm *m, size_t n, const uint8_t **p)
 {
 	if (n > m->size - m->pos)
 		return FAIL(m, TI_E_CORRUPT, "pickle truncated: opcode needs %zu bytes, %zu remain", n, m->size - m->pos);
-	*p = m->data + m->pos;
+	if (window_at(m, m->pos, n))
+		return m->err->code;
+	*p = m->data;
+	m->pos += n;
+	return TI_OK;
+}
+
+/* The next n bytes, valid until the next read; the window moves when they are not in it. */
+static inline ti_status need(vm *m, size_t n, const uint8_t **p)
+{
+	size_t at = m->pos - m->base;
+	if (at > m->avail || n > m->avail - at) /* at wraps past avail when pos is before the window */
+		return need_slow(m, n, p);
+	*p = m->data + at;
 	m->pos += n;
 	return TI_OK;
 }
@@ -60,18 +132,51 @@ static uint64_t le(const uint8_t *p, int n)
 	return v;
 }
 
+/* The length of the text line that starts at offset, up to its '\n', within the limit. */
+static ti_status line_length(vm *m, size_t offset, size_t *len)
+{
+	size_t at = offset;
+	for (;;) {
+		if (at < m->base || at >= m->base + m->avail) {
+			if (at >= m->size)
+				return FAIL(m, TI_E_CORRUPT, "pickle truncated: text argument has no newline");
+			if (window_at(m, at, WINDOW))
+				return m->err->code;
+		}
+		const uint8_t *from = m->data + (at - m->base);
+		const uint8_t *nl = memchr(from, '\n', m->base + m->avail - at);
+		if (nl) {
+			*len = at - offset + (size_t)(nl - from);
+			break;
+		}
+		at = m->base + m->avail;
+	}
+	if (*len > m->limits.string_max)
+		return FAIL(m, TI_E_LIMIT, "text argument of %zu bytes exceeds the %zu-byte limit", *len, m->limits.string_max);
+	return TI_OK;
+}
+
 /* A text argument up to '\n' (protocol 0/1); *len excludes the newline. */
 static ti_status read_line(vm *m, const char **line, size_t *len)
 {
-	const uint8_t *start = m->data + m->pos;
-	const uint8_t *nl = memchr(start, '\n', m->size - m->pos);
-	if (!nl)
-		return FAIL(m, TI_E_CORRUPT, "pickle truncated: text argument has no newline");
-	*line = (const char *)start;
-	*len = (size_t)(nl - start);
-	m->pos += *len + 1;
-	if (*len > m->limits.string_max)
-		return FAIL(m, TI_E_LIMIT, "text argument of %zu bytes exceeds the %zu-byte limit", *len, m->limits.string_max);
+	const uint8_t *p = NULL;
+	*line = NULL;
+	if (line_length(m, m->pos, len) || need(m, *len + 1, &p))
+		return m->err->code;
+	*line = (const char *)p;
+	return TI_OK;
+}
+
+/* Two text arguments (GLOBAL, INST), in the window together. */
+static ti_status read_two_lines(vm *m, const char **a, size_t *alen, const char **b, size_t *blen)
+{
+	const uint8_t *p = NULL;
+	*a = *b = NULL;
+	if (line_length(m, m->pos, alen) || line_length(m, m->pos + *alen + 1, blen) ||
+	    need(m, *alen + 1 + *blen + 1, &p))
+		return m->err->code;
+	*a = (const char *)p;
+	*b = (const char *)p + *alen + 1;
 	return TI_OK;
 }
 
@@ -79,6 +184,7 @@ static ti_status read_line(vm *m, const char **line, size_t *len)
 
 static size_t fence(const vm *m) { return m->mark_count ? m->marks[m->mark_count - 1] : 0; }
 
+/* Pushes v, counting the stack's reference to it. */
 static ti_status push(vm *m, ti_value *v)
 {
 	if (!v)
@@ -95,10 +201,11 @@ static ti_status push(vm *m, ti_value *v)
 		m->stack = s;
 		m->stack_cap = cap;
 	}
-	m->stack[m->sp++] = v;
+	m->stack[m->sp++] = ti_value_ref(v);
 	return TI_OK;
 }
 
+/* Pops into *v: the stack's reference passes to the caller, who drops or keeps it. */
 static ti_status pop(vm *m, ti_value **v)
 {
 	if (m->sp <= fence(m))
@@ -107,7 +214,7 @@ static ti_status pop(vm *m, ti_value **v)
 	return TI_OK;
 }
 
-static ti_status top(vm *m, ti_value **v)
+static inline ti_status top(vm *m, ti_value **v)
 {
 	if (m->sp <= fence(m))
 		return FAIL(m, TI_E_CORRUPT, m->sp ? "pickle reads below its MARK" : "pickle stack underflow");
@@ -115,7 +222,10 @@ static ti_status top(vm *m, ti_value **v)
 	return TI_OK;
 }
 
-/* Pops everything above the last MARK, and the mark: items start at *items. */
+/*
+ * Pops everything above the last MARK, and the mark: items start at *items,
+ * where the next push writes, and their references pass to the caller.
+ */
 static ti_status pop_mark(vm *m, ti_value ***items, size_t *count)
 {
 	if (!m->mark_count)
@@ -127,6 +237,14 @@ static ti_status pop_mark(vm *m, ti_value ***items, size_t *count)
 	return TI_OK;
 }
 
+static void drop(vm *m, ti_value *v) { ti_value_unref(m->arena, v); }
+
+static void drop_all(vm *m, ti_value **items, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		drop(m, items[i]);
+}
+
 /* ---- making values ---- */
 
 static ti_value *new_value(vm *m, ti_kind kind) { return ti_value_new(m->arena, kind); }
@@ -135,7 +253,7 @@ static ti_status push_int(vm *m, int64_t i)
 {
 	if (i >= 0 && i < 256) {
 		if (!m->small_ints[i])
-			m->small_ints[i] = ti_value_new_int(m->arena, i);
+			m->small_ints[i] = ti_value_keep(ti_value_new_int(m->arena, i));
 		return push(m, m->small_ints[i]);
 	}
 	return push(m, ti_value_new_int(m->arena, i));
@@ -172,7 +290,13 @@ static bool valid_utf8(const uint8_t *s, size_t n)
 {
 	/* Python decodes with 'surrogatepass' in pickle, so surrogates are allowed;
 	 * overlong forms and code points past U+10FFFF are not. */
-	for (size_t i = 0; i < n;) {
+	size_t i = 0;
+	for (uint64_t w; i + 8 <= n; i += 8) { /* eight bytes at a time while they are ASCII, as names are */
+		memcpy(&w, s + i, 8);
+		if (w & 0x8080808080808080u)
+			break;
+	}
+	while (i < n) {
 		uint8_t c = s[i];
 		if (c < 0x80) {
 			i++;
@@ -200,6 +324,7 @@ static ti_status push_unicode(vm *m, const uint8_t *p, size_t n)
 
 /* ---- calls (never executed: recorded, or interpreted by the hooks) ---- */
 
+/* Takes a reference to each of callable, args and kwargs: an object keeps them, a hook's result does not. */
 static ti_status call(vm *m, ti_value *callable, ti_value *args, ti_value *kwargs, ti_call_kind how)
 {
 	ti_value *out = NULL;
@@ -208,15 +333,19 @@ static ti_status call(vm *m, ti_value *callable, ti_value *args, ti_value *kwarg
 		if (s)
 			return s;
 	}
-	if (!out) {
-		out = new_value(m, TI_OBJECT);
-		if (!out)
-			return NOMEM(m);
-		out->flags = how == TI_CALL_NEWOBJ ? TI_F_NEWOBJ : how == TI_CALL_INST ? TI_F_INST : 0;
-		out->as.object.callable = callable;
-		out->as.object.args = args;
-		out->as.object.kwargs = kwargs;
+	if (out) {
+		ti_status s = push(m, out);
+		drop(m, callable);
+		drop(m, args);
+		return s;
 	}
+	out = new_value(m, TI_OBJECT);
+	if (!out)
+		return NOMEM(m);
+	out->flags = how == TI_CALL_NEWOBJ ? TI_F_NEWOBJ : how == TI_CALL_INST ? TI_F_INST : 0;
+	out->as.object->callable = callable;
+	out->as.object->args = args;
+	out->as.object->kwargs = kwargs;
 	return push(m, out);
 }
 
@@ -230,16 +359,28 @@ static ti_value *make_global(vm *m, const char *module, size_t mlen, const char 
 		module = "copyreg";
 		mlen = 7;
 	}
+	/* torch.save names a storage class per tensor: a global the hooks know is made once. */
+	for (size_t i = 0; i < m->globals_count; i++) {
+		const ti_global *k = m->globals[i].global->as.global;
+		if (m->globals[i].module_len == mlen && m->globals[i].name_len == nlen &&
+		    !memcmp(k->module, module, mlen) && !memcmp(k->name, name, nlen))
+			return m->globals[i].global;
+	}
 	ti_value *g = new_value(m, TI_GLOBAL);
 	if (!g)
 		return NULL;
-	g->as.global.module = ti_arena_strndup(m->arena, module, mlen);
-	g->as.global.name = ti_arena_strndup(m->arena, name, nlen);
-	if (!g->as.global.module || !g->as.global.name)
+	g->as.global->module = ti_arena_strndup(m->arena, module, mlen);
+	g->as.global->name = ti_arena_strndup(m->arena, name, nlen);
+	if (!g->as.global->module || !g->as.global->name)
 		return NULL;
-	g->as.global.offset = (int64_t)m->op_pos;
+	g->as.global->offset = (int64_t)m->op_pos;
 	if (m->hooks && m->hooks->lookup)
-		g->as.global.known = m->hooks->lookup(m->hooks->ctx, g->as.global.module, g->as.global.name, g->as.global.offset);
+		g->as.global->known = m->hooks->lookup(m->hooks->ctx, g->as.global->module, g->as.global->name, g->as.global->offset);
+	if (g->as.global->known && m->globals_count < GLOBALS_CACHED) {
+		m->globals[m->globals_count].global = ti_value_keep(g);
+		m->globals[m->globals_count].module_len = mlen;
+		m->globals[m->globals_count++].name_len = nlen;
+	}
 	return g;
 }
 
@@ -303,7 +444,10 @@ static ti_status op_pop(vm *m, uint8_t op)
 		m->mark_count--;
 		return TI_OK;
 	}
-	return pop(m, &v);
+	if (pop(m, &v))
+		return m->err->code;
+	drop(m, v);
+	return TI_OK;
 }
 
 static ti_status op_pop_mark(vm *m, uint8_t op)
@@ -311,7 +455,10 @@ static ti_status op_pop_mark(vm *m, uint8_t op)
 	(void)op;
 	ti_value **items = NULL;
 	size_t n = 0;
-	return pop_mark(m, &items, &n);
+	if (pop_mark(m, &items, &n))
+		return m->err->code;
+	drop_all(m, items, n);
+	return TI_OK;
 }
 
 static ti_status op_dup(vm *m, uint8_t op)
@@ -327,14 +474,14 @@ static ti_status op_none(vm *m, uint8_t op)
 {
 	(void)op;
 	if (!m->none)
-		m->none = new_value(m, TI_NONE);
+		m->none = ti_value_keep(new_value(m, TI_NONE));
 	return push(m, m->none);
 }
 
 static ti_status op_bool(vm *m, uint8_t op)
 {
 	int b = op == 0x88; /* NEWTRUE */
-	if (!m->bools[b] && (m->bools[b] = new_value(m, TI_BOOL)))
+	if (!m->bools[b] && (m->bools[b] = ti_value_keep(new_value(m, TI_BOOL))))
 		m->bools[b]->as.boolean = b;
 	return push(m, m->bools[b]);
 }
@@ -600,8 +747,19 @@ static ti_status op_unicode_text(vm *m, uint8_t op)
 
 static ti_status op_empty(vm *m, uint8_t op)
 {
-	ti_kind kind = op == ')' ? TI_TUPLE : op == ']' ? TI_LIST : op == '}' ? TI_DICT : TI_SET;
+	if (op == ')') { /* every () is the same one, as in Python: a tuple cannot change */
+		if (!m->empty_tuple)
+			m->empty_tuple = ti_value_keep(new_value(m, TI_TUPLE));
+		return push(m, m->empty_tuple);
+	}
+	ti_kind kind = op == ']' ? TI_LIST : op == '}' ? TI_DICT : TI_SET;
 	return push(m, new_value(m, kind));
+}
+
+/* Items become a container's: it holds them now, not the stack. */
+static ti_status push_seq(vm *m, ti_kind kind, ti_value **items, size_t n)
+{
+	return push(m, ti_value_new_seq_taking(m->arena, kind, items, n));
 }
 
 static ti_status op_tuple_n(vm *m, uint8_t op)
@@ -611,7 +769,7 @@ static ti_status op_tuple_n(vm *m, uint8_t op)
 		return FAIL(m, m->sp < n ? TI_E_CORRUPT : TI_E_CORRUPT,
 		            m->sp < n ? "pickle stack underflow" : "pickle pops below its MARK");
 	m->sp -= n;
-	return push(m, ti_value_new_seq(m->arena, TI_TUPLE, m->stack + m->sp, n));
+	return push_seq(m, TI_TUPLE, m->stack + m->sp, n);
 }
 
 /* TUPLE, LIST, FROZENSET: everything above the mark becomes one container. */
@@ -624,7 +782,7 @@ static ti_status op_collect(vm *m, uint8_t op)
 	if (n > m->limits.items_max)
 		return FAIL(m, TI_E_LIMIT, "container holds more than %zu items", m->limits.items_max);
 	ti_kind kind = op == 't' ? TI_TUPLE : op == 'l' ? TI_LIST : TI_FROZENSET;
-	return push(m, ti_value_new_seq(m->arena, kind, items, n));
+	return push_seq(m, kind, items, n);
 }
 
 static ti_status op_dict(vm *m, uint8_t op)
@@ -640,12 +798,17 @@ static ti_status op_dict(vm *m, uint8_t op)
 	if (!d)
 		return NOMEM(m);
 	for (size_t i = 0; i < n; i += 2)
-		if (ti_dict_push(m->arena, &d->as.dict, items[i], items[i + 1], m->limits.items_max, m->err))
+		if (ti_dict_push(m->arena, d, items[i], items[i + 1], m->limits.items_max, m->err))
 			return m->err->code;
+	drop_all(m, items, n);
 	return push(m, d);
 }
 
-/* The container that APPEND(S)/SETITEM(S)/ADDITEMS add to: a list, dict, set, or an object's record. */
+/*
+ * The container that APPEND(S)/SETITEM(S)/ADDITEMS add to: a list, dict,
+ * set, or an object's record. The items were popped: it drops the stack's
+ * references once the container holds its own.
+ */
 static ti_status add_items(vm *m, ti_value *target, ti_value **items, size_t n, uint8_t op)
 {
 	bool to_dict = op == 's' || op == 'u';
@@ -653,8 +816,8 @@ static ti_status add_items(vm *m, ti_value *target, ti_value **items, size_t n, 
 		return FAIL(m, TI_E_CORRUPT, "SETITEMS with an odd number of items");
 	if (target->kind == TI_OBJECT) {
 		/* list.extend / __setitem__ on an object we do not run: keep what was added. */
-		ti_value **slot = to_dict ? &target->as.object.dict_items : &target->as.object.list_items;
-		if (!*slot && !(*slot = new_value(m, to_dict ? TI_DICT : TI_LIST)))
+		ti_value **slot = to_dict ? &target->as.object->dict_items : &target->as.object->list_items;
+		if (!*slot && !(*slot = ti_value_ref(new_value(m, to_dict ? TI_DICT : TI_LIST))))
 			return NOMEM(m);
 		target = *slot;
 	}
@@ -663,11 +826,12 @@ static ti_status add_items(vm *m, ti_value *target, ti_value **items, size_t n, 
 		return FAIL(m, TI_E_CORRUPT, "%s adds to a %s, not a %s", ti_pickle_opcode_name(op),
 		            ti_kind_name(target->kind), ti_kind_name(want));
 	for (size_t i = 0; i < n; i += to_dict ? 2 : 1) {
-		ti_status s = to_dict ? ti_dict_push(m->arena, &target->as.dict, items[i], items[i + 1], m->limits.items_max, m->err)
+		ti_status s = to_dict ? ti_dict_push(m->arena, target, items[i], items[i + 1], m->limits.items_max, m->err)
 		                      : ti_seq_push(m->arena, &target->as.seq, items[i], m->limits.items_max, m->err);
 		if (s)
 			return s;
 	}
+	drop_all(m, items, n);
 	return TI_OK;
 }
 
@@ -693,6 +857,41 @@ static ti_status op_appends(vm *m, uint8_t op)
 
 /* ---- memo ---- */
 
+static inline bool bit_test(const bits *b, uint64_t i) { return i / 64 < b->count && (b->words[i / 64] >> (i % 64) & 1); }
+
+static __attribute__((noinline)) int bit_grow(bits *b, uint64_t i)
+{
+	size_t count = b->count ? b->count : 16;
+	while (count <= i / 64)
+		count *= 2;
+	uint64_t *w = realloc(b->words, count * sizeof(*w));
+	if (!w)
+		return -1;
+	memset(w + b->count, 0, (count - b->count) * sizeof(*w));
+	b->words = w;
+	b->count = count;
+	return 0;
+}
+
+static inline int bit_set(bits *b, uint64_t i)
+{
+	if (i / 64 >= b->count && bit_grow(b, i))
+		return -1;
+	b->words[i / 64] |= (uint64_t)1 << (i % 64);
+	return 0;
+}
+
+/* Where a fetched memo entry lives; its chunk is made on first need (NULL when memory runs out). */
+static ti_value **memo_slot(vm *m, uint64_t index, bool make)
+{
+	size_t c = (size_t)(index / MEMO_CHUNK);
+	if (c >= m->memo_chunk_count)
+		return NULL;
+	if (!m->memo_chunks[c] && (!make || !(m->memo_chunks[c] = calloc(MEMO_CHUNK, sizeof(ti_value *)))))
+		return NULL;
+	return &m->memo_chunks[c][index % MEMO_CHUNK];
+}
+
 static ti_status memo_put(vm *m, uint64_t index)
 {
 	ti_value *v = NULL;
@@ -701,38 +900,53 @@ static ti_status memo_put(vm *m, uint64_t index)
 	/* Python numbers memo entries densely, so a real index is below the pickle's size. */
 	if (index >= m->limits.memo_max || index >= m->size)
 		return FAIL(m, TI_E_LIMIT, "memo index %" PRIu64 " is beyond the memo limit", index);
-	if (index >= m->memo_cap) {
-		size_t cap = m->memo_cap ? m->memo_cap : 64;
-		while (cap <= index)
-			cap *= 2;
-		ti_value **memo = realloc(m->memo, cap * sizeof(*memo));
-		if (!memo)
+	if (m->memoize && !bit_test(&m->memo_set, index)) {
+		if (bit_set(&m->memo_set, index))
 			return FAIL(m, TI_E_NOMEM, "out of memory growing the pickle memo");
-		memset(memo + m->memo_cap, 0, (cap - m->memo_cap) * sizeof(*memo));
-		m->memo = memo;
-		m->memo_cap = cap;
-	}
-	if (!m->memo[index])
 		m->memo_len++;
-	m->memo[index] = v;
+	}
+	if (!bit_test(&m->memo_fetched, index))
+		return TI_OK; /* never fetched: nothing need remember it */
+	ti_value **slot = memo_slot(m, index, true);
+	if (!slot)
+		return FAIL(m, TI_E_NOMEM, "out of memory growing the pickle memo");
+	ti_value_ref(v);
+	drop(m, *slot);
+	*slot = v;
 	return TI_OK;
 }
 
 static ti_status memo_get(vm *m, uint64_t index)
 {
-	if (index >= m->memo_cap || !m->memo[index])
+	/* Every GET's index was found fetched, so an entry that was set has a slot. */
+	ti_value **slot = memo_slot(m, index, false);
+	if (!slot || !*slot)
 		return FAIL(m, TI_E_CORRUPT, "memo index %" PRIu64 " was never stored", index);
-	return push(m, m->memo[index]);
+	return push(m, *slot);
 }
 
 static ti_status op_memo_bin(vm *m, uint8_t op)
 {
-	int width = (op == 'h' || op == 'q') ? 1 : 4;
+	bool one = op == 'h' || op == 'q'; /* BINGET, BINPUT; else LONG_BINGET, LONG_BINPUT */
 	const uint8_t *p = NULL;
-	if (need(m, (size_t)width, &p))
+	if (need(m, one ? 1 : 4, &p))
 		return m->err->code;
-	uint64_t index = le(p, width);
+	uint64_t index = one ? p[0] : (uint64_t)p[0] | (uint64_t)p[1] << 8 | (uint64_t)p[2] << 16 | (uint64_t)p[3] << 24;
 	return (op == 'h' || op == 'j') ? memo_get(m, index) : memo_put(m, index);
+}
+
+/* A memo index from GET's decimal text, or UINT64_MAX when it is not one (op_memo_text says why). */
+static uint64_t memo_index_text(const char *s, size_t n)
+{
+	uint64_t index = 0;
+	if (n == 0 || n > 18)
+		return UINT64_MAX;
+	for (size_t i = 0; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return UINT64_MAX;
+		index = index * 10 + (uint64_t)(s[i] - '0');
+	}
+	return index;
 }
 
 static ti_status op_memo_text(vm *m, uint8_t op)
@@ -741,14 +955,9 @@ static ti_status op_memo_text(vm *m, uint8_t op)
 	size_t n = 0;
 	if (read_line(m, &s, &n))
 		return m->err->code;
-	uint64_t index = 0;
-	if (n == 0 || n > 18)
+	uint64_t index = memo_index_text(s, n);
+	if (index == UINT64_MAX)
 		return FAIL(m, TI_E_CORRUPT, "bad memo index text in pickle");
-	for (size_t i = 0; i < n; i++) {
-		if (s[i] < '0' || s[i] > '9')
-			return FAIL(m, TI_E_CORRUPT, "bad memo index text in pickle");
-		index = index * 10 + (uint64_t)(s[i] - '0');
-	}
 	return op == 'g' ? memo_get(m, index) : memo_put(m, index);
 }
 
@@ -764,7 +973,7 @@ static ti_status op_global(vm *m, uint8_t op)
 {
 	const char *mod, *name;
 	size_t ml, nl;
-	if (read_line(m, &mod, &ml) || read_line(m, &name, &nl))
+	if (read_two_lines(m, &mod, &ml, &name, &nl))
 		return m->err->code;
 	ti_value *g = make_global(m, mod, ml, name, nl);
 	if (!g)
@@ -776,10 +985,10 @@ static ti_status op_global(vm *m, uint8_t op)
 	size_t n = 0;
 	if (pop_mark(m, &items, &n))
 		return m->err->code;
-	ti_value *args = ti_value_new_seq(m->arena, TI_TUPLE, items, n);
+	ti_value *args = ti_value_new_seq_taking(m->arena, TI_TUPLE, items, n);
 	if (!args)
 		return NOMEM(m);
-	return call(m, g, args, NULL, TI_CALL_INST);
+	return call(m, ti_value_ref(g), ti_value_ref(args), NULL, TI_CALL_INST);
 }
 
 static ti_status op_stack_global(vm *m, uint8_t op)
@@ -791,7 +1000,10 @@ static ti_status op_stack_global(vm *m, uint8_t op)
 	if (mod->kind != TI_STR || name->kind != TI_STR)
 		return FAIL(m, TI_E_CORRUPT, "STACK_GLOBAL needs two strings, got %s and %s",
 		            ti_kind_name(mod->kind), ti_kind_name(name->kind));
-	return push(m, make_global(m, mod->as.bytes.data, mod->as.bytes.size, name->as.bytes.data, name->as.bytes.size));
+	ti_value *g = make_global(m, mod->as.bytes.data, mod->as.bytes.size, name->as.bytes.data, name->as.bytes.size);
+	drop(m, name);
+	drop(m, mod);
+	return push(m, g);
 }
 
 static ti_status op_ext(vm *m, uint8_t op)
@@ -826,8 +1038,10 @@ static ti_status op_newobj(vm *m, uint8_t op)
 		return FAIL(m, TI_E_CORRUPT, "NEWOBJ arguments are a %s, not a tuple", ti_kind_name(args->kind));
 	if (kwargs && kwargs->kind != TI_DICT)
 		return FAIL(m, TI_E_CORRUPT, "NEWOBJ_EX keyword arguments are a %s, not a dict", ti_kind_name(kwargs->kind));
-	if (kwargs && kwargs->as.dict.count == 0)
+	if (kwargs && kwargs->as.dict->count == 0) {
+		drop(m, kwargs);
 		kwargs = NULL;
+	}
 	return call(m, cls, args, kwargs, TI_CALL_NEWOBJ);
 }
 
@@ -840,10 +1054,10 @@ static ti_status op_obj(vm *m, uint8_t op)
 		return m->err->code;
 	if (n == 0)
 		return FAIL(m, TI_E_CORRUPT, "OBJ without a class");
-	ti_value *args = ti_value_new_seq(m->arena, TI_TUPLE, items + 1, n - 1);
+	ti_value *cls = items[0], *args = ti_value_new_seq_taking(m->arena, TI_TUPLE, items + 1, n - 1);
 	if (!args)
 		return NOMEM(m);
-	return call(m, items[0], args, NULL, TI_CALL_INST);
+	return call(m, cls, ti_value_ref(args), NULL, TI_CALL_INST);
 }
 
 static ti_status op_build(vm *m, uint8_t op)
@@ -858,16 +1072,21 @@ static ti_status op_build(vm *m, uint8_t op)
 		if (s)
 			return s;
 	}
-	if (handled)
+	if (handled) {
+		drop(m, state);
 		return TI_OK;
+	}
 	switch (obj->kind) {
 	case TI_OBJECT:
-		obj->as.object.state = state;
+		drop(m, obj->as.object->state);
+		obj->as.object->state = state; /* the stack's reference is the object's now */
 		return TI_OK;
 	case TI_DICT:
 		/* dict subclasses take attributes: OrderedDict's _metadata in a state_dict. */
 		if (state->kind == TI_DICT || state->kind == TI_TUPLE) {
-			obj->as.dict.attributes = state;
+			if (ti_dict_set_attributes(m->arena, obj, state, m->err))
+				return m->err->code;
+			drop(m, state);
 			return TI_OK;
 		}
 		break;
@@ -894,12 +1113,15 @@ static ti_status op_persid(vm *m, uint8_t op)
 		if (s)
 			return s;
 	}
-	if (!out) {
-		out = new_value(m, TI_PERSID);
-		if (!out)
-			return NOMEM(m);
-		out->as.persid = pid;
+	if (out) {
+		ti_status s = push(m, out);
+		drop(m, pid);
+		return s;
 	}
+	out = new_value(m, TI_PERSID);
+	if (!out)
+		return NOMEM(m);
+	out->as.persid = pid; /* the stack's reference is the persistent id's now */
 	return push(m, out);
 }
 
@@ -1003,42 +1225,141 @@ void ti_pickle_limits_default(ti_pickle_limits *limits)
 	limits->items_max = 1u << 26;
 }
 
+/*
+ * The index a GET at p would fetch, if p[0] is BINGET, LONG_BINGET or GET
+ * and its argument ends before end; else UINT64_MAX.
+ */
+static uint64_t get_index(const uint8_t *p, const uint8_t *end)
+{
+	if (p[0] == 'h')
+		return end - p > 1 ? p[1] : UINT64_MAX;
+	if (p[0] == 'j')
+		return end - p > 4 ? le(p + 1, 4) : UINT64_MAX;
+	size_t n = 1;
+	while (n <= 18 && p + n < end && p[n] >= '0' && p[n] <= '9')
+		n++;
+	if (p + n >= end || p[n] != '\n')
+		return UINT64_MAX;
+	return memo_index_text((const char *)p + 1, n - 1);
+}
+
+/*
+ * The first pass: which memo entries may ever be fetched. Every byte that
+ * reads as a GET opcode counts, wherever it stands: a superset of the GETs
+ * the second pass will meet (a byte inside a string only keeps a value
+ * that could have gone), found with memchr rather than by decoding 600,000
+ * opcodes. A window is cut short of its end by the longest GET, so that no
+ * GET straddles two.
+ */
+static ti_status find_fetched(vm *m)
+{
+	enum { GET_MAX = 20 }; /* 'g', 18 digits, '\n' */
+	uint64_t limit = m->limits.memo_max < m->size ? m->limits.memo_max : m->size, highest = 0;
+	bool any = false;
+	for (size_t pos = 0; pos < m->size;) {
+		if (m->src && window_at(m, pos, WINDOW))
+			return m->err->code;
+		const uint8_t *end = m->data + m->avail;
+		size_t stop = m->base + m->avail;
+		if (stop < m->size)
+			stop -= GET_MAX;
+		if (memchr(m->data + (pos - m->base), 0x94, stop - pos)) /* MEMOIZE */
+			m->memoize = true;
+		for (const char *op = "hjg"; *op; op++) {
+			const uint8_t *p = m->data + (pos - m->base), *last = m->data + (stop - m->base);
+			for (; p < last && (p = memchr(p, *op, (size_t)(last - p))); p++) {
+				uint64_t index = get_index(p, end);
+				if (index >= limit)
+					continue;
+				if (bit_set(&m->memo_fetched, index))
+					return FAIL(m, TI_E_NOMEM, "out of memory growing the pickle memo");
+				any = true;
+				if (index > highest)
+					highest = index;
+			}
+		}
+		pos = stop;
+	}
+	if (any) {
+		m->memo_chunk_count = (size_t)(highest / MEMO_CHUNK) + 1;
+		if (!(m->memo_chunks = calloc(m->memo_chunk_count, sizeof(*m->memo_chunks))))
+			return FAIL(m, TI_E_NOMEM, "out of memory growing the pickle memo");
+	}
+	return TI_OK;
+}
+
+static ti_status run(vm *m, ti_value **out, size_t *consumed)
+{
+	ti_status s = find_fetched(m);
+	while (!s && !m->result) {
+		if (m->pos >= m->size) {
+			s = FAIL(m, TI_E_CORRUPT, "pickle ends without STOP");
+			m->op_pos = m->size;
+			break;
+		}
+		m->op_pos = m->pos;
+		const uint8_t *p;
+		if ((s = need(m, 1, &p)))
+			break;
+		uint8_t op = *p;
+		if (!opcodes[op].run) {
+			s = FAIL(m, TI_E_CORRUPT, "bad pickle opcode 0x%02x", op);
+			break;
+		}
+		s = opcodes[op].run(m, op);
+	}
+	if (s)
+		ti_error_at(m->err, NULL, (int64_t)m->op_pos);
+	else {
+		*out = m->result;
+		if (consumed)
+			*consumed = m->pos;
+	}
+	free(m->stack);
+	free(m->marks);
+	free(m->buf);
+	free(m->memo_set.words);
+	free(m->memo_fetched.words);
+	for (size_t i = 0; i < m->memo_chunk_count; i++)
+		free(m->memo_chunks[i]);
+	free(m->memo_chunks);
+	return s;
+}
+
+static void vm_init(vm *m, ti_arena *arena, const ti_pickle_hooks *hooks, const ti_pickle_limits *limits,
+                    ti_error *err)
+{
+	memset(m, 0, sizeof(*m));
+	m->arena = arena;
+	m->hooks = hooks;
+	m->err = err;
+	ti_error_clear(err);
+	if (limits)
+		m->limits = *limits;
+	else
+		ti_pickle_limits_default(&m->limits);
+}
+
 ti_status ti_pickle_load(const uint8_t *data, size_t size, ti_arena *arena,
                          const ti_pickle_hooks *hooks, const ti_pickle_limits *limits,
                          ti_value **out, size_t *consumed, ti_error *err)
 {
-	vm m = {.data = data, .size = size, .arena = arena, .hooks = hooks, .err = err};
-	ti_error_clear(err);
-	if (limits)
-		m.limits = *limits;
-	else
-		ti_pickle_limits_default(&m.limits);
-	ti_status s = TI_OK;
-	while (!m.result) {
-		if (m.pos >= m.size) {
-			s = FAIL(&m, TI_E_CORRUPT, "pickle ends without STOP");
-			m.op_pos = m.size;
-			break;
-		}
-		m.op_pos = m.pos;
-		uint8_t op = m.data[m.pos++];
-		if (!opcodes[op].run) {
-			s = FAIL(&m, TI_E_CORRUPT, "bad pickle opcode 0x%02x", op);
-			break;
-		}
-		s = opcodes[op].run(&m, op);
-		if (s)
-			break;
-	}
-	if (s)
-		ti_error_at(err, NULL, (int64_t)m.op_pos);
-	else {
-		*out = m.result;
-		if (consumed)
-			*consumed = m.pos;
-	}
-	free(m.stack);
-	free(m.marks);
-	free(m.memo);
-	return s;
+	vm m;
+	vm_init(&m, arena, hooks, limits, err);
+	m.data = data;
+	m.size = m.avail = size;
+	return run(&m, out, consumed);
+}
+
+ti_status ti_pickle_load_source(const ti_pickle_source *src, ti_arena *arena,
+                                const ti_pickle_hooks *hooks, const ti_pickle_limits *limits,
+                                ti_value **out, size_t *consumed, ti_error *err)
+{
+	vm m;
+	vm_init(&m, arena, hooks, limits, err);
+	if (src->size > SIZE_MAX)
+		return TI_FAIL(err, TI_E_LIMIT, "pickle of %" PRIu64 " bytes is too big to read", src->size);
+	m.src = src;
+	m.size = (size_t)src->size;
+	return run(&m, out, consumed);
 }

@@ -3,10 +3,12 @@
  *
  * We read the central directory ourselves (PKWARE APPNOTE.TXT 4.3.12-4.3.16,
  * with the ZIP64 end record and extras that torch always writes): one read of
- * the end records, one of the directory, and a hash of the names. libzip's
+ * the end records, the directory in windows of 64 KiB, and the names' hashes. libzip's
  * zip_open does the same work plus a time conversion and allocations per
  * entry, which for a 20,000-tensor checkpoint cost more than reading
- * data.pkl itself; inspection must stay near that floor.
+ * data.pkl itself; inspection must stay near that floor. So the records are
+ * one array, their names one buffer, and the index by name the names' hashes
+ * sorted (strsort.h), which also finds a name given twice.
  *
  * Stored records (torch.save writes nothing else) are read with pread from
  * the payload offset their local header gives: it differs from the central
@@ -27,22 +29,20 @@
 #include <unistd.h>
 #include <zip.h>
 
-#include "util/strmap.h"
-
-typedef struct record {
-	char *name;
-	uint64_t size, compressed_size, local_offset;
-	int method;
-} record;
+#include "util/strsort.h"
 
 struct ti_zip {
 	int fd;
 	char *path;
 	uint64_t file_size;
-	uint8_t *directory; /* the central directory; names are copied out of it */
-	record *records;
+	uint8_t *window;         /* a piece of the central directory, while it is read */
+	size_t window_cap;
+	uint64_t window_at, window_len; /* which piece: directory offset and length */
+	ti_record *records;
+	uint64_t *local_offsets; /* of each record's local header */
+	char *names;             /* every name, NUL-terminated, one after another */
 	size_t count;
-	ti_strmap by_name;
+	ti_strsort by_name;      /* made once the directory is read */
 	zip_t *za; /* libzip, for compressed records only */
 };
 
@@ -73,6 +73,34 @@ static ti_status read_at(ti_zip *zip, uint64_t off, void *buf, size_t n, ti_erro
 }
 
 #define CORRUPT(err, ...) TI_FAIL((err), TI_E_CORRUPT, __VA_ARGS__)
+
+static const char *record_name(const void *ctx, uint32_t index)
+{
+	const ti_zip *zip = ctx;
+	return zip->records[index].name;
+}
+
+static void earliest_repeat(void *ctx, uint32_t first, uint32_t later)
+{
+	(void)first;
+	uint32_t *earliest = ctx;
+	if (later < *earliest)
+		*earliest = later;
+}
+
+/* Indexes the names of the records read so far; two records with one name make the archive ambiguous: refuse. */
+static ti_status index_names(ti_zip *zip, ti_error *err)
+{
+	if (ti_strsort_build(&zip->by_name, zip->count, record_name, zip))
+		return TI_FAIL(err, TI_E_NOMEM, "out of memory");
+	uint32_t repeat = UINT32_MAX;
+	if (ti_strsort_repeats(&zip->by_name, earliest_repeat, &repeat)) {
+		TI_FAIL(err, TI_E_CORRUPT, "duplicate record");
+		ti_error_at(err, zip->records[repeat].name, -1);
+		return TI_E_CORRUPT;
+	}
+	return TI_OK;
+}
 
 /* Finds the central directory: the end record, and the ZIP64 one when a field saturates. */
 static ti_status find_directory(ti_zip *zip, uint64_t *cd_off, uint64_t *cd_size, uint64_t *entries, ti_error *err)
@@ -123,9 +151,41 @@ static ti_status find_directory(ti_zip *zip, uint64_t *cd_off, uint64_t *cd_size
 	return TI_OK;
 }
 
+/*
+ * 64 KiB: under glibc's 128 KiB mmap threshold, so that freeing the window
+ * does not raise the threshold past the arena's blocks, which then come from
+ * the heap and are cleared by calloc rather than mapped fresh. An entry of
+ * up to 46 + 3 * 65535 bytes (APPNOTE 4.3.12) grows the window to fit.
+ */
+enum { DIR_WINDOW = 64 * 1024 };
+
+/* The n bytes at pos in the directory (cd_size bytes at cd_off), read into the window when they are not in it. */
+static ti_status directory_at(ti_zip *zip, uint64_t cd_off, uint64_t cd_size, size_t pos, size_t n,
+                              const uint8_t **p, ti_error *err)
+{
+	if (pos < zip->window_at || pos + n > zip->window_at + zip->window_len) {
+		uint64_t len = cd_size - pos < DIR_WINDOW ? cd_size - pos : DIR_WINDOW;
+		if (len < n)
+			len = n;
+		if (len > zip->window_cap) {
+			uint8_t *w = realloc(zip->window, (size_t)len);
+			if (!w)
+				return TI_FAIL(err, TI_E_NOMEM, "out of memory reading the zip directory");
+			zip->window = w;
+			zip->window_cap = (size_t)len;
+		}
+		if (read_at(zip, cd_off + pos, zip->window, (size_t)len, err))
+			return err->code;
+		zip->window_at = pos;
+		zip->window_len = len;
+	}
+	*p = zip->window + (pos - zip->window_at);
+	return TI_OK;
+}
+
 /* Reads the ZIP64 extra (id 1): the saturated fields, in order size, compressed size, offset. */
-static ti_status zip64_extra(const uint8_t *x, size_t xlen, record *r, bool want_size, bool want_csize,
-                             bool want_offset, ti_error *err)
+static ti_status zip64_extra(const uint8_t *x, size_t xlen, ti_record *r, uint64_t *local_offset,
+                             bool want_size, bool want_csize, bool want_offset, ti_error *err)
 {
 	const uint8_t *end = x + xlen;
 	while (end - x >= 4) {
@@ -139,7 +199,7 @@ static ti_status zip64_extra(const uint8_t *x, size_t xlen, record *r, bool want
 			if (want_csize && q - p >= 8)
 				r->compressed_size = rd(p, 8), p += 8;
 			if (want_offset && q - p >= 8)
-				r->local_offset = rd(p, 8), p += 8;
+				*local_offset = rd(p, 8), p += 8;
 			return TI_OK;
 		}
 		x += 4 + len;
@@ -154,7 +214,6 @@ ti_status ti_zip_open(const char *path, size_t records_max, ti_zip **out, ti_err
 		free(zip);
 		return TI_FAIL(err, TI_E_NOMEM, "out of memory opening the archive");
 	}
-	ti_strmap_init(&zip->by_name);
 	zip->fd = open(path, O_RDONLY | O_CLOEXEC);
 	struct stat st;
 	if (zip->fd < 0 || fstat(zip->fd, &st)) {
@@ -178,71 +237,74 @@ ti_status ti_zip_open(const char *path, size_t records_max, ti_zip **out, ti_err
 		TI_FAIL(err, TI_E_CORRUPT, "zip directory of %" PRIu64 " bytes cannot hold %" PRIu64 " records", cd_size, entries);
 		goto fail;
 	}
-	zip->directory = malloc(cd_size ? (size_t)cd_size : 1);
+	/* Names fit in what the directory holds beyond its 46-byte entry headers, plus their NULs. */
+	size_t names_max = (size_t)(cd_size - entries * 46 + entries + 1);
+	zip->window_cap = cd_size < DIR_WINDOW ? (size_t)cd_size + 1 : DIR_WINDOW;
+	zip->window = malloc(zip->window_cap);
 	zip->records = calloc(entries ? (size_t)entries : 1, sizeof(*zip->records));
-	if (!zip->directory || !zip->records) {
+	zip->local_offsets = calloc(entries ? (size_t)entries : 1, sizeof(*zip->local_offsets));
+	zip->names = malloc(names_max);
+	if (!zip->window || !zip->records || !zip->local_offsets || !zip->names) {
 		TI_FAIL(err, TI_E_NOMEM, "out of memory reading the zip directory");
 		goto fail;
 	}
-	if (read_at(zip, cd_off, zip->directory, (size_t)cd_size, err))
-		goto fail;
-	const uint8_t *cd = zip->directory;
-	size_t pos = 0;
+	size_t pos = 0, names_used = 0;
 	for (size_t i = 0; i < entries; i++) {
-		if (pos + 46 > cd_size || memcmp(cd + pos, "PK\1\2", 4)) {
-			TI_FAIL(err, TI_E_CORRUPT, "zip central directory entry %zu is damaged", i);
+		const uint8_t *h = NULL;
+		if (pos + 46 <= cd_size && directory_at(zip, cd_off, cd_size, pos, 46, &h, err))
 			goto fail;
+		if (pos + 46 > cd_size || memcmp(h, "PK\1\2", 4)) {
+			TI_FAIL(err, TI_E_CORRUPT, "zip central directory entry %zu is damaged", i);
+			goto bad_entry;
 		}
-		const uint8_t *h = cd + pos;
 		size_t nlen = rd(h + 28, 2), xlen = rd(h + 30, 2), clen = rd(h + 32, 2);
 		if (pos + 46 + nlen + xlen + clen > cd_size) {
 			TI_FAIL(err, TI_E_CORRUPT, "zip central directory entry %zu runs past the directory", i);
-			goto fail;
+			goto bad_entry;
 		}
-		record *r = &zip->records[i];
-		zip->count = i + 1; /* from here on ti_zip_close frees this record's name */
+		if (directory_at(zip, cd_off, cd_size, pos, 46 + nlen + xlen + clen, &h, err))
+			goto fail;
+		ti_record *r = &zip->records[i];
 		/* Names are not NUL-terminated in the directory: keep a terminated copy. */
-		r->name = malloc(nlen + 1);
-		if (!r->name) {
-			TI_FAIL(err, TI_E_NOMEM, "out of memory");
-			goto fail;
-		}
-		memcpy(r->name, h + 46, nlen);
-		r->name[nlen] = '\0';
-		if (memchr(r->name, '\0', nlen)) {
+		char *name = zip->names + names_used;
+		memcpy(name, h + 46, nlen);
+		name[nlen] = '\0';
+		names_used += nlen + 1;
+		r->name = name;
+		r->index = (int64_t)i;
+		if (memchr(name, '\0', nlen)) {
 			TI_FAIL(err, TI_E_CORRUPT, "zip record %zu has a NUL byte in its name", i);
-			goto fail;
+			goto bad_entry;
 		}
 		r->method = (int)rd(h + 10, 2);
 		r->compressed_size = rd(h + 20, 4);
 		r->size = rd(h + 24, 4);
-		r->local_offset = rd(h + 42, 4);
-		bool s = r->size == 0xffffffffu, c = r->compressed_size == 0xffffffffu, o = r->local_offset == 0xffffffffu;
-		if ((s || c || o) && zip64_extra(h + 46 + nlen, xlen, r, s, c, o, err))
-			goto fail;
+		uint64_t *local = &zip->local_offsets[i];
+		*local = rd(h + 42, 4);
+		bool s = r->size == 0xffffffffu, c = r->compressed_size == 0xffffffffu, o = *local == 0xffffffffu;
+		if ((s || c || o) && zip64_extra(h + 46 + nlen, xlen, r, local, s, c, o, err))
+			goto bad_entry;
 		if (rd(h + 8, 2) & 1) {
 			TI_FAIL(err, TI_E_UNSUPPORTED, "encrypted zip records are not supported");
 			ti_error_at(err, r->name, -1);
-			goto fail;
+			goto bad_entry;
 		}
-		/* Two records with one name make the archive ambiguous: refuse. */
-		void *first;
-		int added = ti_strmap_add(&zip->by_name, r->name, (void *)(uintptr_t)(i + 1), &first);
-		if (added == 1) {
-			TI_FAIL(err, TI_E_CORRUPT, "duplicate record");
-			ti_error_at(err, r->name, -1);
-			goto fail;
-		}
-		if (added < 0) {
-			TI_FAIL(err, TI_E_NOMEM, "out of memory");
-			goto fail;
-		}
+		zip->count = i + 1;
 		pos += 46 + nlen + xlen + clen;
 	}
-	free(zip->directory);
-	zip->directory = NULL;
+	free(zip->window);
+	zip->window = NULL;
+	if (index_names(zip, err))
+		goto fail;
 	*out = zip;
 	return TI_OK;
+bad_entry:
+	/* A name given twice before the damaged entry was the first fault. */
+	if (zip->count) {
+		ti_error damage = *err;
+		if (index_names(zip, err) != TI_E_CORRUPT)
+			*err = damage;
+	}
 fail:
 	ti_zip_close(zip);
 	return err->code;
@@ -256,46 +318,32 @@ void ti_zip_close(ti_zip *zip)
 		zip_discard(zip->za);
 	if (zip->fd >= 0)
 		close(zip->fd);
-	for (size_t i = 0; i < zip->count; i++)
-		free(zip->records[i].name);
 	free(zip->records);
-	free(zip->directory);
-	ti_strmap_release(&zip->by_name);
+	free(zip->local_offsets);
+	free(zip->names);
+	free(zip->window);
+	ti_strsort_release(&zip->by_name);
 	free(zip->path);
 	free(zip);
 }
 
 size_t ti_zip_count(const ti_zip *zip) { return zip->count; }
-
-ti_status ti_zip_stat(ti_zip *zip, size_t index, ti_zip_entry *entry, ti_error *err)
-{
-	if (index >= zip->count)
-		return TI_FAIL(err, TI_E_INVALID, "no record %zu", index);
-	const record *r = &zip->records[index];
-	entry->name = r->name;
-	entry->size = r->size;
-	entry->compressed_size = r->compressed_size;
-	entry->method = r->method;
-	return TI_OK;
-}
-
-int64_t ti_zip_find(ti_zip *zip, const char *name)
-{
-	return (int64_t)(uintptr_t)ti_strmap_get(&zip->by_name, name) - 1;
-}
+const ti_record *ti_zip_records(const ti_zip *zip) { return zip->records; }
+int64_t ti_zip_find(ti_zip *zip, const char *name) { return ti_strsort_find(&zip->by_name, name); }
 
 ti_status ti_zip_payload_offset(ti_zip *zip, size_t index, uint64_t *offset, ti_error *err)
 {
 	if (index >= zip->count)
 		return TI_FAIL(err, TI_E_INVALID, "no record %zu", index);
-	const record *r = &zip->records[index];
+	const ti_record *r = &zip->records[index];
+	uint64_t local = zip->local_offsets[index];
 	uint8_t h[30];
-	if (read_at(zip, r->local_offset, h, sizeof(h), err) || memcmp(h, "PK\3\4", 4)) {
-		TI_FAIL(err, TI_E_CORRUPT, "no local header at offset %" PRIu64, r->local_offset);
+	if (read_at(zip, local, h, sizeof(h), err) || memcmp(h, "PK\3\4", 4)) {
+		TI_FAIL(err, TI_E_CORRUPT, "no local header at offset %" PRIu64, local);
 		ti_error_at(err, r->name, -1);
 		return TI_E_CORRUPT;
 	}
-	*offset = r->local_offset + 30 + rd(h + 26, 2) + rd(h + 28, 2);
+	*offset = local + 30 + rd(h + 26, 2) + rd(h + 28, 2);
 	if (*offset > zip->file_size || r->compressed_size > zip->file_size - *offset) {
 		TI_FAIL(err, TI_E_CORRUPT, "payload of %" PRIu64 " bytes at offset %" PRIu64 " runs past the end of the file",
 		        r->compressed_size, *offset);
@@ -332,15 +380,38 @@ static ti_status read_compressed(ti_zip *zip, size_t index, uint8_t *buf, uint64
 	return s;
 }
 
-ti_status ti_zip_read(ti_zip *zip, size_t index, size_t max, uint8_t **data, size_t *size, ti_error *err)
+/* The checks every read makes first. */
+static ti_status check_size(ti_zip *zip, size_t index, size_t max, ti_error *err)
 {
 	if (index >= zip->count)
 		return TI_FAIL(err, TI_E_INVALID, "no record %zu", index);
-	const record *r = &zip->records[index];
+	const ti_record *r = &zip->records[index];
 	if (r->size > max)
 		return TI_FAIL(err, TI_E_LIMIT, "record of %" PRIu64 " bytes exceeds the %zu-byte limit", r->size, max);
 	if (r->method == 0 && r->compressed_size != r->size)
 		return TI_FAIL(err, TI_E_CORRUPT, "stored record's sizes disagree (%" PRIu64 " and %" PRIu64 ")", r->size, r->compressed_size);
+	return TI_OK;
+}
+
+ti_status ti_zip_stored_range(ti_zip *zip, size_t index, size_t max, uint64_t *offset, ti_error *err)
+{
+	if (check_size(zip, index, max, err))
+		return err->code;
+	if (zip->records[index].method != 0)
+		return TI_FAIL(err, TI_E_UNSUPPORTED, "record is compressed, not stored");
+	return ti_zip_payload_offset(zip, index, offset, err);
+}
+
+ti_status ti_zip_pread(ti_zip *zip, uint64_t offset, void *buf, size_t n, ti_error *err)
+{
+	return read_at(zip, offset, buf, n, err);
+}
+
+ti_status ti_zip_read(ti_zip *zip, size_t index, size_t max, uint8_t **data, size_t *size, ti_error *err)
+{
+	if (check_size(zip, index, max, err))
+		return err->code;
+	const ti_record *r = &zip->records[index];
 	uint8_t *buf = malloc((size_t)r->size + 1);
 	if (!buf)
 		return TI_FAIL(err, TI_E_NOMEM, "out of memory reading a record of %" PRIu64 " bytes", r->size);

@@ -7,13 +7,33 @@
 #include <stdlib.h>
 #include <string.h>
 
+#if TI_ARENA_ASAN
+#include <sanitizer/asan_interface.h>
+#define POISON(p, n) ASAN_POISON_MEMORY_REGION((p), (n))
+#define REUSE_RECYCLED 0
+#else
+#define POISON(p, n) ((void)(p), (void)(n))
+#define REUSE_RECYCLED 1
+#endif
+
 struct ti_arena_block {
 	ti_arena_block *next;
 	size_t size, used;
 	max_align_t data[];
 };
 
-enum { BLOCK_MIN = 64 * 1024, ALIGN = 16 };
+struct ti_arena_heap {
+	ti_arena_heap *prev, *next;
+	size_t size;
+	max_align_t data[];
+};
+
+/*
+ * Blocks are all one size, so memory grows by what is used rather than by
+ * half of what was reserved; an allocation too big to share a block well
+ * gets a block of its own. Arrays from 4 KiB up live in heap buffers.
+ */
+enum { BLOCK_SIZE = 256 * 1024, OWN_BLOCK_MIN = BLOCK_SIZE / 4, ALIGN = 8, ARRAY_HEAP_MIN = 4096 };
 
 void ti_arena_init(ti_arena *a, size_t limit)
 {
@@ -23,50 +43,83 @@ void ti_arena_init(ti_arena *a, size_t limit)
 
 void ti_arena_release(ti_arena *a)
 {
-	ti_arena_block *b = a->head;
-	while (b) {
-		ti_arena_block *next = b->next;
+	for (ti_arena_block *b = a->head, *next; b; b = next) {
+		next = b->next;
 		free(b);
-		b = next;
 	}
-	a->head = NULL;
-	a->used = a->reserved = 0;
+	for (ti_arena_heap *h = a->heap, *next; h; h = next) {
+		next = h->next;
+		free(h);
+	}
+	size_t limit = a->limit;
+	ti_arena_init(a, limit);
+}
+
+static size_t room(const ti_arena *a) { return a->reserved < a->limit ? a->limit - a->reserved : 0; }
+
+/*
+ * A new block, and from it an allocation of size bytes; NULL past the
+ * ceiling. Apart from the common case, which then makes no call.
+ */
+static __attribute__((noinline)) void *alloc_new_block(ti_arena *a, size_t size)
+{
+	size_t want = size >= OWN_BLOCK_MIN ? size : BLOCK_SIZE;
+	if (want > room(a)) {
+		if (size > room(a))
+			return NULL;
+		want = size; /* the last block: just what fits under the ceiling */
+	}
+	ti_arena_block *b = calloc(1, sizeof(*b) + want);
+	if (!b)
+		return NULL;
+	b->size = want;
+	a->reserved += want;
+	/* A block of its own goes behind the head, whose free space stays in use. */
+	if (a->head && want == size && a->head->size - a->head->used >= ALIGN) {
+		b->next = a->head->next;
+		a->head->next = b;
+	} else {
+		b->next = a->head;
+		a->head = b;
+	}
+	b->used = size;
+	a->used += size;
+	return b->data;
 }
 
 void *ti_arena_alloc(ti_arena *a, size_t size)
 {
 	if (size > SIZE_MAX - ALIGN)
 		return NULL;
-	size = (size + ALIGN - 1) & ~(size_t)(ALIGN - 1);
-	if (size == 0)
-		size = ALIGN;
-	ti_arena_block *b = a->head;
-	if (!b || b->size - b->used < size) {
-		/* Grow geometrically so that many small inputs stay cheap and big ones take few blocks. */
-		size_t want = a->reserved / 2;
-		if (want < BLOCK_MIN)
-			want = BLOCK_MIN;
-		if (want < size)
-			want = size;
-		size_t room = a->reserved < a->limit ? a->limit - a->reserved : 0;
-		if (want > room) {
-			if (size > room)
-				return NULL;
-			want = size; /* the last block: just what fits under the ceiling */
-		}
-		b = calloc(1, sizeof(*b) + want); /* zeroed once here: arena memory is never reused */
-		if (!b)
-			return NULL;
-		b->size = want;
-		b->used = 0;
-		b->next = a->head;
-		a->head = b;
-		a->reserved += want;
+	size = size ? (size + ALIGN - 1) & ~(size_t)(ALIGN - 1) : ALIGN;
+	if (size <= TI_ARENA_RECYCLE_MAX && a->recycled[size / ALIGN]) {
+		void *p = a->recycled[size / ALIGN];
+		a->recycled[size / ALIGN] = *(void **)p;
+		/* A few words: stores one by one beat the rep stos that memset becomes here. */
+		volatile uint64_t *w = p;
+		for (size_t i = 0; i < size / 8; i++)
+			w[i] = 0;
+		return p;
 	}
+	ti_arena_block *b = a->head;
+	if (!b || b->size - b->used < size)
+		return alloc_new_block(a, size);
 	void *p = (char *)b->data + b->used;
 	b->used += size;
 	a->used += size;
 	return p;
+}
+
+void ti_arena_recycle(ti_arena *a, void *p, size_t size)
+{
+	size = size ? (size + ALIGN - 1) & ~(size_t)(ALIGN - 1) : ALIGN;
+	if (!p || size > TI_ARENA_RECYCLE_MAX)
+		return;
+	if (REUSE_RECYCLED) {
+		*(void **)p = a->recycled[size / ALIGN];
+		a->recycled[size / ALIGN] = p;
+	}
+	POISON(p, size);
 }
 
 void *ti_arena_calloc(ti_arena *a, size_t n, size_t size)
@@ -106,4 +159,81 @@ char *ti_arena_printf(ti_arena *a, const char *fmt, ...)
 	vsnprintf(p, (size_t)n + 1, fmt, ap);
 	va_end(ap);
 	return p;
+}
+
+/* ---- growable arrays ---- */
+
+static ti_arena_heap *heap_of(void *array) { return (ti_arena_heap *)((char *)array - offsetof(ti_arena_heap, data)); }
+
+/* Resizes (or, from NULL, makes) a heap buffer of old_size bytes to size; links it in. */
+static void *heap_resize(ti_arena *a, void *array, size_t old_size, size_t size)
+{
+	if (size - old_size > room(a) || size > SIZE_MAX - sizeof(ti_arena_heap))
+		return NULL;
+	ti_arena_heap *old = array ? heap_of(array) : NULL;
+	ti_arena_heap *h = realloc(old, sizeof(*h) + size);
+	if (!h)
+		return NULL;
+	if (!old) {
+		h->prev = NULL;
+		h->next = a->heap;
+	}
+	if (h->next)
+		h->next->prev = h;
+	if (h->prev)
+		h->prev->next = h;
+	else
+		a->heap = h;
+	h->size = size;
+	a->reserved += size - old_size;
+	a->used += size - old_size;
+	return h->data;
+}
+
+void *ti_arena_array(ti_arena *a, size_t count, size_t item_size)
+{
+	if (item_size && count > SIZE_MAX / item_size)
+		return NULL;
+	size_t size = count * item_size;
+	if (size < ARRAY_HEAP_MIN)
+		return ti_arena_alloc(a, size);
+	void *p = heap_resize(a, NULL, 0, size);
+	if (p)
+		memset(p, 0, size);
+	return p;
+}
+
+int ti_arena_array_grow(ti_arena *a, void **array, size_t *capacity, size_t item_size,
+                        size_t need)
+{
+	if (need <= *capacity)
+		return 0;
+	size_t cap = *capacity ? *capacity : 4;
+	while (cap < need) {
+		if (cap > SIZE_MAX / 2)
+			return -1;
+		cap *= 2;
+	}
+	if (cap > SIZE_MAX / item_size)
+		return -1;
+	size_t old_size = *capacity * item_size, size = cap * item_size;
+	void *bigger;
+	if (size < ARRAY_HEAP_MIN) {
+		bigger = ti_arena_alloc(a, size);
+		if (bigger && old_size) {
+			memcpy(bigger, *array, old_size);
+			ti_arena_recycle(a, *array, old_size); /* the small copy left behind */
+		}
+	} else if (old_size >= ARRAY_HEAP_MIN) {
+		bigger = heap_resize(a, *array, old_size, size);
+	} else {
+		bigger = heap_resize(a, NULL, 0, size);
+		if (bigger && old_size)
+			memcpy(bigger, *array, old_size);
+	}
+	if (!bigger)
+		return -1;
+	*array = bigger;
+	*capacity = cap;
+	return 0;
 }

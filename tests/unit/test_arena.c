@@ -12,7 +12,7 @@ Test(arena, hands_out_zeroed_aligned_memory)
 	for (size_t size = 1; size < 200; size += 7) {
 		unsigned char *p = ti_arena_alloc(&a, size);
 		cr_assert(p != NULL, "alloc of %zu bytes failed", size);
-		EXPECT_INT((uintptr_t)p % 16, 0);
+		EXPECT_INT((uintptr_t)p % 8, 0);
 		for (size_t i = 0; i < size; i++)
 			cr_expect(p[i] == 0, "byte %zu of a %zu-byte allocation is 0x%02x, want 0", i, size, p[i]);
 		memset(p, 0xaa, size);
@@ -75,5 +75,79 @@ Test(arena, grows_past_one_block)
 		cr_assert(ti_arena_alloc(&a, 100) != NULL, "allocation %d failed", i);
 	cr_expect(a.used >= 10000 * 100, "used %zu bytes, want at least 1000000", a.used);
 	cr_expect(a.reserved >= a.used, "reserved %zu < used %zu", a.reserved, a.used);
+	ti_arena_release(&a);
+}
+
+Test(arena, a_growing_array_moves_to_the_heap_and_keeps_its_items)
+{
+	/* past 4 KiB an array is a buffer of its own: its items must survive each move */
+	ti_arena a;
+	ti_arena_init(&a, 1 << 24);
+	uint64_t *items = NULL;
+	size_t capacity = 0;
+	for (size_t i = 0; i < 100000; i++) {
+		cr_assert(ti_arena_array_grow(&a, (void **)&items, &capacity, sizeof(*items), i + 1) == 0,
+		          "growing to %zu items failed", i + 1);
+		items[i] = i * 7;
+	}
+	cr_expect(capacity >= 100000, "capacity %zu after 100000 items", capacity);
+	for (size_t i = 0; i < 100000; i++)
+		if (items[i] != i * 7)
+			cr_assert_fail("item %zu: got %" PRIu64 ", want %zu", i, items[i], i * 7);
+	cr_expect(a.reserved >= 100000 * sizeof(*items), "reserved %zu bytes for 800000 bytes of items", a.reserved);
+	ti_arena_release(&a);
+	EXPECT_INT(a.reserved, 0);
+}
+
+Test(arena, a_growing_array_stops_at_the_ceiling_and_keeps_what_it_had)
+{
+	ti_arena a;
+	ti_arena_init(&a, 64 * 1024);
+	uint32_t *items = NULL;
+	size_t capacity = 0, n = 0;
+	while (ti_arena_array_grow(&a, (void **)&items, &capacity, sizeof(*items), n + 1) == 0)
+		items[n] = (uint32_t)n, n++;
+	cr_expect(n > 1000 && n < 64 * 1024 / 4, "the array stopped at %zu items under a 64 KiB ceiling", n);
+	cr_expect(a.reserved <= 64 * 1024, "reserved %zu bytes, past the 64 KiB ceiling", a.reserved);
+	for (size_t i = 0; i < n; i++)
+		if (items[i] != i)
+			cr_assert_fail("item %zu changed to %u when growing failed", i, items[i]);
+	ti_arena_release(&a);
+}
+
+Test(arena, arrays_start_zeroed_whatever_their_size)
+{
+	ti_arena a;
+	ti_arena_init(&a, 1 << 20);
+	for (size_t count = 1; count < 4000; count *= 3) {
+		unsigned char *p = ti_arena_array(&a, count, 8);
+		cr_assert(p != NULL);
+		for (size_t i = 0; i < count * 8; i++)
+			if (p[i])
+				cr_assert_fail("byte %zu of a %zu-item array is 0x%02x", i, count, p[i]);
+	}
+	cr_expect(ti_arena_array(&a, SIZE_MAX / 4, 8) == NULL, "an overflowing array was made");
+	ti_arena_release(&a);
+}
+
+Test(arena, a_recycled_block_comes_back_zeroed)
+{
+	ti_arena a;
+	ti_arena_init(&a, 1 << 20);
+	unsigned char *p = ti_arena_alloc(&a, 24);
+	cr_assert(p != NULL);
+	memset(p, 0xaa, 24);
+	ti_arena_recycle(&a, p, 24);
+	unsigned char *q = ti_arena_alloc(&a, 24);
+	cr_assert(q != NULL);
+#if !TI_ARENA_ASAN
+	/* Under AddressSanitizer a recycled block stays poisoned instead, to catch a dangling pointer. */
+	cr_expect(q == p, "the recycled block was not given out again");
+#endif
+	for (size_t i = 0; i < 24; i++)
+		cr_expect(q[i] == 0, "byte %zu of a reused block is 0x%02x, want 0", i, q[i]);
+	/* A block of another size does not take it. */
+	unsigned char *r = ti_arena_alloc(&a, 32);
+	cr_expect(r != NULL && r != p);
 	ti_arena_release(&a);
 }

@@ -179,9 +179,9 @@ Test(checkpoint, the_root_of_a_state_dict_is_an_ordered_dict_with_metadata)
 	const ti_value *root = ti_ckpt_root(ckpt);
 	ASSERT_KIND(root, TI_DICT);
 	EXPECT_INT(root->flags & TI_F_ORDERED, TI_F_ORDERED);
-	EXPECT_INT(root->as.dict.count, 122);
-	cr_assert(root->as.dict.attributes != NULL, "the OrderedDict lost its _metadata");
-	ASSERT_KIND(ti_dict_get(root->as.dict.attributes, "_metadata"), TI_DICT);
+	EXPECT_INT(root->as.dict->count, 122);
+	cr_assert(root->as.dict->attributes != NULL, "the OrderedDict lost its _metadata");
+	ASSERT_KIND(ti_dict_get(root->as.dict->attributes, "_metadata"), TI_DICT);
 }
 
 Test(checkpoint, info_describes_a_1_13_archive)
@@ -269,10 +269,10 @@ Test(checkpoint, an_argparse_namespace_is_an_object_with_its_attributes)
 	ASSERT_KIND(args, TI_OBJECT);
 	char type[128];
 	EXPECT_STR(ti_value_type_name(args, type, sizeof(type)), "argparse.Namespace");
-	ASSERT_KIND(args->as.object.callable, TI_GLOBAL);
-	EXPECT_STR(args->as.object.callable->as.global.module, "argparse");
-	EXPECT_STR(args->as.object.callable->as.global.name, "Namespace");
-	const ti_value *state = args->as.object.state;
+	ASSERT_KIND(args->as.object->callable, TI_GLOBAL);
+	EXPECT_STR(args->as.object->callable->as.global->module, "argparse");
+	EXPECT_STR(args->as.object->callable->as.global->name, "Namespace");
+	const ti_value *state = args->as.object->state;
 	ASSERT_KIND(state, TI_DICT);
 	const ti_value *batch = ti_dict_get(state, "batch_size");
 	ASSERT_KIND(batch, TI_INT);
@@ -431,28 +431,28 @@ Test(checkpoint, quantized_tensors_keep_their_quantizer)
 	open_fixture("quantized.pt");
 	const ti_tensor *pt = tensor("per_tensor");
 	EXPECT_INT(pt->dtype, TI_DT_QUINT8);
-	EXPECT_INT(pt->quant.scheme, TI_QS_PER_TENSOR_AFFINE);
-	EXPECT_DOUBLE(pt->quant.scale, 0.1);
-	EXPECT_INT(pt->quant.zero_point, 3);
+	EXPECT_INT(ti_tensor_ext_of(pt)->quant.scheme, TI_QS_PER_TENSOR_AFFINE);
+	EXPECT_DOUBLE(ti_tensor_ext_of(pt)->quant.scale, 0.1);
+	EXPECT_INT(ti_tensor_ext_of(pt)->quant.zero_point, 3);
 	EXPECT_DIMS("per_tensor shape", pt->shape, pt->ndim, L(4, 3));
 	EXPECT_STR(pt->rebuild, "_rebuild_qtensor");
 
 	const ti_tensor *pc = tensor("per_channel");
 	EXPECT_INT(pc->dtype, TI_DT_QINT8);
-	EXPECT_INT(pc->quant.scheme, TI_QS_PER_CHANNEL_AFFINE);
-	EXPECT_INT(pc->quant.axis, 0);
-	cr_assert(pc->quant.scales != NULL && pc->quant.zero_points != NULL, "per-channel parameters are missing");
-	EXPECT_INT(pc->quant.scales->dtype, TI_DT_FLOAT64);
-	EXPECT_DIMS("scales shape", pc->quant.scales->shape, pc->quant.scales->ndim, L(4));
-	EXPECT_INT(pc->quant.zero_points->dtype, TI_DT_INT64);
-	EXPECT_DIMS("zero_points shape", pc->quant.zero_points->shape, pc->quant.zero_points->ndim, L(4));
+	EXPECT_INT(ti_tensor_ext_of(pc)->quant.scheme, TI_QS_PER_CHANNEL_AFFINE);
+	EXPECT_INT(ti_tensor_ext_of(pc)->quant.axis, 0);
+	cr_assert(ti_tensor_ext_of(pc)->quant.scales != NULL && ti_tensor_ext_of(pc)->quant.zero_points != NULL, "per-channel parameters are missing");
+	EXPECT_INT(ti_tensor_ext_of(pc)->quant.scales->dtype, TI_DT_FLOAT64);
+	EXPECT_DIMS("scales shape", ti_tensor_ext_of(pc)->quant.scales->shape, ti_tensor_ext_of(pc)->quant.scales->ndim, L(4));
+	EXPECT_INT(ti_tensor_ext_of(pc)->quant.zero_points->dtype, TI_DT_INT64);
+	EXPECT_DIMS("zero_points shape", ti_tensor_ext_of(pc)->quant.zero_points->shape, ti_tensor_ext_of(pc)->quant.zero_points->ndim, L(4));
 
 	const ti_tensor *q32 = tensor("qint32");
 	EXPECT_INT(q32->dtype, TI_DT_QINT32);
-	EXPECT_DOUBLE(q32->quant.scale, 0.5);
-	EXPECT_INT(q32->quant.zero_point, 0);
+	EXPECT_DOUBLE(ti_tensor_ext_of(q32)->quant.scale, 0.5);
+	EXPECT_INT(ti_tensor_ext_of(q32)->quant.zero_point, 0);
 	EXPECT_INT(q32->nbytes, 48);
-	EXPECT_STR(ti_qscheme_name(q32->quant.scheme), "per_tensor_affine");
+	EXPECT_STR(ti_qscheme_name(ti_tensor_ext_of(q32)->quant.scheme), "per_tensor_affine");
 }
 
 Test(checkpoint, sparse_tensors_are_their_components)
@@ -465,25 +465,25 @@ Test(checkpoint, sparse_tensors_are_their_components)
 	cr_expect(coo->stride == NULL, "a sparse tensor has strides");
 	cr_expect(coo->storage == NULL, "a sparse tensor has a storage of its own");
 	EXPECT_INT(coo->numel, 12);
-	ASSERT_INT(coo->component_count, 2);
-	EXPECT_STR(coo->component_names[0], "indices");
-	EXPECT_STR(coo->component_names[1], "values");
-	EXPECT_INT(coo->components[0]->dtype, TI_DT_INT64);
-	EXPECT_DIMS("coo indices", coo->components[0]->shape, coo->components[0]->ndim, L(2, 4));
-	EXPECT_DIMS("coo values", coo->components[1]->shape, coo->components[1]->ndim, L(4));
+	ASSERT_INT(ti_tensor_ext_of(coo)->component_count, 2);
+	EXPECT_STR(ti_tensor_ext_of(coo)->component_names[0], "indices");
+	EXPECT_STR(ti_tensor_ext_of(coo)->component_names[1], "values");
+	EXPECT_INT(ti_tensor_ext_of(coo)->components[0]->dtype, TI_DT_INT64);
+	EXPECT_DIMS("coo indices", ti_tensor_ext_of(coo)->components[0]->shape, ti_tensor_ext_of(coo)->components[0]->ndim, L(2, 4));
+	EXPECT_DIMS("coo values", ti_tensor_ext_of(coo)->components[1]->shape, ti_tensor_ext_of(coo)->components[1]->ndim, L(4));
 	EXPECT_INT(coo->nbytes, 2 * 4 * 8 + 4 * 4);
 	/* 1.13 does not save is_coalesced: torch.load gives an uncoalesced tensor */
-	cr_expect(!coo->coalesced, "coo: coalesced, but 1.13 does not save the flag");
+	cr_expect(!ti_tensor_ext_of(coo)->coalesced, "coo: coalesced, but 1.13 does not save the flag");
 
 	const ti_tensor *csr = tensor("csr");
 	EXPECT_STR(ti_layout_name(csr->layout), "sparse_csr");
-	ASSERT_INT(csr->component_count, 3);
-	EXPECT_STR(csr->component_names[0], "crow_indices");
-	EXPECT_STR(csr->component_names[1], "col_indices");
-	EXPECT_STR(csr->component_names[2], "values");
-	EXPECT_DIMS("csr crow_indices", csr->components[0]->shape, csr->components[0]->ndim, L(4));
-	EXPECT_DIMS("csr col_indices", csr->components[1]->shape, csr->components[1]->ndim, L(4));
-	EXPECT_INT(csr->components[2]->dtype, TI_DT_FLOAT32);
+	ASSERT_INT(ti_tensor_ext_of(csr)->component_count, 3);
+	EXPECT_STR(ti_tensor_ext_of(csr)->component_names[0], "crow_indices");
+	EXPECT_STR(ti_tensor_ext_of(csr)->component_names[1], "col_indices");
+	EXPECT_STR(ti_tensor_ext_of(csr)->component_names[2], "values");
+	EXPECT_DIMS("csr crow_indices", ti_tensor_ext_of(csr)->components[0]->shape, ti_tensor_ext_of(csr)->components[0]->ndim, L(4));
+	EXPECT_DIMS("csr col_indices", ti_tensor_ext_of(csr)->components[1]->shape, ti_tensor_ext_of(csr)->components[1]->ndim, L(4));
+	EXPECT_INT(ti_tensor_ext_of(csr)->components[2]->dtype, TI_DT_FLOAT32);
 	EXPECT_DIMS("csr shape", csr->shape, csr->ndim, L(3, 4));
 	EXPECT_INT(ti_ckpt_entry_count(ckpt), 2);
 }
@@ -671,11 +671,11 @@ Test(checkpoint, parameters_with_state_and_tensor_subclasses)
 	          p_plain->is_parameter, p_plain->requires_grad);
 	const ti_tensor *sub = tensor("sub");
 	cr_expect(!sub->is_parameter, "a Tensor subclass is not a Parameter");
-	EXPECT_STR(sub->subclass, "mylib.Subclass");
+	EXPECT_STR(ti_tensor_ext_of(sub)->subclass, "mylib.Subclass");
 	const ti_tensor *as_param = tensor("as_param");
 	cr_expect(as_param->is_parameter && as_param->requires_grad, "as_param: parameter %d grad %d",
 	          as_param->is_parameter, as_param->requires_grad);
-	cr_expect(as_param->subclass == NULL, "Parameter is not recorded as a subclass");
+	cr_expect(ti_tensor_ext_of(as_param)->subclass == NULL, "Parameter is not recorded as a subclass");
 }
 
 Test(checkpoint, payloads_of_a_1_13_file_are_64_byte_aligned)
@@ -866,14 +866,14 @@ static void expect_recorded_call(const char *file, const char *module, const cha
 	EXPECT_TENSOR("weight", TI_DT_FLOAT32, (2, 3));
 	const ti_value *payload = entry("payload");
 	ASSERT_KIND(payload, TI_OBJECT);
-	ASSERT_KIND(payload->as.object.callable, TI_GLOBAL);
-	EXPECT_STR(payload->as.object.callable->as.global.module, module);
-	EXPECT_STR(payload->as.object.callable->as.global.name, name);
-	cr_expect(payload->as.object.callable->as.global.known == NULL, "%s.%s is a known global", module, name);
-	ASSERT_KIND(payload->as.object.args, TI_TUPLE);
-	ASSERT_INT(payload->as.object.args->as.seq.count, 1);
-	ASSERT_KIND(payload->as.object.args->as.seq.items[0], TI_STR);
-	EXPECT_STR(payload->as.object.args->as.seq.items[0]->as.bytes.data, arg);
+	ASSERT_KIND(payload->as.object->callable, TI_GLOBAL);
+	EXPECT_STR(payload->as.object->callable->as.global->module, module);
+	EXPECT_STR(payload->as.object->callable->as.global->name, name);
+	cr_expect(payload->as.object->callable->as.global->known == NULL, "%s.%s is a known global", module, name);
+	ASSERT_KIND(payload->as.object->args, TI_TUPLE);
+	ASSERT_INT(payload->as.object->args->as.seq.count, 1);
+	ASSERT_KIND(payload->as.object->args->as.seq.items[0], TI_STR);
+	EXPECT_STR(payload->as.object->args->as.seq.items[0]->as.bytes.data, arg);
 }
 
 Test(checkpoint, os_system_is_recorded_and_never_run)
@@ -951,4 +951,138 @@ Test(checkpoint, pickle_limits_apply_inside_a_checkpoint)
 	ti_limits_default(&limits);
 	limits.pickle.items_max = 100;
 	expect_open_fails("big_index.pt", &limits, TI_E_LIMIT);
+}
+
+/* ---- storage keys torch.save would not write ---- */
+
+/* A stored zip of these members (CRCs left zero: nothing checks them), written to a temporary file. */
+typedef struct member {
+	const char *name;
+	const void *data;
+	size_t size;
+} member;
+
+static void put_le(FILE *f, uint64_t v, int n)
+{
+	for (int i = 0; i < n; i++)
+		fputc((int)(v >> (8 * i)) & 0xff, f);
+}
+
+static void write_zip(const char *path, const member *m, size_t n)
+{
+	FILE *f = fopen(path, "wb");
+	cr_assert(f != NULL, "cannot write %s", path);
+	long offsets[16];
+	for (size_t i = 0; i < n; i++) { /* local headers (APPNOTE 4.3.7) */
+		size_t nlen = strlen(m[i].name);
+		offsets[i] = ftell(f);
+		put_le(f, 0x04034b50, 4), put_le(f, 20, 2), put_le(f, 0, 2), put_le(f, 0, 2);
+		put_le(f, 0, 4), put_le(f, 0, 4), put_le(f, m[i].size, 4), put_le(f, m[i].size, 4);
+		put_le(f, nlen, 2), put_le(f, 0, 2);
+		fwrite(m[i].name, 1, nlen, f);
+		fwrite(m[i].data, 1, m[i].size, f);
+	}
+	long cd = ftell(f);
+	for (size_t i = 0; i < n; i++) { /* central directory (4.3.12) */
+		size_t nlen = strlen(m[i].name);
+		put_le(f, 0x02014b50, 4), put_le(f, 20, 2), put_le(f, 20, 2), put_le(f, 0, 2), put_le(f, 0, 2);
+		put_le(f, 0, 4), put_le(f, 0, 4), put_le(f, m[i].size, 4), put_le(f, m[i].size, 4);
+		put_le(f, nlen, 2), put_le(f, 0, 2), put_le(f, 0, 2), put_le(f, 0, 2), put_le(f, 0, 2);
+		put_le(f, 0, 4), put_le(f, (uint64_t)offsets[i], 4);
+		fwrite(m[i].name, 1, nlen, f);
+	}
+	long end = ftell(f);
+	put_le(f, 0x06054b50, 4), put_le(f, 0, 2), put_le(f, 0, 2), put_le(f, n, 2), put_le(f, n, 2);
+	put_le(f, (uint64_t)(end - cd), 4), put_le(f, (uint64_t)cd, 4), put_le(f, 0, 2);
+	cr_assert(fclose(f) == 0);
+}
+
+/* Writes the members to a temporary zip and opens it, as ti_ckpt_open does. */
+static ti_status open_members(const member *m, size_t n, ti_ckpt **out)
+{
+	char path[] = "/tmp/tinspect-keys-XXXXXX";
+	int fd = mkstemp(path);
+	cr_assert(fd >= 0);
+	close(fd);
+	write_zip(path, m, n);
+	ti_status s = ti_ckpt_open(path, NULL, out, &err);
+	unlink(path);
+	return s;
+}
+
+/* {name: float tensor of numel elements viewing storage key} for each (name, key, numel). */
+static size_t keyed_pickle(uint8_t *p, const char *const (*t)[2], const int *numel, size_t n)
+{
+	size_t len = 0;
+#define PUT(s, k) (memcpy(p + len, (s), (k)), len += (k))
+#define STR(s) (p[len++] = 'X', p[len++] = (uint8_t)strlen(s), memset(p + len, 0, 3), len += 3, PUT((s), strlen(s)))
+	PUT("\x80\x02}(", 4);
+	for (size_t i = 0; i < n; i++) {
+		STR(t[i][0]);
+		PUT("ctorch._utils\n_rebuild_tensor_v2\n((", 35);
+		STR("storage");
+		PUT("ctorch\nFloatStorage\n", 20);
+		STR(t[i][1]);
+		STR("cpu");
+		p[len++] = 'K', p[len++] = (uint8_t)numel[i];
+		PUT("tQK\0K", 5);
+		p[len++] = (uint8_t)numel[i];
+		PUT("\x85K\x01\x85\x89}tR", 8);
+	}
+	PUT("u.", 2);
+#undef STR
+#undef PUT
+	return len;
+}
+
+Test(checkpoint, storage_keys_that_are_not_positions_find_their_records)
+{
+	/* torch.save names storage i "i"; these keys are names, padded numbers and
+	 * numbers out of order, and "k1" is viewed twice */
+	static const char *const tensors[][2] = {{"a", "k1"}, {"b", "05"}, {"c", "1"}, {"d", "0"}, {"e", "k1"}};
+	static const int numel[] = {2, 3, 4, 5, 2};
+	uint8_t pkl[1024];
+	size_t n = keyed_pickle(pkl, tensors, numel, 5);
+	static const float zeros[5] = {0};
+	const member m[] = {
+		{"archive/data.pkl", pkl, n},
+		{"archive/data/0", zeros, 5 * 4}, {"archive/data/05", zeros, 3 * 4},
+		{"archive/data/1", zeros, 4 * 4}, {"archive/data/k1", zeros, 2 * 4},
+		{"archive/version", "3\n", 2},
+	};
+	ASSERT_STATUS(open_members(m, sizeof(m) / sizeof(m[0]), &ckpt), TI_OK, err);
+	ASSERT_INT(ti_ckpt_storage_count(ckpt), 4);
+	static const char *const want_key[] = {"k1", "05", "1", "0"};
+	static const char *const want_record[] = {"archive/data/k1", "archive/data/05", "archive/data/1", "archive/data/0"};
+	for (size_t i = 0; i < 4; i++) {
+		const ti_storage *st = ti_ckpt_storage(ckpt, i);
+		EXPECT_STR(st->key, want_key[i]);
+		cr_assert(st->record_index >= 0, "storage '%s' has no record", st->key);
+		EXPECT_STR(ti_ckpt_record(ckpt, (size_t)st->record_index)->name, want_record[i]);
+		EXPECT_INT(st->record_size, st->nbytes);
+	}
+	cr_expect(tensor("a")->storage == tensor("e")->storage, "'a' and 'e' view two storages named k1");
+	EXPECT_INT(tensor("a")->storage->tensor_count, 2);
+	EXPECT_INT(tensor("d")->numel, 5);
+}
+
+Test(checkpoint, a_storage_without_its_record_is_named_whatever_its_key)
+{
+	static const char *const tensors[][2] = {{"a", "0"}, {"b", "x"}};
+	static const int numel[] = {2, 2};
+	uint8_t pkl[512];
+	size_t n = keyed_pickle(pkl, tensors, numel, 2);
+	static const float zeros[2] = {0};
+	for (int missing = 0; missing < 2; missing++) {
+		const member m[] = {
+			{"archive/data.pkl", pkl, n},
+			{missing ? "archive/data/0" : "archive/data/x", zeros, 8},
+			{"archive/version", "3\n", 2},
+		};
+		ti_ckpt *c = NULL;
+		EXPECT_STATUS(open_members(m, sizeof(m) / sizeof(m[0]), &c), TI_E_CORRUPT, err);
+		EXPECT_STR(err.message, missing ? "storage 'x' has no record" : "storage '0' has no record");
+		EXPECT_STR(err.member, missing ? "archive/data/x" : "archive/data/0");
+		ti_ckpt_close(c);
+	}
 }

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "core/known_globals.h"
 #include "unit.h"
 
 static ti_arena arena;
@@ -86,8 +87,8 @@ static ti_value *loaded_at(const uint8_t *data, size_t size, int line)
 	do {                                                                                  \
 		const ti_value *g_ = (value);                                                 \
 		ASSERT_KIND(g_, TI_GLOBAL);                                                   \
-		EXPECT_STR(g_->as.global.module, module_);                                    \
-		EXPECT_STR(g_->as.global.name, name_);                                        \
+		EXPECT_STR(g_->as.global->module, module_);                                    \
+		EXPECT_STR(g_->as.global->name, name_);                                        \
 	} while (0)
 
 static void expect_bigint(const ti_value *v, const uint8_t *want, size_t size)
@@ -226,11 +227,11 @@ Test(pickle, inst_records_a_call_without_running_it)
 	const ti_value *v = LOADED(TEXT("(I1\nI2\nimymod\nMaker\n."));
 	ASSERT_KIND(v, TI_OBJECT);
 	EXPECT_INT(v->flags & TI_F_INST, TI_F_INST);
-	EXPECT_GLOBAL(v->as.object.callable, "mymod", "Maker");
-	ASSERT_KIND(v->as.object.args, TI_TUPLE);
-	ASSERT_INT(v->as.object.args->as.seq.count, 2);
-	EXPECT_INT_VALUE(v->as.object.args->as.seq.items[1], 2);
-	cr_expect(v->as.object.state == NULL, "INST set a state");
+	EXPECT_GLOBAL(v->as.object->callable, "mymod", "Maker");
+	ASSERT_KIND(v->as.object->args, TI_TUPLE);
+	ASSERT_INT(v->as.object->args->as.seq.count, 2);
+	EXPECT_INT_VALUE(v->as.object->args->as.seq.items[1], 2);
+	cr_expect(v->as.object->state == NULL, "INST set a state");
 }
 
 Test(pickle, obj_takes_the_class_from_below_the_arguments)
@@ -238,9 +239,9 @@ Test(pickle, obj_takes_the_class_from_below_the_arguments)
 	const ti_value *v = LOADED(TEXT("(cmymod\nMaker\nI3\no."));
 	ASSERT_KIND(v, TI_OBJECT);
 	EXPECT_INT(v->flags & TI_F_INST, TI_F_INST);
-	EXPECT_GLOBAL(v->as.object.callable, "mymod", "Maker");
-	ASSERT_INT(v->as.object.args->as.seq.count, 1);
-	EXPECT_INT_VALUE(v->as.object.args->as.seq.items[0], 3);
+	EXPECT_GLOBAL(v->as.object->callable, "mymod", "Maker");
+	ASSERT_INT(v->as.object->args->as.seq.count, 1);
+	EXPECT_INT_VALUE(v->as.object->args->as.seq.items[0], 3);
 }
 
 Test(pickle, rejects_obj_without_a_class)
@@ -252,9 +253,9 @@ Test(pickle, dict_list_and_tuple_collect_above_the_mark)
 {
 	const ti_value *d = LOADED(TEXT("(S'a'\nI1\nS'b'\nI2\nd."));
 	ASSERT_KIND(d, TI_DICT);
-	ASSERT_INT(d->as.dict.count, 2);
-	EXPECT_TEXT(d->as.dict.keys[1], TI_STR, "b");
-	EXPECT_INT_VALUE(d->as.dict.values[1], 2);
+	ASSERT_INT(d->as.dict->count, 2);
+	EXPECT_TEXT(d->as.dict->keys[1], TI_STR, "b");
+	EXPECT_INT_VALUE(d->as.dict->values[1], 2);
 
 	const ti_value *l = LOADED(TEXT("I9\n(I1\nI2\nl."));
 	ASSERT_KIND(l, TI_LIST);
@@ -315,10 +316,10 @@ Test(pickle, append_appends_setitem_and_setitems_fill_containers)
 
 	const ti_value *d = LOADED(TEXT("}S'k'\nI1\ns(S'j'\nI2\nS'i'\nI3\nu."));
 	ASSERT_KIND(d, TI_DICT);
-	ASSERT_INT(d->as.dict.count, 3);
-	EXPECT_TEXT(d->as.dict.keys[0], TI_STR, "k");
-	EXPECT_TEXT(d->as.dict.keys[2], TI_STR, "i");
-	EXPECT_INT_VALUE(d->as.dict.values[2], 3);
+	ASSERT_INT(d->as.dict->count, 3);
+	EXPECT_TEXT(d->as.dict->keys[0], TI_STR, "k");
+	EXPECT_TEXT(d->as.dict->keys[2], TI_STR, "i");
+	EXPECT_INT_VALUE(d->as.dict->values[2], 3);
 }
 
 Test(pickle, appends_to_an_object_are_kept_with_it)
@@ -326,8 +327,8 @@ Test(pickle, appends_to_an_object_are_kept_with_it)
 	/* list subclasses are pickled as NEWOBJ then APPENDS: the items are recorded */
 	const ti_value *v = LOADED(TEXT("cmymod\nMyList\n)\x81(I1\nI2\ne."));
 	ASSERT_KIND(v, TI_OBJECT);
-	ASSERT_KIND(v->as.object.list_items, TI_LIST);
-	EXPECT_INT(v->as.object.list_items->as.seq.count, 2);
+	ASSERT_KIND(v->as.object->list_items, TI_LIST);
+	EXPECT_INT(v->as.object->list_items->as.seq.count, 2);
 }
 
 Test(pickle, none_is_none)
@@ -349,8 +350,8 @@ Test(pickle, a_global_remembers_the_offset_of_its_opcode)
 	const ti_value *v = LOADED(TEXT("(I1\ncmod\nfn\nt."));
 	ASSERT_KIND(v, TI_TUPLE);
 	ASSERT_KIND(v->as.seq.items[1], TI_GLOBAL);
-	EXPECT_INT(v->as.seq.items[1]->as.global.offset, 4);
-	cr_expect(v->as.seq.items[1]->as.global.known == NULL, "a global is known without hooks");
+	EXPECT_INT(v->as.seq.items[1]->as.global->offset, 4);
+	cr_expect(v->as.seq.items[1]->as.global->known == NULL, "a global is known without hooks");
 }
 
 Test(pickle, text_persid_without_hooks_is_kept)
@@ -494,10 +495,10 @@ Test(pickle, newobj_records_cls_new_without_running_it)
 	const ti_value *v = LOADED(TEXT("\x80\x02" "cmymod\nThing\n" ")" "\x81" "."));
 	ASSERT_KIND(v, TI_OBJECT);
 	EXPECT_INT(v->flags & TI_F_NEWOBJ, TI_F_NEWOBJ);
-	EXPECT_GLOBAL(v->as.object.callable, "mymod", "Thing");
-	ASSERT_KIND(v->as.object.args, TI_TUPLE);
-	EXPECT_INT(v->as.object.args->as.seq.count, 0);
-	cr_expect(v->as.object.kwargs == NULL, "NEWOBJ has keyword arguments");
+	EXPECT_GLOBAL(v->as.object->callable, "mymod", "Thing");
+	ASSERT_KIND(v->as.object->args, TI_TUPLE);
+	EXPECT_INT(v->as.object->args->as.seq.count, 0);
+	cr_expect(v->as.object->kwargs == NULL, "NEWOBJ has keyword arguments");
 }
 
 Test(pickle, rejects_newobj_arguments_that_are_not_a_tuple)
@@ -510,10 +511,10 @@ Test(pickle, reduce_records_the_call_without_running_it)
 	const ti_value *v = LOADED(TEXT("\x80\x02" "cmymod\nfn\n" "K\x01" "\x85" "R."));
 	ASSERT_KIND(v, TI_OBJECT);
 	EXPECT_INT(v->flags & (TI_F_NEWOBJ | TI_F_INST), 0);
-	EXPECT_GLOBAL(v->as.object.callable, "mymod", "fn");
-	ASSERT_KIND(v->as.object.args, TI_TUPLE);
-	ASSERT_INT(v->as.object.args->as.seq.count, 1);
-	EXPECT_INT_VALUE(v->as.object.args->as.seq.items[0], 1);
+	EXPECT_GLOBAL(v->as.object->callable, "mymod", "fn");
+	ASSERT_KIND(v->as.object->args, TI_TUPLE);
+	ASSERT_INT(v->as.object->args->as.seq.count, 1);
+	EXPECT_INT_VALUE(v->as.object->args->as.seq.items[0], 1);
 }
 
 Test(pickle, rejects_reduce_arguments_that_are_not_a_tuple)
@@ -526,19 +527,19 @@ Test(pickle, build_on_a_dict_sets_its_attributes)
 	/* OrderedDict's _metadata in a state_dict arrives this way */
 	const ti_value *v = LOADED(TEXT("\x80\x02" "}" "}" "X\x01\x00\x00\x00" "a" "K\x01" "s" "b" "."));
 	ASSERT_KIND(v, TI_DICT);
-	EXPECT_INT(v->as.dict.count, 0);
-	ASSERT_KIND(v->as.dict.attributes, TI_DICT);
-	ASSERT_INT(v->as.dict.attributes->as.dict.count, 1);
-	EXPECT_TEXT(v->as.dict.attributes->as.dict.keys[0], TI_STR, "a");
+	EXPECT_INT(v->as.dict->count, 0);
+	ASSERT_KIND(v->as.dict->attributes, TI_DICT);
+	ASSERT_INT(v->as.dict->attributes->as.dict->count, 1);
+	EXPECT_TEXT(v->as.dict->attributes->as.dict->keys[0], TI_STR, "a");
 }
 
 Test(pickle, build_on_an_object_sets_its_state)
 {
 	const ti_value *v = LOADED(TEXT("\x80\x02" "cmymod\nC\n" ")" "\x81" "}" "X\x01\x00\x00\x00" "x" "K\x02" "s" "b" "."));
 	ASSERT_KIND(v, TI_OBJECT);
-	ASSERT_KIND(v->as.object.state, TI_DICT);
-	ASSERT_INT(v->as.object.state->as.dict.count, 1);
-	EXPECT_INT_VALUE(v->as.object.state->as.dict.values[0], 2);
+	ASSERT_KIND(v->as.object->state, TI_DICT);
+	ASSERT_INT(v->as.object->state->as.dict->count, 1);
+	EXPECT_INT_VALUE(v->as.object->state->as.dict->values[0], 2);
 }
 
 Test(pickle, rejects_build_on_an_int)
@@ -621,13 +622,13 @@ Test(pickle, newobj_ex_keeps_keyword_arguments)
 	const ti_value *v = LOADED(TEXT("\x80\x04" "cm\nC\n" ")" "}" "\x8c\x01" "k" "K\x01" "s" "\x92" "."));
 	ASSERT_KIND(v, TI_OBJECT);
 	EXPECT_INT(v->flags & TI_F_NEWOBJ, TI_F_NEWOBJ);
-	EXPECT_GLOBAL(v->as.object.callable, "m", "C");
-	ASSERT_KIND(v->as.object.kwargs, TI_DICT);
-	EXPECT_INT(v->as.object.kwargs->as.dict.count, 1);
+	EXPECT_GLOBAL(v->as.object->callable, "m", "C");
+	ASSERT_KIND(v->as.object->kwargs, TI_DICT);
+	EXPECT_INT(v->as.object->kwargs->as.dict->count, 1);
 	/* no keywords at all is plain NEWOBJ */
 	v = LOADED(TEXT("\x80\x04" "cm\nC\n" ")" "}" "\x92" "."));
 	ASSERT_KIND(v, TI_OBJECT);
-	cr_expect(v->as.object.kwargs == NULL, "empty keyword arguments were kept");
+	cr_expect(v->as.object->kwargs == NULL, "empty keyword arguments were kept");
 }
 
 Test(pickle, rejects_newobj_ex_keywords_that_are_not_a_dict)
@@ -906,11 +907,11 @@ Test(pickle, a_reduce_of_posix_system_is_recorded_not_run)
 
 	const ti_value *v = LOADED(bytes, size);
 	ASSERT_KIND(v, TI_OBJECT);
-	EXPECT_GLOBAL(v->as.object.callable, "posix", "system");
-	ASSERT_KIND(v->as.object.args, TI_TUPLE);
-	ASSERT_INT(v->as.object.args->as.seq.count, 1);
-	ASSERT_KIND(v->as.object.args->as.seq.items[0], TI_STR);
-	EXPECT_STR(v->as.object.args->as.seq.items[0]->as.bytes.data, command);
+	EXPECT_GLOBAL(v->as.object->callable, "posix", "system");
+	ASSERT_KIND(v->as.object->args, TI_TUPLE);
+	ASSERT_INT(v->as.object->args->as.seq.count, 1);
+	ASSERT_KIND(v->as.object->args->as.seq.items[0], TI_STR);
+	EXPECT_STR(v->as.object->args->as.seq.items[0]->as.bytes.data, command);
 	cr_expect(access(path, F_OK) != 0, "%s exists: the payload ran", path);
 }
 
@@ -1010,6 +1011,206 @@ Test(pickle, hooks_see_every_global_and_may_replace_a_persistent_id)
 	EXPECT_INT(seen_offsets[1], 13); /* STACK_GLOBAL */
 	ASSERT_KIND(v, TI_TUPLE);
 	EXPECT_INT_VALUE(v->as.seq.items[2], 99);
+}
+
+/* A lookup that knows every global in module "known", and counts its calls. */
+static const struct ti_known_global known_row = {"known", "any", TI_G_CALLABLE, "function", NULL};
+static int lookups;
+
+static const struct ti_known_global *know_module(void *ctx, const char *module, const char *name, int64_t offset)
+{
+	(void)ctx;
+	(void)name;
+	(void)offset;
+	lookups++;
+	return !strcmp(module, "known") ? &known_row : NULL;
+}
+
+Test(pickle, a_known_global_is_made_once_and_an_unknown_one_each_time)
+{
+	ti_pickle_hooks hooks = {.lookup = know_module};
+	lookups = 0;
+	ti_value *v = NULL;
+	ti_status s = ti_pickle_load(TEXT("(cknown\nf\ncknown\nf\ncother\nf\ncother\nf\nt."), &arena, &hooks, NULL, &v, NULL, &err);
+	ASSERT_STATUS(s, TI_OK, err);
+	ASSERT_KIND(v, TI_TUPLE);
+	ASSERT_INT(v->as.seq.count, 4);
+	cr_expect(v->as.seq.items[0] == v->as.seq.items[1], "the known global was made twice");
+	EXPECT_INT(v->as.seq.items[0]->as.global->offset, 1); /* where it was first named */
+	cr_expect(v->as.seq.items[2] != v->as.seq.items[3], "an unknown global was shared");
+	EXPECT_INT(v->as.seq.items[3]->as.global->offset, 28);
+	EXPECT_INT(lookups, 3); /* the known one once, the unknown one each time */
+}
+
+/* ---- memory: shared values, and values handed back ---- */
+
+Test(pickle, every_empty_tuple_is_the_same_one)
+{
+	const ti_value *v = LOADED(BYTES(0x80, 2, ')', ')', 0x86, '.'));
+	ASSERT_KIND(v, TI_TUPLE);
+	ASSERT_INT(v->as.seq.count, 2);
+	cr_expect(v->as.seq.items[0] == v->as.seq.items[1], "two () are two values");
+}
+
+Test(pickle, a_value_popped_from_the_stack_lives_on_in_the_memo)
+{
+	/* (1, 2) memoized, popped, fetched: nothing holds it but the memo in between */
+	const ti_value *v = LOADED(BYTES(0x80, 2, 'K', 1, 'K', 2, 0x86, 'q', 0, '0', ']', 'h', 0, 'a', '.'));
+	ASSERT_KIND(v, TI_LIST);
+	ASSERT_INT(v->as.seq.count, 1);
+	ASSERT_KIND(v->as.seq.items[0], TI_TUPLE);
+	EXPECT_INT_VALUE(v->as.seq.items[0]->as.seq.items[1], 2);
+	/* the same through a text PUT and GET, and LONG_BINPUT and LONG_BINGET */
+	v = LOADED(TEXT("(I1\nI2\ntp7\n0(lg7\na."));
+	ASSERT_KIND(v, TI_LIST);
+	ASSERT_KIND(v->as.seq.items[0], TI_TUPLE);
+	v = LOADED(BYTES(0x80, 2, 'K', 3, 0x85, 'r', 9, 0, 0, 0, '0', 'j', 9, 0, 0, 0, '.'));
+	ASSERT_KIND(v, TI_TUPLE);
+	EXPECT_INT_VALUE(v->as.seq.items[0], 3);
+}
+
+Test(pickle, a_value_shared_by_two_containers_outlives_one_of_them)
+{
+	/* t = (1000,); [t, (t,)], then the outer tuple dropped: t stays in the list */
+	const ti_value *v = LOADED(BYTES(0x80, 2, 'M', 0xe8, 3, 0x85, '2', 0x85, 'q', 0, '0', 'h', 0, 0x85, '0',
+	                                 ']', 'h', 0, 'a', '.'));
+	ASSERT_KIND(v, TI_LIST);
+	ASSERT_KIND(v->as.seq.items[0], TI_TUPLE);
+	ASSERT_KIND(v->as.seq.items[0]->as.seq.items[0], TI_TUPLE);
+	EXPECT_INT_VALUE(v->as.seq.items[0]->as.seq.items[0]->as.seq.items[0], 1000);
+}
+
+#if !TI_ARENA_ASAN
+Test(pickle, values_nothing_holds_go_back_to_the_arena)
+{
+	/* 20,000 times: (1000, 1001) built, memoized (never fetched) and popped. Each
+	 * tuple and its ints are reused by the next, so the arena stays small: 1.7 MB
+	 * if nothing were reused. A few entries whose LONG_BINPUT bytes read as a GET
+	 * are kept (find_fetched counts every such byte), which is all the arena holds.
+	 * (Under AddressSanitizer nothing is reused, to catch dangling pointers.) */
+	size_t n = 20000, size = 0;
+	uint8_t *p = malloc(n * 13 + 8);
+	cr_assert(p != NULL);
+	p[size++] = 0x80;
+	p[size++] = 2;
+	for (size_t i = 0; i < n; i++) {
+		const uint8_t item[] = {'M', 0xe8, 3, 'M', 0xe9, 3, 0x86, 'r', (uint8_t)i, (uint8_t)(i >> 8), 0, 0, '0'};
+		memcpy(p + size, item, sizeof(item));
+		size += sizeof(item);
+	}
+	p[size++] = 'N';
+	p[size++] = '.';
+	ti_arena a;
+	ti_arena_init(&a, (size_t)1 << 24);
+	ti_value *v = NULL;
+	ti_status s = ti_pickle_load(p, size, &a, NULL, NULL, &v, NULL, &err);
+	EXPECT_STATUS(s, TI_OK, err);
+	cr_expect(a.used < 16384, "the arena handed out %zu bytes for 20,000 dropped tuples", a.used);
+	ti_arena_release(&a);
+	free(p);
+}
+#endif
+
+/* ---- reading from a source in windows ---- */
+
+typedef struct memory_source {
+	const uint8_t *data;
+	int reads;
+} memory_source;
+
+static ti_status read_memory(void *ctx, uint64_t offset, void *buf, size_t n, ti_error *e)
+{
+	(void)e;
+	memory_source *m = ctx;
+	memcpy(buf, m->data + offset, n);
+	m->reads++;
+	return TI_OK;
+}
+
+/*
+ * A pickle of some 400 KB whose text lines, GETs and strings fall across
+ * the machine's 64 KiB windows: text ints and GETs of every length, a
+ * string and a text line longer than a window, all in one list.
+ */
+static uint8_t *straddling_pickle(size_t *size)
+{
+	size_t cap = 1 << 20, n = 0;
+	uint8_t *p = malloc(cap);
+	cr_assert(p != NULL);
+#define PUT(s, len) (memcpy(p + n, (s), (len)), n += (len))
+	PUT("\x80\x02" "X\x01\x00\x00\x00x" "q\x01" "0" "]q\x00(", 15);
+	for (int i = 0; n < cap - 200000; i++) {
+		char text[64];
+		int len = snprintf(text, sizeof(text), "I%d\ng1\n", i * 7919 % 100003);
+		PUT(text, (size_t)len);
+		PUT("h\x01j\x01\x00\x00\x00", 7);
+		if (i % 5000 == 2500) {
+			PUT("X\x70\x11\x01\x00", 5); /* BINUNICODE of 70,000 bytes */
+			memset(p + n, 'a', 70000), n += 70000;
+			PUT("V", 1); /* UNICODE: a text line of 70,000 characters */
+			memset(p + n, 'b', 70000), n += 70000;
+			PUT("\ncmodule\nname\n", 14);
+		}
+	}
+	PUT("e.", 2);
+#undef PUT
+	*size = n;
+	return p;
+}
+
+Test(pickle, a_source_read_in_windows_loads_what_memory_loads)
+{
+	size_t size;
+	uint8_t *p = straddling_pickle(&size);
+	ti_value *a = NULL, *b = NULL;
+	ASSERT_STATUS(ti_pickle_load(p, size, &arena, NULL, NULL, &a, NULL, &err), TI_OK, err);
+	memory_source m = {p, 0};
+	ti_pickle_source src = {size, read_memory, &m};
+	size_t consumed = 0;
+	ASSERT_STATUS(ti_pickle_load_source(&src, &arena, NULL, NULL, &b, &consumed, &err), TI_OK, err);
+	EXPECT_INT(consumed, size);
+	cr_expect(m.reads > 2 * (int)(size / (64 * 1024)), "%d reads of a %zu-byte pickle", m.reads, size);
+	ASSERT_KIND(a, TI_LIST);
+	ASSERT_KIND(b, TI_LIST);
+	ASSERT_INT(b->as.seq.count, a->as.seq.count);
+	for (uint32_t i = 0; i < a->as.seq.count; i++) {
+		const ti_value *x = a->as.seq.items[i], *y = b->as.seq.items[i];
+		cr_assert(x->kind == y->kind, "item %u: %s in memory, %s from the source", i, ti_kind_name(x->kind), ti_kind_name(y->kind));
+		if (x->kind == TI_INT)
+			cr_assert(x->as.integer == y->as.integer, "item %u: %" PRId64 " and %" PRId64, i, x->as.integer, y->as.integer);
+		else if (x->kind == TI_STR)
+			cr_assert(x->as.bytes.size == y->as.bytes.size && !memcmp(x->as.bytes.data, y->as.bytes.data, x->as.bytes.size),
+			          "item %u: strings differ", i);
+	}
+	free(p);
+}
+
+Test(pickle, a_source_cut_anywhere_fails_as_memory_does)
+{
+	size_t size;
+	uint8_t *p = straddling_pickle(&size);
+	for (size_t cut = 1; cut < size; cut += cut < 70000 ? 4093 : 65521) {
+		size_t at[] = {cut, 65536 * (cut % 5 + 1) + cut % 23};
+		for (int k = 0; k < 2; k++) {
+			if (at[k] >= size)
+				continue;
+			ti_value *v = NULL;
+			ti_error e1, e2;
+			ti_arena a1, a2;
+			ti_arena_init(&a1, (size_t)1 << 24);
+			ti_arena_init(&a2, (size_t)1 << 24);
+			ti_status s1 = ti_pickle_load(p, at[k], &a1, NULL, NULL, &v, NULL, &e1);
+			memory_source m = {p, 0};
+			ti_pickle_source src = {at[k], read_memory, &m};
+			ti_status s2 = ti_pickle_load_source(&src, &a2, NULL, NULL, &v, NULL, &e2);
+			ti_arena_release(&a1);
+			ti_arena_release(&a2);
+			cr_assert(s1 != TI_OK && s2 == s1 && e1.offset == e2.offset && !strcmp(e1.message, e2.message),
+			          "cut at %zu: memory says %s \"%s\" at %" PRId64 ", the source %s \"%s\" at %" PRId64,
+			          at[k], ti_status_name(s1), e1.message, e1.offset, ti_status_name(s2), e2.message, e2.offset);
+		}
+	}
+	free(p);
 }
 
 Test(pickle, knows_exactly_python_s_opcodes)

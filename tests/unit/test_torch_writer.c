@@ -447,7 +447,7 @@ static void check_reader(const char *path, const scenario *sc)
 	const ti_value *root = ti_ckpt_root(c);
 	ASSERT_KIND(root, TI_DICT);
 	cr_expect(root->flags & TI_F_ORDERED, "the root is not an OrderedDict");
-	EXPECT_INT(root->as.dict.count, sc->tensor_count);
+	EXPECT_INT(root->as.dict->count, sc->tensor_count);
 	EXPECT_INT(ti_ckpt_storage_count(c), sc->storage_count);
 	const ti_storage **seen = calloc(sc->storage_count ? sc->storage_count : 1, sizeof(*seen));
 	size_t *views = calloc(sc->storage_count ? sc->storage_count : 1, sizeof(*views));
@@ -651,11 +651,11 @@ Test(torch_writer, a_state_dict_reads_back_with_its_views_ties_parameters_and_me
 	check_all(path, &sc);
 	ti_ckpt *c = NULL;
 	ASSERT_STATUS(ti_ckpt_open(path, NULL, &c, &err), TI_OK, err);
-	const ti_value *attrs = ti_ckpt_root(c)->as.dict.attributes;
+	const ti_value *attrs = ti_ckpt_root(c)->as.dict->attributes;
 	cr_assert(attrs != NULL, "the OrderedDict has no _metadata");
 	const ti_value *meta = ti_dict_get(attrs, "_metadata");
 	ASSERT_KIND(meta, TI_DICT);
-	ASSERT_INT(meta->as.dict.count, 2);
+	ASSERT_INT(meta->as.dict->count, 2);
 	int64_t version = 0;
 	ASSERT_STATUS(ti_value_as_int(ti_dict_get(ti_dict_get(meta, "bn"), "version"), &version, &err), TI_OK, err);
 	EXPECT_INT(version, 2);

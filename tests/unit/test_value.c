@@ -561,3 +561,18 @@ Test(value, dict_get_on_a_non_dict_is_null)
 	cr_expect(ti_dict_get(NULL, "a") == NULL);
 	cr_expect(ti_dict_get(LOADED(BYTES(0x80, 2, ']', '.')), "a") == NULL);
 }
+
+Test(value, empty_dicts_share_nothing_once_one_is_filled)
+{
+	/* {} {1: 2} -> ({}, {1: 2}): every empty dict starts from one shared empty ti_dict */
+	const ti_value *v = LOADED(BYTES(0x80, 2, '}', '}', 'K', 1, 'K', 2, 's', 0x86, '.'));
+	ASSERT_KIND(v, TI_TUPLE);
+	ASSERT_KIND(v->as.seq.items[0], TI_DICT);
+	ASSERT_KIND(v->as.seq.items[1], TI_DICT);
+	EXPECT_INT(v->as.seq.items[0]->as.dict->count, 0);
+	EXPECT_INT(v->as.seq.items[1]->as.dict->count, 1);
+	EXPECT_REPR(v, "({}, {1: 2})");
+	const ti_value *empty = LOADED(BYTES(0x80, 2, '}', '.'));
+	EXPECT_INT(empty->as.dict->count, 0);
+	cr_expect(empty->as.dict->attributes == NULL);
+}

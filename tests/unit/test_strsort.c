@@ -1,0 +1,111 @@
+/*
+ * test_strsort.c - strings sorted by hash: every name found, absent ones
+ * not, repeats reported with the earliest position of their string.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "unit.h"
+#include "util/strsort.h"
+
+enum { NAMES = 20000 };
+static char *names[NAMES];
+
+static const char *name_of(const void *ctx, uint32_t i)
+{
+	(void)ctx;
+	return names[i];
+}
+
+/* Names like a state_dict's, and like a zip's records: long shared prefixes, short differences. */
+static void make_names(void)
+{
+	for (int i = 0; i < NAMES; i++) {
+		char buf[64];
+		snprintf(buf, sizeof(buf), i % 2 ? "blocks.%d.sub.%d.weight" : "archive/data/%d", i / 2, i % 7);
+		names[i] = strdup(buf);
+	}
+}
+
+static void free_names(void)
+{
+	for (int i = 0; i < NAMES; i++)
+		free(names[i]);
+}
+
+TestSuite(strsort, .init = make_names, .fini = free_names);
+
+Test(strsort, finds_every_name_and_no_other)
+{
+	ti_strsort s;
+	ASSERT_INT(ti_strsort_build(&s, NAMES, name_of, NULL), 0);
+	for (int i = 0; i < NAMES; i++)
+		EXPECT_INT(ti_strsort_find(&s, names[i]), i);
+	EXPECT_INT(ti_strsort_find(&s, "blocks.0.sub.0.bias"), -1);
+	ti_strsort_release(&s);
+}
+
+typedef struct repeat_log {
+	uint32_t first[8], later[8];
+	size_t n;
+} repeat_log;
+
+static void log_repeat(void *ctx, uint32_t first, uint32_t later)
+{
+	repeat_log *log = ctx;
+	if (log->n < 8) {
+		log->first[log->n] = first;
+		log->later[log->n] = later;
+	}
+	log->n++;
+}
+
+static const char *few[] = {"a", "b", "a", "c", "b", "a", "d"};
+
+static const char *few_of(const void *ctx, uint32_t i)
+{
+	(void)ctx;
+	return few[i];
+}
+
+Test(strsort, reports_each_repeat_with_the_earliest_position_of_its_string)
+{
+	ti_strsort s;
+	ASSERT_INT(ti_strsort_build(&s, 7, few_of, NULL), 0);
+	repeat_log log = {0};
+	EXPECT_INT(ti_strsort_repeats(&s, log_repeat, &log), 3);
+	ASSERT_INT(log.n, 3);
+	/* "a" at 2 and 5 repeat 0, in that order; "b" at 4 repeats 1 */
+	int a2 = -1, a5 = -1, b4 = -1;
+	for (size_t i = 0; i < log.n; i++) {
+		if (log.later[i] == 2 && log.first[i] == 0)
+			a2 = (int)i;
+		if (log.later[i] == 5 && log.first[i] == 0)
+			a5 = (int)i;
+		if (log.later[i] == 4 && log.first[i] == 1)
+			b4 = (int)i;
+	}
+	cr_expect(a2 >= 0 && a5 > a2 && b4 >= 0, "repeats: got a2 at %d, a5 at %d, b4 at %d", a2, a5, b4);
+	EXPECT_INT(ti_strsort_find(&s, "a"), 0);
+	EXPECT_INT(ti_strsort_find(&s, "d"), 6);
+	ti_strsort_release(&s);
+}
+
+Test(strsort, has_no_repeats_among_distinct_names)
+{
+	ti_strsort s;
+	ASSERT_INT(ti_strsort_build(&s, NAMES, name_of, NULL), 0);
+	repeat_log log = {0};
+	EXPECT_INT(ti_strsort_repeats(&s, log_repeat, &log), 0);
+	ti_strsort_release(&s);
+}
+
+Test(strsort, an_empty_set_finds_nothing)
+{
+	ti_strsort s;
+	ASSERT_INT(ti_strsort_build(&s, 0, name_of, NULL), 0);
+	EXPECT_INT(ti_strsort_find(&s, "a"), -1);
+	repeat_log log = {0};
+	EXPECT_INT(ti_strsort_repeats(&s, log_repeat, &log), 0);
+	ti_strsort_release(&s);
+}
