@@ -237,8 +237,12 @@ ti_status ti_zip_open(const char *path, size_t records_max, ti_zip **out, ti_err
 		TI_FAIL(err, TI_E_CORRUPT, "zip directory of %" PRIu64 " bytes cannot hold %" PRIu64 " records", cd_size, entries);
 		goto fail;
 	}
-	/* Names fit in what the directory holds beyond its 46-byte entry headers, plus their NULs. */
-	size_t names_max = (size_t)(cd_size - entries * 46 + entries + 1);
+	/*
+	 * Names lie inside the directory, so they fit in its size plus a NUL each.
+	 * (Not "beyond the declared entries' headers": a directory that declares
+	 * more entries than it holds lets the first names use those bytes.)
+	 */
+	size_t names_max = (size_t)(cd_size + entries + 1);
 	zip->window_cap = cd_size < DIR_WINDOW ? (size_t)cd_size + 1 : DIR_WINDOW;
 	zip->window = malloc(zip->window_cap);
 	zip->records = calloc(entries ? (size_t)entries : 1, sizeof(*zip->records));
@@ -266,6 +270,10 @@ ti_status ti_zip_open(const char *path, size_t records_max, ti_zip **out, ti_err
 			goto fail;
 		ti_record *r = &zip->records[i];
 		/* Names are not NUL-terminated in the directory: keep a terminated copy. */
+		if (nlen + 1 > names_max - names_used) {
+			TI_FAIL(err, TI_E_CORRUPT, "zip central directory entry %zu: names exceed the directory", i);
+			goto bad_entry;
+		}
 		char *name = zip->names + names_used;
 		memcpy(name, h + 46, nlen);
 		name[nlen] = '\0';
