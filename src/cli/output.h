@@ -39,7 +39,7 @@ void cli_out_put_slow(cli_out *o, const char *s, size_t n);
 /* Inline, so that short constant pieces cost a move and a compare. */
 static inline void cli_out_put(cli_out *o, const char *s, size_t n)
 {
-	if (n <= o->cap - o->len) {
+	if (o->buf && n <= o->cap - o->len) { /* no buffer yet: not even memcpy of 0 bytes to NULL */
 		memcpy(o->buf + o->len, s, n);
 		o->len += n;
 	} else {

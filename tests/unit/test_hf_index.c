@@ -150,7 +150,7 @@ static check_row check_rows[] = {
 
 ParameterizedTestParameters(hf_index, a_shard_that_disagrees_with_the_weight_map_is_named) { return ROWS(check_rows); }
 
-ParameterizedTest(check_row *r, hf_index, a_shard_that_disagrees_with_the_weight_map_is_named, .timeout = 60)
+ParameterizedTest(check_row *r, hf_index, a_shard_that_disagrees_with_the_weight_map_is_named)
 {
 	char path[128];
 	snprintf(path, sizeof(path), HF("%s"), r->index);
@@ -273,7 +273,7 @@ static bad_row bad_rows[] = {
 
 ParameterizedTestParameters(hf_index, rejects_a_malformed_index) { return ROWS(bad_rows); }
 
-ParameterizedTest(bad_row *r, hf_index, rejects_a_malformed_index, .timeout = 60)
+ParameterizedTest(bad_row *r, hf_index, rejects_a_malformed_index)
 {
 	expect_open_fails(write_index(r->json), NULL, r->status, r->piece);
 }

@@ -137,7 +137,7 @@ static dtype_row dtype_rows[] = {
 
 ParameterizedTestParameters(safetensors, dtype_names_map_to_torch_dtypes_and_back) { return ROWS(dtype_rows); }
 
-ParameterizedTest(dtype_row *r, safetensors, dtype_names_map_to_torch_dtypes_and_back, .timeout = 60)
+ParameterizedTest(dtype_row *r, safetensors, dtype_names_map_to_torch_dtypes_and_back)
 {
 	EXPECT_INT(ti_st_dtype_from_name(r->name), r->dtype);
 	EXPECT_STR(ti_st_dtype_name(r->dtype), r->name);
@@ -194,7 +194,7 @@ static tensor_row multi_rows[] = {
 
 ParameterizedTestParameters(safetensors, reads_each_tensor_of_the_multi_dtype_file) { return ROWS(multi_rows); }
 
-ParameterizedTest(tensor_row *r, safetensors, reads_each_tensor_of_the_multi_dtype_file, .timeout = 60)
+ParameterizedTest(tensor_row *r, safetensors, reads_each_tensor_of_the_multi_dtype_file)
 {
 	open_ok(FIXTURE("multi_dtype.safetensors"), NULL);
 	const ti_st_tensor *t = ti_st_find(file, r->name);
@@ -391,7 +391,7 @@ static broken_row broken_rows[] = {
 
 ParameterizedTestParameters(safetensors, rejects_each_broken_file) { return ROWS(broken_rows); }
 
-ParameterizedTest(broken_row *r, safetensors, rejects_each_broken_file, .timeout = 60)
+ParameterizedTest(broken_row *r, safetensors, rejects_each_broken_file)
 {
 	char path[128];
 	snprintf(path, sizeof(path), FIXTURE("broken/%s.safetensors"), r->file);
@@ -592,7 +592,7 @@ ParameterizedTestParameters(safetensors, writing_what_was_read_gives_the_same_by
 
 /* Round trip: the header order of a file written in the official order is the
  * official order, so both orders must give back the file itself. */
-ParameterizedTest(copy_row *r, safetensors, writing_what_was_read_gives_the_same_bytes, .timeout = 60)
+ParameterizedTest(copy_row *r, safetensors, writing_what_was_read_gives_the_same_bytes)
 {
 	char path[128];
 	snprintf(path, sizeof(path), FIXTURE("%s"), r->file);
