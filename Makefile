@@ -19,7 +19,7 @@ BASE_CFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L -D_FILE_OFFSET_BITS=64 -Wall -W
 CPPFLAGS_ALL = -Iinclude -Isrc $(DEPS_CFLAGS)
 SAN_FLAGS = -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 
-LIB_SRC := $(wildcard src/util/*.c src/format/*.c src/core/*.c src/shapes/*.c src/ops/*.c src/nn/*.c src/model/*.c src/materialize/*.c src/convert/*.c)
+LIB_SRC := $(wildcard src/util/*.c src/format/*.c src/core/*.c src/shapes/*.c src/ops/*.c src/nn/*.c src/model/*.c src/materialize/*.c src/convert/*.c src/scan/*.c)
 CLI_SRC := $(wildcard src/cli/*.c)
 TEST_SRC := $(wildcard tests/unit/*.c)
 
@@ -79,6 +79,7 @@ test: deps-test
 	@$(MAKE) --no-print-directory all build/unit-tests
 	./build/unit-tests --jobs 2
 	sh tests/cli/run.sh ./tinspect
+	sh tests/scan/run.sh ./tinspect
 	sh tests/torture/run.sh ./tinspect
 	@if $(PYTHON) -c 'import torch' 2>/dev/null; then \
 		$(PYTHON) tests/conformance/conformance.py ./tinspect && \
@@ -86,7 +87,8 @@ test: deps-test
 		$(PYTHON) tests/conformance/safetensors_conformance.py && \
 		$(PYTHON) tests/conformance/writer_conformance.py ./build/unit-tests && \
 		$(PYTHON) tests/conformance/cast_conformance.py && \
-		$(PYTHON) tests/conformance/convert_conformance.py ./tinspect; \
+		$(PYTHON) tests/conformance/convert_conformance.py ./tinspect && \
+		$(PYTHON) tests/conformance/scan_conformance.py ./tinspect; \
 	else echo "conformance: skipped (python3-torch is not installed)"; fi
 
 # The whole suite under AddressSanitizer and UndefinedBehaviorSanitizer.
@@ -96,14 +98,63 @@ asan: deps-test
 	ASAN_OPTIONS=detect_leaks=1 ./build/asan/unit-tests --jobs 2 >build/asan/unit.log 2>&1; \
 		rc=$$?; cat build/asan/unit.log; test $$rc = 0 && ! grep -qE 'Sanitizer|runtime error' build/asan/unit.log
 	ASAN_OPTIONS=detect_leaks=1 sh tests/cli/run.sh ./build/asan/tinspect
+	ASAN_OPTIONS=detect_leaks=1 sh tests/scan/run.sh ./build/asan/tinspect
 	ASAN_OPTIONS=detect_leaks=1 sh tests/torture/run.sh ./build/asan/tinspect
+	@$(MAKE) --no-print-directory fuzz-replay
 
 bench: deps
 	@$(MAKE) --no-print-directory all
 	bash bench/bench.sh ./tinspect
 
-fuzz:
-	@echo "fuzz: the libFuzzer harnesses arrive with the trust work (issue 5)"
+# ---- fuzzing (fuzz/README.md) ----
+# One libFuzzer harness per reader, built with clang: the library with
+# coverage, ASan and UBSan in build/fuzz/. `make fuzz` replays
+# fixtures/crashes/ first, then runs each harness for FUZZ_SECONDS on a corpus
+# seeded from the fixtures; a crash leaves its input in build/fuzz/crashes/
+# and fails the target. `make fuzz-replay` runs the same harnesses without
+# libFuzzer (gcc, ASan, UBSan) on the crash fixtures and on the fixtures.
+CLANG ?= clang
+FUZZ_SECONDS ?= 60
+FUZZ_HARNESSES ?= pickle checkpoint safetensors model scan
+FUZZ_CFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L -D_FILE_OFFSET_BITS=64 -Wall -Wextra -Werror -O1 -g \
+	-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+FUZZ_ALL := pickle checkpoint safetensors model scan
+FUZZ_LIB_OBJ := $(LIB_SRC:%.c=build/fuzz/%.o)
+FUZZ_BIN := $(FUZZ_ALL:%=build/fuzz/fuzz_%)
+FUZZ_REPLAY_BIN := $(FUZZ_ALL:%=build/asan/fuzz-replay-%)
+# Made by pattern rules alone, they would be deleted as intermediates after each build.
+.SECONDARY: $(FUZZ_LIB_OBJ) $(FUZZ_ALL:%=build/fuzz/fuzz/fuzz_%.o) $(FUZZ_ALL:%=build/asan/fuzz/fuzz_%.o) build/asan/fuzz/replay.o
+
+build/fuzz/%.o: %.c
+	@mkdir -p $(@D)
+	$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link $(CPPFLAGS_ALL) $(CFLAGS) -MMD -MP -c -o $@ $<
+
+build/fuzz/fuzz_%: build/fuzz/fuzz/fuzz_%.o $(FUZZ_LIB_OBJ)
+	$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_LIB_OBJ) $(DEPS_LIBS) $(LDFLAGS)
+
+build/asan/fuzz-replay-%: build/asan/fuzz/replay.o build/asan/fuzz/fuzz_%.o $(ASAN_LIB_OBJ)
+	$(CC) $(BASE_CFLAGS) $(SAN_FLAGS) $(CFLAGS) -o $@ build/asan/fuzz/replay.o build/asan/fuzz/fuzz_$*.o $(ASAN_LIB_OBJ) $(DEPS_LIBS) $(LDFLAGS)
+
+deps-fuzz:
+	@sh tools/install-deps.sh fuzz
+
+fuzz: deps-fuzz
+	@$(MAKE) --no-print-directory $(FUZZ_BIN)
+	$(PYTHON) fuzz/seeds.py build/fuzz
+	FUZZ_SECONDS=$(FUZZ_SECONDS) sh fuzz/run.sh $(FUZZ_HARNESSES)
+
+# For `make asan`: no libFuzzer, no clang.
+fuzz-replay:
+	@$(MAKE) --no-print-directory $(FUZZ_REPLAY_BIN)
+	ASAN_OPTIONS=detect_leaks=1 sh fuzz/replay.sh build/asan/fuzz-replay-
+
+-include $(FUZZ_LIB_OBJ:.o=.d) $(FUZZ_ALL:%=build/fuzz/fuzz/fuzz_%.d) $(FUZZ_ALL:%=build/asan/fuzz/fuzz_%.d) build/asan/fuzz/replay.d
+
+# The CLI tests with the release binary under valgrind (memcheck): any error,
+# or a definite leak, is exit 99 and fails its case.
+valgrind: deps-test
+	@$(MAKE) --no-print-directory all
+	sh tests/cli/run.sh tools/valgrind-tinspect
 
 # Renders the man page, as a check that it is well formed.
 man:
@@ -122,6 +173,6 @@ uninstall:
 clean:
 	rm -rf build tinspect
 
-.PHONY: all deps deps-test run test asan bench fuzz man install uninstall clean
+.PHONY: all deps deps-test deps-fuzz run test asan bench fuzz fuzz-replay valgrind man install uninstall clean
 
 -include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(ASAN_LIB_OBJ:.o=.d) $(ASAN_CLI_OBJ:.o=.d) $(ASAN_TEST_OBJ:.o=.d)

@@ -16,6 +16,7 @@
 
 #include "tinspect/error.h"
 #include "tinspect/pickle.h"
+#include "tinspect/scan.h"
 #include "tinspect/tensor.h"
 #include "tinspect/value.h"
 
@@ -74,6 +75,14 @@ ti_status ti_ckpt_record_payload_offset(ti_ckpt *ckpt, size_t i, uint64_t *offse
 
 size_t ti_ckpt_storage_count(const ti_ckpt *ckpt);
 const ti_storage *ti_ckpt_storage(const ti_ckpt *ckpt, size_t i);
+
+/*
+ * What data.pkl names and calls, judged as ti_scan_file() judges it
+ * (scan.h): the findings worse than safe, and the worst of them. Opening
+ * never executes anything whatever this says; a caller that hands the file
+ * on to PyTorch, or trusts its contents, should refuse a dangerous one.
+ */
+ti_scan_severity ti_ckpt_safety(const ti_ckpt *ckpt, const ti_scan_finding **findings, size_t *count);
 
 size_t ti_ckpt_entry_count(const ti_ckpt *ckpt);
 const ti_entry *ti_ckpt_entry(const ti_ckpt *ckpt, size_t i);

@@ -47,6 +47,17 @@ typedef struct ti_pickle_hooks {
 	/* Interprets a persistent id; leaves *out NULL to keep a TI_PERSID. */
 	ti_status (*persistent_load)(void *ctx, ti_arena *arena, ti_value *pid,
 	                             ti_value **out, ti_error *err);
+	/*
+	 * For scanning: sees every global as it is named (GLOBAL, STACK_GLOBAL,
+	 * INST, EXT*: target is the TI_GLOBAL), every call (REDUCE, NEWOBJ,
+	 * NEWOBJ_EX, INST, OBJ: target is the callable), every BUILD (the
+	 * object built) and every persistent id (PERSID, BINPERSID: the id),
+	 * before anything interprets them, with the opcode and
+	 * its offset; and a STACK_GLOBAL whose operands are not strings, with
+	 * target NULL, before the load fails on it. Failing stops the load.
+	 */
+	ti_status (*observe)(void *ctx, uint8_t opcode, const ti_value *target, int64_t offset,
+	                     ti_error *err);
 } ti_pickle_hooks;
 
 typedef struct ti_pickle_limits {

@@ -22,6 +22,7 @@
 
 #include "tinspect/dtype.h"
 #include "tinspect/error.h"
+#include "tinspect/scan.h"
 
 typedef struct ti_source ti_source;
 
@@ -84,6 +85,11 @@ const struct ti_fill_policy *ti_source_fill(const ti_source *src, size_t storage
 ti_source_format ti_source_get_format(const ti_source *src);
 /* The files the source reads (a sharded checkpoint's shards), so that no output may replace one. */
 size_t ti_source_file_count(const ti_source *src);
+/*
+ * For file i: what its pickle names and calls, judged as scan judges it
+ * (ti_ckpt_safety); safe with no findings for a file with no pickle.
+ */
+ti_scan_severity ti_source_safety(const ti_source *src, size_t i, const ti_scan_finding **findings, size_t *count);
 const char *ti_source_file_at(const ti_source *src, size_t i);
 const char *ti_source_format_name(ti_source_format format); /* "torch-zip", "safetensors", "hf-sharded" */
 

@@ -31,6 +31,7 @@ typedef struct ti_dim {
 	const ti_sym *sym; /* a canonical polynomial, never a constant */
 } ti_dim;
 
+#define TI_SYM_MAX_NAME 64    /* bytes in a symbol's name */
 #define TI_SYM_MAX_TERMS 64   /* a polynomial past this is refused (limit) */
 #define TI_SYM_MAX_ATOMS 4096 /* distinct symbols and floor divisions per context */
 #define TI_SYM_MAX_ASSUMPTIONS 256

@@ -22,6 +22,7 @@
 #include "tinspect/pickle.h"
 #include "tinspect/place.h"
 #include "tinspect/safetensors.h"
+#include "tinspect/scan.h"
 #include "tinspect/source.h"
 #include "tinspect/symdim.h"
 #include "tinspect/tensor.h"

@@ -32,6 +32,7 @@ int cmd_shapes(int argc, char **argv);
 int cmd_params(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
 int cmd_materialize(int argc, char **argv);
+int cmd_scan(int argc, char **argv);
 
 /* Options: a table per command; values come as --opt=V or --opt V. */
 typedef enum { OPT_FLAG, OPT_VALUE } cli_opt_kind;
@@ -58,6 +59,23 @@ int cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Prints "tinspect: FILE: message (location)" and returns the exit code for the status. */
 int cli_report(const char *file, const ti_error *err);
 int cli_exit_code(ti_status status);
+
+/*
+ * Before using a checkpoint: warns on stderr of each global and call in its
+ * pickle that weights_only=True would refuse, and refuses (EXIT_NEGATIVE,
+ * one line) a dangerous one unless trust. EXIT_OK to go on.
+ */
+int cli_check_safety(const char *file, ti_scan_severity worst, const ti_scan_finding *findings, size_t count,
+                     bool trust);
+/* The same for every file of a source. */
+int cli_check_source_safety(const ti_source *src, bool trust);
+/*
+ * For a file that could not be opened: a legacy or bare pickle, a zip with
+ * two data.pkl... If scan finds it dangerous, says so and refuses
+ * (EXIT_NEGATIVE) whatever trust says, since it cannot be read anyway;
+ * otherwise reports err as cli_report() does.
+ */
+int cli_report_open_failure(const char *file, const ti_error *err);
 
 /* Formatting helpers. */
 const char *cli_bytes(int64_t n, char *buf, size_t size);   /* "4.59 KiB", "16 B" */

@@ -15,7 +15,7 @@
 
 enum {
 	OPT_HELP = 1, OPT_OUTPUT, OPT_FORMAT, OPT_DTYPE, OPT_SELECT, OPT_EXCLUDE, OPT_RENAME, OPT_STRIP,
-	OPT_KEY, OPT_KEEP, OPT_FORCE, OPT_QUIET, OPT_JSON
+	OPT_KEY, OPT_KEEP, OPT_FORCE, OPT_QUIET, OPT_JSON, OPT_TRUST
 };
 
 static const cli_option options[] = {
@@ -32,6 +32,7 @@ static const cli_option options[] = {
 	{"force", 'f', OPT_FLAG, OPT_FORCE},
 	{"quiet", 'q', OPT_FLAG, OPT_QUIET},
 	{"json", 0, OPT_FLAG, OPT_JSON},
+	{"trust", 0, OPT_FLAG, OPT_TRUST},
 	{NULL, 0, 0, 0},
 };
 
@@ -53,12 +54,14 @@ static const char help[] =
 	"  --key K              take the tensors under K, e.g. 'model' of a training checkpoint\n"
 	"  --keep-storage       keep shared storages and views as they are (torch output)\n"
 	"  -f, --force          replace OUT if it exists\n"
+	"  --trust              convert a file whose pickle calls something dangerous,\n"
+	"                       which is refused otherwise (it is never executed)\n"
 	"  -q, --quiet          no progress bar\n"
 	"  --json               print the summary as JSON\n"
 	"  -h, --help           show this help\n"
 	"\n"
-	"exit status: 0 success, 2 usage error, 3 unreadable or unsupported input,\n"
-	"4 I/O or resource failure.\n";
+	"exit status: 0 success, 1 refused as dangerous, 2 usage error, 3 unreadable\n"
+	"or unsupported input, 4 I/O or resource failure.\n";
 
 enum { LIST_MAX = 64 };
 
@@ -82,7 +85,7 @@ int cmd_convert(int argc, char **argv)
 	ti_rename renames[LIST_MAX];
 	char rename_text[LIST_MAX][256];
 	ti_convert_options o = {0};
-	bool force = false, quiet = false, json = false;
+	bool force = false, quiet = false, json = false, trust = false;
 	int id;
 	const char *value;
 	while ((id = cli_next(&p, &value)) != -1) {
@@ -145,6 +148,9 @@ int cmd_convert(int argc, char **argv)
 		case OPT_FORCE:
 			force = true;
 			break;
+		case OPT_TRUST:
+			trust = true;
+			break;
 		case OPT_QUIET:
 			quiet = true;
 			break;
@@ -174,7 +180,12 @@ int cmd_convert(int argc, char **argv)
 	ti_source *src;
 	ti_status st = ti_source_open(in, &src, &err);
 	if (st)
-		return cli_report(in, &err);
+		return cli_report_open_failure(in, &err);
+	int refused = cli_check_source_safety(src, trust);
+	if (refused) {
+		ti_source_close(src);
+		return refused;
+	}
 	/* every file the source reads is an input: a sharded checkpoint's shards too */
 	cli_outfile of;
 	const char *inputs[65] = {in};

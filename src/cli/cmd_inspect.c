@@ -13,7 +13,7 @@
 #include "cli/inspect_tensors.h"
 #include "cli/output.h"
 
-enum { OPT_HELP = 1, OPT_DEVICE, OPT_JSON, OPT_FILTER, OPT_DEPTH, OPT_RECORDS };
+enum { OPT_HELP = 1, OPT_DEVICE, OPT_JSON, OPT_FILTER, OPT_DEPTH, OPT_RECORDS, OPT_TRUST };
 
 static const cli_option options[] = {
 	{"help", 'h', OPT_FLAG, OPT_HELP},
@@ -22,6 +22,7 @@ static const cli_option options[] = {
 	{"filter", 0, OPT_VALUE, OPT_FILTER},
 	{"depth", 0, OPT_VALUE, OPT_DEPTH},
 	{"records", 0, OPT_FLAG, OPT_RECORDS},
+	{"trust", 0, OPT_FLAG, OPT_TRUST},
 	{NULL, 0, 0, 0},
 };
 
@@ -38,10 +39,15 @@ static const char help[] =
 	"  --filter GLOB   keep tensors and values whose name matches GLOB (repeatable)\n"
 	"  --depth N       fold names deeper than N components into their prefix, with totals\n"
 	"  --records       also list the archive's records with sizes and payload offsets\n"
+	"  --trust         list a file whose pickle calls something dangerous (os.system,\n"
+	"                  eval...), which is refused otherwise; it is never executed\n"
 	"  -h, --help      show this help\n"
 	"\n"
-	"exit status: 0 success, 2 usage error, 3 unreadable, corrupt or unsupported\n"
-	"input, 4 I/O or resource failure.\n";
+	"Globals outside torch.load's weights_only allow-list get a warning on\n"
+	"stderr; 'tinspect scan' lists them all.\n"
+	"\n"
+	"exit status: 0 success, 1 refused as dangerous, 2 usage error, 3 unreadable,\n"
+	"corrupt or unsupported input, 4 I/O or resource failure.\n";
 
 enum { FILTERS_MAX = 64 };
 
@@ -741,6 +747,7 @@ static int print_json(inspect *in, const totals *t)
 int cmd_inspect(int argc, char **argv)
 {
 	inspect in = {0};
+	bool trust = false;
 	cli_parser p = {argc, 1, argv, options, "inspect", false};
 	const char *value;
 	int id;
@@ -764,6 +771,9 @@ int cmd_inspect(int argc, char **argv)
 		case OPT_JSON:
 			in.json = true;
 			break;
+		case OPT_TRUST:
+			trust = true;
+			break;
 		case OPT_RECORDS:
 			in.records = true;
 			break;
@@ -784,12 +794,20 @@ int cmd_inspect(int argc, char **argv)
 	if (!in.file)
 		return cli_usage_error("inspect: no FILE given (usage: tinspect FILE [--json]; see --help)");
 	if (cli_is_tensor_file(in.file)) {
-		cli_inspect_request r = {in.file, in.json, in.records, in.depth, in.filters, in.filter_count};
+		cli_inspect_request r = {in.file, in.json, in.records, trust, in.depth, in.filters, in.filter_count};
 		return cli_inspect_tensor_file(&r);
 	}
 	ti_error err;
 	if (ti_ckpt_open(in.file, NULL, &in.ckpt, &err))
-		return cli_report(in.file, &err);
+		return cli_report_open_failure(in.file, &err);
+	const ti_scan_finding *findings;
+	size_t nfindings;
+	ti_scan_severity worst = ti_ckpt_safety(in.ckpt, &findings, &nfindings);
+	int refused = cli_check_safety(in.file, worst, findings, nfindings, trust);
+	if (refused) {
+		ti_ckpt_close(in.ckpt);
+		return refused;
+	}
 	cli_out_init(&in.out, stdout);
 	totals t;
 	int rc = EXIT_OK;

@@ -20,7 +20,7 @@
 
 enum {
 	OPT_HELP = 1, OPT_DEVICE, OPT_FILL, OPT_SEED, OPT_OUTPUT, OPT_FORMAT, OPT_DRY_RUN, OPT_VERIFY, OPT_FORCE,
-	OPT_QUIET, OPT_JSON, OPT_BIND
+	OPT_QUIET, OPT_JSON, OPT_BIND, OPT_TRUST
 };
 
 static const cli_option options[] = {
@@ -35,6 +35,7 @@ static const cli_option options[] = {
 	{"force", 'f', OPT_FLAG, OPT_FORCE},
 	{"quiet", 'q', OPT_FLAG, OPT_QUIET},
 	{"json", 0, OPT_FLAG, OPT_JSON},
+	{"trust", 0, OPT_FLAG, OPT_TRUST},
 	{NULL, 0, 0, 0},
 };
 
@@ -61,10 +62,13 @@ static const char help[] =
 	"  -f, --force          replace OUT if it exists\n"
 	"  -q, --quiet          no progress bar\n"
 	"  --json               print the report as JSON\n"
+	"  --trust              use a checkpoint whose pickle calls something dangerous,\n"
+	"                       which is refused otherwise (it is never executed)\n"
 	"  -h, --help           show this help\n"
 	"\n"
-	"exit status: 0 success, 2 usage error (a missing policy, a bad device), 3\n"
-	"unreadable input, 4 I/O or resource failure (CUDA not available).\n";
+	"exit status: 0 success, 1 refused as dangerous, 2 usage error (a missing\n"
+	"policy, a bad device), 3 unreadable input, 4 I/O or resource failure (CUDA\n"
+	"not available).\n";
 
 typedef struct job {
 	const char *file;
@@ -336,7 +340,7 @@ int cmd_materialize(int argc, char **argv)
 	ti_arena_init(&j.arena, (size_t)1 << 30);
 	ti_fill_table_init(&j.table, &j.arena);
 	const char *out = NULL, *format = NULL;
-	bool dry_run = false, verify = false, force = false, quiet = false, json = false, cuda = false;
+	bool dry_run = false, verify = false, force = false, quiet = false, json = false, cuda = false, trust = false;
 	int cuda_index = 0, id, rc = EXIT_OK;
 	const char *value;
 	ti_error err;
@@ -388,6 +392,9 @@ int cmd_materialize(int argc, char **argv)
 		case OPT_FORCE:
 			force = true;
 			break;
+		case OPT_TRUST:
+			trust = true;
+			break;
 		case OPT_QUIET:
 			quiet = true;
 			break;
@@ -415,7 +422,10 @@ int cmd_materialize(int argc, char **argv)
 	} else {
 		st = ti_source_open(j.file, &j.src, &err);
 	}
-	rc = st ? cli_report(j.file, &err) : run(&j, out, format, dry_run, verify, force, quiet, json, cuda, cuda_index);
+	if (st)
+		rc = j.cm.model ? cli_report(j.file, &err) : cli_report_open_failure(j.file, &err);
+	else if (!(rc = cli_check_source_safety(j.src, trust)))
+		rc = run(&j, out, format, dry_run, verify, force, quiet, json, cuda, cuda_index);
 	ti_source_close(j.src);
 	ti_model_close(j.cm.model);
 	ti_arena_release(&j.arena);

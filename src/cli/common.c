@@ -172,3 +172,66 @@ void cli_put_safe(FILE *f, const char *s, int width)
 	cli_out_safe(&o, s, width);
 	cli_out_close(&o);
 }
+
+static void put_finding(const ti_scan_finding *f)
+{
+	if (f->record) {
+		cli_put_safe(stderr, f->record, 0);
+		if (f->offset >= 0)
+			fprintf(stderr, "@%lld", (long long)f->offset);
+		fputs(": ", stderr);
+	}
+	cli_put_safe(stderr, f->message, 0);
+}
+
+int cli_check_safety(const char *file, ti_scan_severity worst, const ti_scan_finding *findings, size_t count,
+                     bool trust)
+{
+	if (worst == TI_SCAN_DANGEROUS && !trust) {
+		for (size_t i = 0; i < count; i++)
+			if (findings[i].severity == TI_SCAN_DANGEROUS) {
+				fprintf(stderr, "tinspect: %s: refusing a dangerous pickle: ", file);
+				put_finding(&findings[i]);
+				fputs(" (nothing was executed; see 'tinspect scan', or pass --trust)\n", stderr);
+				return EXIT_NEGATIVE;
+			}
+	}
+	if (trust)
+		return EXIT_OK;
+	for (size_t i = 0; i < count; i++) {
+		if (findings[i].severity == TI_SCAN_SAFE)
+			continue;
+		fprintf(stderr, "tinspect: warning: %s: ", file);
+		put_finding(&findings[i]);
+		fputs(findings[i].severity == TI_SCAN_UNKNOWN ? " (torch.load with weights_only=True refuses it)\n" : "\n",
+		      stderr);
+	}
+	return EXIT_OK;
+}
+
+int cli_check_source_safety(const ti_source *src, bool trust)
+{
+	for (size_t i = 0; i < ti_source_file_count(src); i++) {
+		const ti_scan_finding *f;
+		size_t n;
+		ti_scan_severity worst = ti_source_safety(src, i, &f, &n);
+		int rc = cli_check_safety(ti_source_file_at(src, i), worst, f, n, trust);
+		if (rc)
+			return rc;
+	}
+	return EXIT_OK;
+}
+
+int cli_report_open_failure(const char *file, const ti_error *err)
+{
+	ti_scan_report *r = NULL;
+	ti_error scan_err;
+	ti_error_clear(&scan_err);
+	if (!ti_scan_file(file, NULL, &r, &scan_err) && r->verdict == TI_SCAN_DANGEROUS) {
+		int rc = cli_check_safety(file, r->verdict, r->findings, r->count, false);
+		ti_scan_report_free(r);
+		return rc;
+	}
+	ti_scan_report_free(r);
+	return cli_report(file, err);
+}

@@ -207,7 +207,12 @@ int cli_inspect_tensor_file(const cli_inspect_request *r)
 	ti_error_clear(&err);
 	ti_source *src;
 	if (ti_source_open(r->file, &src, &err))
-		return cli_report(r->file, &err);
+		return cli_report_open_failure(r->file, &err);
+	int refused = cli_check_source_safety(src, r->trust);
+	if (refused) {
+		ti_source_close(src);
+		return refused;
+	}
 	totals t;
 	memset(&t, 0, sizeof(t));
 	for (size_t i = 0; i < ti_source_tensor_count(src); i++)

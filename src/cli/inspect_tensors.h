@@ -10,7 +10,7 @@
 
 typedef struct cli_inspect_request {
 	const char *file;
-	bool json, records;
+	bool json, records, trust;
 	int depth;
 	const char *const *filters;
 	int filter_count;

@@ -13,6 +13,7 @@ static const cli_command commands[] = {
 	{"params", cmd_params, "list a described model's parameters as its state_dict would"},
 	{"materialize", cmd_materialize, "turn metadata into real tensors on the CPU, a CUDA device or a file"},
 	{"convert", cmd_convert, "write a checkpoint as torch zip or safetensors, selected, renamed, cast"},
+	{"scan", cmd_scan, "say whether files are safe to torch.load, executing nothing"},
 };
 
 static void usage(FILE *f)
@@ -22,6 +23,7 @@ static void usage(FILE *f)
 	           "       tinspect params MODEL.json [--json]\n"
 	           "       tinspect materialize SOURCE [--fill POLICY] [--device cpu|cuda[:N]] [-o OUT] ...\n"
 	           "       tinspect convert IN -o OUT [--dtype DT] [--select GLOB] [--exclude GLOB] ...\n"
+	           "       tinspect scan FILE... [--json] [--allow GLOB] [--quiet]\n"
 	           "       tinspect COMMAND --help\n"
 	           "       tinspect --version\n\ncommands:\n");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)

@@ -422,6 +422,15 @@ const char *ti_source_file_at(const ti_source *s, size_t i)
 {
 	return i < s->part_count ? s->parts[i].path : NULL;
 }
+
+ti_scan_severity ti_source_safety(const ti_source *s, size_t i, const ti_scan_finding **findings, size_t *count)
+{
+	*findings = NULL;
+	*count = 0;
+	if (i >= s->part_count || !s->parts[i].ckpt)
+		return TI_SCAN_SAFE;
+	return ti_ckpt_safety(s->parts[i].ckpt, findings, count);
+}
 size_t ti_source_tensor_count(const ti_source *s) { return s->tensor_count; }
 size_t ti_source_storage_count(const ti_source *s) { return s->storage_count; }
 size_t ti_source_metadata_count(const ti_source *s) { return s->metadata_count; }

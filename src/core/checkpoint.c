@@ -18,6 +18,7 @@
 #include "core/entries.h"
 #include "core/torch_unpickle.h"
 #include "format/zip_archive.h"
+#include "scan/findings.h"
 
 struct ti_ckpt {
 	ti_arena arena;
@@ -29,6 +30,7 @@ struct ti_ckpt {
 	size_t storage_count;
 	ti_value *root;
 	ti_entry_list entries;
+	scan_findings findings; /* data.pkl's globals and calls, judged as scan judges them */
 };
 
 /* torch writes format versions 1..3 for torch.save; the reader accepts up to kMaxSupportedFileFormatVersion. */
@@ -220,6 +222,8 @@ static ti_status read_pickle(ti_ckpt *c, const ti_limits *lim, ti_error *err)
 	c->info.pickle_protocol = size >= 2 && head[0] == 0x80 ? head[1] : 1;
 	ti_torch torch;
 	ti_torch_init(&torch, &c->arena, lim->records_max);
+	scan_findings_record(&c->findings, name);
+	torch.findings = &c->findings;
 	ti_pickle_hooks hooks;
 	ti_torch_hooks(&torch, &hooks);
 	s = ti_pickle_load_source(&src, &c->arena, &hooks, &lim->pickle, &c->root, NULL, err);
@@ -328,6 +332,7 @@ ti_status ti_ckpt_open(const char *path, const ti_limits *limits, ti_ckpt **out,
 	if (!c)
 		return TI_FAIL(err, TI_E_NOMEM, "out of memory");
 	ti_arena_init(&c->arena, limits->arena_max);
+	scan_findings_init(&c->findings, NULL);
 	ti_status s;
 	if ((s = read_directory(c, path, limits, err)) || (s = read_small_records(c, err)) ||
 	    (s = read_pickle(c, limits, err)) || (s = check_storages(c, err)) ||
@@ -351,6 +356,7 @@ void ti_ckpt_close(ti_ckpt *c)
 		return;
 	ti_zip_close(c->zip);
 	ti_arena_release(&c->arena);
+	scan_findings_release(&c->findings);
 	free(c);
 }
 
@@ -362,6 +368,13 @@ size_t ti_ckpt_storage_count(const ti_ckpt *c) { return c->storage_count; }
 const ti_storage *ti_ckpt_storage(const ti_ckpt *c, size_t i) { return i < c->storage_count ? c->storages[i] : NULL; }
 size_t ti_ckpt_entry_count(const ti_ckpt *c) { return c->entries.count; }
 const ti_entry *ti_ckpt_entry(const ti_ckpt *c, size_t i) { return i < c->entries.count ? &c->entries.items[i] : NULL; }
+
+ti_scan_severity ti_ckpt_safety(const ti_ckpt *c, const ti_scan_finding **findings, size_t *count)
+{
+	*findings = c->findings.items;
+	*count = c->findings.count;
+	return c->findings.worst;
+}
 
 ti_status ti_ckpt_record_payload_offset(ti_ckpt *c, size_t i, uint64_t *offset, ti_error *err)
 {

@@ -13,6 +13,7 @@
 #include "core/torch_calls.h"
 #include "core/torch_unpickle.h"
 #include "core/value_build.h"
+#include "scan/findings.h"
 #include "tinspect/tensor.h"
 
 #define NOMEM(err) TI_FAIL((err), TI_E_LIMIT, "metadata exceeds the memory ceiling")
@@ -787,6 +788,12 @@ void ti_torch_init(ti_torch *t, ti_arena *arena, size_t storages_max)
 
 void ti_torch_release(ti_torch *t) { ti_strmap_release(&t->by_key); }
 
+static ti_status observe(void *ctx, uint8_t opcode, const ti_value *target, int64_t offset, ti_error *err)
+{
+	ti_torch *t = ctx;
+	return scan_observe(t->findings, opcode, target, offset, err);
+}
+
 void ti_torch_hooks(ti_torch *t, ti_pickle_hooks *hooks)
 {
 	hooks->ctx = t;
@@ -794,4 +801,5 @@ void ti_torch_hooks(ti_torch *t, ti_pickle_hooks *hooks)
 	hooks->call = call;
 	hooks->build = build;
 	hooks->persistent_load = persistent_load;
+	hooks->observe = t->findings ? observe : NULL;
 }

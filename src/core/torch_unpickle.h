@@ -30,6 +30,7 @@ typedef struct ti_torch {
 		bool untyped;
 	} classes[8];
 	size_t class_count;
+	struct scan_findings *findings; /* when set, every global and call is judged into it too */
 } ti_torch;
 
 /*

@@ -46,6 +46,7 @@ typedef struct vm {
 	uint8_t *buf;               /* the window's buffer, for a source */
 	size_t buf_cap;
 	size_t size, pos, op_pos;
+	uint8_t op;                 /* the opcode at op_pos */
 	ti_arena *arena;
 	const ti_pickle_hooks *hooks;
 	ti_pickle_limits limits;
@@ -231,7 +232,8 @@ static ti_status pop_mark(vm *m, ti_value ***items, size_t *count)
 	if (!m->mark_count)
 		return FAIL(m, TI_E_CORRUPT, "pickle has no MARK to pop to");
 	size_t f = m->marks[--m->mark_count];
-	*items = m->stack + f;
+	/* A MARK on an empty stack that was never grown: no items, and no pointer arithmetic on NULL. */
+	*items = m->stack ? m->stack + f : NULL;
 	*count = m->sp - f;
 	m->sp = f;
 	return TI_OK;
@@ -325,9 +327,19 @@ static ti_status push_unicode(vm *m, const uint8_t *p, size_t n)
 /* ---- calls (never executed: recorded, or interpreted by the hooks) ---- */
 
 /* Takes a reference to each of callable, args and kwargs: an object keeps them, a hook's result does not. */
+static ti_status observe(vm *m, const ti_value *target)
+{
+	if (!m->hooks || !m->hooks->observe)
+		return TI_OK;
+	return m->hooks->observe(m->hooks->ctx, m->op, target, (int64_t)m->op_pos, m->err);
+}
+
 static ti_status call(vm *m, ti_value *callable, ti_value *args, ti_value *kwargs, ti_call_kind how)
 {
 	ti_value *out = NULL;
+	ti_status seen = observe(m, callable);
+	if (seen)
+		return seen;
 	if (m->hooks && m->hooks->call && !kwargs) {
 		ti_status s = m->hooks->call(m->hooks->ctx, m->arena, callable, args, how, &out, m->err);
 		if (s)
@@ -978,6 +990,8 @@ static ti_status op_global(vm *m, uint8_t op)
 	ti_value *g = make_global(m, mod, ml, name, nl);
 	if (!g)
 		return NOMEM(m);
+	if (op == 'c' && observe(m, g)) /* INST is seen as the call it also is */
+		return m->err->code;
 	if (op == 'c')
 		return push(m, g);
 	/* INST: the arguments were pushed above a MARK. */
@@ -997,12 +1011,18 @@ static ti_status op_stack_global(vm *m, uint8_t op)
 	ti_value *mod = NULL, *name = NULL;
 	if (pop(m, &name) || pop(m, &mod))
 		return m->err->code;
+	if ((mod->kind != TI_STR || name->kind != TI_STR) && observe(m, NULL))
+		return m->err->code;
 	if (mod->kind != TI_STR || name->kind != TI_STR)
 		return FAIL(m, TI_E_CORRUPT, "STACK_GLOBAL needs two strings, got %s and %s",
 		            ti_kind_name(mod->kind), ti_kind_name(name->kind));
 	ti_value *g = make_global(m, mod->as.bytes.data, mod->as.bytes.size, name->as.bytes.data, name->as.bytes.size);
 	drop(m, name);
 	drop(m, mod);
+	if (!g)
+		return NOMEM(m);
+	if (observe(m, g))
+		return m->err->code;
 	return push(m, g);
 }
 
@@ -1015,7 +1035,12 @@ static ti_status op_ext(vm *m, uint8_t op)
 	/* copyreg's extension registry lives in the writer's process; we can only name the code. */
 	char name[32];
 	int n = snprintf(name, sizeof(name), "extension_%" PRIu64, le(p, width));
-	return push(m, make_global(m, "copyreg", 7, name, (size_t)n));
+	ti_value *g = make_global(m, "copyreg", 7, name, (size_t)n);
+	if (!g)
+		return NOMEM(m);
+	if (observe(m, g))
+		return m->err->code;
+	return push(m, g);
 }
 
 static ti_status op_reduce(vm *m, uint8_t op)
@@ -1064,7 +1089,7 @@ static ti_status op_build(vm *m, uint8_t op)
 {
 	(void)op;
 	ti_value *state = NULL, *obj = NULL;
-	if (pop(m, &state) || top(m, &obj))
+	if (pop(m, &state) || top(m, &obj) || observe(m, obj))
 		return m->err->code;
 	int handled = 0;
 	if (m->hooks && m->hooks->build) {
@@ -1107,6 +1132,8 @@ static ti_status op_persid(vm *m, uint8_t op)
 	} else if (pop(m, &pid)) {
 		return m->err->code;
 	}
+	if (observe(m, pid))
+		return m->err->code;
 	ti_value *out = NULL;
 	if (m->hooks && m->hooks->persistent_load) {
 		ti_status s = m->hooks->persistent_load(m->hooks->ctx, m->arena, pid, &out, m->err);
@@ -1301,7 +1328,7 @@ static ti_status run(vm *m, ti_value **out, size_t *consumed)
 		const uint8_t *p;
 		if ((s = need(m, 1, &p)))
 			break;
-		uint8_t op = *p;
+		uint8_t op = m->op = *p;
 		if (!opcodes[op].run) {
 			s = FAIL(m, TI_E_CORRUPT, "bad pickle opcode 0x%02x", op);
 			break;

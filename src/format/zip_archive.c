@@ -13,8 +13,9 @@
  * Stored records (torch.save writes nothing else) are read with pread from
  * the payload offset their local header gives: it differs from the central
  * directory's idea because of torch's 'FB' padding extra field. Compressed
- * records are read through libzip, opened on first need: this file is the
- * only one that includes <zip.h>.
+ * records are read through libzip, opened on first need: this file and
+ * scan/zip_walk.c (which inflates for the scanner) are the only ones that
+ * include <zip.h>.
  */
 #include "format/zip_archive.h"
 
@@ -420,6 +421,11 @@ ti_status ti_zip_read(ti_zip *zip, size_t index, size_t max, uint8_t **data, siz
 	if (check_size(zip, index, max, err))
 		return err->code;
 	const ti_record *r = &zip->records[index];
+	/* Deflate expands at most 1032 to 1: a larger claim would only make us allocate for nothing. */
+	if (r->method != 0 && r->size / 1032 > r->compressed_size + 1)
+		return TI_FAIL(err, TI_E_CORRUPT,
+		               "record '%s' claims %" PRIu64 " bytes from %" PRIu64 " compressed bytes, more than deflate can make",
+		               r->name, r->size, r->compressed_size);
 	uint8_t *buf = malloc((size_t)r->size + 1);
 	if (!buf)
 		return TI_FAIL(err, TI_E_NOMEM, "out of memory reading a record of %" PRIu64 " bytes", r->size);

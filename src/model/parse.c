@@ -663,6 +663,9 @@ static ti_status parse_inputs(parser *p, const cJSON *inputs, ti_error *err)
 			ti_status st = json_to_arg(p, d, join(m, jp, sub), 0, &a, err);
 			if (st)
 				return st;
+			if (a.kind == TI_ARG_STR && is_identifier(a.as.str) && strlen(a.as.str) > TI_SYM_MAX_NAME)
+				return at(TI_FAIL(err, TI_E_CORRUPT, "a symbol name is at most %d characters", TI_SYM_MAX_NAME),
+				          err, join(m, jp, sub));
 			if (a.kind == TI_ARG_STR && is_identifier(a.as.str))
 				dims[k] = ti_dim_symbol(&m->sym, a.as.str);
 			else if (a.kind == TI_ARG_INT && a.as.dim.value >= 0)

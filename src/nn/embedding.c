@@ -8,6 +8,8 @@
  * constructor's arguments; padding_idx goes there already wrapped, as the
  * constructor stores it.
  */
+#include <inttypes.h>
+
 #include "nn/tables.h"
 
 /* The constructor's assert: a padding_idx, when given, is a row, counted from the end when negative. */
@@ -52,11 +54,27 @@ static ti_status add_weight(ti_module *m, ti_error *err)
 	return TI_OK;
 }
 
+/*
+ * padding_idx 0 passes the assert whatever num_embeddings is; with no rows,
+ * reset_parameters' weight[padding_idx].fill_(0) then raises, on the meta
+ * device too.
+ */
+static ti_status padding_row_exists(const ti_module *m, ti_error *err)
+{
+	const ti_arg *given = ti_module_arg(m, "padding_idx");
+	if (given->kind == TI_ARG_INT && ti_module_dim(m, "num_embeddings").value == 0)
+		return TI_FAIL(err, TI_E_SHAPE, "index %" PRId64 " is out of bounds for dimension 0 with size 0",
+		               given->as.dim.value);
+	return TI_OK;
+}
+
 /* Embedding and EmbeddingBag word the padding_idx assert differently ("Padding_idx", "padding_idx"). */
 static ti_status init_embedding(ti_module *m, ti_error *err)
 {
 	if (!padding_idx_fits(m))
 		return TI_FAIL(err, TI_E_SHAPE, "Padding_idx must be within num_embeddings");
+	if (padding_row_exists(m, err))
+		return err->code;
 	return add_weight(m, err);
 }
 
@@ -64,6 +82,8 @@ static ti_status init_embedding_bag(ti_module *m, ti_error *err)
 {
 	if (!padding_idx_fits(m))
 		return TI_FAIL(err, TI_E_SHAPE, "padding_idx must be within num_embeddings");
+	if (padding_row_exists(m, err))
+		return err->code;
 	return add_weight(m, err);
 }
 

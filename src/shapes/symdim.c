@@ -22,7 +22,7 @@
 enum {
 	MAX_DEGREE = 16,  /* atoms in one monomial; a 6-d tensor's numel has degree 6 */
 	MAX_NESTING = 32, /* floor divisions inside floor divisions */
-	MAX_NAME = 64,    /* bytes in a symbol name */
+	MAX_NAME = TI_SYM_MAX_NAME,
 	SUM_TERMS = 2 * TI_SYM_MAX_TERMS + 2,
 	/* the partial sums of a product may hold terms that cancel later */
 	PRODUCT_TERMS = 4 * TI_SYM_MAX_TERMS,

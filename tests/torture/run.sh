@@ -9,10 +9,13 @@
 # 20 copies with a few bytes changed, most of them inside data.pkl. Each copy
 # goes through `TINSPECT FILE --json` (the changed ones also through
 # `--json --records` and the text output with `--depth 2 --records`), under
-# `timeout 10`. A run passes when it exits 0 with nothing on stderr and a whole
-# document on stdout, or exits 3 with exactly one line on stderr that starts
-# with 'tinspect: '. Anything else fails: exit 1 (a sanitizer report), 4 (an I/O
-# or resource error from a damaged byte), 124 (timeout), 128+N (a signal).
+# `timeout 10`, and through `TINSPECT scan --json`. A run passes when it exits 0
+# with a whole document on stdout and nothing but warnings on stderr, or exits
+# 3 with exactly one line on stderr that starts with 'tinspect: ', or exits 1
+# refusing a dangerous pickle (a damaged global name) in one line; scan may
+# exit 0, 1 or 3, always with its JSON report. Anything else fails: a sanitizer
+# report, 4 (an I/O or resource error from a damaged byte), 124 (timeout),
+# 128+N (a signal).
 #
 # Environment: TORTURE_SEED (default 1) picks the damage; TORTURE_JOBS (default:
 # the number of CPUs) runs fixtures in parallel; TORTURE_KEEP=DIR copies the
@@ -125,16 +128,36 @@ mutate_without_python() {
 # ---- running ----
 
 # check FILE ARGS...: one run; prints a report and returns 1 when it fails.
+# check FILE scan: `TINSPECT scan --json FILE`, which may also exit 1 (unsafe).
 check() {
 	file=$1
 	shift
-	$run_timeout "$bin" "$file" "$@" >"$dir/out" 2>"$dir/err" </dev/null
+	if [ "${1:-}" = scan ]; then
+		$run_timeout "$bin" scan --json "$file" >"$dir/out" 2>"$dir/err" </dev/null
+	else
+		$run_timeout "$bin" "$file" "$@" >"$dir/out" 2>"$dir/err" </dev/null
+	fi
 	rc=$?
 	why=
+	# A damaged global name may be one the allow-list lacks: warnings are allowed, one per line.
+	warnings_only=true
+	if [ -s "$dir/err" ] && grep -qv '^tinspect: warning: ' "$dir/err"; then
+		warnings_only=false
+	fi
 	case $rc in
+	1)
+		if [ "${1:-}" = scan ]; then
+			[ "$(head -c 1 "$dir/out")" = "{" ] && [ "$(tail -n 1 "$dir/out" | tail -c 2)" = "}" ] ||
+				why="scan exit 1 but stdout is not one whole JSON object"
+		elif [ "$(wc -l <"$dir/err" | tr -d ' ')" != 1 ] || ! grep -q '^tinspect: .*refusing a dangerous pickle' "$dir/err"; then
+			why="exit 1 that is not one line refusing a dangerous pickle"
+		fi
+		;;
 	0)
-		if [ -s "$dir/err" ]; then
-			why="exit 0 with output on stderr"
+		if [ "${1:-}" = scan ]; then
+			[ "$(head -c 1 "$dir/out")" = "{" ] && [ ! -s "$dir/err" ] || why="scan exit 0 without a JSON report, or with stderr"
+		elif ! $warnings_only; then
+			why="exit 0 with output on stderr that is not a warning"
 		elif [ ! -s "$dir/out" ]; then
 			why="exit 0 with nothing on stdout"
 		elif [ "$1" = --json ] && { [ "$(head -c 1 "$dir/out")" != "{" ] || [ "$(tail -n 1 "$dir/out")" != "}" ]; }; then
@@ -145,7 +168,9 @@ check() {
 		lines=$(awk 'END { print NR }' "$dir/err")
 		newlines=$(wc -l <"$dir/err" | tr -d ' ')
 		first=$(head -n 1 "$dir/err")
-		if [ "$lines" != 1 ] || [ "$newlines" != 1 ]; then
+		if [ "${1:-}" = scan ] && [ "$(head -c 1 "$dir/out")" != "{" ]; then
+			why="scan exit 3 without a JSON report"
+		elif [ "$lines" != 1 ] || [ "$newlines" != 1 ]; then
 			why="exit 3 with $lines lines on stderr, not one"
 		elif [ "${first#tinspect: }" = "$first" ]; then
 			why="exit 3 but stderr does not start with 'tinspect: '"
@@ -156,7 +181,7 @@ check() {
 		if [ "$rc" -gt 128 ]; then
 			why="killed by signal $((rc - 128))"
 		else
-			why="exit $rc (want 0 or 3)"
+			why="exit $rc (want 0 or 3, or 1 for a refusal)"
 		fi
 		;;
 	esac
@@ -196,6 +221,7 @@ shard() {
 		fi
 		for file in "$dir"/in/*.pt; do
 			check "$file" --json
+			check "$file" scan
 			case $file in
 			*.flip.*)
 				check "$file" --json --records

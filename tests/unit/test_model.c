@@ -255,6 +255,8 @@ static const struct {
 	 "no module 'nothing'", "graph.0.call"},
 	{"{\"inputs\": {\"x\": {\"shape\": [-2]}}}",
 	 "a size must be a non-negative integer or a symbol name", "inputs.x.shape.0"},
+	{"{\"inputs\": {\"x\": {\"shape\": [\"N\", \"NNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNN\"]}}}",
+	 "a symbol name is at most 64 characters", "inputs.x.shape.1"},
 	{"{\"inputs\": {\"x\": {\"shape\": [2]}}, \"defs\": {\"A\": {\"inputs\": [\"x\"], \"modules\": {\"a\": {\"type\": \"A\"}}}},"
 	 " \"modules\": {\"a\": {\"type\": \"A\"}}}",
 	 "modules nest deeper than", ""},

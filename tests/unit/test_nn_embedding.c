@@ -73,6 +73,9 @@ Test(nn_embedding, embedding_is_free_and_a_bag_adds_its_rows)
 static const module_error_row errors[] = {
 	{"Embedding", "10, 3, padding_idx=10", "int64{2}", "Padding_idx must be within num_embeddings"},
 	{"Embedding", "10, 3, padding_idx=-11", "int64{2}", "Padding_idx must be within num_embeddings"},
+	/* padding_idx 0 passes the assert; reset_parameters then zeroes a row that is not there */
+	{"Embedding", "0, 0, padding_idx=0", "int64{2}", "index 0 is out of bounds for dimension 0 with size 0"},
+	{"EmbeddingBag", "0, 3, padding_idx=0", "int64{2, 5}", "index 0 is out of bounds for dimension 0 with size 0"},
 	{"Embedding", "10, 3, _weight={3, 3}", "int64{2}", "Shape of weight does not match num_embeddings and embedding_dim"},
 	{"Embedding", "10, 3", "{2}",
 	 "Expected tensor for argument #1 'indices' to have one of the following scalar types: Long, Int; but got "

@@ -1,0 +1,227 @@
+/*
+ * findings.c - gathering findings, and judging what a pickle does (see findings.h).
+ */
+#include "scan/findings.h"
+
+#include <fnmatch.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "tinspect/pickle.h"
+
+void scan_findings_init(scan_findings *f, const ti_scan_options *opt)
+{
+	memset(f, 0, sizeof(*f));
+	ti_arena_init(&f->arena, (size_t)256 << 20);
+	ti_strmap_init(&f->index);
+	f->opt = opt;
+}
+
+void scan_findings_release(scan_findings *f)
+{
+	ti_strmap_release(&f->index);
+	ti_arena_release(&f->arena);
+	memset(f, 0, sizeof(*f));
+}
+
+void scan_findings_record(scan_findings *f, const char *record)
+{
+	f->record = record ? ti_arena_strdup(&f->arena, record) : NULL;
+	if (record && !f->record)
+		f->failed = true;
+}
+
+static ti_scan_finding *new_finding(scan_findings *f, const char *key)
+{
+	if (key) {
+		size_t at = (size_t)(uintptr_t)ti_strmap_get(&f->index, key);
+		if (at) {
+			f->items[at - 1].count++;
+			return NULL;
+		}
+	}
+	if (f->count >= SCAN_FINDINGS_MAX) {
+		f->omitted++;
+		return NULL;
+	}
+	if (f->count == f->capacity &&
+	    ti_arena_array_grow(&f->arena, (void **)&f->items, &f->capacity, sizeof(*f->items), f->count + 1)) {
+		f->failed = true;
+		return NULL;
+	}
+	if (key) {
+		const char *k = ti_arena_strdup(&f->arena, key);
+		if (!k || ti_strmap_put(&f->index, k, (void *)(uintptr_t)(f->count + 1))) {
+			f->failed = true;
+			return NULL;
+		}
+	}
+	ti_scan_finding *it = &f->items[f->count++];
+	memset(it, 0, sizeof(*it));
+	it->count = 1;
+	return it;
+}
+
+void scan_add(scan_findings *f, ti_scan_severity severity, const char *kind, int64_t offset,
+              const char *opcode, const char *module, const char *name, const char *fmt, ...)
+{
+	if (severity > f->worst)
+		f->worst = severity;
+	/* The same global under the same opcode in the same record is one finding, counted. */
+	char key[512], *keyp = NULL;
+	if (module && name) {
+		int n = snprintf(key, sizeof(key), "%d\x1f%s\x1f%s\x1f%s\x1f%s\x1f%s", (int)severity, kind,
+		                 f->record ? f->record : "", opcode ? opcode : "", module, name);
+		if (n > 0 && (size_t)n < sizeof(key))
+			keyp = key;
+	}
+	ti_scan_finding *it = new_finding(f, keyp);
+	if (!it)
+		return;
+	char message[TI_ERROR_MESSAGE_MAX];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(message, sizeof(message), fmt, ap);
+	va_end(ap);
+	it->severity = severity;
+	it->kind = kind;
+	it->record = f->record;
+	it->offset = offset;
+	it->opcode = opcode;
+	it->module = module ? ti_arena_strdup(&f->arena, module) : NULL;
+	it->name = name ? ti_arena_strdup(&f->arena, name) : NULL;
+	it->message = ti_arena_strdup(&f->arena, message);
+	if (!it->message || (module && !it->module) || (name && !it->name)) {
+		f->failed = true;
+		it->message = "out of memory";
+	}
+}
+
+/* --allow: the user vouches for these, as torch.serialization.add_safe_globals does. */
+static bool user_allowed(const scan_findings *f, const ti_global *g)
+{
+	if (!f->opt || !f->opt->allow_count)
+		return false;
+	char full[512];
+	int n = snprintf(full, sizeof(full), "%s.%s", g->module, g->name);
+	if (n < 0 || (size_t)n >= sizeof(full))
+		return false;
+	for (size_t i = 0; i < f->opt->allow_count; i++)
+		if (!fnmatch(f->opt->allow[i], full, 0))
+			return true;
+	return false;
+}
+
+static void on_global(scan_findings *f, const char *op, const ti_global *g, int64_t offset)
+{
+	const char *why = NULL;
+	ti_scan_severity s = user_allowed(f, g) ? TI_SCAN_SAFE : ti_scan_classify_global(g->module, g->name, &why);
+	if (s == TI_SCAN_SAFE && !why)
+		why = "allowed by --allow";
+	if (s == TI_SCAN_SAFE && !(f->opt && f->opt->include_safe))
+		return;
+	scan_add(f, s, "global", offset, op, g->module, g->name, "%s %s.%s: %s", op, g->module, g->name, why);
+}
+
+/* torch.save calls _rebuild_tensor_v2 and OrderedDict once per tensor: judge each once. */
+static void remember_safe(scan_findings *f, const ti_global *g)
+{
+	f->safe[f->safe_next++ % (sizeof(f->safe) / sizeof(f->safe[0]))] = g;
+}
+
+static void on_call(scan_findings *f, const char *op, uint8_t opcode, const ti_value *callable, int64_t offset)
+{
+	if (!callable) /* STACK_GLOBAL of values that are not strings */
+		return;
+	if (callable->kind == TI_GLOBAL) {
+		const ti_global *g = callable->as.global;
+		for (size_t i = 0; i < sizeof(f->safe) / sizeof(f->safe[0]); i++)
+			if (g == f->safe[i])
+				return;
+		if (user_allowed(f, g)) {
+			remember_safe(f, g);
+			return;
+		}
+		const char *why = NULL;
+		ti_scan_severity as_global = ti_scan_classify_global(g->module, g->name, NULL);
+		ti_scan_severity s = ti_scan_classify_call(g->module, g->name, op, &why);
+		if (s == TI_SCAN_SAFE) {
+			remember_safe(f, g);
+			return;
+		}
+		/* INST names and calls at once; otherwise the call is news only when it is worse than the name. */
+		if (opcode == 'i' || s > as_global)
+			scan_add(f, s, "call", offset, op, g->module, g->name, "%s calls %s.%s: %s", op, g->module, g->name, why);
+		return;
+	}
+	if (callable->kind == TI_OBJECT) {
+		const ti_value *inner = callable->as.object->callable;
+		if (inner && inner->kind == TI_GLOBAL)
+			scan_add(f, TI_SCAN_DANGEROUS, "call", offset, op, NULL, NULL,
+			         "%s calls what %s.%s returned: the function is chosen at load time", op,
+			         inner->as.global->module, inner->as.global->name);
+		else
+			scan_add(f, TI_SCAN_DANGEROUS, "call", offset, op, NULL, NULL,
+			         "%s calls what another call returned: the function is chosen at load time", op);
+		return;
+	}
+	scan_add(f, TI_SCAN_SUSPICIOUS, "call", offset, op, NULL, NULL, "%s calls a %s, which cannot be called", op,
+	         ti_kind_name(callable->kind));
+}
+
+/* torch.save's persistent ids: ('storage', class, key, location, numel[, view]). */
+static bool is_storage_id(const ti_value *pid)
+{
+	if (pid->kind != TI_TUPLE || pid->as.seq.count == 0)
+		return false;
+	const ti_value *tag = pid->as.seq.items[0];
+	return tag->kind == TI_STR && tag->as.bytes.size == 7 && !memcmp(tag->as.bytes.data, "storage", 7);
+}
+
+ti_status scan_observe(void *ctx, uint8_t opcode, const ti_value *target, int64_t offset, ti_error *err)
+{
+	(void)err;
+	scan_findings *f = ctx;
+	offset += f->offset_base;
+	const char *op = ti_pickle_opcode_name(opcode);
+	if (!op)
+		op = "?";
+	if (!target) {
+		scan_add(f, TI_SCAN_DANGEROUS, "global", offset, op, NULL, NULL,
+		         "%s of values that are not strings: the global is assembled at load time", op);
+		return TI_OK;
+	}
+	switch (opcode) {
+	case 'c':  /* GLOBAL */
+	case 0x93: /* STACK_GLOBAL */
+	case 0x82: /* EXT1 */
+	case 0x83: /* EXT2 */
+	case 0x84: /* EXT4 */
+		f->globals++;
+		if (target->kind == TI_GLOBAL)
+			on_global(f, op, target->as.global, offset);
+		return TI_OK;
+	case 'b': /* BUILD */
+		if (target->kind == TI_GLOBAL)
+			scan_add(f, TI_SCAN_DANGEROUS, "build", offset, op, target->as.global->module, target->as.global->name,
+			         "BUILD sets attributes on %s.%s itself, changing it for everything that uses it",
+			         target->as.global->module, target->as.global->name);
+		return TI_OK;
+	case 'P': /* PERSID */
+	case 'Q': /* BINPERSID */
+		if (!is_storage_id(target))
+			scan_add(f, TI_SCAN_SUSPICIOUS, "pickle", offset, op, NULL, NULL,
+			         "%s of a %s that is not a ('storage', ...) tuple: weights_only=True refuses it, torch's "
+			         "full loader looks it up", op, ti_kind_name(target->kind));
+		return TI_OK;
+	case 'i': /* INST: names the global and calls it */
+		f->globals++;
+		on_call(f, op, opcode, target, offset);
+		return TI_OK;
+	default: /* REDUCE, NEWOBJ, NEWOBJ_EX, OBJ */
+		on_call(f, op, opcode, target, offset);
+		return TI_OK;
+	}
+}

@@ -1,0 +1,54 @@
+/*
+ * findings.h - collecting what a scan finds (library-internal).
+ *
+ * A scan_findings gathers findings in one arena: the same global, opcode
+ * and record found again only counts up, so a pickle that names a class a
+ * million times is one line. It also holds the pickle observer that turns
+ * what the pickle machine sees into findings (pickle.h's observe hook);
+ * the checkpoint reader runs it beside its own hooks, so inspect and
+ * convert judge a checkpoint by the same rules as scan.
+ */
+#ifndef TINSPECT_SCAN_FINDINGS_H
+#define TINSPECT_SCAN_FINDINGS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "tinspect/arena.h"
+#include "tinspect/error.h"
+#include "tinspect/scan.h"
+#include "tinspect/value.h"
+#include "util/strmap.h"
+
+enum { SCAN_FINDINGS_MAX = 10000 }; /* distinct findings kept; the rest are counted */
+
+typedef struct scan_findings {
+	ti_arena arena;
+	ti_scan_finding *items;
+	size_t count, capacity;
+	ti_strmap index;        /* dedupe key -> position + 1 */
+	ti_scan_severity worst;
+	const ti_scan_options *opt;
+	const char *record;     /* the record being scanned (arena copy), NULL for the file */
+	int64_t offset_base;    /* added to the observer's offsets: where the pickle starts in its record */
+	size_t globals;         /* global references seen */
+	size_t omitted;         /* findings past SCAN_FINDINGS_MAX */
+	bool failed;            /* out of memory: findings are incomplete */
+	const ti_global *safe[8]; /* globals lately called safely: a known global is made once per pickle */
+	unsigned safe_next;
+} scan_findings;
+
+void scan_findings_init(scan_findings *f, const ti_scan_options *opt);
+void scan_findings_release(scan_findings *f);
+/* Sets the record that later findings are in (copied); NULL for the file itself. */
+void scan_findings_record(scan_findings *f, const char *record);
+
+/* Adds a finding; module and name may be NULL. Never fails: out of memory sets failed. */
+void scan_add(scan_findings *f, ti_scan_severity severity, const char *kind, int64_t offset,
+              const char *opcode, const char *module, const char *name, const char *fmt, ...)
+	__attribute__((format(printf, 8, 9)));
+
+/* The pickle machine's observe hook, with a scan_findings as its context. */
+ti_status scan_observe(void *ctx, uint8_t opcode, const ti_value *target, int64_t offset, ti_error *err);
+
+#endif

@@ -1,0 +1,370 @@
+/*
+ * policy.c - what a global is: allowed, unknown or dangerous.
+ *
+ * The allow-list is PyTorch's weights_only=True list (_get_allowed_globals
+ * in torch/_weights_only_unpickler.py, 2.x): the rebuild functions, storage
+ * and tensor classes, dtypes, qschemes, OrderedDict, Counter, torch.Size,
+ * torch.device, Parameter, _codecs.encode and builtins set, bytearray and
+ * complex. The deny-list names what can run code or touch the system when a
+ * pickle merely refers to it and calls it: os and its kin, the builtins that
+ * evaluate, import or reach attributes, loaders of further pickles or code,
+ * network and file modules. Everything else is unknown: safe only for a user
+ * who trusts the file.
+ *
+ * A call is judged apart from its callable: REDUCE, INST and OBJ call what
+ * the file chose with arguments the file chose, so calling an unknown
+ * global is dangerous unless the global is known to build plain data
+ * (argparse.Namespace, numpy's array reconstruction). NEWOBJ only makes an
+ * instance with cls.__new__, so it stays unknown.
+ *
+ * Rows are matched in order and the first match wins.
+ */
+#include "tinspect/scan.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+typedef enum match_kind {
+	EXACT,       /* module.name is the pattern */
+	MODULE_TREE, /* the module is the pattern or inside it: "os", "os.path" */
+	NAME_PREFIX, /* module is mod, name starts with the pattern's name part */
+} match_kind;
+
+typedef struct rule {
+	match_kind kind;
+	const char *module, *name; /* name: NULL for MODULE_TREE */
+	ti_scan_severity severity;
+	const char *why;
+} rule;
+
+#define ALLOWED "on the weights_only allow-list"
+#define RUNS "runs a command or code"
+#define IMPORTS "imports or resolves arbitrary names"
+#define LOADS "loads another pickle or code"
+#define SYSTEM "touches files, processes or the network"
+
+static const rule rules[] = {
+	/* The allow-list. */
+	{EXACT, "collections", "OrderedDict", TI_SCAN_SAFE, ALLOWED},
+	{EXACT, "collections", "Counter", TI_SCAN_SAFE, ALLOWED},
+	{EXACT, "torch.nn.parameter", "Parameter", TI_SCAN_SAFE, ALLOWED},
+	{EXACT, "torch.serialization", "_get_layout", TI_SCAN_SAFE, ALLOWED},
+	{EXACT, "torch", "Size", TI_SCAN_SAFE, ALLOWED},
+	{EXACT, "torch", "Tensor", TI_SCAN_SAFE, ALLOWED},
+	{EXACT, "torch", "device", TI_SCAN_SAFE, ALLOWED},
+	{EXACT, "_codecs", "encode", TI_SCAN_SAFE, ALLOWED},
+	{EXACT, "builtins", "bytearray", TI_SCAN_SAFE, ALLOWED},
+	{EXACT, "builtins", "set", TI_SCAN_SAFE, ALLOWED},
+	{EXACT, "builtins", "complex", TI_SCAN_SAFE, ALLOWED},
+	{EXACT, "torch._tensor", "_rebuild_from_type_v2", TI_SCAN_SAFE, ALLOWED},
+	{NAME_PREFIX, "torch._utils", "_rebuild_", TI_SCAN_SAFE, ALLOWED},
+	{NAME_PREFIX, "torch", "per_tensor_", TI_SCAN_SAFE, ALLOWED},
+	{NAME_PREFIX, "torch", "per_channel_", TI_SCAN_SAFE, ALLOWED},
+	/* torch's own ways to load more: a nested load is not weights_only. */
+	{EXACT, "torch", "load", TI_SCAN_DANGEROUS, LOADS},
+	{EXACT, "torch.serialization", "load", TI_SCAN_DANGEROUS, LOADS},
+	{EXACT, "torch.serialization", "_load", TI_SCAN_DANGEROUS, LOADS},
+	{EXACT, "torch.serialization", "_legacy_load", TI_SCAN_DANGEROUS, LOADS},
+	{EXACT, "torch.storage", "_load_from_bytes", TI_SCAN_DANGEROUS, LOADS},
+	{MODULE_TREE, "torch.hub", NULL, TI_SCAN_DANGEROUS, LOADS},
+	{MODULE_TREE, "torch.jit", NULL, TI_SCAN_DANGEROUS, LOADS},
+	{MODULE_TREE, "torch.package", NULL, TI_SCAN_DANGEROUS, LOADS},
+	{MODULE_TREE, "torch.utils.cpp_extension", NULL, TI_SCAN_DANGEROUS, RUNS},
+	{MODULE_TREE, "torch._dynamo", NULL, TI_SCAN_DANGEROUS, RUNS},
+	{MODULE_TREE, "torch._inductor", NULL, TI_SCAN_DANGEROUS, RUNS},
+	/* The operating system, processes, code. */
+	{MODULE_TREE, "os", NULL, TI_SCAN_DANGEROUS, RUNS},
+	{MODULE_TREE, "posix", NULL, TI_SCAN_DANGEROUS, RUNS},
+	{MODULE_TREE, "nt", NULL, TI_SCAN_DANGEROUS, RUNS},
+	{MODULE_TREE, "subprocess", NULL, TI_SCAN_DANGEROUS, RUNS},
+	{MODULE_TREE, "_posixsubprocess", NULL, TI_SCAN_DANGEROUS, RUNS},
+	{MODULE_TREE, "sys", NULL, TI_SCAN_DANGEROUS, IMPORTS},
+	{MODULE_TREE, "runpy", NULL, TI_SCAN_DANGEROUS, RUNS},
+	{MODULE_TREE, "importlib", NULL, TI_SCAN_DANGEROUS, IMPORTS},
+	{MODULE_TREE, "pkgutil", NULL, TI_SCAN_DANGEROUS, IMPORTS},
+	{MODULE_TREE, "zipimport", NULL, TI_SCAN_DANGEROUS, IMPORTS},
+	{MODULE_TREE, "pickle", NULL, TI_SCAN_DANGEROUS, LOADS},
+	{MODULE_TREE, "_pickle", NULL, TI_SCAN_DANGEROUS, LOADS},
+	{MODULE_TREE, "cPickle", NULL, TI_SCAN_DANGEROUS, LOADS},
+	{MODULE_TREE, "dill", NULL, TI_SCAN_DANGEROUS, LOADS},
+	{MODULE_TREE, "cloudpickle", NULL, TI_SCAN_DANGEROUS, LOADS},
+	{MODULE_TREE, "joblib", NULL, TI_SCAN_DANGEROUS, LOADS},
+	{MODULE_TREE, "shelve", NULL, TI_SCAN_DANGEROUS, LOADS},
+	{MODULE_TREE, "marshal", NULL, TI_SCAN_DANGEROUS, LOADS},
+	{MODULE_TREE, "types", NULL, TI_SCAN_DANGEROUS, RUNS},
+	{MODULE_TREE, "code", NULL, TI_SCAN_DANGEROUS, RUNS},
+	{MODULE_TREE, "codeop", NULL, TI_SCAN_DANGEROUS, RUNS},
+	{MODULE_TREE, "pdb", NULL, TI_SCAN_DANGEROUS, RUNS},
+	{MODULE_TREE, "bdb", NULL, TI_SCAN_DANGEROUS, RUNS},
+	{MODULE_TREE, "timeit", NULL, TI_SCAN_DANGEROUS, RUNS},
+	{MODULE_TREE, "trace", NULL, TI_SCAN_DANGEROUS, RUNS},
+	{MODULE_TREE, "profile", NULL, TI_SCAN_DANGEROUS, RUNS},
+	{MODULE_TREE, "cProfile", NULL, TI_SCAN_DANGEROUS, RUNS},
+	{MODULE_TREE, "doctest", NULL, TI_SCAN_DANGEROUS, RUNS},
+	{MODULE_TREE, "idlelib", NULL, TI_SCAN_DANGEROUS, RUNS},
+	{MODULE_TREE, "pty", NULL, TI_SCAN_DANGEROUS, RUNS},
+	{MODULE_TREE, "commands", NULL, TI_SCAN_DANGEROUS, RUNS},
+	{MODULE_TREE, "popen2", NULL, TI_SCAN_DANGEROUS, RUNS},
+	{MODULE_TREE, "platform", NULL, TI_SCAN_DANGEROUS, RUNS},
+	{MODULE_TREE, "multiprocessing", NULL, TI_SCAN_DANGEROUS, RUNS},
+	{MODULE_TREE, "concurrent", NULL, TI_SCAN_DANGEROUS, RUNS},
+	{MODULE_TREE, "asyncio", NULL, TI_SCAN_DANGEROUS, RUNS},
+	{MODULE_TREE, "threading", NULL, TI_SCAN_DANGEROUS, RUNS},
+	{MODULE_TREE, "_thread", NULL, TI_SCAN_DANGEROUS, RUNS},
+	{MODULE_TREE, "signal", NULL, TI_SCAN_DANGEROUS, SYSTEM},
+	{MODULE_TREE, "ctypes", NULL, TI_SCAN_DANGEROUS, RUNS},
+	{MODULE_TREE, "_ctypes", NULL, TI_SCAN_DANGEROUS, RUNS},
+	{MODULE_TREE, "cffi", NULL, TI_SCAN_DANGEROUS, RUNS},
+	{MODULE_TREE, "site", NULL, TI_SCAN_DANGEROUS, IMPORTS},
+	{MODULE_TREE, "ensurepip", NULL, TI_SCAN_DANGEROUS, RUNS},
+	{MODULE_TREE, "pip", NULL, TI_SCAN_DANGEROUS, RUNS},
+	{MODULE_TREE, "setuptools", NULL, TI_SCAN_DANGEROUS, RUNS},
+	{MODULE_TREE, "distutils", NULL, TI_SCAN_DANGEROUS, RUNS},
+	{MODULE_TREE, "venv", NULL, TI_SCAN_DANGEROUS, RUNS},
+	{MODULE_TREE, "gc", NULL, TI_SCAN_DANGEROUS, IMPORTS},
+	{MODULE_TREE, "inspect", NULL, TI_SCAN_DANGEROUS, IMPORTS},
+	/* Files and the network. */
+	{MODULE_TREE, "shutil", NULL, TI_SCAN_DANGEROUS, SYSTEM},
+	{MODULE_TREE, "tempfile", NULL, TI_SCAN_DANGEROUS, SYSTEM},
+	{MODULE_TREE, "io", NULL, TI_SCAN_DANGEROUS, SYSTEM},
+	{MODULE_TREE, "_io", NULL, TI_SCAN_DANGEROUS, SYSTEM},
+	{MODULE_TREE, "fileinput", NULL, TI_SCAN_DANGEROUS, SYSTEM},
+	{MODULE_TREE, "glob", NULL, TI_SCAN_DANGEROUS, SYSTEM},
+	{MODULE_TREE, "mmap", NULL, TI_SCAN_DANGEROUS, SYSTEM},
+	{MODULE_TREE, "fcntl", NULL, TI_SCAN_DANGEROUS, SYSTEM},
+	{MODULE_TREE, "resource", NULL, TI_SCAN_DANGEROUS, SYSTEM},
+	{MODULE_TREE, "webbrowser", NULL, TI_SCAN_DANGEROUS, SYSTEM},
+	{MODULE_TREE, "socket", NULL, TI_SCAN_DANGEROUS, SYSTEM},
+	{MODULE_TREE, "_socket", NULL, TI_SCAN_DANGEROUS, SYSTEM},
+	{MODULE_TREE, "socketserver", NULL, TI_SCAN_DANGEROUS, SYSTEM},
+	{MODULE_TREE, "ssl", NULL, TI_SCAN_DANGEROUS, SYSTEM},
+	{MODULE_TREE, "select", NULL, TI_SCAN_DANGEROUS, SYSTEM},
+	{MODULE_TREE, "selectors", NULL, TI_SCAN_DANGEROUS, SYSTEM},
+	{MODULE_TREE, "http", NULL, TI_SCAN_DANGEROUS, SYSTEM},
+	{MODULE_TREE, "httplib", NULL, TI_SCAN_DANGEROUS, SYSTEM},
+	{MODULE_TREE, "urllib", NULL, TI_SCAN_DANGEROUS, SYSTEM},
+	{MODULE_TREE, "urllib2", NULL, TI_SCAN_DANGEROUS, SYSTEM},
+	{MODULE_TREE, "ftplib", NULL, TI_SCAN_DANGEROUS, SYSTEM},
+	{MODULE_TREE, "smtplib", NULL, TI_SCAN_DANGEROUS, SYSTEM},
+	{MODULE_TREE, "telnetlib", NULL, TI_SCAN_DANGEROUS, SYSTEM},
+	{MODULE_TREE, "xmlrpc", NULL, TI_SCAN_DANGEROUS, SYSTEM},
+	{MODULE_TREE, "requests", NULL, TI_SCAN_DANGEROUS, SYSTEM},
+	{MODULE_TREE, "aiohttp", NULL, TI_SCAN_DANGEROUS, SYSTEM},
+	/* Functions that call, or reach, whatever they are given. */
+	{EXACT, "operator", "attrgetter", TI_SCAN_DANGEROUS, IMPORTS},
+	{EXACT, "operator", "methodcaller", TI_SCAN_DANGEROUS, RUNS},
+	{EXACT, "operator", "call", TI_SCAN_DANGEROUS, RUNS},
+	{EXACT, "functools", "partial", TI_SCAN_DANGEROUS, RUNS},
+	{EXACT, "functools", "reduce", TI_SCAN_DANGEROUS, RUNS},
+	{EXACT, "numpy", "load", TI_SCAN_DANGEROUS, LOADS},
+	{MODULE_TREE, "numpy.testing", NULL, TI_SCAN_DANGEROUS, RUNS},
+	{MODULE_TREE, "numpy.f2py", NULL, TI_SCAN_DANGEROUS, RUNS},
+	{MODULE_TREE, "numpy.distutils", NULL, TI_SCAN_DANGEROUS, RUNS},
+	{EXACT, "numpy.lib.npyio", "load", TI_SCAN_DANGEROUS, LOADS},
+	{EXACT, "pandas", "read_pickle", TI_SCAN_DANGEROUS, LOADS},
+	{MODULE_TREE, "pandas.io", NULL, TI_SCAN_DANGEROUS, LOADS},
+	{EXACT, "yaml", "load", TI_SCAN_DANGEROUS, LOADS},
+	{EXACT, "yaml", "unsafe_load", TI_SCAN_DANGEROUS, LOADS},
+	{EXACT, "copyreg", "_reconstructor", TI_SCAN_UNKNOWN, "makes an instance of a class the file names"},
+	{EXACT, "copyreg", "__newobj__", TI_SCAN_UNKNOWN, "makes an instance of a class the file names"},
+	{NAME_PREFIX, "copyreg", "extension_", TI_SCAN_SUSPICIOUS, "names a global through copyreg's extension registry"},
+};
+
+/*
+ * builtins: three are allowed (above); these build plain values; the rest
+ * (eval, exec, compile, getattr, open, __import__, map, ...) can reach or
+ * run anything.
+ */
+static const char *const builtin_data[] = {
+	"list", "dict", "tuple", "frozenset", "slice", "range", "int", "float", "str", "bytes",
+	"bool", "object", "NotImplemented", "Ellipsis",
+};
+
+/* Classes and functions that only build data from their arguments: calling them is not running code. */
+static const char *const data_constructors[] = {
+	"argparse.Namespace",
+	"numpy.core.multiarray._reconstruct", "numpy._core.multiarray._reconstruct",
+	"numpy.core.multiarray.scalar", "numpy._core.multiarray.scalar",
+	"numpy.core.numeric._frombuffer", "numpy._core.numeric._frombuffer",
+	"numpy.ndarray", "numpy.dtype",
+	"collections.defaultdict", "collections.deque",
+	"datetime.datetime", "datetime.date", "datetime.time", "datetime.timedelta", "datetime.timezone",
+	"decimal.Decimal", "fractions.Fraction", "uuid.UUID",
+	"pathlib.Path", "pathlib.PosixPath", "pathlib.WindowsPath", "pathlib.PurePath",
+	"pathlib.PurePosixPath", "pathlib.PureWindowsPath",
+	"copyreg._reconstructor", "copyreg.__newobj__",
+};
+
+const char *ti_scan_severity_name(ti_scan_severity s)
+{
+	static const char *const names[] = {"safe", "unknown", "suspicious", "dangerous"};
+	return (unsigned)s < sizeof(names) / sizeof(names[0]) ? names[s] : "?";
+}
+
+static bool in_tree(const char *module, const char *tree)
+{
+	size_t n = strlen(tree);
+	return !strncmp(module, tree, n) && (module[n] == '\0' || module[n] == '.');
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), k = strlen(suffix);
+	return n >= k && !strcmp(s + n - k, suffix);
+}
+
+static bool matches(const rule *r, const char *module, const char *name)
+{
+	switch (r->kind) {
+	case EXACT:
+		return !strcmp(module, r->module) && !strcmp(name, r->name);
+	case MODULE_TREE:
+		return in_tree(module, r->module);
+	case NAME_PREFIX:
+		return !strcmp(module, r->module) && !strncmp(name, r->name, strlen(r->name));
+	}
+	return false;
+}
+
+static bool listed(const char *const *list, size_t n, const char *value)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(list[i], value))
+			return true;
+	return false;
+}
+
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+/* The dtypes torch pickles as torch.<name> (torch/_weights_only_unpickler.py, 2.x). */
+static const char *const dtypes[] = {
+	"float32", "float", "float64", "double", "float16", "half", "bfloat16", "complex32", "chalf",
+	"complex64", "cfloat", "complex128", "cdouble", "uint8", "int8", "int16", "short", "int32", "int",
+	"int64", "long", "bool", "qint8", "quint8", "qint32", "quint4x2", "quint2x4", "uint16", "uint32",
+	"uint64", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e8m0fnu",
+	"float4_e2m1fn_x2", "bits1x8", "bits2x4", "bits4x2", "bits8", "bits16", "uint1", "uint2", "uint3",
+	"uint4", "uint5", "uint6", "uint7", "int1", "int2", "int3", "int4", "int5", "int6", "int7",
+};
+
+/* torch._storage_classes and torch._tensor_classes, CPU and CUDA: "FloatStorage", "cuda.HalfTensor". */
+static const char *const element_types[] = {
+	"Double", "Float", "Half", "BFloat16", "Long", "Int", "Short", "Char", "Byte", "Bool",
+	"ComplexDouble", "ComplexFloat", "QUInt8", "QInt8", "QInt32", "QUInt4x2", "QUInt2x4",
+};
+
+static bool torch_class(const char *module, const char *name)
+{
+	bool cuda = !strcmp(module, "torch.cuda");
+	if (!strcmp(module, "torch.storage") || !strcmp(module, "torch"))
+		if (!strcmp(name, "UntypedStorage") || !strcmp(name, "TypedStorage") || !strcmp(name, "_UntypedStorage"))
+			return true;
+	if (!cuda && strcmp(module, "torch"))
+		return false;
+	const char *suffix = ends_with(name, "Storage") ? "Storage" : ends_with(name, "Tensor") ? "Tensor" : NULL;
+	if (!suffix)
+		return false;
+	size_t n = strlen(name) - strlen(suffix);
+	for (size_t i = 0; i < COUNT(element_types); i++)
+		if (strlen(element_types[i]) == n && !strncmp(name, element_types[i], n))
+			return !(suffix[0] == 'T' && element_types[i][0] == 'Q'); /* no QInt8Tensor class */
+	return false;
+}
+
+/*
+ * Python resolves a dotted name attribute by attribute (protocol 4 and up):
+ * torch + "serialization.os.system" is os.system. A step through a module
+ * on the deny-list, or through a dunder (__globals__, __builtins__,
+ * __subclasses__), reaches what the module name alone hides.
+ */
+static bool dotted_reach(const char *name, const char **why)
+{
+	const char *p = name;
+	while (*p) {
+		const char *dot = strchr(p, '.');
+		size_t n = dot ? (size_t)(dot - p) : strlen(p);
+		char part[128];
+		if (n >= sizeof(part))
+			n = sizeof(part) - 1;
+		memcpy(part, p, n);
+		part[n] = '\0';
+		if (n >= 4 && !strncmp(part, "__", 2) && ends_with(part, "__")) {
+			*why = "reaches a dunder attribute through a dotted name";
+			return true;
+		}
+		for (size_t i = 0; i < COUNT(rules); i++)
+			if (rules[i].kind == MODULE_TREE && rules[i].severity == TI_SCAN_DANGEROUS && !strcmp(part, rules[i].module)) {
+				*why = "reaches a dangerous module through a dotted name";
+				return true;
+			}
+		if (!dot)
+			break;
+		p = dot + 1;
+	}
+	return false;
+}
+
+ti_scan_severity ti_scan_classify_global(const char *module, const char *name, const char **why)
+{
+	const char *reason = "not on the weights_only allow-list";
+	ti_scan_severity s = TI_SCAN_UNKNOWN;
+	if (!module || !name) {
+		s = TI_SCAN_DANGEROUS;
+		reason = "a global whose name is not known until load time";
+	} else if (strchr(name, '.') && dotted_reach(name, &reason)) {
+		s = TI_SCAN_DANGEROUS;
+	} else if (!strcmp(module, "builtins")) {
+		if (!strcmp(name, "bytearray") || !strcmp(name, "set") || !strcmp(name, "complex")) {
+			s = TI_SCAN_SAFE;
+			reason = ALLOWED;
+		} else if (!listed(builtin_data, COUNT(builtin_data), name) && !ends_with(name, "Error") &&
+		           !ends_with(name, "Exception") && !ends_with(name, "Warning")) {
+			s = TI_SCAN_DANGEROUS;
+			reason = "a builtin that can evaluate, import or reach anything";
+		}
+	} else if ((!strcmp(module, "torch") && listed(dtypes, COUNT(dtypes), name)) || torch_class(module, name)) {
+		s = TI_SCAN_SAFE;
+		reason = ALLOWED;
+	} else {
+		for (size_t i = 0; i < COUNT(rules); i++)
+			if (matches(&rules[i], module, name)) {
+				s = rules[i].severity;
+				reason = rules[i].why;
+				break;
+			}
+	}
+	if (why)
+		*why = reason;
+	return s;
+}
+
+static bool is_data_constructor(const char *module, const char *name)
+{
+	char full[256];
+	int n = snprintf(full, sizeof(full), "%s.%s", module, name);
+	if (n < 0 || (size_t)n >= sizeof(full))
+		return false;
+	if (!strcmp(module, "builtins"))
+		return listed(builtin_data, COUNT(builtin_data), name);
+	/* numpy 2's dtype classes: numpy.dtypes.Float32DType */
+	if (!strcmp(module, "numpy.dtypes") && ends_with(name, "DType") && !strchr(name, '.'))
+		return true;
+	return listed(data_constructors, COUNT(data_constructors), full);
+}
+
+ti_scan_severity ti_scan_classify_call(const char *module, const char *name, const char *opcode,
+                                       const char **why)
+{
+	ti_scan_severity s = ti_scan_classify_global(module, name, why);
+	if (s != TI_SCAN_UNKNOWN)
+		return s;
+	bool newobj = opcode && !strncmp(opcode, "NEWOBJ", 6);
+	if (newobj || is_data_constructor(module, name)) {
+		if (why)
+			*why = newobj ? "makes an instance of a class outside the allow-list" : "builds data, outside the allow-list";
+		return TI_SCAN_UNKNOWN;
+	}
+	if (why)
+		*why = "calls a function the file chose, outside the allow-list";
+	return TI_SCAN_DANGEROUS;
+}

@@ -1,0 +1,519 @@
+/*
+ * scan.c - every pickle a file holds, found and judged (see scan.h).
+ *
+ * What is scanned, by what the bytes are rather than what they are called:
+ *  - a zip (torch.save, TorchScript, anything else): its structure walked
+ *    byte by byte (zip_walk.c), then every record that is a pickle, whatever
+ *    its name, and every record that is itself an archive, to a depth of 4;
+ *  - a legacy torch.save file: its five pickles (magic number, protocol,
+ *    sys_info, the object, the storage keys);
+ *  - a bare pickle file: every pickle in it, one after another.
+ * Pickles run through the pickle machine with no interpretation, only the
+ * observer (findings.c), so a payload is seen exactly as Python's unpickler
+ * would reach it: STACK_GLOBAL from memoized strings, INST, OBJ, calls of
+ * call results. A torch zip's storages are also checked against their
+ * records by the checkpoint reader.
+ */
+#include "tinspect/scan.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "scan/findings.h"
+#include "scan/zip_walk.h"
+#include "tinspect/checkpoint.h"
+#include "tinspect/pickle.h"
+#include "tinspect/safetensors.h"
+
+enum {
+	DEPTH_MAX = 4,                        /* archives inside archives */
+	RECORDS_MAX = 1 << 22,
+	PEEK = 16,                            /* bytes read to tell what a record is */
+};
+static const size_t INFLATE_MAX = (size_t)256 << 20; /* a compressed record is scanned in memory up to this */
+static const size_t PICKLE_ARENA_MAX = (size_t)2 << 30;
+
+static const uint8_t legacy_magic[] = {0x80, 0x02, 0x8a, 0x0a, 0x6c, 0xfc, 0x9c, 0x46, 0xf9, 0x20, 0x6a, 0xa8, 0x50, 0x19};
+
+typedef struct report_impl {
+	ti_scan_report pub; /* first: the public part is the handle */
+	scan_findings f;
+	char *path;
+} report_impl;
+
+typedef struct scanner {
+	report_impl *r;
+	const ti_scan_options *opt;
+} scanner;
+
+/* ---- byte sources: a file, memory, a window onto another source ---- */
+
+typedef struct file_src {
+	int fd;
+} file_src;
+
+static ti_status file_read(void *ctx, uint64_t offset, void *buf, size_t n, ti_error *err)
+{
+	file_src *f = ctx;
+	size_t done = 0;
+	while (done < n) {
+		ssize_t got = pread(f->fd, (char *)buf + done, n - done, (off_t)(offset + done));
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0)
+			return TI_FAIL(err, TI_E_IO, "cannot read: %s", strerror(errno));
+		if (got == 0)
+			return TI_FAIL(err, TI_E_IO, "file shrank while it was read");
+		done += (size_t)got;
+	}
+	return TI_OK;
+}
+
+static ti_status mem_read(void *ctx, uint64_t offset, void *buf, size_t n, ti_error *err)
+{
+	(void)err;
+	memcpy(buf, (const uint8_t *)ctx + offset, n);
+	return TI_OK;
+}
+
+typedef struct window_src {
+	const ti_pickle_source *parent;
+	uint64_t base;
+} window_src;
+
+static ti_status window_read(void *ctx, uint64_t offset, void *buf, size_t n, ti_error *err)
+{
+	window_src *w = ctx;
+	return w->parent->read(w->parent->ctx, w->base + offset, buf, n, err);
+}
+
+/* ---- findings about reading ---- */
+
+static void unreadable(scanner *sc, const ti_error *err, const char *record)
+{
+	report_impl *r = sc->r;
+	char text[TI_ERROR_MESSAGE_MAX + TI_ERROR_MEMBER_MAX + 64];
+	ti_error e = *err;
+	if (record && !e.member[0])
+		ti_error_at(&e, record, -1);
+	ti_error_format(&e, text, sizeof(text));
+	if (!r->pub.unreadable) {
+		r->pub.unreadable = 1;
+		r->pub.error = e;
+	}
+	scan_add(&r->f, TI_SCAN_SAFE, "error", e.offset, NULL, NULL, NULL, "cannot be read: %s", text);
+}
+
+static void zip_report(void *ctx, ti_scan_severity severity, const char *record, int64_t offset, const char *message)
+{
+	scanner *sc = ctx;
+	(void)record; /* the findings' record is the archive; the message names the entry */
+	scan_add(&sc->r->f, severity, "zip", offset, NULL, NULL, NULL, "%s", message);
+}
+
+/* ---- pickles ---- */
+
+/*
+ * Runs one pickle at src[0..) through the machine with the observer only.
+ * Findings go to into (a scratch set when the caller is not sure it is a
+ * pickle at all). *consumed gets the bytes up to STOP.
+ */
+static ti_status run_pickle(const ti_pickle_source *src, scan_findings *into, size_t *consumed, ti_error *err)
+{
+	ti_arena arena;
+	ti_arena_init(&arena, PICKLE_ARENA_MAX);
+	ti_pickle_hooks hooks = {.ctx = into, .observe = scan_observe};
+	ti_limits lim;
+	ti_limits_default(&lim);
+	ti_value *out = NULL;
+	ti_status s = ti_pickle_load_source(src, &arena, &hooks, &lim.pickle, &out, consumed, err);
+	ti_arena_release(&arena);
+	return s;
+}
+
+/* The part of src from offset on, as a source of its own. */
+static ti_pickle_source tail_of(const ti_pickle_source *src, uint64_t offset, window_src *w)
+{
+	w->parent = src;
+	w->base = offset;
+	return (ti_pickle_source){src->size - offset, window_read, w};
+}
+
+/*
+ * Scans pickles one after another from the start of src: at most max of
+ * them (0: until the bytes run out or stop being a pickle). The first must
+ * be a pickle; later ones end the stream quietly when they are not.
+ * Returns the bytes consumed.
+ */
+static uint64_t scan_pickles(scanner *sc, const ti_pickle_source *src, const char *record, size_t max)
+{
+	uint64_t pos = 0;
+	sc->r->f.offset_base = 0;
+	for (size_t k = 0; (!max || k < max) && pos < src->size; k++) {
+		window_src w;
+		ti_pickle_source part = tail_of(src, pos, &w);
+		ti_error err;
+		ti_error_clear(&err);
+		size_t consumed = 0;
+		scan_findings_record(&sc->r->f, record);
+		sc->r->f.offset_base = (int64_t)pos;
+		if (k == 0 || max) {
+			if (run_pickle(&part, &sc->r->f, &consumed, &err)) {
+				err.offset = err.offset >= 0 ? err.offset + (int64_t)pos : -1;
+				unreadable(sc, &err, record);
+				return pos;
+			}
+		} else {
+			/* A later pickle is judged only if the bytes really are one. */
+			scan_findings scratch;
+			scan_findings_init(&scratch, sc->opt);
+			scan_findings_record(&scratch, record);
+			scratch.offset_base = (int64_t)pos;
+			ti_status s = run_pickle(&part, &scratch, &consumed, &err);
+			for (size_t i = 0; !s && i < scratch.count; i++) {
+				const ti_scan_finding *x = &scratch.items[i];
+				for (uint64_t c = 0; c < x->count; c++)
+					scan_add(&sc->r->f, x->severity, x->kind, x->offset, x->opcode, x->module, x->name, "%s",
+					         x->message);
+			}
+			sc->r->f.globals += scratch.globals;
+			scan_findings_release(&scratch);
+			if (s)
+				return pos;
+		}
+		sc->r->pub.pickles++;
+		pos += consumed;
+	}
+	sc->r->f.offset_base = 0;
+	return pos;
+}
+
+/* ---- zips ---- */
+
+static bool ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), k = strlen(suffix);
+	return n >= k && !strcmp(s + n - k, suffix);
+}
+
+/* torch.load unpickles data.pkl, TorchScript constants.pkl and its .debug_pkl files; .pkl is a pickle by name. */
+static bool pickle_by_name(const char *name)
+{
+	return ends_with(name, ".pkl") || ends_with(name, ".debug_pkl");
+}
+
+static bool looks_like_pickle(const uint8_t *head, size_t n)
+{
+	return n >= 2 && head[0] == 0x80 && head[1] >= 2 && head[1] <= 5;
+}
+
+static const char *scan_source(scanner *sc, const ti_pickle_source *src, const char *prefix, int depth,
+                               const char *path);
+
+static char *join_record(const char *prefix, const char *name)
+{
+	size_t a = prefix ? strlen(prefix) + 1 : 0, b = strlen(name);
+	char *s = malloc(a + b + 1);
+	if (!s)
+		return NULL;
+	if (prefix) {
+		memcpy(s, prefix, a - 1);
+		s[a - 1] = '!';
+	}
+	memcpy(s + a, name, b + 1);
+	return s;
+}
+
+/* One record: a pickle, an archive, or data. */
+static void scan_record(scanner *sc, const ti_pickle_source *zsrc, const zw_archive *a, size_t i, const char *prefix,
+                        int depth)
+{
+	const zw_entry *e = &a->entries[i];
+	if (!e->readable || ends_with(e->name, "/"))
+		return;
+	char *record = join_record(prefix, e->name);
+	if (!record) {
+		sc->r->f.failed = true;
+		return;
+	}
+	uint8_t *data = NULL;
+	window_src w;
+	ti_pickle_source src;
+	ti_error err;
+	ti_error_clear(&err);
+	if (e->method == 0) {
+		if (e->data_offset > zsrc->size || e->size > zsrc->size - e->data_offset)
+			goto done; /* the walk reported it */
+		w.parent = zsrc;
+		w.base = e->data_offset;
+		src = (ti_pickle_source){e->size, window_read, &w};
+	} else {
+		size_t size = 0;
+		if (e->compressed_size > INFLATE_MAX && !pickle_by_name(e->name))
+			goto done;
+		if (zw_read(zsrc, a, i, INFLATE_MAX, &data, &size, &err)) {
+			unreadable(sc, &err, record);
+			goto done;
+		}
+		src = (ti_pickle_source){size, mem_read, data};
+	}
+	uint8_t head[PEEK] = {0};
+	size_t n = src.size < PEEK ? (size_t)src.size : PEEK;
+	if (n && src.read(src.ctx, 0, head, n, &err)) {
+		unreadable(sc, &err, record);
+		goto done;
+	}
+	bool nested = n >= 4 && (!memcmp(head, "PK\3\4", 4) || !memcmp(head, "PK\5\6", 4));
+	bool legacy = n >= sizeof(legacy_magic) ? !memcmp(head, legacy_magic, sizeof(legacy_magic)) : false;
+	if (nested || legacy) {
+		if (depth + 1 >= DEPTH_MAX) {
+			scan_findings_record(&sc->r->f, record);
+			scan_add(&sc->r->f, TI_SCAN_SUSPICIOUS, "record", -1, NULL, NULL, NULL,
+			         "archives nest deeper than %d levels: the innermost is not scanned", DEPTH_MAX);
+		} else {
+			scan_source(sc, &src, record, depth + 1, NULL);
+		}
+	} else if (pickle_by_name(e->name)) {
+		uint64_t used = scan_pickles(sc, &src, record, 1);
+		if (used && used < src.size && (ends_with(e->name, "/data.pkl") || ends_with(e->name, "/constants.pkl"))) {
+			scan_findings_record(&sc->r->f, record);
+			scan_add(&sc->r->f, TI_SCAN_SUSPICIOUS, "pickle", (int64_t)used, NULL, NULL, NULL,
+			         "%llu bytes after STOP that torch.load never reads", (unsigned long long)(src.size - used));
+		}
+	} else if (looks_like_pickle(head, n)) {
+		/* Tensor bytes may start like a pickle by chance: only a whole pickle counts. */
+		size_t before = sc->r->pub.pickles;
+		scan_findings_record(&sc->r->f, record);
+		uint64_t used = 0;
+		scan_findings scratch;
+		scan_findings_init(&scratch, sc->opt);
+		scan_findings_record(&scratch, record);
+		size_t consumed = 0;
+		if (!run_pickle(&src, &scratch, &consumed, &err)) {
+			used = consumed;
+			sc->r->pub.pickles++;
+		}
+		scan_findings_release(&scratch);
+		if (used) {
+			scan_add(&sc->r->f, TI_SCAN_SUSPICIOUS, "record", -1, NULL, NULL, NULL,
+			         "holds a pickle, though torch loads pickles only from records named *.pkl");
+			sc->r->pub.pickles = before;
+			scan_pickles(sc, &src, record, 1);
+		}
+	}
+done:
+	free(data);
+	free(record);
+}
+
+/* The archive's own name for itself: what data.pkl sits in. */
+static const char *zip_format(const zw_archive *a)
+{
+	bool data = false, constants = false;
+	for (size_t i = 0; i < a->count; i++) {
+		const char *slash = strchr(a->entries[i].name, '/');
+		if (!slash)
+			continue;
+		if (!strcmp(slash, "/data.pkl"))
+			data = true;
+		else if (!strcmp(slash, "/constants.pkl"))
+			constants = true;
+	}
+	return constants ? "torchscript-zip" : data ? "torch-zip" : "zip";
+}
+
+static const char *scan_zip(scanner *sc, const ti_pickle_source *src, const char *prefix, int depth)
+{
+	zw_archive a;
+	ti_error err;
+	ti_error_clear(&err);
+	scan_findings_record(&sc->r->f, prefix);
+	if (zw_walk(src, RECORDS_MAX, zip_report, sc, &a, &err)) {
+		unreadable(sc, &err, prefix);
+		return "zip";
+	}
+	for (size_t i = 0; i < a.count; i++)
+		scan_record(sc, src, &a, i, prefix, depth);
+	const char *format = zip_format(&a);
+	zw_free(&a);
+	return format;
+}
+
+/* ---- what a source is ---- */
+
+/* A safetensors file holds no code; its header is checked as inspect would read it. */
+static void check_safetensors(scanner *sc, const char *path)
+{
+	ti_st_file *st = NULL;
+	ti_error err;
+	ti_error_clear(&err);
+	if (ti_st_open(path, NULL, &st, &err))
+		unreadable(sc, &err, NULL);
+	ti_st_close(st);
+}
+
+static const char *scan_source(scanner *sc, const ti_pickle_source *src, const char *prefix, int depth,
+                               const char *path)
+{
+	uint8_t head[PEEK] = {0};
+	size_t n = src->size < PEEK ? (size_t)src->size : PEEK;
+	ti_error err;
+	ti_error_clear(&err);
+	if (n && src->read(src->ctx, 0, head, n, &err)) {
+		unreadable(sc, &err, prefix);
+		return "unknown";
+	}
+	if (n == 0) {
+		TI_FAIL(&err, TI_E_CORRUPT, "empty file");
+		unreadable(sc, &err, prefix);
+		return "unknown";
+	}
+	if (n >= 4 && (!memcmp(head, "PK\3\4", 4) || !memcmp(head, "PK\5\6", 4)))
+		return scan_zip(sc, src, prefix, depth);
+	if (n >= sizeof(legacy_magic) && !memcmp(head, legacy_magic, sizeof(legacy_magic))) {
+		scan_pickles(sc, src, prefix, 5);
+		return "legacy";
+	}
+	/* safetensors: an 8-byte header length, then JSON. Nothing in it is ever code. */
+	uint64_t header = 0;
+	for (int i = 7; n >= 9 && i >= 0; i--)
+		header = header << 8 | head[i];
+	if (n >= 9 && (head[8] == '{' || head[8] == ' ') && header && header <= src->size - 8 && depth == 0) {
+		if (path)
+			check_safetensors(sc, path);
+		return "safetensors";
+	}
+	uint64_t used = scan_pickles(sc, src, prefix, 0);
+	if (!used)
+		return "unknown";
+	if (used < src->size && depth == 0) {
+		/* torch.load takes a file that does not start with a zip header as a pickle: a zip after it hides. */
+		scan_findings_record(&sc->r->f, prefix);
+		scan_add(&sc->r->f, TI_SCAN_SUSPICIOUS, "file", (int64_t)used, NULL, NULL, NULL,
+		         "%llu bytes after the last pickle are not a pickle", (unsigned long long)(src->size - used));
+	}
+	return "pickle";
+}
+
+/*
+ * A torch zip's storages against their records, and views against their
+ * storages: either short is an out-of-bounds read in the loader.
+ */
+static void check_storages(scanner *sc, const char *path)
+{
+	ti_ckpt *ckpt = NULL;
+	ti_error err;
+	ti_error_clear(&err);
+	ti_status s = ti_ckpt_open(path, NULL, &ckpt, &err);
+	if (!s) {
+		ti_ckpt_close(ckpt);
+		return;
+	}
+	/* Only the storage checks' failures: the scan itself judged the rest. */
+	if (s != TI_E_CORRUPT || (!strstr(err.message, "record holds") && !strstr(err.message, "has no record") &&
+	                          !strstr(err.message, "views storage")))
+		return;
+	char text[TI_ERROR_MESSAGE_MAX + TI_ERROR_MEMBER_MAX + 64];
+	ti_error_format(&err, text, sizeof(text));
+	scan_findings_record(&sc->r->f, err.member[0] ? err.member : NULL);
+	scan_add(&sc->r->f, TI_SCAN_SUSPICIOUS, "storage", -1, NULL, NULL, NULL, "%s", text);
+}
+
+static ti_status finish(scanner *sc, const char *format, ti_scan_report **out, ti_error *err)
+{
+	report_impl *r = sc->r;
+	if (r->f.omitted) {
+		scan_findings_record(&r->f, NULL);
+		r->f.count--; /* room for the note, in place of the last finding */
+		scan_add(&r->f, TI_SCAN_SUSPICIOUS, "file", -1, NULL, NULL, NULL, "%zu more findings not listed",
+		         r->f.omitted + 1);
+	}
+	r->pub.format = format;
+	r->pub.verdict = r->f.worst;
+	r->pub.findings = r->f.items;
+	r->pub.count = r->f.count;
+	r->pub.globals = r->f.globals;
+	if (r->f.failed) {
+		ti_scan_report_free(&r->pub);
+		return TI_FAIL(err, TI_E_NOMEM, "out of memory while scanning");
+	}
+	*out = &r->pub;
+	return TI_OK;
+}
+
+static report_impl *new_report(const char *path, const ti_scan_options *opt)
+{
+	report_impl *r = calloc(1, sizeof(*r));
+	if (!r)
+		return NULL;
+	r->path = strdup(path ? path : "");
+	if (!r->path) {
+		free(r);
+		return NULL;
+	}
+	r->pub.path = r->path;
+	ti_error_clear(&r->pub.error);
+	scan_findings_init(&r->f, opt);
+	return r;
+}
+
+ti_status ti_scan_file(const char *path, const ti_scan_options *opt, ti_scan_report **out, ti_error *err)
+{
+	*out = NULL;
+	if (!path)
+		return TI_FAIL(err, TI_E_INVALID, "no file to scan");
+	scanner sc = {new_report(path, opt), opt};
+	if (!sc.r)
+		return TI_FAIL(err, TI_E_NOMEM, "out of memory");
+	ti_error e;
+	ti_error_clear(&e);
+	int fd = open(path, O_RDONLY);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st))
+		TI_FAIL(&e, TI_E_IO, "cannot open: %s", strerror(errno));
+	else if (!S_ISREG(st.st_mode))
+		TI_FAIL(&e, TI_E_IO, "cannot open: not a regular file");
+	if (e.code) {
+		if (fd >= 0)
+			close(fd);
+		unreadable(&sc, &e, NULL);
+		return finish(&sc, "unknown", out, err);
+	}
+	file_src f = {fd};
+	ti_pickle_source src = {(uint64_t)st.st_size, file_read, &f};
+	const char *format = scan_source(&sc, &src, NULL, 0, path);
+	close(fd);
+	if (!strcmp(format, "torch-zip"))
+		check_storages(&sc, path);
+	return finish(&sc, format, out, err);
+}
+
+ti_status ti_scan_buffer(const char *name, const uint8_t *data, size_t size, const ti_scan_options *opt,
+                         ti_scan_report **out, ti_error *err)
+{
+	*out = NULL;
+	if (!data && size)
+		return TI_FAIL(err, TI_E_INVALID, "no bytes to scan");
+	scanner sc = {new_report(name, opt), opt};
+	if (!sc.r)
+		return TI_FAIL(err, TI_E_NOMEM, "out of memory");
+	ti_pickle_source src = {size, mem_read, (void *)data};
+	const char *format = scan_source(&sc, &src, NULL, 0, NULL);
+	return finish(&sc, format, out, err);
+}
+
+void ti_scan_report_free(ti_scan_report *report)
+{
+	if (!report)
+		return;
+	report_impl *r = (report_impl *)report;
+	scan_findings_release(&r->f);
+	free(r->path);
+	free(r);
+}
