@@ -150,11 +150,12 @@ fuzz-replay:
 
 -include $(FUZZ_LIB_OBJ:.o=.d) $(FUZZ_ALL:%=build/fuzz/fuzz/fuzz_%.d) $(FUZZ_ALL:%=build/asan/fuzz/fuzz_%.d) build/asan/fuzz/replay.d
 
-# The CLI tests with the release binary under valgrind (memcheck): any error,
+# The CLI and scan-corpus tests with the release binary under valgrind (memcheck): any error,
 # or a definite leak, is exit 99 and fails its case.
 valgrind: deps-test
 	@$(MAKE) --no-print-directory all
 	sh tests/cli/run.sh tools/valgrind-tinspect
+	sh tests/scan/run.sh tools/valgrind-tinspect
 
 # Renders the man page, as a check that it is well formed.
 man:

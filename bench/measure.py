@@ -110,10 +110,14 @@ def main():
         ("tinspect --json", [a.tinspect, f, "--json"]),
         ("tinspect (table)", [a.tinspect, f]),
         ("unzip -p data.pkl", ["unzip", "-p", f, "*/data.pkl"]),
+        ("tinspect scan -q", [a.tinspect, "scan", "-q", f]),
     ]
     if not a.no_torch:
         cmds.append(("torch.load meta", [a.python, "-c",
                      "import sys, torch; torch.load(sys.argv[1], map_location='meta')", f]))
+        # PyTorch's own safety check: the weights_only unpickler, which refuses what it does not allow.
+        cmds.append(("torch.load weights_only", [a.python, "-c",
+                     "import sys, torch; torch.load(sys.argv[1], map_location='meta', weights_only=True)", f]))
         cmds.append(("  (python: import torch)", [a.python, "-c", "import torch"]))
     cmds.append(("  (floor: /bin/true)", ["/bin/true"]))
 
@@ -157,6 +161,9 @@ def main():
                   % ((t_load - t_imp) * 1e3, (t_load - t_imp) / tj[0]))
     elif a.no_torch:
         print("     torch.load / tinspect        : skipped (torch not importable)")
+    r = ratio("torch.load weights_only", "tinspect scan -q")
+    if r is not None:
+        print("     torch weights_only / scan    : %8.1fx" % r)
     r = ratio("tinspect --json", "unzip -p data.pkl")
     if r is not None:
         print("     tinspect --json / unzip      : %8.2fx  (goal <= 2x)   %s"
