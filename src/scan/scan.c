@@ -137,6 +137,35 @@ static ti_status run_pickle(const ti_pickle_source *src, scan_findings *into, si
 	return s;
 }
 
+/*
+ * For bytes that may not be a pickle at all: runs them into a scratch set,
+ * and only when they are a whole pickle adds its findings (at offsets from
+ * base) and counts it. Returns the bytes up to STOP, or 0.
+ */
+static size_t try_pickle(scanner *sc, const ti_pickle_source *src, const char *record, uint64_t base)
+{
+	scan_findings scratch;
+	scan_findings_init(&scratch, sc->opt);
+	scan_findings_record(&scratch, record);
+	scratch.offset_base = (int64_t)base;
+	ti_error err;
+	ti_error_clear(&err);
+	size_t consumed = 0;
+	if (run_pickle(src, &scratch, &consumed, &err))
+		consumed = 0;
+	for (size_t i = 0; consumed && i < scratch.count; i++) {
+		const ti_scan_finding *x = &scratch.items[i];
+		for (uint64_t c = 0; c < x->count; c++)
+			scan_add(&sc->r->f, x->severity, x->kind, x->offset, x->opcode, x->module, x->name, "%s", x->message);
+	}
+	if (consumed) {
+		sc->r->f.globals += scratch.globals;
+		sc->r->pub.pickles++;
+	}
+	scan_findings_release(&scratch);
+	return consumed;
+}
+
 /* The part of src from offset on, as a source of its own. */
 static ti_pickle_source tail_of(const ti_pickle_source *src, uint64_t offset, window_src *w)
 {
@@ -169,25 +198,10 @@ static uint64_t scan_pickles(scanner *sc, const ti_pickle_source *src, const cha
 				unreadable(sc, &err, record);
 				return pos;
 			}
-		} else {
-			/* A later pickle is judged only if the bytes really are one. */
-			scan_findings scratch;
-			scan_findings_init(&scratch, sc->opt);
-			scan_findings_record(&scratch, record);
-			scratch.offset_base = (int64_t)pos;
-			ti_status s = run_pickle(&part, &scratch, &consumed, &err);
-			for (size_t i = 0; !s && i < scratch.count; i++) {
-				const ti_scan_finding *x = &scratch.items[i];
-				for (uint64_t c = 0; c < x->count; c++)
-					scan_add(&sc->r->f, x->severity, x->kind, x->offset, x->opcode, x->module, x->name, "%s",
-					         x->message);
-			}
-			sc->r->f.globals += scratch.globals;
-			scan_findings_release(&scratch);
-			if (s)
-				return pos;
+			sc->r->pub.pickles++;
+		} else if (!(consumed = try_pickle(sc, &part, record, pos))) {
+			break; /* a later pickle is judged only if the bytes really are one */
 		}
-		sc->r->pub.pickles++;
 		pos += consumed;
 	}
 	sc->r->f.offset_base = 0;
@@ -288,24 +302,10 @@ static void scan_record(scanner *sc, const ti_pickle_source *zsrc, const zw_arch
 		}
 	} else if (looks_like_pickle(head, n)) {
 		/* Tensor bytes may start like a pickle by chance: only a whole pickle counts. */
-		size_t before = sc->r->pub.pickles;
 		scan_findings_record(&sc->r->f, record);
-		uint64_t used = 0;
-		scan_findings scratch;
-		scan_findings_init(&scratch, sc->opt);
-		scan_findings_record(&scratch, record);
-		size_t consumed = 0;
-		if (!run_pickle(&src, &scratch, &consumed, &err)) {
-			used = consumed;
-			sc->r->pub.pickles++;
-		}
-		scan_findings_release(&scratch);
-		if (used) {
+		if (try_pickle(sc, &src, record, 0))
 			scan_add(&sc->r->f, TI_SCAN_SUSPICIOUS, "record", -1, NULL, NULL, NULL,
 			         "holds a pickle, though torch loads pickles only from records named *.pkl");
-			sc->r->pub.pickles = before;
-			scan_pickles(sc, &src, record, 1);
-		}
 	}
 done:
 	free(data);
