@@ -11,6 +11,8 @@
 
 #include "tinspect/pickle.h"
 
+enum { NAME_KEPT = 256 }; /* bytes of a module or global name kept in a finding */
+
 void scan_findings_init(scan_findings *f, const ti_scan_options *opt)
 {
 	memset(f, 0, sizeof(*f));
@@ -90,8 +92,9 @@ void scan_add(scan_findings *f, ti_scan_severity severity, const char *kind, int
 	it->record = f->record;
 	it->offset = offset;
 	it->opcode = opcode;
-	it->module = module ? ti_arena_strdup(&f->arena, module) : NULL;
-	it->name = name ? ti_arena_strdup(&f->arena, name) : NULL;
+	/* A name is a pickle's string, up to a GiB: what a reader needs of it is its start. */
+	it->module = module ? ti_arena_strndup(&f->arena, module, strnlen(module, NAME_KEPT)) : NULL;
+	it->name = name ? ti_arena_strndup(&f->arena, name, strnlen(name, NAME_KEPT)) : NULL;
 	it->message = ti_arena_strdup(&f->arena, message);
 	if (!it->message || (module && !it->module) || (name && !it->name)) {
 		f->failed = true;
