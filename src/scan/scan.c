@@ -230,17 +230,20 @@ static bool looks_like_pickle(const uint8_t *head, size_t n)
 static const char *scan_source(scanner *sc, const ti_pickle_source *src, const char *prefix, int depth,
                                const char *path);
 
-static char *join_record(const char *prefix, const char *name)
+/*
+ * What findings call a record: "OUTER!NAME" inside a nested archive, and
+ * "NAME (entry N)" for one of several records of the same name, so that
+ * the copy a finding is in can be told apart.
+ */
+static char *record_name(const char *prefix, const zw_entry *e, size_t index)
 {
-	size_t a = prefix ? strlen(prefix) + 1 : 0, b = strlen(name);
-	char *s = malloc(a + b + 1);
-	if (!s)
-		return NULL;
-	if (prefix) {
-		memcpy(s, prefix, a - 1);
-		s[a - 1] = '!';
-	}
-	memcpy(s + a, name, b + 1);
+	char entry[48] = "";
+	if (e->duplicate)
+		snprintf(entry, sizeof(entry), " (entry %zu)", index);
+	size_t n = (prefix ? strlen(prefix) + 1 : 0) + strlen(e->name) + strlen(entry) + 1;
+	char *s = malloc(n);
+	if (s)
+		snprintf(s, n, "%s%s%s%s", prefix ? prefix : "", prefix ? "!" : "", e->name, entry);
 	return s;
 }
 
@@ -251,7 +254,7 @@ static void scan_record(scanner *sc, const ti_pickle_source *zsrc, const zw_arch
 	const zw_entry *e = &a->entries[i];
 	if (!e->readable || ends_with(e->name, "/"))
 		return;
-	char *record = join_record(prefix, e->name);
+	char *record = record_name(prefix, e, i);
 	if (!record) {
 		sc->r->f.failed = true;
 		return;

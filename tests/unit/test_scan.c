@@ -329,3 +329,25 @@ Test(scan, a_persistent_id_that_is_not_a_storage_is_suspicious)
 	r = SCAN("\x80\x02X\x07\x00\x00\x00storageX\x01\x00\x00\x00x\x86Q.");
 	EXPECT_VERDICT(r, TI_SCAN_SAFE);
 }
+
+Test(scan, names_the_copy_of_a_record_whose_name_is_given_twice)
+{
+	ti_error err;
+	ti_error_clear(&err);
+	ASSERT_STATUS(ti_scan_file("fixtures/malicious/zip_duplicate_data_pkl.pt", NULL, &report, &err), TI_OK, err);
+	EXPECT_VERDICT(report, TI_SCAN_DANGEROUS);
+	const ti_scan_finding *f = worst_finding(report, TI_SCAN_DANGEROUS);
+	cr_assert(f);
+	EXPECT_STR(f->record, "archive/data.pkl (entry 1)");
+	cr_expect(worst_finding(report, TI_SCAN_SUSPICIOUS) != NULL, "the duplicate name is a finding too");
+}
+
+Test(scan, names_a_record_inside_a_nested_archive_through_its_outer_one)
+{
+	ti_error err;
+	ti_error_clear(&err);
+	ASSERT_STATUS(ti_scan_file("fixtures/malicious/nested_archive.pt", NULL, &report, &err), TI_OK, err);
+	const ti_scan_finding *f = worst_finding(report, TI_SCAN_DANGEROUS);
+	cr_assert(f);
+	EXPECT_STR(f->record, "archive/extra/inner.pt!archive/data.pkl");
+}
