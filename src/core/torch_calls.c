@@ -13,7 +13,7 @@
 #include "core/torch_calls.h"
 #include "core/torch_unpickle.h"
 #include "core/value_build.h"
-#include "scan/findings.h"
+#include "core/findings.h"
 #include "tinspect/tensor.h"
 
 #define NOMEM(err) TI_FAIL((err), TI_E_LIMIT, "metadata exceeds the memory ceiling")

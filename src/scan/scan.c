@@ -25,7 +25,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "scan/findings.h"
+#include "core/findings.h"
 #include "scan/zip_walk.h"
 #include "tinspect/checkpoint.h"
 #include "tinspect/pickle.h"

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "ops/op.h"
+#include "shapes/meta.h"
 
 ti_meta_tensor *ti_meta_view(ti_shape_ctx *ctx, const ti_meta_tensor *base, int ndim,
                              const ti_dim *shape, const ti_dim *stride)

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ops/op.h"
+#include "shapes/meta.h"
 
 /* ---- parsing: our own tables, so a failure is our bug (TI_E_INVALID) ---- */
 

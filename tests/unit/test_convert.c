@@ -1079,7 +1079,7 @@ Test(convert, a_sharded_checkpoint_becomes_one_file)
 }
 
 /*
- * BUG (src/convert/source.c add_sharded): source.h says the metadata of a
+ * BUG (src/source/source.c add_sharded): source.h says the metadata of a
  * sharded source holds "a sharded index's "metadata" values that are
  * strings", and hf_index.h offers them (ti_hf_index_metadata_*), but
  * add_sharded never copies them: ti_source_metadata_count is 0. Enable once

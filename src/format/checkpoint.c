@@ -18,7 +18,7 @@
 #include "core/entries.h"
 #include "core/torch_unpickle.h"
 #include "format/zip_archive.h"
-#include "scan/findings.h"
+#include "core/findings.h"
 
 struct ti_ckpt {
 	ti_arena arena;

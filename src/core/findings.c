@@ -1,7 +1,7 @@
 /*
  * findings.c - gathering findings, and judging what a pickle does (see findings.h).
  */
-#include "scan/findings.h"
+#include "core/findings.h"
 
 #include <fnmatch.h>
 #include <inttypes.h>
