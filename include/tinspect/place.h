@@ -36,6 +36,19 @@ typedef struct ti_place_stats {
 	uint64_t free_before, free_after, total;
 } ti_place_stats;
 
+struct ti_fill_policy;
+
+/*
+ * From now on storage i's bytes are the fill policy's (fill.h), under the
+ * random key (seed, name): reads compute them (a generator, source.h). The
+ * policy must be one ti_fill() writes (not init or load; the caller
+ * resolves those), checked for the storage's dtype; it is copied.
+ */
+ti_status ti_source_set_fill(ti_source *src, size_t storage, const struct ti_fill_policy *policy, uint64_t seed,
+                             const char *name, ti_error *err);
+/* The fill set on storage i, or NULL when its bytes come from a file. */
+const struct ti_fill_policy *ti_source_fill(const ti_source *src, size_t storage);
+
 /* Places every storage of src. TI_E_IO "CUDA not available: ..." when the driver or device is missing. */
 ti_status ti_place(ti_source *src, const ti_place_options *options, ti_place_stats *stats, ti_error *err);
 

@@ -1,9 +1,12 @@
 /*
  * source.h - named tensors and their bytes, from any file tinspect reads.
  *
- * A source is what convert and materialize read from: a torch.save zip, a
- * safetensors file, or a Hugging Face sharded checkpoint (its
- * *.index.json, with safetensors or torch zip shards). It lists storages
+ * The layer below every command: "open any model file and give me its
+ * tensors". A source is a torch.save zip, a safetensors file, a Hugging
+ * Face sharded checkpoint (its *.index.json, with safetensors or torch zip
+ * shards), a folder that holds one of these as from_pretrained finds it, or
+ * a model description's parameters. Which reader opens a file is decided by
+ * its content (sniff.h), one table row per format (src/source/source.c). It lists storages
  * (runs of bytes of one dtype) and tensors (views of a storage: shape,
  * strides in elements, offset in elements), as PyTorch has them: tensors that
  * share a storage (tied weights, views) point to the same one. A safetensors
@@ -20,6 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tinspect/checkpoint.h"
 #include "tinspect/dtype.h"
 #include "tinspect/error.h"
 #include "tinspect/scan.h"
@@ -39,6 +43,13 @@ typedef struct ti_source_storage {
 	bool has_data;      /* false: saved from the meta device, nothing to read */
 } ti_source_storage;
 
+/*
+ * Computes count elements of a storage from element first on, into out:
+ * a storage whose bytes are made, not read (a fill policy, fill.h).
+ */
+typedef ti_status (*ti_source_generator)(const void *ctx, ti_dtype dtype, uint64_t first, size_t count, void *out,
+                                         ti_error *err);
+
 typedef struct ti_source_tensor {
 	const char *name;     /* "layer1.0.conv1.weight", "optimizer.state.0.exp_avg" */
 	ti_dtype dtype;
@@ -51,6 +62,7 @@ typedef struct ti_source_tensor {
 	bool requires_grad;
 	bool is_parameter;
 	const char *unsupported;/* why it cannot be moved (quantized, sparse), or NULL */
+	const char *tie_of;     /* named only by a "tie.NAME" of safetensors __metadata__: the tensor whose data it is */
 } ti_source_tensor;
 
 typedef struct ti_source_pair {
@@ -58,9 +70,14 @@ typedef struct ti_source_pair {
 } ti_source_pair;
 
 struct ti_model;
-struct ti_fill_policy;
 
-/* Opens path, telling the format from its first bytes (or a .index.json name). */
+/*
+ * Opens path with the reader its content names (sniff.h). A folder is read
+ * as from_pretrained reads it: model.safetensors, else
+ * model.safetensors.index.json, else pytorch_model.bin, else
+ * pytorch_model.bin.index.json. A file of no format tinspect reads fails
+ * with TI_E_UNSUPPORTED and says what the file is.
+ */
 ti_status ti_source_open(const char *path, ti_source **out, ti_error *err);
 void ti_source_close(ti_source *src);
 
@@ -72,15 +89,19 @@ void ti_source_close(ti_source *src);
 ti_status ti_source_from_model(const struct ti_model *model, ti_source **out, ti_error *err);
 
 /*
- * From now on storage i's bytes are the fill policy's (fill.h), under the
- * random key (seed, name): reads compute them. The policy must be one
- * ti_fill() writes (not init or load; the caller resolves those), checked
- * for the storage's dtype.
+ * From now on storage i's bytes are gen's: reads compute them (fill.h's
+ * ti_source_set_fill sets a fill policy this way). ctx must live as long
+ * as src: ti_source_alloc gives memory that does.
  */
-ti_status ti_source_set_fill(ti_source *src, size_t storage, const struct ti_fill_policy *policy, uint64_t seed,
-                             const char *name, ti_error *err);
-/* The fill set on storage i, or NULL when its bytes come from the file. */
-const struct ti_fill_policy *ti_source_fill(const ti_source *src, size_t storage);
+ti_status ti_source_set_generator(ti_source *src, size_t storage, ti_source_generator gen, const void *ctx,
+                                  ti_error *err);
+/* The generator set on storage i (and its ctx), or NULL when its bytes come from a file. */
+ti_source_generator ti_source_generator_of(const ti_source *src, size_t storage, const void **ctx);
+/* Zeroed memory owned by src, freed by ti_source_close; NULL when out of memory. */
+void *ti_source_alloc(ti_source *src, size_t size);
+
+/* The path the source was opened from (a folder, an index or a file). */
+const char *ti_source_path(const ti_source *src);
 
 ti_source_format ti_source_get_format(const ti_source *src);
 /* The files the source reads (a sharded checkpoint's shards), so that no output may replace one. */
@@ -91,6 +112,8 @@ size_t ti_source_file_count(const ti_source *src);
  */
 ti_scan_severity ti_source_safety(const ti_source *src, size_t i, const ti_scan_finding **findings, size_t *count);
 const char *ti_source_file_at(const ti_source *src, size_t i);
+/* File i's torch checkpoint (its pickle's values and records), or NULL when file i is not a torch zip. */
+ti_ckpt *ti_source_checkpoint(ti_source *src, size_t i);
 const char *ti_source_format_name(ti_source_format format); /* "torch-zip", "safetensors", "hf-sharded" */
 
 size_t ti_source_tensor_count(const ti_source *src);
@@ -104,8 +127,12 @@ const ti_source_pair *ti_source_metadata_at(const ti_source *src, size_t i);
 /* Reads n bytes of storage i from byte offset on. TI_E_INVALID past its end; TI_E_IO when the file fails. */
 ti_status ti_source_read(ti_source *src, size_t storage, uint64_t offset, void *buf, size_t n, ti_error *err);
 
-/* Where storage i's bytes lie when they are a file's (not a fill): its descriptor and offset. False otherwise. */
-bool ti_source_file_place(const ti_source *src, size_t storage, int *fd, uint64_t *offset);
+/*
+ * Where storage i's bytes lie when they are a file's (not generated): its
+ * descriptor and offset. False otherwise, or when the offset cannot be
+ * found (a damaged record: ti_source_read then says why).
+ */
+bool ti_source_file_place(ti_source *src, size_t storage, int *fd, uint64_t *offset);
 
 /* The byte extent of a strided view: (offset + sum((size-1)*stride) + 1) * element size, 0 when empty. */
 uint64_t ti_source_tensor_extent(const ti_source_tensor *t);

@@ -23,6 +23,7 @@
 #include "tinspect/place.h"
 #include "tinspect/safetensors.h"
 #include "tinspect/scan.h"
+#include "tinspect/sniff.h"
 #include "tinspect/source.h"
 #include "tinspect/symdim.h"
 #include "tinspect/tensor.h"

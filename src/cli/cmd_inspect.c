@@ -793,19 +793,21 @@ int cmd_inspect(int argc, char **argv)
 	}
 	if (!in.file)
 		return cli_usage_error("inspect: no FILE given (usage: tinspect FILE [--json]; see --help)");
-	if (cli_is_tensor_file(in.file)) {
-		cli_inspect_request r = {in.file, in.json, in.records, trust, in.depth, in.filters, in.filter_count};
-		return cli_inspect_tensor_file(&r);
-	}
 	ti_error err;
-	if (ti_ckpt_open(in.file, NULL, &in.ckpt, &err))
+	ti_source *src;
+	if (ti_source_open(in.file, &src, &err))
 		return cli_report_open_failure(in.file, &err);
-	const ti_scan_finding *findings;
-	size_t nfindings;
-	ti_scan_severity worst = ti_ckpt_safety(in.ckpt, &findings, &nfindings);
-	int refused = cli_check_safety(in.file, worst, findings, nfindings, trust);
+	/* one torch zip: its pickle's values and records too; anything else from the tensors its headers list */
+	in.ckpt = ti_source_file_count(src) == 1 ? ti_source_checkpoint(src, 0) : NULL;
+	if (!in.ckpt) {
+		cli_inspect_request r = {in.file, in.json, in.records, trust, in.depth, in.filters, in.filter_count};
+		int rc = cli_inspect_tensor_file(&r, src);
+		ti_source_close(src);
+		return rc;
+	}
+	int refused = cli_check_source_safety(src, trust);
 	if (refused) {
-		ti_ckpt_close(in.ckpt);
+		ti_source_close(src);
 		return refused;
 	}
 	cli_out_init(&in.out, stdout);
@@ -825,7 +827,7 @@ int cmd_inspect(int argc, char **argv)
 		}
 	}
 	cli_out_close(&in.out);
-	ti_ckpt_close(in.ckpt);
+	ti_source_close(src);
 	if (rc == EXIT_OK && (fflush(stdout) || ferror(stdout))) {
 		fprintf(stderr, "tinspect: cannot write output\n");
 		rc = EXIT_RESOURCE;

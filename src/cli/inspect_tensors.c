@@ -14,22 +14,6 @@
 #include "tinspect/safetensors.h"
 #include "tinspect/source.h"
 
-bool cli_is_tensor_file(const char *path)
-{
-	size_t n = strlen(path);
-	if (n >= 11 && !strcmp(path + n - 11, ".index.json"))
-		return true;
-	unsigned char head[16];
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return false;
-	size_t got = fread(head, 1, sizeof(head), f);
-	fseek(f, 0, SEEK_END);
-	long size = ftell(f);
-	fclose(f);
-	return size > 0 && ti_st_sniff(head, got, (uint64_t)size);
-}
-
 static bool wanted(const cli_inspect_request *r, const char *name)
 {
 	if (!r->filter_count)
@@ -199,20 +183,13 @@ static int print_json(const cli_inspect_request *r, const ti_source *src, const 
 	return cli_print_json(root);
 }
 
-int cli_inspect_tensor_file(const cli_inspect_request *r)
+int cli_inspect_tensor_file(const cli_inspect_request *r, const ti_source *src)
 {
 	if (r->records)
 		return cli_usage_error("inspect: --records lists a zip archive's records; '%s' is not one", r->file);
-	ti_error err;
-	ti_error_clear(&err);
-	ti_source *src;
-	if (ti_source_open(r->file, &src, &err))
-		return cli_report_open_failure(r->file, &err);
 	int refused = cli_check_source_safety(src, r->trust);
-	if (refused) {
-		ti_source_close(src);
+	if (refused)
 		return refused;
-	}
 	totals t;
 	memset(&t, 0, sizeof(t));
 	for (size_t i = 0; i < ti_source_tensor_count(src); i++)
@@ -223,6 +200,5 @@ int cli_inspect_tensor_file(const cli_inspect_request *r)
 		rc = print_json(r, src, &t);
 	else
 		print_text(r, src, &t);
-	ti_source_close(src);
 	return rc;
 }

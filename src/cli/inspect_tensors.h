@@ -16,8 +16,8 @@ typedef struct cli_inspect_request {
 	int filter_count;
 } cli_inspect_request;
 
-/* A safetensors file (by its first bytes) or a *.index.json. */
-bool cli_is_tensor_file(const char *path);
-int cli_inspect_tensor_file(const cli_inspect_request *request);
+struct ti_source;
+/* Inspects a source that is not one torch zip (safetensors, a sharded checkpoint), from its headers. */
+int cli_inspect_tensor_file(const cli_inspect_request *request, const struct ti_source *src);
 
 #endif

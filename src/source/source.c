@@ -1,51 +1,25 @@
 /*
- * source.c - named tensors and their bytes from torch zips, safetensors and
- * sharded checkpoints (see tinspect/source.h).
+ * source.c - the source handle: the format table, opening by content,
+ * storages, tensors and reading their bytes (see tinspect/source.h).
+ *
+ * Each format is one row (a file of its own beside this one): the kind of
+ * file its content shows (sniff.h) and how to open it. A new format is one
+ * new row and one new file, and every command reads it the day it lands.
  */
-#include "tinspect/source.h"
+#include "source/source_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "tinspect/checkpoint.h"
-#include "tinspect/fill.h"
-#include "tinspect/hf_index.h"
-#include "tinspect/model.h"
-#include "tinspect/safetensors.h"
-
-/* Where a storage's bytes are: a file at an offset, or a fill policy (fill != NULL). */
-typedef struct place {
-	int fd;
-	uint64_t offset;
-	const ti_fill_policy *fill;
-	ti_fill_key key;
-} place;
-
-/* One file of the source: a checkpoint or a safetensors file, and its descriptor for pread. */
-typedef struct part {
-	ti_ckpt *ckpt;
-	ti_st_file *st;
-	int fd;
-	const char *path;
-} part;
-
-struct ti_source {
-	ti_arena arena;
-	ti_source_format format;
-	part *parts;
-	size_t part_count;
-	ti_source_storage *storages;
-	place *places;
-	size_t storage_count, storage_capacity;
-	ti_source_tensor *tensors;
-	size_t tensor_count, tensor_capacity;
-	ti_source_pair *metadata;
-	size_t metadata_count;
+static const source_row *const rows[] = {
+	&source_torch_zip,
+	&source_safetensors,
+	&source_hf_index,
+	&source_hf_directory,
 };
 
 enum { ARENA_MAX = (size_t)4 << 30 };
@@ -55,6 +29,8 @@ const char *ti_source_format_name(ti_source_format format)
 	static const char *const names[] = {"torch-zip", "safetensors", "hf-sharded", "model"};
 	return (unsigned)format < 4 ? names[format] : "?";
 }
+
+/* ---- building: what rows call ---- */
 
 /* Grows an arena array by doubling (the old copy stays in the arena: arrays here are small). */
 static void *grow(ti_arena *a, void *items, size_t count, size_t *capacity, size_t size)
@@ -70,11 +46,16 @@ static void *grow(ti_arena *a, void *items, size_t count, size_t *capacity, size
 	return bigger;
 }
 
-static ti_source_storage *add_storage(ti_source *s, ti_dtype dtype, uint64_t nbytes, bool has_data, place where)
+ti_status source_out_of_memory(ti_error *err)
+{
+	return TI_FAIL(err, TI_E_NOMEM, "out of memory listing tensors");
+}
+
+ti_source_storage *source_add_storage(ti_source *s, ti_dtype dtype, uint64_t nbytes, bool has_data, source_place where)
 {
 	size_t cap = s->storage_capacity;
 	ti_source_storage *st = grow(&s->arena, s->storages, s->storage_count, &cap, sizeof(*st));
-	place *pl = st ? grow(&s->arena, s->places, s->storage_count, &s->storage_capacity, sizeof(*pl)) : NULL;
+	source_place *pl = st ? grow(&s->arena, s->places, s->storage_count, &s->storage_capacity, sizeof(*pl)) : NULL;
 	if (!st || !pl)
 		return NULL;
 	s->storages = st;
@@ -84,7 +65,7 @@ static ti_source_storage *add_storage(ti_source *s, ti_dtype dtype, uint64_t nby
 	return &st[s->storage_count++];
 }
 
-static ti_source_tensor *add_tensor(ti_source *s)
+ti_source_tensor *source_add_tensor(ti_source *s)
 {
 	ti_source_tensor *t = grow(&s->arena, s->tensors, s->tensor_count, &s->tensor_capacity, sizeof(*t));
 	if (!t)
@@ -94,229 +75,117 @@ static ti_source_tensor *add_tensor(ti_source *s)
 	return &t[s->tensor_count++];
 }
 
-static ti_status out_of_memory(ti_error *err)
+int64_t *source_contiguous_strides(ti_source *s, const int64_t *shape, int ndim)
 {
-	return TI_FAIL(err, TI_E_NOMEM, "out of memory listing tensors");
+	int64_t *stride = ti_arena_calloc(&s->arena, (size_t)ndim + 1, sizeof(*stride));
+	int64_t acc = 1;
+	for (int k = ndim - 1; stride && k >= 0; k--) {
+		stride[k] = acc;
+		acc *= shape[k] > 0 ? shape[k] : 1;
+	}
+	return stride;
 }
 
-static ti_source *new_source(void)
+ti_status source_add_part(ti_source *s, const char *path, source_part **out, ti_error *err)
 {
-	ti_source *s = calloc(1, sizeof(*s));
-	if (s)
-		ti_arena_init(&s->arena, ARENA_MAX);
-	return s;
-}
-
-/* ---- torch zip ---- */
-
-static ti_status add_torch_zip(ti_source *s, const char *path, part *p, ti_error *err)
-{
-	ti_status st = ti_ckpt_open(path, NULL, &p->ckpt, err);
-	if (st)
-		return st;
-	size_t first = s->storage_count, n = ti_ckpt_storage_count(p->ckpt);
-	for (size_t i = 0; i < n; i++) {
-		const ti_storage *sto = ti_ckpt_storage(p->ckpt, i);
-		place where = {p->fd, 0, NULL, {0, 0}};
-		bool has_data = sto->record_index >= 0;
-		if (has_data) {
-			const ti_record *rec = ti_ckpt_record(p->ckpt, (size_t)sto->record_index);
-			if (rec->method != 0)
-				return TI_FAIL(err, TI_E_UNSUPPORTED, "storage record '%s' is compressed: torch.save stores them",
-				               rec->name);
-			if ((st = ti_ckpt_record_payload_offset(p->ckpt, (size_t)sto->record_index, &where.offset, err)))
-				return st;
-		}
-		if (!add_storage(s, sto->dtype, (uint64_t)sto->nbytes, has_data, where))
-			return out_of_memory(err);
-	}
-	for (size_t i = 0; i < ti_ckpt_entry_count(p->ckpt); i++) {
-		const ti_entry *e = ti_ckpt_entry(p->ckpt, i);
-		if (e->value->kind != TI_TENSOR)
-			continue;
-		const ti_tensor *x = e->value->as.tensor;
-		ti_source_tensor *t = add_tensor(s);
-		if (!t)
-			return out_of_memory(err);
-		t->name = e->name;
-		t->dtype = x->dtype;
-		t->ndim = x->ndim;
-		t->shape = x->shape;
-		t->stride = x->stride;
-		t->offset = x->storage_offset;
-		t->numel = x->numel;
-		t->requires_grad = x->requires_grad;
-		t->is_parameter = x->is_parameter;
-		if (x->layout != TI_LAYOUT_STRIDED)
-			t->unsupported = "a sparse tensor";
-		else if (ti_dtype_is_quantized(x->dtype))
-			t->unsupported = "a quantized tensor";
-		else if (!x->storage)
-			t->unsupported = "saved from the meta device: it has no data";
-		t->storage = x->storage ? first + x->storage->index : 0;
-	}
-	return TI_OK;
-}
-
-/* ---- safetensors ---- */
-
-static ti_status add_safetensors(ti_source *s, const char *path, part *p, bool keep_metadata, ti_error *err)
-{
-	ti_status st = ti_st_open(path, NULL, &p->st, err);
-	if (st)
-		return st;
-	for (size_t i = 0; i < ti_st_tensor_count(p->st); i++) {
-		const ti_st_tensor *x = ti_st_tensor_at(p->st, i);
-		ti_source_tensor *t = add_tensor(s);
-		int64_t *stride = ti_arena_calloc(&s->arena, (size_t)x->ndim + 1, sizeof(*stride));
-		if (!t || !stride || !add_storage(s, x->dtype, x->nbytes, true, (place){p->fd, x->offset, NULL, {0, 0}}))
-			return out_of_memory(err);
-		int64_t acc = 1;
-		for (int k = x->ndim - 1; k >= 0; k--) {
-			stride[k] = acc;
-			acc *= x->shape[k] > 0 ? x->shape[k] : 1;
-		}
-		t->name = x->name;
-		t->dtype = x->dtype;
-		t->ndim = x->ndim;
-		t->shape = x->shape;
-		t->stride = stride;
-		t->numel = x->numel;
-		t->storage = s->storage_count - 1;
-	}
-	/* "tie.NAME": "FIRST" (what convert writes for tied weights): NAME shares FIRST's data */
-	size_t first = s->tensor_count - ti_st_tensor_count(p->st), count = s->tensor_count;
-	for (size_t i = 0; i < ti_st_metadata_count(p->st); i++) {
-		const ti_st_pair *m = ti_st_metadata_at(p->st, i);
-		if (strncmp(m->key, "tie.", 4))
-			continue;
-		const ti_source_tensor *target = NULL;
-		for (size_t k = first; k < count && !target; k++)
-			if (!strcmp(s->tensors[k].name, m->value))
-				target = &s->tensors[k];
-		if (!target)
-			return TI_FAIL(err, TI_E_CORRUPT, "__metadata__ ties '%s' to '%s', which the file does not hold",
-			               m->key + 4, m->value);
-		ti_source_tensor copy = *target, *t = add_tensor(s);
-		if (!t)
-			return out_of_memory(err);
-		*t = copy;
-		t->name = m->key + 4;
-	}
-	if (keep_metadata && ti_st_metadata_count(p->st)) {
-		s->metadata_count = ti_st_metadata_count(p->st);
-		s->metadata = ti_arena_calloc(&s->arena, s->metadata_count, sizeof(*s->metadata));
-		if (!s->metadata)
-			return out_of_memory(err);
-		for (size_t i = 0; i < s->metadata_count; i++) {
-			const ti_st_pair *m = ti_st_metadata_at(p->st, i);
-			s->metadata[i] = (ti_source_pair){m->key, m->value};
-		}
-	}
-	return TI_OK;
-}
-
-static ti_status open_part(ti_source *s, const char *path, part *p, bool safetensors, ti_error *err)
-{
-	if (!(p->path = ti_arena_strdup(&s->arena, path)))
-		return out_of_memory(err);
+	source_part *parts = grow(&s->arena, s->parts, s->part_count, &s->part_capacity, sizeof(*parts));
+	char *copy = ti_arena_strdup(&s->arena, path);
+	if (!parts || !copy)
+		return source_out_of_memory(err);
+	s->parts = parts;
+	source_part *p = &parts[s->part_count++];
+	memset(p, 0, sizeof(*p));
+	p->path = copy;
 	p->fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (p->fd < 0)
 		return TI_FAIL(err, TI_E_IO, "cannot open '%s': %s", path, strerror(errno));
-	return safetensors ? add_safetensors(s, path, p, s->format == TI_SOURCE_SAFETENSORS, err)
-	                   : add_torch_zip(s, path, p, err);
+	*out = p;
+	return TI_OK;
 }
 
-/* ---- a sharded checkpoint ---- */
-
-static ti_status add_sharded(ti_source *s, const char *path, ti_error *err)
+static ti_source *new_source(ti_source_format format)
 {
-	ti_hf_index *index;
-	ti_status st = ti_hf_index_open(path, NULL, &index, err);
+	ti_source *s = calloc(1, sizeof(*s));
+	if (s) {
+		ti_arena_init(&s->arena, ARENA_MAX);
+		s->format = format;
+	}
+	return s;
+}
+
+/* ---- opening by content ---- */
+
+/* What path's content says it is; a failing system call is TI_E_IO. */
+static ti_status sniff_path(const char *path, ti_file_kind *kind, ti_error *err)
+{
+	struct stat sb;
+	if (stat(path, &sb))
+		return TI_FAIL(err, TI_E_IO, "cannot open: %s", strerror(errno));
+	if (S_ISDIR(sb.st_mode)) {
+		*kind = TI_FILE_DIRECTORY;
+		return TI_OK;
+	}
+	if (!S_ISREG(sb.st_mode)) /* a FIFO or a device: reading it could block forever */
+		return TI_FAIL(err, TI_E_IO, "cannot open: not a regular file");
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return TI_FAIL(err, TI_E_IO, "cannot open: %s", strerror(errno));
+	unsigned char head[TI_SNIFF_BYTES];
+	ssize_t got;
+	do
+		got = pread(fd, head, sizeof(head), 0);
+	while (got < 0 && errno == EINTR);
+	int saved = errno;
+	close(fd);
+	if (got < 0)
+		return TI_FAIL(err, TI_E_IO, "cannot read: %s", strerror(saved));
+	*kind = ti_file_sniff(head, (size_t)got, (uint64_t)sb.st_size);
+	return TI_OK;
+}
+
+/* Why a file of this kind is no source: said once, here, for every command. */
+static ti_status no_reader(ti_file_kind kind, ti_error *err)
+{
+	switch (kind) {
+	case TI_FILE_EMPTY:
+		return TI_FAIL(err, TI_E_CORRUPT, "empty file");
+	case TI_FILE_LEGACY_TORCH:
+		return TI_FAIL(err, TI_E_UNSUPPORTED, "a torch.save file in the legacy format (before PyTorch 1.6): "
+		               "not read yet; torch.save(obj, path) with PyTorch 1.6 or later writes one tinspect reads");
+	case TI_FILE_PICKLE:
+		return TI_FAIL(err, TI_E_UNSUPPORTED, "a bare pickle, not a torch.save file: torch.load cannot load it "
+		               "either ('tinspect scan' says what it would call)");
+	case TI_FILE_TEXT:
+		return TI_FAIL(err, TI_E_UNSUPPORTED, "a text file, not a model file");
+	default:
+		return TI_FAIL(err, TI_E_UNSUPPORTED, "not a model file tinspect reads: it is %s", ti_file_kind_name(kind));
+	}
+}
+
+ti_status source_open_file(ti_source *s, const char *path, ti_error *err)
+{
+	ti_file_kind kind = TI_FILE_UNKNOWN;
+	ti_status st = sniff_path(path, &kind, err);
 	if (st)
 		return st;
-	size_t n = ti_hf_index_shard_count(index);
-	s->parts = ti_arena_calloc(&s->arena, n + 1, sizeof(*s->parts));
-	if (!s->parts) {
-		ti_hf_index_close(index);
-		return out_of_memory(err);
-	}
-	size_t meta = ti_hf_index_metadata_count(index);
-	s->metadata = ti_arena_calloc(&s->arena, meta + 1, sizeof(*s->metadata));
-	for (size_t i = 0; s->metadata && i < meta; i++) {
-		const ti_st_pair *m = ti_hf_index_metadata_at(index, i);
-		char *key = ti_arena_strdup(&s->arena, m->key), *value = ti_arena_strdup(&s->arena, m->value);
-		if (key && value) /* the index is closed below: keep copies */
-			s->metadata[s->metadata_count++] = (ti_source_pair){key, value};
-	}
-	for (size_t i = 0; i < n && !st; i++) {
-		const ti_hf_shard *shard = ti_hf_index_shard(index, i);
-		part *p = &s->parts[s->part_count++];
-		p->fd = -1;
-		if (shard->format == TI_HF_UNKNOWN) {
-			st = TI_FAIL(err, TI_E_UNSUPPORTED, "shard '%s' is neither .safetensors nor a torch file", shard->file);
-			break;
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
+		if (rows[i]->kind == kind) {
+			s->format = rows[i]->format;
+			return rows[i]->open(s, path, err);
 		}
-		size_t before = s->tensor_count;
-		st = open_part(s, shard->path, p, shard->format == TI_HF_SAFETENSORS, err);
-		if (st) {
-			ti_error_at(err, shard->file, -1);
-			break;
-		}
-		/* every tensor the index names must be in its shard, and no other */
-		const char **names = ti_arena_calloc(&s->arena, s->tensor_count - before + 1, sizeof(*names));
-		if (!names) {
-			st = out_of_memory(err);
-			break;
-		}
-		for (size_t k = before; k < s->tensor_count; k++)
-			names[k - before] = s->tensors[k].name;
-		st = ti_hf_index_check_names(index, i, names, s->tensor_count - before, err);
-	}
-	ti_hf_index_close(index);
-	return st;
-}
-
-/* ---- open, read, close ---- */
-
-static bool ends_with(const char *s, const char *tail)
-{
-	size_t n = strlen(s), m = strlen(tail);
-	return n >= m && !strcmp(s + n - m, tail);
+	return no_reader(kind, err);
 }
 
 ti_status ti_source_open(const char *path, ti_source **out, ti_error *err)
 {
 	*out = NULL;
-	ti_source *s = new_source();
-	if (!s)
-		return out_of_memory(err);
-	ti_status st;
-	if (ends_with(path, ".index.json")) {
-		s->format = TI_SOURCE_HF_SHARDED;
-		st = add_sharded(s, path, err);
-	} else {
-		unsigned char head[16] = {0};
-		struct stat sb;
-		FILE *f = fopen(path, "rb");
-		size_t got = f ? fread(head, 1, sizeof(head), f) : 0;
-		bool ok = f && !fstat(fileno(f), &sb);
-		if (f)
-			fclose(f);
-		if (!ok) {
-			free(s);
-			return TI_FAIL(err, TI_E_IO, "cannot open: %s", strerror(errno));
-		}
-		s->format = ti_st_sniff(head, got, (uint64_t)sb.st_size) ? TI_SOURCE_SAFETENSORS : TI_SOURCE_TORCH_ZIP;
-		s->parts = ti_arena_calloc(&s->arena, 1, sizeof(*s->parts));
-		if (!s->parts) {
-			free(s);
-			return out_of_memory(err);
-		}
-		s->part_count = 1;
-		s->parts[0].fd = -1;
-		st = open_part(s, path, &s->parts[0], s->format == TI_SOURCE_SAFETENSORS, err);
+	ti_error_clear(err);
+	ti_source *s = new_source(TI_SOURCE_TORCH_ZIP);
+	if (!s || !(s->path = ti_arena_strdup(&s->arena, path))) {
+		free(s);
+		return source_out_of_memory(err);
 	}
+	ti_status st = source_open_file(s, path, err);
 	if (st) {
 		ti_source_close(s);
 		return st;
@@ -339,88 +208,59 @@ void ti_source_close(ti_source *s)
 	free(s);
 }
 
-/* ---- a model description ---- */
-
-ti_status ti_source_from_model(const ti_model *model, ti_source **out, ti_error *err)
+/* A source with no file: what a model description's parameters become (description.c). */
+ti_status source_new_empty(ti_source_format format, ti_source **out, ti_error *err)
 {
-	*out = NULL;
-	ti_source *s = new_source();
-	if (!s)
-		return out_of_memory(err);
-	s->format = TI_SOURCE_MODEL;
-	size_t n;
-	const ti_model_param *params = ti_model_params(model, &n);
-	size_t *storage_of = ti_arena_calloc(&s->arena, n + 1, sizeof(*storage_of));
-	if (!storage_of) {
-		ti_source_close(s);
-		return out_of_memory(err);
-	}
-	for (size_t i = 0; i < n; i++) {
-		const ti_model_param *p = &params[i];
-		ti_source_tensor *t = add_tensor(s);
-		int64_t *stride = ti_arena_calloc(&s->arena, (size_t)p->ndim + 1, sizeof(*stride));
-		if (!t || !stride) {
-			ti_source_close(s);
-			return out_of_memory(err);
-		}
-		int64_t numel = 1;
-		for (int k = p->ndim - 1; k >= 0; k--) {
-			stride[k] = numel;
-			numel *= p->shape[k] > 0 ? p->shape[k] : 1;
-		}
-		numel = 1; /* the strides skipped empty dims; the count does not */
-		for (int k = 0; k < p->ndim; k++)
-			numel *= p->shape[k];
-		*t = (ti_source_tensor){p->name, p->dtype, p->ndim, p->shape, stride, 0, numel, 0, p->trainable, !p->buffer, NULL};
-		/* a tie shares the storage of the parameter it names */
-		size_t target = n;
-		for (size_t k = 0; p->tied_to && k < i; k++)
-			if (!strcmp(params[k].name, p->tied_to))
-				target = k;
-		if (target < n) {
-			t->storage = storage_of[target];
-		} else {
-			if (!add_storage(s, p->dtype, (uint64_t)numel * ti_dtype_size(p->dtype), false, (place){-1, 0, NULL, {0, 0}})) {
-				ti_source_close(s);
-				return out_of_memory(err);
-			}
-			t->storage = s->storage_count - 1;
-		}
-		storage_of[i] = t->storage;
-	}
-	*out = s;
+	if (!(*out = new_source(format)))
+		return source_out_of_memory(err);
+	(*out)->path = "";
 	return TI_OK;
 }
 
-ti_status ti_source_set_fill(ti_source *s, size_t storage, const ti_fill_policy *policy, uint64_t seed,
-                             const char *name, ti_error *err)
+/* ---- generated storages ---- */
+
+ti_status ti_source_set_generator(ti_source *s, size_t storage, ti_source_generator gen, const void *ctx,
+                                  ti_error *err)
 {
 	if (storage >= s->storage_count)
 		return TI_FAIL(err, TI_E_INVALID, "no storage %zu", storage);
-	ti_status st = ti_fill_check(policy, s->storages[storage].dtype, err);
-	if (st)
-		return st;
-	ti_fill_policy *copy = ti_arena_alloc(&s->arena, sizeof(*copy));
-	if (!copy)
-		return out_of_memory(err);
-	*copy = *policy;
-	s->places[storage].fill = copy;
-	s->places[storage].key = ti_fill_key_of(seed, name);
+	s->places[storage].gen = gen;
+	s->places[storage].gen_ctx = ctx;
 	s->storages[storage].has_data = true;
 	return TI_OK;
 }
 
-const ti_fill_policy *ti_source_fill(const ti_source *s, size_t storage)
+ti_source_generator ti_source_generator_of(const ti_source *s, size_t storage, const void **ctx)
 {
-	return storage < s->storage_count ? s->places[storage].fill : NULL;
+	if (storage >= s->storage_count || !s->places[storage].gen)
+		return NULL;
+	if (ctx)
+		*ctx = s->places[storage].gen_ctx;
+	return s->places[storage].gen;
 }
 
+void *ti_source_alloc(ti_source *s, size_t size)
+{
+	return ti_arena_calloc(&s->arena, 1, size ? size : 1);
+}
+
+/* ---- queries ---- */
+
 ti_source_format ti_source_get_format(const ti_source *s) { return s->format; }
+const char *ti_source_path(const ti_source *s) { return s->path; }
 size_t ti_source_file_count(const ti_source *s) { return s->part_count; }
+size_t ti_source_tensor_count(const ti_source *s) { return s->tensor_count; }
+size_t ti_source_storage_count(const ti_source *s) { return s->storage_count; }
+size_t ti_source_metadata_count(const ti_source *s) { return s->metadata_count; }
 
 const char *ti_source_file_at(const ti_source *s, size_t i)
 {
 	return i < s->part_count ? s->parts[i].path : NULL;
+}
+
+ti_ckpt *ti_source_checkpoint(ti_source *s, size_t i)
+{
+	return i < s->part_count ? s->parts[i].ckpt : NULL;
 }
 
 ti_scan_severity ti_source_safety(const ti_source *s, size_t i, const ti_scan_finding **findings, size_t *count)
@@ -431,9 +271,6 @@ ti_scan_severity ti_source_safety(const ti_source *s, size_t i, const ti_scan_fi
 		return TI_SCAN_SAFE;
 	return ti_ckpt_safety(s->parts[i].ckpt, findings, count);
 }
-size_t ti_source_tensor_count(const ti_source *s) { return s->tensor_count; }
-size_t ti_source_storage_count(const ti_source *s) { return s->storage_count; }
-size_t ti_source_metadata_count(const ti_source *s) { return s->metadata_count; }
 
 const ti_source_tensor *ti_source_tensor_at(const ti_source *s, size_t i)
 {
@@ -450,6 +287,22 @@ const ti_source_pair *ti_source_metadata_at(const ti_source *s, size_t i)
 	return i < s->metadata_count ? &s->metadata[i] : NULL;
 }
 
+/* ---- reading ---- */
+
+/* Finds a torch zip record's payload offset on first use. */
+static ti_status resolve_place(source_place *p, ti_error *err)
+{
+	if (p->record < 0)
+		return TI_OK;
+	const ti_record *rec = ti_ckpt_record(p->ckpt, (size_t)p->record);
+	if (rec->method != 0)
+		return TI_FAIL(err, TI_E_UNSUPPORTED, "storage record '%s' is compressed: torch.save stores them", rec->name);
+	ti_status st = ti_ckpt_record_payload_offset(p->ckpt, (size_t)p->record, &p->offset, err);
+	if (!st)
+		p->record = -1;
+	return st;
+}
+
 ti_status ti_source_read(ti_source *s, size_t storage, uint64_t offset, void *buf, size_t n, ti_error *err)
 {
 	if (storage >= s->storage_count || !s->storages[storage].has_data)
@@ -458,13 +311,16 @@ ti_status ti_source_read(ti_source *s, size_t storage, uint64_t offset, void *bu
 	if (offset > st->nbytes || n > st->nbytes - offset)
 		return TI_FAIL(err, TI_E_INVALID, "read of %zu bytes at %llu passes the storage's %llu bytes", n,
 		               (unsigned long long)offset, (unsigned long long)st->nbytes);
-	const place *p = &s->places[storage];
-	if (p->fill) {
+	source_place *p = &s->places[storage];
+	if (p->gen) {
 		size_t esize = ti_dtype_size(st->dtype);
 		if (!esize || offset % esize || n % esize)
-			return TI_FAIL(err, TI_E_INVALID, "a fill is read in whole elements");
-		return ti_fill(p->fill, st->dtype, p->key, offset / esize, n / esize, buf, err);
+			return TI_FAIL(err, TI_E_INVALID, "a generated storage is read in whole elements");
+		return p->gen(p->gen_ctx, st->dtype, offset / esize, n / esize, buf, err);
 	}
+	ti_status rs = resolve_place(p, err);
+	if (rs)
+		return rs;
 	char *b = buf;
 	while (n) {
 		ssize_t got = pread(p->fd, b, n, (off_t)(p->offset + offset));
@@ -479,9 +335,12 @@ ti_status ti_source_read(ti_source *s, size_t storage, uint64_t offset, void *bu
 	return TI_OK;
 }
 
-bool ti_source_file_place(const ti_source *s, size_t storage, int *fd, uint64_t *offset)
+bool ti_source_file_place(ti_source *s, size_t storage, int *fd, uint64_t *offset)
 {
-	if (storage >= s->storage_count || !s->storages[storage].has_data || s->places[storage].fill)
+	if (storage >= s->storage_count || !s->storages[storage].has_data || s->places[storage].gen)
+		return false;
+	ti_error ignored;
+	if (resolve_place(&s->places[storage], &ignored))
 		return false;
 	*fd = s->places[storage].fd;
 	*offset = s->places[storage].offset;

@@ -1078,13 +1078,7 @@ Test(convert, a_sharded_checkpoint_becomes_one_file)
 	EXPECT_INT(must_find(out, "head.weight")->dtype, TI_DT_FLOAT16);
 }
 
-/*
- * BUG (src/source/source.c add_sharded): source.h says the metadata of a
- * sharded source holds "a sharded index's "metadata" values that are
- * strings", and hf_index.h offers them (ti_hf_index_metadata_*), but
- * add_sharded never copies them: ti_source_metadata_count is 0. Enable once
- * fixed (or once the header says otherwise).
- */
+/* source.h: the metadata of a sharded source holds the index's "metadata" values. */
 Test(convert, a_sharded_index_gives_its_string_metadata)
 {
 	char path[160];

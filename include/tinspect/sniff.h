@@ -1,0 +1,44 @@
+/*
+ * sniff.h - what a file is, from its first bytes alone.
+ *
+ * Every command asks the same question first: is this a torch.save zip, a
+ * safetensors file, a checkpoint index, a bare pickle, or no model file at
+ * all? The answer comes from content (magic bytes and structure), never
+ * from a name: a safetensors file renamed model.bin is still safetensors,
+ * and a config.json is not a checkpoint index because of its extension.
+ * The source layer (source.h) picks its reader by this answer, and scan
+ * (scan.h) picks what to look at.
+ */
+#ifndef TINSPECT_SNIFF_H
+#define TINSPECT_SNIFF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum ti_file_kind {
+	TI_FILE_EMPTY,        /* no bytes at all */
+	TI_FILE_ZIP,          /* "PK\3\4" (or an empty zip's "PK\5\6"): torch.save since 1.6, TorchScript */
+	TI_FILE_LEGACY_TORCH, /* pickle protocol 2 of the magic number 0x1950a86a20f9469cfc6c: torch.save before 1.6 */
+	TI_FILE_SAFETENSORS,  /* an 8-byte little-endian header length, then a JSON object */
+	TI_FILE_PICKLE,       /* a pickle (PROTO 2 to 5) that is not a torch.save file */
+	TI_FILE_JSON,         /* a JSON object or array: a checkpoint index, or a config */
+	TI_FILE_TEXT,         /* printable text that is none of the above */
+	TI_FILE_DIRECTORY,    /* not bytes: a folder (a Hugging Face checkpoint directory, perhaps) */
+	TI_FILE_UNKNOWN
+} ti_file_kind;
+
+/* Bytes of a file's head that ti_file_sniff needs to decide. */
+enum { TI_SNIFF_BYTES = 64 };
+
+/*
+ * What head (the first n bytes of a file of file_size bytes; n may be
+ * less than TI_SNIFF_BYTES for a short file) says the file is. A
+ * safetensors file whose header length is wrong is still safetensors: its
+ * reader then says what is wrong with it.
+ */
+ti_file_kind ti_file_sniff(const void *head, size_t n, uint64_t file_size);
+
+/* "torch zip", "safetensors", "JSON", ...: what a message calls the kind. */
+const char *ti_file_kind_name(ti_file_kind kind);
+
+#endif

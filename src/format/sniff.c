@@ -1,0 +1,84 @@
+/* sniff.c - what a file is, from its first bytes (see tinspect/sniff.h). */
+#include "tinspect/sniff.h"
+
+#include <stdbool.h>
+#include <string.h>
+
+/*
+ * torch.save before 1.6 starts with pickle.dump(0x1950a86a20f9469cfc6c,
+ * protocol=2): PROTO 2, LONG1 of 10 bytes, the number little-endian.
+ */
+static const unsigned char legacy_magic[] = {0x80, 0x02, 0x8a, 0x0a, 0x6c, 0xfc, 0x9c, 0x46,
+                                             0xf9, 0x20, 0x6a, 0xa8, 0x50, 0x19};
+
+static bool is_space(unsigned char c)
+{
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+/*
+ * An 8-byte little-endian length, then '{' after optional spaces (the
+ * safetensors writer pads with spaces). A real header is at most 100 MB
+ * (the safetensors crate's limit), so the top three bytes of the length
+ * are zero: text and pickles never pass that test.
+ */
+static bool looks_safetensors(const unsigned char *p, size_t n)
+{
+	if (n < 9 || p[5] || p[6] || p[7])
+		return false;
+	for (size_t i = 8; i < n; i++) {
+		if (p[i] == '{')
+			return true;
+		if (!is_space(p[i]))
+			return false;
+	}
+	return false;
+}
+
+/* Printable ASCII, whitespace, or bytes of UTF-8 sequences: what an editor writes. */
+static bool looks_text(const unsigned char *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i] < 0x20 && !is_space(p[i]) && p[i] != '\f')
+			return false;
+		else if (p[i] == 0x7f)
+			return false;
+	return true;
+}
+
+ti_file_kind ti_file_sniff(const void *head, size_t n, uint64_t file_size)
+{
+	const unsigned char *p = head;
+	if (file_size == 0 || n == 0)
+		return TI_FILE_EMPTY;
+	if (n >= 4 && (!memcmp(p, "PK\3\4", 4) || !memcmp(p, "PK\5\6", 4)))
+		return TI_FILE_ZIP;
+	if (n >= sizeof(legacy_magic) && !memcmp(p, legacy_magic, sizeof(legacy_magic)))
+		return TI_FILE_LEGACY_TORCH;
+	if (looks_safetensors(p, n))
+		return TI_FILE_SAFETENSORS;
+	if (n >= 2 && p[0] == 0x80 && p[1] >= 2 && p[1] <= 5)
+		return TI_FILE_PICKLE;
+	size_t i = n >= 3 && !memcmp(p, "\xef\xbb\xbf", 3) ? 3 : 0; /* a UTF-8 byte order mark */
+	while (i < n && is_space(p[i]))
+		i++;
+	if (i < n && (p[i] == '{' || p[i] == '['))
+		return TI_FILE_JSON;
+	return looks_text(p, n) ? TI_FILE_TEXT : TI_FILE_UNKNOWN;
+}
+
+const char *ti_file_kind_name(ti_file_kind kind)
+{
+	static const char *const names[] = {
+		[TI_FILE_EMPTY] = "an empty file",
+		[TI_FILE_ZIP] = "a zip archive",
+		[TI_FILE_LEGACY_TORCH] = "a legacy torch.save file (PyTorch before 1.6)",
+		[TI_FILE_SAFETENSORS] = "a safetensors file",
+		[TI_FILE_PICKLE] = "a bare pickle",
+		[TI_FILE_JSON] = "a JSON file",
+		[TI_FILE_TEXT] = "a text file",
+		[TI_FILE_DIRECTORY] = "a directory",
+		[TI_FILE_UNKNOWN] = "of no format tinspect knows",
+	};
+	return (unsigned)kind <= TI_FILE_UNKNOWN ? names[kind] : names[TI_FILE_UNKNOWN];
+}

@@ -1,0 +1,48 @@
+/*
+ * hf_directory.c - the source row for a folder: a Hugging Face checkpoint
+ * directory is read as from_pretrained reads it. transformers looks for
+ * model.safetensors, then model.safetensors.index.json, then
+ * pytorch_model.bin, then pytorch_model.bin.index.json
+ * (modeling_utils.py, SAFE_WEIGHTS_NAME and its siblings), and so do we:
+ * the first that exists is opened by its content, as if named itself.
+ */
+#include "source/source_internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static const char *const weight_files[] = {
+	"model.safetensors",
+	"model.safetensors.index.json",
+	"pytorch_model.bin",
+	"pytorch_model.bin.index.json",
+};
+
+static ti_status open_hf_directory(ti_source *s, const char *path, ti_error *err)
+{
+	size_t len = strlen(path);
+	while (len > 1 && path[len - 1] == '/')
+		len--;
+	for (size_t i = 0; i < sizeof(weight_files) / sizeof(weight_files[0]); i++) {
+		size_t need = len + 1 + strlen(weight_files[i]) + 1;
+		char *file = ti_arena_alloc(&s->arena, need);
+		if (!file)
+			return source_out_of_memory(err);
+		snprintf(file, need, "%.*s/%s", (int)len, path, weight_files[i]);
+		struct stat sb;
+		if (stat(file, &sb)) {
+			if (errno == ENOENT)
+				continue;
+			return TI_FAIL(err, TI_E_IO, "cannot open '%s': %s", file, strerror(errno));
+		}
+		if (!S_ISREG(sb.st_mode)) /* a folder of that name (or a link back here) is no checkpoint */
+			return TI_FAIL(err, TI_E_UNSUPPORTED, "'%s' is not a regular file", file);
+		return source_open_file(s, file, err);
+	}
+	return TI_FAIL(err, TI_E_UNSUPPORTED, "a directory that holds no Hugging Face checkpoint (model.safetensors, "
+	               "model.safetensors.index.json, pytorch_model.bin or pytorch_model.bin.index.json)");
+}
+
+const source_row source_hf_directory = {TI_SOURCE_HF_SHARDED, TI_FILE_DIRECTORY, open_hf_directory};

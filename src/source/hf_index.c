@@ -1,0 +1,109 @@
+/*
+ * hf_index.c - the source row for a Hugging Face sharded checkpoint, opened
+ * by its index (model.safetensors.index.json, pytorch_model.bin.index.json):
+ * the index is checked (format/hf_index.c), then every shard it names is
+ * opened by its content, as a torch zip or a safetensors file, and must
+ * hold exactly the tensors the weight_map puts in it.
+ */
+#include "source/source_internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "tinspect/hf_index.h"
+
+/* Keeps the index's metadata: the index is closed once its shards are open. */
+static ti_status keep_metadata(ti_source *s, const ti_hf_index *index, ti_error *err)
+{
+	size_t meta = ti_hf_index_metadata_count(index);
+	s->metadata = ti_arena_calloc(&s->arena, meta + 1, sizeof(*s->metadata));
+	if (!s->metadata)
+		return source_out_of_memory(err);
+	for (size_t i = 0; i < meta; i++) {
+		const ti_st_pair *m = ti_hf_index_metadata_at(index, i);
+		char *key = ti_arena_strdup(&s->arena, m->key), *value = ti_arena_strdup(&s->arena, m->value);
+		if (!key || !value)
+			return source_out_of_memory(err);
+		s->metadata[s->metadata_count++] = (ti_source_pair){key, value};
+	}
+	return TI_OK;
+}
+
+/* A shard that is not there: the index, the shard, and the tensors it should hold (the first three). */
+static ti_status missing_shard(const ti_hf_index *index, size_t shard, const char *index_path, ti_error *err)
+{
+	const ti_hf_shard *sh = ti_hf_index_shard(index, shard);
+	char names[512] = "";
+	size_t len = 0, listed = 0;
+	for (size_t i = 0; i < ti_hf_index_weight_count(index) && listed < 3; i++) {
+		const ti_hf_weight *w = ti_hf_index_weight(index, i);
+		if (w->shard != shard)
+			continue;
+		int n = snprintf(names + len, sizeof(names) - len, "%s'%.120s'", listed ? ", " : "", w->name);
+		if (n > 0 && (size_t)n < sizeof(names) - len)
+			len += (size_t)n;
+		listed++;
+	}
+	if (sh->tensor_count > listed)
+		snprintf(names + len, sizeof(names) - len, " and %zu more", sh->tensor_count - listed);
+	return TI_FAIL(err, TI_E_IO, "shard '%s' named by '%s' is missing: it should hold %s", sh->file, index_path,
+	               names);
+}
+
+static ti_status open_shard(ti_source *s, const ti_hf_index *index, size_t i, const char *index_path, ti_error *err)
+{
+	const ti_hf_shard *shard = ti_hf_index_shard(index, i);
+	struct stat sb;
+	if (stat(shard->path, &sb) && errno == ENOENT)
+		return missing_shard(index, i, index_path, err);
+	source_part *p;
+	ti_status st = source_add_part(s, shard->path, &p, err);
+	if (st)
+		return st;
+	unsigned char head[TI_SNIFF_BYTES];
+	ssize_t got = pread(p->fd, head, sizeof(head), 0);
+	if (got < 0)
+		return TI_FAIL(err, TI_E_IO, "cannot read shard '%s': %s", shard->file, strerror(errno));
+	if (fstat(p->fd, &sb))
+		return TI_FAIL(err, TI_E_IO, "cannot read shard '%s': %s", shard->file, strerror(errno));
+	ti_file_kind kind = ti_file_sniff(head, (size_t)got, (uint64_t)sb.st_size);
+	size_t before = s->tensor_count;
+	if (kind == TI_FILE_SAFETENSORS)
+		st = source_add_safetensors(s, p, false, err);
+	else if (kind == TI_FILE_ZIP)
+		st = source_add_torch_zip(s, p, err);
+	else
+		st = TI_FAIL(err, TI_E_UNSUPPORTED, "shard '%s' is %s, not a safetensors or torch zip file", shard->file,
+		             ti_file_kind_name(kind));
+	if (st) {
+		ti_error_at(err, shard->file, -1);
+		return st;
+	}
+	/* every tensor the index names must be in its shard, and no other */
+	const char **names = ti_arena_calloc(&s->arena, s->tensor_count - before + 1, sizeof(*names));
+	if (!names)
+		return source_out_of_memory(err);
+	size_t n = 0;
+	for (size_t k = before; k < s->tensor_count; k++)
+		if (!s->tensors[k].tie_of)
+			names[n++] = s->tensors[k].name;
+	return ti_hf_index_check_names(index, i, names, n, err);
+}
+
+static ti_status open_hf_index(ti_source *s, const char *path, ti_error *err)
+{
+	ti_hf_index *index;
+	ti_status st = ti_hf_index_open(path, NULL, &index, err);
+	if (st)
+		return st;
+	st = keep_metadata(s, index, err);
+	for (size_t i = 0; i < ti_hf_index_shard_count(index) && !st; i++)
+		st = open_shard(s, index, i, path, err);
+	ti_hf_index_close(index);
+	return st;
+}
+
+const source_row source_hf_index = {TI_SOURCE_HF_SHARDED, TI_FILE_JSON, open_hf_index};

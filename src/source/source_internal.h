@@ -1,0 +1,82 @@
+/*
+ * source_internal.h - what a format row of the source layer builds with.
+ *
+ * A source is filled by exactly one row of the format table (source.c):
+ * the row opens its files as parts, adds a storage for each run of bytes
+ * and a tensor for each view, and says where each storage's bytes are.
+ * Everything lives in the source's arena; parts own their readers and
+ * descriptors until ti_source_close.
+ */
+#ifndef TINSPECT_SOURCE_INTERNAL_H
+#define TINSPECT_SOURCE_INTERNAL_H
+
+#include "tinspect/checkpoint.h"
+#include "tinspect/safetensors.h"
+#include "tinspect/source.h"
+#include "tinspect/sniff.h"
+
+/*
+ * Where a storage's bytes are: a generator (gen != NULL); or a file at an
+ * offset; or, for a torch zip, a record whose payload offset is found on
+ * the first read (record >= 0), so that listing costs no read per storage.
+ */
+typedef struct source_place {
+	int fd;
+	uint64_t offset;
+	ti_ckpt *ckpt;
+	int64_t record;   /* the ckpt's record, its offset not yet known; -1 when offset is */
+	ti_source_generator gen;
+	const void *gen_ctx;
+} source_place;
+
+/* One file of the source, and its descriptor for pread. */
+typedef struct source_part {
+	ti_ckpt *ckpt;
+	ti_st_file *st;
+	int fd;
+	const char *path;
+} source_part;
+
+struct ti_source {
+	ti_arena arena;
+	ti_source_format format;
+	const char *path;           /* as the caller named it */
+	source_part *parts;
+	size_t part_count, part_capacity;
+	ti_source_storage *storages;
+	source_place *places;
+	size_t storage_count, storage_capacity;
+	ti_source_tensor *tensors;
+	size_t tensor_count, tensor_capacity;
+	ti_source_pair *metadata;
+	size_t metadata_count;
+};
+
+/* A row of the format table: the kind of file it reads, and how. */
+typedef struct source_row {
+	ti_source_format format;
+	ti_file_kind kind;
+	ti_status (*open)(ti_source *s, const char *path, ti_error *err);
+} source_row;
+
+extern const source_row source_torch_zip, source_safetensors, source_hf_index, source_hf_directory;
+
+/* Opens path with the row its content names: what rows that hold other files (an index, a folder) call. */
+ti_status source_open_file(ti_source *s, const char *path, ti_error *err);
+
+/* A source with no file yet: what a model description's parameters become (description.c). */
+ti_status source_new_empty(ti_source_format format, ti_source **out, ti_error *err);
+
+/* Opens path for pread as a new part (its reader is the caller's to set). */
+ti_status source_add_part(ti_source *s, const char *path, source_part **out, ti_error *err);
+ti_source_storage *source_add_storage(ti_source *s, ti_dtype dtype, uint64_t nbytes, bool has_data, source_place where);
+ti_source_tensor *source_add_tensor(ti_source *s);
+/* Contiguous strides for shape (arena), the same rule PyTorch uses: empty dims count as 1. */
+int64_t *source_contiguous_strides(ti_source *s, const int64_t *shape, int ndim);
+ti_status source_out_of_memory(ti_error *err);
+
+/* Adds the tensors of an opened part: a torch zip's (torch_zip.c), a safetensors file's (safetensors.c). */
+ti_status source_add_torch_zip(ti_source *s, source_part *p, ti_error *err);
+ti_status source_add_safetensors(ti_source *s, source_part *p, bool keep_metadata, ti_error *err);
+
+#endif

@@ -1,0 +1,246 @@
+/*
+ * test_source.c - the source layer: what a file is comes from its content,
+ * a folder is read as from_pretrained reads it, and every failure says
+ * what the file is or which piece is missing.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "unit.h"
+
+static char tmpdir[64];
+static ti_error err;
+
+static void make_tmpdir(void)
+{
+	snprintf(tmpdir, sizeof(tmpdir), "%s/tinspect-source-XXXXXX", "/tmp");
+	cr_assert(mkdtemp(tmpdir) != NULL, "cannot make a temporary folder");
+	ti_error_clear(&err);
+}
+
+static void remove_tmpdir(void)
+{
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+	cr_expect(system(cmd) == 0);
+}
+
+TestSuite(source, .init = make_tmpdir, .fini = remove_tmpdir);
+
+static void copy_file(const char *from, const char *name)
+{
+	char to[256];
+	snprintf(to, sizeof(to), "%s/%s", tmpdir, name);
+	FILE *in = fopen(from, "rb"), *out = fopen(to, "wb");
+	cr_assert(in && out, "cannot copy %s to %s", from, to);
+	char buf[4096];
+	size_t n;
+	while ((n = fread(buf, 1, sizeof(buf), in)) > 0)
+		cr_assert(fwrite(buf, 1, n, out) == n, "cannot write %s", to);
+	fclose(in);
+	cr_assert(fclose(out) == 0, "cannot write %s", to);
+}
+
+static void write_file(const char *name, const void *bytes, size_t n)
+{
+	char to[256];
+	snprintf(to, sizeof(to), "%s/%s", tmpdir, name);
+	FILE *out = fopen(to, "wb");
+	cr_assert(out && fwrite(bytes, 1, n, out) == n && fclose(out) == 0, "cannot write %s", to);
+}
+
+static const char *in_tmp(const char *name)
+{
+	static char path[256];
+	snprintf(path, sizeof(path), "%s%s%s", tmpdir, *name ? "/" : "", name);
+	return path;
+}
+
+static ti_file_kind sniff_bytes(const char *bytes, size_t n)
+{
+	return ti_file_sniff(bytes, n, n);
+}
+
+/* ---- sniffing ---- */
+
+Test(source, a_zip_header_is_a_zip_whatever_follows)
+{
+	EXPECT_INT(sniff_bytes("PK\3\4 rest of a local header", 28), TI_FILE_ZIP);
+	EXPECT_INT(sniff_bytes("PK\5\6", 4), TI_FILE_ZIP);
+}
+
+Test(source, the_legacy_magic_number_is_a_legacy_torch_file)
+{
+	static const char legacy[] = "\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19.\x80\x02M\xe9\x03.";
+	EXPECT_INT(sniff_bytes(legacy, sizeof(legacy) - 1), TI_FILE_LEGACY_TORCH);
+}
+
+Test(source, any_other_pickle_is_a_bare_pickle)
+{
+	EXPECT_INT(sniff_bytes("\x80\x04\x95\x10\x00\x00\x00\x00\x00\x00\x00}\x94.", 14), TI_FILE_PICKLE);
+	EXPECT_INT(sniff_bytes("\x80\x02}q\x00.", 6), TI_FILE_PICKLE);
+}
+
+Test(source, a_header_length_and_a_brace_is_safetensors_even_when_the_length_is_wrong)
+{
+	EXPECT_INT(sniff_bytes("\x02\0\0\0\0\0\0\0{}", 10), TI_FILE_SAFETENSORS);
+	/* a length past the end of the file: still safetensors, for its reader to say what is wrong */
+	EXPECT_INT(sniff_bytes("\xff\xff\0\0\0\0\0\0  {\"a\"", 15), TI_FILE_SAFETENSORS);
+}
+
+Test(source, json_text_and_nothing_are_told_apart)
+{
+	EXPECT_INT(sniff_bytes("  {\"weight_map\": {}}", 20), TI_FILE_JSON);
+	EXPECT_INT(sniff_bytes("\xef\xbb\xbf[1, 2]", 9), TI_FILE_JSON);
+	EXPECT_INT(sniff_bytes("hello, world\n", 13), TI_FILE_TEXT);
+	EXPECT_INT(sniff_bytes("\x00\x01\x02\x03\xfe", 5), TI_FILE_UNKNOWN);
+	EXPECT_INT(ti_file_sniff("", 0, 0), TI_FILE_EMPTY);
+}
+
+/* ---- opening by content, not by name ---- */
+
+Test(source, a_safetensors_file_named_like_a_torch_file_opens_as_safetensors)
+{
+	copy_file("fixtures/safetensors/multi_dtype.safetensors", "model.pt");
+	ti_source *s;
+	ASSERT_STATUS(ti_source_open(in_tmp("model.pt"), &s, &err), TI_OK, err);
+	EXPECT_INT(ti_source_get_format(s), TI_SOURCE_SAFETENSORS);
+	EXPECT_INT(ti_source_file_count(s), 1);
+	cr_expect(ti_source_checkpoint(s, 0) == NULL, "a safetensors file has no pickle");
+	ti_source_close(s);
+}
+
+Test(source, a_torch_zip_named_like_safetensors_opens_as_a_torch_zip)
+{
+	copy_file("fixtures/tied.pt", "weights.safetensors");
+	ti_source *s;
+	ASSERT_STATUS(ti_source_open(in_tmp("weights.safetensors"), &s, &err), TI_OK, err);
+	EXPECT_INT(ti_source_get_format(s), TI_SOURCE_TORCH_ZIP);
+	cr_expect(ti_source_checkpoint(s, 0) != NULL, "a torch zip gives its checkpoint");
+	ti_source_close(s);
+}
+
+Test(source, an_index_is_known_by_its_json_not_its_name)
+{
+	copy_file("fixtures/safetensors/hf/model-00001-of-00002.safetensors", "model-00001-of-00002.safetensors");
+	copy_file("fixtures/safetensors/hf/model-00002-of-00002.safetensors", "model-00002-of-00002.safetensors");
+	copy_file("fixtures/safetensors/hf/model.safetensors.index.json", "weights.map");
+	ti_source *s;
+	ASSERT_STATUS(ti_source_open(in_tmp("weights.map"), &s, &err), TI_OK, err);
+	EXPECT_INT(ti_source_get_format(s), TI_SOURCE_HF_SHARDED);
+	EXPECT_INT(ti_source_file_count(s), 2);
+	ti_source_close(s);
+}
+
+Test(source, a_file_of_no_model_format_says_what_it_is)
+{
+	static const struct {
+		const char *bytes;
+		size_t n;
+		ti_status status;
+		const char *says;
+	} cases[] = {
+		{"", 0, TI_E_CORRUPT, "empty file"},
+		{"epoch 3, loss 0.25\n", 19, TI_E_UNSUPPORTED, "a text file, not a model file"},
+		{"\x80\x04}\x94.", 5, TI_E_UNSUPPORTED, "a bare pickle, not a torch.save file"},
+		{"\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19.", 15, TI_E_UNSUPPORTED, "legacy format"},
+		{"\x7f" "ELF\x02\x01\x01", 7, TI_E_UNSUPPORTED, "not a model file tinspect reads"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		write_file("x", cases[i].bytes, cases[i].n);
+		ti_source *s;
+		EXPECT_STATUS(ti_source_open(in_tmp("x"), &s, &err), cases[i].status, err);
+		cr_expect(s == NULL);
+		EXPECT_CONTAINS(err.message, cases[i].says);
+	}
+}
+
+Test(source, a_fifo_is_refused_without_being_read)
+{
+	cr_assert(mkfifo(in_tmp("pipe"), 0600) == 0, "mkfifo: %s", strerror(errno));
+	ti_source *s;
+	EXPECT_STATUS(ti_source_open(in_tmp("pipe"), &s, &err), TI_E_IO, err);
+	EXPECT_CONTAINS(err.message, "not a regular file");
+}
+
+/* ---- folders, as from_pretrained reads them ---- */
+
+Test(source, a_folder_with_model_safetensors_is_that_file)
+{
+	copy_file("fixtures/safetensors/multi_dtype.safetensors", "model.safetensors");
+	ti_source *s;
+	ASSERT_STATUS(ti_source_open(tmpdir, &s, &err), TI_OK, err);
+	EXPECT_INT(ti_source_get_format(s), TI_SOURCE_SAFETENSORS);
+	EXPECT_STR(ti_source_path(s), tmpdir);
+	EXPECT_STR(ti_source_file_at(s, 0), in_tmp("model.safetensors"));
+	ti_source_close(s);
+}
+
+Test(source, safetensors_win_over_pytorch_model_bin_as_in_from_pretrained)
+{
+	copy_file("fixtures/tied.pt", "pytorch_model.bin");
+	ti_source *s;
+	ASSERT_STATUS(ti_source_open(tmpdir, &s, &err), TI_OK, err);
+	EXPECT_INT(ti_source_get_format(s), TI_SOURCE_TORCH_ZIP);
+	ti_source_close(s);
+	copy_file("fixtures/safetensors/multi_dtype.safetensors", "model.safetensors");
+	ASSERT_STATUS(ti_source_open(tmpdir, &s, &err), TI_OK, err);
+	EXPECT_INT(ti_source_get_format(s), TI_SOURCE_SAFETENSORS);
+	ti_source_close(s);
+}
+
+Test(source, a_folder_with_a_sharded_index_reads_every_shard)
+{
+	copy_file("fixtures/safetensors/hf/model-00001-of-00002.safetensors", "model-00001-of-00002.safetensors");
+	copy_file("fixtures/safetensors/hf/model-00002-of-00002.safetensors", "model-00002-of-00002.safetensors");
+	copy_file("fixtures/safetensors/hf/model.safetensors.index.json", "model.safetensors.index.json");
+	ti_source *s;
+	ASSERT_STATUS(ti_source_open(tmpdir, &s, &err), TI_OK, err);
+	EXPECT_INT(ti_source_get_format(s), TI_SOURCE_HF_SHARDED);
+	EXPECT_INT(ti_source_file_count(s), 2);
+	EXPECT_INT(ti_source_tensor_count(s), 5);
+	ti_source_close(s);
+}
+
+Test(source, a_folder_without_a_checkpoint_names_what_it_looked_for)
+{
+	write_file("config.json", "{}", 2);
+	ti_source *s;
+	EXPECT_STATUS(ti_source_open(tmpdir, &s, &err), TI_E_UNSUPPORTED, err);
+	EXPECT_CONTAINS(err.message, "holds no Hugging Face checkpoint");
+	EXPECT_CONTAINS(err.message, "model.safetensors.index.json");
+}
+
+Test(source, a_folder_named_like_a_weight_file_is_not_followed)
+{
+	cr_assert(mkdir(in_tmp("model.safetensors"), 0700) == 0);
+	ti_source *s;
+	EXPECT_STATUS(ti_source_open(tmpdir, &s, &err), TI_E_UNSUPPORTED, err);
+	EXPECT_CONTAINS(err.message, "is not a regular file");
+}
+
+Test(source, a_missing_shard_names_the_index_the_shard_and_its_tensors)
+{
+	copy_file("fixtures/safetensors/hf/model-00001-of-00002.safetensors", "model-00001-of-00002.safetensors");
+	copy_file("fixtures/safetensors/hf/model.safetensors.index.json", "model.safetensors.index.json");
+	char index[256];
+	snprintf(index, sizeof(index), "%s", in_tmp("model.safetensors.index.json"));
+	ti_source *s;
+	EXPECT_STATUS(ti_source_open(index, &s, &err), TI_E_IO, err);
+	EXPECT_CONTAINS(err.message, "shard 'model-00002-of-00002.safetensors' named by '");
+	EXPECT_CONTAINS(err.message, "model.safetensors.index.json' is missing: it should hold "
+	                             "'head.bias', 'head.weight', 'layers.1.weight'");
+}
+
+Test(source, a_shard_of_no_known_format_says_what_it_is)
+{
+	copy_file("fixtures/safetensors/hf/model-00001-of-00002.safetensors", "model-00001-of-00002.safetensors");
+	write_file("model-00002-of-00002.safetensors", "not tensors\n", 12);
+	copy_file("fixtures/safetensors/hf/model.safetensors.index.json", "model.safetensors.index.json");
+	ti_source *s;
+	EXPECT_STATUS(ti_source_open(in_tmp("model.safetensors.index.json"), &s, &err), TI_E_UNSUPPORTED, err);
+	EXPECT_CONTAINS(err.message, "is a text file, not a safetensors or torch zip file");
+}
