@@ -100,6 +100,13 @@ ti_source_generator ti_source_generator_of(const ti_source *src, size_t storage,
 /* Zeroed memory owned by src, freed by ti_source_close; NULL when out of memory. */
 void *ti_source_alloc(ti_source *src, size_t size);
 
+/*
+ * The weight file from_pretrained would read in folder dir (the order
+ * above), joined to dir in out (size bytes). TI_E_UNSUPPORTED when the
+ * folder holds none, or holds a folder under such a name.
+ */
+ti_status ti_source_folder_weights(const char *dir, char *out, size_t size, ti_error *err);
+
 /* The path the source was opened from (a folder, an index or a file). */
 const char *ti_source_path(const ti_source *src);
 

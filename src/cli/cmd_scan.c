@@ -35,7 +35,12 @@ static const char help[] =
 	"  unknown     not on it, not known to be harmful: safe only if you trust the file\n"
 	"  suspicious  zip tricks, hidden pickles, storages smaller than declared\n"
 	"  dangerous   can run code or touch the system when unpickled\n"
-	"A file's verdict is its worst finding, or 'unreadable'.\n"
+	"A file's verdict is its worst finding, or 'unreadable'. What a file is comes\n"
+	"from its content: a safetensors file holds no code (its header and offsets\n"
+	"are checked); a checkpoint index has every shard it names scanned; a folder\n"
+	"is scanned as from_pretrained would load it; a bare pickle that is not a\n"
+	"torch.save file is 'unknown' (torch.load cannot load it; pickle.load runs\n"
+	"it); text or JSON that is no index is 'not a model file'.\n"
 	"\n"
 	"options:\n"
 	"  --allow GLOB    treat globals matching GLOB (module.name) as allowed, as\n"
@@ -44,13 +49,15 @@ static const char help[] =
 	"  --json          print one JSON document instead of text\n"
 	"  -h, --help      show this help\n"
 	"\n"
-	"exit status: 0 every file is safe, 1 a file is unknown, suspicious or\n"
+	"exit status: 0 every file is safe (or not a model file), 1 a file is unknown, suspicious or\n"
 	"dangerous, 2 usage error, 3 a file cannot be read (and none is unsafe),\n"
 	"4 out of memory.\n";
 
 /* "unreadable" wins over safe and unknown: what could not be read may hold anything. */
 static const char *verdict_name(const ti_scan_report *r)
 {
+	if (r->not_model && r->verdict == TI_SCAN_SAFE && !r->unreadable)
+		return "not a model file";
 	if (r->unreadable && r->verdict < TI_SCAN_SUSPICIOUS)
 		return "unreadable";
 	return ti_scan_severity_name(r->verdict);
@@ -82,15 +89,23 @@ static void print_finding(const ti_scan_finding *f)
 
 static void print_text(const ti_scan_report *r, bool quiet)
 {
+	/* the error that makes a file unreadable goes to stderr (exit status 3): not twice */
+	bool skip_error = !strcmp(verdict_name(r), "unreadable");
 	if (!quiet) {
 		cli_put_safe(stdout, r->path, 0);
 		printf(" (%s, %zu pickle%s, %zu global reference%s)\n", r->format, r->pickles, r->pickles == 1 ? "" : "s",
 		       r->globals, r->globals == 1 ? "" : "s");
 		/* worst first, each severity in the order found */
 		for (int s = TI_SCAN_DANGEROUS; s >= TI_SCAN_SAFE; s--)
-			for (size_t i = 0; i < r->count; i++)
-				if ((int)r->findings[i].severity == s)
-					print_finding(&r->findings[i]);
+			for (size_t i = 0; i < r->count; i++) {
+				if ((int)r->findings[i].severity != s)
+					continue;
+				if (skip_error && !strcmp(r->findings[i].kind, "error")) {
+					skip_error = false;
+					continue;
+				}
+				print_finding(&r->findings[i]);
+			}
 	}
 	size_t n = unsafe_count(r);
 	cli_put_safe(stdout, r->path, 0);

@@ -254,7 +254,7 @@ static ti_status read_index(ti_hf_index *idx, const char *text, size_t n, const 
 			*slot = c;
 	}
 	if (!s && !map)
-		s = TI_FAIL(err, TI_E_CORRUPT, "index has no weight_map");
+		s = TI_FAIL(err, TI_E_UNSUPPORTED, "a JSON file with no \"weight_map\": not a checkpoint index");
 	if (!s)
 		s = read_weight_map(idx, map, lim, dir, dir_len, err);
 	if (!s && meta)

@@ -29,17 +29,17 @@
 #include "scan/zip_walk.h"
 #include "tinspect/checkpoint.h"
 #include "tinspect/pickle.h"
+#include "tinspect/hf_index.h"
 #include "tinspect/safetensors.h"
+#include "tinspect/sniff.h"
+#include "tinspect/source.h"
 
 enum {
 	DEPTH_MAX = 4,                        /* archives inside archives */
 	RECORDS_MAX = 1 << 22,
-	PEEK = 16,                            /* bytes read to tell what a record is */
 };
 static const size_t INFLATE_MAX = (size_t)256 << 20; /* a compressed record is scanned in memory up to this */
 static const size_t PICKLE_ARENA_MAX = (size_t)2 << 30;
-
-static const uint8_t legacy_magic[] = {0x80, 0x02, 0x8a, 0x0a, 0x6c, 0xfc, 0x9c, 0x46, 0xf9, 0x20, 0x6a, 0xa8, 0x50, 0x19};
 
 typedef struct report_impl {
 	ti_scan_report pub; /* first: the public part is the handle */
@@ -280,15 +280,14 @@ static void scan_record(scanner *sc, const ti_pickle_source *zsrc, const zw_arch
 		}
 		src = (ti_pickle_source){size, mem_read, data};
 	}
-	uint8_t head[PEEK] = {0};
-	size_t n = src.size < PEEK ? (size_t)src.size : PEEK;
+	uint8_t head[TI_SNIFF_BYTES] = {0};
+	size_t n = src.size < sizeof(head) ? (size_t)src.size : sizeof(head);
 	if (n && src.read(src.ctx, 0, head, n, &err)) {
 		unreadable(sc, &err, record);
 		goto done;
 	}
-	bool nested = n >= 4 && (!memcmp(head, "PK\3\4", 4) || !memcmp(head, "PK\5\6", 4));
-	bool legacy = n >= sizeof(legacy_magic) ? !memcmp(head, legacy_magic, sizeof(legacy_magic)) : false;
-	if (nested || legacy) {
+	ti_file_kind kind = ti_file_sniff(head, n, src.size);
+	if (kind == TI_FILE_ZIP || kind == TI_FILE_LEGACY_TORCH) {
 		if (depth + 1 >= DEPTH_MAX) {
 			scan_findings_record(&sc->r->f, record);
 			scan_add(&sc->r->f, TI_SCAN_SUSPICIOUS, "record", -1, NULL, NULL, NULL,
@@ -361,40 +360,91 @@ static void check_safetensors(scanner *sc, const char *path)
 	ti_st_close(st);
 }
 
+static const char *scan_path(scanner *sc, const char *path, const char *prefix);
+
+/*
+ * Text at the top: a checkpoint index has its every shard scanned, each
+ * named by its file; any other JSON or text is no model file at all.
+ */
+static const char *scan_text(scanner *sc, const char *path, ti_file_kind kind)
+{
+	ti_hf_index *index = NULL;
+	ti_error err;
+	ti_error_clear(&err);
+	if (path && !ti_hf_index_open(path, NULL, &index, &err)) {
+		for (size_t i = 0; i < ti_hf_index_shard_count(index); i++) {
+			const ti_hf_shard *shard = ti_hf_index_shard(index, i);
+			scan_path(sc, shard->path, shard->file);
+		}
+		ti_hf_index_close(index);
+		return "hf-index";
+	}
+	sc->r->pub.not_model = 1;
+	return kind == TI_FILE_JSON ? "json" : "text";
+}
+
+/* Whether src's first bytes are a whole pickle, judged aside: text is tried as protocol 0. */
+static bool parses_as_pickle(scanner *sc, const ti_pickle_source *src)
+{
+	scan_findings scratch;
+	scan_findings_init(&scratch, sc->opt);
+	size_t consumed = 0;
+	ti_error err;
+	ti_error_clear(&err);
+	bool ok = !run_pickle(src, &scratch, &consumed, &err);
+	scan_findings_release(&scratch);
+	return ok;
+}
+
+/* A bare pickle is not a torch.save file: torch.load stops at its magic number, whatever the pickle holds. */
+static void not_torch_save(scanner *sc, const char *prefix)
+{
+	scan_findings_record(&sc->r->f, prefix);
+	scan_add(&sc->r->f, TI_SCAN_UNKNOWN, "file", -1, NULL, NULL, NULL,
+	         "a bare pickle, not a torch.save file: torch.load cannot load it (without weights_only it runs the pickle, then fails)");
+}
+
 static const char *scan_source(scanner *sc, const ti_pickle_source *src, const char *prefix, int depth,
                                const char *path)
 {
-	uint8_t head[PEEK] = {0};
-	size_t n = src->size < PEEK ? (size_t)src->size : PEEK;
+	uint8_t head[TI_SNIFF_BYTES] = {0};
+	size_t n = src->size < sizeof(head) ? (size_t)src->size : sizeof(head);
 	ti_error err;
 	ti_error_clear(&err);
 	if (n && src->read(src->ctx, 0, head, n, &err)) {
 		unreadable(sc, &err, prefix);
 		return "unknown";
 	}
-	if (n == 0) {
+	ti_file_kind kind = ti_file_sniff(head, n, src->size);
+	switch (kind) {
+	case TI_FILE_EMPTY:
 		TI_FAIL(&err, TI_E_CORRUPT, "empty file");
 		unreadable(sc, &err, prefix);
 		return "unknown";
-	}
-	if (n >= 4 && (!memcmp(head, "PK\3\4", 4) || !memcmp(head, "PK\5\6", 4)))
+	case TI_FILE_ZIP:
 		return scan_zip(sc, src, prefix, depth);
-	if (n >= sizeof(legacy_magic) && !memcmp(head, legacy_magic, sizeof(legacy_magic))) {
+	case TI_FILE_LEGACY_TORCH:
 		scan_pickles(sc, src, prefix, 5);
 		return "legacy";
-	}
-	/* safetensors: an 8-byte header length, then JSON. Nothing in it is ever code. */
-	uint64_t header = 0;
-	for (int i = 7; n >= 9 && i >= 0; i--)
-		header = header << 8 | head[i];
-	if (n >= 9 && (head[8] == '{' || head[8] == ' ') && header && header <= src->size - 8 && depth == 0) {
+	case TI_FILE_SAFETENSORS: /* nothing in it is ever code: its header is checked as inspect reads it */
 		if (path)
 			check_safetensors(sc, path);
 		return "safetensors";
+	case TI_FILE_JSON:
+		if (depth == 0)
+			return scan_text(sc, path, kind);
+		break;
+	default:
+		break;
 	}
+	/* protocol 0 pickles are text: a text file is text only when it is no pickle */
+	if (kind == TI_FILE_TEXT && depth == 0 && !parses_as_pickle(sc, src))
+		return scan_text(sc, path, kind);
 	uint64_t used = scan_pickles(sc, src, prefix, 0);
 	if (!used)
 		return "unknown";
+	if (depth == 0)
+		not_torch_save(sc, prefix);
 	if (used < src->size && depth == 0) {
 		/* torch.load takes a file that does not start with a zip header as a pickle: a zip after it hides. */
 		scan_findings_record(&sc->r->f, prefix);
@@ -408,7 +458,7 @@ static const char *scan_source(scanner *sc, const ti_pickle_source *src, const c
  * A torch zip's storages against their records, and views against their
  * storages: either short is an out-of-bounds read in the loader.
  */
-static void check_storages(scanner *sc, const char *path)
+static void check_storages(scanner *sc, const char *path, const char *prefix)
 {
 	ti_ckpt *ckpt = NULL;
 	ti_error err;
@@ -424,7 +474,12 @@ static void check_storages(scanner *sc, const char *path)
 		return;
 	char text[TI_ERROR_MESSAGE_MAX + TI_ERROR_MEMBER_MAX + 64];
 	ti_error_format(&err, text, sizeof(text));
-	scan_findings_record(&sc->r->f, err.member[0] ? err.member : NULL);
+	char where[TI_ERROR_MEMBER_MAX + 4096];
+	if (prefix && err.member[0])
+		snprintf(where, sizeof(where), "%s!%s", prefix, err.member);
+	else
+		snprintf(where, sizeof(where), "%s", prefix ? prefix : err.member);
+	scan_findings_record(&sc->r->f, where[0] ? where : NULL);
 	scan_add(&sc->r->f, TI_SCAN_SUSPICIOUS, "storage", -1, NULL, NULL, NULL, "%s", text);
 }
 
@@ -466,17 +521,12 @@ static report_impl *new_report(const char *path, const ti_scan_options *opt)
 	return r;
 }
 
-ti_status ti_scan_file(const char *path, const ti_scan_options *opt, ti_scan_report **out, ti_error *err)
+/* Scans the file at path, its findings recorded under prefix (NULL for the file scanned itself). */
+static const char *scan_path(scanner *sc, const char *path, const char *prefix)
 {
-	*out = NULL;
-	if (!path)
-		return TI_FAIL(err, TI_E_INVALID, "no file to scan");
-	scanner sc = {new_report(path, opt), opt};
-	if (!sc.r)
-		return TI_FAIL(err, TI_E_NOMEM, "out of memory");
 	ti_error e;
 	ti_error_clear(&e);
-	int fd = open(path, O_RDONLY);
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO must not block the open */
 	struct stat st;
 	if (fd < 0 || fstat(fd, &st))
 		TI_FAIL(&e, TI_E_IO, "cannot open: %s", strerror(errno));
@@ -485,16 +535,40 @@ ti_status ti_scan_file(const char *path, const ti_scan_options *opt, ti_scan_rep
 	if (e.code) {
 		if (fd >= 0)
 			close(fd);
-		unreadable(&sc, &e, NULL);
-		return finish(&sc, "unknown", out, err);
+		unreadable(sc, &e, prefix);
+		return "unknown";
 	}
 	file_src f = {fd};
 	ti_pickle_source src = {(uint64_t)st.st_size, file_read, &f};
-	const char *format = scan_source(&sc, &src, NULL, 0, path);
+	const char *format = scan_source(sc, &src, prefix, 0, path);
 	close(fd);
 	if (!strcmp(format, "torch-zip"))
-		check_storages(&sc, path);
-	return finish(&sc, format, out, err);
+		check_storages(sc, path, prefix);
+	return format;
+}
+
+ti_status ti_scan_file(const char *path, const ti_scan_options *opt, ti_scan_report **out, ti_error *err)
+{
+	*out = NULL;
+	if (!path)
+		return TI_FAIL(err, TI_E_INVALID, "no file to scan");
+	scanner sc = {new_report(path, opt), opt};
+	if (!sc.r)
+		return TI_FAIL(err, TI_E_NOMEM, "out of memory");
+	struct stat st;
+	if (!stat(path, &st) && S_ISDIR(st.st_mode)) {
+		/* a Hugging Face folder: what from_pretrained would load from it */
+		char weights[4096];
+		ti_error e;
+		ti_error_clear(&e);
+		if (ti_source_folder_weights(path, weights, sizeof(weights), &e)) {
+			unreadable(&sc, &e, NULL);
+			return finish(&sc, "unknown", out, err);
+		}
+		const char *slash = strrchr(weights, '/');
+		return finish(&sc, scan_path(&sc, weights, slash ? slash + 1 : weights), out, err);
+	}
+	return finish(&sc, scan_path(&sc, path, NULL), out, err);
 }
 
 ti_status ti_scan_buffer(const char *name, const uint8_t *data, size_t size, const ti_scan_options *opt,

@@ -20,29 +20,37 @@ static const char *const weight_files[] = {
 	"pytorch_model.bin.index.json",
 };
 
-static ti_status open_hf_directory(ti_source *s, const char *path, ti_error *err)
+ti_status ti_source_folder_weights(const char *dir, char *out, size_t size, ti_error *err)
 {
-	size_t len = strlen(path);
-	while (len > 1 && path[len - 1] == '/')
+	size_t len = strlen(dir);
+	while (len > 1 && dir[len - 1] == '/')
 		len--;
 	for (size_t i = 0; i < sizeof(weight_files) / sizeof(weight_files[0]); i++) {
-		size_t need = len + 1 + strlen(weight_files[i]) + 1;
-		char *file = ti_arena_alloc(&s->arena, need);
-		if (!file)
-			return source_out_of_memory(err);
-		snprintf(file, need, "%.*s/%s", (int)len, path, weight_files[i]);
+		int n = snprintf(out, size, "%.*s/%s", (int)len, dir, weight_files[i]);
+		if (n < 0 || (size_t)n >= size)
+			return TI_FAIL(err, TI_E_LIMIT, "the folder's path is too long");
 		struct stat sb;
-		if (stat(file, &sb)) {
+		if (stat(out, &sb)) {
 			if (errno == ENOENT)
 				continue;
-			return TI_FAIL(err, TI_E_IO, "cannot open '%s': %s", file, strerror(errno));
+			return TI_FAIL(err, TI_E_IO, "cannot open '%s': %s", out, strerror(errno));
 		}
 		if (!S_ISREG(sb.st_mode)) /* a folder of that name (or a link back here) is no checkpoint */
-			return TI_FAIL(err, TI_E_UNSUPPORTED, "'%s' is not a regular file", file);
-		return source_open_file(s, file, err);
+			return TI_FAIL(err, TI_E_UNSUPPORTED, "'%s' is not a regular file", out);
+		return TI_OK;
 	}
 	return TI_FAIL(err, TI_E_UNSUPPORTED, "a directory that holds no Hugging Face checkpoint (model.safetensors, "
 	               "model.safetensors.index.json, pytorch_model.bin or pytorch_model.bin.index.json)");
+}
+
+static ti_status open_hf_directory(ti_source *s, const char *path, ti_error *err)
+{
+	size_t need = strlen(path) + 64;
+	char *file = ti_arena_alloc(&s->arena, need);
+	if (!file)
+		return source_out_of_memory(err);
+	ti_status st = ti_source_folder_weights(path, file, need, err);
+	return st ? st : source_open_file(s, file, err);
 }
 
 const source_row source_hf_directory = {TI_SOURCE_HF_SHARDED, TI_FILE_DIRECTORY, open_hf_directory};

@@ -252,7 +252,7 @@ static bad_row bad_rows[] = {
 	{"[]", TI_E_CORRUPT, "index does not start with '{'"},
 	{"{\"weight_map\": {\"a\": \"s.safetensors\"}", TI_E_CORRUPT, "index is not valid JSON"},
 	{"{\"weight_map\": {}} x", TI_E_CORRUPT, "bytes after its JSON object"},
-	{"{\"metadata\": {}}", TI_E_CORRUPT, "index has no weight_map"},
+	{"{\"metadata\": {}}", TI_E_UNSUPPORTED, "a JSON file with no \"weight_map\": not a checkpoint index"},
 	{"{\"weight_map\": []}", TI_E_CORRUPT, "weight_map that is not an object"},
 	{"{\"weight_map\": {\"a\": 1}}", TI_E_CORRUPT, "gives tensor 'a' a shard that is not a string"},
 	{"{\"weight_map\": {\"a\": \"s.bin\", \"a\": \"t.bin\"}}", TI_E_CORRUPT, "names tensor 'a' twice"},

@@ -244,3 +244,57 @@ Test(source, a_shard_of_no_known_format_says_what_it_is)
 	EXPECT_STATUS(ti_source_open(in_tmp("model.safetensors.index.json"), &s, &err), TI_E_UNSUPPORTED, err);
 	EXPECT_CONTAINS(err.message, "is a text file, not a safetensors or torch zip file");
 }
+
+/* ---- scan reads through the same eyes ---- */
+
+Test(source, scan_of_an_index_scans_every_shard_and_names_it_in_findings)
+{
+	copy_file("fixtures/malicious/checkpoint_hidden_payload.pt", "pytorch_model-00001-of-00002.bin");
+	copy_file("fixtures/malicious/clean_checkpoint.pt", "pytorch_model-00002-of-00002.bin");
+	static const char index[] = "{\"weight_map\": {\"a\": \"pytorch_model-00001-of-00002.bin\", "
+	                            "\"b\": \"pytorch_model-00002-of-00002.bin\"}}";
+	write_file("pytorch_model.bin.index.json", index, sizeof(index) - 1);
+	ti_scan_report *r;
+	ASSERT_STATUS(ti_scan_file(in_tmp("pytorch_model.bin.index.json"), NULL, &r, &err), TI_OK, err);
+	EXPECT_STR(r->format, "hf-index");
+	EXPECT_INT(r->verdict, TI_SCAN_DANGEROUS);
+	EXPECT_INT(r->pickles, 2);
+	bool named = false;
+	for (size_t i = 0; i < r->count; i++)
+		named |= r->findings[i].severity == TI_SCAN_DANGEROUS && r->findings[i].record &&
+		         !strncmp(r->findings[i].record, "pytorch_model-00001-of-00002.bin", 32);
+	cr_expect(named, "the dangerous finding names its shard");
+	ti_scan_report_free(r);
+
+	/* the folder is scanned as from_pretrained would load it: through the same index */
+	ASSERT_STATUS(ti_scan_file(tmpdir, NULL, &r, &err), TI_OK, err);
+	EXPECT_STR(r->format, "hf-index");
+	EXPECT_INT(r->verdict, TI_SCAN_DANGEROUS);
+	ti_scan_report_free(r);
+}
+
+Test(source, scan_calls_text_and_json_no_model_file_but_reads_protocol_0_pickles)
+{
+	write_file("notes.txt", "epoch 3\n", 8);
+	write_file("config.json", "{\"hidden_size\": 768}", 20);
+	static const char inst[] = "(S'touch /tmp/x'\nios\nsystem\n.";
+	write_file("proto0.pkl", inst, sizeof(inst) - 1);
+	static const struct {
+		const char *file, *format;
+		int not_model;
+		ti_scan_severity verdict;
+	} cases[] = {
+		{"notes.txt", "text", 1, TI_SCAN_SAFE},
+		{"config.json", "json", 1, TI_SCAN_SAFE},
+		{"proto0.pkl", "pickle", 0, TI_SCAN_DANGEROUS},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		ti_scan_report *r;
+		ASSERT_STATUS(ti_scan_file(in_tmp(cases[i].file), NULL, &r, &err), TI_OK, err);
+		EXPECT_STR(r->format, cases[i].format);
+		EXPECT_INT(r->not_model, cases[i].not_model);
+		EXPECT_INT(r->verdict, cases[i].verdict);
+		EXPECT_INT(r->unreadable, 0);
+		ti_scan_report_free(r);
+	}
+}
