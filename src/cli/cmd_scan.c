@@ -40,7 +40,7 @@ static const char help[] =
 	"are checked); a checkpoint index has every shard it names scanned; a folder\n"
 	"is scanned as from_pretrained would load it; a bare pickle that is not a\n"
 	"torch.save file is 'unknown' (torch.load cannot load it; pickle.load runs\n"
-	"it); text or JSON that is no index is 'not a model file'.\n"
+	"it); text or JSON that is no index is 'not-a-model'.\n"
 	"\n"
 	"options:\n"
 	"  --allow GLOB    treat globals matching GLOB (module.name) as allowed, as\n"
@@ -49,7 +49,7 @@ static const char help[] =
 	"  --json          print one JSON document instead of text\n"
 	"  -h, --help      show this help\n"
 	"\n"
-	"exit status: 0 every file is safe (or not a model file), 1 a file is unknown, suspicious or\n"
+	"exit status: 0 every file is safe or not-a-model, 1 a file is unknown, suspicious or\n"
 	"dangerous, 2 usage error, 3 a file cannot be read (and none is unsafe),\n"
 	"4 out of memory.\n";
 
@@ -57,7 +57,7 @@ static const char help[] =
 static const char *verdict_name(const ti_scan_report *r)
 {
 	if (r->not_model && r->verdict == TI_SCAN_SAFE && !r->unreadable)
-		return "not a model file";
+		return "not-a-model";
 	if (r->unreadable && r->verdict < TI_SCAN_SUSPICIOUS)
 		return "unreadable";
 	return ti_scan_severity_name(r->verdict);

@@ -54,7 +54,7 @@ import gen_malicious  # noqa: E402  (TORCH_NEVER_READS)
 
 PWNED = gen_malicious.PWNED
 LEGACY_MAGIC = b"\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19"
-EXIT_FOR = {"safe": 0, "unknown": 1, "suspicious": 1, "dangerous": 1, "unreadable": 3}
+EXIT_FOR = {"safe": 0, "unknown": 1, "suspicious": 1, "dangerous": 1, "unreadable": 3, "not-a-model": 0}
 
 # fixtures/broken/ files that torch refuses for security reasons; the others
 # are broken on purpose, and torch failing on them says nothing about safety.
@@ -147,7 +147,7 @@ def scan(binary, path):
     p = subprocess.run([binary, "scan", path], cwd=ROOT, stdin=subprocess.DEVNULL, capture_output=True,
                        env=dict(os.environ, LC_ALL="C"), timeout=300)
     out = p.stdout.decode("utf-8", "replace")
-    line = re.compile(re.escape(path) + r": verdict: (\w+) \(\d+ findings?\)")
+    line = re.compile(re.escape(path) + r": verdict: ([\w-]+) \(\d+ findings?\)")
     verdicts = [m.group(1) for m in map(line.fullmatch, out.splitlines()) if m]
     if not verdicts:
         err = p.stderr.decode("utf-8", "replace").strip()
@@ -189,6 +189,9 @@ def compare(binary, path, group):
         return "skip", verdict, "not loaded", ("1.13 hands TorchScript archives to torch.jit.load whatever "
                                                "weights_only says (2.x refuses them)")
     result = torch_load(path)
+    if verdict == "not-a-model":  # text: torch.load must fail on it too, for whatever reason
+        return ("disagree" if result["loaded"] else "agree"), verdict, \
+            ("loaded" if result["loaded"] else "refused"), "tinspect says it is no model file"
     if result["loaded"]:
         if verdict in ("safe", "suspicious", "unreadable"):
             return ("agree" if verdict == "safe" else "skip"), verdict, "loaded", (
