@@ -54,8 +54,14 @@ typedef struct ti_ckpt_info {
 } ti_ckpt_info;
 
 /* A named thing in the checkpoint: a tensor (value->kind == TI_TENSOR) or another value. */
+/*
+ * The name of a value that is the pickle's root itself (torch.save(tensor)):
+ * the table, the JSON and a converted file all call it this.
+ */
+#define TI_ROOT_NAME "(root)"
+
 typedef struct ti_entry {
-	const char *name;       /* dotted path: "optimizer.state.0.exp_avg"; "" for the root */
+	const char *name;       /* dotted path: "optimizer.state.0.exp_avg"; TI_ROOT_NAME for the root itself */
 	const ti_value *value;
 } ti_entry;
 

@@ -320,7 +320,7 @@ static int print_text(inspect *in, const totals *t)
 				continue;
 			const ti_tensor *x = e->value->as.tensor;
 			/* "%-*s  %-*s  %-*s  %10s  %s\n", written piece by piece: printf costs more than the rest */
-			cli_out_safe(o, e->name[0] ? e->name : "(root)", w.name);
+			cli_out_safe(o, e->name, w.name);
 			cli_out_put(o, "  ", 2);
 			cli_out_left(o, ti_dtype_name(x->dtype), w.dtype);
 			cli_out_put(o, "  ", 2);
@@ -340,7 +340,7 @@ static int print_text(inspect *in, const totals *t)
 			if (e->value->kind == TI_TENSOR || !wanted(in, e->name))
 				continue;
 			cli_out_puts(o, "  ");
-			cli_out_safe(o, e->name[0] ? e->name : "(root)", w.name);
+			cli_out_safe(o, e->name, w.name);
 			cli_out_printf(o, "  %-20s  ", ti_value_type_name(e->value, type, sizeof(type)));
 			cli_out_safe(o, ti_value_repr(e->value, repr, sizeof(repr), 72), 0);
 			cli_out_puts(o, "\n");

@@ -58,8 +58,6 @@ static bool matches_any(const char *const *globs, size_t n, const char *name)
 static const char *output_name(plan *p, const char *name)
 {
 	const ti_convert_options *o = p->o;
-	if (!*name) /* torch.save(tensor): the root has no name; a state dict needs one */
-		name = "tensor";
 	if (o->key) {
 		size_t n = strlen(o->key);
 		if (strncmp(name, o->key, n) || name[n] != '.')

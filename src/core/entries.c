@@ -338,6 +338,9 @@ ti_status ti_entries_collect(const ti_value *root, ti_arena *arena, size_t depth
 	if (!w.path)
 		return TI_FAIL(err, TI_E_NOMEM, "out of memory");
 	ti_status s = walk(&w, "", root);
+	/* torch.save(tensor): the root itself is the one entry, named alike in every command */
+	if (!s && out->count == 1 && out->items[0].value == root && !out->items[0].name[0])
+		out->items[0].name = TI_ROOT_NAME;
 	free(w.path);
 	free(w.holds.keys);
 	free(w.holds.state);

@@ -704,7 +704,7 @@ def join(prefix, key):
         k = str(key)
     else:
         k = str(key)
-    return k if prefix == "" else prefix + "." + k
+    return k if prefix is None or prefix == "" else prefix + "." + k
 
 
 def _holds_tensor(obj):
@@ -717,9 +717,12 @@ def _holds_tensor(obj):
     return False
 
 
+ROOT_NAME = "(root)"  # tinspect's name for a root that is itself one value: torch.save(tensor)
+
+
 def flatten(obj, prefix, tensors, values):
     if isinstance(obj, torch.Tensor):
-        tensors.append((prefix, obj))
+        tensors.append((ROOT_NAME if prefix is None else prefix, obj))
     elif isinstance(obj, dict) and _holds_tensor(obj):
         for k, v in obj.items():
             flatten(v, join(prefix, k), tensors, values)
@@ -728,7 +731,8 @@ def flatten(obj, prefix, tensors, values):
         for i, v in enumerate(obj):
             flatten(v, join(prefix, i), tensors, values)
     else:
-        values.append((prefix, obj))
+        at_root = prefix is None
+        values.append((ROOT_NAME if at_root and not isinstance(obj, (dict, list, tuple)) else prefix or "", obj))
 
 
 # --------------------------------------------------------------------------
@@ -795,11 +799,11 @@ def compare(case_, loaded, doc, res, loaded_on, cpu_loaded=None, records=None):
     for storage sizes and sharing (meta storages in torch 1.13 do not keep the
     saved storage size)."""
     exp_t, exp_v = [], []
-    flatten(loaded, "", exp_t, exp_v)
+    flatten(loaded, None, exp_t, exp_v)
     cpu_t = {}
     if cpu_loaded is not None:
         ct, cv = [], []
-        flatten(cpu_loaded, "", ct, cv)
+        flatten(cpu_loaded, None, ct, cv)
         cpu_t = dict(ct)
 
     if not isinstance(doc, dict):
@@ -1127,7 +1131,7 @@ def main():
                 continue
             if a.no_tinspect:
                 et, ev = [], []
-                flatten(loaded, "", et, ev)
+                flatten(loaded, None, et, ev)
                 print("GEN   %-40s %4d tensors %3d values (load=%s)"
                       % (c.name, len(et), len(ev), loaded_on))
                 continue

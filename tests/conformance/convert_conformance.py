@@ -85,12 +85,7 @@ DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch
           "float64": torch.float64}
 
 # Fixtures that hold plain strided tensors but that convert cannot take, and why.
-KNOWN = {
-    # The root is one tensor, named "" by tinspect: convert says "no tensor is selected".
-    "root_tensor.pt": "the root is a tensor: convert refuses it ('no tensor is selected')",
-    "parameter.pt": "the root is a tensor: convert refuses it ('no tensor is selected')",
-    "parameter_nograd.pt": "the root is a tensor: convert refuses it ('no tensor is selected')",
-}
+KNOWN = {}
 
 
 class Failure(Exception):
@@ -147,20 +142,20 @@ def holds_tensor(obj, memo):
     return memo[id(obj)]
 
 
-def flatten(obj, prefix="", out=None, memo=None):
+def flatten(obj, prefix=None, out=None, memo=None):
     """name -> tensor, with tinspect's naming: dotted paths through dicts, lists and tuples."""
     if out is None:
         out, memo = {}, {}
     if isinstance(obj, torch.Tensor):
-        out[prefix] = obj
+        out["(root)" if prefix is None else prefix] = obj  # torch.save(tensor): tinspect's name for the root
     elif not holds_tensor(obj, memo):
         pass
     elif isinstance(obj, dict):
         for k, v in obj.items():
-            flatten(v, "%s.%s" % (prefix, k) if prefix else str(k), out, memo)
+            flatten(v, "%s.%s" % (prefix, k) if prefix is not None and prefix != "" else str(k), out, memo)
     elif isinstance(obj, (list, tuple)):
         for i, v in enumerate(obj):
-            flatten(v, "%s.%d" % (prefix, i) if prefix else str(i), out, memo)
+            flatten(v, "%s.%d" % (prefix, i) if prefix is not None and prefix != "" else str(i), out, memo)
     return out
 
 

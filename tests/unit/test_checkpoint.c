@@ -396,12 +396,12 @@ Test(checkpoint, dtypes_has_every_1_13_dtype)
 	}
 }
 
-Test(checkpoint, a_root_parameter_is_named_empty)
+Test(checkpoint, a_root_parameter_is_named_root_as_in_every_command)
 {
 	open_fixture("parameter.pt");
 	EXPECT_INT(ti_ckpt_entry_count(ckpt), 1);
-	EXPECT_STR(ti_ckpt_entry(ckpt, 0)->name, "");
-	const ti_tensor *p = tensor("");
+	EXPECT_STR(ti_ckpt_entry(ckpt, 0)->name, TI_ROOT_NAME);
+	const ti_tensor *p = tensor(TI_ROOT_NAME);
 	cr_expect(p->is_parameter, "the root is an nn.Parameter");
 	cr_expect(p->requires_grad, "nn.Parameter requires grad by default");
 	EXPECT_DIMS("shape", p->shape, p->ndim, L(3, 4));
@@ -410,12 +410,12 @@ Test(checkpoint, a_root_parameter_is_named_empty)
 	EXPECT_STR(ti_value_type_name(ti_ckpt_root(ckpt), type, sizeof(type)), "torch.nn.parameter.Parameter");
 
 	open_fixture("parameter_nograd.pt");
-	cr_expect(tensor("")->is_parameter);
-	cr_expect(!tensor("")->requires_grad);
+	cr_expect(tensor(TI_ROOT_NAME)->is_parameter);
+	cr_expect(!tensor(TI_ROOT_NAME)->requires_grad);
 
 	open_fixture("root_tensor.pt");
-	cr_expect(!tensor("")->is_parameter);
-	EXPECT_DIMS("shape", tensor("")->shape, tensor("")->ndim, L(2, 3));
+	cr_expect(!tensor(TI_ROOT_NAME)->is_parameter);
+	EXPECT_DIMS("shape", tensor(TI_ROOT_NAME)->shape, tensor(TI_ROOT_NAME)->ndim, L(2, 3));
 }
 
 Test(checkpoint, requires_grad_of_a_plain_tensor)
@@ -502,7 +502,7 @@ Test(checkpoint, a_storage_saved_on_cuda_says_so)
 Test(checkpoint, a_meta_tensor_has_no_storage)
 {
 	open_fixture("meta_saved.pt");
-	const ti_tensor *t = tensor("");
+	const ti_tensor *t = tensor(TI_ROOT_NAME);
 	cr_expect(t->storage == NULL, "a meta tensor has a storage");
 	EXPECT_DIMS("shape", t->shape, t->ndim, L(3, 4));
 	EXPECT_DIMS("stride", t->stride, t->ndim, L(4, 1));
