@@ -51,6 +51,42 @@ ti_status source_out_of_memory(ti_error *err)
 	return TI_FAIL(err, TI_E_NOMEM, "out of memory listing tensors");
 }
 
+/*
+ * An arena copy of items with room for exactly need of them, or items
+ * itself when it has that room already; NULL when out of memory.
+ */
+static void *reserve(ti_arena *a, void *items, size_t count, size_t capacity, size_t need, size_t size)
+{
+	if (need <= capacity)
+		return items;
+	void *bigger = ti_arena_calloc(a, need, size);
+	if (bigger && count)
+		memcpy(bigger, items, count * size);
+	return bigger;
+}
+
+ti_status source_reserve(ti_source *s, size_t storages, size_t tensors, ti_error *err)
+{
+	size_t need = s->storage_count + storages, need_tensors = s->tensor_count + tensors;
+	ti_source_storage *st = reserve(&s->arena, s->storages, s->storage_count, s->storage_capacity, need, sizeof(*st));
+	source_place *pl = reserve(&s->arena, s->places, s->storage_count, s->storage_capacity, need, sizeof(*pl));
+	ti_source_tensor *t = reserve(&s->arena, s->tensors, s->tensor_count, s->tensor_capacity, need_tensors, sizeof(*t));
+	if ((!st || !pl) && need > s->storage_capacity)
+		return source_out_of_memory(err);
+	if (!t && need_tensors > s->tensor_capacity)
+		return source_out_of_memory(err);
+	if (need > s->storage_capacity) {
+		s->storages = st;
+		s->places = pl;
+		s->storage_capacity = need;
+	}
+	if (need_tensors > s->tensor_capacity) {
+		s->tensors = t;
+		s->tensor_capacity = need_tensors;
+	}
+	return TI_OK;
+}
+
 ti_source_storage *source_add_storage(ti_source *s, ti_dtype dtype, uint64_t nbytes, bool has_data, source_place where)
 {
 	size_t cap = s->storage_capacity;
@@ -109,6 +145,23 @@ static ti_source *new_source(ti_source_format format)
 	if (s) {
 		ti_arena_init(&s->arena, ARENA_MAX);
 		s->format = format;
+	}
+	return s;
+}
+
+/*
+ * Lists a torch zip opened alone, on the first query that needs its
+ * tensors. The handle is ours (made by new_source), so writing through a
+ * query's const pointer is writing to an object that is not const.
+ */
+static ti_source *listed(const ti_source *cs)
+{
+	ti_source *s = (ti_source *)cs;
+	if (s->unlisted) {
+		source_part *p = s->unlisted;
+		s->unlisted = NULL;
+		ti_error_clear(&s->list_error);
+		s->list_status = source_list_torch_zip(s, p, &s->list_error);
 	}
 	return s;
 }
@@ -222,6 +275,10 @@ ti_status source_new_empty(ti_source_format format, ti_source **out, ti_error *e
 ti_status ti_source_set_generator(ti_source *s, size_t storage, ti_source_generator gen, const void *ctx,
                                   ti_error *err)
 {
+	if (listed(s)->list_status) {
+		*err = s->list_error;
+		return s->list_status;
+	}
 	if (storage >= s->storage_count)
 		return TI_FAIL(err, TI_E_INVALID, "no storage %zu", storage);
 	s->places[storage].gen = gen;
@@ -232,7 +289,7 @@ ti_status ti_source_set_generator(ti_source *s, size_t storage, ti_source_genera
 
 ti_source_generator ti_source_generator_of(const ti_source *s, size_t storage, const void **ctx)
 {
-	if (storage >= s->storage_count || !s->places[storage].gen)
+	if (storage >= listed(s)->storage_count || !s->places[storage].gen)
 		return NULL;
 	if (ctx)
 		*ctx = s->places[storage].gen_ctx;
@@ -249,8 +306,8 @@ void *ti_source_alloc(ti_source *s, size_t size)
 ti_source_format ti_source_get_format(const ti_source *s) { return s->format; }
 const char *ti_source_path(const ti_source *s) { return s->path; }
 size_t ti_source_file_count(const ti_source *s) { return s->part_count; }
-size_t ti_source_tensor_count(const ti_source *s) { return s->tensor_count; }
-size_t ti_source_storage_count(const ti_source *s) { return s->storage_count; }
+size_t ti_source_tensor_count(const ti_source *s) { return listed(s)->tensor_count; }
+size_t ti_source_storage_count(const ti_source *s) { return listed(s)->storage_count; }
 size_t ti_source_metadata_count(const ti_source *s) { return s->metadata_count; }
 
 const char *ti_source_file_at(const ti_source *s, size_t i)
@@ -274,12 +331,12 @@ ti_scan_severity ti_source_safety(const ti_source *s, size_t i, const ti_scan_fi
 
 const ti_source_tensor *ti_source_tensor_at(const ti_source *s, size_t i)
 {
-	return i < s->tensor_count ? &s->tensors[i] : NULL;
+	return i < listed(s)->tensor_count ? &s->tensors[i] : NULL;
 }
 
 const ti_source_storage *ti_source_storage_at(const ti_source *s, size_t i)
 {
-	return i < s->storage_count ? &s->storages[i] : NULL;
+	return i < listed(s)->storage_count ? &s->storages[i] : NULL;
 }
 
 const ti_source_pair *ti_source_metadata_at(const ti_source *s, size_t i)
@@ -305,6 +362,10 @@ static ti_status resolve_place(source_place *p, ti_error *err)
 
 ti_status ti_source_read(ti_source *s, size_t storage, uint64_t offset, void *buf, size_t n, ti_error *err)
 {
+	if (listed(s)->list_status) {
+		*err = s->list_error;
+		return s->list_status;
+	}
 	if (storage >= s->storage_count || !s->storages[storage].has_data)
 		return TI_FAIL(err, TI_E_INVALID, "storage %zu has no data to read", storage);
 	const ti_source_storage *st = &s->storages[storage];
@@ -337,7 +398,7 @@ ti_status ti_source_read(ti_source *s, size_t storage, uint64_t offset, void *bu
 
 bool ti_source_file_place(ti_source *s, size_t storage, int *fd, uint64_t *offset)
 {
-	if (storage >= s->storage_count || !s->storages[storage].has_data || s->places[storage].gen)
+	if (listed(s)->list_status || storage >= s->storage_count || !s->storages[storage].has_data || s->places[storage].gen)
 		return false;
 	ti_error ignored;
 	if (resolve_place(&s->places[storage], &ignored))

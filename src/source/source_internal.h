@@ -50,6 +50,13 @@ struct ti_source {
 	size_t tensor_count, tensor_capacity;
 	ti_source_pair *metadata;
 	size_t metadata_count;
+	/*
+	 * A torch zip opened alone lists its tensors on the first query that
+	 * needs them: inspect reads the checkpoint itself and pays nothing more.
+	 */
+	source_part *unlisted;
+	ti_status list_status;
+	ti_error list_error;
 };
 
 /* A row of the format table: the kind of file it reads, and how. */
@@ -69,6 +76,8 @@ ti_status source_new_empty(ti_source_format format, ti_source **out, ti_error *e
 
 /* Opens path for pread as a new part (its reader is the caller's to set). */
 ti_status source_add_part(ti_source *s, const char *path, source_part **out, ti_error *err);
+/* Room for this many more storages and tensors, so that lists of known length grow once. */
+ti_status source_reserve(ti_source *s, size_t storages, size_t tensors, ti_error *err);
 ti_source_storage *source_add_storage(ti_source *s, ti_dtype dtype, uint64_t nbytes, bool has_data, source_place where);
 ti_source_tensor *source_add_tensor(ti_source *s);
 /* Contiguous strides for shape (arena), the same rule PyTorch uses: empty dims count as 1. */
@@ -77,6 +86,7 @@ ti_status source_out_of_memory(ti_error *err);
 
 /* Adds the tensors of an opened part: a torch zip's (torch_zip.c), a safetensors file's (safetensors.c). */
 ti_status source_add_torch_zip(ti_source *s, source_part *p, ti_error *err);
+ti_status source_list_torch_zip(ti_source *s, source_part *p, ti_error *err);
 ti_status source_add_safetensors(ti_source *s, source_part *p, bool keep_metadata, ti_error *err);
 
 #endif

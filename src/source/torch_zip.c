@@ -5,13 +5,13 @@
  */
 #include "source/source_internal.h"
 
-/* Adds p's checkpoint's storages and tensors to s: what the torch zip row and torch shards of an index do. */
-ti_status source_add_torch_zip(ti_source *s, source_part *p, ti_error *err)
+/* Lists p's checkpoint's storages and tensors in s. */
+ti_status source_list_torch_zip(ti_source *s, source_part *p, ti_error *err)
 {
-	ti_status st = ti_ckpt_open(p->path, NULL, &p->ckpt, err);
+	size_t first = s->storage_count, n = ti_ckpt_storage_count(p->ckpt);
+	ti_status st = source_reserve(s, n, ti_ckpt_entry_count(p->ckpt), err);
 	if (st)
 		return st;
-	size_t first = s->storage_count, n = ti_ckpt_storage_count(p->ckpt);
 	for (size_t i = 0; i < n; i++) {
 		const ti_storage *sto = ti_ckpt_storage(p->ckpt, i);
 		/* the payload offset is found on the first read: listing reads nothing more */
@@ -47,11 +47,21 @@ ti_status source_add_torch_zip(ti_source *s, source_part *p, ti_error *err)
 	return TI_OK;
 }
 
+/* Opens p's checkpoint and lists it: what torch shards of an index do. */
+ti_status source_add_torch_zip(ti_source *s, source_part *p, ti_error *err)
+{
+	ti_status st = ti_ckpt_open(p->path, NULL, &p->ckpt, err);
+	return st ? st : source_list_torch_zip(s, p, err);
+}
+
+/* A torch zip alone: opened and judged now, listed on the first query (source.c). */
 static ti_status open_torch_zip(ti_source *s, const char *path, ti_error *err)
 {
 	source_part *p;
 	ti_status st = source_add_part(s, path, &p, err);
-	return st ? st : source_add_torch_zip(s, p, err);
+	if (!st && !(st = ti_ckpt_open(p->path, NULL, &p->ckpt, err)))
+		s->unlisted = p;
+	return st;
 }
 
 const source_row source_torch_zip = {TI_SOURCE_TORCH_ZIP, TI_FILE_ZIP, open_torch_zip};
