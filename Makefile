@@ -81,6 +81,7 @@ test: deps-test
 	sh tests/cli/run.sh ./tinspect
 	sh tests/scan/run.sh ./tinspect
 	sh tests/torture/run.sh ./tinspect
+	$(PYTHON) tests/conformance/inspect_formats.py ./tinspect
 	@if $(PYTHON) -c 'import torch' 2>/dev/null; then \
 		$(PYTHON) tests/conformance/conformance.py ./tinspect && \
 		$(PYTHON) tests/conformance/shapes_conformance.py ./tinspect && \

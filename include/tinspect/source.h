@@ -119,6 +119,17 @@ size_t ti_source_file_count(const ti_source *src);
  */
 ti_scan_severity ti_source_safety(const ti_source *src, size_t i, const ti_scan_finding **findings, size_t *count);
 const char *ti_source_file_at(const ti_source *src, size_t i);
+/*
+ * What inspect lists: every named value of every file, in file order. A
+ * torch zip's entries are its checkpoint's (tensors and other values, as
+ * ti_ckpt names them); a safetensors file's are its header tensors, each a
+ * contiguous tensor saved from the CPU that is its own storage, keyed by
+ * its index in the source. A tensor named only by a "tie." of __metadata__
+ * is no entry (its tie_of names the entry it shares). The array lives as
+ * long as src; NULL (with err) only when out of memory.
+ */
+const ti_entry *ti_source_entries(ti_source *src, size_t *count, ti_error *err);
+
 /* File i's torch checkpoint (its pickle's values and records), or NULL when file i is not a torch zip. */
 ti_ckpt *ti_source_checkpoint(ti_source *src, size_t i);
 const char *ti_source_format_name(ti_source_format format); /* "torch-zip", "safetensors", "hf-sharded" */

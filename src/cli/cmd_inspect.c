@@ -10,7 +10,6 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "cli/inspect_tensors.h"
 #include "cli/output.h"
 
 enum { OPT_HELP = 1, OPT_DEVICE, OPT_JSON, OPT_FILTER, OPT_DEPTH, OPT_RECORDS, OPT_TRUST };
@@ -31,7 +30,9 @@ static const char help[] =
 	"\n"
 	"List every tensor in a PyTorch zip checkpoint as torch.load(FILE,\n"
 	"map_location='meta') sees it, reading only the archive directory and\n"
-	"data.pkl. The pickle is interpreted, never executed.\n"
+	"data.pkl. The pickle is interpreted, never executed. FILE may also be a\n"
+	"safetensors file, a sharded checkpoint's index or a folder holding one:\n"
+	"the same table, summary and JSON keys, from their headers.\n"
 	"\n"
 	"options:\n"
 	"  --device meta   the device to load onto; inspect reads metadata only (default)\n"
@@ -57,7 +58,12 @@ typedef struct inspect {
 	int depth; /* 0: no folding */
 	const char *filters[FILTERS_MAX];
 	int filter_count;
-	ti_ckpt *ckpt;
+	ti_source *src;
+	ti_ckpt *ckpt;            /* a torch zip alone: its header, records and format details; else NULL */
+	const ti_entry *entries;  /* every file's, in order */
+	size_t entry_count;
+	const ti_source_tensor **ties; /* safetensors: tensors named only by a __metadata__ tie */
+	size_t tie_count;
 	cli_out out; /* all of stdout goes through it */
 } inspect;
 
@@ -82,11 +88,32 @@ typedef struct totals {
 	dtype_total by_dtype[TI_DT_COUNT];
 } totals;
 
-static void count_storage(const ti_storage *st, unsigned char *seen, totals *t)
+/*
+ * The storages counted so far, by address: a sharded checkpoint's files
+ * number their storages each from 0, so an index alone would not do.
+ */
+typedef struct storage_set {
+	const ti_storage **slots;
+	size_t mask;
+} storage_set;
+
+static bool seen_before(storage_set *set, const ti_storage *st)
 {
-	if (!st || seen[st->index])
+	size_t h = ((uintptr_t)st >> 4) * 0x9e3779b97f4a7c15ull;
+	for (size_t i = h & set->mask;; i = (i + 1) & set->mask) {
+		if (set->slots[i] == st)
+			return true;
+		if (!set->slots[i]) {
+			set->slots[i] = st;
+			return false;
+		}
+	}
+}
+
+static void count_storage(const ti_storage *st, storage_set *seen, totals *t)
+{
+	if (!st || seen_before(seen, st))
 		return;
-	seen[st->index] = 1;
 	t->unique_nbytes += st->nbytes;
 	t->storages++;
 	if (st->tensor_count > 1)
@@ -96,12 +123,15 @@ static void count_storage(const ti_storage *st, unsigned char *seen, totals *t)
 static int compute_totals(const inspect *in, totals *t)
 {
 	memset(t, 0, sizeof(*t));
-	size_t ns = ti_ckpt_storage_count(in->ckpt);
-	unsigned char *seen = calloc(ns ? ns : 1, 1);
-	if (!seen)
+	/* at most three storages a tensor (a quantized one's scales and zero points): a table twice that, a power of 2 */
+	size_t slots = 16;
+	while (slots < 6 * in->entry_count + 16)
+		slots *= 2;
+	storage_set set = {calloc(slots, sizeof(*set.slots)), slots - 1}, *seen = &set;
+	if (!set.slots)
 		return -1;
-	for (size_t i = 0; i < ti_ckpt_entry_count(in->ckpt); i++) {
-		const ti_entry *e = ti_ckpt_entry(in->ckpt, i);
+	for (size_t i = 0; i < in->entry_count; i++) {
+		const ti_entry *e = &in->entries[i];
 		if (!wanted(in, e->name))
 			continue;
 		if (e->value->kind != TI_TENSOR) {
@@ -125,7 +155,7 @@ static int compute_totals(const inspect *in, totals *t)
 			count_storage(xe->quant.zero_points->storage, seen, t);
 		}
 	}
-	free(seen);
+	free(set.slots);
 	return 0;
 }
 
@@ -177,6 +207,15 @@ static void describe(const ti_tensor *x, char *buf, size_t size)
 		buf[n - 1] = '\0';
 }
 
+/* The names tied to tensor `name` by safetensors __metadata__ ("tie.NAME": name), one at a time. */
+static const char *next_tie(const inspect *in, const char *name, size_t *at)
+{
+	for (; *at < in->tie_count; ++*at)
+		if (!strcmp(in->ties[*at]->tie_of, name))
+			return in->ties[(*at)++]->name;
+	return NULL;
+}
+
 /* ---- text ---- */
 
 /* Column widths for the tensor table: as wide as the widest cell, within reason. */
@@ -188,8 +227,8 @@ static widths column_widths(const inspect *in)
 {
 	widths w = {6, 5, 5}; /* "(root)", "DTYPE", "SHAPE" */
 	char dims[512];
-	for (size_t i = 0; i < ti_ckpt_entry_count(in->ckpt); i++) {
-		const ti_entry *e = ti_ckpt_entry(in->ckpt, i);
+	for (size_t i = 0; i < in->entry_count; i++) {
+		const ti_entry *e = &in->entries[i];
 		if (!wanted(in, e->name))
 			continue;
 		int len = (int)strlen(e->name);
@@ -242,10 +281,10 @@ static void free_groups(group *g, size_t n)
 /* Returns the number of groups in *out (malloc'd), or -1 when memory runs out. */
 static long collect_groups(const inspect *in, group **out)
 {
-	size_t n = ti_ckpt_entry_count(in->ckpt), count = 0, cap = 0, last = 0;
+	size_t n = in->entry_count, count = 0, cap = 0, last = 0;
 	group *g = NULL;
 	for (size_t i = 0; i < n; i++) {
-		const ti_entry *e = ti_ckpt_entry(in->ckpt, i);
+		const ti_entry *e = &in->entries[i];
 		if (e->value->kind != TI_TENSOR || !wanted(in, e->name))
 			continue;
 		char *prefix = strndup(e->name, prefix_len(e->name, in->depth));
@@ -302,9 +341,34 @@ static int print_folded(inspect *in)
 	return 0;
 }
 
+/* The summary's last lines: the container's format and details. */
+static void print_format(inspect *in)
+{
+	cli_out *o = &in->out;
+	if (in->ckpt) {
+		const ti_ckpt_info *info = ti_ckpt_get_info(in->ckpt);
+		cli_out_printf(o, "  format         %s, version %" PRId64 ", byteorder %s, pickle protocol %d, root '%s'\n",
+		               info->format, info->version, info->byteorder, info->pickle_protocol, info->root);
+		if (info->format_version >= 0 || info->storage_alignment >= 0)
+			cli_out_printf(o, "  written by     PyTorch 2.x (format_version %" PRId64 ", storage_alignment %" PRId64 ")\n",
+			               info->format_version, info->storage_alignment);
+		return;
+	}
+	size_t files = ti_source_file_count(in->src);
+	cli_out_printf(o, "  format         %s, %zu file%s\n", ti_source_format_name(ti_source_get_format(in->src)), files,
+	               files == 1 ? "" : "s");
+	for (size_t i = 0; i < ti_source_metadata_count(in->src); i++) {
+		const ti_source_pair *m = ti_source_metadata_at(in->src, i);
+		cli_out_puts(o, "  metadata       ");
+		cli_out_safe(o, m->key, 0);
+		cli_out_puts(o, " = ");
+		cli_out_safe(o, m->value, 0);
+		cli_out_puts(o, "\n");
+	}
+}
+
 static int print_text(inspect *in, const totals *t)
 {
-	const ti_ckpt_info *info = ti_ckpt_get_info(in->ckpt);
 	char dims[512], num[32], num2[32], notes[512], repr[256], type[256];
 	widths w = column_widths(in);
 	cli_out *o = &in->out;
@@ -314,8 +378,8 @@ static int print_text(inspect *in, const totals *t)
 			return -1;
 	} else if (t->tensors) {
 		cli_out_printf(o, "%-*s  %-*s  %-*s  %10s  %s\n", w.name, "NAME", w.dtype, "DTYPE", w.shape, "SHAPE", "BYTES", "NOTES");
-		for (size_t i = 0; i < ti_ckpt_entry_count(in->ckpt); i++) {
-			const ti_entry *e = ti_ckpt_entry(in->ckpt, i);
+		for (size_t i = 0; i < in->entry_count; i++) {
+			const ti_entry *e = &in->entries[i];
 			if (e->value->kind != TI_TENSOR || !wanted(in, e->name))
 				continue;
 			const ti_tensor *x = e->value->as.tensor;
@@ -330,13 +394,19 @@ static int print_text(inspect *in, const totals *t)
 			cli_out_put(o, "  ", 2);
 			describe(x, notes, sizeof(notes));
 			cli_out_puts(o, notes);
+			size_t at = 0;
+			for (const char *tie; (tie = next_tie(in, e->name, &at));) {
+				cli_out_puts(o, notes[0] || at > 1 ? " tied to '" : "tied to '");
+				cli_out_safe(o, tie, 0);
+				cli_out_puts(o, "'");
+			}
 			cli_out_put(o, "\n", 1);
 		}
 	}
 	if (t->values) {
 		cli_out_puts(o, "\nvalues:\n");
-		for (size_t i = 0; i < ti_ckpt_entry_count(in->ckpt); i++) {
-			const ti_entry *e = ti_ckpt_entry(in->ckpt, i);
+		for (size_t i = 0; i < in->entry_count; i++) {
+			const ti_entry *e = &in->entries[i];
 			if (e->value->kind == TI_TENSOR || !wanted(in, e->name))
 				continue;
 			cli_out_puts(o, "  ");
@@ -362,11 +432,7 @@ static int print_text(inspect *in, const totals *t)
 	}
 	cli_out_printf(o, "  unique bytes   %s in %" PRId64 " %s (%" PRId64 " shared)\n", cli_bytes(t->unique_nbytes, num, sizeof(num)),
 	               t->storages, t->storages == 1 ? "storage" : "storages", t->shared_storages);
-	cli_out_printf(o, "  format         %s, version %" PRId64 ", byteorder %s, pickle protocol %d, root '%s'\n",
-	               info->format, info->version, info->byteorder, info->pickle_protocol, info->root);
-	if (info->format_version >= 0 || info->storage_alignment >= 0)
-		cli_out_printf(o, "  written by     PyTorch 2.x (format_version %" PRId64 ", storage_alignment %" PRId64 ")\n",
-		               info->format_version, info->storage_alignment);
+	print_format(in);
 	return 0;
 }
 
@@ -520,8 +586,10 @@ static bool put_double(row *r, const char *k, size_t n, double v)
 }
 
 /* One tensor object; name NULL for the components and quantizer tensors inside another. */
-static bool json_tensor(cli_out *o, const char *name, const ti_tensor *x)
+static bool json_tensor(const inspect *in, cli_out *o, const char *name, const ti_tensor *x)
 {
+	size_t at = 0;
+	const char *tie = name ? next_tie(in, name, &at) : NULL;
 	const ti_tensor_ext *xe = ti_tensor_ext_of(x);
 	bool ok = true;
 	row r = row_open(o);
@@ -553,7 +621,17 @@ static bool json_tensor(cli_out *o, const char *name, const ti_tensor *x)
 		put_bool(&r, K("contiguous"), ti_tensor_is_contiguous(x));
 	else
 		put_null(&r, K("contiguous"));
-	put_bool(&r, K("shared"), x->storage && x->storage->tensor_count > 1);
+	put_bool(&r, K("shared"), (x->storage && x->storage->tensor_count > 1) || tie);
+	if (tie) { /* safetensors __metadata__ ties: the other names of this tensor's data */
+		key(&r, K("ties"));
+		cli_out_put(o, "[", 1);
+		for (bool first = true; tie; tie = next_tie(in, name, &at), first = false) {
+			if (!first)
+				cli_out_put(o, ",", 1);
+			cli_out_json_string(o, tie);
+		}
+		cli_out_put(o, "]", 1);
+	}
 	if (x->conj)
 		put_bool(&r, K("conj"), true);
 	if (x->neg)
@@ -567,9 +645,9 @@ static bool json_tensor(cli_out *o, const char *name, const ti_tensor *x)
 		if (xe->quant.scales) {
 			put_int(&q, K("axis"), xe->quant.axis);
 			key(&q, K("scales"));
-			ok = json_tensor(o, NULL, xe->quant.scales);
+			ok = json_tensor(in, o, NULL, xe->quant.scales);
 			key(&q, K("zero_points"));
-			ok = json_tensor(o, NULL, xe->quant.zero_points) && ok;
+			ok = json_tensor(in, o, NULL, xe->quant.zero_points) && ok;
 		} else {
 			ok = put_double(&q, K("scale"), xe->quant.scale);
 			put_int(&q, K("zero_point"), xe->quant.zero_point);
@@ -581,7 +659,7 @@ static bool json_tensor(cli_out *o, const char *name, const ti_tensor *x)
 		row c = row_open(o);
 		for (size_t i = 0; i < xe->component_count; i++) {
 			key_named(&c, xe->component_names[i]);
-			ok = json_tensor(o, NULL, xe->components[i]) && ok;
+			ok = json_tensor(in, o, NULL, xe->components[i]) && ok;
 		}
 		row_close(&c);
 		if (x->layout == TI_LAYOUT_SPARSE_COO)
@@ -692,32 +770,50 @@ static bool emit_groups(inspect *in)
 	return true;
 }
 
+/* The document's members before the tensors: the file, its format, and what the format records. */
+static bool emit_header(inspect *in)
+{
+	cli_out *o = &in->out;
+	bool ok = emit_member(o, "{\n  ", "file", cJSON_CreateString(in->file));
+	if (in->ckpt) {
+		const ti_ckpt_info *info = ti_ckpt_get_info(in->ckpt);
+		ok = ok && emit_member(o, ",\n  ", "format", cJSON_CreateString(info->format)) &&
+		     emit_member(o, ",\n  ", "version", json_int(info->version)) &&
+		     emit_member(o, ",\n  ", "byteorder", cJSON_CreateString(info->byteorder)) &&
+		     emit_member(o, ",\n  ", "root", cJSON_CreateString(info->root)) &&
+		     emit_member(o, ",\n  ", "pickle_protocol", json_int(info->pickle_protocol)) &&
+		     emit_member(o, ",\n  ", "pickle_nbytes", json_int((int64_t)info->pickle_size));
+		if (ok && info->format_version >= 0)
+			ok = emit_member(o, ",\n  ", "format_version", json_int(info->format_version));
+		if (ok && info->storage_alignment >= 0)
+			ok = emit_member(o, ",\n  ", "storage_alignment", json_int(info->storage_alignment));
+	} else {
+		ok = ok && emit_member(o, ",\n  ", "format",
+		                       cJSON_CreateString(ti_source_format_name(ti_source_get_format(in->src))));
+	}
+	cJSON *files = cJSON_CreateArray(), *meta = cJSON_CreateObject();
+	for (size_t i = 0; files && i < ti_source_file_count(in->src); i++)
+		cJSON_AddItemToArray(files, cJSON_CreateString(ti_source_file_at(in->src, i)));
+	for (size_t i = 0; meta && i < ti_source_metadata_count(in->src); i++)
+		cJSON_AddStringToObject(meta, ti_source_metadata_at(in->src, i)->key, ti_source_metadata_at(in->src, i)->value);
+	return ok && emit_member(o, ",\n  ", "files", files) && emit_member(o, ",\n  ", "metadata", meta);
+}
+
 static int print_json(inspect *in, const totals *t)
 {
-	const ti_ckpt_info *info = ti_ckpt_get_info(in->ckpt);
 	cli_out *o = &in->out;
 	char repr[1024], type[256];
-	bool ok = emit_member(o, "{\n  ", "file", cJSON_CreateString(in->file)) &&
-	          emit_member(o, ",\n  ", "format", cJSON_CreateString(info->format)) &&
-	          emit_member(o, ",\n  ", "version", json_int(info->version)) &&
-	          emit_member(o, ",\n  ", "byteorder", cJSON_CreateString(info->byteorder)) &&
-	          emit_member(o, ",\n  ", "root", cJSON_CreateString(info->root)) &&
-	          emit_member(o, ",\n  ", "pickle_protocol", json_int(info->pickle_protocol)) &&
-	          emit_member(o, ",\n  ", "pickle_nbytes", json_int((int64_t)info->pickle_size));
-	if (ok && info->format_version >= 0)
-		ok = emit_member(o, ",\n  ", "format_version", json_int(info->format_version));
-	if (ok && info->storage_alignment >= 0)
-		ok = emit_member(o, ",\n  ", "storage_alignment", json_int(info->storage_alignment));
+	bool ok = emit_header(in);
 	for (int pass = 0; ok && pass < 2; pass++) {
 		array_open(o, pass ? "values" : "tensors");
 		size_t rows = 0;
-		for (size_t i = 0; ok && i < ti_ckpt_entry_count(in->ckpt); i++) {
-			const ti_entry *e = ti_ckpt_entry(in->ckpt, i);
+		for (size_t i = 0; ok && i < in->entry_count; i++) {
+			const ti_entry *e = &in->entries[i];
 			if ((e->value->kind == TI_TENSOR) == pass || !wanted(in, e->name))
 				continue;
 			array_row(o, rows++);
 			if (!pass) {
-				ok = json_tensor(o, e->name, e->value->as.tensor);
+				ok = json_tensor(in, o, e->name, e->value->as.tensor);
 			} else {
 				row w = row_open(o);
 				put_str(&w, K("name"), e->name);
@@ -797,16 +893,25 @@ int cmd_inspect(int argc, char **argv)
 	ti_source *src;
 	if (ti_source_open(in.file, &src, &err))
 		return cli_report_open_failure(in.file, &err);
-	/* one torch zip: its pickle's values and records too; anything else from the tensors its headers list */
+	in.src = src;
+	/* one torch zip: its pickle's header and records too; anything else from the tensors its headers list */
 	in.ckpt = ti_source_file_count(src) == 1 ? ti_source_checkpoint(src, 0) : NULL;
-	if (!in.ckpt) {
-		cli_inspect_request r = {in.file, in.json, in.records, trust, in.depth, in.filters, in.filter_count};
-		int rc = cli_inspect_tensor_file(&r, src);
-		ti_source_close(src);
-		return rc;
-	}
 	int refused = cli_check_source_safety(src, trust);
+	if (!refused && in.records && !in.ckpt)
+		refused = cli_usage_error("inspect: --records lists a zip archive's records; '%s' is not one", in.file);
+	ti_error_clear(&err);
+	if (!refused && !(in.entries = ti_source_entries(src, &in.entry_count, &err)) && err.code)
+		refused = cli_report(in.file, &err);
+	if (!refused && !in.ckpt && (in.ties = calloc(ti_source_tensor_count(src) + 1, sizeof(*in.ties)))) {
+		for (size_t i = 0; i < ti_source_tensor_count(src); i++)
+			if (ti_source_tensor_at(src, i)->tie_of)
+				in.ties[in.tie_count++] = ti_source_tensor_at(src, i);
+	} else if (!refused && !in.ckpt) {
+		fprintf(stderr, "tinspect: out of memory\n");
+		refused = EXIT_RESOURCE;
+	}
 	if (refused) {
+		free(in.ties);
 		ti_source_close(src);
 		return refused;
 	}
@@ -827,6 +932,7 @@ int cmd_inspect(int argc, char **argv)
 		}
 	}
 	cli_out_close(&in.out);
+	free(in.ties);
 	ti_source_close(src);
 	if (rc == EXIT_OK && (fflush(stdout) || ferror(stdout))) {
 		fprintf(stderr, "tinspect: cannot write output\n");

@@ -303,6 +303,32 @@ void *ti_source_alloc(ti_source *s, size_t size)
 
 /* ---- queries ---- */
 
+const ti_entry *ti_source_entries(ti_source *s, size_t *count, ti_error *err)
+{
+	*count = 0;
+	if (s->part_count == 1) {
+		*count = s->parts[0].entry_count;
+		return s->parts[0].entries;
+	}
+	if (!s->entries) {
+		size_t n = 0;
+		for (size_t i = 0; i < s->part_count; i++)
+			n += s->parts[i].entry_count;
+		ti_entry *all = ti_arena_calloc(&s->arena, n + 1, sizeof(*all));
+		if (!all) {
+			source_out_of_memory(err);
+			return NULL;
+		}
+		for (size_t i = 0, at = 0; i < s->part_count; at += s->parts[i++].entry_count)
+			if (s->parts[i].entry_count)
+				memcpy(all + at, s->parts[i].entries, s->parts[i].entry_count * sizeof(*all));
+		s->entries = all;
+		s->entry_count = n;
+	}
+	*count = s->entry_count;
+	return s->entries;
+}
+
 ti_source_format ti_source_get_format(const ti_source *s) { return s->format; }
 const char *ti_source_path(const ti_source *s) { return s->path; }
 size_t ti_source_file_count(const ti_source *s) { return s->part_count; }

@@ -29,12 +29,18 @@ typedef struct source_place {
 	const void *gen_ctx;
 } source_place;
 
-/* One file of the source, and its descriptor for pread. */
+/*
+ * One file of the source, and its descriptor for pread. Its entries are
+ * what inspect lists: a checkpoint's own, or made for a safetensors
+ * file's header tensors.
+ */
 typedef struct source_part {
 	ti_ckpt *ckpt;
 	ti_st_file *st;
 	int fd;
 	const char *path;
+	const ti_entry *entries;
+	size_t entry_count;
 } source_part;
 
 struct ti_source {
@@ -50,6 +56,8 @@ struct ti_source {
 	size_t tensor_count, tensor_capacity;
 	ti_source_pair *metadata;
 	size_t metadata_count;
+	const ti_entry *entries;    /* every part's, once asked for */
+	size_t entry_count;
 	/*
 	 * A torch zip opened alone lists its tensors on the first query that
 	 * needs them: inspect reads the checkpoint itself and pays nothing more.

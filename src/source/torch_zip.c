@@ -8,6 +8,8 @@
 /* Lists p's checkpoint's storages and tensors in s. */
 ti_status source_list_torch_zip(ti_source *s, source_part *p, ti_error *err)
 {
+	p->entries = ti_ckpt_entry(p->ckpt, 0);
+	p->entry_count = ti_ckpt_entry_count(p->ckpt);
 	size_t first = s->storage_count, n = ti_ckpt_storage_count(p->ckpt);
 	ti_status st = source_reserve(s, n, ti_ckpt_entry_count(p->ckpt), err);
 	if (st)
@@ -59,8 +61,11 @@ static ti_status open_torch_zip(ti_source *s, const char *path, ti_error *err)
 {
 	source_part *p;
 	ti_status st = source_add_part(s, path, &p, err);
-	if (!st && !(st = ti_ckpt_open(p->path, NULL, &p->ckpt, err)))
+	if (!st && !(st = ti_ckpt_open(p->path, NULL, &p->ckpt, err))) {
 		s->unlisted = p;
+		p->entries = ti_ckpt_entry(p->ckpt, 0); /* inspect needs its entries, not its listing */
+		p->entry_count = ti_ckpt_entry_count(p->ckpt);
+	}
 	return st;
 }
 
