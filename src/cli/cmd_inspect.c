@@ -94,17 +94,20 @@ typedef struct totals {
  */
 typedef struct storage_set {
 	const ti_storage **slots;
-	size_t mask;
+	size_t mask, used;
 } storage_set;
 
 static bool seen_before(storage_set *set, const ti_storage *st)
 {
+	if (set->used >= set->mask) /* never full: a storage the lists did not count is not counted twice either */
+		return true;
 	size_t h = ((uintptr_t)st >> 4) * 0x9e3779b97f4a7c15ull;
 	for (size_t i = h & set->mask;; i = (i + 1) & set->mask) {
 		if (set->slots[i] == st)
 			return true;
 		if (!set->slots[i]) {
 			set->slots[i] = st;
+			set->used++;
 			return false;
 		}
 	}
@@ -123,11 +126,11 @@ static void count_storage(const ti_storage *st, storage_set *seen, totals *t)
 static int compute_totals(const inspect *in, totals *t)
 {
 	memset(t, 0, sizeof(*t));
-	/* at most three storages a tensor (a quantized one's scales and zero points): a table twice that, a power of 2 */
-	size_t slots = 16;
-	while (slots < 6 * in->entry_count + 16)
+	/* every storage a tensor views is one the checkpoint (or source) lists: a table at least twice that */
+	size_t storages = in->ckpt ? ti_ckpt_storage_count(in->ckpt) : ti_source_storage_count(in->src), slots = 16;
+	while (slots < 2 * storages + 16)
 		slots *= 2;
-	storage_set set = {calloc(slots, sizeof(*set.slots)), slots - 1}, *seen = &set;
+	storage_set set = {calloc(slots, sizeof(*set.slots)), slots - 1, 0}, *seen = &set;
 	if (!set.slots)
 		return -1;
 	for (size_t i = 0; i < in->entry_count; i++) {
