@@ -4,6 +4,7 @@
  * what the file is or which piece is missing.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -297,4 +298,43 @@ Test(source, scan_calls_text_and_json_no_model_file_but_reads_protocol_0_pickles
 		EXPECT_INT(r->unreadable, 0);
 		ti_scan_report_free(r);
 	}
+}
+
+/* ---- every command reads a folder: convert, through the same source ---- */
+
+Test(source, a_folder_converts_to_one_file_holding_every_shard_tensor)
+{
+	copy_file("fixtures/safetensors/hf/model-00001-of-00002.safetensors", "model-00001-of-00002.safetensors");
+	copy_file("fixtures/safetensors/hf/model-00002-of-00002.safetensors", "model-00002-of-00002.safetensors");
+	copy_file("fixtures/safetensors/hf/model.safetensors.index.json", "model.safetensors.index.json");
+	ti_source *in, *back;
+	ASSERT_STATUS(ti_source_open(tmpdir, &in, &err), TI_OK, err);
+	char out[256];
+	snprintf(out, sizeof(out), "%s/../%s.pt", tmpdir, strrchr(tmpdir, '/') + 1);
+	int fd = open(out, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	cr_assert(fd >= 0);
+	ti_convert_options o = {.format = TI_OUT_TORCH_ZIP};
+	ti_convert_stats stats;
+	ASSERT_STATUS(ti_convert(in, fd, &o, &stats, &err), TI_OK, err);
+	close(fd);
+	EXPECT_INT(stats.tensors, 5);
+	ASSERT_STATUS(ti_source_open(out, &back, &err), TI_OK, err);
+	EXPECT_INT(ti_source_get_format(back), TI_SOURCE_TORCH_ZIP);
+	ASSERT_INT(ti_source_tensor_count(back), 5);
+	for (size_t i = 0; i < 5; i++) {
+		const ti_source_tensor *a = ti_source_tensor_at(in, i), *b = NULL;
+		for (size_t k = 0; k < 5; k++)
+			if (!strcmp(ti_source_tensor_at(back, k)->name, a->name))
+				b = ti_source_tensor_at(back, k);
+		cr_assert(b, "'%s' is in the converted file", a->name);
+		size_t n = (size_t)a->numel * ti_dtype_size(a->dtype);
+		unsigned char x[64], y[64];
+		cr_assert(n <= sizeof(x));
+		ASSERT_STATUS(ti_source_read(in, a->storage, 0, x, n, &err), TI_OK, err);
+		ASSERT_STATUS(ti_source_read(back, b->storage, (uint64_t)b->offset * ti_dtype_size(b->dtype), y, n, &err), TI_OK, err);
+		cr_expect(!memcmp(x, y, n), "'%s' has the same bytes", a->name);
+	}
+	ti_source_close(back);
+	ti_source_close(in);
+	unlink(out);
 }
