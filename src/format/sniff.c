@@ -24,10 +24,13 @@ static bool is_space(unsigned char c)
  */
 static bool looks_safetensors(const unsigned char *p, size_t n)
 {
-	if (n < 9 || p[5] || p[6] || p[7])
+	if (n < 8 || p[5] || p[6] || p[7])
 		return false;
+	bool empty = !p[0] && !p[1] && !p[2] && !p[3] && !p[4];
+	if (empty || n == 8) /* no header at all: still what a safetensors writer began, for its reader to name */
+		return true;
 	for (size_t i = 8; i < n; i++) {
-		if (p[i] == '{')
+		if (p[i] == '{' || p[i] == '[' || p[i] == '"') /* JSON, if not the object the format wants */
 			return true;
 		if (!is_space(p[i]))
 			return false;

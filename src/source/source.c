@@ -168,12 +168,13 @@ static ti_source *listed(const ti_source *cs)
 
 /* ---- opening by content ---- */
 
-/* What path's content says it is; a failing system call is TI_E_IO. */
-static ti_status sniff_path(const char *path, ti_file_kind *kind, ti_error *err)
+/* What path's content says it is, and its size; a failing system call is TI_E_IO. */
+static ti_status sniff_path(const char *path, ti_file_kind *kind, uint64_t *size, ti_error *err)
 {
 	struct stat sb;
 	if (stat(path, &sb))
 		return TI_FAIL(err, TI_E_IO, "cannot open: %s", strerror(errno));
+	*size = (uint64_t)sb.st_size;
 	if (S_ISDIR(sb.st_mode)) {
 		*kind = TI_FILE_DIRECTORY;
 		return TI_OK;
@@ -197,8 +198,11 @@ static ti_status sniff_path(const char *path, ti_file_kind *kind, ti_error *err)
 }
 
 /* Why a file of this kind is no source: said once, here, for every command. */
-static ti_status no_reader(ti_file_kind kind, ti_error *err)
+static ti_status no_reader(ti_file_kind kind, uint64_t size, ti_error *err)
 {
+	if (kind == TI_FILE_UNKNOWN && size < 8)
+		return TI_FAIL(err, TI_E_CORRUPT, "a file of %llu byte%s, too short to be any model file",
+		               (unsigned long long)size, size == 1 ? "" : "s");
 	switch (kind) {
 	case TI_FILE_EMPTY:
 		return TI_FAIL(err, TI_E_CORRUPT, "empty file");
@@ -218,7 +222,8 @@ static ti_status no_reader(ti_file_kind kind, ti_error *err)
 ti_status source_open_file(ti_source *s, const char *path, ti_error *err)
 {
 	ti_file_kind kind = TI_FILE_UNKNOWN;
-	ti_status st = sniff_path(path, &kind, err);
+	uint64_t size = 0;
+	ti_status st = sniff_path(path, &kind, &size, err);
 	if (st)
 		return st;
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
@@ -226,7 +231,7 @@ ti_status source_open_file(ti_source *s, const char *path, ti_error *err)
 			s->format = rows[i]->format;
 			return rows[i]->open(s, path, err);
 		}
-	return no_reader(kind, err);
+	return no_reader(kind, size, err);
 }
 
 ti_status ti_source_open(const char *path, ti_source **out, ti_error *err)

@@ -148,7 +148,12 @@ Test(source, a_file_of_no_model_format_says_what_it_is)
 		{"epoch 3, loss 0.25\n", 19, TI_E_UNSUPPORTED, "a text file, not a model file"},
 		{"\x80\x04}\x94.", 5, TI_E_UNSUPPORTED, "a bare pickle, not a torch.save file"},
 		{"\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19.", 15, TI_E_UNSUPPORTED, "legacy format"},
-		{"\x7f" "ELF\x02\x01\x01", 7, TI_E_UNSUPPORTED, "not a model file tinspect reads"},
+		{"\x7f" "ELF\x02\x01\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00", 16, TI_E_UNSUPPORTED,
+		 "not a model file tinspect reads"},
+		{"\x08\0\0\0\0", 5, TI_E_CORRUPT, "a file of 5 bytes, too short to be any model file"},
+		/* what a safetensors writer began is read as safetensors, whose reader says what is wrong */
+		{"\0\0\0\0\0\0\0\0", 8, TI_E_CORRUPT, "header of 0 bytes is too short"},
+		{"\x08\0\0\0\0\0\0\0[\"a\"]   ", 16, TI_E_CORRUPT, "header does not start with '{'"},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		write_file("x", cases[i].bytes, cases[i].n);
