@@ -69,6 +69,14 @@ int cli_model_open(cli_model *cm)
 		TI_FAIL(&err, TI_E_IO, "read error");
 		return cli_report(cm->file, &err);
 	}
+	/* a checkpoint given where a description belongs: say what it is, not where its "JSON" went wrong */
+	ti_file_kind kind = ti_file_sniff(buf, size, size);
+	if (kind != TI_FILE_JSON && kind != TI_FILE_TEXT && kind != TI_FILE_EMPTY) {
+		free(buf);
+		TI_FAIL(&err, TI_E_UNSUPPORTED, "%s, not a model description (JSON)%s", ti_file_kind_name(kind),
+		        kind == TI_FILE_UNKNOWN ? "" : ": 'tinspect inspect' reads checkpoints");
+		return cli_report(cm->file, &err);
+	}
 	ti_model_options opts = {cm->bind_names, cm->bind_values, (size_t)cm->bind_count, 0};
 	ti_status st = ti_model_open(buf, size, &opts, &cm->model, &err);
 	free(buf);
