@@ -412,7 +412,7 @@ int cmd_materialize(int argc, char **argv)
 		return rc;
 	}
 	ti_status st;
-	if (ends_with(j.file, ".json") && !ends_with(j.file, ".index.json")) {
+	if (cli_is_description(j.file)) {
 		j.cm.file = j.file;
 		if ((rc = cli_model_open(&j.cm))) {
 			ti_arena_release(&j.arena);

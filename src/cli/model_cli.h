@@ -21,6 +21,12 @@ typedef struct cli_model {
 int cli_model_bind(cli_model *cm, const char *text);
 /* Reads and opens cm->file; prints the error and returns its exit code when it fails. */
 int cli_model_open(cli_model *cm);
+/*
+ * Whether path is a model description rather than a checkpoint, by its
+ * content: JSON that is no checkpoint index (a weight_map). A file that
+ * cannot be read is no description: the checkpoint reader says why.
+ */
+bool cli_is_description(const char *path);
 
 /* JSON: an int dim as an exact number, a symbolic one as its Python text. */
 cJSON *cli_json_dim(ti_dim d);

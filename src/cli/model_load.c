@@ -6,6 +6,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli/cli.h"
 #include "cli/model_cli.h"
@@ -30,6 +31,38 @@ int cli_model_bind(cli_model *cm, const char *text)
 	cm->bind_names[cm->bind_count] = cm->bind_storage[cm->bind_count];
 	cm->bind_values[cm->bind_count++] = (int64_t)v;
 	return EXIT_OK;
+}
+
+bool cli_is_description(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	struct stat sb;
+	if (!f || fstat(fileno(f), &sb) || !S_ISREG(sb.st_mode)) {
+		if (f)
+			fclose(f);
+		return false;
+	}
+	/* JSON, and no "weight_map" key anywhere: an index names it near its top, a description never */
+	static const char key[] = "\"weight_map\"";
+	enum { KEY = sizeof(key) - 1, CHUNK = 1 << 16 };
+	char buf[CHUNK + KEY];
+	size_t kept = 0, got;
+	bool json = false, first = true, index = false;
+	while (!index && (got = fread(buf + kept, 1, CHUNK, f)) > 0) {
+		if (first) {
+			if (ti_file_sniff(buf, got, (uint64_t)sb.st_size) != TI_FILE_JSON)
+				break;
+			json = true;
+			first = false;
+		}
+		size_t n = kept + got;
+		for (size_t i = 0; i + KEY <= n && !index; i++)
+			index = !memcmp(buf + i, key, KEY);
+		kept = n < KEY ? n : KEY - 1; /* a key cut in two by the chunks is found on the next pass */
+		memmove(buf, buf + n - kept, kept);
+	}
+	fclose(f);
+	return json && !index;
 }
 
 int cli_model_open(cli_model *cm)
