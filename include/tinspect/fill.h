@@ -89,10 +89,12 @@
  *   tensors are one storage and are filled once, under the name the caller
  *   chooses. The values are not PyTorch's (its CPU generator is MT19937).
  *   The same seed gives the same tensors from tinspect on every machine:
- *   float32, float16 and bfloat16 values use IEEE 754 arithmetic alone;
- *   float64 normal values also need the C library's log, sin and cos to
- *   agree (glibc's do). The batches of blocks drawn together (draw.h) are
- *   an implementation detail: they change no value.
+ *   float32, float16 and bfloat16 values use IEEE 754 arithmetic alone, each
+ *   operation rounded on its own (draw.c forbids fused multiply-adds, so
+ *   builds with -march and FMA give the same bits); float64 normal values
+ *   also need the C library's log, sin and cos to agree (glibc's do). The
+ *   batches of blocks drawn together (draw.h) and the threads that draw them
+ *   are an implementation detail: they change no value.
  */
 #ifndef TINSPECT_FILL_H
 #define TINSPECT_FILL_H

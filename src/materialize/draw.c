@@ -9,6 +9,18 @@
 #include <math.h>
 #include <string.h>
 
+/*
+ * The values are defined by separately rounded operations: a compiler must not
+ * fuse a * b + c into one multiply-add where the target has one (-march with
+ * FMA). ISO C mode (-std=c11) already keeps gcc from doing so; these keep
+ * clang (unless told -ffp-contract=fast), and gcc in its GNU modes, from it.
+ */
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#elif defined(__GNUC__)
+#pragma GCC optimize("fp-contract=off")
+#endif
+
 static const double TWO_PI = 6.283185307179586476925286766559;
 
 static inline float float_of_bits(uint32_t b)
@@ -116,4 +128,22 @@ void ti_draw_normal_f64(const uint32_t w[TI_DRAW_WORDS], double out[TI_DRAW_WORD
 		out[2 * p] = r * cos(t);
 		out[2 * p + 1] = r * sin(t);
 	}
+}
+
+void ti_draw_affine_f32(double a, double scale, float x[TI_DRAW_WORDS])
+{
+	if (a == 0 && scale == 1) { /* a + x, exactly: only -0 becomes +0 when a is +0 */
+		float a32 = (float)a;
+		for (int i = 0; i < TI_DRAW_WORDS; i++)
+			x[i] = a32 + x[i];
+		return;
+	}
+	for (int i = 0; i < TI_DRAW_WORDS; i++)
+		x[i] = (float)(a + scale * (double)x[i]);
+}
+
+void ti_draw_affine_f64(double a, double scale, double x[TI_DRAW_WORDS / 2])
+{
+	for (int i = 0; i < TI_DRAW_WORDS / 2; i++)
+		x[i] = a + scale * x[i];
 }

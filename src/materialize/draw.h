@@ -12,7 +12,8 @@
  * conversions, all rounded to nearest as IEEE 754 defines them.
  *
  * draw.c is compiled with -fno-math-errno (Makefile): a sqrtf that may set
- * errno cannot be vectorised. The values do not depend on it.
+ * errno cannot be vectorised. The values do not depend on it. It also keeps
+ * the compiler from fusing multiplies and adds (FMA), which would.
  */
 #ifndef TINSPECT_MATERIALIZE_DRAW_H
 #define TINSPECT_MATERIALIZE_DRAW_H
@@ -44,5 +45,16 @@ void ti_draw_normal_f32(const uint32_t w[TI_DRAW_WORDS], float out[TI_DRAW_WORDS
  * out[2p] = r cos(2 pi u2), out[2p + 1] = r sin(2 pi u2).
  */
 void ti_draw_normal_f64(const uint32_t w[TI_DRAW_WORDS], double out[TI_DRAW_WORDS / 2]);
+
+/*
+ * x[i] = fl32(a + scale * x[i]), the sum and product in double and rounded
+ * once to float32 (so a later cast to float16 or bfloat16 rounds as a cast of
+ * the double would): the value of uniform:A,B (a = A, scale = B - A) and of
+ * normal:MEAN,STD (a = MEAN, scale = STD).
+ */
+void ti_draw_affine_f32(double a, double scale, float x[TI_DRAW_WORDS]);
+
+/* x[i] = a + scale * x[i] in double. */
+void ti_draw_affine_f64(double a, double scale, double x[TI_DRAW_WORDS / 2]);
 
 #endif

@@ -403,10 +403,8 @@ static ti_status fill_random(const ti_fill_policy *p, ti_dtype dt, ti_fill_key k
 	size_t size = ti_dtype_size(dt);
 	bool normal = p->kind == TI_FILL_RANDN || p->kind == TI_FILL_NORMAL, wide = dt == TI_DT_FLOAT64;
 	int bits = dt == TI_DT_FLOAT16 ? 11 : dt == TI_DT_BFLOAT16 ? 8 : 24; /* the dtype's significand */
-	/* value = a + scale * x; with a = +-0 and scale = 1 that is a + x in float, exactly */
+	/* value = a + scale * x */
 	double a = p->a, scale = normal ? p->b : p->b - p->a;
-	bool unit = a == 0 && scale == 1;
-	float a32 = (float)a;
 	/* elements per batch: a block gives four, or two in float64 */
 	size_t per_batch = wide ? TI_DRAW_WORDS / 2 : TI_DRAW_WORDS, per_block = per_batch / TI_PHILOX_BATCH;
 	const uint32_t seed[2] = {(uint32_t)key.seed, (uint32_t)(key.seed >> 32)};
@@ -424,21 +422,14 @@ static ti_status fill_random(const ti_fill_policy *p, ti_dtype dt, ti_fill_key k
 				ti_draw_normal_f64(w, d);
 			else
 				ti_draw_uniform_f64(w, d);
-			for (size_t j = 0; j < TI_DRAW_WORDS / 2; j++)
-				d[j] = a + scale * d[j];
+			ti_draw_affine_f64(a, scale, d);
 			st = ti_cast(TI_DT_FLOAT64, d + skip, dt, buf + done * size, k, TI_CAST_NAN_SCALAR, err);
 		} else {
 			if (normal)
 				ti_draw_normal_f32(w, f);
 			else
 				ti_draw_uniform_f32(w, bits, f);
-			/* in double, then rounded once: a cast of the double value to float32 (or through it) */
-			if (unit)
-				for (size_t j = 0; j < TI_DRAW_WORDS; j++)
-					f[j] = a32 + f[j];
-			else
-				for (size_t j = 0; j < TI_DRAW_WORDS; j++)
-					f[j] = (float)(a + scale * (double)f[j]);
+			ti_draw_affine_f32(a, scale, f);
 			st = ti_cast(TI_DT_FLOAT32, f + skip, dt, buf + done * size, k, TI_CAST_NAN_SCALAR, err);
 		}
 		if (st)
