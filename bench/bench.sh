@@ -68,7 +68,8 @@ fi
 "$mpy" "$here/measure_shapes.py" --tinspect "$tinspect" --python "$PYTHON" \
 	--runs "$RUNS" $extra "$cache" || status=1
 
-# convert and random fill (vit_l_16.pt from gen.py; skipped, saying so, when it is missing)
+# convert (vit_l_16.pt from gen.py; skipped, saying so, when it is missing) and the
+# random fills randn and rand against torch.randn and torch.rand (need no checkpoint)
 "$mpy" "$here/measure_convert.py" --tinspect "$tinspect" --python "$PYTHON" \
 	--runs "$RUNS" $extra "$cache" || status=1
 exit $status

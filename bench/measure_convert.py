@@ -15,14 +15,15 @@ Convert (1.2 GB vit_l_16 state dict):
   - cp F out                                       (the floor: the same bytes, read and written)
   - cp F out && sync out                           (the same, flushed to disk as tinspect's output is)
   - PyTorch: torch.load(F); {k: v.to(torch.bfloat16)}; torch.save(out), whole process
-Random fill:
+Random fills (need no checkpoint: they run when vit_l_16.pt is missing too):
   - tinspect materialize on a description of one 2^30-element float32
-    parameter with --fill randn, placed on the CPU (4 GiB)
-  - PyTorch: torch.randn(2**30), whole process
+    parameter with --fill randn, then --fill rand, placed on the CPU (4 GiB)
+  - PyTorch: torch.randn(2**30), torch.rand(2**30), whole process
+  and the ratio of the two throughputs, against the goal of at least PyTorch's.
 
 Wall time is the best of N runs of the whole process (after one untimed
 warm-up, so the page cache holds the input for every side alike); throughput
-is the input's bytes (convert) or the elements (randn) per second. The
+is the input's bytes (convert) or the elements (fills) per second. The
 method's helpers are measure.py's.
 """
 import argparse
@@ -42,7 +43,9 @@ RANDN_ELEMENTS = 1 << 30
 TORCH_CONVERT = """import sys, torch
 sd = torch.load(sys.argv[1])
 torch.save({k: v.to(torch.bfloat16) if v.is_floating_point() else v for k, v in sd.items()}, sys.argv[2])"""
-TORCH_RANDN = "import torch\nx = torch.randn(%d)\nassert x.numel() == %d" % (RANDN_ELEMENTS, RANDN_ELEMENTS)
+# torch.<fill>(2**30) in a whole process, as tinspect is timed
+TORCH_FILL = "import torch\nx = torch.%s(%d)\nassert x.numel() == %d"
+FILLS = ("randn", "rand")
 
 
 def best_of(argv, runs, cleanup=None):
@@ -74,9 +77,15 @@ def main():
     ap.add_argument("--no-torch", action="store_true")
     ap.add_argument("cache")
     a = ap.parse_args()
+    status = measure_convert(a)
+    measure_fills(a)
+    return status
+
+
+def measure_convert(a):
     src = os.path.join(a.cache, "vit_l_16.pt")
     if not os.path.exists(src):
-        print("measure_convert: %s is missing (bench/gen.py writes it); skipped" % src)
+        print("measure_convert: %s is missing (bench/gen.py writes it); convert not measured" % src)
         return 0
     size = os.path.getsize(src)
     work = tempfile.mkdtemp(prefix="convert-bench.", dir=a.cache)
@@ -113,24 +122,37 @@ def main():
             tt = times["torch load + .to(bf16) + save"]
             t = times["tinspect convert --dtype bfloat16"]
             print("   torch / tinspect --dtype bfloat16: %.2fx (goal: ahead of torch)%s" % (tt / t, "  ok" if t < tt else "  BEHIND"))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
 
-        model = os.path.join(work, "randn.json")
+
+def measure_fills(a):
+    """tinspect materialize --fill F against torch.F, 2^30 float32 elements each, in the same run."""
+    os.makedirs(a.cache, exist_ok=True)
+    work = tempfile.mkdtemp(prefix="fill-bench.", dir=a.cache)
+    try:
+        model = os.path.join(work, "fill.json")
         with open(model, "w") as f:
             json.dump({"inputs": {"x": {"shape": [1, 1 << 15]}},
                        "modules": {"w": {"type": "Linear", "in_features": 1 << 15, "out_features": 1 << 15,
                                          "bias": False}}}, f)
-        print("== random fill: randn of %d elements (%.1f GiB of float32)" % (RANDN_ELEMENTS, RANDN_ELEMENTS * 4 / 2**30))
-        t = best_of([a.tinspect, "materialize", model, "--fill", "randn", "-q"], a.runs)
-        print("   %-36s %9.0f ms  %6.0f M elements/s" % ("tinspect materialize --fill randn", t * 1e3, RANDN_ELEMENTS / t / 1e6))
-        if not a.no_torch:
-            tt = best_of([a.python, "-c", TORCH_RANDN], a.runs)
-            print("   %-36s %9.0f ms  %6.0f M elements/s" % ("torch.randn (whole process)", tt * 1e3, RANDN_ELEMENTS / tt / 1e6))
-            print("   torch / tinspect: %.2fx" % (tt / t))
-        else:
-            print("   (torch side skipped: torch is not importable)")
+        print("== random fills: %d float32 elements (%.1f GiB), whole process" % (
+            RANDN_ELEMENTS, RANDN_ELEMENTS * 4 / 2**30))
+        for fill in FILLS:
+            t = best_of([a.tinspect, "materialize", model, "--fill", fill, "-q"], a.runs)
+            label = "tinspect materialize --fill %s" % fill
+            print("   %-36s %9.0f ms  %6.0f M elements/s" % (label, t * 1e3, RANDN_ELEMENTS / t / 1e6))
+            if a.no_torch:
+                print("   (torch side skipped: torch is not importable)")
+                continue
+            tt = best_of([a.python, "-c", TORCH_FILL % (fill, RANDN_ELEMENTS, RANDN_ELEMENTS)], a.runs)
+            label = "torch.%s (whole process)" % fill
+            print("   %-36s %9.0f ms  %6.0f M elements/s" % (label, tt * 1e3, RANDN_ELEMENTS / tt / 1e6))
+            print("   tinspect / torch throughput, %s: %.2fx (goal: at least 1x)%s" % (
+                fill, tt / t, "  ok" if t <= tt else "  BEHIND"))
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    return 0
 
 
 if __name__ == "__main__":

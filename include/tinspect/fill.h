@@ -64,19 +64,37 @@
  *             and high halves of x; u = (x >> 11) * 2^-53
  *     value = A + (B - A) * u in double, then cast: rounding to the dtype may
  *             give B itself, as in PyTorch
- *     randn, normal (every float dtype): elements 2p and 2p + 1 share block p;
+ *     randn, normal, float32/float16/bfloat16: a standard normal z drawn in
+ *             float32, Box-Muller on pairs of words: elements 4b + 2j and
+ *             4b + 2j + 1 (j = 0, 1) take words w[2j] and w[2j + 1] of block
+ *             b; u1 = fl(w[2j]) * 2^-32 + 2^-33, u2 = fl(w[2j + 1]) * 2^-32
+ *             + 2^-33, in float32 (fl: w rounded to float32; u in [2^-33, 1],
+ *             as cuRAND's curand_uniform); r = sqrt(-2 ln u1); element
+ *             4b + 2j = r cos(2 pi u2), element 4b + 2j + 1 = r sin(2 pi u2).
+ *             ln, cos and sin are tinspect's own float32 polynomials (Cephes's
+ *             logf, sinf and cosf; src/materialize/draw.c), evaluated with
+ *             IEEE 754 float32 +, -, *, sqrt: the result is within 3 float32
+ *             ulps of max(r, 1) (7.5e-7 absolute) of the same formula in
+ *             double, and |z| <= sqrt(66 ln 2) = 6.7637
+ *     randn, normal, float64: elements 2p and 2p + 1 share block p;
  *             x1 = w[1]:w[0], x2 = w[3]:w[2] (high:low);
  *             u1 = 1 - (x1 >> 11) * 2^-53 in (0, 1], u2 = (x2 >> 11) * 2^-53;
  *             r = sqrt(-2 ln u1); element 2p = r cos(2 pi u2),
- *             element 2p + 1 = r sin(2 pi u2) (Box-Muller);
- *             value = MEAN + STD * z in double, then cast
+ *             element 2p + 1 = r sin(2 pi u2) (Box-Muller in double, with the
+ *             C library's log, sin and cos)
+ *     randn, normal: value = MEAN + STD * z in double, then cast
  *
  *   Two tensors with different names draw different streams; adding,
  *   removing or reordering tensors changes no other tensor's values; tied
  *   tensors are one storage and are filled once, under the name the caller
- *   chooses. The values are not PyTorch's (its CPU generator is MT19937):
- *   the same seed gives the same tensors from tinspect on every machine
- *   whose libm computes log, sqrt, sin and cos alike (glibc does).
+ *   chooses. The values are not PyTorch's (its CPU generator is MT19937).
+ *   The same seed gives the same tensors from tinspect on every machine:
+ *   float32, float16 and bfloat16 values use IEEE 754 arithmetic alone, each
+ *   operation rounded on its own (draw.c forbids fused multiply-adds, so
+ *   builds with -march and FMA give the same bits); float64 normal values
+ *   also need the C library's log, sin and cos to agree (glibc's do). The
+ *   batches of blocks drawn together (draw.h) and the threads that draw them
+ *   are an implementation detail: they change no value.
  */
 #ifndef TINSPECT_FILL_H
 #define TINSPECT_FILL_H

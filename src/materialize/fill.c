@@ -1,10 +1,12 @@
 /*
  * fill.c - fill policies: parsing, checking, and filling chunks deterministically (see fill.h).
  *
- * Values are made a chunk at a time as doubles (or int64 for arange) in a
- * stack buffer and converted with ti_cast(), so every dtype rounds exactly
- * as a cast to it does. Random values come from Philox4x32-10, one block per
- * 4 (or 2) elements, addressed by the element's index in its tensor.
+ * Values are made a chunk at a time in a stack buffer (int64 for arange;
+ * float32 or float64 for random fills) and converted with ti_cast(), so every
+ * dtype rounds exactly as a cast to it does. Random values come from
+ * Philox4x32-10, one block per 4 (or, in float64, 2) elements, addressed by the
+ * element's index in its tensor, and are drawn a batch of blocks at a time by
+ * the vectorised loops of draw.c.
  */
 #include "tinspect/fill.h"
 
@@ -19,6 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "materialize/draw.h"
 #include "materialize/philox.h"
 #include "tinspect/cast.h"
 
@@ -26,8 +29,6 @@
 #define FILL_CHUNK 256
 /* A number in a policy: longer than any double needs. */
 #define FILL_NUMBER_MAX 64
-
-static const double TWO_PI = 6.283185307179586476925286766559;
 
 /* FNV-1a, 64 bits (Fowler, Noll, Vo): the offset basis and the prime of the published algorithm. */
 #define FNV64_OFFSET_BASIS UINT64_C(0xcbf29ce484222325)
@@ -342,67 +343,6 @@ ti_fill_key ti_fill_key_of(uint64_t seed, const char *name)
 	return (ti_fill_key){.seed = seed, .stream = h};
 }
 
-/* The last Philox block computed, and the last normal pair: consecutive elements share them. */
-typedef struct fill_stream {
-	ti_fill_key key;
-	bool have_block, have_pair;
-	uint64_t block_index, pair_index;
-	uint32_t block[4];
-	double pair[2];
-} fill_stream;
-
-static const uint32_t *block_at(fill_stream *s, uint64_t b)
-{
-	if (!s->have_block || s->block_index != b) {
-		const uint32_t counter[4] = {(uint32_t)b, (uint32_t)(b >> 32), (uint32_t)s->key.stream,
-		                             (uint32_t)(s->key.stream >> 32)};
-		const uint32_t key[2] = {(uint32_t)s->key.seed, (uint32_t)(s->key.seed >> 32)};
-		ti_philox4x32_10(counter, key, s->block);
-		s->block_index = b;
-		s->have_block = true;
-	}
-	return s->block;
-}
-
-static uint64_t join_words(uint32_t low, uint32_t high)
-{
-	return (uint64_t)high << 32 | low;
-}
-
-/* u in [0, 1) for element i, with the dtype's significand bits. */
-static double uniform_at(fill_stream *s, ti_dtype dt, uint64_t i)
-{
-	if (dt == TI_DT_FLOAT64) {
-		const uint32_t *w = block_at(s, i / 2);
-		unsigned j = 2 * (unsigned)(i % 2);
-		return (double)(join_words(w[j], w[j + 1]) >> 11) * 0x1p-53;
-	}
-	/* the top d bits, times 2^-d (exact powers of two) */
-	uint32_t w = block_at(s, i / 4)[i % 4];
-	switch (dt) {
-	case TI_DT_FLOAT16: return (double)(w >> 21) * 0x1p-11;
-	case TI_DT_BFLOAT16: return (double)(w >> 24) * 0x1p-8;
-	default: return (double)(w >> 8) * 0x1p-24;
-	}
-}
-
-/* A standard normal value for element i: Box-Muller on the pair (2p, 2p + 1). */
-static double normal_at(fill_stream *s, uint64_t i)
-{
-	uint64_t p = i / 2;
-	if (!s->have_pair || s->pair_index != p) {
-		const uint32_t *w = block_at(s, p);
-		double u1 = 1.0 - (double)(join_words(w[0], w[1]) >> 11) * 0x1p-53; /* (0, 1]: log stays finite */
-		double u2 = (double)(join_words(w[2], w[3]) >> 11) * 0x1p-53;
-		double r = sqrt(-2.0 * log(u1)), t = TWO_PI * u2;
-		s->pair[0] = r * cos(t);
-		s->pair[1] = r * sin(t);
-		s->pair_index = p;
-		s->have_pair = true;
-	}
-	return s->pair[i % 2];
-}
-
 /* ---- filling ---- */
 
 /* One element of the constant a policy writes. */
@@ -452,20 +392,46 @@ static ti_status fill_arange(ti_dtype dt, uint64_t offset, size_t n, unsigned ch
 	return TI_OK;
 }
 
+/*
+ * Elements [offset, offset + n), a batch of TI_PHILOX_BATCH blocks at a time:
+ * each batch is drawn whole (draw.c) and the part of it in the range kept, so
+ * that an element's value depends on its index alone.
+ */
 static ti_status fill_random(const ti_fill_policy *p, ti_dtype dt, ti_fill_key key, uint64_t offset, size_t n,
                              unsigned char *buf, ti_error *err)
 {
 	size_t size = ti_dtype_size(dt);
-	bool normal = p->kind == TI_FILL_RANDN || p->kind == TI_FILL_NORMAL;
-	fill_stream s = {.key = key};
-	double v[FILL_CHUNK];
-	for (size_t done = 0; done < n;) {
-		size_t k = n - done < FILL_CHUNK ? n - done : FILL_CHUNK;
-		for (size_t j = 0; j < k; j++) {
-			uint64_t i = offset + done + j;
-			v[j] = normal ? p->a + p->b * normal_at(&s, i) : p->a + (p->b - p->a) * uniform_at(&s, dt, i);
+	bool normal = p->kind == TI_FILL_RANDN || p->kind == TI_FILL_NORMAL, wide = dt == TI_DT_FLOAT64;
+	int bits = dt == TI_DT_FLOAT16 ? 11 : dt == TI_DT_BFLOAT16 ? 8 : 24; /* the dtype's significand */
+	/* value = a + scale * x */
+	double a = p->a, scale = normal ? p->b : p->b - p->a;
+	/* elements per batch: a block gives four, or two in float64 */
+	size_t per_batch = wide ? TI_DRAW_WORDS / 2 : TI_DRAW_WORDS, per_block = per_batch / TI_PHILOX_BATCH;
+	const uint32_t seed[2] = {(uint32_t)key.seed, (uint32_t)(key.seed >> 32)};
+	uint64_t block = offset / per_block;
+	size_t skip = (size_t)(offset % per_block);
+	uint32_t w[TI_DRAW_WORDS];
+	float f[TI_DRAW_WORDS];
+	double d[TI_DRAW_WORDS / 2];
+	for (size_t done = 0; done < n; block += TI_PHILOX_BATCH, skip = 0) {
+		size_t k = n - done < per_batch - skip ? n - done : per_batch - skip;
+		ti_philox4x32_10_batch(block, key.stream, seed, w);
+		ti_status st;
+		if (wide) {
+			if (normal)
+				ti_draw_normal_f64(w, d);
+			else
+				ti_draw_uniform_f64(w, d);
+			ti_draw_affine_f64(a, scale, d);
+			st = ti_cast(TI_DT_FLOAT64, d + skip, dt, buf + done * size, k, TI_CAST_NAN_SCALAR, err);
+		} else {
+			if (normal)
+				ti_draw_normal_f32(w, f);
+			else
+				ti_draw_uniform_f32(w, bits, f);
+			ti_draw_affine_f32(a, scale, f);
+			st = ti_cast(TI_DT_FLOAT32, f + skip, dt, buf + done * size, k, TI_CAST_NAN_SCALAR, err);
 		}
-		ti_status st = ti_cast(TI_DT_FLOAT64, v, dt, buf + done * size, k, TI_CAST_NAN_SCALAR, err);
 		if (st)
 			return st;
 		done += k;

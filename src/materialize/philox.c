@@ -31,3 +31,36 @@ void ti_philox4x32_10(const uint32_t counter[4], const uint32_t key[2], uint32_t
 	out[2] = c2;
 	out[3] = c3;
 }
+
+void ti_philox4x32_10_batch(uint64_t first, uint64_t high, const uint32_t key[2],
+                            uint32_t out[4 * TI_PHILOX_BATCH])
+{
+	/* one array per word, one element per block: each round is one loop over the blocks */
+	uint32_t c0[TI_PHILOX_BATCH], c1[TI_PHILOX_BATCH], c2[TI_PHILOX_BATCH], c3[TI_PHILOX_BATCH];
+	for (int j = 0; j < TI_PHILOX_BATCH; j++) {
+		uint64_t b = first + (uint64_t)j;
+		c0[j] = (uint32_t)b;
+		c1[j] = (uint32_t)(b >> 32);
+		c2[j] = (uint32_t)high;
+		c3[j] = (uint32_t)(high >> 32);
+	}
+	uint32_t k0 = key[0], k1 = key[1];
+	for (int round = 0; round < PHILOX_ROUNDS; round++) {
+		for (int j = 0; j < TI_PHILOX_BATCH; j++) {
+			uint64_t p0 = (uint64_t)PHILOX_M0 * c0[j], p1 = (uint64_t)PHILOX_M1 * c2[j];
+			uint32_t n0 = (uint32_t)(p1 >> 32) ^ c1[j] ^ k0, n2 = (uint32_t)(p0 >> 32) ^ c3[j] ^ k1;
+			c0[j] = n0;
+			c1[j] = (uint32_t)p1;
+			c2[j] = n2;
+			c3[j] = (uint32_t)p0;
+		}
+		k0 += PHILOX_W0;
+		k1 += PHILOX_W1;
+	}
+	for (int j = 0; j < TI_PHILOX_BATCH; j++) {
+		out[4 * j] = c0[j];
+		out[4 * j + 1] = c1[j];
+		out[4 * j + 2] = c2[j];
+		out[4 * j + 3] = c3[j];
+	}
+}

@@ -21,4 +21,17 @@
 /* One block: out[0..3] = Philox4x32-10(counter[0..3], key[0..1]). */
 void ti_philox4x32_10(const uint32_t counter[4], const uint32_t key[2], uint32_t out[4]);
 
+/* Blocks computed by one call of ti_philox4x32_10_batch(). */
+#define TI_PHILOX_BATCH 16
+
+/*
+ * TI_PHILOX_BATCH consecutive blocks, b = first, first + 1, ...: the counter of
+ * block b is {b mod 2^32, b / 2^32, high mod 2^32, high / 2^32}, and
+ * out[4j + k] is word k of block first + j, as ti_philox4x32_10() computes it
+ * (the count wraps past 2^64). The blocks are computed side by side, in loops
+ * the compiler vectorises.
+ */
+void ti_philox4x32_10_batch(uint64_t first, uint64_t high, const uint32_t key[2],
+                            uint32_t out[4 * TI_PHILOX_BATCH]);
+
 #endif

@@ -1,12 +1,14 @@
 /*
  * test_fill.c - fill policies: parsing, PyTorch's refusals, constant values,
- * the documented generator (Philox4x32-10 known answers, the element formulas),
- * statistics over 10^6 samples, and independence from chunking.
+ * the documented generator (Philox4x32-10 known answers, the element formulas,
+ * the float32 normal transform's accuracy and pinned values), statistics over
+ * 10^6 samples, and independence from chunking and threads.
  */
 #include "unit.h"
 
 #include <stdlib.h>
 
+#include "materialize/draw.h"
 #include "materialize/philox.h"
 #include "tinspect/cast.h"
 #include "tinspect/fill.h"
@@ -100,6 +102,114 @@ Test(fill, random_elements_follow_the_documented_formulas)
 	}
 }
 
+Test(fill, philox_batches_are_the_blocks_one_at_a_time)
+{
+	const uint32_t key[2] = {0xa4093822, 0x299f31d0};
+	uint64_t first = UINT64_C(0xffffffff) - 5, high = UINT64_C(0x0123456789abcdef); /* the low word carries */
+	uint32_t batch[4 * TI_PHILOX_BATCH];
+	ti_philox4x32_10_batch(first, high, key, batch);
+	for (int j = 0; j < TI_PHILOX_BATCH; j++) {
+		uint64_t b = first + (uint64_t)j;
+		const uint32_t counter[4] = {(uint32_t)b, (uint32_t)(b >> 32), (uint32_t)high, (uint32_t)(high >> 32)};
+		uint32_t one[4];
+		ti_philox4x32_10(counter, key, one);
+		cr_expect(!memcmp(one, batch + 4 * j, sizeof(one)), "block %d of the batch differs", j);
+	}
+}
+
+/* u = fl(w) * 2^-32 + 2^-33 in float, as fill.h documents it. */
+static float open_u(uint32_t w)
+{
+	return (float)w * 0x1p-32f + 0x1p-33f;
+}
+
+/* One float32 unit in the last place of max(|x|, 1). */
+static double ulp_of_at_least_1(double x)
+{
+	return ldexp(1.0, ilogb(fmax(fabs(x), 1.0)) - 23);
+}
+
+/* The documented bound: within 3 float32 ulps of max(r, 1) of the same formula in double. */
+static void expect_float_box_muller(uint32_t w1, uint32_t w2, float got_cos, float got_sin)
+{
+	double r = sqrt(-2.0 * log((double)open_u(w1))), t = 6.283185307179586476925286766559 * (double)open_u(w2);
+	double bound = 3 * ulp_of_at_least_1(r);
+	cr_expect(fabs(got_cos - r * cos(t)) <= bound && fabs(got_sin - r * sin(t)) <= bound,
+	          "words 0x%08x 0x%08x: got (%.9g, %.9g), want (%.9g, %.9g) within %.3g", w1, w2, got_cos, got_sin,
+	          r * cos(t), r * sin(t), bound);
+}
+
+Test(fill, randn_in_float32_is_box_muller_in_float_within_3_ulps_of_double)
+{
+	ti_fill_key key = ti_fill_key_of(UINT64_C(0x123456789abcdef0), "encoder.weight");
+	enum { N = 1 << 16 };
+	static float z[N];
+	uint64_t offset = (UINT64_C(1) << 34) + 6; /* counters past 32 bits, an odd pair to start */
+	ti_fill_policy randn = ti_fill_constant(TI_FILL_RANDN);
+	fill_ok(&randn, TI_DT_FLOAT32, key, offset, N, z);
+	for (uint64_t i = offset; i < offset + N; i += 2) {
+		/* elements 4b + 2j and 4b + 2j + 1: words 2j and 2j + 1 of block b */
+		int j = 2 * (int)(i % 4 / 2);
+		expect_float_box_muller(word_of(key, i / 4, j), word_of(key, i / 4, j + 1), z[i - offset],
+		                        z[i - offset + 1]);
+	}
+}
+
+Test(fill, the_float32_normal_transform_holds_its_bound_at_the_extreme_words)
+{
+	/* ends of the range, where fl(w) rounds up to 2^32, quadrant and octant edges */
+	static const uint32_t edges[] = {0,          1,          2,          0xff,       0x100,      0x1fffffff,
+	                                 0x20000000, 0x3fffffff, 0x40000000, 0x5fffffff, 0x60000000, 0x7fffffff,
+	                                 0x80000000, 0x9fffffff, 0xa0000000, 0xbfffffff, 0xc0000000, 0xdfffffff,
+	                                 0xe0000000, 0xffffff7f, 0xffffff80, 0xfffffffe, 0xffffffff};
+	enum { E = sizeof(edges) / sizeof(edges[0]) };
+	uint32_t w[TI_DRAW_WORDS];
+	float z[TI_DRAW_WORDS];
+	size_t p = 0;
+	for (size_t a = 0; a < E; a++)
+		for (size_t b = 0; b < E; b++) {
+			w[2 * p] = edges[a];
+			w[2 * p + 1] = edges[b];
+			if (++p < TI_DRAW_WORDS / 2 && !(a == E - 1 && b == E - 1))
+				continue;
+			ti_draw_normal_f32(w, z);
+			for (size_t q = 0; q < p; q++) {
+				cr_expect(isfinite(z[2 * q]) && isfinite(z[2 * q + 1]), "words 0x%08x 0x%08x: not finite",
+				          w[2 * q], w[2 * q + 1]);
+				cr_expect(fabsf(z[2 * q]) <= 6.7638f && fabsf(z[2 * q + 1]) <= 6.7638f);
+				expect_float_box_muller(w[2 * q], w[2 * q + 1], z[2 * q], z[2 * q + 1]);
+			}
+			p = 0;
+		}
+	/* the largest value: u1 = 2^-33, r = sqrt(66 ln 2) = 6.76370..., at u2 = 2^-33 nearly all cosine */
+	w[0] = 0;
+	w[1] = 0;
+	ti_draw_normal_f32(w, z);
+	cr_expect(fabs(z[0] - sqrt(66 * log(2.0))) < 1e-6, "largest value %.9g", z[0]);
+}
+
+Test(fill, randn_and_normal_values_for_a_seed_are_pinned)
+{
+	/* the bytes a seed gives: a change of the documented generator changes these */
+	static const struct {
+		const char *policy;
+		uint32_t want[6];
+	} rows[] = {
+		{"randn", {0x403c01cf, 0x3bea31ab, 0x3dd60107, 0xbf8d6684, 0x3e293cac, 0xbf803057}},
+		{"normal:0.5,2", {0x40cc01cf, 0x3f03a8c7, 0x3f358042, 0xbfdacd08, 0x3f549e56, 0xbfc060ae}},
+		{"rand", {0x3ea6b0be, 0x3f7e9984, 0x3e74ded4, 0x3f093006, 0x3ef3e60a, 0x3eeb0ef4}},
+		{"uniform:-1,3", {0x3e9ac2f8, 0x403e9984, 0xbd3212c0, 0x3f92600c, 0x3f67cc14, 0x3f561de8}},
+	};
+	for (size_t r = 0; r < sizeof(rows) / sizeof(rows[0]); r++) {
+		ti_fill_policy p = parse_ok(rows[r].policy);
+		uint32_t got[6];
+		fill_ok(&p, TI_DT_FLOAT32, ti_fill_key_of(2024, "encoder.layers.0.weight"), 1000001, 6, got);
+		for (int i = 0; i < 6; i++)
+			cr_expect(got[i] == rows[r].want[i], "%s element %d: got 0x%08x, want 0x%08x", rows[r].policy,
+			          1000001 + i, got[i], rows[r].want[i]);
+	}
+}
+
 /* ---- statistics ---- */
 
 static void moments(const double *x, size_t n, double *mean, double *std)
@@ -129,6 +239,61 @@ Test(fill, randn_has_mean_0_and_standard_deviation_1)
 	cr_expect(fabs(mean) < 0.005, "mean %g", mean); /* 5 sigma of the mean is 0.005 */
 	cr_expect(fabs(std - 1) < 0.005, "std %g", std);
 	cr_expect(fabs((double)within / SAMPLES - 0.682689) < 0.003, "within one sigma %g", (double)within / SAMPLES);
+	free(x);
+}
+
+/* The standard normal distribution function. */
+static double phi(double x)
+{
+	return 0.5 * erfc(-x / sqrt(2.0));
+}
+
+static int compare_doubles(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+Test(fill, randn_in_float32_has_the_moments_and_tails_of_a_normal)
+{
+	float *f = malloc(SAMPLES * sizeof(float));
+	double *x = malloc(SAMPLES * sizeof(double));
+	cr_assert(f && x);
+	ti_fill_policy p = ti_fill_constant(TI_FILL_RANDN);
+	fill_ok(&p, TI_DT_FLOAT32, ti_fill_key_of(20241124, "layer.weight"), 0, SAMPLES, f);
+	for (size_t i = 0; i < SAMPLES; i++)
+		x[i] = f[i];
+	free(f);
+	double mean, std, m3 = 0, m4 = 0;
+	moments(x, SAMPLES, &mean, &std);
+	for (size_t i = 0; i < SAMPLES; i++) {
+		double d = (x[i] - mean) / std;
+		m3 += d * d * d;
+		m4 += d * d * d * d;
+	}
+	/* tolerances are 5 standard errors of each statistic over 10^6 samples */
+	cr_expect(fabs(mean) < 0.005, "mean %g", mean);
+	cr_expect(fabs(std - 1) < 0.005, "std %g", std);
+	cr_expect(fabs(m3 / SAMPLES) < 0.0125, "skewness %g", m3 / SAMPLES);
+	cr_expect(fabs(m4 / SAMPLES - 3) < 0.05, "kurtosis %g", m4 / SAMPLES);
+	/* two-sided tails beyond 1 to 4 standard deviations */
+	for (int k = 1; k <= 4; k++) {
+		size_t beyond = 0;
+		for (size_t i = 0; i < SAMPLES; i++)
+			beyond += fabs(x[i]) > k;
+		double want = 2 * phi(-k) * SAMPLES, sd = sqrt(want * (1 - want / SAMPLES));
+		cr_expect(fabs((double)beyond - want) < 5 * sd, "beyond %d sigma: %zu values, want %.1f +- %.1f", k,
+		          beyond, want, 5 * sd);
+	}
+	/* Kolmogorov-Smirnov against the normal distribution: 1.95 / sqrt(n) is its 0.1% critical value */
+	qsort(x, SAMPLES, sizeof(double), compare_doubles);
+	double ks = 0;
+	for (size_t i = 0; i < SAMPLES; i++) {
+		double c = phi(x[i]);
+		ks = fmax(ks, fmax(fabs(c - (double)i / SAMPLES), fabs(c - (double)(i + 1) / SAMPLES)));
+	}
+	cr_expect(ks < 1.95 / sqrt(SAMPLES), "Kolmogorov-Smirnov distance %g", ks);
+	cr_expect(x[0] >= -6.7638 && x[SAMPLES - 1] <= 6.7638, "range [%g, %g]", x[0], x[SAMPLES - 1]);
 	free(x);
 }
 
@@ -257,6 +422,29 @@ Test(fill, filling_in_odd_chunks_gives_the_bytes_of_one_fill)
 		cr_expect(!memcmp(whole, pieces, N * size), "%s in %s: chunks differ from one fill", rows[r].policy,
 		          ti_dtype_name(rows[r].dtype));
 	}
+}
+
+Test(fill, a_fill_split_between_threads_gives_the_bytes_of_small_chunks)
+{
+	static const struct {
+		const char *policy;
+		ti_dtype dtype;
+	} rows[] = {{"randn", TI_DT_FLOAT32}, {"rand", TI_DT_BFLOAT16}, {"normal:1,3", TI_DT_FLOAT64}};
+	enum { N = (1 << 21) + 12345, PIECE = 4099 }; /* past the size at which ti_fill starts threads */
+	unsigned char *whole = malloc((size_t)N * 8), *pieces = malloc((size_t)N * 8);
+	cr_assert(whole && pieces);
+	for (size_t r = 0; r < sizeof(rows) / sizeof(rows[0]); r++) {
+		ti_fill_policy p = parse_ok(rows[r].policy);
+		ti_fill_key key = ti_fill_key_of(3, "big");
+		size_t size = ti_dtype_size(rows[r].dtype);
+		fill_ok(&p, rows[r].dtype, key, 3, N, whole);
+		for (size_t at = 0; at < N; at += PIECE)
+			fill_ok(&p, rows[r].dtype, key, 3 + at, N - at < PIECE ? N - at : PIECE, pieces + at * size);
+		cr_expect(!memcmp(whole, pieces, (size_t)N * size), "%s in %s: threads change the bytes", rows[r].policy,
+		          ti_dtype_name(rows[r].dtype));
+	}
+	free(whole);
+	free(pieces);
 }
 
 /* ---- policies ---- */
