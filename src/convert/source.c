@@ -17,13 +17,18 @@
 #include "tinspect/hf_index.h"
 #include "tinspect/model.h"
 #include "tinspect/safetensors.h"
+#include "util/strmap.h"
 
-/* Where a storage's bytes are: a file at an offset, or a fill policy (fill != NULL). */
+/*
+ * Where a storage's bytes are: a file at an offset, or a fill policy (fill != NULL).
+ * conj, neg: the bytes are a lazy conjugate or negative view's (dtype.h), resolved as they are read.
+ */
 typedef struct place {
 	int fd;
 	uint64_t offset;
 	const ti_fill_policy *fill;
 	ti_fill_key key;
+	bool conj, neg;
 } place;
 
 /* One file of the source: a checkpoint or a safetensors file, and its descriptor for pread. */
@@ -109,6 +114,40 @@ static ti_source *new_source(void)
 
 /* ---- torch zip ---- */
 
+/*
+ * A view with the conjugate or negative bit does not show its storage's
+ * values: it gets a storage of its own, the same bytes resolved as they are
+ * read, shared with the views of the same storage, bits and dtype. So every
+ * reader (convert, materialize, placement) sees the values PyTorch 2.x
+ * gives, and a view with the bits never ties with one without.
+ */
+static ti_status resolved_storage(ti_source *s, ti_strmap *seen, size_t storage, const ti_tensor *x, size_t *out,
+                                  ti_error *err)
+{
+	/* a real tensor's conjugate is itself */
+	bool conj = x->conj && (x->dtype == TI_DT_COMPLEX32 || x->dtype == TI_DT_COMPLEX64 || x->dtype == TI_DT_COMPLEX128);
+	*out = storage;
+	if (!conj && !x->neg)
+		return TI_OK;
+	const char *key = ti_arena_printf(&s->arena, "%zu/%d/%d/%d", storage, (int)x->dtype, conj, x->neg);
+	void *earlier;
+	int added = key ? ti_strmap_add(seen, key, (void *)(uintptr_t)s->storage_count, &earlier) : -1;
+	if (added < 0)
+		return out_of_memory(err);
+	if (added == 1) {
+		*out = (size_t)(uintptr_t)earlier;
+		return TI_OK;
+	}
+	const ti_source_storage *of = &s->storages[storage];
+	place where = s->places[storage];
+	where.conj = conj;
+	where.neg = x->neg;
+	if (!add_storage(s, x->dtype, of->nbytes, of->has_data, where))
+		return out_of_memory(err);
+	*out = s->storage_count - 1;
+	return TI_OK;
+}
+
 static ti_status add_torch_zip(ti_source *s, const char *path, part *p, ti_error *err)
 {
 	ti_status st = ti_ckpt_open(path, NULL, &p->ckpt, err);
@@ -117,7 +156,7 @@ static ti_status add_torch_zip(ti_source *s, const char *path, part *p, ti_error
 	size_t first = s->storage_count, n = ti_ckpt_storage_count(p->ckpt);
 	for (size_t i = 0; i < n; i++) {
 		const ti_storage *sto = ti_ckpt_storage(p->ckpt, i);
-		place where = {p->fd, 0, NULL, {0, 0}};
+		place where = {.fd = p->fd};
 		bool has_data = sto->record_index >= 0;
 		if (has_data) {
 			const ti_record *rec = ti_ckpt_record(p->ckpt, (size_t)sto->record_index);
@@ -130,14 +169,18 @@ static ti_status add_torch_zip(ti_source *s, const char *path, part *p, ti_error
 		if (!add_storage(s, sto->dtype, (uint64_t)sto->nbytes, has_data, where))
 			return out_of_memory(err);
 	}
-	for (size_t i = 0; i < ti_ckpt_entry_count(p->ckpt); i++) {
+	ti_strmap resolved;
+	ti_strmap_init(&resolved);
+	for (size_t i = 0; i < ti_ckpt_entry_count(p->ckpt) && !st; i++) {
 		const ti_entry *e = ti_ckpt_entry(p->ckpt, i);
 		if (e->value->kind != TI_TENSOR)
 			continue;
 		const ti_tensor *x = e->value->as.tensor;
 		ti_source_tensor *t = add_tensor(s);
-		if (!t)
-			return out_of_memory(err);
+		if (!t) {
+			st = out_of_memory(err);
+			break;
+		}
 		t->name = e->name;
 		t->dtype = x->dtype;
 		t->ndim = x->ndim;
@@ -153,9 +196,16 @@ static ti_status add_torch_zip(ti_source *s, const char *path, part *p, ti_error
 			t->unsupported = "a quantized tensor";
 		else if (!x->storage)
 			t->unsupported = "saved from the meta device: it has no data";
+		else if (!ti_dtype_can_resolve(x->dtype, x->conj, x->neg))
+			t->unsupported = "a negative view of a dtype that has no negative";
+		t->conj = x->conj;
+		t->neg = x->neg;
 		t->storage = x->storage ? first + x->storage->index : 0;
+		if (x->storage && !t->unsupported)
+			st = resolved_storage(s, &resolved, t->storage, x, &t->storage, err);
 	}
-	return TI_OK;
+	ti_strmap_release(&resolved);
+	return st;
 }
 
 /* ---- safetensors ---- */
@@ -169,7 +219,7 @@ static ti_status add_safetensors(ti_source *s, const char *path, part *p, bool k
 		const ti_st_tensor *x = ti_st_tensor_at(p->st, i);
 		ti_source_tensor *t = add_tensor(s);
 		int64_t *stride = ti_arena_calloc(&s->arena, (size_t)x->ndim + 1, sizeof(*stride));
-		if (!t || !stride || !add_storage(s, x->dtype, x->nbytes, true, (place){p->fd, x->offset, NULL, {0, 0}}))
+		if (!t || !stride || !add_storage(s, x->dtype, x->nbytes, true, (place){.fd = p->fd, .offset = x->offset}))
 			return out_of_memory(err);
 		int64_t acc = 1;
 		for (int k = x->ndim - 1; k >= 0; k--) {
@@ -371,7 +421,8 @@ ti_status ti_source_from_model(const ti_model *model, ti_source **out, ti_error 
 		numel = 1; /* the strides skipped empty dims; the count does not */
 		for (int k = 0; k < p->ndim; k++)
 			numel *= p->shape[k];
-		*t = (ti_source_tensor){p->name, p->dtype, p->ndim, p->shape, stride, 0, numel, 0, p->trainable, !p->buffer, NULL};
+		*t = (ti_source_tensor){.name = p->name, .dtype = p->dtype, .ndim = p->ndim, .shape = p->shape, .stride = stride,
+		                        .numel = numel, .requires_grad = p->trainable, .is_parameter = !p->buffer};
 		/* a tie shares the storage of the parameter it names */
 		size_t target = n;
 		for (size_t k = 0; p->tied_to && k < i; k++)
@@ -380,7 +431,7 @@ ti_status ti_source_from_model(const ti_model *model, ti_source **out, ti_error 
 		if (target < n) {
 			t->storage = storage_of[target];
 		} else {
-			if (!add_storage(s, p->dtype, (uint64_t)numel * ti_dtype_size(p->dtype), false, (place){-1, 0, NULL, {0, 0}})) {
+			if (!add_storage(s, p->dtype, (uint64_t)numel * ti_dtype_size(p->dtype), false, (place){.fd = -1})) {
 				ti_source_close(s);
 				return out_of_memory(err);
 			}
@@ -459,13 +510,13 @@ ti_status ti_source_read(ti_source *s, size_t storage, uint64_t offset, void *bu
 		return TI_FAIL(err, TI_E_INVALID, "read of %zu bytes at %llu passes the storage's %llu bytes", n,
 		               (unsigned long long)offset, (unsigned long long)st->nbytes);
 	const place *p = &s->places[storage];
-	if (p->fill) {
-		size_t esize = ti_dtype_size(st->dtype);
-		if (!esize || offset % esize || n % esize)
-			return TI_FAIL(err, TI_E_INVALID, "a fill is read in whole elements");
+	size_t esize = ti_dtype_size(st->dtype);
+	if ((p->fill || p->conj || p->neg) && (!esize || offset % esize || n % esize))
+		return TI_FAIL(err, TI_E_INVALID, "storage %zu is read in whole elements", storage);
+	if (p->fill)
 		return ti_fill(p->fill, st->dtype, p->key, offset / esize, n / esize, buf, err);
-	}
 	char *b = buf;
+	size_t total = n;
 	while (n) {
 		ssize_t got = pread(p->fd, b, n, (off_t)(p->offset + offset));
 		if (got < 0 && errno == EINTR)
@@ -476,12 +527,15 @@ ti_status ti_source_read(ti_source *s, size_t storage, uint64_t offset, void *bu
 		offset += (uint64_t)got;
 		n -= (size_t)got;
 	}
+	if (p->conj || p->neg)
+		ti_dtype_resolve(st->dtype, p->conj, p->neg, buf, total / esize);
 	return TI_OK;
 }
 
 bool ti_source_file_place(const ti_source *s, size_t storage, int *fd, uint64_t *offset)
 {
-	if (storage >= s->storage_count || !s->storages[storage].has_data || s->places[storage].fill)
+	const place *p = storage < s->storage_count ? &s->places[storage] : NULL;
+	if (!p || !s->storages[storage].has_data || p->fill || p->conj || p->neg) /* not the file's bytes as they lie */
 		return false;
 	*fd = s->places[storage].fd;
 	*offset = s->places[storage].offset;

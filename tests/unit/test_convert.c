@@ -1157,3 +1157,48 @@ Test(convert, a_pipe_is_refused_as_output)
 	close(fds[1]);
 	cr_expect(st != TI_OK, "a torch zip was written to a pipe");
 }
+
+/* ---- PyTorch 2.x's conjugate and negative bits (fixtures/gen_torch2.py torch2_conj_neg) ---- */
+
+/* z = storage0.conj() = [1-2j, -3-0.5j, 1j]; z_plain = storage0; n = -[[1, 2], [3, 4]] */
+static const float conj_z[] = {1, -2, -3, -0.5f, 0, 1}, conj_z_plain[] = {1, 2, -3, 0.5f, 0, -1},
+                   conj_n[] = {-1, -2, -3, -4};
+
+static void expect_conj_neg_values(ti_source *s)
+{
+	expect_elements(s, "z", conj_z, 3);
+	expect_elements(s, "z_plain", conj_z_plain, 3);
+	expect_elements(s, "n", conj_n, 4);
+}
+
+Test(convert, a_source_reads_a_conjugate_or_negative_view_as_its_values)
+{
+	ti_source *in = open_source("fixtures/torch2_conj_neg.pt");
+	expect_conj_neg_values(in);
+	const ti_source_tensor *z = must_find(in, "z"), *plain = must_find(in, "z_plain");
+	cr_expect(z->conj && !z->neg && !plain->conj && must_find(in, "n")->neg);
+	cr_expect(z->storage != plain->storage, "z reads through z_plain's storage");
+	int fd;
+	uint64_t at;
+	cr_expect(!ti_source_file_place(in, z->storage, &fd, &at), "z's bytes would be copied unresolved");
+	cr_expect(ti_source_file_place(in, plain->storage, &fd, &at));
+}
+
+Test(convert, conjugate_and_negative_views_are_written_resolved_in_every_layout)
+{
+	static const ti_output_format formats[] = {TI_OUT_TORCH_ZIP, TI_OUT_SAFETENSORS};
+	for (size_t f = 0; f < COUNT(formats); f++)
+		for (int keep = 0; keep < 2; keep++) {
+			ti_convert_options o = {0};
+			o.format = formats[f];
+			o.keep_storage = keep;
+			ti_convert_stats stats;
+			ti_source *out = convert_ok("fixtures/torch2_conj_neg.pt", &o, &stats);
+			expect_conj_neg_values(out);
+			EXPECT_INT(stats.ties, 0); /* z and z_plain view one storage but differ */
+			EXPECT_INT(stats.data_bytes, 24 + 24 + 16);
+			for (size_t i = 0; i < ti_source_tensor_count(out); i++)
+				cr_expect(!ti_source_tensor_at(out, i)->conj && !ti_source_tensor_at(out, i)->neg,
+				          "the output keeps a bit on '%s'", ti_source_tensor_at(out, i)->name);
+		}
+}
