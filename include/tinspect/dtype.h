@@ -53,6 +53,13 @@ bool ti_dtype_can_resolve(ti_dtype dt, bool conj, bool neg);
 bool ti_dtype_resolve(ti_dtype dt, bool conj, bool neg, void *elements, size_t n);
 
 /*
+ * Reverses the bytes of n elements of dt in place, as torch.load does to a
+ * storage saved with byteorder "big" (UntypedStorage.byteswap): each
+ * element, or each part of a complex one.
+ */
+void ti_dtype_swap_bytes(ti_dtype dt, void *elements, size_t n);
+
+/*
  * Looks a dtype up by the name of its torch attribute, canonical or alias:
  * "float32" and "float", "int64" and "long", "float16" and "half" ...
  */

@@ -21,14 +21,16 @@
 
 /*
  * Where a storage's bytes are: a file at an offset, or a fill policy (fill != NULL).
- * conj, neg: the bytes are a lazy conjugate or negative view's (dtype.h), resolved as they are read.
+ * As they are read, swap: they are big-endian and turned little-endian, as torch.load does
+ * for a file whose byteorder record says "big"; conj, neg: they are a lazy conjugate or
+ * negative view's (dtype.h) and resolved.
  */
 typedef struct place {
 	int fd;
 	uint64_t offset;
 	const ti_fill_policy *fill;
 	ti_fill_key key;
-	bool conj, neg;
+	bool swap, conj, neg;
 } place;
 
 /* One file of the source: a checkpoint or a safetensors file, and its descriptor for pread. */
@@ -154,9 +156,11 @@ static ti_status add_torch_zip(ti_source *s, const char *path, part *p, ti_error
 	if (st)
 		return st;
 	size_t first = s->storage_count, n = ti_ckpt_storage_count(p->ckpt);
+	bool big = !strcmp(ti_ckpt_get_info(p->ckpt)->byteorder, "big");
 	for (size_t i = 0; i < n; i++) {
 		const ti_storage *sto = ti_ckpt_storage(p->ckpt, i);
-		place where = {.fd = p->fd};
+		/* torch.load swaps a typed storage's bytes by its dtype; an UntypedStorage's as bytes: not at all */
+		place where = {.fd = p->fd, .swap = big && !sto->untyped};
 		bool has_data = sto->record_index >= 0;
 		if (has_data) {
 			const ti_record *rec = ti_ckpt_record(p->ckpt, (size_t)sto->record_index);
@@ -511,7 +515,7 @@ ti_status ti_source_read(ti_source *s, size_t storage, uint64_t offset, void *bu
 		               (unsigned long long)offset, (unsigned long long)st->nbytes);
 	const place *p = &s->places[storage];
 	size_t esize = ti_dtype_size(st->dtype);
-	if ((p->fill || p->conj || p->neg) && (!esize || offset % esize || n % esize))
+	if ((p->fill || p->swap || p->conj || p->neg) && (!esize || offset % esize || n % esize))
 		return TI_FAIL(err, TI_E_INVALID, "storage %zu is read in whole elements", storage);
 	if (p->fill)
 		return ti_fill(p->fill, st->dtype, p->key, offset / esize, n / esize, buf, err);
@@ -527,6 +531,8 @@ ti_status ti_source_read(ti_source *s, size_t storage, uint64_t offset, void *bu
 		offset += (uint64_t)got;
 		n -= (size_t)got;
 	}
+	if (p->swap)
+		ti_dtype_swap_bytes(st->dtype, buf, total / esize);
 	if (p->conj || p->neg)
 		ti_dtype_resolve(st->dtype, p->conj, p->neg, buf, total / esize);
 	return TI_OK;
@@ -535,7 +541,7 @@ ti_status ti_source_read(ti_source *s, size_t storage, uint64_t offset, void *bu
 bool ti_source_file_place(const ti_source *s, size_t storage, int *fd, uint64_t *offset)
 {
 	const place *p = storage < s->storage_count ? &s->places[storage] : NULL;
-	if (!p || !s->storages[storage].has_data || p->fill || p->conj || p->neg) /* not the file's bytes as they lie */
+	if (!p || !s->storages[storage].has_data || p->fill || p->swap || p->conj || p->neg) /* not the bytes as they lie */
 		return false;
 	*fd = s->places[storage].fd;
 	*offset = s->places[storage].offset;

@@ -128,6 +128,20 @@ bool ti_dtype_resolve(ti_dtype dt, bool conj, bool neg, void *elements, size_t n
 	return true;
 }
 
+void ti_dtype_swap_bytes(ti_dtype dt, void *elements, size_t n)
+{
+	size_t size = ti_dtype_size(dt), part = is_complex(dt) ? size / 2 : size;
+	unsigned char *p = elements;
+	if (part < 2)
+		return;
+	for (size_t i = 0; i < n * (size / part); i++, p += part)
+		for (size_t lo = 0, hi = part - 1; lo < hi; lo++, hi--) {
+			unsigned char b = p[lo];
+			p[lo] = p[hi];
+			p[hi] = b;
+		}
+}
+
 ti_dtype ti_dtype_from_torch_name(const char *name)
 {
 	for (int i = 1; i < TI_DT_COUNT; i++)
