@@ -92,6 +92,7 @@ test: deps-test
 		$(PYTHON) tests/conformance/writer_conformance.py ./build/unit-tests && \
 		$(PYTHON) tests/conformance/cast_conformance.py && \
 		$(PYTHON) tests/conformance/convert_conformance.py ./tinspect && \
+		$(PYTHON) tests/conformance/roundtrip_conformance.py ./tinspect && \
 		$(PYTHON) tests/conformance/scan_conformance.py ./tinspect; \
 	else echo "conformance: skipped (python3-torch is not installed)"; fi
 

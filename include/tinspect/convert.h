@@ -13,6 +13,9 @@
  * tensor's offset and strides. safetensors forbids aliasing: a tied tensor
  * is written once, and each other name is recorded in __metadata__ as
  * "tie.NAME": "FIRST", which a safetensors source reads back as a tie.
+ * A view saved with PyTorch 2.x's conjugate or negative bit reads as its
+ * values through a storage of its own (source.h): it is written resolved,
+ * without the bit, and never ties with a view of the same bytes without it.
  */
 #ifndef TINSPECT_CONVERT_H
 #define TINSPECT_CONVERT_H

@@ -32,6 +32,34 @@ size_t ti_dtype_size(ti_dtype dt);
 bool ti_dtype_is_quantized(ti_dtype dt);
 
 /*
+ * PyTorch 2.x's lazy views: x.conj() and torch._neg_view(x) (and
+ * x.conj().imag) share x's storage and set a bit, which torch.save keeps
+ * in the metadata argument of _rebuild_tensor_v2/v3 ({'conj': True},
+ * {'neg': True}); the values are the storage's, conjugated or negated.
+ *
+ * ti_dtype_can_resolve tells whether PyTorch can give the values of such a
+ * view of dt: a conjugate always (of a real dtype it is the value itself),
+ * a negative for every signed or unsigned number, not for bool, quantized,
+ * packed and bit dtypes, nor float8_e8m0fnu, which has no sign.
+ *
+ * ti_dtype_resolve turns n little-endian elements of dt, read from the
+ * storage, into the view's values in place: what resolve_conj() and
+ * resolve_neg() give. A float's sign bit flips (as PyTorch's neg does,
+ * NaN payload and all; the fnuz float8s, which have no negative zero, keep
+ * 0 and NaN); an integer wraps (-x modulo 2^bits); a conjugate flips the
+ * imaginary part's sign. False, touching nothing, where it cannot.
+ */
+bool ti_dtype_can_resolve(ti_dtype dt, bool conj, bool neg);
+bool ti_dtype_resolve(ti_dtype dt, bool conj, bool neg, void *elements, size_t n);
+
+/*
+ * Reverses the bytes of n elements of dt in place, as torch.load does to a
+ * storage saved with byteorder "big" (UntypedStorage.byteswap): each
+ * element, or each part of a complex one.
+ */
+void ti_dtype_swap_bytes(ti_dtype dt, void *elements, size_t n);
+
+/*
  * Looks a dtype up by the name of its torch attribute, canonical or alias:
  * "float32" and "float", "int64" and "long", "float16" and "half" ...
  */

@@ -10,7 +10,10 @@
  * (runs of bytes of one dtype) and tensors (views of a storage: shape,
  * strides in elements, offset in elements), as PyTorch has them: tensors that
  * share a storage (tied weights, views) point to the same one. A safetensors
- * tensor is its own storage. Bytes are read on demand, in pieces, with
+ * tensor is its own storage. A storage reads as the values its tensors have:
+ * a view saved with PyTorch 2.x's conjugate or negative bit views a storage
+ * of its own, whose bytes are resolved as they are read (conjugated,
+ * negated), so nothing downstream needs to know of the bits. Bytes are read on demand, in pieces, with
  * pread: opening reads only headers, and memory never grows with the data.
  *
  * Ownership: the handle owns everything it returns, in one arena, and the
@@ -63,6 +66,7 @@ typedef struct ti_source_tensor {
 	bool is_parameter;
 	const char *unsupported;/* why it cannot be moved (quantized, sparse), or NULL */
 	const char *tie_of;     /* named only by a "tie.NAME" of safetensors __metadata__: the tensor whose data it is */
+	bool conj, neg;         /* saved as a lazy conjugate/negative view (dtype.h): its storage reads resolved */
 } ti_source_tensor;
 
 typedef struct ti_source_pair {

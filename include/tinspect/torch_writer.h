@@ -56,12 +56,18 @@
  * our reader read such a file, but torch's miniz refuses a saturated
  * offset in a file smaller than 4 GiB. A writer is used by one thread.
  *
- * Dtypes are those with a legacy storage class in torch 1.13 that
- * weights_only=True can rebuild: float32/64/16, bfloat16, int64/32/16/8,
- * uint8, bool, complex64/128. Others (complex32, uint16/32/64, float8 and
- * float4 types, bits types) need _rebuild_tensor_v3, which torch 1.13 cannot
- * load, and quantized ones need _rebuild_qtensor, which its weights_only
- * refuses: ti_tw_begin() fails with TI_E_UNSUPPORTED naming the dtype.
+ * Dtypes with a legacy storage class in torch 1.13 that weights_only=True
+ * can rebuild (float32/64/16, bfloat16, int64/32/16/8, uint8, bool,
+ * complex64/128) are written as above, which every torch since 1.13 loads.
+ * The dtypes PyTorch 2.x added, which have no typed storage (complex32,
+ * uint16/32/64, the float8 and float4 types, the bits types: 2.x's
+ * torch.storage._new_dtypes()), are written as 2.x writes them:
+ * _rebuild_tensor_v3(storage, offset, size, stride, requires_grad,
+ * OrderedDict(), torch.<dtype>) over ('storage',
+ * torch.storage.UntypedStorage, key, 'cpu', nbytes), which torch 2.2 and
+ * later load (no torch 1.x has those dtypes). Quantized dtypes need
+ * _rebuild_qtensor, which 1.13's weights_only refuses: ti_tw_begin() fails
+ * with TI_E_UNSUPPORTED naming the dtype.
  */
 #ifndef TINSPECT_TORCH_WRITER_H
 #define TINSPECT_TORCH_WRITER_H
@@ -168,5 +174,7 @@ uint64_t ti_tw_bytes_written(const ti_tw *w);
 
 /* torch's legacy storage class for a dtype ("FloatStorage"), or NULL if it has none the writer may use. */
 const char *ti_tw_storage_class(ti_dtype dtype);
+/* True for a dtype written with _rebuild_tensor_v3 over an UntypedStorage (float8_e4m3fn, uint16 ...). */
+bool ti_tw_needs_v3(ti_dtype dtype);
 
 #endif

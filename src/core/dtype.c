@@ -65,6 +65,83 @@ bool ti_dtype_is_quantized(ti_dtype dt)
 	return (unsigned)dt < TI_DT_COUNT && dtypes[dt].quantized;
 }
 
+static bool is_complex(ti_dtype dt)
+{
+	return dt == TI_DT_COMPLEX32 || dt == TI_DT_COMPLEX64 || dt == TI_DT_COMPLEX128;
+}
+
+/* How a dtype negates: by its sign bit, by two's complement, or not at all. */
+typedef enum negation { NEG_NONE, NEG_SIGN_BIT, NEG_SIGN_BIT_FNUZ, NEG_INTEGER } negation;
+
+static negation negation_of(ti_dtype dt)
+{
+	switch (dt) {
+	case TI_DT_FLOAT32: case TI_DT_FLOAT64: case TI_DT_FLOAT16: case TI_DT_BFLOAT16:
+	case TI_DT_COMPLEX32: case TI_DT_COMPLEX64: case TI_DT_COMPLEX128:
+	case TI_DT_FLOAT8_E5M2: case TI_DT_FLOAT8_E4M3FN:
+		return NEG_SIGN_BIT;
+	case TI_DT_FLOAT8_E5M2FNUZ: case TI_DT_FLOAT8_E4M3FNUZ:
+		return NEG_SIGN_BIT_FNUZ; /* 0x80 is their NaN, not -0 */
+	case TI_DT_INT64: case TI_DT_INT32: case TI_DT_INT16: case TI_DT_INT8:
+	case TI_DT_UINT8: case TI_DT_UINT16: case TI_DT_UINT32: case TI_DT_UINT64:
+		return NEG_INTEGER;
+	default:
+		return NEG_NONE;
+	}
+}
+
+bool ti_dtype_can_resolve(ti_dtype dt, bool conj, bool neg)
+{
+	(void)conj; /* a real dtype's conjugate is itself */
+	return !neg || negation_of(dt) != NEG_NONE;
+}
+
+bool ti_dtype_resolve(ti_dtype dt, bool conj, bool neg, void *elements, size_t n)
+{
+	if (!ti_dtype_can_resolve(dt, conj, neg))
+		return false;
+	unsigned char *p = elements;
+	size_t size = ti_dtype_size(dt);
+	/* a complex element is (real, imaginary), each a float of half the size; the sign is a part's top bit */
+	size_t part = is_complex(dt) ? size / 2 : size;
+	negation how = negation_of(dt);
+	for (size_t i = 0; i < n; i++, p += size) {
+		if (conj && part != size)
+			p[size - 1] ^= 0x80;
+		if (!neg)
+			continue;
+		if (how == NEG_SIGN_BIT) {
+			for (size_t k = part - 1; k < size; k += part)
+				p[k] ^= 0x80;
+		} else if (how == NEG_SIGN_BIT_FNUZ) {
+			if (p[0] & 0x7f)
+				p[0] ^= 0x80;
+		} else { /* two's complement: invert, add one, little-endian */
+			unsigned carry = 1;
+			for (size_t k = 0; k < size; k++) {
+				unsigned v = (unsigned)(unsigned char)~p[k] + carry;
+				p[k] = (unsigned char)v;
+				carry = v >> 8;
+			}
+		}
+	}
+	return true;
+}
+
+void ti_dtype_swap_bytes(ti_dtype dt, void *elements, size_t n)
+{
+	size_t size = ti_dtype_size(dt), part = is_complex(dt) ? size / 2 : size;
+	unsigned char *p = elements;
+	if (part < 2)
+		return;
+	for (size_t i = 0; i < n * (size / part); i++, p += part)
+		for (size_t lo = 0, hi = part - 1; lo < hi; lo++, hi--) {
+			unsigned char b = p[lo];
+			p[lo] = p[hi];
+			p[hi] = b;
+		}
+}
+
 ti_dtype ti_dtype_from_torch_name(const char *name)
 {
 	for (int i = 1; i < TI_DT_COUNT; i++)

@@ -50,10 +50,35 @@ static const struct {
 	{TI_DT_COMPLEX64, "ComplexFloatStorage", true},  {TI_DT_COMPLEX128, "ComplexDoubleStorage", true},
 };
 
+/*
+ * PyTorch 2.x torch/storage.py _new_dtypes(): the dtypes with no typed
+ * storage, which _reduce_ex_internal saves as an UntypedStorage and
+ * _rebuild_tensor_v3 with the dtype (torch-formats.md section 2). grad: a
+ * floating point or complex dtype.
+ */
+static const struct {
+	ti_dtype dtype;
+	bool grad;
+} v3_dtypes[] = {
+	{TI_DT_COMPLEX32, true},        {TI_DT_FLOAT8_E5M2, true},      {TI_DT_FLOAT8_E4M3FN, true},
+	{TI_DT_FLOAT8_E5M2FNUZ, true},  {TI_DT_FLOAT8_E4M3FNUZ, true},  {TI_DT_FLOAT8_E8M0FNU, true},
+	{TI_DT_FLOAT4_E2M1FN_X2, false}, {TI_DT_UINT16, false},         {TI_DT_UINT32, false},
+	{TI_DT_UINT64, false},          {TI_DT_BITS8, false},           {TI_DT_BITS16, false},
+	{TI_DT_BITS1X8, false},         {TI_DT_BITS2X4, false},         {TI_DT_BITS4X2, false},
+};
+
 static int storage_class_row(ti_dtype dtype)
 {
 	for (size_t i = 0; i < sizeof(storage_classes) / sizeof(storage_classes[0]); i++)
 		if (storage_classes[i].dtype == dtype)
+			return (int)i;
+	return -1;
+}
+
+static int v3_row(ti_dtype dtype)
+{
+	for (size_t i = 0; i < sizeof(v3_dtypes) / sizeof(v3_dtypes[0]); i++)
+		if (v3_dtypes[i].dtype == dtype)
 			return (int)i;
 	return -1;
 }
@@ -64,10 +89,15 @@ const char *ti_tw_storage_class(ti_dtype dtype)
 	return row < 0 ? NULL : storage_classes[row].name;
 }
 
+bool ti_tw_needs_v3(ti_dtype dtype)
+{
+	return v3_row(dtype) >= 0;
+}
+
 static bool can_require_grad(ti_dtype dtype)
 {
-	int row = storage_class_row(dtype);
-	return row >= 0 && storage_classes[row].grad;
+	int row = storage_class_row(dtype), v3 = v3_row(dtype);
+	return row >= 0 ? storage_classes[row].grad : v3 >= 0 && v3_dtypes[v3].grad;
 }
 
 #define ALIGNMENT 64           /* kFieldAlignment, caffe2/serialize/inline_container.h */
@@ -132,10 +162,9 @@ static ti_status check_storages(const ti_tw_storage *storages, size_t count, ti_
 		ti_dtype dt = storages[i].dtype;
 		if (dt <= TI_DT_INVALID || dt >= TI_DT_COUNT)
 			return TI_FAIL(err, TI_E_INVALID, "storage %zu has no valid dtype", i);
-		if (!ti_tw_storage_class(dt))
+		if (!ti_tw_storage_class(dt) && !ti_tw_needs_v3(dt))
 			return TI_FAIL(err, TI_E_UNSUPPORTED,
-			               "dtype '%s' of storage %zu has no legacy storage class that torch 1.13 can load "
-			               "(it needs _rebuild_tensor_v3 or _rebuild_qtensor)",
+			               "dtype '%s' of storage %zu cannot be written: a quantized tensor needs _rebuild_qtensor",
 			               ti_dtype_name(dt), i);
 		uint64_t bytes;
 		if (__builtin_mul_overflow(storages[i].numel, (uint64_t)ti_dtype_size(dt), &bytes) || bytes > INT64_MAX)
@@ -250,9 +279,10 @@ static ti_status check_options(const ti_tw_options *o, const char *root, ti_erro
 /* ---- the pickle ---- */
 
 typedef struct memo {
-	uint32_t ordered_dict, rebuild_tensor, rebuild_parameter;
+	uint32_t ordered_dict, rebuild_tensor, rebuild_tensor_v3, rebuild_parameter, untyped_storage;
 	uint32_t storage_str, cpu_str, version_str;
 	uint32_t storage_class[TI_DT_COUNT];
+	uint32_t dtype[TI_DT_COUNT]; /* torch.<dtype>, the last argument of _rebuild_tensor_v3 */
 	uint32_t *key; /* per storage: its key string */
 } memo;
 
@@ -313,7 +343,10 @@ static void int_tuple(ti_pickler *p, const int64_t *v, size_t n)
 
 /*
  * torch.Tensor._reduce_ex_internal for a CPU tensor:
- * _rebuild_tensor_v2(persistent storage, offset, size, stride, requires_grad, OrderedDict()).
+ * _rebuild_tensor_v2(persistent storage, offset, size, stride, requires_grad, OrderedDict()),
+ * the storage ('storage', torch.<Legacy>Storage, key, 'cpu', numel). A dtype of
+ * _new_dtypes() (PyTorch 2.x): _rebuild_tensor_v3(..., OrderedDict(), torch.<dtype>) over
+ * ('storage', torch.storage.UntypedStorage, key, 'cpu', nbytes), the offset still in elements.
  * A Parameter wraps it: _rebuild_parameter(tensor.data, requires_grad, OrderedDict()).
  */
 static void tensor_value(ti_pickler *p, memo *m, const ti_tw_tensor *t, const ti_tw_storage *st)
@@ -328,19 +361,26 @@ static void tensor_value(ti_pickler *p, memo *m, const ti_tw_tensor *t, const ti
 			c *= t->shape[d] ? t->shape[d] : 1;
 		}
 	}
+	bool v3 = ti_tw_needs_v3(st->dtype);
 	if (t->is_parameter)
 		global_once(p, &m->rebuild_parameter, "torch._utils", "_rebuild_parameter");
-	global_once(p, &m->rebuild_tensor, "torch._utils", "_rebuild_tensor_v2");
+	if (v3)
+		global_once(p, &m->rebuild_tensor_v3, "torch._utils", "_rebuild_tensor_v3");
+	else
+		global_once(p, &m->rebuild_tensor, "torch._utils", "_rebuild_tensor_v2");
 	ti_pickler_op(p, TI_PICKLER_MARK);
 	/* The persistent id: ('storage', torch.XStorage, key, location, numel), a 5-tuple, then BINPERSID. */
 	ti_pickler_op(p, TI_PICKLER_MARK);
 	str_once(p, &m->storage_str, "storage");
-	global_once(p, &m->storage_class[st->dtype], "torch", ti_tw_storage_class(st->dtype));
+	if (v3)
+		global_once(p, &m->untyped_storage, "torch.storage", "UntypedStorage");
+	else
+		global_once(p, &m->storage_class[st->dtype], "torch", ti_tw_storage_class(st->dtype));
 	char key[24];
 	snprintf(key, sizeof(key), "%zu", t->storage);
 	str_once(p, &m->key[t->storage], key);
 	str_once(p, &m->cpu_str, "cpu");
-	ti_pickler_int(p, (int64_t)st->numel);
+	ti_pickler_int(p, (int64_t)(v3 ? st->numel * ti_dtype_size(st->dtype) : st->numel));
 	ti_pickler_op(p, TI_PICKLER_TUPLE);
 	ti_pickler_put(p);
 	ti_pickler_op(p, TI_PICKLER_BINPERSID);
@@ -350,6 +390,8 @@ static void tensor_value(ti_pickler *p, memo *m, const ti_tw_tensor *t, const ti
 	/* A Parameter pickles its .data, which never requires grad. */
 	ti_pickler_bool(p, t->requires_grad && !t->is_parameter);
 	ordered_dict_new(p, m); /* backward hooks: never saved */
+	if (v3)
+		global_once(p, &m->dtype[st->dtype], "torch", ti_dtype_name(st->dtype));
 	ti_pickler_op(p, TI_PICKLER_TUPLE);
 	ti_pickler_put(p);
 	ti_pickler_op(p, TI_PICKLER_REDUCE);
@@ -409,10 +451,10 @@ static ti_status build_pickle(const ti_tw_storage *storages, size_t storage_coun
                               ti_error *err)
 {
 	memo m;
-	m.ordered_dict = m.rebuild_tensor = m.rebuild_parameter = NOT_MEMOIZED;
-	m.storage_str = m.cpu_str = m.version_str = NOT_MEMOIZED;
+	m.ordered_dict = m.rebuild_tensor = m.rebuild_tensor_v3 = m.rebuild_parameter = NOT_MEMOIZED;
+	m.untyped_storage = m.storage_str = m.cpu_str = m.version_str = NOT_MEMOIZED;
 	for (size_t i = 0; i < TI_DT_COUNT; i++)
-		m.storage_class[i] = NOT_MEMOIZED;
+		m.storage_class[i] = m.dtype[i] = NOT_MEMOIZED;
 	m.key = malloc((storage_count ? storage_count : 1) * sizeof(*m.key));
 	if (!m.key)
 		return TI_FAIL(err, TI_E_NOMEM, "out of memory for %zu storage keys", storage_count);

@@ -113,7 +113,7 @@ static ti_status upload(ti_cuda *cuda, ti_source *src, size_t i, ti_cuda_ptr ptr
 			break;
 		size_t m = bytes - at < cap ? (size_t)(bytes - at) : cap;
 		if (m < bytes - at && esize > 1)
-			m -= m % esize; /* fills are computed in whole elements */
+			m -= m % esize; /* fills, swaps and conj/neg bits work in whole elements */
 		if (!(st = ti_source_read(src, i, at, window, m, err)))
 			st = ti_cuda_upload_commit(cuda, m, err);
 		at += m;

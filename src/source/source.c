@@ -404,16 +404,16 @@ ti_status ti_source_read(ti_source *s, size_t storage, uint64_t offset, void *bu
 		return TI_FAIL(err, TI_E_INVALID, "read of %zu bytes at %llu passes the storage's %llu bytes", n,
 		               (unsigned long long)offset, (unsigned long long)st->nbytes);
 	source_place *p = &s->places[storage];
-	if (p->gen) {
-		size_t esize = ti_dtype_size(st->dtype);
-		if (!esize || offset % esize || n % esize)
-			return TI_FAIL(err, TI_E_INVALID, "a generated storage is read in whole elements");
+	size_t esize = ti_dtype_size(st->dtype);
+	if ((p->gen || p->swap || p->conj || p->neg) && (!esize || offset % esize || n % esize))
+		return TI_FAIL(err, TI_E_INVALID, "storage %zu is read in whole elements", storage);
+	if (p->gen)
 		return p->gen(p->gen_ctx, st->dtype, offset / esize, n / esize, buf, err);
-	}
 	ti_status rs = resolve_place(p, err);
 	if (rs)
 		return rs;
 	char *b = buf;
+	size_t total = n;
 	while (n) {
 		ssize_t got = pread(p->fd, b, n, (off_t)(p->offset + offset));
 		if (got < 0 && errno == EINTR)
@@ -424,12 +424,19 @@ ti_status ti_source_read(ti_source *s, size_t storage, uint64_t offset, void *bu
 		offset += (uint64_t)got;
 		n -= (size_t)got;
 	}
+	if (p->swap)
+		ti_dtype_swap_bytes(st->dtype, buf, total / esize);
+	if (p->conj || p->neg)
+		ti_dtype_resolve(st->dtype, p->conj, p->neg, buf, total / esize);
 	return TI_OK;
 }
 
 bool ti_source_file_place(ti_source *s, size_t storage, int *fd, uint64_t *offset)
 {
-	if (listed(s)->list_status || storage >= s->storage_count || !s->storages[storage].has_data || s->places[storage].gen)
+	if (listed(s)->list_status || storage >= s->storage_count || !s->storages[storage].has_data)
+		return false;
+	const source_place *p = &s->places[storage];
+	if (p->gen || p->swap || p->conj || p->neg) /* not the bytes as they lie */
 		return false;
 	ti_error ignored;
 	if (resolve_place(&s->places[storage], &ignored))

@@ -19,6 +19,10 @@
  * Where a storage's bytes are: a generator (gen != NULL); or a file at an
  * offset; or, for a torch zip, a record whose payload offset is found on
  * the first read (record >= 0), so that listing costs no read per storage.
+ * As file bytes are read: swap, they are big-endian and turned
+ * little-endian, as torch.load does for a file whose byteorder record says
+ * "big"; conj, neg, they are a lazy conjugate or negative view's
+ * (dtype.h) and resolved.
  */
 typedef struct source_place {
 	int fd;
@@ -27,6 +31,7 @@ typedef struct source_place {
 	int64_t record;   /* the ckpt's record, its offset not yet known; -1 when offset is */
 	ti_source_generator gen;
 	const void *gen_ctx;
+	bool swap, conj, neg;
 } source_place;
 
 /*

@@ -5,6 +5,44 @@
  */
 #include "source/source_internal.h"
 
+#include <string.h>
+
+#include "util/strmap.h"
+
+/*
+ * A view with the conjugate or negative bit does not show its storage's
+ * values: it gets a storage of its own, the same bytes resolved as they are
+ * read, shared with the views of the same storage, bits and dtype. So every
+ * reader (convert, materialize, placement) sees the values PyTorch 2.x
+ * gives, and a view with the bits never ties with one without.
+ */
+static ti_status resolved_storage(ti_source *s, ti_strmap *seen, size_t storage, const ti_tensor *x, size_t *out,
+                                  ti_error *err)
+{
+	/* a real tensor's conjugate is itself */
+	bool conj = x->conj && (x->dtype == TI_DT_COMPLEX32 || x->dtype == TI_DT_COMPLEX64 || x->dtype == TI_DT_COMPLEX128);
+	*out = storage;
+	if (!conj && !x->neg)
+		return TI_OK;
+	const char *key = ti_arena_printf(&s->arena, "%zu/%d/%d/%d", storage, (int)x->dtype, conj, x->neg);
+	void *earlier;
+	int added = key ? ti_strmap_add(seen, key, (void *)(uintptr_t)s->storage_count, &earlier) : -1;
+	if (added < 0)
+		return source_out_of_memory(err);
+	if (added == 1) {
+		*out = (size_t)(uintptr_t)earlier;
+		return TI_OK;
+	}
+	const ti_source_storage *of = &s->storages[storage];
+	source_place where = s->places[storage];
+	where.conj = conj;
+	where.neg = x->neg;
+	if (!source_add_storage(s, x->dtype, of->nbytes, of->has_data, where))
+		return source_out_of_memory(err);
+	*out = s->storage_count - 1;
+	return TI_OK;
+}
+
 /* Lists p's checkpoint's storages and tensors in s. */
 ti_status source_list_torch_zip(ti_source *s, source_part *p, ti_error *err)
 {
@@ -14,21 +52,30 @@ ti_status source_list_torch_zip(ti_source *s, source_part *p, ti_error *err)
 	ti_status st = source_reserve(s, n, ti_ckpt_entry_count(p->ckpt), err);
 	if (st)
 		return st;
+	bool big = !strcmp(ti_ckpt_get_info(p->ckpt)->byteorder, "big");
 	for (size_t i = 0; i < n; i++) {
 		const ti_storage *sto = ti_ckpt_storage(p->ckpt, i);
-		/* the payload offset is found on the first read: listing reads nothing more */
-		source_place where = {.fd = p->fd, .ckpt = p->ckpt, .record = sto->record_index};
+		/*
+		 * The payload offset is found on the first read: listing reads nothing more.
+		 * torch.load swaps a typed storage's bytes by its dtype; an UntypedStorage's as bytes: not at all.
+		 */
+		source_place where = {.fd = p->fd, .ckpt = p->ckpt, .record = sto->record_index,
+		                      .swap = big && !sto->untyped};
 		if (!source_add_storage(s, sto->dtype, (uint64_t)sto->nbytes, sto->record_index >= 0, where))
 			return source_out_of_memory(err);
 	}
-	for (size_t i = 0; i < ti_ckpt_entry_count(p->ckpt); i++) {
+	ti_strmap resolved;
+	ti_strmap_init(&resolved);
+	for (size_t i = 0; i < ti_ckpt_entry_count(p->ckpt) && !st; i++) {
 		const ti_entry *e = ti_ckpt_entry(p->ckpt, i);
 		if (e->value->kind != TI_TENSOR)
 			continue;
 		const ti_tensor *x = e->value->as.tensor;
 		ti_source_tensor *t = source_add_tensor(s);
-		if (!t)
-			return source_out_of_memory(err);
+		if (!t) {
+			st = source_out_of_memory(err);
+			break;
+		}
 		t->name = e->name;
 		t->dtype = x->dtype;
 		t->ndim = x->ndim;
@@ -44,9 +91,16 @@ ti_status source_list_torch_zip(ti_source *s, source_part *p, ti_error *err)
 			t->unsupported = "a quantized tensor";
 		else if (!x->storage)
 			t->unsupported = "saved from the meta device: it has no data";
+		else if (!ti_dtype_can_resolve(x->dtype, x->conj, x->neg))
+			t->unsupported = "a negative view of a dtype that has no negative";
+		t->conj = x->conj;
+		t->neg = x->neg;
 		t->storage = x->storage ? first + x->storage->index : 0;
+		if (x->storage && !t->unsupported)
+			st = resolved_storage(s, &resolved, t->storage, x, &t->storage, err);
 	}
-	return TI_OK;
+	ti_strmap_release(&resolved);
+	return st;
 }
 
 /* Opens p's checkpoint and lists it: what torch shards of an index do. */

@@ -87,9 +87,9 @@ typedef struct storage_spec {
 	const void *bytes;
 } storage_spec;
 
-/* Writes a torch zip with the torch writer into a fresh path; returns the path (in buf). */
-static const char *write_torch(char *buf, size_t size, const storage_spec *storages, size_t storage_count,
-                               const ti_tw_tensor *tensors, size_t tensor_count)
+/* Writes a torch zip with the torch writer and options into a fresh path; returns the path (in buf). */
+static const char *write_torch_with(char *buf, size_t size, const storage_spec *storages, size_t storage_count,
+                                    const ti_tw_tensor *tensors, size_t tensor_count, const ti_tw_options *options)
 {
 	ti_tw_storage tw[16];
 	cr_assert(storage_count <= COUNT(tw));
@@ -99,7 +99,7 @@ static const char *write_torch(char *buf, size_t size, const storage_spec *stora
 	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
 	cr_assert(fd >= 0, "cannot create %s", path);
 	ti_tw *w = NULL;
-	ASSERT_STATUS(ti_tw_begin(fd, tw, storage_count, tensors, tensor_count, NULL, &w, &err), TI_OK, err);
+	ASSERT_STATUS(ti_tw_begin(fd, tw, storage_count, tensors, tensor_count, options, &w, &err), TI_OK, err);
 	for (size_t i = 0; i < storage_count; i++) {
 		size_t n = (size_t)storages[i].numel * ti_dtype_size(storages[i].dtype);
 		if (n)
@@ -109,6 +109,12 @@ static const char *write_torch(char *buf, size_t size, const storage_spec *stora
 	ti_tw_free(w);
 	cr_assert(close(fd) == 0);
 	return path;
+}
+
+static const char *write_torch(char *buf, size_t size, const storage_spec *storages, size_t storage_count,
+                               const ti_tw_tensor *tensors, size_t tensor_count)
+{
+	return write_torch_with(buf, size, storages, storage_count, tensors, tensor_count, NULL);
 }
 
 /* Converts in into a fresh file; returns ti_convert's status, the output's path in out. */
@@ -1032,30 +1038,26 @@ Test(convert, views_become_compact_safetensors_and_keep_storage_does_not_apply)
 	}
 }
 
-Test(convert, every_safetensors_dtype_round_trips_but_torch_output_refuses_what_torch_1_13_cannot_load)
+Test(convert, every_safetensors_dtype_round_trips_through_both_formats)
 {
 	const char *in = "fixtures/safetensors/multi_dtype.safetensors";
 	ti_source *src = open_source(in);
-	ti_convert_options o = {0};
-	o.format = TI_OUT_SAFETENSORS;
-	ti_source *out = convert_ok(in, &o, NULL);
-	EXPECT_INT(ti_source_tensor_count(out), ti_source_tensor_count(src));
-	for (size_t i = 0; i < ti_source_tensor_count(src); i++) {
-		const ti_source_tensor *t = ti_source_tensor_at(src, i);
-		EXPECT_INT(must_find(out, t->name)->dtype, t->dtype);
-		unsigned char want[64];
-		cr_assert(t->numel * ti_dtype_size(t->dtype) <= sizeof(want));
-		read_elements(src, t, want);
-		expect_elements(out, t->name, want, (size_t)t->numel);
+	/* torch output writes the dtypes PyTorch 2.x added (uint16/32/64, float8) with _rebuild_tensor_v3 */
+	static const ti_output_format formats[] = {TI_OUT_SAFETENSORS, TI_OUT_TORCH_ZIP};
+	for (size_t f = 0; f < COUNT(formats); f++) {
+		ti_convert_options o = {0};
+		o.format = formats[f];
+		ti_source *out = convert_ok(in, &o, NULL);
+		EXPECT_INT(ti_source_tensor_count(out), ti_source_tensor_count(src));
+		for (size_t i = 0; i < ti_source_tensor_count(src); i++) {
+			const ti_source_tensor *t = ti_source_tensor_at(src, i);
+			EXPECT_INT(must_find(out, t->name)->dtype, t->dtype);
+			unsigned char want[64];
+			cr_assert(t->numel * ti_dtype_size(t->dtype) <= sizeof(want));
+			read_elements(src, t, want);
+			expect_elements(out, t->name, want, (size_t)t->numel);
+		}
 	}
-	o.format = TI_OUT_TORCH_ZIP;
-	char path[160];
-	ti_convert_stats stats;
-	EXPECT_STATUS(run_convert(in, &o, &stats, path, sizeof(path)), TI_E_UNSUPPORTED, err);
-	o.exclude = (const char *const[]){"u16", "u32", "u64", "f8_*"};
-	o.exclude_count = 4;
-	out = convert_ok(in, &o, &stats);
-	EXPECT_INT(ti_source_tensor_count(out), ti_source_tensor_count(src) - 8);
 }
 
 /* ---- sharded checkpoints ---- */
@@ -1150,4 +1152,81 @@ Test(convert, a_pipe_is_refused_as_output)
 	close(fds[0]);
 	close(fds[1]);
 	cr_expect(st != TI_OK, "a torch zip was written to a pipe");
+}
+
+/* ---- PyTorch 2.x's conjugate and negative bits (fixtures/gen_torch2.py torch2_conj_neg) ---- */
+
+/* z = storage0.conj() = [1-2j, -3-0.5j, 1j]; z_plain = storage0; n = -[[1, 2], [3, 4]] */
+static const float conj_z[] = {1, -2, -3, -0.5f, 0, 1}, conj_z_plain[] = {1, 2, -3, 0.5f, 0, -1},
+                   conj_n[] = {-1, -2, -3, -4};
+
+static void expect_conj_neg_values(ti_source *s)
+{
+	expect_elements(s, "z", conj_z, 3);
+	expect_elements(s, "z_plain", conj_z_plain, 3);
+	expect_elements(s, "n", conj_n, 4);
+}
+
+Test(convert, a_source_reads_a_conjugate_or_negative_view_as_its_values)
+{
+	ti_source *in = open_source("fixtures/torch2_conj_neg.pt");
+	expect_conj_neg_values(in);
+	const ti_source_tensor *z = must_find(in, "z"), *plain = must_find(in, "z_plain");
+	cr_expect(z->conj && !z->neg && !plain->conj && must_find(in, "n")->neg);
+	cr_expect(z->storage != plain->storage, "z reads through z_plain's storage");
+	int fd;
+	uint64_t at;
+	cr_expect(!ti_source_file_place(in, z->storage, &fd, &at), "z's bytes would be copied unresolved");
+	cr_expect(ti_source_file_place(in, plain->storage, &fd, &at));
+}
+
+Test(convert, conjugate_and_negative_views_are_written_resolved_in_every_layout)
+{
+	static const ti_output_format formats[] = {TI_OUT_TORCH_ZIP, TI_OUT_SAFETENSORS};
+	for (size_t f = 0; f < COUNT(formats); f++)
+		for (int keep = 0; keep < 2; keep++) {
+			ti_convert_options o = {0};
+			o.format = formats[f];
+			o.keep_storage = keep;
+			ti_convert_stats stats;
+			ti_source *out = convert_ok("fixtures/torch2_conj_neg.pt", &o, &stats);
+			expect_conj_neg_values(out);
+			EXPECT_INT(stats.ties, 0); /* z and z_plain view one storage but differ */
+			EXPECT_INT(stats.data_bytes, 24 + 24 + 16);
+			for (size_t i = 0; i < ti_source_tensor_count(out); i++)
+				cr_expect(!ti_source_tensor_at(out, i)->conj && !ti_source_tensor_at(out, i)->neg,
+				          "the output keeps a bit on '%s'", ti_source_tensor_at(out, i)->name);
+		}
+}
+
+/* ---- a checkpoint saved on a big-endian machine (byteorder "big") ---- */
+
+Test(convert, a_big_endian_checkpoint_is_read_and_written_little_endian)
+{
+	/* float32 [1, -2], int16 [1, -2], complex64 [1+2j], as a big-endian machine stores them */
+	static const unsigned char f32[] = {0x3f, 0x80, 0, 0, 0xc0, 0, 0, 0}, i16[] = {0, 1, 0xff, 0xfe},
+	                           c64[] = {0x3f, 0x80, 0, 0, 0x40, 0, 0, 0};
+	static const int64_t shape_2[] = {2}, shape_1[] = {1};
+	storage_spec storages[] = {{TI_DT_FLOAT32, 2, f32}, {TI_DT_INT16, 2, i16}, {TI_DT_COMPLEX64, 1, c64}};
+	ti_tw_tensor tensors[] = {{.name = "f32", .storage = 0, .ndim = 1, .shape = shape_2},
+	                          {.name = "i16", .storage = 1, .ndim = 1, .shape = shape_2},
+	                          {.name = "c64", .storage = 2, .ndim = 1, .shape = shape_1}};
+	ti_tw_options options = {.big_endian = true};
+	char in[160];
+	write_torch_with(in, sizeof(in), storages, COUNT(storages), tensors, COUNT(tensors), &options);
+	static const float want_f32[] = {1, -2}, want_c64[] = {1, 2};
+	static const int16_t want_i16[] = {1, -2};
+	ti_source *src = open_source(in);
+	expect_elements(src, "f32", want_f32, 2);
+	expect_elements(src, "i16", want_i16, 2);
+	expect_elements(src, "c64", want_c64, 1);
+	static const ti_output_format formats[] = {TI_OUT_TORCH_ZIP, TI_OUT_SAFETENSORS};
+	for (size_t f = 0; f < COUNT(formats); f++) {
+		ti_convert_options o = {0};
+		o.format = formats[f];
+		ti_source *out = convert_ok(in, &o, NULL);
+		expect_elements(out, "f32", want_f32, 2);
+		expect_elements(out, "i16", want_i16, 2);
+		expect_elements(out, "c64", want_c64, 1);
+	}
 }

@@ -106,3 +106,88 @@ Test(dtype, quantized_dtypes_say_so)
 	cr_expect(!ti_dtype_is_quantized(TI_DT_INVALID));
 	cr_expect(!ti_dtype_is_quantized(TI_DT_COUNT));
 }
+
+/* ---- resolving PyTorch 2.x's conjugate and negative bits ---- */
+
+Test(dtype, resolving_a_negative_view_flips_a_float_s_sign_bit)
+{
+	float f[] = {1.0f, -2.5f, 0.0f, -0.0f};
+	cr_assert(ti_dtype_resolve(TI_DT_FLOAT32, false, true, f, 4));
+	EXPECT_DOUBLE(f[0], -1.0);
+	EXPECT_DOUBLE(f[1], 2.5);
+	cr_expect(signbit(f[2]) && !signbit(f[3]), "zeros: got %g %g, want -0 0", f[2], f[3]);
+	uint16_t bf16[] = {0x3f80, 0xffc1}; /* 1.0, a negative NaN with a payload: PyTorch's neg flips the sign */
+	cr_assert(ti_dtype_resolve(TI_DT_BFLOAT16, false, true, bf16, 2));
+	EXPECT_INT(bf16[0], 0xbf80);
+	EXPECT_INT(bf16[1], 0x7fc1);
+	double d = 3.0;
+	cr_assert(ti_dtype_resolve(TI_DT_FLOAT64, false, true, &d, 1));
+	EXPECT_DOUBLE(d, -3.0);
+}
+
+Test(dtype, resolving_a_negative_view_of_integers_wraps_as_pytorch_does)
+{
+	int64_t i64[] = {5, -7, INT64_MIN};
+	cr_assert(ti_dtype_resolve(TI_DT_INT64, false, true, i64, 3));
+	EXPECT_INT(i64[0], -5);
+	EXPECT_INT(i64[1], 7);
+	EXPECT_INT(i64[2], INT64_MIN);
+	uint8_t u8[] = {0, 1, 200};
+	cr_assert(ti_dtype_resolve(TI_DT_UINT8, false, true, u8, 3));
+	EXPECT_INT(u8[0], 0);
+	EXPECT_INT(u8[1], 255);
+	EXPECT_INT(u8[2], 56);
+	int16_t i16[] = {-300};
+	cr_assert(ti_dtype_resolve(TI_DT_INT16, false, true, i16, 1));
+	EXPECT_INT(i16[0], 300);
+}
+
+Test(dtype, resolving_a_conjugate_flips_the_imaginary_part_only)
+{
+	float z[] = {1.0f, 2.0f, -3.0f, 0.5f, 0.0f, -1.0f}; /* fixtures/torch2_conj_neg.pt's storage 0 */
+	cr_assert(ti_dtype_resolve(TI_DT_COMPLEX64, true, false, z, 3));
+	float want[] = {1.0f, -2.0f, -3.0f, -0.5f, 0.0f, 1.0f};
+	cr_expect(!memcmp(z, want, sizeof(z)), "got %g%+gj %g%+gj %g%+gj", z[0], z[1], z[2], z[3], z[4], z[5]);
+	double c[] = {1.0, 2.0};
+	cr_assert(ti_dtype_resolve(TI_DT_COMPLEX128, true, true, c, 1)); /* -(conj(1+2j)) = -1+2j */
+	EXPECT_DOUBLE(c[0], -1.0);
+	EXPECT_DOUBLE(c[1], 2.0);
+	uint16_t half[] = {0x3c00, 0x4000}; /* complex32 1+2j */
+	cr_assert(ti_dtype_resolve(TI_DT_COMPLEX32, true, false, half, 1));
+	EXPECT_INT(half[0], 0x3c00);
+	EXPECT_INT(half[1], 0xc000);
+}
+
+Test(dtype, a_real_tensor_s_conjugate_is_itself)
+{
+	float f[] = {1.0f, -2.0f};
+	cr_assert(ti_dtype_resolve(TI_DT_FLOAT32, true, false, f, 2));
+	EXPECT_DOUBLE(f[0], 1.0);
+	EXPECT_DOUBLE(f[1], -2.0);
+}
+
+Test(dtype, the_fnuz_float8s_keep_zero_and_nan_when_negated)
+{
+	uint8_t v[] = {0x00, 0x80, 0x38, 0xb8};
+	cr_assert(ti_dtype_resolve(TI_DT_FLOAT8_E4M3FNUZ, false, true, v, 4));
+	EXPECT_INT(v[0], 0x00);
+	EXPECT_INT(v[1], 0x80);
+	EXPECT_INT(v[2], 0xb8);
+	EXPECT_INT(v[3], 0x38);
+	uint8_t e4m3fn[] = {0x00};
+	cr_assert(ti_dtype_resolve(TI_DT_FLOAT8_E4M3FN, false, true, e4m3fn, 1));
+	EXPECT_INT(e4m3fn[0], 0x80); /* it has a negative zero */
+}
+
+Test(dtype, what_has_no_negative_cannot_be_resolved_and_is_left_alone)
+{
+	static const ti_dtype none[] = {TI_DT_BOOL, TI_DT_QINT8, TI_DT_QUINT4X2, TI_DT_FLOAT8_E8M0FNU,
+	                                TI_DT_FLOAT4_E2M1FN_X2, TI_DT_BITS8, TI_DT_INVALID};
+	for (size_t i = 0; i < sizeof(none) / sizeof(none[0]); i++) {
+		uint8_t v[] = {1, 2};
+		cr_expect(!ti_dtype_can_resolve(none[i], false, true), "%s can be negated", ti_dtype_name(none[i]));
+		cr_expect(!ti_dtype_resolve(none[i], false, true, v, 1) && v[0] == 1, "%s was negated",
+		          ti_dtype_name(none[i]));
+		cr_expect(ti_dtype_can_resolve(none[i], true, false), "%s has no conjugate", ti_dtype_name(none[i]));
+	}
+}

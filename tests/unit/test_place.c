@@ -464,3 +464,20 @@ Test(place, a_failed_device_fill_is_an_io_error)
 	EXPECT_STATUS(ti_place(src, &o, &stats, &err), TI_E_IO, err);
 	EXPECT_INT(counter("live_device"), 0);
 }
+
+/* ---- PyTorch 2.x's conjugate and negative bits ---- */
+
+Test(place, a_conjugate_view_is_placed_resolved_apart_from_its_base)
+{
+	open_file("fixtures/torch2_conj_neg.pt");
+	ti_place_options o = {false, 0, true, NULL, NULL};
+	ti_place_stats stats;
+	ASSERT_STATUS(ti_place(src, &o, &stats, &err), TI_OK, err);
+	EXPECT_INT(stats.storages, 3); /* z's values, z_plain's, n's */
+	EXPECT_INT(stats.bytes, 24 + 24 + 16);
+	cr_expect(stats.verified);
+	float z[6];
+	ASSERT_STATUS(ti_source_read(src, storage_of("z"), 0, z, sizeof(z), &err), TI_OK, err);
+	float want[] = {1, -2, -3, -0.5f, 0, 1};
+	cr_expect(!memcmp(z, want, sizeof(z)), "z is placed unconjugated");
+}

@@ -474,7 +474,10 @@ static void check_reader(const char *path, const scenario *sc)
 		ASSERT_INT(t->storage != NULL, 1);
 		ws = t->storage;
 		EXPECT_STR(ws->key, key);
-		EXPECT_INT(ws->numel, sc->storages[want->storage].numel);
+		/* an UntypedStorage (a dtype of PyTorch 2.x's _new_dtypes) declares its size in bytes */
+		EXPECT_INT(ws->untyped, ti_tw_needs_v3(sc->storages[want->storage].dtype));
+		EXPECT_INT(ws->numel, ws->untyped ? (int64_t)storage_bytes(&sc->storages[want->storage])
+		                                  : (int64_t)sc->storages[want->storage].numel);
 		EXPECT_INT(ws->nbytes, storage_bytes(&sc->storages[want->storage]));
 		EXPECT_INT(ws->tensor_count, views[want->storage]);
 		/* Views of one storage share one storage again. */
@@ -856,19 +859,80 @@ Test(torch_writer, every_supported_dtype_in_one_file)
 	check_all(write_scenario(&sc), &sc);
 }
 
-static const ti_dtype unsupported[] = {
+/* PyTorch 2.x torch.storage._new_dtypes(): no typed storage, saved with _rebuild_tensor_v3 */
+static const ti_dtype v3_dtypes[] = {
 	TI_DT_COMPLEX32, TI_DT_UINT16, TI_DT_UINT32, TI_DT_UINT64, TI_DT_FLOAT8_E5M2, TI_DT_FLOAT8_E4M3FN,
-	TI_DT_FLOAT4_E2M1FN_X2, TI_DT_BITS16, TI_DT_QINT8, TI_DT_QUINT4X2,
+	TI_DT_FLOAT8_E5M2FNUZ, TI_DT_FLOAT8_E4M3FNUZ, TI_DT_FLOAT8_E8M0FNU, TI_DT_FLOAT4_E2M1FN_X2,
+	TI_DT_BITS8, TI_DT_BITS16, TI_DT_BITS1X8, TI_DT_BITS2X4, TI_DT_BITS4X2,
 };
 
-ParameterizedTestParameters(torch_writer, a_dtype_torch_1_13_cannot_load_is_refused_as_unsupported)
+/* Whether the pickle holds bytes (a GLOBAL line pair, an opcode run). */
+static bool pickle_has(const uint8_t *p, size_t size, const void *bytes, size_t n)
+{
+	for (size_t i = 0; i + n <= size; i++)
+		if (!memcmp(p + i, bytes, n))
+			return true;
+	return false;
+}
+
+ParameterizedTestParameters(torch_writer, a_dtype_pytorch_2_added_is_written_as_2_x_writes_it)
+{
+	return cr_make_param_array(ti_dtype, v3_dtypes, COUNT(v3_dtypes));
+}
+
+ParameterizedTest(const ti_dtype *dt, torch_writer, a_dtype_pytorch_2_added_is_written_as_2_x_writes_it)
+{
+	cr_expect(ti_tw_storage_class(*dt) == NULL && ti_tw_needs_v3(*dt), "%s has a typed storage", ti_dtype_name(*dt));
+	/* a view at element 1: v3's offset counts elements, the persistent id's size counts bytes */
+	ti_tw_storage storage = {*dt, 5};
+	static const int64_t shape_4[] = {4};
+	ti_tw_tensor tensor = {.name = "x", .offset = 1, .ndim = 1, .shape = shape_4};
+	char stem[64];
+	snprintf(stem, sizeof(stem), "v3_%s", ti_dtype_name(*dt));
+	scenario sc = {stem, &storage, 1, &tensor, 1, {0}, 3};
+	const char *path = write_scenario(&sc);
+	check_all(path, &sc);
+	size_t size;
+	uint8_t *p = read_pickle(path, &size);
+	char dtype_global[64];
+	int n = snprintf(dtype_global, sizeof(dtype_global), "ctorch\n%s\nq", ti_dtype_name(*dt));
+	cr_expect(pickle_has(p, size, "ctorch._utils\n_rebuild_tensor_v3\nq", 32), "no _rebuild_tensor_v3");
+	cr_expect(pickle_has(p, size, "ctorch.storage\nUntypedStorage\nq", 30), "no UntypedStorage");
+	cr_expect(pickle_has(p, size, dtype_global, (size_t)n), "no GLOBAL 'torch %s'", ti_dtype_name(*dt));
+	/* ... 'cpu' K nbytes t Q K 1 (offset): the size is 5 elements in bytes, then BINPERSID, offset 1 */
+	uint8_t pid_end[] = {'K', (uint8_t)(5 * ti_dtype_size(*dt)), 't', 'q'};
+	cr_expect(pickle_has(p, size, pid_end, sizeof(pid_end)), "the persistent id does not count %zu bytes",
+	          5 * ti_dtype_size(*dt));
+	cr_expect(!pickle_has(p, size, "_rebuild_tensor_v2", 18), "a v2 call for %s", ti_dtype_name(*dt));
+	free(p);
+}
+
+Test(torch_writer, legacy_and_v3_dtypes_mix_in_one_file)
+{
+	static const ti_tw_storage storages[] = {{TI_DT_FLOAT32, 2}, {TI_DT_FLOAT8_E4M3FN, 4}, {TI_DT_UINT16, 3},
+	                                         {TI_DT_FLOAT8_E4M3FN, 1}};
+	static const int64_t shape_2x2[] = {2, 2}, stride_t[] = {1, 2};
+	static const ti_tw_tensor tensors[] = {
+		{.name = "f32", .storage = 0, .ndim = 1, .shape = shape_2},
+		{.name = "f8", .storage = 1, .ndim = 2, .shape = shape_2x2, .requires_grad = true},
+		{.name = "f8_t", .storage = 1, .ndim = 2, .shape = shape_2x2, .stride = stride_t},
+		{.name = "u16", .storage = 2, .offset = 1, .ndim = 1, .shape = shape_2},
+		{.name = "f8_scalar", .storage = 3, .ndim = 0},
+	};
+	scenario sc = {"v3_mixed", storages, COUNT(storages), tensors, COUNT(tensors), {0}, 0};
+	check_all(write_scenario(&sc), &sc);
+}
+
+static const ti_dtype unsupported[] = {TI_DT_QINT8, TI_DT_QUINT8, TI_DT_QINT32, TI_DT_QUINT4X2, TI_DT_QUINT2X4};
+
+ParameterizedTestParameters(torch_writer, a_quantized_dtype_is_refused_as_unsupported)
 {
 	return cr_make_param_array(ti_dtype, unsupported, COUNT(unsupported));
 }
 
-ParameterizedTest(const ti_dtype *dt, torch_writer, a_dtype_torch_1_13_cannot_load_is_refused_as_unsupported)
+ParameterizedTest(const ti_dtype *dt, torch_writer, a_quantized_dtype_is_refused_as_unsupported)
 {
-	cr_expect(ti_tw_storage_class(*dt) == NULL, "%s has a storage class", ti_dtype_name(*dt));
+	cr_expect(ti_tw_storage_class(*dt) == NULL && !ti_tw_needs_v3(*dt), "%s can be written", ti_dtype_name(*dt));
 	ti_tw_storage storage = {*dt, 5};
 	ti_tw_tensor tensor = {.name = "x", .ndim = 1, .shape = shape_5};
 	int fd;
