@@ -2,6 +2,7 @@
 #include "cli/output.h"
 
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -192,4 +193,186 @@ void cli_out_json_string(cli_out *o, const char *s)
 		cli_out_puts(o, esc);
 	}
 	cli_out_put(o, "\"", 1);
+}
+
+/* ---- tables ---- */
+
+int cli_text_width(const char *s)
+{
+	int n = 0;
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c < 0x20 || c == 0x7f)
+			n += 4; /* "\x1b" */
+		else if ((c & 0xc0) != 0x80)
+			n++; /* continuation bytes take no column */
+	}
+	return n;
+}
+
+/* s escaped as cli_out_safe writes it, into buf (size at least 4 * strlen(s) + 1). */
+static void escape(const char *s, char *buf)
+{
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c < 0x20 || c == 0x7f)
+			buf += snprintf(buf, 5, "\\x%02x", c);
+		else
+			*buf++ = (char)c;
+	}
+	*buf = '\0';
+}
+
+/* The byte offset of column col of the escaped text t (one column per character). */
+static size_t column_at(const char *t, int col)
+{
+	size_t i = 0;
+	for (int k = 0; t[i]; i++)
+		if (((unsigned char)t[i] & 0xc0) != 0x80 && k++ == col)
+			return i;
+	return i;
+}
+
+void cli_out_cell(cli_out *o, const char *s, int width, cli_align align, bool last)
+{
+	int w = cli_text_width(s);
+	if (w <= width || width < 3) {
+		if (align == CLI_RIGHT && w < width)
+			cli_out_pad(o, (size_t)(width - w));
+		cli_out_safe(o, s, align == CLI_LEFT && !last ? width : 0);
+		return;
+	}
+	size_t n = strlen(s);
+	char small[1024], *t = 4 * n + 1 <= sizeof(small) ? small : malloc(4 * n + 1);
+	if (!t) { /* no memory for the copy: the whole cell, alignment lost but nothing hidden */
+		cli_out_safe(o, s, 0);
+		return;
+	}
+	escape(s, t);
+	/* keep more of the end: a name's last components say what the tensor is */
+	int head = (width - 1) / 2, tail = width - 1 - head;
+	size_t head_end = column_at(t, head), tail_start = column_at(t, w - tail);
+	cli_out_put(o, t, head_end);
+	cli_out_puts(o, CLI_ELLIPSIS);
+	cli_out_puts(o, t + tail_start);
+	if (t != small)
+		free(t);
+}
+
+int cli_column_width(const cli_column *c, int widest_cell)
+{
+	int w = cli_text_width(c->header);
+	if (widest_cell > w)
+		w = widest_cell;
+	if (c->max && w > c->max)
+		w = c->max > (int)strlen(c->header) ? c->max : (int)strlen(c->header);
+	return w;
+}
+
+void cli_table_init(cli_table *t, const cli_column *columns, int ncols)
+{
+	memset(t, 0, sizeof(*t));
+	t->columns = columns;
+	t->ncols = ncols;
+}
+
+void cli_table_add(cli_table *t, const char *const *cells)
+{
+	if (t->failed)
+		return;
+	if (t->rows == t->cap) {
+		size_t cap = t->cap ? 2 * t->cap : 16;
+		char **bigger = realloc(t->cells, cap * (size_t)t->ncols * sizeof(*bigger));
+		if (!bigger) {
+			t->failed = true;
+			return;
+		}
+		t->cells = bigger;
+		t->cap = cap;
+	}
+	char **row = t->cells + t->rows * (size_t)t->ncols;
+	for (int c = 0; c < t->ncols; c++) {
+		row[c] = NULL;
+		if (cells[c] && *cells[c] && !(row[c] = strdup(cells[c])))
+			t->failed = true;
+	}
+	t->rows++;
+}
+
+bool cli_table_print(cli_table *t, cli_out *o)
+{
+	if (t->failed)
+		return false;
+	int width[32];
+	int ncols = t->ncols < 32 ? t->ncols : 32;
+	for (int c = 0; c < ncols; c++) {
+		int widest = 0;
+		for (size_t r = 0; r < t->rows; r++) {
+			const char *cell = t->cells[r * (size_t)t->ncols + (size_t)c];
+			int w = cell ? cli_text_width(cell) : 0;
+			if (w > widest)
+				widest = w;
+		}
+		width[c] = cli_column_width(&t->columns[c], widest);
+	}
+	/* a last column with nothing in it is left out, header included */
+	while (ncols > 1) {
+		bool empty = true;
+		for (size_t r = 0; r < t->rows && empty; r++)
+			empty = !t->cells[r * (size_t)t->ncols + (size_t)ncols - 1];
+		if (!empty)
+			break;
+		ncols--;
+	}
+	for (size_t r = 0; r <= t->rows; r++) {
+		for (int c = 0; c < ncols; c++) {
+			const char *cell = !r ? t->columns[c].header : t->cells[(r - 1) * (size_t)t->ncols + (size_t)c];
+			if (c)
+				cli_out_pad(o, CLI_GAP);
+			cli_out_cell(o, cell ? cell : "", width[c], t->columns[c].align, c == ncols - 1);
+		}
+		cli_out_put(o, "\n", 1);
+	}
+	return true;
+}
+
+void cli_table_free(cli_table *t)
+{
+	for (size_t i = 0; t->cells && i < t->rows * (size_t)t->ncols; i++)
+		free(t->cells[i]);
+	free(t->cells);
+	memset(t, 0, sizeof(*t));
+}
+
+/* ---- numbers ---- */
+
+bool cli_raw_numbers;
+
+const char *cli_human(int64_t n, const char *unit, char *buf, size_t size)
+{
+	static const char prefixes[] = "KMGTPE";
+	if (cli_raw_numbers) {
+		snprintf(buf, size, "%" PRId64, n);
+		return buf;
+	}
+	if (n < 1000 && n > -1000) {
+		snprintf(buf, size, *unit ? "%" PRId64 " %s" : "%" PRId64, n, unit);
+		return buf;
+	}
+	double v = (double)n;
+	int p = -1;
+	while ((v >= 999.5 || v <= -999.5) && p < 5) {
+		v /= 1000;
+		p++;
+	}
+	double a = v < 0 ? -v : v;
+	/* three significant figures, rounding up to the next prefix ("999.7 K" is "1.00 M") */
+	snprintf(buf, size, a < 9.995 ? "%.2f %c%s" : a < 99.95 ? "%.1f %c%s" : "%.0f %c%s", v, prefixes[p], unit);
+	return buf;
+}
+
+const char *cli_json_seconds(double seconds, char *buf, size_t size)
+{
+	snprintf(buf, size, "%.6f", seconds < 0 ? 0 : seconds);
+	return buf;
 }

@@ -61,4 +61,58 @@ void cli_out_safe(cli_out *o, const char *s, int width);
 /* s as a JSON string, escaped as cJSON prints strings, so both writers agree byte for byte. */
 void cli_out_json_string(cli_out *o, const char *s);
 
+/*
+ * Tables: one look for every command. Columns are as wide as their widest
+ * cell (within a column's ceiling), CLI_GAP spaces apart, numbers to the
+ * right; a cell longer than its column loses its middle to an ellipsis, so a
+ * long name never pushes the next column out of line (JSON output always has
+ * the whole name). The last column is not padded.
+ */
+#define CLI_GAP 2
+#define CLI_ELLIPSIS "\xe2\x80\xa6" /* U+2026, one column */
+
+typedef enum { CLI_LEFT, CLI_RIGHT } cli_align;
+
+/* The columns s takes on a terminal once cli_out_safe has escaped it. */
+int cli_text_width(const char *s);
+/* s in exactly width columns: escaped, cut in the middle if longer, padded unless last. */
+void cli_out_cell(cli_out *o, const char *s, int width, cli_align align, bool last);
+
+typedef struct cli_column {
+	const char *header; /* upper case, the same word for the same thing in every command */
+	cli_align align;
+	int max;            /* ceiling on the width, 0 for none; cells past it are cut in the middle */
+} cli_column;
+
+/* A table gathered row by row (cells copied), then printed at once: for the short tables. */
+typedef struct cli_table {
+	const cli_column *columns;
+	int ncols;
+	char **cells; /* rows * ncols, NULL for an empty cell */
+	size_t rows, cap;
+	bool failed;  /* memory ran out: cli_table_print says so */
+} cli_table;
+
+void cli_table_init(cli_table *t, const cli_column *columns, int ncols);
+/* Adds a row of ncols cells (NULL or "" for an empty one). */
+void cli_table_add(cli_table *t, const char *const *cells);
+/* Prints the header and rows; false when memory ran out while gathering. */
+bool cli_table_print(cli_table *t, cli_out *o);
+void cli_table_free(cli_table *t);
+/* The widths a streamed table's columns need: max(header, cell) within the ceiling. */
+int cli_column_width(const cli_column *c, int widest_cell);
+
+/*
+ * Numbers a person reads: "25.6 M", "1.82 G" (three significant figures,
+ * powers of 1000), followed by unit ("Mac" for "1.82 GMac"); exact below
+ * 1000. With --raw (cli_raw_numbers) every count and byte size is printed
+ * as an exact integer instead, for scripts that read text.
+ */
+extern bool cli_raw_numbers;
+const char *cli_human(int64_t n, const char *unit, char *buf, size_t size);
+
+/* JSON numbers: never in exponent notation. */
+/* A count of seconds, as "0.000123". */
+const char *cli_json_seconds(double seconds, char *buf, size_t size);
+
 #endif
