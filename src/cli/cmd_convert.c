@@ -58,10 +58,7 @@ static const char help[] =
 	"                       which is refused otherwise (it is never executed)\n"
 	"  -q, --quiet          no progress bar\n"
 	"  --json               print the summary as JSON\n"
-	"  -h, --help           show this help\n"
-	"\n"
-	"exit status: 0 success, 1 refused as dangerous, 2 usage error, 3 unreadable\n"
-	"or unsupported input, 4 I/O or resource failure.\n";
+	"  -h, --help           show this help\n";
 
 enum { LIST_MAX = 64 };
 
@@ -98,8 +95,7 @@ int cmd_convert(int argc, char **argv)
 			in = value;
 			break;
 		case OPT_HELP:
-			fputs(help, stdout);
-			return EXIT_OK;
+			return cli_help(help);
 		case OPT_OUTPUT:
 			out = value;
 			break;
@@ -175,6 +171,9 @@ int cmd_convert(int argc, char **argv)
 	o.exclude = excludes;
 	o.renames = renames;
 
+	int checked = cli_check_input(in);
+	if (checked)
+		return checked;
 	ti_error err;
 	ti_error_clear(&err);
 	ti_source *src;

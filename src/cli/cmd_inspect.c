@@ -44,10 +44,7 @@ static const char help[] =
 	"  -h, --help      show this help\n"
 	"\n"
 	"Globals outside torch.load's weights_only allow-list get a warning on\n"
-	"stderr; 'tinspect scan' lists them all.\n"
-	"\n"
-	"exit status: 0 success, 1 refused as dangerous, 2 usage error, 3 unreadable,\n"
-	"corrupt or unsupported input, 4 I/O or resource failure.\n";
+	"stderr; 'tinspect scan' lists them all.\n";
 
 enum { FILTERS_MAX = 64 };
 
@@ -762,8 +759,7 @@ int cmd_inspect(int argc, char **argv)
 			in.file = value;
 			break;
 		case OPT_HELP:
-			fputs(help, stdout);
-			return EXIT_OK;
+			return cli_help(help);
 		case OPT_DEVICE:
 			if (strcmp(value, "meta"))
 				return cli_usage_error("inspect: --device %s: inspect loads onto the meta device only (use --device meta)", value);
@@ -793,6 +789,9 @@ int cmd_inspect(int argc, char **argv)
 	}
 	if (!in.file)
 		return cli_usage_error("inspect: no FILE given (usage: tinspect FILE [--json]; see --help)");
+	int checked = cli_check_input(in.file);
+	if (checked)
+		return checked;
 	if (cli_is_tensor_file(in.file)) {
 		cli_inspect_request r = {in.file, in.json, in.records, trust, in.depth, in.filters, in.filter_count};
 		return cli_inspect_tensor_file(&r);

@@ -64,11 +64,7 @@ static const char help[] =
 	"  --json               print the report as JSON\n"
 	"  --trust              use a checkpoint whose pickle calls something dangerous,\n"
 	"                       which is refused otherwise (it is never executed)\n"
-	"  -h, --help           show this help\n"
-	"\n"
-	"exit status: 0 success, 1 refused as dangerous, 2 usage error (a missing\n"
-	"policy, a bad device), 3 unreadable input, 4 I/O or resource failure (CUDA\n"
-	"not available).\n";
+	"  -h, --help           show this help\n";
 
 typedef struct job {
 	const char *file;
@@ -356,9 +352,8 @@ int cmd_materialize(int argc, char **argv)
 			j.file = value;
 			break;
 		case OPT_HELP:
-			fputs(help, stdout);
 			ti_arena_release(&j.arena);
-			return EXIT_OK;
+			return cli_help(help);
 		case OPT_DEVICE:
 			rc = parse_device(value, &cuda, &cuda_index);
 			break;
@@ -407,6 +402,8 @@ int cmd_materialize(int argc, char **argv)
 		rc = cli_usage_error("materialize: no SOURCE given (see 'tinspect materialize --help')");
 	if (!rc && out && cuda)
 		rc = cli_usage_error("materialize: -o writes a file: it takes no --device");
+	if (!rc)
+		rc = cli_check_input(j.file);
 	if (rc) {
 		ti_arena_release(&j.arena);
 		return rc;

@@ -25,10 +25,7 @@ static const char help[] =
 	"\n"
 	"options:\n"
 	"  --json          print one JSON document instead of a table\n"
-	"  -h, --help      show this help\n"
-	"\n"
-	"exit status: 0 success, 2 usage error, 3 bad description, 4 I/O or\n"
-	"resource failure.\n";
+	"  -h, --help      show this help\n";
 
 static int64_t numel(const ti_model_param *p)
 {
@@ -93,8 +90,7 @@ int cmd_params(int argc, char **argv)
 			cm.file = value;
 			break;
 		case OPT_HELP:
-			fputs(help, stdout);
-			return EXIT_OK;
+			return cli_help(help);
 		case OPT_JSON:
 			json = true;
 			break;

@@ -35,18 +35,15 @@ static const char help[] =
 	"  unknown     not on it, not known to be harmful: safe only if you trust the file\n"
 	"  suspicious  zip tricks, hidden pickles, storages smaller than declared\n"
 	"  dangerous   can run code or touch the system when unpickled\n"
-	"A file's verdict is its worst finding, or 'unreadable'.\n"
+	"A file's verdict is its worst finding, or 'unreadable'. The exit status is 1\n"
+	"when any file is not safe, else 3 when one is unreadable.\n"
 	"\n"
 	"options:\n"
 	"  --allow GLOB    treat globals matching GLOB (module.name) as allowed, as\n"
 	"                  torch.serialization.add_safe_globals does; repeatable\n"
 	"  -q, --quiet     print only the verdict lines\n"
 	"  --json          print one JSON document instead of text\n"
-	"  -h, --help      show this help\n"
-	"\n"
-	"exit status: 0 every file is safe, 1 a file is unknown, suspicious or\n"
-	"dangerous, 2 usage error, 3 a file cannot be read (and none is unsafe),\n"
-	"4 out of memory.\n";
+	"  -h, --help      show this help\n";
 
 /* "unreadable" wins over safe and unknown: what could not be read may hold anything. */
 static const char *verdict_name(const ti_scan_report *r)
@@ -158,7 +155,7 @@ int cmd_scan(int argc, char **argv)
 			files[nfiles++] = value;
 			break;
 		case OPT_HELP:
-			fputs(help, stdout);
+			cli_help(help);
 			goto out;
 		case OPT_JSON:
 			json = true;
@@ -175,6 +172,9 @@ int cmd_scan(int argc, char **argv)
 		rc = cli_usage_error("scan: no FILE given (see 'tinspect scan --help')");
 		goto out;
 	}
+	for (size_t i = 0; i < nfiles; i++)
+		if ((rc = cli_check_input(files[i])))
+			goto out;
 	ti_scan_options opt = {allow, nallow, 1};
 	cJSON *root = json ? cJSON_CreateObject() : NULL, *list = root ? cJSON_AddArrayToObject(root, "files") : NULL;
 	bool unsafe = false, unreadable = false;

@@ -33,10 +33,7 @@ static const char help[] =
 	"  --bind NAME=N   give symbol NAME the value N (repeatable)\n"
 	"  --depth N       show nested module calls down to depth N (default: all)\n"
 	"  --json          print one JSON document instead of tables\n"
-	"  -h, --help      show this help\n"
-	"\n"
-	"exit status: 0 success, 1 a step raised (shapes do not line up), 2 usage\n"
-	"error, 3 bad description, 4 I/O or resource failure.\n";
+	"  -h, --help      show this help\n";
 
 /* ---- text ---- */
 
@@ -316,8 +313,7 @@ int cmd_shapes(int argc, char **argv)
 			cm.file = value;
 			break;
 		case OPT_HELP:
-			fputs(help, stdout);
-			return EXIT_OK;
+			return cli_help(help);
 		case OPT_JSON:
 			json = true;
 			break;

@@ -1,7 +1,13 @@
-/* common.c - option parsing, error reports and number formatting for the commands. */
+/* common.c - option parsing, input checks, error reports and number formatting for the commands. */
+#include <cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "cli/output.h"
@@ -64,7 +70,19 @@ int cli_next(cli_parser *p, const char **value)
 		*value = inline_value;
 		return o->id;
 	}
-	cli_usage_error("%s: unknown option '%s' (see 'tinspect %s --help')", p->command, arg, p->command);
+	/* "did you mean": among the long options for a long one, else among the letters */
+	const char *names[64];
+	size_t n = 0;
+	for (const cli_option *o = p->options; o->name && n + 1 < 64; o++)
+		names[n++] = o->name;
+	names[n] = NULL;
+	char word[64], hint[256] = "";
+	if (is_long && len < sizeof(word)) {
+		memcpy(word, name, len);
+		word[len] = '\0';
+		cli_did_you_mean(word, names, "--", hint, sizeof(hint));
+	}
+	cli_usage_error("%s: unknown option '%s'%s (see 'tinspect %s --help')", p->command, arg, hint, p->command);
 	return -2;
 }
 
@@ -94,6 +112,10 @@ int cli_report(const char *file, const ti_error *err)
 const char *cli_bytes(int64_t n, char *buf, size_t size)
 {
 	static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+	if (cli_raw_numbers) {
+		snprintf(buf, size, "%" PRId64, n);
+		return buf;
+	}
 	double v = (double)n;
 	int u = 0;
 	while (v >= 1024 && u < 6) {
@@ -120,6 +142,10 @@ const char *cli_count(int64_t n, char *buf, size_t size)
 {
 	char digits[32];
 	int len = snprintf(digits, sizeof(digits), "%" PRId64, n);
+	if (cli_raw_numbers) {
+		snprintf(buf, size, "%s", digits);
+		return buf;
+	}
 	size_t j = 0;
 	for (int i = 0; i < len && j + 2 < size; i++) {
 		buf[j++] = digits[i];
@@ -234,4 +260,144 @@ int cli_report_open_failure(const char *file, const ti_error *err)
 	}
 	ti_scan_report_free(r);
 	return cli_report(file, err);
+}
+
+int cli_help(const char *text)
+{
+	fputs(text, stdout);
+	fputs("\n" CLI_EXIT_TABLE, stdout);
+	return EXIT_OK;
+}
+
+cJSON *cli_json_root(void)
+{
+	cJSON *root = cJSON_CreateObject();
+	if (root)
+		cJSON_AddItemToObject(root, "schema", cJSON_CreateRaw("1"));
+	return root;
+}
+
+/* ---- input paths ---- */
+
+bool cli_is_checkpoint_directory(const char *path)
+{
+	/*
+	 * The hook for directories read as one checkpoint, as from_pretrained
+	 * reads a Hugging Face model directory (an index, *.safetensors or
+	 * pytorch_model*.bin shards). None is yet: every directory is refused.
+	 */
+	(void)path;
+	return false;
+}
+
+static int input_error(const char *path, const char *reason)
+{
+	fputs("tinspect: ", stderr);
+	cli_put_safe(stderr, path, 0);
+	fprintf(stderr, ": %s\n", reason);
+	return EXIT_RESOURCE;
+}
+
+int cli_check_input(const char *path)
+{
+	/* O_NONBLOCK: a FIFO opens at once instead of waiting for a writer */
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0) {
+		char reason[256];
+		snprintf(reason, sizeof(reason), "cannot open: %s", strerror(errno));
+		return input_error(path, reason);
+	}
+	struct stat st;
+	int failed = fstat(fd, &st);
+	int saved = errno;
+	close(fd);
+	if (failed) {
+		char reason[256];
+		snprintf(reason, sizeof(reason), "cannot stat: %s", strerror(saved));
+		return input_error(path, reason);
+	}
+	if (S_ISREG(st.st_mode))
+		return EXIT_OK;
+	if (S_ISDIR(st.st_mode))
+		return cli_is_checkpoint_directory(path) ? EXIT_OK : input_error(path, "is a directory, not a model file");
+	return input_error(path, S_ISFIFO(st.st_mode)   ? "is a FIFO, not a regular file"
+	                         : S_ISSOCK(st.st_mode) ? "is a socket, not a regular file"
+	                                                : "is a device, not a regular file");
+}
+
+/* ---- did you mean ---- */
+
+/* Edit distance with swaps of neighbours (optimal string alignment), as git's help.c weighs none. */
+static size_t edit_distance(const char *a, const char *b)
+{
+	size_t n = strlen(a), m = strlen(b);
+	if (n > 64 || m > 64)
+		return SIZE_MAX;
+	size_t d[65][65];
+	for (size_t i = 0; i <= n; i++)
+		d[i][0] = i;
+	for (size_t j = 0; j <= m; j++)
+		d[0][j] = j;
+	for (size_t i = 1; i <= n; i++)
+		for (size_t j = 1; j <= m; j++) {
+			size_t best = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+			if (d[i - 1][j] + 1 < best)
+				best = d[i - 1][j] + 1;
+			if (d[i][j - 1] + 1 < best)
+				best = d[i][j - 1] + 1;
+			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < best)
+				best = d[i - 2][j - 2] + 1;
+			d[i][j] = best;
+		}
+	return d[n][m];
+}
+
+static size_t closeness(const char *word, const char *candidate)
+{
+	size_t n = strlen(word);
+	if (n >= 2 && !strncmp(candidate, word, n))
+		return 0; /* the word is the start of the candidate: "shape" for "shapes" */
+	size_t d = edit_distance(word, candidate);
+	size_t limit = n < 4 ? 1 : n < 8 ? 2 : 3;
+	return d <= limit ? d : SIZE_MAX;
+}
+
+const char *cli_did_you_mean(const char *word, const char *const *candidates, const char *prefix, char *buf,
+                             size_t size)
+{
+	size_t best = SIZE_MAX, len = 0;
+	buf[0] = '\0';
+	for (size_t i = 0; candidates[i]; i++) {
+		size_t d = closeness(word, candidates[i]);
+		if (d < best)
+			best = d;
+	}
+	if (best == SIZE_MAX)
+		return buf;
+	for (size_t i = 0; candidates[i] && len < size; i++) {
+		if (closeness(word, candidates[i]) != best)
+			continue;
+		len += (size_t)snprintf(buf + len, size - len, "%s'%s%s'", len ? " or " : "; did you mean ", prefix,
+		                        candidates[i]);
+	}
+	if (len < size)
+		snprintf(buf + len, size - len, "?");
+	return buf;
+}
+
+bool cli_unknown_command(const char *word)
+{
+	struct stat st;
+	if (!*word || strpbrk(word, "/.") || !lstat(word, &st))
+		return false;
+	char hint[256], list[256];
+	size_t len = 0;
+	list[0] = '\0';
+	for (size_t i = 0; cli_command_names[i]; i++)
+		len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%s", i ? ", " : "", cli_command_names[i]);
+	fputs("tinspect: '", stderr);
+	cli_put_safe(stderr, word, 0);
+	fprintf(stderr, "' is not a tinspect command or a file%s (commands: %s)\n",
+	        cli_did_you_mean(word, cli_command_names, "", hint, sizeof(hint)), list);
+	return true;
 }

@@ -34,6 +34,9 @@ int cli_model_bind(cli_model *cm, const char *text)
 
 int cli_model_open(cli_model *cm)
 {
+	int rc = cli_check_input(cm->file);
+	if (rc)
+		return rc;
 	ti_error err;
 	ti_error_clear(&err);
 	FILE *f = fopen(cm->file, "rb");
