@@ -119,6 +119,14 @@ int cli_check_source_safety(const ti_source *src, bool trust);
  */
 int cli_report_open_failure(const char *file, const ti_error *err);
 
+/*
+ * Each of globs must match at least one of the n names name_at gives, as git
+ * refuses a pathspec that matches no file: otherwise prints
+ * "tinspect: COMMAND: OPTION 'GLOB' matches no name in FILE" and returns EXIT_USAGE.
+ */
+int cli_check_globs(const char *command, const char *option, const char *file, const char *const *globs, size_t count,
+                    const char *(*name_at)(const void *ctx, size_t i), const void *ctx, size_t n);
+
 /* A JSON document's top-level object, with "schema": 1 as its first member (tinspect(1): JSON OUTPUT). */
 #define CLI_JSON_SCHEMA 1
 struct cJSON;

@@ -741,6 +741,8 @@ static int print_json(inspect *in, const totals *t)
 	return EXIT_OK;
 }
 
+static const char *entry_name(const void *ckpt, size_t i) { return ti_ckpt_entry(ckpt, i)->name; }
+
 int cmd_inspect(int argc, char **argv)
 {
 	inspect in = {0};
@@ -799,6 +801,12 @@ int cmd_inspect(int argc, char **argv)
 	ti_error err;
 	if (ti_ckpt_open(in.file, NULL, &in.ckpt, &err))
 		return cli_report_open_failure(in.file, &err);
+	int unmatched = cli_check_globs("inspect", "--filter", in.file, in.filters, (size_t)in.filter_count, entry_name,
+	                                in.ckpt, ti_ckpt_entry_count(in.ckpt));
+	if (unmatched) {
+		ti_ckpt_close(in.ckpt);
+		return unmatched;
+	}
 	const ti_scan_finding *findings;
 	size_t nfindings;
 	ti_scan_severity worst = ti_ckpt_safety(in.ckpt, &findings, &nfindings);

@@ -94,6 +94,21 @@ static size_t first_viewer(const ti_source *src, size_t storage)
 	return SIZE_MAX;
 }
 
+static const char *tensor_name(const void *src, size_t i) { return ti_source_tensor_at(src, i)->name; }
+
+/* Every --fill GLOB=POLICY must name some tensor: a GLOB that matches none is a mistake, not a no-op. */
+static int check_fill_globs(const job *j)
+{
+	for (size_t i = 0; i < j->table.count; i++) {
+		const char *glob = j->table.items[i].glob;
+		int rc = cli_check_globs("materialize", "--fill", j->file, &glob, 1, tensor_name, j->src,
+		                         ti_source_tensor_count(j->src));
+		if (rc)
+			return rc;
+	}
+	return EXIT_OK;
+}
+
 /* Resolves every storage's policy and sets the fills; prints the error and returns an exit code. */
 static int resolve_policies(job *j, bool to_file)
 {
@@ -402,6 +417,14 @@ int cmd_materialize(int argc, char **argv)
 		rc = cli_usage_error("materialize: no SOURCE given (see 'tinspect materialize --help')");
 	if (!rc && out && cuda)
 		rc = cli_usage_error("materialize: -o writes a file: it takes no --device");
+	/* options that would do nothing are refused, not ignored */
+	if (!rc && format && !out)
+		rc = cli_usage_error("materialize: --format %s names the format of -o OUT; give -o OUT too", format);
+	if (!rc && verify && out)
+		rc = cli_usage_error("materialize: --verify reads placed memory back; -o writes a file, which it does not "
+		                     "check (read it back with 'tinspect inspect')");
+	if (!rc && verify && dry_run)
+		rc = cli_usage_error("materialize: --verify checks placed memory; --dry-run places nothing");
 	if (!rc)
 		rc = cli_check_input(j.file);
 	if (rc) {
@@ -421,7 +444,7 @@ int cmd_materialize(int argc, char **argv)
 	}
 	if (st)
 		rc = j.cm.model ? cli_report(j.file, &err) : cli_report_open_failure(j.file, &err);
-	else if (!(rc = cli_check_source_safety(j.src, trust)))
+	else if (!(rc = cli_check_source_safety(j.src, trust)) && !(rc = check_fill_globs(&j)))
 		rc = run(&j, out, format, dry_run, verify, force, quiet, json, cuda, cuda_index);
 	ti_source_close(j.src);
 	ti_model_close(j.cm.model);

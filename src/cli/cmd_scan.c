@@ -168,6 +168,10 @@ int cmd_scan(int argc, char **argv)
 			break;
 		}
 	}
+	if (json && quiet) {
+		rc = cli_usage_error("scan: -q shortens the text report; --json prints the whole document (give one of them)");
+		goto out;
+	}
 	if (!nfiles) {
 		rc = cli_usage_error("scan: no FILE given (see 'tinspect scan --help')");
 		goto out;

@@ -30,7 +30,8 @@ static const char help[] =
 	"(\"N\") stay formulas unless bound.\n"
 	"\n"
 	"options:\n"
-	"  --bind NAME=N   give symbol NAME the value N (repeatable)\n"
+	"  --bind NAME=N   give symbol NAME, one the description uses, the value N\n"
+	"                  (0 to 2^40; repeatable, once per symbol)\n"
 	"  --depth N       show nested module calls down to depth N (default: all)\n"
 	"  --json          print one JSON document instead of tables\n"
 	"  -h, --help      show this help\n";
@@ -339,6 +340,12 @@ int cmd_shapes(int argc, char **argv)
 	ti_error_clear(&err);
 	const ti_model_report *rep;
 	ti_status st = ti_model_run(cm.model, &rep, &err);
+	if (!st && !rep->failed && cm.bind_count && (st = ti_model_check_binds(cm.model, &err))) {
+		/* a --bind the description never uses is a usage error, not a bad description */
+		rc = cli_usage_error("shapes: --bind: %s", err.message);
+		ti_model_close(cm.model);
+		return rc;
+	}
 	if (st) {
 		rc = cli_report(cm.file, &err);
 		ti_model_close(cm.model);

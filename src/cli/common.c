@@ -2,6 +2,7 @@
 #include <cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -400,4 +401,17 @@ bool cli_unknown_command(const char *word)
 	fprintf(stderr, "' is not a tinspect command or a file%s (commands: %s)\n",
 	        cli_did_you_mean(word, cli_command_names, "", hint, sizeof(hint)), list);
 	return true;
+}
+
+int cli_check_globs(const char *command, const char *option, const char *file, const char *const *globs, size_t count,
+                    const char *(*name_at)(const void *ctx, size_t i), const void *ctx, size_t n)
+{
+	for (size_t g = 0; g < count; g++) {
+		bool hit = false;
+		for (size_t i = 0; i < n && !hit; i++)
+			hit = !fnmatch(globs[g], name_at(ctx, i), 0);
+		if (!hit)
+			return cli_usage_error("%s: %s '%s' matches no name in %s", command, option, globs[g], file);
+	}
+	return EXIT_OK;
 }

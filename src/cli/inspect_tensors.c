@@ -199,6 +199,8 @@ static int print_json(const cli_inspect_request *r, const ti_source *src, const 
 	return cli_print_json(root);
 }
 
+static const char *tensor_name(const void *src, size_t i) { return ti_source_tensor_at(src, i)->name; }
+
 int cli_inspect_tensor_file(const cli_inspect_request *r)
 {
 	if (r->records)
@@ -212,6 +214,12 @@ int cli_inspect_tensor_file(const cli_inspect_request *r)
 	if (refused) {
 		ti_source_close(src);
 		return refused;
+	}
+	int unmatched = cli_check_globs("inspect", "--filter", r->file, r->filters, (size_t)r->filter_count, tensor_name, src,
+	                                ti_source_tensor_count(src));
+	if (unmatched) {
+		ti_source_close(src);
+		return unmatched;
 	}
 	totals t;
 	memset(&t, 0, sizeof(t));

@@ -7,6 +7,7 @@
 #include "tinspect/model.h"
 
 #define CLI_MODEL_MAX_BINDS 64
+#define CLI_MODEL_MAX_BIND ((int64_t)1 << 40) /* the largest value --bind takes */
 
 typedef struct cli_model {
 	const char *file;
@@ -17,7 +18,7 @@ typedef struct cli_model {
 	ti_model *model;
 } cli_model;
 
-/* --bind NAME=VALUE; prints the usage error and returns EXIT_USAGE when bad. */
+/* shapes --bind NAME=VALUE; prints the usage error and returns EXIT_USAGE when bad. */
 int cli_model_bind(cli_model *cm, const char *text);
 /* Reads and opens cm->file; prints the error and returns its exit code when it fails. */
 int cli_model_open(cli_model *cm);

@@ -14,17 +14,25 @@ int cli_model_bind(cli_model *cm, const char *text)
 {
 	const char *eq = strchr(text, '=');
 	if (!eq || eq == text)
-		return cli_usage_error("--bind wants NAME=VALUE, not '%s'", text);
+		return cli_usage_error("shapes: --bind wants NAME=VALUE, not '%s'", text);
 	if (cm->bind_count == CLI_MODEL_MAX_BINDS)
-		return cli_usage_error("more than %d --bind options", CLI_MODEL_MAX_BINDS);
+		return cli_usage_error("shapes: more than %d --bind options", CLI_MODEL_MAX_BINDS);
 	char *end;
 	errno = 0;
 	long long v = strtoll(eq + 1, &end, 10);
 	if (errno || end == eq + 1 || *end || v < 0)
-		return cli_usage_error("--bind %.*s: '%s' is not a non-negative integer", (int)(eq - text), text, eq + 1);
+		return cli_usage_error("shapes: --bind %.*s: '%s' is not a non-negative integer", (int)(eq - text), text, eq + 1);
 	size_t len = (size_t)(eq - text);
 	if (len >= sizeof(cm->bind_storage[0]))
-		return cli_usage_error("--bind: name '%.*s' is too long", (int)len, text);
+		return cli_usage_error("shapes: --bind: name '%.*s' is too long", (int)len, text);
+	/* a size past 2^40 only overflows the description's arithmetic: say so here, as a usage error */
+	if (v > CLI_MODEL_MAX_BIND)
+		return cli_usage_error("shapes: --bind %.*s: %lld is out of range (0 to %lld)", (int)len, text, v,
+		                       (long long)CLI_MODEL_MAX_BIND);
+	for (int i = 0; i < cm->bind_count; i++)
+		if (strlen(cm->bind_names[i]) == len && !strncmp(cm->bind_names[i], text, len))
+			return cli_usage_error("shapes: --bind %.*s: bound twice (%lld and %lld); give it once", (int)len, text,
+			                       (long long)cm->bind_values[i], v);
 	memcpy(cm->bind_storage[cm->bind_count], text, len);
 	cm->bind_storage[cm->bind_count][len] = '\0';
 	cm->bind_names[cm->bind_count] = cm->bind_storage[cm->bind_count];

@@ -229,6 +229,25 @@ static ti_status open_part(ti_source *s, const char *path, part *p, bool safeten
 
 /* ---- a sharded checkpoint ---- */
 
+/* A shard the index names that is not there: which one, and which tensors it should hold. */
+static ti_status missing_shard(const ti_hf_index *index, size_t shard, ti_error *err)
+{
+	char names[320];
+	size_t len = 0, count = 0;
+	names[0] = '\0';
+	for (size_t k = 0; k < ti_hf_index_weight_count(index); k++) {
+		const ti_hf_weight *w = ti_hf_index_weight(index, k);
+		if (w->shard != shard)
+			continue;
+		if (count++ < 4 && len < sizeof(names))
+			len += (size_t)snprintf(names + len, sizeof(names) - len, "%s'%s'", len ? ", " : "", w->name);
+	}
+	if (count > 4 && len < sizeof(names))
+		snprintf(names + len, sizeof(names) - len, " and %zu more", count - 4);
+	return TI_FAIL(err, TI_E_IO, "shard '%s' is missing; the index names it for %zu tensor%s: %s",
+	               ti_hf_index_shard(index, shard)->path, count, count == 1 ? "" : "s", names);
+}
+
 static ti_status add_sharded(ti_source *s, const char *path, ti_error *err)
 {
 	ti_hf_index *index;
@@ -259,6 +278,10 @@ static ti_status add_sharded(ti_source *s, const char *path, ti_error *err)
 		}
 		size_t before = s->tensor_count;
 		st = open_part(s, shard->path, p, shard->format == TI_HF_SAFETENSORS, err);
+		if (st && access(shard->path, F_OK)) {
+			st = missing_shard(index, i, err);
+			break;
+		}
 		if (st) {
 			ti_error_at(err, shard->file, -1);
 			break;
