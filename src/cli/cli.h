@@ -129,8 +129,34 @@ int cli_check_globs(const char *command, const char *option, const char *file, c
 
 /* A JSON document's top-level object, with "schema": 1 as its first member (tinspect(1): JSON OUTPUT). */
 #define CLI_JSON_SCHEMA 1
+#define TI_STRINGIFY_(x) #x
+#define TI_STRINGIFY(x) TI_STRINGIFY_(x)
 struct cJSON;
 struct cJSON *cli_json_root(void);
+/*
+ * One JSON layout for every command: the top-level object's members one a
+ * line, indented two spaces; a top-level array's elements one a line,
+ * indented four; everything inside them compact, as cJSON prints it. So a
+ * document is valid JSON and also greps a tensor or a step a line.
+ * cli_json_print writes root that way and frees it; a command whose rows
+ * come one at a time streams them with the cli_json_doc calls instead.
+ */
+typedef struct cli_json_doc {
+	FILE *f;
+	size_t members, rows;
+	bool failed; /* memory ran out */
+} cli_json_doc;
+void cli_json_begin(cli_json_doc *d, FILE *f);
+/* Writes "key": value (consumed); an array value gets one element a line. */
+void cli_json_member(cli_json_doc *d, const char *key, struct cJSON *value);
+/* Every member of object (consumed) in turn. */
+void cli_json_members(cli_json_doc *d, struct cJSON *object);
+void cli_json_array_begin(cli_json_doc *d, const char *key);
+void cli_json_array_row(cli_json_doc *d, struct cJSON *row); /* consumed */
+void cli_json_array_end(cli_json_doc *d);
+/* Closes the document; EXIT_OK, or EXIT_RESOURCE (printed) when memory ran out. */
+int cli_json_end(cli_json_doc *d);
+int cli_json_print(struct cJSON *root);
 
 /* Formatting helpers. */
 const char *cli_bytes(int64_t n, char *buf, size_t size);   /* "4.59 KiB", "16 B" */

@@ -212,15 +212,16 @@ int cmd_convert(int argc, char **argv)
 		return rc;
 	char bytes[32];
 	if (json) {
-		cJSON *j = cJSON_CreateObject();
+		cJSON *j = cli_json_root();
+		cJSON_AddStringToObject(j, "file", in);
 		cJSON_AddStringToObject(j, "output", out);
 		cJSON_AddStringToObject(j, "format", o.format == TI_OUT_SAFETENSORS ? "safetensors" : "torch-zip");
-		cJSON_AddNumberToObject(j, "tensors", (double)stats.tensors);
-		cJSON_AddNumberToObject(j, "storages", (double)stats.storages);
-		cJSON_AddNumberToObject(j, "ties", (double)stats.ties);
-		cJSON_AddNumberToObject(j, "cast", (double)stats.cast);
-		cJSON_AddNumberToObject(j, "data_bytes", (double)stats.data_bytes);
-		return cli_print_json(j);
+		cJSON_AddItemToObject(j, "tensors", cli_json_dim(ti_dim_int((int64_t)stats.tensors)));
+		cJSON_AddItemToObject(j, "storages", cli_json_dim(ti_dim_int((int64_t)stats.storages)));
+		cJSON_AddItemToObject(j, "ties", cli_json_dim(ti_dim_int((int64_t)stats.ties)));
+		cJSON_AddItemToObject(j, "cast", cli_json_dim(ti_dim_int((int64_t)stats.cast)));
+		cJSON_AddItemToObject(j, "nbytes", cli_json_dim(ti_dim_int((int64_t)stats.data_bytes)));
+		return cli_json_print(j);
 	}
 		printf("wrote %s: %zu tensors (%zu tied, %zu cast), %s of data, %s\n", out, stats.tensors, stats.ties,
 		       stats.cast, cli_bytes((int64_t)stats.data_bytes, bytes, sizeof(bytes)),

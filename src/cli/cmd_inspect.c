@@ -1,7 +1,7 @@
 /*
  * cmd_inspect.c - `tinspect [inspect] FILE`: a checkpoint on the meta device.
  * Prints the tensor table, the other values and a summary, or one JSON
- * document with --json (keys documented in tinspect(1); added, never renamed).
+ * document with --json (tinspect(1): JSON OUTPUT, schema 1).
  */
 #include <cJSON.h>
 #include <fnmatch.h>
@@ -694,7 +694,8 @@ static int print_json(inspect *in, const totals *t)
 	const ti_ckpt_info *info = ti_ckpt_get_info(in->ckpt);
 	cli_out *o = &in->out;
 	char repr[1024], type[256];
-	bool ok = emit_member(o, "{\n  ", "file", cJSON_CreateString(in->file)) &&
+	cli_out_puts(o, "{\n  \"schema\": " TI_STRINGIFY(CLI_JSON_SCHEMA));
+	bool ok = emit_member(o, ",\n  ", "file", cJSON_CreateString(in->file)) &&
 	          emit_member(o, ",\n  ", "format", cJSON_CreateString(info->format)) &&
 	          emit_member(o, ",\n  ", "version", json_int(info->version)) &&
 	          emit_member(o, ",\n  ", "byteorder", cJSON_CreateString(info->byteorder)) &&

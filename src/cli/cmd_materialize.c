@@ -11,6 +11,7 @@
 
 #include "cli/cli.h"
 #include "cli/model_cli.h"
+#include "cli/output.h"
 #include "cli/outfile.h"
 #include "cli/progress.h"
 #include "tinspect/convert.h"
@@ -169,9 +170,9 @@ static void print_plan(const job *j, const char *where, bool json)
 	char shape[256], bytes[32], total_text[32];
 	uint64_t total = 0;
 	const ti_source *src = j->src;
-	cJSON *root = json ? cJSON_CreateObject() : NULL, *list = NULL;
+	cJSON *root = json ? cli_json_root() : NULL, *list = NULL;
 	if (json) {
-		cJSON_AddStringToObject(root, "source", j->file);
+		cJSON_AddStringToObject(root, "file", j->file);
 		cJSON_AddStringToObject(root, "device", where);
 		list = cJSON_AddArrayToObject(root, "tensors");
 	} else {
@@ -189,8 +190,8 @@ static void print_plan(const job *j, const char *where, bool json)
 			cJSON_AddStringToObject(o, "dtype", ti_dtype_name(t->dtype));
 			cJSON *s = cJSON_AddArrayToObject(o, "shape");
 			for (int d = 0; d < t->ndim; d++)
-				cJSON_AddItemToArray(s, cJSON_CreateNumber((double)t->shape[d]));
-			cJSON_AddNumberToObject(o, "nbytes", (double)b);
+				cJSON_AddItemToArray(s, cli_json_dim(ti_dim_int(t->shape[d])));
+			cJSON_AddItemToObject(o, "nbytes", cli_json_dim(ti_dim_int((int64_t)b)));
 			cJSON_AddStringToObject(o, "fill", policy);
 			if (j->rule[t->storage])
 				cJSON_AddStringToObject(o, "init", j->rule[t->storage]);
@@ -205,8 +206,8 @@ static void print_plan(const job *j, const char *where, bool json)
 		       j->rule[t->storage] ? "  # " : "", j->rule[t->storage] ? j->rule[t->storage] : "");
 	}
 	if (json) {
-		cJSON_AddNumberToObject(root, "nbytes", (double)total);
-		cli_print_json(root);
+		cJSON_AddItemToObject(root, "nbytes", cli_json_dim(ti_dim_int((int64_t)total)));
+		cli_json_print(root);
 		return;
 	}
 	printf("\n%zu tensors, %s to allocate on %s\n", ti_source_tensor_count(src),
@@ -232,21 +233,22 @@ static int print_placed(const job *j, const ti_place_stats *s, double seconds, b
 	char a[32], b[32], c[32], rate[32];
 	double per_second = seconds > 0 ? (double)s->bytes / seconds : 0;
 	if (json) {
-		cJSON *root = cJSON_CreateObject();
-		cJSON_AddStringToObject(root, "source", j->file);
+		char text[64];
+		cJSON *root = cli_json_root();
+		cJSON_AddStringToObject(root, "file", j->file);
 		cJSON_AddStringToObject(root, "device", s->device);
-		cJSON_AddNumberToObject(root, "storages", (double)s->storages);
-		cJSON_AddNumberToObject(root, "nbytes", (double)s->bytes);
-		cJSON_AddNumberToObject(root, "seconds", seconds);
-		cJSON_AddNumberToObject(root, "bytes_per_second", per_second);
+		cJSON_AddItemToObject(root, "storages", cli_json_dim(ti_dim_int((int64_t)s->storages)));
+		cJSON_AddItemToObject(root, "nbytes", cli_json_dim(ti_dim_int((int64_t)s->bytes)));
+		cJSON_AddItemToObject(root, "seconds", cJSON_CreateRaw(cli_json_seconds(seconds, text, sizeof(text))));
+		cJSON_AddItemToObject(root, "bytes_per_second", cli_json_dim(ti_dim_int((int64_t)per_second)));
 		if (s->total) {
-			cJSON_AddNumberToObject(root, "device_free_before", (double)s->free_before);
-			cJSON_AddNumberToObject(root, "device_free_after", (double)s->free_after);
-			cJSON_AddNumberToObject(root, "device_total", (double)s->total);
-			cJSON_AddNumberToObject(root, "filled_on_device", (double)s->filled_on_device);
+			cJSON_AddItemToObject(root, "device_free_before", cli_json_dim(ti_dim_int((int64_t)s->free_before)));
+			cJSON_AddItemToObject(root, "device_free_after", cli_json_dim(ti_dim_int((int64_t)s->free_after)));
+			cJSON_AddItemToObject(root, "device_total", cli_json_dim(ti_dim_int((int64_t)s->total)));
+			cJSON_AddItemToObject(root, "filled_on_device", cli_json_dim(ti_dim_int((int64_t)s->filled_on_device)));
 		}
 		cJSON_AddBoolToObject(root, "verified", s->verified);
-		return cli_print_json(root);
+		return cli_json_print(root);
 	}
 	printf("placed %zu storages, %s on %s in %.3f s (%s/s)%s\n", s->storages, cli_bytes((int64_t)s->bytes, a, sizeof(a)),
 	       s->device, seconds, cli_bytes((int64_t)per_second, rate, sizeof(rate)), s->verified ? ", verified" : "");
@@ -325,12 +327,14 @@ static int run(job *j, const char *out, const char *format, bool dry_run, bool v
 			printf("wrote %s: %zu tensors, %s of data\n", out, stats.tensors,
 			       cli_bytes((int64_t)stats.data_bytes, bytes, sizeof(bytes)));
 		else {
-			cJSON *root = cJSON_CreateObject();
+			char text[64];
+			cJSON *root = cli_json_root();
+			cJSON_AddStringToObject(root, "file", j->file);
 			cJSON_AddStringToObject(root, "output", out);
-			cJSON_AddNumberToObject(root, "tensors", (double)stats.tensors);
-			cJSON_AddNumberToObject(root, "nbytes", (double)stats.data_bytes);
-			cJSON_AddNumberToObject(root, "seconds", now() - start);
-			return cli_print_json(root);
+			cJSON_AddItemToObject(root, "tensors", cli_json_dim(ti_dim_int((int64_t)stats.tensors)));
+			cJSON_AddItemToObject(root, "nbytes", cli_json_dim(ti_dim_int((int64_t)stats.data_bytes)));
+			cJSON_AddItemToObject(root, "seconds", cJSON_CreateRaw(cli_json_seconds(now() - start, text, sizeof(text))));
+			return cli_json_print(root);
 		}
 		return EXIT_OK;
 	}

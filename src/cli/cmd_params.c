@@ -103,10 +103,10 @@ int cmd_params(int argc, char **argv)
 	size_t n;
 	const ti_model_param *params = ti_model_params(cm.model, &n);
 	if (json) {
-		cJSON *root = cJSON_CreateObject();
+		cJSON *root = cli_json_root();
 		cJSON_AddStringToObject(root, "file", cm.file);
 		cJSON_AddItemToObject(root, "parameters", cli_json_params(cm.model));
-		rc = cli_print_json(root);
+		rc = cli_json_print(root);
 	} else {
 		print_table(params, n);
 	}

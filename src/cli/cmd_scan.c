@@ -97,11 +97,11 @@ static void print_text(const ti_scan_report *r, bool quiet)
 static cJSON *json_report(const ti_scan_report *r)
 {
 	cJSON *o = cJSON_CreateObject();
-	cJSON_AddStringToObject(o, "path", r->path);
+	cJSON_AddStringToObject(o, "file", r->path);
 	cJSON_AddStringToObject(o, "format", r->format);
 	cJSON_AddStringToObject(o, "verdict", verdict_name(r));
-	cJSON_AddNumberToObject(o, "pickles", (double)r->pickles);
-	cJSON_AddNumberToObject(o, "globals", (double)r->globals);
+	cJSON_AddItemToObject(o, "pickles", cli_json_dim(ti_dim_int((int64_t)r->pickles)));
+	cJSON_AddItemToObject(o, "globals", cli_json_dim(ti_dim_int((int64_t)r->globals)));
 	if (r->unreadable) {
 		char text[TI_ERROR_MESSAGE_MAX + TI_ERROR_MEMBER_MAX + 64];
 		ti_error_format(&r->error, text, sizeof(text));
@@ -117,14 +117,14 @@ static cJSON *json_report(const ti_scan_report *r)
 			cJSON_AddStringToObject(j, "record", f->record);
 		else
 			cJSON_AddNullToObject(j, "record");
-		cJSON_AddNumberToObject(j, "offset", (double)f->offset);
+		cJSON_AddItemToObject(j, "offset", cli_json_dim(ti_dim_int(f->offset)));
 		if (f->opcode)
 			cJSON_AddStringToObject(j, "opcode", f->opcode);
 		if (f->module)
 			cJSON_AddStringToObject(j, "module", f->module);
 		if (f->name)
 			cJSON_AddStringToObject(j, "name", f->name);
-		cJSON_AddNumberToObject(j, "count", (double)f->count);
+		cJSON_AddItemToObject(j, "count", cli_json_dim(ti_dim_int((int64_t)f->count)));
 		cJSON_AddStringToObject(j, "message", f->message);
 		cJSON_AddItemToArray(list, j);
 	}
@@ -180,7 +180,7 @@ int cmd_scan(int argc, char **argv)
 		if ((rc = cli_check_input(files[i])))
 			goto out;
 	ti_scan_options opt = {allow, nallow, 1};
-	cJSON *root = json ? cJSON_CreateObject() : NULL, *list = root ? cJSON_AddArrayToObject(root, "files") : NULL;
+	cJSON *root = json ? cli_json_root() : NULL, *list = root ? cJSON_AddArrayToObject(root, "files") : NULL;
 	bool unsafe = false, unreadable = false;
 	ti_scan_severity worst = TI_SCAN_SAFE;
 	for (size_t i = 0; i < nfiles; i++) {
@@ -210,7 +210,7 @@ int cmd_scan(int argc, char **argv)
 	if (json) {
 		cJSON_AddStringToObject(root, "verdict",
 		                        unsafe ? ti_scan_severity_name(worst) : unreadable ? "unreadable" : "safe");
-		int prc = cli_print_json(root);
+		int prc = cli_json_print(root);
 		if (prc)
 			rc = prc;
 	}

@@ -2,7 +2,7 @@
  * cmd_shapes.c - `tinspect shapes MODEL.json`: shape propagation through a
  * described model, as a forward pass on the meta device. A table in the
  * spirit of torchinfo, or one JSON document with --json (keys documented in
- * tinspect(1); added, never renamed).
+ * tinspect(1): JSON OUTPUT, schema 1).
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -218,7 +218,7 @@ static cJSON *json_step(const ti_model_report *rep, size_t *i)
 /* The keys before "steps": file, error, inputs. */
 static cJSON *json_head(const char *file, const ti_model_report *rep)
 {
-	cJSON *root = cJSON_CreateObject();
+	cJSON *root = cli_json_root();
 	cJSON_AddStringToObject(root, "file", file);
 	if (rep->failed) {
 		cJSON *e = cJSON_AddObjectToObject(root, "error");
@@ -262,39 +262,21 @@ static cJSON *json_tail(const ti_model *model, const ti_model_report *rep)
 	return root;
 }
 
-/* Prints item without its first (skip_open) or last (skip_close) brace, then frees it. */
-static bool put_json(cJSON *item, const char *lead, bool skip_open, bool skip_close)
-{
-	char *text = item ? cJSON_PrintUnformatted(item) : NULL;
-	cJSON_Delete(item);
-	if (!text)
-		return false;
-	size_t len = strlen(text);
-	fputs(lead, stdout);
-	fwrite(text + skip_open, 1, len - skip_open - skip_close, stdout);
-	free(text);
-	return true;
-}
-
 /*
  * One JSON document, written as it is built: the steps one at a time, each
  * freed once printed, so memory stays that of one step however long the graph.
  */
 static int print_json(const char *file, const ti_model *model, const ti_model_report *rep)
 {
-	bool ok = put_json(json_head(file, rep), "", false, true);
-	fputs(",\"steps\":[", stdout);
-	for (size_t i = 0; ok && i < rep->step_count;) {
-		const char *lead = i ? "," : "";
-		ok = put_json(json_step(rep, &i), lead, false, false);
-	}
-	ok = ok && put_json(json_tail(model, rep), "],", true, false);
-	putchar('\n');
-	if (!ok) {
-		fprintf(stderr, "tinspect: out of memory writing JSON\n");
-		return EXIT_RESOURCE;
-	}
-	return EXIT_OK;
+	cli_json_doc d;
+	cli_json_begin(&d, stdout);
+	cli_json_members(&d, json_head(file, rep));
+	cli_json_array_begin(&d, "steps");
+	for (size_t i = 0; i < rep->step_count;)
+		cli_json_array_row(&d, json_step(rep, &i));
+	cli_json_array_end(&d);
+	cli_json_members(&d, json_tail(model, rep));
+	return cli_json_end(&d);
 }
 
 int cmd_shapes(int argc, char **argv)

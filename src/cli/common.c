@@ -274,7 +274,7 @@ cJSON *cli_json_root(void)
 {
 	cJSON *root = cJSON_CreateObject();
 	if (root)
-		cJSON_AddItemToObject(root, "schema", cJSON_CreateRaw("1"));
+		cJSON_AddItemToObject(root, "schema", cJSON_CreateRaw(TI_STRINGIFY(CLI_JSON_SCHEMA)));
 	return root;
 }
 
@@ -414,4 +414,107 @@ int cli_check_globs(const char *command, const char *option, const char *file, c
 			return cli_usage_error("%s: %s '%s' matches no name in %s", command, option, globs[g], file);
 	}
 	return EXIT_OK;
+}
+
+/* ---- JSON layout ---- */
+
+void cli_json_begin(cli_json_doc *d, FILE *f)
+{
+	*d = (cli_json_doc){f, 0, 0, false};
+	fputc('{', f);
+}
+
+static void put_key(cli_json_doc *d, const char *key)
+{
+	fputs(d->members++ ? ",\n  " : "\n  ", d->f);
+	cJSON *k = cJSON_CreateString(key);
+	char *text = k ? cJSON_PrintUnformatted(k) : NULL;
+	cJSON_Delete(k);
+	if (!text) {
+		d->failed = true;
+		return;
+	}
+	fputs(text, d->f);
+	fputs(": ", d->f);
+	cJSON_free(text);
+}
+
+static void put_compact(cli_json_doc *d, cJSON *value)
+{
+	char *text = value ? cJSON_PrintUnformatted(value) : NULL;
+	cJSON_Delete(value);
+	if (!text) {
+		d->failed = true;
+		fputs("null", d->f);
+		return;
+	}
+	fputs(text, d->f);
+	cJSON_free(text);
+}
+
+void cli_json_array_begin(cli_json_doc *d, const char *key)
+{
+	put_key(d, key);
+	fputc('[', d->f);
+	d->rows = 0;
+}
+
+void cli_json_array_row(cli_json_doc *d, cJSON *row)
+{
+	fputs(d->rows++ ? ",\n    " : "\n    ", d->f);
+	put_compact(d, row);
+}
+
+void cli_json_array_end(cli_json_doc *d) { fputs(d->rows ? "\n  ]" : "]", d->f); }
+
+void cli_json_member(cli_json_doc *d, const char *key, cJSON *value)
+{
+	if (!value) {
+		d->failed = true;
+		return;
+	}
+	if (!cJSON_IsArray(value)) {
+		put_key(d, key);
+		put_compact(d, value);
+		return;
+	}
+	cli_json_array_begin(d, key);
+	while (value->child)
+		cli_json_array_row(d, cJSON_DetachItemViaPointer(value, value->child));
+	cli_json_array_end(d);
+	cJSON_Delete(value);
+}
+
+void cli_json_members(cli_json_doc *d, cJSON *object)
+{
+	if (!object) {
+		d->failed = true;
+		return;
+	}
+	while (object->child) {
+		cJSON *item = cJSON_DetachItemViaPointer(object, object->child);
+		char *key = item->string;
+		item->string = NULL;
+		cli_json_member(d, key, item);
+		cJSON_free(key);
+	}
+	cJSON_Delete(object);
+}
+
+int cli_json_end(cli_json_doc *d)
+{
+	fputs(d->members ? "\n}\n" : "}\n", d->f);
+	if (d->failed) {
+		fprintf(stderr, "tinspect: out of memory writing JSON\n");
+		return EXIT_RESOURCE;
+	}
+	return EXIT_OK;
+}
+
+int cli_json_print(cJSON *root)
+{
+	cli_json_doc d;
+	cli_json_begin(&d, stdout);
+	cli_json_members(&d, root);
+	return cli_json_end(&d);
 }

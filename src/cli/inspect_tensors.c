@@ -149,7 +149,7 @@ static cJSON *json_ints(const int64_t *v, int n)
 
 static int print_json(const cli_inspect_request *r, const ti_source *src, const totals *t)
 {
-	cJSON *root = cJSON_CreateObject();
+	cJSON *root = cli_json_root();
 	cJSON_AddStringToObject(root, "file", r->file);
 	cJSON_AddStringToObject(root, "format", ti_source_format_name(ti_source_get_format(src)));
 	cJSON *files = cJSON_AddArrayToObject(root, "files");
@@ -196,7 +196,7 @@ static int print_json(const cli_inspect_request *r, const ti_source *src, const 
 		cJSON_AddItemToObject(o, "numel", cli_json_dim(ti_dim_int(t->dtypes[k].numel)));
 		cJSON_AddItemToObject(o, "nbytes", cli_json_dim(ti_dim_int(t->dtypes[k].nbytes)));
 	}
-	return cli_print_json(root);
+	return cli_json_print(root);
 }
 
 static const char *tensor_name(const void *src, size_t i) { return ti_source_tensor_at(src, i)->name; }

@@ -33,7 +33,5 @@ const char *cli_shape_text(const ti_dim *d, int n, char *buf, size_t size);
 
 /* The parameter list as JSON: name, shape, dtype, kind, trainable (tied_to when tied). */
 cJSON *cli_json_params(const ti_model *model);
-/* Prints root unformatted with a newline and frees it; EXIT_OK or EXIT_RESOURCE. */
-int cli_print_json(cJSON *root);
 
 #endif

@@ -152,15 +152,4 @@ cJSON *cli_json_params(const ti_model *model)
 	return a;
 }
 
-int cli_print_json(cJSON *root)
-{
-	char *text = root ? cJSON_PrintUnformatted(root) : NULL;
-	cJSON_Delete(root);
-	if (!text) {
-		fprintf(stderr, "tinspect: out of memory writing JSON\n");
-		return EXIT_RESOURCE;
-	}
-	puts(text);
-	free(text);
-	return EXIT_OK;
-}
+
