@@ -28,6 +28,8 @@ cJSON *cli_json_dim(ti_dim d);
 cJSON *cli_json_dims(const ti_dim *d, int n);
 /* Text: "1,234" (or "4.00 KiB" when bytes), or the formula. */
 const char *cli_dim_text(ti_dim d, bool bytes, char *buf, size_t size);
+/* "1.82 GMac" (cli_human), or the formula. */
+const char *cli_dim_human(ti_dim d, const char *unit, char *buf, size_t size);
 /* "[N, 64, 112, 112]" */
 const char *cli_shape_text(const ti_dim *d, int n, char *buf, size_t size);
 

@@ -9,6 +9,7 @@
 
 #include "cli/cli.h"
 #include "cli/model_cli.h"
+#include "cli/output.h"
 
 int cli_model_bind(cli_model *cm, const char *text)
 {
@@ -112,6 +113,13 @@ const char *cli_dim_text(ti_dim d, bool bytes, char *buf, size_t size)
 	if (!ti_dim_is_int(d))
 		return ti_dim_format(d, buf, size);
 	return bytes ? cli_bytes(d.value, buf, size) : cli_count(d.value, buf, size);
+}
+
+const char *cli_dim_human(ti_dim d, const char *unit, char *buf, size_t size)
+{
+	if (!ti_dim_is_int(d))
+		return ti_dim_format(d, buf, size);
+	return cli_human(d.value, unit, buf, size);
 }
 
 const char *cli_shape_text(const ti_dim *d, int n, char *buf, size_t size)
