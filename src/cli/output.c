@@ -325,11 +325,15 @@ bool cli_table_print(cli_table *t, cli_out *o)
 		ncols--;
 	}
 	for (size_t r = 0; r <= t->rows; r++) {
-		for (int c = 0; c < ncols; c++) {
-			const char *cell = !r ? t->columns[c].header : t->cells[(r - 1) * (size_t)t->ncols + (size_t)c];
+		char **row = r ? t->cells + (r - 1) * (size_t)t->ncols : NULL;
+		int end = ncols; /* no trailing blanks: a row ends at its last cell with text */
+		while (row && end > 1 && !row[end - 1])
+			end--;
+		for (int c = 0; c < end; c++) {
+			const char *cell = row ? row[c] : t->columns[c].header;
 			if (c)
 				cli_out_pad(o, CLI_GAP);
-			cli_out_cell(o, cell ? cell : "", width[c], t->columns[c].align, c == ncols - 1);
+			cli_out_cell(o, cell ? cell : "", width[c], t->columns[c].align, c == end - 1);
 		}
 		cli_out_put(o, "\n", 1);
 	}
