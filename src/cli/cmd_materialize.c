@@ -21,7 +21,7 @@
 
 enum {
 	OPT_HELP = 1, OPT_DEVICE, OPT_FILL, OPT_SEED, OPT_OUTPUT, OPT_FORMAT, OPT_DRY_RUN, OPT_VERIFY, OPT_FORCE,
-	OPT_QUIET, OPT_JSON, OPT_BIND, OPT_TRUST
+	OPT_QUIET, OPT_JSON, OPT_BIND, OPT_TRUST, OPT_RAW
 };
 
 static const cli_option options[] = {
@@ -37,6 +37,7 @@ static const cli_option options[] = {
 	{"quiet", 'q', OPT_FLAG, OPT_QUIET},
 	{"json", 0, OPT_FLAG, OPT_JSON},
 	{"trust", 0, OPT_FLAG, OPT_TRUST},
+	{"raw", 0, OPT_FLAG, OPT_RAW},
 	{NULL, 0, 0, 0},
 };
 
@@ -63,6 +64,7 @@ static const char help[] =
 	"  -f, --force          replace OUT if it exists\n"
 	"  -q, --quiet          no progress bar\n"
 	"  --json               print the report as JSON\n"
+	"  --raw                print sizes as exact integers, not 4.59 KiB\n"
 	"  --trust              use a checkpoint whose pickle calls something dangerous,\n"
 	"                       which is refused otherwise (it is never executed)\n"
 	"  -h, --help           show this help\n";
@@ -165,53 +167,65 @@ static int resolve_policies(job *j, bool to_file)
 	return EXIT_OK;
 }
 
-static void print_plan(const job *j, const char *where, bool json)
+static const cli_column plan_columns[] = {
+	{"NAME", CLI_LEFT, 60}, {"DTYPE", CLI_LEFT, 0}, {"SHAPE", CLI_LEFT, 30},
+	{"BYTES", CLI_RIGHT, 0}, {"FILL", CLI_LEFT, 0},  {"INIT", CLI_LEFT, 0},
+};
+
+static int print_plan(const job *j, const char *where, bool json)
 {
 	char shape[256], bytes[32], total_text[32];
 	uint64_t total = 0;
 	const ti_source *src = j->src;
 	cJSON *root = json ? cli_json_root() : NULL, *list = NULL;
+	cli_table t;
+	cli_table_init(&t, plan_columns, 6);
 	if (json) {
 		cJSON_AddStringToObject(root, "file", j->file);
 		cJSON_AddStringToObject(root, "device", where);
 		list = cJSON_AddArrayToObject(root, "tensors");
-	} else {
-		printf("%-40s %-9s %-18s %10s  %s\n", "NAME", "DTYPE", "SHAPE", "BYTES", "FILL");
 	}
 	for (size_t k = 0; k < ti_source_tensor_count(src); k++) {
-		const ti_source_tensor *t = ti_source_tensor_at(src, k);
-		bool first = first_viewer(src, t->storage) == k;
-		uint64_t b = first ? ti_source_storage_at(src, t->storage)->nbytes : 0;
+		const ti_source_tensor *x = ti_source_tensor_at(src, k);
+		bool first = first_viewer(src, x->storage) == k;
+		uint64_t b = first ? ti_source_storage_at(src, x->storage)->nbytes : 0;
 		total += b;
-		const char *policy = j->policy_text[t->storage] ? j->policy_text[t->storage] : "-";
+		const char *policy = j->policy_text[x->storage] ? j->policy_text[x->storage] : "-";
 		if (json) {
 			cJSON *o = cJSON_CreateObject();
-			cJSON_AddStringToObject(o, "name", t->name);
-			cJSON_AddStringToObject(o, "dtype", ti_dtype_name(t->dtype));
+			cJSON_AddStringToObject(o, "name", x->name);
+			cJSON_AddStringToObject(o, "dtype", ti_dtype_name(x->dtype));
 			cJSON *s = cJSON_AddArrayToObject(o, "shape");
-			for (int d = 0; d < t->ndim; d++)
-				cJSON_AddItemToArray(s, cli_json_dim(ti_dim_int(t->shape[d])));
+			for (int d = 0; d < x->ndim; d++)
+				cJSON_AddItemToArray(s, cli_json_dim(ti_dim_int(x->shape[d])));
 			cJSON_AddItemToObject(o, "nbytes", cli_json_dim(ti_dim_int((int64_t)b)));
 			cJSON_AddStringToObject(o, "fill", policy);
-			if (j->rule[t->storage])
-				cJSON_AddStringToObject(o, "init", j->rule[t->storage]);
+			if (j->rule[x->storage])
+				cJSON_AddStringToObject(o, "init", j->rule[x->storage]);
 			if (!first)
 				cJSON_AddBoolToObject(o, "shared", true);
 			cJSON_AddItemToArray(list, o);
 			continue;
 		}
-		cli_put_safe(stdout, t->name, 40);
-		printf(" %-9s %-18s %10s  %s%s%s\n", ti_dtype_name(t->dtype), cli_dims(t->shape, t->ndim, shape, sizeof(shape)),
-		       first ? cli_bytes((int64_t)b, bytes, sizeof(bytes)) : "shared", policy,
-		       j->rule[t->storage] ? "  # " : "", j->rule[t->storage] ? j->rule[t->storage] : "");
+		const char *row[] = {x->name, ti_dtype_name(x->dtype), cli_dims(x->shape, x->ndim, shape, sizeof(shape)),
+		                     first ? cli_bytes((int64_t)b, bytes, sizeof(bytes)) : "shared", policy, j->rule[x->storage]};
+		cli_table_add(&t, row);
 	}
 	if (json) {
 		cJSON_AddItemToObject(root, "nbytes", cli_json_dim(ti_dim_int((int64_t)total)));
-		cli_json_print(root);
-		return;
+		cli_table_free(&t);
+		return cli_json_print(root);
 	}
+	cli_out o;
+	cli_out_init(&o, stdout);
+	bool ok = cli_table_print(&t, &o);
+	cli_out_close(&o);
+	cli_table_free(&t);
+	if (!ok)
+		return fprintf(stderr, "tinspect: out of memory\n"), EXIT_RESOURCE;
 	printf("\n%zu tensors, %s to allocate on %s\n", ti_source_tensor_count(src),
 	       cli_bytes((int64_t)total, total_text, sizeof(total_text)), where);
+	return EXIT_OK;
 }
 
 static double now(void)
@@ -291,8 +305,7 @@ static int run(job *j, const char *out, const char *format, bool dry_run, bool v
 	if (cuda)
 		snprintf(where, sizeof(where), "cuda:%d", cuda_index);
 	if (dry_run) {
-		print_plan(j, out ? out : where, json);
-		return EXIT_OK;
+		return print_plan(j, out ? out : where, json);
 	}
 	ti_error err;
 	ti_error_clear(&err);
@@ -414,6 +427,9 @@ int cmd_materialize(int argc, char **argv)
 			break;
 		case OPT_JSON:
 			json = true;
+			break;
+		case OPT_RAW:
+			cli_raw_numbers = true;
 			break;
 		}
 	}
