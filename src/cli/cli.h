@@ -161,6 +161,8 @@ int cli_json_print(struct cJSON *root);
 /* Formatting helpers. */
 const char *cli_bytes(int64_t n, char *buf, size_t size);   /* "4.59 KiB", "16 B" */
 const char *cli_count(int64_t n, char *buf, size_t size);   /* "1,234,567" */
+/* For a summary: "1.23 M (1,234,567)", "698 KiB (714,408)" (bytes), "122"; the exact integer alone with --raw. */
+const char *cli_quantity(int64_t n, bool bytes, char *buf, size_t size);
 const char *cli_dims(const int64_t *d, int n, char *buf, size_t size); /* "[8, 3, 7, 7]" */
 /* Writes s with control characters escaped, so names cannot drive the terminal. */
 void cli_put_safe(FILE *f, const char *s, int width);

@@ -158,6 +158,21 @@ const char *cli_count(int64_t n, char *buf, size_t size)
 	return buf;
 }
 
+const char *cli_quantity(int64_t n, bool bytes, char *buf, size_t size)
+{
+	char readable[32], exact[32];
+	if (bytes)
+		cli_bytes(n, readable, sizeof(readable));
+	else
+		cli_human(n, "", readable, sizeof(readable));
+	cli_count(n, exact, sizeof(exact));
+	if (cli_raw_numbers || !strcmp(readable, exact) || (bytes && n < 1024))
+		snprintf(buf, size, "%s", readable);
+	else
+		snprintf(buf, size, "%s (%s)", readable, exact);
+	return buf;
+}
+
 const char *cli_dims(const int64_t *d, int n, char *buf, size_t size)
 {
 	/* By hand, not snprintf: this runs for every tensor of 20,000-tensor checkpoints. */

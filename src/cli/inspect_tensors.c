@@ -11,6 +11,7 @@
 #include "cli/cli.h"
 #include "cli/inspect_tensors.h"
 #include "cli/model_cli.h"
+#include "cli/output.h"
 #include "tinspect/safetensors.h"
 #include "tinspect/source.h"
 
@@ -82,12 +83,15 @@ static size_t prefix_len(const char *name, int depth)
 	return n;
 }
 
-static void print_text(const cli_inspect_request *r, const ti_source *src, const totals *t)
+static int print_text(const cli_inspect_request *r, const ti_source *src, const totals *t)
 {
-	char shape[256], bytes[32], a[32], b[32];
+	char shape[256], bytes[32], a[64], b[64];
 	size_t n = ti_source_tensor_count(src);
+	cli_out o;
+	cli_out_init(&o, stdout);
+	cli_table table;
 	if (r->depth) {
-		printf("%-40s %8s %14s %12s\n", "PREFIX", "TENSORS", "ELEMENTS", "BYTES");
+		cli_table_init(&table, cli_group_columns, 4);
 		for (size_t i = 0; i < n; i++) {
 			const ti_source_tensor *x = ti_source_tensor_at(src, i);
 			size_t len = prefix_len(x->name, r->depth);
@@ -107,36 +111,51 @@ static void print_text(const cli_inspect_request *r, const ti_source *src, const
 					nb += nbytes_of(y);
 				}
 			}
-			printf("%-40.*s %8lld %14s %12s\n", (int)len, x->name, (long long)tensors, cli_count(numel, a, sizeof(a)),
-			       cli_bytes(nb, b, sizeof(b)));
+			char prefix[1024], count[32];
+			snprintf(prefix, sizeof(prefix), "%.*s", (int)len, x->name);
+			snprintf(count, sizeof(count), "%lld", (long long)tensors);
+			const char *row[] = {prefix, count, cli_human(numel, "", a, sizeof(a)), cli_bytes(nb, b, sizeof(b))};
+			cli_table_add(&table, row);
 		}
 	} else {
-		printf("%-40s %-9s %-20s %10s  %s\n", "NAME", "DTYPE", "SHAPE", "BYTES", "NOTES");
+		cli_table_init(&table, cli_tensor_columns, 5);
 		for (size_t i = 0; i < n; i++) {
 			const ti_source_tensor *x = ti_source_tensor_at(src, i);
 			if (!wanted(r, x->name))
 				continue;
-			cli_put_safe(stdout, x->name, 40);
-			printf(" %-9s %-20s %10s  %s\n", ti_dtype_name(x->dtype), cli_dims(x->shape, x->ndim, shape, sizeof(shape)),
-			       cli_bytes(nbytes_of(x), bytes, sizeof(bytes)), "");
+			const char *row[] = {x->name, ti_dtype_name(x->dtype), cli_dims(x->shape, x->ndim, shape, sizeof(shape)),
+			                     cli_bytes(nbytes_of(x), bytes, sizeof(bytes)), NULL};
+			cli_table_add(&table, row);
 		}
 	}
-	printf("\nsummary\n  tensors        %lld\n  elements       %s\n  bytes          %s\n", (long long)t->tensors,
-	       cli_count(t->numel, a, sizeof(a)), cli_bytes(t->nbytes, b, sizeof(b)));
+	bool ok = cli_table_print(&table, &o);
+	cli_table_free(&table);
+	/* the summary as cmd_inspect.c writes it for a torch zip */
+	cli_out_puts(&o, "\nsummary:\n");
+	cli_out_printf(&o, "  tensors        %lld\n", (long long)t->tensors);
+	cli_out_printf(&o, "  elements       %s\n", cli_quantity(t->numel, false, a, sizeof(a)));
+	cli_out_printf(&o, "  bytes          %s\n", cli_quantity(t->nbytes, true, a, sizeof(a)));
 	for (int k = 0; k < t->dtype_count; k++)
-		printf("                 %-8s %lld tensors %16s elements %10s\n", ti_dtype_name(t->dtypes[k].dtype),
-		       (long long)t->dtypes[k].tensors, cli_count(t->dtypes[k].numel, a, sizeof(a)),
-		       cli_bytes(t->dtypes[k].nbytes, b, sizeof(b)));
-	printf("  format         %s, %zu file%s\n", ti_source_format_name(ti_source_get_format(src)),
-	       ti_source_file_count(src), ti_source_file_count(src) == 1 ? "" : "s");
+		cli_out_printf(&o, "%s%-16s %6lld %-7s  %8s elements  %10s\n", k ? "                 " : "  by dtype       ",
+		               ti_dtype_name(t->dtypes[k].dtype), (long long)t->dtypes[k].tensors,
+		               t->dtypes[k].tensors == 1 ? "tensor" : "tensors", cli_human(t->dtypes[k].numel, "", a, sizeof(a)),
+		               cli_bytes(t->dtypes[k].nbytes, b, sizeof(b)));
+	cli_out_printf(&o, "  format         %s, %zu file%s\n", ti_source_format_name(ti_source_get_format(src)),
+	               ti_source_file_count(src), ti_source_file_count(src) == 1 ? "" : "s");
 	for (size_t i = 0; i < ti_source_metadata_count(src); i++) {
 		const ti_source_pair *m = ti_source_metadata_at(src, i);
-		printf("  metadata       ");
-		cli_put_safe(stdout, m->key, 0);
-		printf(" = ");
-		cli_put_safe(stdout, m->value, 0);
-		printf("\n");
+		cli_out_puts(&o, "  metadata       ");
+		cli_out_safe(&o, m->key, 0);
+		cli_out_puts(&o, " = ");
+		cli_out_safe(&o, m->value, 0);
+		cli_out_puts(&o, "\n");
 	}
+	cli_out_close(&o);
+	if (!ok) {
+		fprintf(stderr, "tinspect: out of memory\n");
+		return EXIT_RESOURCE;
+	}
+	return EXIT_OK;
 }
 
 static cJSON *json_ints(const int64_t *v, int n)
@@ -230,7 +249,7 @@ int cli_inspect_tensor_file(const cli_inspect_request *r)
 	if (r->json)
 		rc = print_json(r, src, &t);
 	else
-		print_text(r, src, &t);
+		rc = print_text(r, src, &t);
 	ti_source_close(src);
 	return rc;
 }

@@ -8,6 +8,12 @@
 
 #include <stdbool.h>
 
+#include "cli/output.h"
+
+/* The columns of inspect's tables, one set for every reader: NAME DTYPE SHAPE BYTES NOTES; PREFIX TENSORS NUMEL BYTES. */
+extern const cli_column cli_tensor_columns[5];
+extern const cli_column cli_group_columns[4];
+
 typedef struct cli_inspect_request {
 	const char *file;
 	bool json, records, trust;

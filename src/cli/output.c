@@ -315,15 +315,6 @@ bool cli_table_print(cli_table *t, cli_out *o)
 		}
 		width[c] = cli_column_width(&t->columns[c], widest);
 	}
-	/* a last column with nothing in it is left out, header included */
-	while (ncols > 1) {
-		bool empty = true;
-		for (size_t r = 0; r < t->rows && empty; r++)
-			empty = !t->cells[r * (size_t)t->ncols + (size_t)ncols - 1];
-		if (!empty)
-			break;
-		ncols--;
-	}
 	for (size_t r = 0; r <= t->rows; r++) {
 		char **row = r ? t->cells + (r - 1) * (size_t)t->ncols : NULL;
 		int end = ncols; /* no trailing blanks: a row ends at its last cell with text */
