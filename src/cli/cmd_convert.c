@@ -9,13 +9,14 @@
 
 #include "cli/cli.h"
 #include "cli/model_cli.h"
+#include "cli/output.h"
 #include "cli/outfile.h"
 #include "cli/progress.h"
 #include "tinspect/convert.h"
 
 enum {
 	OPT_HELP = 1, OPT_OUTPUT, OPT_FORMAT, OPT_DTYPE, OPT_SELECT, OPT_EXCLUDE, OPT_RENAME, OPT_STRIP,
-	OPT_KEY, OPT_KEEP, OPT_FORCE, OPT_QUIET, OPT_JSON, OPT_TRUST
+	OPT_KEY, OPT_KEEP, OPT_FORCE, OPT_QUIET, OPT_JSON, OPT_TRUST, OPT_RAW
 };
 
 static const cli_option options[] = {
@@ -33,6 +34,7 @@ static const cli_option options[] = {
 	{"quiet", 'q', OPT_FLAG, OPT_QUIET},
 	{"json", 0, OPT_FLAG, OPT_JSON},
 	{"trust", 0, OPT_FLAG, OPT_TRUST},
+	{"raw", 0, OPT_FLAG, OPT_RAW},
 	{NULL, 0, 0, 0},
 };
 
@@ -58,6 +60,7 @@ static const char help[] =
 	"                       which is refused otherwise (it is never executed)\n"
 	"  -q, --quiet          no progress bar\n"
 	"  --json               print the summary as JSON\n"
+	"  --raw                print the size as an exact integer, not 4.59 KiB\n"
 	"  -h, --help           show this help\n";
 
 enum { LIST_MAX = 64 };
@@ -153,6 +156,9 @@ int cmd_convert(int argc, char **argv)
 		case OPT_JSON:
 			json = true;
 			break;
+		case OPT_RAW:
+			cli_raw_numbers = true;
+			break;
 		}
 	}
 	if (!in || !out)
@@ -210,7 +216,7 @@ int cmd_convert(int argc, char **argv)
 	}
 	if ((rc = cli_outfile_commit(&of)))
 		return rc;
-	char bytes[32];
+	char bytes[64];
 	if (json) {
 		cJSON *j = cli_json_root();
 		cJSON_AddStringToObject(j, "file", in);
@@ -223,8 +229,8 @@ int cmd_convert(int argc, char **argv)
 		cJSON_AddItemToObject(j, "nbytes", cli_json_dim(ti_dim_int((int64_t)stats.data_bytes)));
 		return cli_json_print(j);
 	}
-		printf("wrote %s: %zu tensors (%zu tied, %zu cast), %s of data, %s\n", out, stats.tensors, stats.ties,
-		       stats.cast, cli_bytes((int64_t)stats.data_bytes, bytes, sizeof(bytes)),
-		       o.format == TI_OUT_SAFETENSORS ? "safetensors" : "torch zip");
+	printf("wrote %s: %zu tensors (%zu tied, %zu cast), %s of data, %s\n", out, stats.tensors, stats.ties, stats.cast,
+	       cli_quantity((int64_t)stats.data_bytes, true, bytes, sizeof(bytes)),
+	       o.format == TI_OUT_SAFETENSORS ? "safetensors" : "torch zip");
 	return EXIT_OK;
 }

@@ -335,10 +335,10 @@ static int run(job *j, const char *out, const char *format, bool dry_run, bool v
 		}
 		if ((rc = cli_outfile_commit(&of)))
 			return rc;
-		char bytes[32];
+		char bytes[64];
 		if (!json)
 			printf("wrote %s: %zu tensors, %s of data\n", out, stats.tensors,
-			       cli_bytes((int64_t)stats.data_bytes, bytes, sizeof(bytes)));
+			       cli_quantity((int64_t)stats.data_bytes, true, bytes, sizeof(bytes)));
 		else {
 			char text[64];
 			cJSON *root = cli_json_root();
