@@ -356,6 +356,15 @@ static int print_text(inspect *in, const totals *t)
 		}
 	}
 	if (t->values) {
+		/* the type column as wide as its widest type, within 40 */
+		int type_width = 0;
+		for (size_t i = 0; i < ti_ckpt_entry_count(in->ckpt); i++) {
+			const ti_entry *e = ti_ckpt_entry(in->ckpt, i);
+			if (e->value->kind == TI_TENSOR || !wanted(in, e->name))
+				continue;
+			int tw = cli_text_width(ti_value_type_name(e->value, type, sizeof(type)));
+			type_width = tw > type_width ? (tw < 40 ? tw : 40) : type_width;
+		}
 		cli_out_puts(o, "\nvalues:\n");
 		for (size_t i = 0; i < ti_ckpt_entry_count(in->ckpt); i++) {
 			const ti_entry *e = ti_ckpt_entry(in->ckpt, i);
@@ -363,7 +372,9 @@ static int print_text(inspect *in, const totals *t)
 				continue;
 			cli_out_puts(o, "  ");
 			cli_out_cell(o, e->name[0] ? e->name : "(root)", w.name, CLI_LEFT, false);
-			cli_out_printf(o, "  %-20s  ", ti_value_type_name(e->value, type, sizeof(type)));
+			cli_out_puts(o, "  ");
+			cli_out_cell(o, ti_value_type_name(e->value, type, sizeof(type)), type_width, CLI_LEFT, false);
+			cli_out_puts(o, "  ");
 			cli_out_safe(o, ti_value_repr(e->value, repr, sizeof(repr), 72), 0);
 			cli_out_puts(o, "\n");
 		}
@@ -795,6 +806,8 @@ int cmd_inspect(int argc, char **argv)
 		case -2:
 			return EXIT_USAGE;
 		case 0:
+			if (in.file && cli_unknown_command(in.file)) /* "tinspect --json run m.json": a typo, not a FILE */
+				return EXIT_USAGE;
 			if (in.file)
 				return cli_usage_error("inspect: one FILE at a time ('%s' and '%s')", in.file, value);
 			in.file = value;
