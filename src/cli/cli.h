@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "cli/output.h"
 #include "tinspect/tinspect.h"
 
 /* Exit status, one scheme for every command (man page: EXIT STATUS; CLI_EXIT_TABLE). */
@@ -45,7 +46,7 @@ extern const char *const cli_command_names[];
 bool cli_unknown_command(const char *word);
 /*
  * "did you mean" for word among candidates (NULL-terminated): writes
- * " (did you mean 'X'?)" or "" into buf: the candidates at the smallest edit
+ * "; did you mean 'X'?" (prefix before each name) or "" into buf: the candidates at the smallest edit
  * distance (insertions, deletions, substitutions, swaps of two neighbours),
  * when that distance is small for the word's length, or that word begins.
  */
@@ -127,43 +128,6 @@ int cli_report_open_failure(const char *file, const ti_error *err);
 int cli_check_globs(const char *command, const char *option, const char *file, const char *const *globs, size_t count,
                     const char *(*name_at)(const void *ctx, size_t i), const void *ctx, size_t n);
 
-/* A JSON document's top-level object, with "schema": 1 as its first member (tinspect(1): JSON OUTPUT). */
-#define CLI_JSON_SCHEMA 1
-#define TI_STRINGIFY_(x) #x
-#define TI_STRINGIFY(x) TI_STRINGIFY_(x)
-struct cJSON;
-struct cJSON *cli_json_root(void);
-/*
- * One JSON layout for every command: the top-level object's members one a
- * line, indented two spaces; a top-level array's elements one a line,
- * indented four; everything inside them compact, as cJSON prints it. So a
- * document is valid JSON and also greps a tensor or a step a line.
- * cli_json_print writes root that way and frees it; a command whose rows
- * come one at a time streams them with the cli_json_doc calls instead.
- */
-typedef struct cli_json_doc {
-	FILE *f;
-	size_t members, rows;
-	bool failed; /* memory ran out */
-} cli_json_doc;
-void cli_json_begin(cli_json_doc *d, FILE *f);
-/* Writes "key": value (consumed); an array value gets one element a line. */
-void cli_json_member(cli_json_doc *d, const char *key, struct cJSON *value);
-/* Every member of object (consumed) in turn. */
-void cli_json_members(cli_json_doc *d, struct cJSON *object);
-void cli_json_array_begin(cli_json_doc *d, const char *key);
-void cli_json_array_row(cli_json_doc *d, struct cJSON *row); /* consumed */
-void cli_json_array_end(cli_json_doc *d);
-/* Closes the document; EXIT_OK, or EXIT_RESOURCE (printed) when memory ran out. */
-int cli_json_end(cli_json_doc *d);
-int cli_json_print(struct cJSON *root);
-
-/* Formatting helpers. */
-const char *cli_bytes(int64_t n, char *buf, size_t size);   /* "4.59 KiB", "16 B" */
-const char *cli_count(int64_t n, char *buf, size_t size);   /* "1,234,567" */
-/* For a summary: "1.23 M (1,234,567)", "698 KiB (714,408)" (bytes), "122"; the exact integer alone with --raw. */
-const char *cli_quantity(int64_t n, bool bytes, char *buf, size_t size);
-const char *cli_dims(const int64_t *d, int n, char *buf, size_t size); /* "[8, 3, 7, 7]" */
 /* Writes s with control characters escaped, so names cannot drive the terminal. */
 void cli_put_safe(FILE *f, const char *s, int width);
 

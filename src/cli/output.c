@@ -1,11 +1,14 @@
-/* output.c - buffered output for the commands (see output.h). */
+/* output.c - buffered output, tables, numbers and JSON for the commands (see output.h). */
 #include "cli/output.h"
 
+#include <cJSON.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "cli/cli.h"
 
 void cli_out_init(cli_out *o, FILE *file)
 {
@@ -370,4 +373,214 @@ const char *cli_json_seconds(double seconds, char *buf, size_t size)
 {
 	snprintf(buf, size, "%.6f", seconds < 0 ? 0 : seconds);
 	return buf;
+}
+
+/* ---- numbers ---- (cli_human above) */
+
+const char *cli_bytes(int64_t n, char *buf, size_t size)
+{
+	static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+	if (cli_raw_numbers) {
+		snprintf(buf, size, "%" PRId64, n);
+		return buf;
+	}
+	double v = (double)n;
+	int u = 0;
+	while (v >= 1024 && u < 6) {
+		v /= 1024;
+		u++;
+	}
+	if (u == 0 && n >= 0 && size >= 7) { /* "1023 B" at most: by hand, as it is a column of every row */
+		char digits[4];
+		size_t k = 0, len = 0;
+		do
+			digits[k++] = (char)('0' + n % 10);
+		while ((n /= 10));
+		while (k)
+			buf[len++] = digits[--k];
+		memcpy(buf + len, " B", 3);
+	} else if (u == 0)
+		snprintf(buf, size, "%" PRId64 " B", n);
+	else
+		snprintf(buf, size, v < 10 ? "%.2f %s" : v < 100 ? "%.1f %s" : "%.0f %s", v, units[u]);
+	return buf;
+}
+
+const char *cli_count(int64_t n, char *buf, size_t size)
+{
+	char digits[32];
+	int len = snprintf(digits, sizeof(digits), "%" PRId64, n);
+	if (cli_raw_numbers) {
+		snprintf(buf, size, "%s", digits);
+		return buf;
+	}
+	size_t j = 0;
+	for (int i = 0; i < len && j + 2 < size; i++) {
+		buf[j++] = digits[i];
+		int rest = len - i - 1;
+		if (rest > 0 && rest % 3 == 0 && digits[i] != '-')
+			buf[j++] = ',';
+	}
+	buf[j] = '\0';
+	return buf;
+}
+
+const char *cli_quantity(int64_t n, bool bytes, char *buf, size_t size)
+{
+	char readable[32], exact[32];
+	if (bytes)
+		cli_bytes(n, readable, sizeof(readable));
+	else
+		cli_human(n, "", readable, sizeof(readable));
+	cli_count(n, exact, sizeof(exact));
+	if (cli_raw_numbers || !strcmp(readable, exact) || (bytes && n < 1024))
+		snprintf(buf, size, "%s", readable);
+	else
+		snprintf(buf, size, "%s (%s)", readable, exact);
+	return buf;
+}
+
+const char *cli_dims(const int64_t *d, int n, char *buf, size_t size)
+{
+	/* By hand, not snprintf: this runs for every tensor of 20,000-tensor checkpoints. */
+	size_t len = 0;
+	if (size < 24 + 3)
+		return buf[0] = '\0', buf;
+	buf[len++] = '[';
+	for (int i = 0; i < n; i++) {
+		char digits[24];
+		int k = 0;
+		uint64_t u = d[i] < 0 ? 0 - (uint64_t)d[i] : (uint64_t)d[i];
+		do
+			digits[k++] = (char)('0' + u % 10);
+		while ((u /= 10));
+		if (d[i] < 0)
+			digits[k++] = '-';
+		if (len + (size_t)k + 4 + 3 >= size) {
+			memcpy(buf + len, "...", 3);
+			len += 3;
+			break;
+		}
+		if (i) {
+			buf[len++] = ',';
+			buf[len++] = ' ';
+		}
+		while (k)
+			buf[len++] = digits[--k];
+	}
+	buf[len++] = ']';
+	buf[len] = '\0';
+	return buf;
+}
+
+
+/* ---- JSON ---- */
+
+cJSON *cli_json_root(void)
+{
+	cJSON *root = cJSON_CreateObject();
+	if (root)
+		cJSON_AddItemToObject(root, "schema", cJSON_CreateRaw(TI_STRINGIFY(CLI_JSON_SCHEMA)));
+	return root;
+}
+
+void cli_json_begin(cli_json_doc *d, FILE *f)
+{
+	*d = (cli_json_doc){f, 0, 0, false};
+	fputc('{', f);
+}
+
+static void put_key(cli_json_doc *d, const char *key)
+{
+	fputs(d->members++ ? ",\n  " : "\n  ", d->f);
+	cJSON *k = cJSON_CreateString(key);
+	char *text = k ? cJSON_PrintUnformatted(k) : NULL;
+	cJSON_Delete(k);
+	if (!text) {
+		d->failed = true;
+		return;
+	}
+	fputs(text, d->f);
+	fputs(": ", d->f);
+	cJSON_free(text);
+}
+
+static void put_compact(cli_json_doc *d, cJSON *value)
+{
+	char *text = value ? cJSON_PrintUnformatted(value) : NULL;
+	cJSON_Delete(value);
+	if (!text) {
+		d->failed = true;
+		fputs("null", d->f);
+		return;
+	}
+	fputs(text, d->f);
+	cJSON_free(text);
+}
+
+void cli_json_array_begin(cli_json_doc *d, const char *key)
+{
+	put_key(d, key);
+	fputc('[', d->f);
+	d->rows = 0;
+}
+
+void cli_json_array_row(cli_json_doc *d, cJSON *row)
+{
+	fputs(d->rows++ ? ",\n    " : "\n    ", d->f);
+	put_compact(d, row);
+}
+
+void cli_json_array_end(cli_json_doc *d) { fputs(d->rows ? "\n  ]" : "]", d->f); }
+
+void cli_json_member(cli_json_doc *d, const char *key, cJSON *value)
+{
+	if (!value) {
+		d->failed = true;
+		return;
+	}
+	if (!cJSON_IsArray(value)) {
+		put_key(d, key);
+		put_compact(d, value);
+		return;
+	}
+	cli_json_array_begin(d, key);
+	while (value->child)
+		cli_json_array_row(d, cJSON_DetachItemViaPointer(value, value->child));
+	cli_json_array_end(d);
+	cJSON_Delete(value);
+}
+
+void cli_json_members(cli_json_doc *d, cJSON *object)
+{
+	if (!object) {
+		d->failed = true;
+		return;
+	}
+	while (object->child) {
+		cJSON *item = cJSON_DetachItemViaPointer(object, object->child);
+		char *key = item->string;
+		item->string = NULL;
+		cli_json_member(d, key, item);
+		cJSON_free(key);
+	}
+	cJSON_Delete(object);
+}
+
+int cli_json_end(cli_json_doc *d)
+{
+	fputs(d->members ? "\n}\n" : "}\n", d->f);
+	if (d->failed) {
+		fprintf(stderr, "tinspect: out of memory writing JSON\n");
+		return EXIT_RESOURCE;
+	}
+	return EXIT_OK;
+}
+
+int cli_json_print(cJSON *root)
+{
+	cli_json_doc d;
+	cli_json_begin(&d, stdout);
+	cli_json_members(&d, root);
+	return cli_json_end(&d);
 }

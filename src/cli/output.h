@@ -1,5 +1,6 @@
 /*
- * output.h - buffered output for the commands that print a line per tensor.
+ * output.h - what every command prints goes through here: buffered output,
+ * tables, numbers for a person, and the one JSON layout.
  *
  * A cli_out gathers text in a buffer and hands it to stdio 64 KiB at a time:
  * formatting 20,000 rows with printf, and writing each through stdio's
@@ -110,9 +111,43 @@ int cli_column_width(const cli_column *c, int widest_cell);
  */
 extern bool cli_raw_numbers;
 const char *cli_human(int64_t n, const char *unit, char *buf, size_t size);
+const char *cli_bytes(int64_t n, char *buf, size_t size);   /* "4.59 KiB", "16 B" */
+const char *cli_count(int64_t n, char *buf, size_t size);   /* "1,234,567" */
+/* For a summary: "1.23 M (1,234,567)", "698 KiB (714,408)" (bytes), "122"; the exact integer alone with --raw. */
+const char *cli_quantity(int64_t n, bool bytes, char *buf, size_t size);
+const char *cli_dims(const int64_t *d, int n, char *buf, size_t size); /* "[8, 3, 7, 7]" */
 
-/* JSON numbers: never in exponent notation. */
-/* A count of seconds, as "0.000123". */
+/* A JSON document's top-level object, with "schema": 1 as its first member (tinspect(1): JSON OUTPUT). */
+#define CLI_JSON_SCHEMA 1
+#define TI_STRINGIFY_(x) #x
+#define TI_STRINGIFY(x) TI_STRINGIFY_(x)
+struct cJSON;
+struct cJSON *cli_json_root(void);
+/*
+ * One JSON layout for every command: the top-level object's members one a
+ * line, indented two spaces; a top-level array's elements one a line,
+ * indented four; everything inside them compact, as cJSON prints it. So a
+ * document is valid JSON and also greps a tensor or a step a line.
+ * cli_json_print writes root that way and frees it; a command whose rows
+ * come one at a time streams them with the cli_json_doc calls instead.
+ */
+typedef struct cli_json_doc {
+	FILE *f;
+	size_t members, rows;
+	bool failed; /* memory ran out */
+} cli_json_doc;
+void cli_json_begin(cli_json_doc *d, FILE *f);
+/* Writes "key": value (consumed); an array value gets one element a line. */
+void cli_json_member(cli_json_doc *d, const char *key, struct cJSON *value);
+/* Every member of object (consumed) in turn. */
+void cli_json_members(cli_json_doc *d, struct cJSON *object);
+void cli_json_array_begin(cli_json_doc *d, const char *key);
+void cli_json_array_row(cli_json_doc *d, struct cJSON *row); /* consumed */
+void cli_json_array_end(cli_json_doc *d);
+/* Closes the document; EXIT_OK, or EXIT_RESOURCE (printed) when memory ran out. */
+int cli_json_end(cli_json_doc *d);
+int cli_json_print(struct cJSON *root);
+/* Seconds in JSON, never in exponent notation: "0.000123". */
 const char *cli_json_seconds(double seconds, char *buf, size_t size);
 
 #endif
