@@ -97,6 +97,24 @@ static size_t first_viewer(const ti_source *src, size_t storage)
 	return SIZE_MAX;
 }
 
+static bool draws_random(ti_fill_kind kind)
+{
+	return kind == TI_FILL_RAND || kind == TI_FILL_RANDN || kind == TI_FILL_UNIFORM || kind == TI_FILL_NORMAL ||
+	       kind == TI_FILL_INIT;
+}
+
+/* --seed with no random fill would be ignored: say so instead. */
+static int check_seed(const job *j, const char *seed_text)
+{
+	bool random = j->has_fallback && draws_random(j->fallback.kind);
+	for (size_t i = 0; i < j->table.count && !random; i++)
+		random = draws_random(j->table.items[i].policy.kind);
+	if (seed_text && !random)
+		return cli_usage_error("materialize: --seed %s seeds the random fills (rand, randn, uniform, normal, init); "
+		                       "no --fill asks for one", seed_text);
+	return EXIT_OK;
+}
+
 static const char *tensor_name(const void *src, size_t i) { return ti_source_tensor_at(src, i)->name; }
 
 /* Every --fill GLOB=POLICY must name some tensor: a GLOB that matches none is a mistake, not a no-op. */
@@ -367,7 +385,7 @@ int cmd_materialize(int argc, char **argv)
 	memset(&j, 0, sizeof(j));
 	ti_arena_init(&j.arena, (size_t)1 << 30);
 	ti_fill_table_init(&j.table, &j.arena);
-	const char *out = NULL, *format = NULL;
+	const char *out = NULL, *format = NULL, *seed_text = NULL;
 	bool dry_run = false, verify = false, force = false, quiet = false, json = false, cuda = false, trust = false;
 	int cuda_index = 0, id, rc = EXIT_OK;
 	const char *value;
@@ -397,6 +415,7 @@ int cmd_materialize(int argc, char **argv)
 			break;
 		case OPT_SEED: {
 			char *end;
+			seed_text = value;
 			j.seed = strtoull(value, &end, 10);
 			if (*value < '0' || *value > '9' || *end)
 				rc = cli_usage_error("materialize: --seed wants a non-negative integer, not '%s'", value);
@@ -443,6 +462,8 @@ int cmd_materialize(int argc, char **argv)
 	if (!rc && verify && out)
 		rc = cli_usage_error("materialize: --verify reads placed memory back; -o writes a file, which it does not "
 		                     "check (read it back with 'tinspect inspect')");
+	if (!rc)
+		rc = check_seed(&j, seed_text);
 	if (!rc && verify && dry_run)
 		rc = cli_usage_error("materialize: --verify checks placed memory; --dry-run places nothing");
 	if (!rc)
