@@ -464,6 +464,8 @@ int cmd_materialize(int argc, char **argv)
 		                     "check (read it back with 'tinspect inspect')");
 	if (!rc)
 		rc = check_seed(&j, seed_text);
+	if (!rc && force && !out)
+		rc = cli_usage_error("materialize: --force replaces an existing -o OUT; give -o OUT too");
 	if (!rc && verify && dry_run)
 		rc = cli_usage_error("materialize: --verify checks placed memory; --dry-run places nothing");
 	if (!rc)

@@ -297,6 +297,8 @@ int cmd_shapes(int argc, char **argv)
 	}
 	if (!cm.file)
 		return cli_usage_error("shapes: no MODEL.json given (see 'tinspect shapes --help')");
+	if (json && depth)
+		return cli_usage_error("shapes: --depth cuts the table; --json always holds every call, nested under \"calls\"");
 	if ((rc = cli_model_open(&cm)))
 		return rc;
 	ti_error err;

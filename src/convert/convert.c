@@ -147,10 +147,42 @@ static ti_status check_selection(plan *p, ti_error *err)
 	return TI_OK;
 }
 
+/* The name after --key, or NULL when the key leaves it out. */
+static const char *under_key(const ti_convert_options *o, const char *name)
+{
+	if (!*name)
+		name = "tensor";
+	size_t n = o->key ? strlen(o->key) : 0;
+	if (o->key && (strncmp(name, o->key, n) || name[n] != '.'))
+		return NULL;
+	return o->key ? name + n + 1 : name;
+}
+
 static ti_status check_patterns(plan *p, ti_error *err)
 {
 	const ti_convert_options *o = p->o;
 	size_t n = ti_source_tensor_count(p->src);
+	/* a prefix to strip or rename that no name has would change nothing */
+	if (o->strip_prefix) {
+		bool hit = false;
+		for (size_t i = 0; i < n && !hit; i++) {
+			const char *name = under_key(o, ti_source_tensor_at(p->src, i)->name);
+			hit = name && !strncmp(name, o->strip_prefix, strlen(o->strip_prefix));
+		}
+		if (!hit)
+			return TI_FAIL(err, TI_E_INVALID, "no tensor name starts with the prefix '%s' to strip", o->strip_prefix);
+	}
+	for (size_t r = 0; r < o->rename_count; r++) {
+		bool hit = false;
+		for (size_t i = 0; i < n && !hit; i++) {
+			const char *name = under_key(o, ti_source_tensor_at(p->src, i)->name);
+			if (name && o->strip_prefix && !strncmp(name, o->strip_prefix, strlen(o->strip_prefix)))
+				name += strlen(o->strip_prefix);
+			hit = name && !strncmp(name, o->renames[r].from, strlen(o->renames[r].from));
+		}
+		if (!hit)
+			return TI_FAIL(err, TI_E_INVALID, "no tensor name starts with '%s' to rename", o->renames[r].from);
+	}
 	for (int pass = 0; pass < 2; pass++) {
 		const char *const *globs = pass ? o->exclude : o->select;
 		size_t count = pass ? o->exclude_count : o->select_count;
