@@ -86,6 +86,9 @@ int cmd_convert(int argc, char **argv)
 	char rename_text[LIST_MAX][256];
 	ti_convert_options o = {0};
 	bool force = false, quiet = false, json = false, trust = false;
+	static const char *const dtypes[] = {"float16", "bfloat16", "float32", "float64", NULL};
+	static const char *const formats[] = {"torch", "safetensors", NULL};
+	char hint[128];
 	int id;
 	const char *value;
 	while ((id = cli_next(&p, &value)) != -1) {
@@ -110,7 +113,8 @@ int cmd_convert(int argc, char **argv)
 			o.dtype = ti_dtype_from_torch_name(name);
 			if (o.dtype != TI_DT_FLOAT16 && o.dtype != TI_DT_BFLOAT16 && o.dtype != TI_DT_FLOAT32 &&
 			    o.dtype != TI_DT_FLOAT64)
-				return cli_usage_error("convert: --dtype wants float16, bfloat16, float32 or float64, not '%s'", value);
+				return cli_usage_error("convert: --dtype wants float16, bfloat16, float32 or float64, not '%s'%s", value,
+				                       cli_did_you_mean(value, dtypes, "", hint, sizeof(hint)));
 			break;
 		}
 		case OPT_SELECT:
@@ -170,7 +174,8 @@ int cmd_convert(int argc, char **argv)
 	else if (!strcmp(format, "torch") || !strcmp(format, "pt"))
 		o.format = TI_OUT_TORCH_ZIP;
 	else
-		return cli_usage_error("convert: --format wants torch or safetensors, not '%s'", format);
+		return cli_usage_error("convert: --format wants torch or safetensors, not '%s'%s", format,
+		                       cli_did_you_mean(format, formats, "", hint, sizeof(hint)));
 	if (o.keep_storage && o.format == TI_OUT_SAFETENSORS)
 		return cli_usage_error("convert: --keep-storage needs a torch output: safetensors forbids shared storage");
 	o.select = selects;

@@ -310,7 +310,10 @@ static int parse_device(const char *value, bool *cuda, int *index)
 			return EXIT_OK;
 		}
 	}
-	return cli_usage_error("materialize: --device wants cpu, cuda or cuda:N, not '%s'", value);
+	static const char *const devices[] = {"cpu", "cuda", NULL};
+	char hint[128];
+	return cli_usage_error("materialize: --device wants cpu, cuda or cuda:N, not '%s'%s", value,
+	                       cli_did_you_mean(value, devices, "", hint, sizeof(hint)));
 }
 
 static int run(job *j, const char *out, const char *format, bool dry_run, bool verify, bool force, bool quiet,
@@ -386,6 +389,7 @@ int cmd_materialize(int argc, char **argv)
 	ti_arena_init(&j.arena, (size_t)1 << 30);
 	ti_fill_table_init(&j.table, &j.arena);
 	const char *out = NULL, *format = NULL, *seed_text = NULL;
+	char hint[128];
 	bool dry_run = false, verify = false, force = false, quiet = false, json = false, cuda = false, trust = false;
 	int cuda_index = 0, id, rc = EXIT_OK;
 	const char *value;
@@ -427,7 +431,9 @@ int cmd_materialize(int argc, char **argv)
 		case OPT_FORMAT:
 			format = value;
 			if (strcmp(value, "torch") && strcmp(value, "safetensors"))
-				rc = cli_usage_error("materialize: --format wants torch or safetensors, not '%s'", value);
+				rc = cli_usage_error("materialize: --format wants torch or safetensors, not '%s'%s", value,
+				                     cli_did_you_mean(value, (const char *const[]){"torch", "safetensors", NULL}, "",
+				                                      hint, sizeof(hint)));
 			break;
 		case OPT_DRY_RUN:
 			dry_run = true;
