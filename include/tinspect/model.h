@@ -124,4 +124,7 @@ typedef struct ti_model_report {
  */
 ti_status ti_model_run(ti_model *model, const ti_model_report **out, ti_error *err);
 
+/* After ti_model_run: TI_E_INVALID, listing the description's symbols, when a bound one is none of them. */
+ti_status ti_model_check_binds(const ti_model *model, ti_error *err);
+
 #endif

@@ -56,6 +56,8 @@ typedef struct ti_symctx {
 void ti_symctx_init(ti_symctx *ctx, ti_arena *arena);
 /* Binds a symbol to an integer; later ti_dim_symbol(name) yields it. */
 ti_status ti_symctx_bind(ti_symctx *ctx, const char *name, int64_t value, ti_error *err);
+/* TI_E_INVALID naming the symbols there are when a bound symbol was never used. */
+ti_status ti_symctx_check_bound(const ti_symctx *ctx, ti_error *err);
 /* TI_OK, or the first failure with its message copied into err. */
 ti_status ti_sym_ok(const ti_symctx *ctx, ti_error *err);
 

@@ -10,16 +10,59 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "cli/output.h"
 #include "tinspect/tinspect.h"
 
-/* Exit status, one scheme for every command (man page: EXIT STATUS). */
+/* Exit status, one scheme for every command (man page: EXIT STATUS; CLI_EXIT_TABLE). */
 enum {
 	EXIT_OK = 0,
-	EXIT_NEGATIVE = 1, /* a negative verdict: shape error, failed check, unsafe file */
+	EXIT_NEGATIVE = 1, /* the answer is no: a finding, a mismatch, a step that raised, a refused file */
 	EXIT_USAGE = 2,
-	EXIT_INPUT = 3,    /* unreadable, corrupt or unsupported input */
-	EXIT_RESOURCE = 4  /* I/O or resource failure */
+	EXIT_INPUT = 3,    /* unreadable or invalid input */
+	EXIT_RESOURCE = 4  /* I/O or resource failure: a path that cannot be opened as a file, memory */
 };
+
+/* The end of every --help, word for word the man page's EXIT STATUS list. */
+#define CLI_EXIT_TABLE \
+	"exit status (every command):\n" \
+	"  0  success\n" \
+	"  1  the answer is no: a finding, a mismatch, a step that raised, a refused file\n" \
+	"  2  usage error: an unknown command or option, a bad or useless option value\n" \
+	"  3  unreadable or invalid input: a corrupt file, a bad description\n" \
+	"  4  I/O or resource failure: a missing file, a directory, a FIFO, no permission,\n" \
+	"     out of memory, a failed write\n"
+
+/* Prints a command's help text, then CLI_EXIT_TABLE; returns EXIT_OK. */
+int cli_help(const char *text);
+
+/* The commands, for "did you mean" and the list in an unknown-command error. */
+extern const char *const cli_command_names[];
+/*
+ * The first word of a command line that is neither a command nor a file:
+ * if it cannot be a path (no '/' or '.', nothing of that name exists), prints
+ * "tinspect: 'WORD' is not a tinspect command" with the closest commands
+ * and returns true.
+ */
+bool cli_unknown_command(const char *word);
+/*
+ * "did you mean" for word among candidates (NULL-terminated): writes
+ * "; did you mean 'X'?" (prefix before each name) or "" into buf: the candidates at the smallest edit
+ * distance (insertions, deletions, substitutions, swaps of two neighbours),
+ * when that distance is small for the word's length, or that word begins.
+ */
+const char *cli_did_you_mean(const char *word, const char *const *candidates, const char *prefix, char *buf,
+                             size_t size);
+
+/*
+ * The one check every command makes on an input path before reading it:
+ * something that opens, and a regular file (or a directory holding a
+ * checkpoint, see cli_is_checkpoint_directory). Never blocks: a FIFO is
+ * opened without waiting for a writer and refused. Otherwise prints
+ * "tinspect: PATH: reason" and returns EXIT_RESOURCE.
+ */
+int cli_check_input(const char *path);
+/* Whether a directory is to be read as one checkpoint (a Hugging Face model directory). */
+bool cli_is_checkpoint_directory(const char *path);
 
 typedef struct cli_command {
 	const char *name;
@@ -77,10 +120,14 @@ int cli_check_source_safety(const ti_source *src, bool trust);
  */
 int cli_report_open_failure(const char *file, const ti_error *err);
 
-/* Formatting helpers. */
-const char *cli_bytes(int64_t n, char *buf, size_t size);   /* "4.59 KiB", "16 B" */
-const char *cli_count(int64_t n, char *buf, size_t size);   /* "1,234,567" */
-const char *cli_dims(const int64_t *d, int n, char *buf, size_t size); /* "[8, 3, 7, 7]" */
+/*
+ * Each of globs must match at least one of the n names name_at gives, as git
+ * refuses a pathspec that matches no file: otherwise prints
+ * "tinspect: COMMAND: OPTION 'GLOB' matches no name in FILE" and returns EXIT_USAGE.
+ */
+int cli_check_globs(const char *command, const char *option, const char *file, const char *const *globs, size_t count,
+                    const char *(*name_at)(const void *ctx, size_t i), const void *ctx, size_t n);
+
 /* Writes s with control characters escaped, so names cannot drive the terminal. */
 void cli_put_safe(FILE *f, const char *s, int width);
 

@@ -9,13 +9,14 @@
 
 #include "cli/cli.h"
 #include "cli/model_cli.h"
+#include "cli/output.h"
 #include "cli/outfile.h"
 #include "cli/progress.h"
 #include "tinspect/convert.h"
 
 enum {
 	OPT_HELP = 1, OPT_OUTPUT, OPT_FORMAT, OPT_DTYPE, OPT_SELECT, OPT_EXCLUDE, OPT_RENAME, OPT_STRIP,
-	OPT_KEY, OPT_KEEP, OPT_FORCE, OPT_QUIET, OPT_JSON, OPT_TRUST
+	OPT_KEY, OPT_KEEP, OPT_FORCE, OPT_QUIET, OPT_JSON, OPT_TRUST, OPT_RAW
 };
 
 static const cli_option options[] = {
@@ -33,6 +34,7 @@ static const cli_option options[] = {
 	{"quiet", 'q', OPT_FLAG, OPT_QUIET},
 	{"json", 0, OPT_FLAG, OPT_JSON},
 	{"trust", 0, OPT_FLAG, OPT_TRUST},
+	{"raw", 0, OPT_FLAG, OPT_RAW},
 	{NULL, 0, 0, 0},
 };
 
@@ -59,10 +61,8 @@ static const char help[] =
 	"                       which is refused otherwise (it is never executed)\n"
 	"  -q, --quiet          no progress bar\n"
 	"  --json               print the summary as JSON\n"
-	"  -h, --help           show this help\n"
-	"\n"
-	"exit status: 0 success, 1 refused as dangerous, 2 usage error, 3 unreadable\n"
-	"or unsupported input, 4 I/O or resource failure.\n";
+	"  --raw                print the size as an exact integer, not 4.59 KiB\n"
+	"  -h, --help           show this help\n";
 
 enum { LIST_MAX = 64 };
 
@@ -87,6 +87,9 @@ int cmd_convert(int argc, char **argv)
 	char rename_text[LIST_MAX][256];
 	ti_convert_options o = {0};
 	bool force = false, quiet = false, json = false, trust = false;
+	static const char *const dtypes[] = {"float16", "bfloat16", "float32", "float64", NULL};
+	static const char *const formats[] = {"torch", "safetensors", NULL};
+	char hint[128];
 	int id;
 	const char *value;
 	while ((id = cli_next(&p, &value)) != -1) {
@@ -99,8 +102,7 @@ int cmd_convert(int argc, char **argv)
 			in = value;
 			break;
 		case OPT_HELP:
-			fputs(help, stdout);
-			return EXIT_OK;
+			return cli_help(help);
 		case OPT_OUTPUT:
 			out = value;
 			break;
@@ -112,7 +114,8 @@ int cmd_convert(int argc, char **argv)
 			o.dtype = ti_dtype_from_torch_name(name);
 			if (o.dtype != TI_DT_FLOAT16 && o.dtype != TI_DT_BFLOAT16 && o.dtype != TI_DT_FLOAT32 &&
 			    o.dtype != TI_DT_FLOAT64)
-				return cli_usage_error("convert: --dtype wants float16, bfloat16, float32 or float64, not '%s'", value);
+				return cli_usage_error("convert: --dtype wants float16, bfloat16, float32 or float64, not '%s'%s", value,
+				                       cli_did_you_mean(value, dtypes, "", hint, sizeof(hint)));
 			break;
 		}
 		case OPT_SELECT:
@@ -158,6 +161,9 @@ int cmd_convert(int argc, char **argv)
 		case OPT_JSON:
 			json = true;
 			break;
+		case OPT_RAW:
+			cli_raw_numbers = true;
+			break;
 		}
 	}
 	if (!in || !out)
@@ -169,13 +175,17 @@ int cmd_convert(int argc, char **argv)
 	else if (!strcmp(format, "torch") || !strcmp(format, "pt"))
 		o.format = TI_OUT_TORCH_ZIP;
 	else
-		return cli_usage_error("convert: --format wants torch or safetensors, not '%s'", format);
+		return cli_usage_error("convert: --format wants torch or safetensors, not '%s'%s", format,
+		                       cli_did_you_mean(format, formats, "", hint, sizeof(hint)));
 	if (o.keep_storage && o.format == TI_OUT_SAFETENSORS)
 		return cli_usage_error("convert: --keep-storage needs a torch output: safetensors forbids shared storage");
 	o.select = selects;
 	o.exclude = excludes;
 	o.renames = renames;
 
+	int checked = cli_check_input(in);
+	if (checked)
+		return checked;
 	ti_error err;
 	ti_error_clear(&err);
 	ti_source *src;
@@ -212,20 +222,21 @@ int cmd_convert(int argc, char **argv)
 	}
 	if ((rc = cli_outfile_commit(&of)))
 		return rc;
-	char bytes[32];
+	char bytes[64];
 	if (json) {
-		cJSON *j = cJSON_CreateObject();
+		cJSON *j = cli_json_root();
+		cJSON_AddStringToObject(j, "file", in);
 		cJSON_AddStringToObject(j, "output", out);
 		cJSON_AddStringToObject(j, "format", o.format == TI_OUT_SAFETENSORS ? "safetensors" : "torch-zip");
-		cJSON_AddNumberToObject(j, "tensors", (double)stats.tensors);
-		cJSON_AddNumberToObject(j, "storages", (double)stats.storages);
-		cJSON_AddNumberToObject(j, "ties", (double)stats.ties);
-		cJSON_AddNumberToObject(j, "cast", (double)stats.cast);
-		cJSON_AddNumberToObject(j, "data_bytes", (double)stats.data_bytes);
-		return cli_print_json(j);
+		cJSON_AddItemToObject(j, "tensors", cli_json_dim(ti_dim_int((int64_t)stats.tensors)));
+		cJSON_AddItemToObject(j, "storages", cli_json_dim(ti_dim_int((int64_t)stats.storages)));
+		cJSON_AddItemToObject(j, "ties", cli_json_dim(ti_dim_int((int64_t)stats.ties)));
+		cJSON_AddItemToObject(j, "cast", cli_json_dim(ti_dim_int((int64_t)stats.cast)));
+		cJSON_AddItemToObject(j, "nbytes", cli_json_dim(ti_dim_int((int64_t)stats.data_bytes)));
+		return cli_json_print(j);
 	}
-		printf("wrote %s: %zu tensors (%zu tied, %zu cast), %s of data, %s\n", out, stats.tensors, stats.ties,
-		       stats.cast, cli_bytes((int64_t)stats.data_bytes, bytes, sizeof(bytes)),
-		       o.format == TI_OUT_SAFETENSORS ? "safetensors" : "torch zip");
+	printf("wrote %s: %zu tensors (%zu tied, %zu cast), %s of data, %s\n", out, stats.tensors, stats.ties, stats.cast,
+	       cli_quantity((int64_t)stats.data_bytes, true, bytes, sizeof(bytes)),
+	       o.format == TI_OUT_SAFETENSORS ? "safetensors" : "torch zip");
 	return EXIT_OK;
 }

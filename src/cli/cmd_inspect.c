@@ -1,7 +1,7 @@
 /*
  * cmd_inspect.c - `tinspect [inspect] FILE`: a checkpoint on the meta device.
  * Prints the tensor table, the other values and a summary, or one JSON
- * document with --json (keys documented in tinspect(1); added, never renamed).
+ * document with --json (tinspect(1): JSON OUTPUT, schema 1).
  */
 #include <cJSON.h>
 #include <fnmatch.h>
@@ -12,7 +12,7 @@
 #include "cli/cli.h"
 #include "cli/output.h"
 
-enum { OPT_HELP = 1, OPT_DEVICE, OPT_JSON, OPT_FILTER, OPT_DEPTH, OPT_RECORDS, OPT_TRUST };
+enum { OPT_HELP = 1, OPT_DEVICE, OPT_JSON, OPT_FILTER, OPT_DEPTH, OPT_RECORDS, OPT_TRUST, OPT_RAW };
 
 static const cli_option options[] = {
 	{"help", 'h', OPT_FLAG, OPT_HELP},
@@ -22,6 +22,7 @@ static const cli_option options[] = {
 	{"depth", 0, OPT_VALUE, OPT_DEPTH},
 	{"records", 0, OPT_FLAG, OPT_RECORDS},
 	{"trust", 0, OPT_FLAG, OPT_TRUST},
+	{"raw", 0, OPT_FLAG, OPT_RAW},
 	{NULL, 0, 0, 0},
 };
 
@@ -40,15 +41,13 @@ static const char help[] =
 	"  --filter GLOB   keep tensors and values whose name matches GLOB (repeatable)\n"
 	"  --depth N       fold names deeper than N components into their prefix, with totals\n"
 	"  --records       also list the archive's records with sizes and payload offsets\n"
+	"  --raw           print counts and sizes as exact integers, not 4.59 KiB\n"
 	"  --trust         list a file whose pickle calls something dangerous (os.system,\n"
 	"                  eval...), which is refused otherwise; it is never executed\n"
 	"  -h, --help      show this help\n"
 	"\n"
 	"Globals outside torch.load's weights_only allow-list get a warning on\n"
-	"stderr; 'tinspect scan' lists them all.\n"
-	"\n"
-	"exit status: 0 success, 1 refused as dangerous, 2 usage error, 3 unreadable,\n"
-	"corrupt or unsupported input, 4 I/O or resource failure.\n";
+	"stderr; 'tinspect scan' lists them all.\n";
 
 enum { FILTERS_MAX = 64 };
 
@@ -219,22 +218,35 @@ static const char *next_tie(const inspect *in, const char *name, size_t *at)
 	return NULL;
 }
 
+/* Adds "tied to 'NAME'" to a row's notes for each name tied to tensor `name`. */
+static void add_ties(const inspect *in, const char *name, char *notes, size_t size)
+{
+	size_t at = 0, n = strlen(notes);
+	for (const char *tie; n < size && (tie = next_tie(in, name, &at));)
+		n += (size_t)snprintf(notes + n, size - n, "%stied to '%s'", n ? " " : "", tie);
+}
+
 /* ---- text ---- */
 
-/* Column widths for the tensor table: as wide as the widest cell, within reason. */
+/* The tensor table's columns: the same words as every other table of tensors. */
+static const cli_column cli_tensor_columns[5] = {
+	{"NAME", CLI_LEFT, 60}, {"DTYPE", CLI_LEFT, 0}, {"SHAPE", CLI_LEFT, 30}, {"BYTES", CLI_RIGHT, 0}, {"NOTES", CLI_LEFT, 0},
+};
+
+/* Column widths for the tensor table: as wide as the widest cell, within the ceilings. */
 typedef struct widths {
-	int name, dtype, shape;
+	int name, dtype, shape, bytes;
 } widths;
 
 static widths column_widths(const inspect *in)
 {
-	widths w = {6, 5, 5}; /* "(root)", "DTYPE", "SHAPE" */
-	char dims[512];
+	widths w = {0, 0, 0, 0};
+	char dims[512], num[32];
 	for (size_t i = 0; i < in->entry_count; i++) {
 		const ti_entry *e = &in->entries[i];
 		if (!wanted(in, e->name))
 			continue;
-		int len = (int)strlen(e->name);
+		int len = cli_text_width(e->name);
 		if (len > w.name)
 			w.name = len;
 		if (e->value->kind != TI_TENSOR)
@@ -242,15 +254,18 @@ static widths column_widths(const inspect *in)
 		const ti_tensor *x = e->value->as.tensor;
 		int d = (int)strlen(ti_dtype_name(x->dtype));
 		int s = (int)strlen(cli_dims(x->shape, x->ndim, dims, sizeof(dims)));
+		int b = (int)strlen(cli_bytes(x->nbytes, num, sizeof(num)));
 		if (d > w.dtype)
 			w.dtype = d;
 		if (s > w.shape)
 			w.shape = s;
+		if (b > w.bytes)
+			w.bytes = b;
 	}
-	if (w.name > 60)
-		w.name = 60;
-	if (w.shape > 30)
-		w.shape = 30;
+	w.name = cli_column_width(&cli_tensor_columns[0], w.name);
+	w.dtype = cli_column_width(&cli_tensor_columns[1], w.dtype);
+	w.shape = cli_column_width(&cli_tensor_columns[2], w.shape);
+	w.bytes = cli_column_width(&cli_tensor_columns[3], w.bytes);
 	return w;
 }
 
@@ -326,22 +341,29 @@ nomem:
 	return -1;
 }
 
+static const cli_column cli_group_columns[4] = {
+	{"PREFIX", CLI_LEFT, 60}, {"TENSORS", CLI_RIGHT, 0}, {"NUMEL", CLI_RIGHT, 0}, {"BYTES", CLI_RIGHT, 0},
+};
+
 static int print_folded(inspect *in)
 {
-	char b1[32], b2[32];
+	char b0[32], b1[32], b2[32];
 	group *g;
 	long n = collect_groups(in, &g);
 	if (n < 0)
 		return -1;
-	cli_out *o = &in->out;
-	cli_out_printf(o, "%-40s %8s %16s %12s\n", "NAME", "TENSORS", "ELEMENTS", "BYTES");
+	cli_table t;
+	cli_table_init(&t, cli_group_columns, 4);
 	for (long i = 0; i < n; i++) {
-		cli_out_safe(o, g[i].name[0] ? g[i].name : "(root)", 40);
-		cli_out_printf(o, " %8" PRId64 " %16s %12s\n", g[i].tensors, cli_count(g[i].numel, b1, sizeof(b1)),
-		               cli_bytes(g[i].nbytes, b2, sizeof(b2)));
+		snprintf(b0, sizeof(b0), "%" PRId64, g[i].tensors);
+		const char *row[] = {g[i].name[0] ? g[i].name : "(root)", b0, cli_human(g[i].numel, "", b1, sizeof(b1)),
+		                     cli_bytes(g[i].nbytes, b2, sizeof(b2))};
+		cli_table_add(&t, row);
 	}
 	free_groups(g, (size_t)n);
-	return 0;
+	bool ok = cli_table_print(&t, &in->out);
+	cli_table_free(&t);
+	return ok ? 0 : -1;
 }
 
 /* The summary's last lines: the container's format and details. */
@@ -380,57 +402,71 @@ static int print_text(inspect *in, const totals *t)
 		if (print_folded(in))
 			return -1;
 	} else if (t->tensors) {
-		cli_out_printf(o, "%-*s  %-*s  %-*s  %10s  %s\n", w.name, "NAME", w.dtype, "DTYPE", w.shape, "SHAPE", "BYTES", "NOTES");
+		const int width[] = {w.name, w.dtype, w.shape, w.bytes, 0};
+		for (int c = 0; c < 5; c++) {
+			if (c)
+				cli_out_put(o, "  ", CLI_GAP);
+			cli_out_cell(o, cli_tensor_columns[c].header, width[c], cli_tensor_columns[c].align, c == 4);
+		}
+		cli_out_put(o, "\n", 1);
 		for (size_t i = 0; i < in->entry_count; i++) {
 			const ti_entry *e = &in->entries[i];
 			if (e->value->kind != TI_TENSOR || !wanted(in, e->name))
 				continue;
 			const ti_tensor *x = e->value->as.tensor;
-			/* "%-*s  %-*s  %-*s  %10s  %s\n", written piece by piece: printf costs more than the rest */
-			cli_out_safe(o, e->name, w.name);
-			cli_out_put(o, "  ", 2);
-			cli_out_left(o, ti_dtype_name(x->dtype), w.dtype);
-			cli_out_put(o, "  ", 2);
-			cli_out_left(o, cli_dims(x->shape, x->ndim, dims, sizeof(dims)), w.shape);
-			cli_out_put(o, "  ", 2);
-			cli_out_right(o, cli_bytes(x->nbytes, num, sizeof(num)), 10);
-			cli_out_put(o, "  ", 2);
+			/* written piece by piece: printf costs more than the rest */
 			describe(x, notes, sizeof(notes));
-			cli_out_puts(o, notes);
-			size_t at = 0;
-			for (const char *tie; (tie = next_tie(in, e->name, &at));) {
-				cli_out_puts(o, notes[0] || at > 1 ? " tied to '" : "tied to '");
-				cli_out_safe(o, tie, 0);
-				cli_out_puts(o, "'");
+			add_ties(in, e->name, notes, sizeof(notes));
+			cli_out_cell(o, e->name, w.name, CLI_LEFT, false);
+			cli_out_put(o, "  ", CLI_GAP);
+			cli_out_left(o, ti_dtype_name(x->dtype), w.dtype);
+			cli_out_put(o, "  ", CLI_GAP);
+			cli_out_cell(o, cli_dims(x->shape, x->ndim, dims, sizeof(dims)), w.shape, CLI_LEFT, false);
+			cli_out_put(o, "  ", CLI_GAP);
+			cli_out_right(o, cli_bytes(x->nbytes, num, sizeof(num)), w.bytes);
+			if (notes[0]) {
+				cli_out_put(o, "  ", CLI_GAP);
+				cli_out_puts(o, notes);
 			}
 			cli_out_put(o, "\n", 1);
 		}
 	}
 	if (t->values) {
+		/* the type column as wide as its widest type, within 40 */
+		int type_width = 0;
+		for (size_t i = 0; i < in->entry_count; i++) {
+			const ti_entry *e = &in->entries[i];
+			if (e->value->kind == TI_TENSOR || !wanted(in, e->name))
+				continue;
+			int tw = cli_text_width(ti_value_type_name(e->value, type, sizeof(type)));
+			type_width = tw > type_width ? (tw < 40 ? tw : 40) : type_width;
+		}
 		cli_out_puts(o, "\nvalues:\n");
 		for (size_t i = 0; i < in->entry_count; i++) {
 			const ti_entry *e = &in->entries[i];
 			if (e->value->kind == TI_TENSOR || !wanted(in, e->name))
 				continue;
 			cli_out_puts(o, "  ");
-			cli_out_safe(o, e->name, w.name);
-			cli_out_printf(o, "  %-20s  ", ti_value_type_name(e->value, type, sizeof(type)));
+			cli_out_cell(o, e->name, w.name, CLI_LEFT, false);
+			cli_out_puts(o, "  ");
+			cli_out_cell(o, ti_value_type_name(e->value, type, sizeof(type)), type_width, CLI_LEFT, false);
+			cli_out_puts(o, "  ");
 			cli_out_safe(o, ti_value_repr(e->value, repr, sizeof(repr), 72), 0);
 			cli_out_puts(o, "\n");
 		}
 	}
 	cli_out_puts(o, "\nsummary:\n");
 	cli_out_printf(o, "  tensors        %s\n", cli_count(t->tensors, num, sizeof(num)));
-	cli_out_printf(o, "  elements       %s\n", cli_count(t->numel, num, sizeof(num)));
-	cli_out_printf(o, "  bytes          %s (%s)\n", cli_bytes(t->nbytes, num, sizeof(num)), cli_count(t->nbytes, num2, sizeof(num2)));
+	cli_out_printf(o, "  elements       %s\n", cli_quantity(t->numel, false, num, sizeof(num)));
+	cli_out_printf(o, "  bytes          %s\n", cli_quantity(t->nbytes, true, num, sizeof(num)));
 	const char *label = "  by dtype       ";
 	for (int d = 0; d < TI_DT_COUNT; d++) {
 		const dtype_total *dt = &t->by_dtype[d];
 		if (!dt->tensors)
 			continue;
-		cli_out_printf(o, "%s%-16s %6" PRId64 " %-7s %16s elements %12s\n", label, ti_dtype_name((ti_dtype)d), dt->tensors,
+		cli_out_printf(o, "%s%-16s %6" PRId64 " %-7s  %8s elements  %10s\n", label, ti_dtype_name((ti_dtype)d), dt->tensors,
 		               dt->tensors == 1 ? "tensor" : "tensors",
-		               cli_count(dt->numel, num, sizeof(num)), cli_bytes(dt->nbytes, num2, sizeof(num2)));
+		               cli_human(dt->numel, "", num, sizeof(num)), cli_bytes(dt->nbytes, num2, sizeof(num2)));
 		label = "                 ";
 	}
 	cli_out_printf(o, "  unique bytes   %s in %" PRId64 " %s (%" PRId64 " shared)\n", cli_bytes(t->unique_nbytes, num, sizeof(num)),
@@ -455,21 +491,34 @@ static const char *method_name(int method)
 	return method == 0 ? "stored" : method == 8 ? "deflated" : "other";
 }
 
+static const cli_column record_columns[] = {
+	{"NAME", CLI_LEFT, 60}, {"BYTES", CLI_RIGHT, 0}, {"OFFSET", CLI_RIGHT, 0}, {"METHOD", CLI_LEFT, 0},
+};
+
 static int print_records_text(inspect *in)
 {
-	char num[32];
-	cli_out *o = &in->out;
-	cli_out_printf(o, "\nrecords:\n  %-48s %14s %14s %s\n", "NAME", "SIZE", "PAYLOAD AT", "METHOD");
+	char size[32], offset[32];
+	cli_table t;
+	cli_table_init(&t, record_columns, 4);
 	for (size_t i = 0; i < ti_ckpt_record_count(in->ckpt); i++) {
 		const ti_record *r = ti_ckpt_record(in->ckpt, i);
 		uint64_t off;
 		int rc;
-		if (!record_offset(in, i, &off, &rc))
+		if (!record_offset(in, i, &off, &rc)) {
+			cli_table_free(&t);
 			return rc;
-		cli_out_puts(o, "  ");
-		cli_out_safe(o, r->name, 48);
-		cli_out_printf(o, " %14s %14" PRIu64 " %s\n", cli_count((int64_t)r->size, num, sizeof(num)), off,
-		               method_name(r->method));
+		}
+		snprintf(size, sizeof(size), "%" PRIu64, (uint64_t)r->size); /* offsets and sizes of records: exact */
+		snprintf(offset, sizeof(offset), "%" PRIu64, off);
+		const char *row[] = {r->name, size, offset, method_name(r->method)};
+		cli_table_add(&t, row);
+	}
+	cli_out_puts(&in->out, "\nrecords:\n");
+	bool ok = cli_table_print(&t, &in->out);
+	cli_table_free(&t);
+	if (!ok) {
+		fprintf(stderr, "tinspect: out of memory\n");
+		return EXIT_RESOURCE;
 	}
 	return EXIT_OK;
 }
@@ -777,7 +826,8 @@ static bool emit_groups(inspect *in)
 static bool emit_header(inspect *in)
 {
 	cli_out *o = &in->out;
-	bool ok = emit_member(o, "{\n  ", "file", cJSON_CreateString(in->file));
+	cli_out_puts(o, "{\n  \"schema\": " TI_STRINGIFY(CLI_JSON_SCHEMA));
+	bool ok = emit_member(o, ",\n  ", "file", cJSON_CreateString(in->file));
 	if (in->ckpt) {
 		const ti_ckpt_info *info = ti_ckpt_get_info(in->ckpt);
 		ok = ok && emit_member(o, ",\n  ", "format", cJSON_CreateString(info->format)) &&
@@ -843,6 +893,8 @@ static int print_json(inspect *in, const totals *t)
 	return EXIT_OK;
 }
 
+static const char *entry_name(const void *in, size_t i) { return ((const inspect *)in)->entries[i].name; }
+
 int cmd_inspect(int argc, char **argv)
 {
 	inspect in = {0};
@@ -856,13 +908,14 @@ int cmd_inspect(int argc, char **argv)
 		case -2:
 			return EXIT_USAGE;
 		case 0:
+			if (in.file && cli_unknown_command(in.file)) /* "tinspect --json run m.json": a typo, not a FILE */
+				return EXIT_USAGE;
 			if (in.file)
 				return cli_usage_error("inspect: one FILE at a time ('%s' and '%s')", in.file, value);
 			in.file = value;
 			break;
 		case OPT_HELP:
-			fputs(help, stdout);
-			return EXIT_OK;
+			return cli_help(help);
 		case OPT_DEVICE:
 			if (strcmp(value, "meta"))
 				return cli_usage_error("inspect: --device %s: inspect loads onto the meta device only (use --device meta)", value);
@@ -872,6 +925,9 @@ int cmd_inspect(int argc, char **argv)
 			break;
 		case OPT_TRUST:
 			trust = true;
+			break;
+		case OPT_RAW:
+			cli_raw_numbers = true;
 			break;
 		case OPT_RECORDS:
 			in.records = true;
@@ -892,6 +948,9 @@ int cmd_inspect(int argc, char **argv)
 	}
 	if (!in.file)
 		return cli_usage_error("inspect: no FILE given (usage: tinspect FILE [--json]; see --help)");
+	int checked = cli_check_input(in.file);
+	if (checked)
+		return checked;
 	ti_error err;
 	ti_source *src;
 	if (ti_source_open(in.file, &src, &err))
@@ -905,6 +964,9 @@ int cmd_inspect(int argc, char **argv)
 	ti_error_clear(&err);
 	if (!refused && !(in.entries = ti_source_entries(src, &in.entry_count, &err)) && err.code)
 		refused = cli_report(in.file, &err);
+	if (!refused)
+		refused = cli_check_globs("inspect", "--filter", in.file, in.filters, (size_t)in.filter_count, entry_name,
+		                          &in, in.entry_count);
 	if (!refused && !in.ckpt && (in.ties = calloc(ti_source_tensor_count(src) + 1, sizeof(*in.ties)))) {
 		for (size_t i = 0; i < ti_source_tensor_count(src); i++)
 			if (ti_source_tensor_at(src, i)->tie_of)

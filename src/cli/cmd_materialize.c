@@ -11,6 +11,7 @@
 
 #include "cli/cli.h"
 #include "cli/model_cli.h"
+#include "cli/output.h"
 #include "cli/outfile.h"
 #include "cli/progress.h"
 #include "tinspect/convert.h"
@@ -20,7 +21,7 @@
 
 enum {
 	OPT_HELP = 1, OPT_DEVICE, OPT_FILL, OPT_SEED, OPT_OUTPUT, OPT_FORMAT, OPT_DRY_RUN, OPT_VERIFY, OPT_FORCE,
-	OPT_QUIET, OPT_JSON, OPT_BIND, OPT_TRUST
+	OPT_QUIET, OPT_JSON, OPT_BIND, OPT_TRUST, OPT_RAW
 };
 
 static const cli_option options[] = {
@@ -36,6 +37,7 @@ static const cli_option options[] = {
 	{"quiet", 'q', OPT_FLAG, OPT_QUIET},
 	{"json", 0, OPT_FLAG, OPT_JSON},
 	{"trust", 0, OPT_FLAG, OPT_TRUST},
+	{"raw", 0, OPT_FLAG, OPT_RAW},
 	{NULL, 0, 0, 0},
 };
 
@@ -62,13 +64,10 @@ static const char help[] =
 	"  -f, --force          replace OUT if it exists\n"
 	"  -q, --quiet          no progress bar\n"
 	"  --json               print the report as JSON\n"
+	"  --raw                print sizes as exact integers, not 4.59 KiB\n"
 	"  --trust              use a checkpoint whose pickle calls something dangerous,\n"
 	"                       which is refused otherwise (it is never executed)\n"
-	"  -h, --help           show this help\n"
-	"\n"
-	"exit status: 0 success, 1 refused as dangerous, 2 usage error (a missing\n"
-	"policy, a bad device), 3 unreadable input, 4 I/O or resource failure (CUDA\n"
-	"not available).\n";
+	"  -h, --help           show this help\n";
 
 typedef struct job {
 	const char *file;
@@ -96,6 +95,39 @@ static size_t first_viewer(const ti_source *src, size_t storage)
 		if (ti_source_tensor_at(src, k)->storage == storage && !ti_source_tensor_at(src, k)->unsupported)
 			return k;
 	return SIZE_MAX;
+}
+
+static bool draws_random(ti_fill_kind kind)
+{
+	return kind == TI_FILL_RAND || kind == TI_FILL_RANDN || kind == TI_FILL_UNIFORM || kind == TI_FILL_NORMAL ||
+	       kind == TI_FILL_INIT;
+}
+
+/* --seed with no random fill would be ignored: say so instead. */
+static int check_seed(const job *j, const char *seed_text)
+{
+	bool random = j->has_fallback && draws_random(j->fallback.kind);
+	for (size_t i = 0; i < j->table.count && !random; i++)
+		random = draws_random(j->table.items[i].policy.kind);
+	if (seed_text && !random)
+		return cli_usage_error("materialize: --seed %s seeds the random fills (rand, randn, uniform, normal, init); "
+		                       "no --fill asks for one", seed_text);
+	return EXIT_OK;
+}
+
+static const char *tensor_name(const void *src, size_t i) { return ti_source_tensor_at(src, i)->name; }
+
+/* Every --fill GLOB=POLICY must name some tensor: a GLOB that matches none is a mistake, not a no-op. */
+static int check_fill_globs(const job *j)
+{
+	for (size_t i = 0; i < j->table.count; i++) {
+		const char *glob = j->table.items[i].glob;
+		int rc = cli_check_globs("materialize", "--fill", j->file, &glob, 1, tensor_name, j->src,
+		                         ti_source_tensor_count(j->src));
+		if (rc)
+			return rc;
+	}
+	return EXIT_OK;
 }
 
 /* Resolves every storage's policy and sets the fills; prints the error and returns an exit code. */
@@ -153,53 +185,65 @@ static int resolve_policies(job *j, bool to_file)
 	return EXIT_OK;
 }
 
-static void print_plan(const job *j, const char *where, bool json)
+static const cli_column plan_columns[] = {
+	{"NAME", CLI_LEFT, 60}, {"DTYPE", CLI_LEFT, 0}, {"SHAPE", CLI_LEFT, 30},
+	{"BYTES", CLI_RIGHT, 0}, {"FILL", CLI_LEFT, 0},  {"INIT", CLI_LEFT, 0},
+};
+
+static int print_plan(const job *j, const char *where, bool json)
 {
 	char shape[256], bytes[32], total_text[32];
 	uint64_t total = 0;
 	const ti_source *src = j->src;
-	cJSON *root = json ? cJSON_CreateObject() : NULL, *list = NULL;
+	cJSON *root = json ? cli_json_root() : NULL, *list = NULL;
+	cli_table t;
+	cli_table_init(&t, plan_columns, 6);
 	if (json) {
-		cJSON_AddStringToObject(root, "source", j->file);
+		cJSON_AddStringToObject(root, "file", j->file);
 		cJSON_AddStringToObject(root, "device", where);
 		list = cJSON_AddArrayToObject(root, "tensors");
-	} else {
-		printf("%-40s %-9s %-18s %10s  %s\n", "NAME", "DTYPE", "SHAPE", "BYTES", "FILL");
 	}
 	for (size_t k = 0; k < ti_source_tensor_count(src); k++) {
-		const ti_source_tensor *t = ti_source_tensor_at(src, k);
-		bool first = first_viewer(src, t->storage) == k;
-		uint64_t b = first ? ti_source_storage_at(src, t->storage)->nbytes : 0;
+		const ti_source_tensor *x = ti_source_tensor_at(src, k);
+		bool first = first_viewer(src, x->storage) == k;
+		uint64_t b = first ? ti_source_storage_at(src, x->storage)->nbytes : 0;
 		total += b;
-		const char *policy = j->policy_text[t->storage] ? j->policy_text[t->storage] : "-";
+		const char *policy = j->policy_text[x->storage] ? j->policy_text[x->storage] : "-";
 		if (json) {
 			cJSON *o = cJSON_CreateObject();
-			cJSON_AddStringToObject(o, "name", t->name);
-			cJSON_AddStringToObject(o, "dtype", ti_dtype_name(t->dtype));
+			cJSON_AddStringToObject(o, "name", x->name);
+			cJSON_AddStringToObject(o, "dtype", ti_dtype_name(x->dtype));
 			cJSON *s = cJSON_AddArrayToObject(o, "shape");
-			for (int d = 0; d < t->ndim; d++)
-				cJSON_AddItemToArray(s, cJSON_CreateNumber((double)t->shape[d]));
-			cJSON_AddNumberToObject(o, "nbytes", (double)b);
+			for (int d = 0; d < x->ndim; d++)
+				cJSON_AddItemToArray(s, cli_json_dim(ti_dim_int(x->shape[d])));
+			cJSON_AddItemToObject(o, "nbytes", cli_json_dim(ti_dim_int((int64_t)b)));
 			cJSON_AddStringToObject(o, "fill", policy);
-			if (j->rule[t->storage])
-				cJSON_AddStringToObject(o, "init", j->rule[t->storage]);
+			if (j->rule[x->storage])
+				cJSON_AddStringToObject(o, "init", j->rule[x->storage]);
 			if (!first)
 				cJSON_AddBoolToObject(o, "shared", true);
 			cJSON_AddItemToArray(list, o);
 			continue;
 		}
-		cli_put_safe(stdout, t->name, 40);
-		printf(" %-9s %-18s %10s  %s%s%s\n", ti_dtype_name(t->dtype), cli_dims(t->shape, t->ndim, shape, sizeof(shape)),
-		       first ? cli_bytes((int64_t)b, bytes, sizeof(bytes)) : "shared", policy,
-		       j->rule[t->storage] ? "  # " : "", j->rule[t->storage] ? j->rule[t->storage] : "");
+		const char *row[] = {x->name, ti_dtype_name(x->dtype), cli_dims(x->shape, x->ndim, shape, sizeof(shape)),
+		                     first ? cli_bytes((int64_t)b, bytes, sizeof(bytes)) : "shared", policy, j->rule[x->storage]};
+		cli_table_add(&t, row);
 	}
 	if (json) {
-		cJSON_AddNumberToObject(root, "nbytes", (double)total);
-		cli_print_json(root);
-		return;
+		cJSON_AddItemToObject(root, "nbytes", cli_json_dim(ti_dim_int((int64_t)total)));
+		cli_table_free(&t);
+		return cli_json_print(root);
 	}
+	cli_out o;
+	cli_out_init(&o, stdout);
+	bool ok = cli_table_print(&t, &o);
+	cli_out_close(&o);
+	cli_table_free(&t);
+	if (!ok)
+		return fprintf(stderr, "tinspect: out of memory\n"), EXIT_RESOURCE;
 	printf("\n%zu tensors, %s to allocate on %s\n", ti_source_tensor_count(src),
 	       cli_bytes((int64_t)total, total_text, sizeof(total_text)), where);
+	return EXIT_OK;
 }
 
 static double now(void)
@@ -221,21 +265,22 @@ static int print_placed(const job *j, const ti_place_stats *s, double seconds, b
 	char a[32], b[32], c[32], rate[32];
 	double per_second = seconds > 0 ? (double)s->bytes / seconds : 0;
 	if (json) {
-		cJSON *root = cJSON_CreateObject();
-		cJSON_AddStringToObject(root, "source", j->file);
+		char text[64];
+		cJSON *root = cli_json_root();
+		cJSON_AddStringToObject(root, "file", j->file);
 		cJSON_AddStringToObject(root, "device", s->device);
-		cJSON_AddNumberToObject(root, "storages", (double)s->storages);
-		cJSON_AddNumberToObject(root, "nbytes", (double)s->bytes);
-		cJSON_AddNumberToObject(root, "seconds", seconds);
-		cJSON_AddNumberToObject(root, "bytes_per_second", per_second);
+		cJSON_AddItemToObject(root, "storages", cli_json_dim(ti_dim_int((int64_t)s->storages)));
+		cJSON_AddItemToObject(root, "nbytes", cli_json_dim(ti_dim_int((int64_t)s->bytes)));
+		cJSON_AddItemToObject(root, "seconds", cJSON_CreateRaw(cli_json_seconds(seconds, text, sizeof(text))));
+		cJSON_AddItemToObject(root, "bytes_per_second", cli_json_dim(ti_dim_int((int64_t)per_second)));
 		if (s->total) {
-			cJSON_AddNumberToObject(root, "device_free_before", (double)s->free_before);
-			cJSON_AddNumberToObject(root, "device_free_after", (double)s->free_after);
-			cJSON_AddNumberToObject(root, "device_total", (double)s->total);
-			cJSON_AddNumberToObject(root, "filled_on_device", (double)s->filled_on_device);
+			cJSON_AddItemToObject(root, "device_free_before", cli_json_dim(ti_dim_int((int64_t)s->free_before)));
+			cJSON_AddItemToObject(root, "device_free_after", cli_json_dim(ti_dim_int((int64_t)s->free_after)));
+			cJSON_AddItemToObject(root, "device_total", cli_json_dim(ti_dim_int((int64_t)s->total)));
+			cJSON_AddItemToObject(root, "filled_on_device", cli_json_dim(ti_dim_int((int64_t)s->filled_on_device)));
 		}
 		cJSON_AddBoolToObject(root, "verified", s->verified);
-		return cli_print_json(root);
+		return cli_json_print(root);
 	}
 	printf("placed %zu storages, %s on %s in %.3f s (%s/s)%s\n", s->storages, cli_bytes((int64_t)s->bytes, a, sizeof(a)),
 	       s->device, seconds, cli_bytes((int64_t)per_second, rate, sizeof(rate)), s->verified ? ", verified" : "");
@@ -265,7 +310,10 @@ static int parse_device(const char *value, bool *cuda, int *index)
 			return EXIT_OK;
 		}
 	}
-	return cli_usage_error("materialize: --device wants cpu, cuda or cuda:N, not '%s'", value);
+	static const char *const devices[] = {"cpu", "cuda", NULL};
+	char hint[128];
+	return cli_usage_error("materialize: --device wants cpu, cuda or cuda:N, not '%s'%s", value,
+	                       cli_did_you_mean(value, devices, "", hint, sizeof(hint)));
 }
 
 static int run(job *j, const char *out, const char *format, bool dry_run, bool verify, bool force, bool quiet,
@@ -278,8 +326,7 @@ static int run(job *j, const char *out, const char *format, bool dry_run, bool v
 	if (cuda)
 		snprintf(where, sizeof(where), "cuda:%d", cuda_index);
 	if (dry_run) {
-		print_plan(j, out ? out : where, json);
-		return EXIT_OK;
+		return print_plan(j, out ? out : where, json);
 	}
 	ti_error err;
 	ti_error_clear(&err);
@@ -309,17 +356,19 @@ static int run(job *j, const char *out, const char *format, bool dry_run, bool v
 		}
 		if ((rc = cli_outfile_commit(&of)))
 			return rc;
-		char bytes[32];
+		char bytes[64];
 		if (!json)
 			printf("wrote %s: %zu tensors, %s of data\n", out, stats.tensors,
-			       cli_bytes((int64_t)stats.data_bytes, bytes, sizeof(bytes)));
+			       cli_quantity((int64_t)stats.data_bytes, true, bytes, sizeof(bytes)));
 		else {
-			cJSON *root = cJSON_CreateObject();
+			char text[64];
+			cJSON *root = cli_json_root();
+			cJSON_AddStringToObject(root, "file", j->file);
 			cJSON_AddStringToObject(root, "output", out);
-			cJSON_AddNumberToObject(root, "tensors", (double)stats.tensors);
-			cJSON_AddNumberToObject(root, "nbytes", (double)stats.data_bytes);
-			cJSON_AddNumberToObject(root, "seconds", now() - start);
-			return cli_print_json(root);
+			cJSON_AddItemToObject(root, "tensors", cli_json_dim(ti_dim_int((int64_t)stats.tensors)));
+			cJSON_AddItemToObject(root, "nbytes", cli_json_dim(ti_dim_int((int64_t)stats.data_bytes)));
+			cJSON_AddItemToObject(root, "seconds", cJSON_CreateRaw(cli_json_seconds(now() - start, text, sizeof(text))));
+			return cli_json_print(root);
 		}
 		return EXIT_OK;
 	}
@@ -339,7 +388,8 @@ int cmd_materialize(int argc, char **argv)
 	memset(&j, 0, sizeof(j));
 	ti_arena_init(&j.arena, (size_t)1 << 30);
 	ti_fill_table_init(&j.table, &j.arena);
-	const char *out = NULL, *format = NULL;
+	const char *out = NULL, *format = NULL, *seed_text = NULL;
+	char hint[128];
 	bool dry_run = false, verify = false, force = false, quiet = false, json = false, cuda = false, trust = false;
 	int cuda_index = 0, id, rc = EXIT_OK;
 	const char *value;
@@ -356,9 +406,8 @@ int cmd_materialize(int argc, char **argv)
 			j.file = value;
 			break;
 		case OPT_HELP:
-			fputs(help, stdout);
 			ti_arena_release(&j.arena);
-			return EXIT_OK;
+			return cli_help(help);
 		case OPT_DEVICE:
 			rc = parse_device(value, &cuda, &cuda_index);
 			break;
@@ -370,6 +419,7 @@ int cmd_materialize(int argc, char **argv)
 			break;
 		case OPT_SEED: {
 			char *end;
+			seed_text = value;
 			j.seed = strtoull(value, &end, 10);
 			if (*value < '0' || *value > '9' || *end)
 				rc = cli_usage_error("materialize: --seed wants a non-negative integer, not '%s'", value);
@@ -381,7 +431,9 @@ int cmd_materialize(int argc, char **argv)
 		case OPT_FORMAT:
 			format = value;
 			if (strcmp(value, "torch") && strcmp(value, "safetensors"))
-				rc = cli_usage_error("materialize: --format wants torch or safetensors, not '%s'", value);
+				rc = cli_usage_error("materialize: --format wants torch or safetensors, not '%s'%s", value,
+				                     cli_did_you_mean(value, (const char *const[]){"torch", "safetensors", NULL}, "",
+				                                      hint, sizeof(hint)));
 			break;
 		case OPT_DRY_RUN:
 			dry_run = true;
@@ -401,12 +453,29 @@ int cmd_materialize(int argc, char **argv)
 		case OPT_JSON:
 			json = true;
 			break;
+		case OPT_RAW:
+			cli_raw_numbers = true;
+			break;
 		}
 	}
 	if (!rc && !j.file)
 		rc = cli_usage_error("materialize: no SOURCE given (see 'tinspect materialize --help')");
 	if (!rc && out && cuda)
 		rc = cli_usage_error("materialize: -o writes a file: it takes no --device");
+	/* options that would do nothing are refused, not ignored */
+	if (!rc && format && !out)
+		rc = cli_usage_error("materialize: --format %s names the format of -o OUT; give -o OUT too", format);
+	if (!rc && verify && out)
+		rc = cli_usage_error("materialize: --verify reads placed memory back; -o writes a file, which it does not "
+		                     "check (read it back with 'tinspect inspect')");
+	if (!rc)
+		rc = check_seed(&j, seed_text);
+	if (!rc && force && !out)
+		rc = cli_usage_error("materialize: --force replaces an existing -o OUT; give -o OUT too");
+	if (!rc && verify && dry_run)
+		rc = cli_usage_error("materialize: --verify checks placed memory; --dry-run places nothing");
+	if (!rc)
+		rc = cli_check_input(j.file);
 	if (rc) {
 		ti_arena_release(&j.arena);
 		return rc;
@@ -424,7 +493,7 @@ int cmd_materialize(int argc, char **argv)
 	}
 	if (st)
 		rc = j.cm.model ? cli_report(j.file, &err) : cli_report_open_failure(j.file, &err);
-	else if (!(rc = cli_check_source_safety(j.src, trust)))
+	else if (!(rc = cli_check_source_safety(j.src, trust)) && !(rc = check_fill_globs(&j)))
 		rc = run(&j, out, format, dry_run, verify, force, quiet, json, cuda, cuda_index);
 	ti_source_close(j.src);
 	ti_model_close(j.cm.model);

@@ -7,12 +7,14 @@
 
 #include "cli/cli.h"
 #include "cli/model_cli.h"
+#include "cli/output.h"
 
-enum { OPT_HELP = 1, OPT_JSON };
+enum { OPT_HELP = 1, OPT_JSON, OPT_RAW };
 
 static const cli_option options[] = {
 	{"help", 'h', OPT_FLAG, OPT_HELP},
 	{"json", 0, OPT_FLAG, OPT_JSON},
+	{"raw", 0, OPT_FLAG, OPT_RAW},
 	{NULL, 0, 0, 0},
 };
 
@@ -25,10 +27,8 @@ static const char help[] =
 	"\n"
 	"options:\n"
 	"  --json          print one JSON document instead of a table\n"
-	"  -h, --help      show this help\n"
-	"\n"
-	"exit status: 0 success, 2 usage error, 3 bad description, 4 I/O or\n"
-	"resource failure.\n";
+	"  --raw           print counts and sizes as exact integers, not 25.6 M\n"
+	"  -h, --help      show this help\n";
 
 static int64_t numel(const ti_model_param *p)
 {
@@ -38,28 +38,27 @@ static int64_t numel(const ti_model_param *p)
 	return n;
 }
 
-static void print_table(const ti_model_param *p, size_t n)
+static const cli_column columns[] = {
+	{"NAME", CLI_LEFT, 64}, {"KIND", CLI_LEFT, 0}, {"DTYPE", CLI_LEFT, 0},
+	{"SHAPE", CLI_LEFT, 40}, {"NUMEL", CLI_RIGHT, 0}, {"NOTES", CLI_LEFT, 0},
+};
+
+static int print_table(const ti_model_param *p, size_t n)
 {
-	int wname = 4, wshape = 5;
-	char buf[1024], c[32];
-	for (size_t i = 0; i < n; i++) {
-		if ((int)strlen(p[i].name) > wname)
-			wname = (int)strlen(p[i].name);
-		if ((int)strlen(cli_dims(p[i].shape, p[i].ndim, buf, sizeof(buf))) > wshape)
-			wshape = (int)strlen(buf);
-	}
-	if (wname > 64)
-		wname = 64;
-	printf("%-*s %-9s %-8s %-*s %13s  %s\n", wname, "NAME", "KIND", "DTYPE", wshape, "SHAPE", "NUMEL", "NOTES");
+	char shape[1024], count[32], notes[1024];
 	int64_t params = 0, trainable = 0, buffers = 0, bytes = 0, buffer_bytes = 0;
+	cli_table t;
+	cli_table_init(&t, columns, 6);
 	for (size_t i = 0; i < n; i++) {
 		int64_t e = numel(&p[i]);
-		cli_put_safe(stdout, p[i].name, wname);
-		printf(" %-9s %-8s %-*s %13s  %s\n", p[i].buffer ? "buffer" : "parameter", ti_dtype_name(p[i].dtype), wshape,
-		       cli_dims(p[i].shape, p[i].ndim, buf, sizeof(buf)), cli_count(e, c, sizeof(c)),
-		       p[i].tied_to ? "tied" : p[i].buffer || p[i].trainable ? "" : "frozen");
 		if (p[i].tied_to)
-			printf("%*s(tied to %s)\n", wname + 1, "", p[i].tied_to);
+			snprintf(notes, sizeof(notes), "tied to %s", p[i].tied_to);
+		else
+			snprintf(notes, sizeof(notes), "%s", p[i].buffer || p[i].trainable ? "" : "frozen");
+		const char *row[] = {p[i].name, p[i].buffer ? "buffer" : "parameter", ti_dtype_name(p[i].dtype),
+		                     cli_dims(p[i].shape, p[i].ndim, shape, sizeof(shape)), cli_human(e, "", count, sizeof(count)),
+		                     notes};
+		cli_table_add(&t, row);
 		int64_t b = e * (int64_t)ti_dtype_size(p[i].dtype);
 		if (p[i].buffer) {
 			buffers += e;
@@ -70,10 +69,18 @@ static void print_table(const ti_model_param *p, size_t n)
 			bytes += b;
 		}
 	}
-	char a[32], t[32], s1[32], s2[32], s3[32];
-	printf("\nparameters: %s (trainable %s), %s; buffers: %s elements, %s\n", cli_count(params, a, sizeof(a)),
-	       cli_count(trainable, t, sizeof(t)), cli_bytes(bytes, s1, sizeof(s1)), cli_count(buffers, s2, sizeof(s2)),
-	       cli_bytes(buffer_bytes, s3, sizeof(s3)));
+	cli_out o;
+	cli_out_init(&o, stdout);
+	bool ok = cli_table_print(&t, &o);
+	cli_out_close(&o);
+	cli_table_free(&t);
+	if (!ok)
+		return fprintf(stderr, "tinspect: out of memory\n"), EXIT_RESOURCE;
+	char a[32], tr[32], s1[32], s2[32], s3[32];
+	printf("\nparameters: %s (trainable %s), %s; buffers: %s elements, %s\n", cli_human(params, "", a, sizeof(a)),
+	       cli_human(trainable, "", tr, sizeof(tr)), cli_bytes(bytes, s1, sizeof(s1)),
+	       cli_human(buffers, "", s2, sizeof(s2)), cli_bytes(buffer_bytes, s3, sizeof(s3)));
+	return EXIT_OK;
 }
 
 int cmd_params(int argc, char **argv)
@@ -93,10 +100,12 @@ int cmd_params(int argc, char **argv)
 			cm.file = value;
 			break;
 		case OPT_HELP:
-			fputs(help, stdout);
-			return EXIT_OK;
+			return cli_help(help);
 		case OPT_JSON:
 			json = true;
+			break;
+		case OPT_RAW:
+			cli_raw_numbers = true;
 			break;
 		}
 	}
@@ -107,12 +116,12 @@ int cmd_params(int argc, char **argv)
 	size_t n;
 	const ti_model_param *params = ti_model_params(cm.model, &n);
 	if (json) {
-		cJSON *root = cJSON_CreateObject();
+		cJSON *root = cli_json_root();
 		cJSON_AddStringToObject(root, "file", cm.file);
 		cJSON_AddItemToObject(root, "parameters", cli_json_params(cm.model));
-		rc = cli_print_json(root);
+		rc = cli_json_print(root);
 	} else {
-		print_table(params, n);
+		rc = print_table(params, n);
 	}
 	ti_model_close(cm.model);
 	return rc;

@@ -40,18 +40,16 @@ static const char help[] =
 	"are checked); a checkpoint index has every shard it names scanned; a folder\n"
 	"is scanned as from_pretrained would load it; a bare pickle that is not a\n"
 	"torch.save file is 'unknown' (torch.load cannot load it; pickle.load runs\n"
-	"it); text or JSON that is no index is 'not-a-model'.\n"
+	"it); text or JSON that is no index is 'not-a-model'. The exit status is 1\n"
+	"when any file is not safe (not-a-model is not unsafe), else 3 when one is\n"
+	"unreadable.\n"
 	"\n"
 	"options:\n"
 	"  --allow GLOB    treat globals matching GLOB (module.name) as allowed, as\n"
 	"                  torch.serialization.add_safe_globals does; repeatable\n"
 	"  -q, --quiet     print only the verdict lines\n"
 	"  --json          print one JSON document instead of text\n"
-	"  -h, --help      show this help\n"
-	"\n"
-	"exit status: 0 every file is safe or not-a-model, 1 a file is unknown, suspicious or\n"
-	"dangerous, 2 usage error, 3 a file cannot be read (and none is unsafe),\n"
-	"4 out of memory.\n";
+	"  -h, --help      show this help\n";
 
 /* "unreadable" wins over safe and unknown: what could not be read may hold anything. */
 static const char *verdict_name(const ti_scan_report *r)
@@ -115,11 +113,11 @@ static void print_text(const ti_scan_report *r, bool quiet)
 static cJSON *json_report(const ti_scan_report *r)
 {
 	cJSON *o = cJSON_CreateObject();
-	cJSON_AddStringToObject(o, "path", r->path);
+	cJSON_AddStringToObject(o, "file", r->path);
 	cJSON_AddStringToObject(o, "format", r->format);
 	cJSON_AddStringToObject(o, "verdict", verdict_name(r));
-	cJSON_AddNumberToObject(o, "pickles", (double)r->pickles);
-	cJSON_AddNumberToObject(o, "globals", (double)r->globals);
+	cJSON_AddItemToObject(o, "pickles", cli_json_dim(ti_dim_int((int64_t)r->pickles)));
+	cJSON_AddItemToObject(o, "globals", cli_json_dim(ti_dim_int((int64_t)r->globals)));
 	if (r->unreadable) {
 		char text[TI_ERROR_MESSAGE_MAX + TI_ERROR_MEMBER_MAX + 64];
 		ti_error_format(&r->error, text, sizeof(text));
@@ -135,14 +133,14 @@ static cJSON *json_report(const ti_scan_report *r)
 			cJSON_AddStringToObject(j, "record", f->record);
 		else
 			cJSON_AddNullToObject(j, "record");
-		cJSON_AddNumberToObject(j, "offset", (double)f->offset);
+		cJSON_AddItemToObject(j, "offset", cli_json_dim(ti_dim_int(f->offset)));
 		if (f->opcode)
 			cJSON_AddStringToObject(j, "opcode", f->opcode);
 		if (f->module)
 			cJSON_AddStringToObject(j, "module", f->module);
 		if (f->name)
 			cJSON_AddStringToObject(j, "name", f->name);
-		cJSON_AddNumberToObject(j, "count", (double)f->count);
+		cJSON_AddItemToObject(j, "count", cli_json_dim(ti_dim_int((int64_t)f->count)));
 		cJSON_AddStringToObject(j, "message", f->message);
 		cJSON_AddItemToArray(list, j);
 	}
@@ -173,7 +171,7 @@ int cmd_scan(int argc, char **argv)
 			files[nfiles++] = value;
 			break;
 		case OPT_HELP:
-			fputs(help, stdout);
+			cli_help(help);
 			goto out;
 		case OPT_JSON:
 			json = true;
@@ -186,12 +184,19 @@ int cmd_scan(int argc, char **argv)
 			break;
 		}
 	}
+	if (json && quiet) {
+		rc = cli_usage_error("scan: -q shortens the text report; --json prints the whole document (give one of them)");
+		goto out;
+	}
 	if (!nfiles) {
 		rc = cli_usage_error("scan: no FILE given (see 'tinspect scan --help')");
 		goto out;
 	}
+	for (size_t i = 0; i < nfiles; i++)
+		if ((rc = cli_check_input(files[i])))
+			goto out;
 	ti_scan_options opt = {allow, nallow, 1};
-	cJSON *root = json ? cJSON_CreateObject() : NULL, *list = root ? cJSON_AddArrayToObject(root, "files") : NULL;
+	cJSON *root = json ? cli_json_root() : NULL, *list = root ? cJSON_AddArrayToObject(root, "files") : NULL;
 	bool unsafe = false, unreadable = false;
 	ti_scan_severity worst = TI_SCAN_SAFE;
 	for (size_t i = 0; i < nfiles; i++) {
@@ -221,7 +226,7 @@ int cmd_scan(int argc, char **argv)
 	if (json) {
 		cJSON_AddStringToObject(root, "verdict",
 		                        unsafe ? ti_scan_severity_name(worst) : unreadable ? "unreadable" : "safe");
-		int prc = cli_print_json(root);
+		int prc = cli_json_print(root);
 		if (prc)
 			rc = prc;
 	}

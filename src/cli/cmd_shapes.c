@@ -2,7 +2,7 @@
  * cmd_shapes.c - `tinspect shapes MODEL.json`: shape propagation through a
  * described model, as a forward pass on the meta device. A table in the
  * spirit of torchinfo, or one JSON document with --json (keys documented in
- * tinspect(1); added, never renamed).
+ * tinspect(1): JSON OUTPUT, schema 1).
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -10,14 +10,16 @@
 
 #include "cli/cli.h"
 #include "cli/model_cli.h"
+#include "cli/output.h"
 
-enum { OPT_HELP = 1, OPT_JSON, OPT_BIND, OPT_DEPTH };
+enum { OPT_HELP = 1, OPT_JSON, OPT_BIND, OPT_DEPTH, OPT_RAW };
 
 static const cli_option options[] = {
 	{"help", 'h', OPT_FLAG, OPT_HELP},
 	{"json", 0, OPT_FLAG, OPT_JSON},
 	{"bind", 0, OPT_VALUE, OPT_BIND},
 	{"depth", 0, OPT_VALUE, OPT_DEPTH},
+	{"raw", 0, OPT_FLAG, OPT_RAW},
 	{NULL, 0, 0, 0},
 };
 
@@ -30,13 +32,12 @@ static const char help[] =
 	"(\"N\") stay formulas unless bound.\n"
 	"\n"
 	"options:\n"
-	"  --bind NAME=N   give symbol NAME the value N (repeatable)\n"
+	"  --bind NAME=N   give symbol NAME, one the description uses, the value N\n"
+	"                  (0 to 2^40; repeatable, once per symbol)\n"
 	"  --depth N       show nested module calls down to depth N (default: all)\n"
 	"  --json          print one JSON document instead of tables\n"
-	"  -h, --help      show this help\n"
-	"\n"
-	"exit status: 0 success, 1 a step raised (shapes do not line up), 2 usage\n"
-	"error, 3 bad description, 4 I/O or resource failure.\n";
+	"  --raw           print counts and sizes as exact integers, not 25.6 M\n"
+	"  -h, --help      show this help\n";
 
 /* ---- text ---- */
 
@@ -71,74 +72,43 @@ static void step_names(const ti_model_step *s, char *buf, size_t size)
 		n += (size_t)snprintf(buf + n, size - n, "%s%s", i ? ", " : "", s->out_names[i]);
 }
 
-typedef struct widths {
-	int label, names, shape, params, macs;
-} widths;
+static const cli_column columns[] = {
+	{"STEP", CLI_LEFT, 0},   {"LAYER", CLI_LEFT, 48}, {"OUT", CLI_LEFT, 24},   {"OUTPUT SHAPE", CLI_LEFT, 40},
+	{"PARAMS", CLI_RIGHT, 0}, {"MACS", CLI_RIGHT, 0},  {"FLOPS", CLI_LEFT, 0},
+};
 
-static widths measure(const ti_model_report *rep, int depth)
+static int print_table(const ti_model_report *rep, int depth)
 {
-	widths w = {12, 3, 12, 6, 4};
-	char buf[1024];
+	char index[16], label[1024], names[1024], shape[1024], params[32], macs[512], flops[512];
+	cli_table t;
+	cli_table_init(&t, columns, 7);
 	for (size_t i = 0; i < rep->step_count; i++) {
 		const ti_model_step *s = &rep->steps[i];
 		if (depth && s->depth >= depth)
 			continue;
-		step_label(s, buf, sizeof(buf));
-		if ((int)strlen(buf) > w.label)
-			w.label = (int)strlen(buf);
-		step_names(s, buf, sizeof(buf));
-		if ((int)strlen(buf) > w.names)
-			w.names = (int)strlen(buf);
-		step_outputs(s, buf, sizeof(buf));
-		if ((int)strlen(buf) > w.shape)
-			w.shape = (int)strlen(buf);
-		cli_count(s->params, buf, sizeof(buf));
-		if ((int)strlen(buf) > w.params)
-			w.params = (int)strlen(buf);
-		cli_dim_text(s->macs, false, buf, sizeof(buf));
-		if ((int)strlen(buf) > w.macs)
-			w.macs = (int)strlen(buf);
-	}
-	if (w.label > 48)
-		w.label = 48;
-	if (w.shape > 40)
-		w.shape = 40;
-	if (w.macs > 40)
-		w.macs = 40;
-	return w;
-}
-
-static void print_table(const ti_model_report *rep, int depth)
-{
-	widths w = measure(rep, depth);
-	printf("%-5s %-*s %-*s %-*s %*s  %-*s %s\n", "STEP", w.label, "LAYER", w.names, "OUT", w.shape, "OUTPUT SHAPE",
-	       w.params, "PARAMS", w.macs, "MACS", "FLOPS");
-	char label[1024], names[1024], shape[1024], params[32], macs[512], flops[512];
-	for (size_t i = 0; i < rep->step_count; i++) {
-		const ti_model_step *s = &rep->steps[i];
-		if (depth && s->depth >= depth)
-			continue;
+		index[0] = '\0';
+		if (s->depth == 0)
+			snprintf(index, sizeof(index), "%d", s->index);
 		step_label(s, label, sizeof(label));
 		step_names(s, names, sizeof(names));
 		step_outputs(s, shape, sizeof(shape));
 		if (s->is_call)
-			cli_count(s->params, params, sizeof(params));
+			cli_human(s->params, "", params, sizeof(params));
 		else
 			snprintf(params, sizeof(params), "-");
-		cli_dim_text(s->macs, false, macs, sizeof(macs));
-		cli_dim_text(s->flops, false, flops, sizeof(flops));
+		cli_dim_human(s->macs, "", macs, sizeof(macs));
+		cli_dim_human(s->flops, "", flops, sizeof(flops));
 		if (!s->counted) /* a count without a rule would read as zero work: say so */
-			snprintf(flops + strlen(flops), sizeof(flops) - strlen(flops), " (no counting rule%s)",
-			         s->counted ? "" : " for a part");
-		char index[16] = "";
-		if (s->depth == 0)
-			snprintf(index, sizeof(index), "%d", s->index);
-		printf("%-5s ", index);
-		cli_put_safe(stdout, label, w.label);
-		putchar(' ');
-		cli_put_safe(stdout, names, w.names);
-		printf(" %-*s %*s  %-*s %s\n", w.shape, shape, w.params, params, w.macs, macs, flops);
+			snprintf(flops + strlen(flops), sizeof(flops) - strlen(flops), " (no counting rule for a part)");
+		const char *row[] = {index, label, names, shape, params, macs, flops};
+		cli_table_add(&t, row);
 	}
+	cli_out o;
+	cli_out_init(&o, stdout);
+	bool ok = cli_table_print(&t, &o);
+	cli_out_close(&o);
+	cli_table_free(&t);
+	return ok ? EXIT_OK : (fprintf(stderr, "tinspect: out of memory\n"), EXIT_RESOURCE);
 }
 
 static void print_totals(const ti_model_report *rep)
@@ -146,20 +116,26 @@ static void print_totals(const ti_model_report *rep)
 	const ti_model_totals *t = &rep->totals;
 	char a[512], b[512], c[64];
 	printf("\n");
+	/* what forward returns, on one line, each named once: "y [2, 1000] float32" (a label "output" would
+	   read "output output" for an output named so) */
 	for (size_t i = 0; i < rep->output_count; i++) {
 		const ti_model_tensor *o = &rep->outputs[i];
-		printf("output %s: %s %s\n", o->name, cli_shape_text(o->shape, o->ndim, a, sizeof(a)), ti_dtype_name(o->dtype));
+		fputs(i ? ", " : "returns:           ", stdout);
+		cli_put_safe(stdout, o->name, 0);
+		printf(" %s %s", cli_shape_text(o->shape, o->ndim, a, sizeof(a)), ti_dtype_name(o->dtype));
 	}
-	printf("parameters:        %s (trainable %s, non-trainable %s)\n", cli_count(t->params, a, sizeof(a)),
-	       cli_count(t->trainable, b, sizeof(b)), cli_count(t->non_trainable, c, sizeof(c)));
+	if (rep->output_count)
+		printf("\n");
+	printf("parameters:        %s (trainable %s, non-trainable %s)\n", cli_human(t->params, "", a, sizeof(a)),
+	       cli_human(t->trainable, "", b, sizeof(b)), cli_human(t->non_trainable, "", c, sizeof(c)));
 	printf("parameter bytes:   %s", cli_bytes(t->param_bytes, a, sizeof(a)));
 	printf(" (buffers %s)\n", cli_bytes(t->buffer_bytes, a, sizeof(a)));
 	printf("input bytes:       %s\n", cli_dim_text(t->input_bytes, true, a, sizeof(a)));
 	printf("activation bytes:  %s (forward, outputs of every step)\n",
 	       cli_dim_text(t->activation_bytes, true, a, sizeof(a)));
-	printf("MACs:              %s\n", cli_dim_text(t->macs, false, a, sizeof(a)));
+	printf("MACs:              %s\n", cli_dim_human(t->macs, "Mac", a, sizeof(a)));
 	printf("FLOPs:             %s (2 per multiply-accumulate, plus other arithmetic)\n",
-	       cli_dim_text(t->flops, false, a, sizeof(a)));
+	       cli_dim_human(t->flops, "FLOP", a, sizeof(a)));
 	if (t->uncounted_steps) {
 		printf("not counted:       %zu step%s without a counting rule:", t->uncounted_steps,
 		       t->uncounted_steps == 1 ? "" : "s");
@@ -220,7 +196,7 @@ static cJSON *json_step(const ti_model_report *rep, size_t *i)
 /* The keys before "steps": file, error, inputs. */
 static cJSON *json_head(const char *file, const ti_model_report *rep)
 {
-	cJSON *root = cJSON_CreateObject();
+	cJSON *root = cli_json_root();
 	cJSON_AddStringToObject(root, "file", file);
 	if (rep->failed) {
 		cJSON *e = cJSON_AddObjectToObject(root, "error");
@@ -264,39 +240,21 @@ static cJSON *json_tail(const ti_model *model, const ti_model_report *rep)
 	return root;
 }
 
-/* Prints item without its first (skip_open) or last (skip_close) brace, then frees it. */
-static bool put_json(cJSON *item, const char *lead, bool skip_open, bool skip_close)
-{
-	char *text = item ? cJSON_PrintUnformatted(item) : NULL;
-	cJSON_Delete(item);
-	if (!text)
-		return false;
-	size_t len = strlen(text);
-	fputs(lead, stdout);
-	fwrite(text + skip_open, 1, len - skip_open - skip_close, stdout);
-	free(text);
-	return true;
-}
-
 /*
  * One JSON document, written as it is built: the steps one at a time, each
  * freed once printed, so memory stays that of one step however long the graph.
  */
 static int print_json(const char *file, const ti_model *model, const ti_model_report *rep)
 {
-	bool ok = put_json(json_head(file, rep), "", false, true);
-	fputs(",\"steps\":[", stdout);
-	for (size_t i = 0; ok && i < rep->step_count;) {
-		const char *lead = i ? "," : "";
-		ok = put_json(json_step(rep, &i), lead, false, false);
-	}
-	ok = ok && put_json(json_tail(model, rep), "],", true, false);
-	putchar('\n');
-	if (!ok) {
-		fprintf(stderr, "tinspect: out of memory writing JSON\n");
-		return EXIT_RESOURCE;
-	}
-	return EXIT_OK;
+	cli_json_doc d;
+	cli_json_begin(&d, stdout);
+	cli_json_members(&d, json_head(file, rep));
+	cli_json_array_begin(&d, "steps");
+	for (size_t i = 0; i < rep->step_count;)
+		cli_json_array_row(&d, json_step(rep, &i));
+	cli_json_array_end(&d);
+	cli_json_members(&d, json_tail(model, rep));
+	return cli_json_end(&d);
 }
 
 int cmd_shapes(int argc, char **argv)
@@ -316,10 +274,12 @@ int cmd_shapes(int argc, char **argv)
 			cm.file = value;
 			break;
 		case OPT_HELP:
-			fputs(help, stdout);
-			return EXIT_OK;
+			return cli_help(help);
 		case OPT_JSON:
 			json = true;
+			break;
+		case OPT_RAW:
+			cli_raw_numbers = true;
 			break;
 		case OPT_BIND:
 			if ((rc = cli_model_bind(&cm, value)))
@@ -337,12 +297,20 @@ int cmd_shapes(int argc, char **argv)
 	}
 	if (!cm.file)
 		return cli_usage_error("shapes: no MODEL.json given (see 'tinspect shapes --help')");
+	if (json && depth)
+		return cli_usage_error("shapes: --depth cuts the table; --json always holds every call, nested under \"calls\"");
 	if ((rc = cli_model_open(&cm)))
 		return rc;
 	ti_error err;
 	ti_error_clear(&err);
 	const ti_model_report *rep;
 	ti_status st = ti_model_run(cm.model, &rep, &err);
+	if (!st && !rep->failed && cm.bind_count && (st = ti_model_check_binds(cm.model, &err))) {
+		/* a --bind the description never uses is a usage error, not a bad description */
+		rc = cli_usage_error("shapes: --bind: %s", err.message);
+		ti_model_close(cm.model);
+		return rc;
+	}
 	if (st) {
 		rc = cli_report(cm.file, &err);
 		ti_model_close(cm.model);
@@ -351,8 +319,8 @@ int cmd_shapes(int argc, char **argv)
 	if (json) {
 		rc = print_json(cm.file, cm.model, rep);
 	} else {
-		print_table(rep, depth);
-		if (!rep->failed)
+		rc = print_table(rep, depth);
+		if (!rc && !rep->failed)
 			print_totals(rep);
 		fflush(stdout);
 	}

@@ -1,7 +1,14 @@
-/* common.c - option parsing, error reports and number formatting for the commands. */
+/* common.c - option parsing, input checks, error reports and number formatting for the commands. */
+#include <cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "cli/output.h"
@@ -64,7 +71,19 @@ int cli_next(cli_parser *p, const char **value)
 		*value = inline_value;
 		return o->id;
 	}
-	cli_usage_error("%s: unknown option '%s' (see 'tinspect %s --help')", p->command, arg, p->command);
+	/* "did you mean": among the long options for a long one, else among the letters */
+	const char *names[64];
+	size_t n = 0;
+	for (const cli_option *o = p->options; o->name && n + 1 < 64; o++)
+		names[n++] = o->name;
+	names[n] = NULL;
+	char word[64], hint[256] = "";
+	if (is_long && len < sizeof(word)) {
+		memcpy(word, name, len);
+		word[len] = '\0';
+		cli_did_you_mean(word, names, "--", hint, sizeof(hint));
+	}
+	cli_usage_error("%s: unknown option '%s'%s (see 'tinspect %s --help')", p->command, arg, hint, p->command);
 	return -2;
 }
 
@@ -89,79 +108,6 @@ int cli_report(const char *file, const ti_error *err)
 	cli_put_safe(stderr, msg, 0);
 	fputc('\n', stderr);
 	return cli_exit_code(err->code);
-}
-
-const char *cli_bytes(int64_t n, char *buf, size_t size)
-{
-	static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-	double v = (double)n;
-	int u = 0;
-	while (v >= 1024 && u < 6) {
-		v /= 1024;
-		u++;
-	}
-	if (u == 0 && n >= 0 && size >= 7) { /* "1023 B" at most: by hand, as it is a column of every row */
-		char digits[4];
-		size_t k = 0, len = 0;
-		do
-			digits[k++] = (char)('0' + n % 10);
-		while ((n /= 10));
-		while (k)
-			buf[len++] = digits[--k];
-		memcpy(buf + len, " B", 3);
-	} else if (u == 0)
-		snprintf(buf, size, "%" PRId64 " B", n);
-	else
-		snprintf(buf, size, v < 10 ? "%.2f %s" : v < 100 ? "%.1f %s" : "%.0f %s", v, units[u]);
-	return buf;
-}
-
-const char *cli_count(int64_t n, char *buf, size_t size)
-{
-	char digits[32];
-	int len = snprintf(digits, sizeof(digits), "%" PRId64, n);
-	size_t j = 0;
-	for (int i = 0; i < len && j + 2 < size; i++) {
-		buf[j++] = digits[i];
-		int rest = len - i - 1;
-		if (rest > 0 && rest % 3 == 0 && digits[i] != '-')
-			buf[j++] = ',';
-	}
-	buf[j] = '\0';
-	return buf;
-}
-
-const char *cli_dims(const int64_t *d, int n, char *buf, size_t size)
-{
-	/* By hand, not snprintf: this runs for every tensor of 20,000-tensor checkpoints. */
-	size_t len = 0;
-	if (size < 24 + 3)
-		return buf[0] = '\0', buf;
-	buf[len++] = '[';
-	for (int i = 0; i < n; i++) {
-		char digits[24];
-		int k = 0;
-		uint64_t u = d[i] < 0 ? 0 - (uint64_t)d[i] : (uint64_t)d[i];
-		do
-			digits[k++] = (char)('0' + u % 10);
-		while ((u /= 10));
-		if (d[i] < 0)
-			digits[k++] = '-';
-		if (len + (size_t)k + 4 + 3 >= size) {
-			memcpy(buf + len, "...", 3);
-			len += 3;
-			break;
-		}
-		if (i) {
-			buf[len++] = ',';
-			buf[len++] = ' ';
-		}
-		while (k)
-			buf[len++] = digits[--k];
-	}
-	buf[len++] = ']';
-	buf[len] = '\0';
-	return buf;
 }
 
 void cli_put_safe(FILE *f, const char *s, int width)
@@ -235,3 +181,150 @@ int cli_report_open_failure(const char *file, const ti_error *err)
 	ti_scan_report_free(r);
 	return cli_report(file, err);
 }
+
+int cli_help(const char *text)
+{
+	fputs(text, stdout);
+	fputs("\n" CLI_EXIT_TABLE, stdout);
+	return EXIT_OK;
+}
+
+/* ---- input paths ---- */
+
+/* A folder is one checkpoint when it holds a weight file from_pretrained would read (source.h). */
+bool cli_is_checkpoint_directory(const char *path)
+{
+	char weights[4096];
+	ti_error err;
+	ti_error_clear(&err);
+	return !ti_source_folder_weights(path, weights, sizeof(weights), &err);
+}
+
+static int input_error(const char *path, const char *reason)
+{
+	fputs("tinspect: ", stderr);
+	cli_put_safe(stderr, path, 0);
+	fprintf(stderr, ": %s\n", reason);
+	return EXIT_RESOURCE;
+}
+
+int cli_check_input(const char *path)
+{
+	/* O_NONBLOCK: a FIFO opens at once instead of waiting for a writer */
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0) {
+		char reason[256];
+		snprintf(reason, sizeof(reason), "cannot open: %s", strerror(errno));
+		return input_error(path, reason);
+	}
+	struct stat st;
+	int failed = fstat(fd, &st);
+	int saved = errno;
+	close(fd);
+	if (failed) {
+		char reason[256];
+		snprintf(reason, sizeof(reason), "cannot stat: %s", strerror(saved));
+		return input_error(path, reason);
+	}
+	if (S_ISREG(st.st_mode))
+		return EXIT_OK;
+	if (S_ISDIR(st.st_mode))
+		return cli_is_checkpoint_directory(path) ? EXIT_OK
+		                                         : input_error(path, "is a directory that holds no Hugging Face "
+		                                                             "checkpoint (model.safetensors, its index, "
+		                                                             "pytorch_model.bin or its index)");
+	return input_error(path, S_ISFIFO(st.st_mode)   ? "is a FIFO, not a regular file"
+	                         : S_ISSOCK(st.st_mode) ? "is a socket, not a regular file"
+	                                                : "is a device, not a regular file");
+}
+
+/* ---- did you mean ---- */
+
+/* Edit distance with swaps of neighbours (optimal string alignment), as git's help.c weighs none. */
+static size_t edit_distance(const char *a, const char *b)
+{
+	size_t n = strlen(a), m = strlen(b);
+	if (n > 64 || m > 64)
+		return SIZE_MAX;
+	size_t d[65][65];
+	for (size_t i = 0; i <= n; i++)
+		d[i][0] = i;
+	for (size_t j = 0; j <= m; j++)
+		d[0][j] = j;
+	for (size_t i = 1; i <= n; i++)
+		for (size_t j = 1; j <= m; j++) {
+			size_t best = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+			if (d[i - 1][j] + 1 < best)
+				best = d[i - 1][j] + 1;
+			if (d[i][j - 1] + 1 < best)
+				best = d[i][j - 1] + 1;
+			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < best)
+				best = d[i - 2][j - 2] + 1;
+			d[i][j] = best;
+		}
+	return d[n][m];
+}
+
+static size_t closeness(const char *word, const char *candidate)
+{
+	size_t n = strlen(word);
+	if (n >= 2 && !strncmp(candidate, word, n))
+		return 0; /* the word is the start of the candidate: "shape" for "shapes" */
+	size_t d = edit_distance(word, candidate);
+	size_t limit = n < 4 ? 1 : n < 8 ? 2 : 3;
+	return d <= limit ? d : SIZE_MAX;
+}
+
+const char *cli_did_you_mean(const char *word, const char *const *candidates, const char *prefix, char *buf,
+                             size_t size)
+{
+	size_t best = SIZE_MAX, len = 0;
+	buf[0] = '\0';
+	for (size_t i = 0; candidates[i]; i++) {
+		size_t d = closeness(word, candidates[i]);
+		if (d < best)
+			best = d;
+	}
+	if (best == SIZE_MAX)
+		return buf;
+	for (size_t i = 0; candidates[i] && len < size; i++) {
+		if (closeness(word, candidates[i]) != best)
+			continue;
+		len += (size_t)snprintf(buf + len, size - len, "%s'%s%s'", len ? " or " : "; did you mean ", prefix,
+		                        candidates[i]);
+	}
+	if (len < size)
+		snprintf(buf + len, size - len, "?");
+	return buf;
+}
+
+bool cli_unknown_command(const char *word)
+{
+	struct stat st;
+	if (!*word || strpbrk(word, "/.") || !lstat(word, &st))
+		return false;
+	char hint[256], list[256];
+	size_t len = 0;
+	list[0] = '\0';
+	for (size_t i = 0; cli_command_names[i]; i++)
+		len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%s", i ? ", " : "", cli_command_names[i]);
+	fputs("tinspect: '", stderr);
+	cli_put_safe(stderr, word, 0);
+	fprintf(stderr, "' is not a tinspect command or a file%s (commands: %s)\n",
+	        cli_did_you_mean(word, cli_command_names, "", hint, sizeof(hint)), list);
+	return true;
+}
+
+int cli_check_globs(const char *command, const char *option, const char *file, const char *const *globs, size_t count,
+                    const char *(*name_at)(const void *ctx, size_t i), const void *ctx, size_t n)
+{
+	for (size_t g = 0; g < count; g++) {
+		bool hit = false;
+		for (size_t i = 0; i < n && !hit; i++)
+			hit = !fnmatch(globs[g], name_at(ctx, i), 0);
+		if (!hit)
+			return cli_usage_error("%s: %s '%s' matches no name in %s", command, option, globs[g], file);
+	}
+	return EXIT_OK;
+}
+

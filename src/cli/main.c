@@ -16,6 +16,8 @@ static const cli_command commands[] = {
 	{"scan", cmd_scan, "say whether files are safe to torch.load, executing nothing"},
 };
 
+const char *const cli_command_names[] = {"inspect", "shapes", "params", "materialize", "convert", "scan", NULL};
+
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: tinspect [inspect] FILE [--device meta] [--json] [--filter GLOB] [--depth N] [--records]\n"
@@ -28,7 +30,7 @@ static void usage(FILE *f)
 	           "       tinspect --version\n\ncommands:\n");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		fprintf(f, "  %-12s %s\n", commands[i].name, commands[i].summary);
-	fprintf(f, "\nRun 'tinspect COMMAND --help' for the options; see tinspect(1).\n");
+	fprintf(f, "\nRun 'tinspect COMMAND --help' for the options; see tinspect(1).\n\n%s", CLI_EXIT_TABLE);
 }
 
 int main(int argc, char **argv)
@@ -48,6 +50,9 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		if (!strcmp(argv[1], commands[i].name))
 			return commands[i].run(argc - 1, argv + 1);
+	/* A first word that can only be a command, but is none: a typo, not a second FILE. */
+	if (argv[1][0] != '-' && cli_unknown_command(argv[1]))
+		return EXIT_USAGE;
 	/* No command named: the default one, with every argument as given. */
 	return cmd_inspect(argc, argv);
 }

@@ -7,6 +7,7 @@
 #include "tinspect/model.h"
 
 #define CLI_MODEL_MAX_BINDS 64
+#define CLI_MODEL_MAX_BIND ((int64_t)1 << 40) /* the largest value --bind takes */
 
 typedef struct cli_model {
 	const char *file;
@@ -17,7 +18,7 @@ typedef struct cli_model {
 	ti_model *model;
 } cli_model;
 
-/* --bind NAME=VALUE; prints the usage error and returns EXIT_USAGE when bad. */
+/* shapes --bind NAME=VALUE; prints the usage error and returns EXIT_USAGE when bad. */
 int cli_model_bind(cli_model *cm, const char *text);
 /* Reads and opens cm->file; prints the error and returns its exit code when it fails. */
 int cli_model_open(cli_model *cm);
@@ -33,12 +34,12 @@ cJSON *cli_json_dim(ti_dim d);
 cJSON *cli_json_dims(const ti_dim *d, int n);
 /* Text: "1,234" (or "4.00 KiB" when bytes), or the formula. */
 const char *cli_dim_text(ti_dim d, bool bytes, char *buf, size_t size);
+/* "1.82 GMac" (cli_human), or the formula. */
+const char *cli_dim_human(ti_dim d, const char *unit, char *buf, size_t size);
 /* "[N, 64, 112, 112]" */
 const char *cli_shape_text(const ti_dim *d, int n, char *buf, size_t size);
 
 /* The parameter list as JSON: name, shape, dtype, kind, trainable (tied_to when tied). */
 cJSON *cli_json_params(const ti_model *model);
-/* Prints root unformatted with a newline and frees it; EXIT_OK or EXIT_RESOURCE. */
-int cli_print_json(cJSON *root);
 
 #endif

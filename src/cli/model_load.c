@@ -10,22 +10,31 @@
 
 #include "cli/cli.h"
 #include "cli/model_cli.h"
+#include "cli/output.h"
 
 int cli_model_bind(cli_model *cm, const char *text)
 {
 	const char *eq = strchr(text, '=');
 	if (!eq || eq == text)
-		return cli_usage_error("--bind wants NAME=VALUE, not '%s'", text);
+		return cli_usage_error("shapes: --bind wants NAME=VALUE, not '%s'", text);
 	if (cm->bind_count == CLI_MODEL_MAX_BINDS)
-		return cli_usage_error("more than %d --bind options", CLI_MODEL_MAX_BINDS);
+		return cli_usage_error("shapes: more than %d --bind options", CLI_MODEL_MAX_BINDS);
 	char *end;
 	errno = 0;
 	long long v = strtoll(eq + 1, &end, 10);
 	if (errno || end == eq + 1 || *end || v < 0)
-		return cli_usage_error("--bind %.*s: '%s' is not a non-negative integer", (int)(eq - text), text, eq + 1);
+		return cli_usage_error("shapes: --bind %.*s: '%s' is not a non-negative integer", (int)(eq - text), text, eq + 1);
 	size_t len = (size_t)(eq - text);
 	if (len >= sizeof(cm->bind_storage[0]))
-		return cli_usage_error("--bind: name '%.*s' is too long", (int)len, text);
+		return cli_usage_error("shapes: --bind: name '%.*s' is too long", (int)len, text);
+	/* a size past 2^40 only overflows the description's arithmetic: say so here, as a usage error */
+	if (v > CLI_MODEL_MAX_BIND)
+		return cli_usage_error("shapes: --bind %.*s: %lld is out of range (0 to %lld)", (int)len, text, v,
+		                       (long long)CLI_MODEL_MAX_BIND);
+	for (int i = 0; i < cm->bind_count; i++)
+		if (strlen(cm->bind_names[i]) == len && !strncmp(cm->bind_names[i], text, len))
+			return cli_usage_error("shapes: --bind %.*s: bound twice (%lld and %lld); give it once", (int)len, text,
+			                       (long long)cm->bind_values[i], v);
 	memcpy(cm->bind_storage[cm->bind_count], text, len);
 	cm->bind_storage[cm->bind_count][len] = '\0';
 	cm->bind_names[cm->bind_count] = cm->bind_storage[cm->bind_count];
@@ -67,6 +76,9 @@ bool cli_is_description(const char *path)
 
 int cli_model_open(cli_model *cm)
 {
+	int rc = cli_check_input(cm->file);
+	if (rc)
+		return rc;
 	ti_error err;
 	ti_error_clear(&err);
 	FILE *f = fopen(cm->file, "rb");
@@ -144,6 +156,13 @@ const char *cli_dim_text(ti_dim d, bool bytes, char *buf, size_t size)
 	return bytes ? cli_bytes(d.value, buf, size) : cli_count(d.value, buf, size);
 }
 
+const char *cli_dim_human(ti_dim d, const char *unit, char *buf, size_t size)
+{
+	if (!ti_dim_is_int(d))
+		return ti_dim_format(d, buf, size);
+	return cli_human(d.value, unit, buf, size);
+}
+
 const char *cli_shape_text(const ti_dim *d, int n, char *buf, size_t size)
 {
 	size_t len = 0;
@@ -182,15 +201,4 @@ cJSON *cli_json_params(const ti_model *model)
 	return a;
 }
 
-int cli_print_json(cJSON *root)
-{
-	char *text = root ? cJSON_PrintUnformatted(root) : NULL;
-	cJSON_Delete(root);
-	if (!text) {
-		fprintf(stderr, "tinspect: out of memory writing JSON\n");
-		return EXIT_RESOURCE;
-	}
-	puts(text);
-	free(text);
-	return EXIT_OK;
-}
+

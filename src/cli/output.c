@@ -1,10 +1,14 @@
-/* output.c - buffered output for the commands (see output.h). */
+/* output.c - buffered output, tables, numbers and JSON for the commands (see output.h). */
 #include "cli/output.h"
 
+#include <cJSON.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "cli/cli.h"
 
 void cli_out_init(cli_out *o, FILE *file)
 {
@@ -192,4 +196,391 @@ void cli_out_json_string(cli_out *o, const char *s)
 		cli_out_puts(o, esc);
 	}
 	cli_out_put(o, "\"", 1);
+}
+
+/* ---- tables ---- */
+
+int cli_text_width(const char *s)
+{
+	int n = 0;
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c < 0x20 || c == 0x7f)
+			n += 4; /* "\x1b" */
+		else if ((c & 0xc0) != 0x80)
+			n++; /* continuation bytes take no column */
+	}
+	return n;
+}
+
+/* s escaped as cli_out_safe writes it, into buf (size at least 4 * strlen(s) + 1). */
+static void escape(const char *s, char *buf)
+{
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c < 0x20 || c == 0x7f)
+			buf += snprintf(buf, 5, "\\x%02x", c);
+		else
+			*buf++ = (char)c;
+	}
+	*buf = '\0';
+}
+
+/* The byte offset of column col of the escaped text t (one column per character). */
+static size_t column_at(const char *t, int col)
+{
+	size_t i = 0;
+	for (int k = 0; t[i]; i++)
+		if (((unsigned char)t[i] & 0xc0) != 0x80 && k++ == col)
+			return i;
+	return i;
+}
+
+void cli_out_cell(cli_out *o, const char *s, int width, cli_align align, bool last)
+{
+	int w = cli_text_width(s);
+	if (w <= width || width < 3) {
+		if (align == CLI_RIGHT && w < width)
+			cli_out_pad(o, (size_t)(width - w));
+		cli_out_safe(o, s, align == CLI_LEFT && !last ? width : 0);
+		return;
+	}
+	size_t n = strlen(s);
+	char small[1024], *t = 4 * n + 1 <= sizeof(small) ? small : malloc(4 * n + 1);
+	if (!t) { /* no memory for the copy: the whole cell, alignment lost but nothing hidden */
+		cli_out_safe(o, s, 0);
+		return;
+	}
+	escape(s, t);
+	/* keep more of the end: a name's last components say what the tensor is */
+	int head = (width - 1) / 2, tail = width - 1 - head;
+	size_t head_end = column_at(t, head), tail_start = column_at(t, w - tail);
+	cli_out_put(o, t, head_end);
+	cli_out_puts(o, CLI_ELLIPSIS);
+	cli_out_puts(o, t + tail_start);
+	if (t != small)
+		free(t);
+}
+
+int cli_column_width(const cli_column *c, int widest_cell)
+{
+	int w = cli_text_width(c->header);
+	if (widest_cell > w)
+		w = widest_cell;
+	if (c->max && w > c->max)
+		w = c->max > (int)strlen(c->header) ? c->max : (int)strlen(c->header);
+	return w;
+}
+
+void cli_table_init(cli_table *t, const cli_column *columns, int ncols)
+{
+	memset(t, 0, sizeof(*t));
+	t->columns = columns;
+	t->ncols = ncols;
+}
+
+void cli_table_add(cli_table *t, const char *const *cells)
+{
+	if (t->failed)
+		return;
+	if (t->rows == t->cap) {
+		size_t cap = t->cap ? 2 * t->cap : 16;
+		char **bigger = realloc(t->cells, cap * (size_t)t->ncols * sizeof(*bigger));
+		if (!bigger) {
+			t->failed = true;
+			return;
+		}
+		t->cells = bigger;
+		t->cap = cap;
+	}
+	char **row = t->cells + t->rows * (size_t)t->ncols;
+	for (int c = 0; c < t->ncols; c++) {
+		row[c] = NULL;
+		if (cells[c] && *cells[c] && !(row[c] = strdup(cells[c])))
+			t->failed = true;
+	}
+	t->rows++;
+}
+
+bool cli_table_print(cli_table *t, cli_out *o)
+{
+	if (t->failed)
+		return false;
+	int width[32];
+	int ncols = t->ncols < 32 ? t->ncols : 32;
+	for (int c = 0; c < ncols; c++) {
+		int widest = 0;
+		for (size_t r = 0; r < t->rows; r++) {
+			const char *cell = t->cells[r * (size_t)t->ncols + (size_t)c];
+			int w = cell ? cli_text_width(cell) : 0;
+			if (w > widest)
+				widest = w;
+		}
+		width[c] = cli_column_width(&t->columns[c], widest);
+	}
+	for (size_t r = 0; r <= t->rows; r++) {
+		char **row = r ? t->cells + (r - 1) * (size_t)t->ncols : NULL;
+		int end = ncols; /* no trailing blanks: a row ends at its last cell with text */
+		while (row && end > 1 && !row[end - 1])
+			end--;
+		for (int c = 0; c < end; c++) {
+			const char *cell = row ? row[c] : t->columns[c].header;
+			if (c)
+				cli_out_pad(o, CLI_GAP);
+			cli_out_cell(o, cell ? cell : "", width[c], t->columns[c].align, c == end - 1);
+		}
+		cli_out_put(o, "\n", 1);
+	}
+	return true;
+}
+
+void cli_table_free(cli_table *t)
+{
+	for (size_t i = 0; t->cells && i < t->rows * (size_t)t->ncols; i++)
+		free(t->cells[i]);
+	free(t->cells);
+	memset(t, 0, sizeof(*t));
+}
+
+/* ---- numbers ---- */
+
+bool cli_raw_numbers;
+
+const char *cli_human(int64_t n, const char *unit, char *buf, size_t size)
+{
+	static const char prefixes[] = "KMGTPE";
+	if (cli_raw_numbers) {
+		snprintf(buf, size, "%" PRId64, n);
+		return buf;
+	}
+	if (n < 1000 && n > -1000) {
+		snprintf(buf, size, *unit ? "%" PRId64 " %s" : "%" PRId64, n, unit);
+		return buf;
+	}
+	double v = (double)n;
+	int p = -1;
+	while ((v >= 999.5 || v <= -999.5) && p < 5) {
+		v /= 1000;
+		p++;
+	}
+	double a = v < 0 ? -v : v;
+	/* three significant figures, rounding up to the next prefix ("999.7 K" is "1.00 M") */
+	snprintf(buf, size, a < 9.995 ? "%.2f %c%s" : a < 99.95 ? "%.1f %c%s" : "%.0f %c%s", v, prefixes[p], unit);
+	return buf;
+}
+
+const char *cli_json_seconds(double seconds, char *buf, size_t size)
+{
+	snprintf(buf, size, "%.6f", seconds < 0 ? 0 : seconds);
+	return buf;
+}
+
+/* ---- numbers ---- (cli_human above) */
+
+const char *cli_bytes(int64_t n, char *buf, size_t size)
+{
+	static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+	if (cli_raw_numbers) {
+		snprintf(buf, size, "%" PRId64, n);
+		return buf;
+	}
+	double v = (double)n;
+	int u = 0;
+	while (v >= 1024 && u < 6) {
+		v /= 1024;
+		u++;
+	}
+	if (u == 0 && n >= 0 && size >= 7) { /* "1023 B" at most: by hand, as it is a column of every row */
+		char digits[4];
+		size_t k = 0, len = 0;
+		do
+			digits[k++] = (char)('0' + n % 10);
+		while ((n /= 10));
+		while (k)
+			buf[len++] = digits[--k];
+		memcpy(buf + len, " B", 3);
+	} else if (u == 0)
+		snprintf(buf, size, "%" PRId64 " B", n);
+	else
+		snprintf(buf, size, v < 10 ? "%.2f %s" : v < 100 ? "%.1f %s" : "%.0f %s", v, units[u]);
+	return buf;
+}
+
+const char *cli_count(int64_t n, char *buf, size_t size)
+{
+	char digits[32];
+	int len = snprintf(digits, sizeof(digits), "%" PRId64, n);
+	if (cli_raw_numbers) {
+		snprintf(buf, size, "%s", digits);
+		return buf;
+	}
+	size_t j = 0;
+	for (int i = 0; i < len && j + 2 < size; i++) {
+		buf[j++] = digits[i];
+		int rest = len - i - 1;
+		if (rest > 0 && rest % 3 == 0 && digits[i] != '-')
+			buf[j++] = ',';
+	}
+	buf[j] = '\0';
+	return buf;
+}
+
+const char *cli_quantity(int64_t n, bool bytes, char *buf, size_t size)
+{
+	char readable[32], exact[32];
+	if (bytes)
+		cli_bytes(n, readable, sizeof(readable));
+	else
+		cli_human(n, "", readable, sizeof(readable));
+	cli_count(n, exact, sizeof(exact));
+	if (cli_raw_numbers || !strcmp(readable, exact) || (bytes && n < 1024))
+		snprintf(buf, size, "%s", readable);
+	else
+		snprintf(buf, size, "%s (%s)", readable, exact);
+	return buf;
+}
+
+const char *cli_dims(const int64_t *d, int n, char *buf, size_t size)
+{
+	/* By hand, not snprintf: this runs for every tensor of 20,000-tensor checkpoints. */
+	size_t len = 0;
+	if (size < 24 + 3)
+		return buf[0] = '\0', buf;
+	buf[len++] = '[';
+	for (int i = 0; i < n; i++) {
+		char digits[24];
+		int k = 0;
+		uint64_t u = d[i] < 0 ? 0 - (uint64_t)d[i] : (uint64_t)d[i];
+		do
+			digits[k++] = (char)('0' + u % 10);
+		while ((u /= 10));
+		if (d[i] < 0)
+			digits[k++] = '-';
+		if (len + (size_t)k + 4 + 3 >= size) {
+			memcpy(buf + len, "...", 3);
+			len += 3;
+			break;
+		}
+		if (i) {
+			buf[len++] = ',';
+			buf[len++] = ' ';
+		}
+		while (k)
+			buf[len++] = digits[--k];
+	}
+	buf[len++] = ']';
+	buf[len] = '\0';
+	return buf;
+}
+
+
+/* ---- JSON ---- */
+
+cJSON *cli_json_root(void)
+{
+	cJSON *root = cJSON_CreateObject();
+	if (root)
+		cJSON_AddItemToObject(root, "schema", cJSON_CreateRaw(TI_STRINGIFY(CLI_JSON_SCHEMA)));
+	return root;
+}
+
+void cli_json_begin(cli_json_doc *d, FILE *f)
+{
+	*d = (cli_json_doc){f, 0, 0, false};
+	fputc('{', f);
+}
+
+static void put_key(cli_json_doc *d, const char *key)
+{
+	fputs(d->members++ ? ",\n  " : "\n  ", d->f);
+	cJSON *k = cJSON_CreateString(key);
+	char *text = k ? cJSON_PrintUnformatted(k) : NULL;
+	cJSON_Delete(k);
+	if (!text) {
+		d->failed = true;
+		return;
+	}
+	fputs(text, d->f);
+	fputs(": ", d->f);
+	cJSON_free(text);
+}
+
+static void put_compact(cli_json_doc *d, cJSON *value)
+{
+	char *text = value ? cJSON_PrintUnformatted(value) : NULL;
+	cJSON_Delete(value);
+	if (!text) {
+		d->failed = true;
+		fputs("null", d->f);
+		return;
+	}
+	fputs(text, d->f);
+	cJSON_free(text);
+}
+
+void cli_json_array_begin(cli_json_doc *d, const char *key)
+{
+	put_key(d, key);
+	fputc('[', d->f);
+	d->rows = 0;
+}
+
+void cli_json_array_row(cli_json_doc *d, cJSON *row)
+{
+	fputs(d->rows++ ? ",\n    " : "\n    ", d->f);
+	put_compact(d, row);
+}
+
+void cli_json_array_end(cli_json_doc *d) { fputs(d->rows ? "\n  ]" : "]", d->f); }
+
+void cli_json_member(cli_json_doc *d, const char *key, cJSON *value)
+{
+	if (!value) {
+		d->failed = true;
+		return;
+	}
+	if (!cJSON_IsArray(value)) {
+		put_key(d, key);
+		put_compact(d, value);
+		return;
+	}
+	cli_json_array_begin(d, key);
+	while (value->child)
+		cli_json_array_row(d, cJSON_DetachItemViaPointer(value, value->child));
+	cli_json_array_end(d);
+	cJSON_Delete(value);
+}
+
+void cli_json_members(cli_json_doc *d, cJSON *object)
+{
+	if (!object) {
+		d->failed = true;
+		return;
+	}
+	while (object->child) {
+		cJSON *item = cJSON_DetachItemViaPointer(object, object->child);
+		char *key = item->string;
+		item->string = NULL;
+		cli_json_member(d, key, item);
+		cJSON_free(key);
+	}
+	cJSON_Delete(object);
+}
+
+int cli_json_end(cli_json_doc *d)
+{
+	fputs(d->members ? "\n}\n" : "}\n", d->f);
+	if (d->failed) {
+		fprintf(stderr, "tinspect: out of memory writing JSON\n");
+		return EXIT_RESOURCE;
+	}
+	return EXIT_OK;
+}
+
+int cli_json_print(cJSON *root)
+{
+	cli_json_doc d;
+	cli_json_begin(&d, stdout);
+	cli_json_members(&d, root);
+	return cli_json_end(&d);
 }

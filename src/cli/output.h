@@ -1,5 +1,6 @@
 /*
- * output.h - buffered output for the commands that print a line per tensor.
+ * output.h - what every command prints goes through here: buffered output,
+ * tables, numbers for a person, and the one JSON layout.
  *
  * A cli_out gathers text in a buffer and hands it to stdio 64 KiB at a time:
  * formatting 20,000 rows with printf, and writing each through stdio's
@@ -60,5 +61,93 @@ void cli_out_int(cli_out *o, int64_t v);
 void cli_out_safe(cli_out *o, const char *s, int width);
 /* s as a JSON string, escaped as cJSON prints strings, so both writers agree byte for byte. */
 void cli_out_json_string(cli_out *o, const char *s);
+
+/*
+ * Tables: one look for every command. Columns are as wide as their widest
+ * cell (within a column's ceiling), CLI_GAP spaces apart, numbers to the
+ * right; a cell longer than its column loses its middle to an ellipsis, so a
+ * long name never pushes the next column out of line (JSON output always has
+ * the whole name). The last column is not padded.
+ */
+#define CLI_GAP 2
+#define CLI_ELLIPSIS "\xe2\x80\xa6" /* U+2026, one column */
+
+typedef enum { CLI_LEFT, CLI_RIGHT } cli_align;
+
+/* The columns s takes on a terminal once cli_out_safe has escaped it. */
+int cli_text_width(const char *s);
+/* s in exactly width columns: escaped, cut in the middle if longer, padded unless last. */
+void cli_out_cell(cli_out *o, const char *s, int width, cli_align align, bool last);
+
+typedef struct cli_column {
+	const char *header; /* upper case, the same word for the same thing in every command */
+	cli_align align;
+	int max;            /* ceiling on the width, 0 for none; cells past it are cut in the middle */
+} cli_column;
+
+/* A table gathered row by row (cells copied), then printed at once: for the short tables. */
+typedef struct cli_table {
+	const cli_column *columns;
+	int ncols;
+	char **cells; /* rows * ncols, NULL for an empty cell */
+	size_t rows, cap;
+	bool failed;  /* memory ran out: cli_table_print says so */
+} cli_table;
+
+void cli_table_init(cli_table *t, const cli_column *columns, int ncols);
+/* Adds a row of ncols cells (NULL or "" for an empty one). */
+void cli_table_add(cli_table *t, const char *const *cells);
+/* Prints the header and rows; false when memory ran out while gathering. */
+bool cli_table_print(cli_table *t, cli_out *o);
+void cli_table_free(cli_table *t);
+/* The widths a streamed table's columns need: max(header, cell) within the ceiling. */
+int cli_column_width(const cli_column *c, int widest_cell);
+
+/*
+ * Numbers a person reads: "25.6 M", "1.82 G" (three significant figures,
+ * powers of 1000), followed by unit ("Mac" for "1.82 GMac"); exact below
+ * 1000. With --raw (cli_raw_numbers) every count and byte size is printed
+ * as an exact integer instead, for scripts that read text.
+ */
+extern bool cli_raw_numbers;
+const char *cli_human(int64_t n, const char *unit, char *buf, size_t size);
+const char *cli_bytes(int64_t n, char *buf, size_t size);   /* "4.59 KiB", "16 B" */
+const char *cli_count(int64_t n, char *buf, size_t size);   /* "1,234,567" */
+/* For a summary: "1.23 M (1,234,567)", "698 KiB (714,408)" (bytes), "122"; the exact integer alone with --raw. */
+const char *cli_quantity(int64_t n, bool bytes, char *buf, size_t size);
+const char *cli_dims(const int64_t *d, int n, char *buf, size_t size); /* "[8, 3, 7, 7]" */
+
+/* A JSON document's top-level object, with "schema": 1 as its first member (tinspect(1): JSON OUTPUT). */
+#define CLI_JSON_SCHEMA 1
+#define TI_STRINGIFY_(x) #x
+#define TI_STRINGIFY(x) TI_STRINGIFY_(x)
+struct cJSON;
+struct cJSON *cli_json_root(void);
+/*
+ * One JSON layout for every command: the top-level object's members one a
+ * line, indented two spaces; a top-level array's elements one a line,
+ * indented four; everything inside them compact, as cJSON prints it. So a
+ * document is valid JSON and also greps a tensor or a step a line.
+ * cli_json_print writes root that way and frees it; a command whose rows
+ * come one at a time streams them with the cli_json_doc calls instead.
+ */
+typedef struct cli_json_doc {
+	FILE *f;
+	size_t members, rows;
+	bool failed; /* memory ran out */
+} cli_json_doc;
+void cli_json_begin(cli_json_doc *d, FILE *f);
+/* Writes "key": value (consumed); an array value gets one element a line. */
+void cli_json_member(cli_json_doc *d, const char *key, struct cJSON *value);
+/* Every member of object (consumed) in turn. */
+void cli_json_members(cli_json_doc *d, struct cJSON *object);
+void cli_json_array_begin(cli_json_doc *d, const char *key);
+void cli_json_array_row(cli_json_doc *d, struct cJSON *row); /* consumed */
+void cli_json_array_end(cli_json_doc *d);
+/* Closes the document; EXIT_OK, or EXIT_RESOURCE (printed) when memory ran out. */
+int cli_json_end(cli_json_doc *d);
+int cli_json_print(struct cJSON *root);
+/* Seconds in JSON, never in exponent notation: "0.000123". */
+const char *cli_json_seconds(double seconds, char *buf, size_t size);
 
 #endif

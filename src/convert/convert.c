@@ -7,6 +7,7 @@
 
 #include <fcntl.h>
 #include <fnmatch.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -54,8 +55,8 @@ static bool matches_any(const char *const *globs, size_t n, const char *name)
 	return false;
 }
 
-/* The name a source tensor gets, or NULL when it is not selected. */
-static const char *output_name(plan *p, const char *name)
+/* The name a source tensor gets before --select and --exclude, or NULL when --key leaves it out. */
+static const char *renamed(plan *p, const char *name)
 {
 	const ti_convert_options *o = p->o;
 	if (o->key) {
@@ -73,6 +74,14 @@ static const char *output_name(plan *p, const char *name)
 			break;
 		}
 	}
+	return name;
+}
+
+/* The name a source tensor gets, or NULL when it is not selected. */
+static const char *output_name(plan *p, const char *name)
+{
+	const ti_convert_options *o = p->o;
+	name = renamed(p, name);
 	if (!name || !*name)
 		return NULL;
 	if (o->select_count && !matches_any(o->select, o->select_count, name))
@@ -98,10 +107,106 @@ static bool same_view(const ti_source_tensor *a, const ti_source_tensor *b)
 	return true;
 }
 
+/*
+ * A key that holds no tensor, or a select or exclude pattern that matches
+ * none, is a mistake to report (as git reports a pathspec that matches no
+ * file), not a reason to write less than the user meant.
+ */
+static ti_status check_selection(plan *p, ti_error *err)
+{
+	const ti_convert_options *o = p->o;
+	size_t n = ti_source_tensor_count(p->src);
+	if (o->key) {
+		size_t len = strlen(o->key);
+		char keys[400];
+		size_t used = 0, shown = 0;
+		keys[0] = '\0';
+		for (size_t i = 0; i < n; i++) {
+			const char *name = ti_source_tensor_at(p->src, i)->name;
+			if (!strncmp(name, o->key, len) && name[len] == '.')
+				return TI_OK;
+			/* the keys there are: first components, each once, in order */
+			size_t first = strcspn(name, ".");
+			bool seen = false;
+			for (size_t k = 0; k < i && !seen; k++) {
+				const char *other = ti_source_tensor_at(p->src, k)->name;
+				seen = strcspn(other, ".") == first && !strncmp(other, name, first);
+			}
+			if (seen || name[first] != '.' || used >= sizeof(keys))
+				continue;
+			if (shown++ < 12)
+				used += (size_t)snprintf(keys + used, sizeof(keys) - used, "%s'%.*s'", used ? ", " : "", (int)first, name);
+		}
+		if (!shown)
+			return TI_FAIL(err, TI_E_INVALID, "no tensor under key '%s': no name has a key before a '.'", o->key);
+		return TI_FAIL(err, TI_E_INVALID, "no tensor under key '%s'; the keys with tensors are %s%s", o->key, keys,
+		               shown > 12 ? ", ..." : "");
+	}
+	return TI_OK;
+}
+
+/* The name after --key, or NULL when the key leaves it out. */
+static const char *under_key(const ti_convert_options *o, const char *name)
+{
+	if (!*name)
+		name = "tensor";
+	size_t n = o->key ? strlen(o->key) : 0;
+	if (o->key && (strncmp(name, o->key, n) || name[n] != '.'))
+		return NULL;
+	return o->key ? name + n + 1 : name;
+}
+
+static ti_status check_patterns(plan *p, ti_error *err)
+{
+	const ti_convert_options *o = p->o;
+	size_t n = ti_source_tensor_count(p->src);
+	/* a prefix to strip or rename that no name has would change nothing */
+	if (o->strip_prefix) {
+		bool hit = false;
+		for (size_t i = 0; i < n && !hit; i++) {
+			const char *name = under_key(o, ti_source_tensor_at(p->src, i)->name);
+			hit = name && !strncmp(name, o->strip_prefix, strlen(o->strip_prefix));
+		}
+		if (!hit)
+			return TI_FAIL(err, TI_E_INVALID, "no tensor name starts with the prefix '%s' to strip", o->strip_prefix);
+	}
+	for (size_t r = 0; r < o->rename_count; r++) {
+		bool hit = false;
+		for (size_t i = 0; i < n && !hit; i++) {
+			const char *name = under_key(o, ti_source_tensor_at(p->src, i)->name);
+			if (name && o->strip_prefix && !strncmp(name, o->strip_prefix, strlen(o->strip_prefix)))
+				name += strlen(o->strip_prefix);
+			hit = name && !strncmp(name, o->renames[r].from, strlen(o->renames[r].from));
+		}
+		if (!hit)
+			return TI_FAIL(err, TI_E_INVALID, "no tensor name starts with '%s' to rename", o->renames[r].from);
+	}
+	for (int pass = 0; pass < 2; pass++) {
+		const char *const *globs = pass ? o->exclude : o->select;
+		size_t count = pass ? o->exclude_count : o->select_count;
+		for (size_t g = 0; g < count; g++) {
+			bool hit = false;
+			for (size_t i = 0; i < n && !hit; i++) {
+				const char *name = renamed(p, ti_source_tensor_at(p->src, i)->name);
+				hit = name && *name && !fnmatch(globs[g], name, 0);
+			}
+			if (!hit)
+				return TI_FAIL(err, TI_E_INVALID, "%s pattern '%s' matches no tensor name%s", pass ? "exclude" : "select",
+				               globs[g], o->key || o->strip_prefix || o->rename_count ? " (as renamed)" : "");
+		}
+	}
+	return TI_OK;
+}
+
 /* ---- planning ---- */
 
 static ti_status make_plan(plan *p, ti_error *err)
 {
+	ti_status checked = check_selection(p, err);
+	if (!checked)
+		checked = check_patterns(p, err);
+	if (checked)
+		return checked;
 	size_t n = ti_source_tensor_count(p->src), ns = ti_source_storage_count(p->src);
 	p->tensors = ti_arena_calloc(&p->arena, n + 1, sizeof(*p->tensors));
 	p->storages = ti_arena_calloc(&p->arena, (n > ns ? n : ns) + 1, sizeof(*p->storages));

@@ -601,3 +601,8 @@ ti_status ti_model_run(ti_model *m, const ti_model_report **out, ti_error *err)
 	*out = rep;
 	return ti_sym_ok(&m->sym, err);
 }
+
+ti_status ti_model_check_binds(const ti_model *m, ti_error *err)
+{
+	return ti_symctx_check_bound(&m->sym, err);
+}

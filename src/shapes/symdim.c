@@ -532,6 +532,29 @@ ti_status ti_sym_ok(const ti_symctx *ctx, ti_error *err)
 
 /* ---- arithmetic ---- */
 
+ti_status ti_symctx_check_bound(const ti_symctx *ctx, ti_error *err)
+{
+	for (size_t i = 0; i < ctx->bound_count; i++) {
+		bool used = false;
+		for (size_t k = 0; k < ctx->atom_count && !used; k++)
+			used = ctx->atoms[k]->kind == ATOM_SYMBOL && !strcmp(ctx->atoms[k]->name, ctx->bound_names[i]);
+		if (used)
+			continue;
+		char list[512];
+		size_t len = 0, n = 0;
+		list[0] = '\0';
+		for (size_t k = 0; k < ctx->atom_count && len < sizeof(list); k++)
+			if (ctx->atoms[k]->kind == ATOM_SYMBOL)
+				len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%s", n++ ? ", " : "", ctx->atoms[k]->name);
+		if (!n)
+			return TI_FAIL(err, TI_E_INVALID, "no symbol '%s' in the description: it has no symbolic sizes",
+			               ctx->bound_names[i]);
+		return TI_FAIL(err, TI_E_INVALID, "no symbol '%s' in the description (its symbols: %s)", ctx->bound_names[i],
+		               list);
+	}
+	return TI_OK;
+}
+
 ti_dim ti_dim_symbol(ti_symctx *ctx, const char *name)
 {
 	if (ctx->status != TI_OK)
@@ -540,10 +563,10 @@ ti_dim ti_dim_symbol(ti_symctx *ctx, const char *name)
 		fail(ctx, TI_E_INVALID, "bad symbol name '%.*s'", MAX_NAME, name ? name : "");
 		return zero;
 	}
-	for (size_t i = 0; i < ctx->bound_count; i++)
+	int id = intern_symbol(ctx, name); /* bound or not: the description uses it (ti_symctx_check_bound) */
+	for (size_t i = 0; id >= 0 && i < ctx->bound_count; i++)
 		if (!strcmp(ctx->bound_names[i], name))
 			return ti_dim_int(ctx->bound_values[i]);
-	int id = intern_symbol(ctx, name);
 	if (id < 0)
 		return zero;
 	sym_term buf[1];

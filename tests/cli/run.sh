@@ -94,6 +94,13 @@ if $regen; then
 	mkdir -p "$expected"
 fi
 rm -f "$pwned"
+# A FIFO for the cases that check no command waits on one (a fixed path, as the
+# expected messages name it; several checkouts may share it).
+fifo=/tmp/tinspect-cli.fifo
+[ -p "$fifo" ] || { rm -f "$fifo" && mkfifo "$fifo"; } || exit 2
+# A command that hangs (on the FIFO, say) fails its case instead of the run.
+limit=
+command -v timeout >/dev/null 2>&1 && limit="timeout 60"
 
 seen=" "
 while read -r name want args; do
@@ -105,7 +112,7 @@ while read -r name want args; do
 	esac
 	seen="$seen$name "
 	eval "set -- $args"
-	"$bin" "$@" >"$work/out" 2>"$work/err" </dev/null
+	$limit "$bin" "$@" >"$work/out" 2>"$work/err" </dev/null
 	got=$?
 	if $regen; then
 		cp "$work/out" "$expected/$name.out"
@@ -187,6 +194,30 @@ else
 	else
 		pass
 	fi
+fi
+
+# Every --help ends with the one exit-status table, and the man page's EXIT
+# STATUS lists the same codes with the same words.
+table_bad=
+for c in "" inspect shapes params materialize convert scan; do
+	"$bin" $c --help >"$work/help1" 2>&1
+	awk '/^exit status \(every command\):$/ { on = 1 } on' "$work/help1" >"$work/table"
+	if [ ! -s "$work/table" ] || [ "$(tail -n 1 "$work/help1")" != "$(tail -n 1 "$work/table")" ]; then
+		table_bad="$table_bad '${c:-tinspect}'"
+	elif [ -n "${first_table:-}" ] && ! cmp -s "$work/table" "$first_table"; then
+		table_bad="$table_bad '${c:-tinspect}'"
+	fi
+	[ -n "${first_table:-}" ] || { cp "$work/table" "$work/table0"; first_table=$work/table0; }
+done
+for code in 0 1 2 3 4; do
+	words=$(grep -E "^  $code  " "$work/table0" | sed -E "s/^  $code  //; s/:.*//")
+	awk '/^\.Sh EXIT STATUS/ { on = 1; next } /^\.Sh / { on = 0 } on' "$man" | grep -qF -- "$words" ||
+		table_bad="$table_bad man:$code"
+done
+if [ -n "$table_bad" ]; then
+	fail "exit_status_table: not the same table in every --help and the man page:$table_bad"
+else
+	pass
 fi
 
 echo "$passed passed, $failed failed"

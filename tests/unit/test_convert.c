@@ -545,7 +545,7 @@ Test(convert, key_takes_the_tensors_under_it_without_the_prefix)
 	char path[160];
 	ti_convert_stats stats;
 	EXPECT_STATUS(run_convert(in, &o, &stats, path, sizeof(path)), TI_E_INVALID, err);
-	EXPECT_STR(err.message, "no tensor is selected");
+	EXPECT_STR(err.message, "no tensor under key 'modu'; the keys with tensors are 'module', 'other'");
 }
 
 Test(convert, key_of_a_training_checkpoint_takes_its_model)
@@ -599,7 +599,7 @@ Test(convert, select_and_exclude_match_the_name_after_renaming)
 	o.select_count = 1;
 	char path[160];
 	EXPECT_STATUS(run_convert(in, &o, &stats, path, sizeof(path)), TI_E_INVALID, err);
-	EXPECT_STR(err.message, "no tensor is selected");
+	EXPECT_STR(err.message, "select pattern 'module.*' matches no tensor name (as renamed)");
 }
 
 Test(convert, two_tensors_renamed_to_one_name_are_refused)
@@ -634,7 +634,7 @@ Test(convert, selecting_nothing_is_an_error)
 	char path[160];
 	ti_convert_stats stats;
 	EXPECT_STATUS(run_convert("fixtures/tied.pt", &o, &stats, path, sizeof(path)), TI_E_INVALID, err);
-	EXPECT_STR(err.message, "no tensor is selected");
+	EXPECT_STR(err.message, "select pattern 'no.such.*' matches no tensor name");
 	o.select_count = 0;
 	o.exclude = (const char *const[]){"*"};
 	o.exclude_count = 1;

@@ -460,6 +460,22 @@ Test(symdim, a_bound_symbol_is_an_integer)
 	EXPECT_OK();
 }
 
+Test(symdim, a_bound_symbol_the_description_never_uses_is_named_with_those_it_does)
+{
+	ASSERT_STATUS(ti_symctx_bind(&ctx, "N", 8, &err), TI_OK, err);
+	ASSERT_STATUS(ti_symctx_bind(&ctx, "M", 3, &err), TI_OK, err);
+	EXPECT_DIM(P("N*T"), "8*T");
+	EXPECT_STATUS(ti_symctx_check_bound(&ctx, &err), TI_E_INVALID, err);
+	EXPECT_STR(err.message, "no symbol 'M' in the description (its symbols: N, T)");
+}
+
+Test(symdim, every_bound_symbol_used_passes_the_check)
+{
+	ASSERT_STATUS(ti_symctx_bind(&ctx, "N", 8, &err), TI_OK, err);
+	EXPECT_DIM(P("N + 1"), "9");
+	EXPECT_STATUS(ti_symctx_check_bound(&ctx, &err), TI_OK, err);
+}
+
 Test(symdim, binds_many_symbols)
 {
 	char name[16];

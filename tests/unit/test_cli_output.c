@@ -1,0 +1,106 @@
+/*
+ * test_cli_output.c - what every command prints through src/cli/output.c:
+ * readable numbers, table cells cut in the middle, tables sized to their cells.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/output.h"
+#include "unit.h"
+
+/* What f(o) writes through a cli_out, as a string (freed by the caller). */
+static char *written(void (*f)(cli_out *o, const void *arg), const void *arg)
+{
+	char *text = NULL;
+	size_t size = 0;
+	FILE *m = open_memstream(&text, &size);
+	cr_assert(m);
+	cli_out o;
+	cli_out_init(&o, m);
+	f(&o, arg);
+	cli_out_close(&o);
+	fclose(m);
+	return text;
+}
+
+static void reset(void) { cli_raw_numbers = false; }
+
+TestSuite(cli_output, .init = reset, .fini = reset);
+
+Test(cli_output, counts_read_with_three_significant_figures_and_a_power_of_1000)
+{
+	char buf[32];
+	EXPECT_STR(cli_human(0, "", buf, sizeof(buf)), "0");
+	EXPECT_STR(cli_human(999, "", buf, sizeof(buf)), "999");
+	EXPECT_STR(cli_human(1000, "", buf, sizeof(buf)), "1.00 K");
+	EXPECT_STR(cli_human(25557032, "", buf, sizeof(buf)), "25.6 M");
+	EXPECT_STR(cli_human(1822000000, "Mac", buf, sizeof(buf)), "1.82 GMac");
+	EXPECT_STR(cli_human(999999, "", buf, sizeof(buf)), "1.00 M"); /* not "1000 K" */
+	EXPECT_STR(cli_human(512, "Mac", buf, sizeof(buf)), "512 Mac");
+	EXPECT_STR(cli_human(-2500, "", buf, sizeof(buf)), "-2.50 K");
+}
+
+Test(cli_output, raw_numbers_are_exact_integers)
+{
+	char buf[32];
+	cli_raw_numbers = true;
+	EXPECT_STR(cli_human(25557032, "Mac", buf, sizeof(buf)), "25557032");
+}
+
+typedef struct cell {
+	const char *s;
+	int width;
+	cli_align align;
+	bool last;
+} cell;
+
+static void put_cell(cli_out *o, const void *arg)
+{
+	const cell *c = arg;
+	cli_out_cell(o, c->s, c->width, c->align, c->last);
+	cli_out_puts(o, "|");
+}
+
+static void expect_cell(const char *s, int width, cli_align align, bool last, const char *want)
+{
+	cell c = {s, width, align, last};
+	char *got = written(put_cell, &c);
+	EXPECT_STR(got, want);
+	free(got);
+}
+
+Test(cli_output, a_cell_is_padded_to_its_width_or_cut_in_the_middle)
+{
+	expect_cell("abc", 5, CLI_LEFT, false, "abc  |");
+	expect_cell("abc", 5, CLI_RIGHT, false, "  abc|");
+	expect_cell("abc", 5, CLI_LEFT, true, "abc|");
+	/* 10 columns: 4 of the start, the ellipsis, 5 of the end */
+	expect_cell("layers.12.attention.weight", 10, CLI_LEFT, false, "laye" CLI_ELLIPSIS "eight|");
+	/* a control character is escaped before it is measured and cut */
+	expect_cell("a\x1b" "bcdefghij", 8, CLI_LEFT, false, "a\\x" CLI_ELLIPSIS "ghij|");
+	EXPECT_INT(cli_text_width("a\x1b" "b"), 6);
+	EXPECT_INT(cli_text_width("caf\xc3\xa9"), 4);
+}
+
+static const cli_column columns[] = {{"NAME", CLI_LEFT, 8}, {"BYTES", CLI_RIGHT, 0}, {"NOTES", CLI_LEFT, 0}};
+
+static void put_table(cli_out *o, const void *arg)
+{
+	(void)arg;
+	cli_table t;
+	cli_table_init(&t, columns, 3);
+	cli_table_add(&t, (const char *const[]){"a", "4 B", "param"});
+	cli_table_add(&t, (const char *const[]){"a.very.long.name", "1.50 KiB", NULL});
+	cr_assert(cli_table_print(&t, o));
+	cli_table_free(&t);
+}
+
+Test(cli_output, a_table_is_as_wide_as_its_cells_two_spaces_apart_without_trailing_blanks)
+{
+	char *got = written(put_table, NULL);
+	EXPECT_STR(got, "NAME         BYTES  NOTES\n"
+	                "a              4 B  param\n"
+	                "a.v" CLI_ELLIPSIS "name  1.50 KiB\n");
+	free(got);
+}
