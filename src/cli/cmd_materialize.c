@@ -234,13 +234,9 @@ static int print_plan(const job *j, const char *where, bool json)
 		cli_table_free(&t);
 		return cli_json_print(root);
 	}
-	cli_out o;
-	cli_out_init(&o, stdout);
-	bool ok = cli_table_print(&t, &o);
-	cli_out_close(&o);
-	cli_table_free(&t);
-	if (!ok)
-		return fprintf(stderr, "tinspect: out of memory\n"), EXIT_RESOURCE;
+	int rc = cli_table_flush(&t);
+	if (rc)
+		return rc;
 	printf("\n%zu tensors, %s to allocate on %s\n", ti_source_tensor_count(src),
 	       cli_bytes((int64_t)total, total_text, sizeof(total_text)), where);
 	return EXIT_OK;

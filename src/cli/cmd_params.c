@@ -69,13 +69,9 @@ static int print_table(const ti_model_param *p, size_t n)
 			bytes += b;
 		}
 	}
-	cli_out o;
-	cli_out_init(&o, stdout);
-	bool ok = cli_table_print(&t, &o);
-	cli_out_close(&o);
-	cli_table_free(&t);
-	if (!ok)
-		return fprintf(stderr, "tinspect: out of memory\n"), EXIT_RESOURCE;
+	int rc = cli_table_flush(&t);
+	if (rc)
+		return rc;
 	char a[32], tr[32], s1[32], s2[32], s3[32];
 	printf("\nparameters: %s (trainable %s), %s; buffers: %s elements, %s\n", cli_human(params, "", a, sizeof(a)),
 	       cli_human(trainable, "", tr, sizeof(tr)), cli_bytes(bytes, s1, sizeof(s1)),

@@ -103,12 +103,7 @@ static int print_table(const ti_model_report *rep, int depth)
 		const char *row[] = {index, label, names, shape, params, macs, flops};
 		cli_table_add(&t, row);
 	}
-	cli_out o;
-	cli_out_init(&o, stdout);
-	bool ok = cli_table_print(&t, &o);
-	cli_out_close(&o);
-	cli_table_free(&t);
-	return ok ? EXIT_OK : (fprintf(stderr, "tinspect: out of memory\n"), EXIT_RESOURCE);
+	return cli_table_flush(&t);
 }
 
 static void print_totals(const ti_model_report *rep)

@@ -302,6 +302,19 @@ void cli_table_add(cli_table *t, const char *const *cells)
 	t->rows++;
 }
 
+int cli_table_flush(cli_table *t)
+{
+	cli_out o;
+	cli_out_init(&o, stdout);
+	bool ok = cli_table_print(t, &o);
+	cli_out_close(&o);
+	cli_table_free(t);
+	if (ok)
+		return EXIT_OK;
+	fprintf(stderr, "tinspect: out of memory\n");
+	return EXIT_RESOURCE;
+}
+
 bool cli_table_print(cli_table *t, cli_out *o)
 {
 	if (t->failed)

@@ -100,6 +100,8 @@ void cli_table_add(cli_table *t, const char *const *cells);
 /* Prints the header and rows; false when memory ran out while gathering. */
 bool cli_table_print(cli_table *t, cli_out *o);
 void cli_table_free(cli_table *t);
+/* Prints t on stdout and frees it: EXIT_OK, or EXIT_RESOURCE, said on stderr, when memory ran out. */
+int cli_table_flush(cli_table *t);
 /* The widths a streamed table's columns need: max(header, cell) within the ceiling. */
 int cli_column_width(const cli_column *c, int widest_cell);
 
