@@ -244,15 +244,17 @@ while [ "$i" -le "$count" ]; do
 	cmd=$(cat "$work/readme/$i.cmd")
 	line=$(cat "$work/readme/$i.line")
 	in_scratch "$cmd"
+	want_file=$work/readme/$i.want
 	if $regen; then
-		regen_text "$work/readme/$i.want" "$work/out" >"$work/readme/$i.new"
+		regen_text "$want_file" "$work/out" >"$work/readme/$i.new"
+		want_file=$work/readme/$i.new
 	fi
-	if compare "$work/readme/$i.want" "$work/out"; then
+	if compare "$want_file" "$work/out"; then
 		pass
 	else
 		fail "README.md:$line: \$ $cmd"
 		echo "  output differs (--- README, +++ got; exit status $status):"
-		diff -u "$work/readme/$i.want" "$work/out" | sed '1,2d; s/^/  /'
+		diff -u "$want_file" "$work/out" | sed '1,2d; s/^/  /'
 	fi
 	i=$((i + 1))
 done
