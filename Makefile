@@ -76,7 +76,8 @@ run: deps
 	@$(MAKE) --no-print-directory all
 	./tinspect fixtures/resnet18_small.pt --device meta
 
-# Unit tests (Criterion), CLI tests (expected output files), then conformance with
+# Unit tests (Criterion), CLI tests (expected output files), the man page's and
+# README's examples run as shown (tests/docs/), then conformance with
 # real PyTorch when python3-torch is installed.
 test: deps-test
 	@$(MAKE) --no-print-directory all build/unit-tests
@@ -85,6 +86,7 @@ test: deps-test
 	sh tests/scan/run.sh ./tinspect
 	sh tests/torture/run.sh ./tinspect
 	$(PYTHON) tests/conformance/inspect_formats.py ./tinspect
+	sh tests/docs/run.sh ./tinspect
 	@if $(PYTHON) -c 'import torch' 2>/dev/null; then \
 		$(PYTHON) tests/conformance/conformance.py ./tinspect && \
 		$(PYTHON) tests/conformance/shapes_conformance.py ./tinspect && \
@@ -105,6 +107,7 @@ asan: deps-test
 	ASAN_OPTIONS=detect_leaks=1 sh tests/cli/run.sh ./build/asan/tinspect
 	ASAN_OPTIONS=detect_leaks=1 sh tests/scan/run.sh ./build/asan/tinspect
 	ASAN_OPTIONS=detect_leaks=1 sh tests/torture/run.sh ./build/asan/tinspect
+	ASAN_OPTIONS=detect_leaks=1 sh tests/docs/run.sh ./build/asan/tinspect
 	@$(MAKE) --no-print-directory fuzz-replay
 
 bench: deps

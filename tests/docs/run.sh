@@ -1,0 +1,284 @@
+#!/bin/sh
+# tests/docs/run.sh - hold the man page and README.md to what tinspect does.
+#
+# usage: sh tests/docs/run.sh [--regen] TINSPECT
+#
+# 1. man/tinspect.1 renders cleanly: `groff -man -ww -z` and (when mandoc is
+#    installed) `mandoc -T lint` print nothing.
+# 2. Every example of the man page's EXAMPLES works. The page is rendered to
+#    text first and the commands are read from the RENDERED lines
+#    (`$ tinspect ...`), so an example whose quoting does not render is a
+#    failure, not a typo a reader finds. Each runs with sh in a scratch folder
+#    where tinspect is on PATH and the file names the examples use are links
+#    to bundled fixtures (see setup_scratch). An example must exit 0 and print
+#    something, except those listed in man_example_status.
+# 3. Every README.md example is run and its output compared. In a fenced
+#    block, a line `$ COMMAND` is a command; the lines after it, up to the
+#    next `$ ` line or the end of the block, are what it prints (stdout and
+#    stderr together), exactly. A line `...` (indent allowed) stands for any
+#    number of lines: the lines above it are compared with the first lines
+#    printed, those below it with the last ones. A fenced block with no `$ `
+#    line must follow a line `<!-- docs-test: skip REASON -->`; it is not run.
+#
+# --regen rewrites the README's example outputs from what the commands print
+# (keeping each `...` and the number of lines around it). Read the diff
+# before committing it: the README is what readers hold tinspect to.
+# Prints 'N passed, M failed' and exits 1 when anything failed.
+
+set -u
+
+regen=false
+if [ "${1:-}" = --regen ]; then
+	regen=true
+	shift
+fi
+if [ $# -ne 1 ]; then
+	echo "usage: sh tests/docs/run.sh [--regen] TINSPECT" >&2
+	exit 2
+fi
+case $1 in
+/*) bin=$1 ;;
+*) bin=$(pwd)/${1#./} ;;
+esac
+if [ ! -x "$bin" ]; then
+	echo "docs: '$1' is not an executable" >&2
+	exit 2
+fi
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+cd "$root" || exit 2
+man=man/tinspect.1
+readme=README.md
+
+LC_ALL=C.UTF-8
+export LC_ALL
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/tinspect-docs.XXXXXX") || exit 2
+trap 'rm -rf "$work"' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+passed=0
+failed=0
+pass() {
+	passed=$((passed + 1))
+}
+fail() {
+	failed=$((failed + 1))
+	echo "FAIL $1"
+}
+
+# setup_scratch DIR: a folder in which the examples run as printed. `tinspect`
+# and `./tinspect` are the binary under test; the repository's fixtures/ and
+# tests/ are there; the names the man page's examples use are links to
+# fixtures chosen so that each example shows what its text says.
+setup_scratch() {
+	mkdir -p "$1/bin" "$1/checkpoints"
+	ln -s "$bin" "$1/bin/tinspect"
+	ln -s "$bin" "$1/tinspect"
+	ln -s "$root/fixtures" "$1/fixtures"
+	ln -s "$root/tests" "$1/tests"
+	ln -s "$root/fixtures/resnet18_small.pt" "$1/pytorch_model.bin" # a clean download
+	ln -s "$root/fixtures/resnet18_small.pt" "$1/model.pt"
+	ln -s "$root/fixtures/training_ckpt.pt" "$1/ckpt.pt"             # model, optimizer, args
+	ln -s "$root/fixtures/docs/gpt2.pt" "$1/gpt2.pt"                 # names with 'attn'
+	ln -s "$root/fixtures/docs/ddp.pt" "$1/ddp.pt"                   # names under 'module.'
+	ln -s "$root/fixtures/models/lstm_tagger.json" "$1/model.json"
+	# Two checkpoints of a project: one clean, one holding an argparse.Namespace.
+	ln -s "$root/fixtures/resnet18_small.pt" "$1/checkpoints/resnet.pt"
+	ln -s "$root/fixtures/training_ckpt.pt" "$1/checkpoints/last.pt"
+}
+
+# in_scratch COMMAND: run COMMAND with sh in a fresh scratch folder; its
+# stdout and stderr go to $work/out, its status to $status.
+in_scratch() {
+	rm -rf "$work/scratch"
+	mkdir "$work/scratch"
+	setup_scratch "$work/scratch"
+	(cd "$work/scratch" && PATH="$work/scratch/bin:$PATH" && export PATH && eval "$1") >"$work/out" 2>&1 </dev/null
+	status=$?
+}
+
+# The GPU examples: the CUDA driver is found at run time. Without a GPU the
+# documented answer is `CUDA not available: ...` and exit 4.
+if [ -e /dev/nvidia0 ]; then
+	cuda_status=0
+else
+	cuda_status=4
+fi
+
+# man_example_status COMMAND: the exit status the example's text promises.
+man_example_status() {
+	case $1 in
+	*--device\ cuda*) echo "$cuda_status" ;;
+	*) echo 0 ;;
+	esac
+}
+
+# ---- 1. the man page renders cleanly ----
+
+if ! command -v groff >/dev/null 2>&1; then
+	fail "man_renders_with_groff: groff is not installed (Debian groff-base)"
+else
+	groff -man -ww -z "$man" >"$work/groff" 2>&1
+	if [ -s "$work/groff" ]; then
+		fail "man_renders_with_groff: groff -man -ww -z $man printed:"
+		sed 's/^/  /' "$work/groff"
+	else
+		pass
+	fi
+fi
+
+if ! command -v mandoc >/dev/null 2>&1; then
+	echo "skip man_passes_mandoc_lint: mandoc is not installed (Debian mandoc)"
+else
+	# Its complaints about this machine's own man database are not about the page.
+	mandoc -T lint "$man" 2>&1 | grep -v 'outdated mandoc.db' >"$work/lint"
+	if [ -s "$work/lint" ]; then
+		fail "man_passes_mandoc_lint: mandoc -T lint $man printed:"
+		sed 's/^/  /' "$work/lint"
+	else
+		pass
+	fi
+fi
+
+# ---- 2. every example of the man page works, as rendered ----
+
+# Wide enough that no example wraps; no bold, underline or colour codes.
+groff -man -Tutf8 -rLL=300n -P-cbou "$man" 2>/dev/null |
+	sed -n '/^EXAMPLES/,/^[A-Z][A-Z ]*$/p' |
+	sed -n 's/^ *\$ \(tinspect .*\)$/\1/p' >"$work/man-examples"
+if [ ! -s "$work/man-examples" ]; then
+	fail "man_examples_found: no '\$ tinspect ...' line in the rendered EXAMPLES of $man"
+fi
+while IFS= read -r cmd; do
+	want=$(man_example_status "$cmd")
+	in_scratch "$cmd"
+	if [ "$status" != "$want" ]; then
+		fail "man example: \$ $cmd"
+		echo "  exit status $status, want $want; it printed:"
+		sed 's/^/  | /' "$work/out" | head -n 20
+	elif [ "$want" = 0 ] && [ ! -s "$work/out" ]; then
+		fail "man example: \$ $cmd"
+		echo "  it printed nothing"
+	else
+		pass
+	fi
+done <"$work/man-examples"
+
+# ---- 3. every README example prints what the README shows ----
+
+# Split the README into its examples: $work/readme/N.cmd holds command N,
+# N.want what the README shows after it, N.line the line of its `$ `.
+mkdir "$work/readme"
+awk -v dir="$work/readme" '
+	function close_example() {
+		if (n > 0 && open) { close(dir "/" n ".want") }
+		open = 0
+	}
+	/^```/ {
+		if (!inblock) {
+			inblock = 1; start = NR; commands = 0
+			skip = (prev ~ /^<!-- docs-test: skip .*-->$/)
+		} else {
+			close_example()
+			if (!skip && commands == 0)
+				print "README.md:" start ": a fenced block shows no `$ ` command and no <!-- docs-test: skip REASON --> line precedes it" > (dir "/errors")
+			inblock = 0
+		}
+		prev = $0; next
+	}
+	inblock && !skip && /^\$ / {
+		close_example()
+		n++; commands++; open = 1
+		printf "%s\n", substr($0, 3) > (dir "/" n ".cmd"); close(dir "/" n ".cmd")
+		print NR > (dir "/" n ".line"); close(dir "/" n ".line")
+		printf "" > (dir "/" n ".want")
+		prev = $0; next
+	}
+	inblock && open { print > (dir "/" n ".want") }
+	{ prev = $0 }
+	END { print n + 0 > (dir "/count") }
+' "$readme"
+if [ -s "$work/readme/errors" ]; then
+	while IFS= read -r e; do fail "readme_blocks_are_examples: $e"; done <"$work/readme/errors"
+fi
+
+# compare WANT GOT: exact, or around the first `...` line of WANT.
+compare() {
+	k=$(awk '/^[[:space:]]*\.\.\.[[:space:]]*$/ { print NR - 1; f = 1; exit } END { if (!f) print -1 }' "$1")
+	if [ "$k" = -1 ]; then
+		cmp -s "$1" "$2"
+		return
+	fi
+	total=$(wc -l <"$1")
+	l=$((total - k - 1))
+	[ "$(wc -l <"$2")" -ge $((k + l)) ] || return 1
+	head -n "$k" "$1" >"$work/want-head"
+	head -n "$k" "$2" >"$work/got-head"
+	cmp -s "$work/want-head" "$work/got-head" || return 1
+	[ "$l" -eq 0 ] && return 0
+	tail -n "$l" "$1" >"$work/want-tail"
+	tail -n "$l" "$2" >"$work/got-tail"
+	cmp -s "$work/want-tail" "$work/got-tail"
+}
+
+# regen_text WANT GOT: what the README should show, keeping WANT's `...`.
+regen_text() {
+	k=$(awk '/^[[:space:]]*\.\.\.[[:space:]]*$/ { print NR - 1; f = 1; exit } END { if (!f) print -1 }' "$1")
+	if [ "$k" = -1 ]; then
+		cat "$2"
+		return
+	fi
+	total=$(wc -l <"$1")
+	l=$((total - k - 1))
+	head -n "$k" "$2"
+	sed -n "$((k + 1))p" "$1"
+	[ "$l" -gt 0 ] && tail -n "$l" "$2"
+	return 0
+}
+
+count=$(cat "$work/readme/count")
+i=1
+while [ "$i" -le "$count" ]; do
+	cmd=$(cat "$work/readme/$i.cmd")
+	line=$(cat "$work/readme/$i.line")
+	in_scratch "$cmd"
+	want_file=$work/readme/$i.want
+	if $regen; then
+		regen_text "$want_file" "$work/out" >"$work/readme/$i.new"
+		want_file=$work/readme/$i.new
+	fi
+	if compare "$want_file" "$work/out"; then
+		pass
+	else
+		fail "README.md:$line: \$ $cmd"
+		echo "  output differs (--- README, +++ got; exit status $status):"
+		diff -u "$want_file" "$work/out" | sed '1,2d; s/^/  /'
+	fi
+	i=$((i + 1))
+done
+
+if $regen && [ "$count" -gt 0 ]; then
+	# Put each command's new output in place of the old one.
+	awk -v dir="$work/readme" '
+		/^```/ {
+			if (inblock) { inblock = 0; out = 0 }
+			else { inblock = 1; skip = (prev ~ /^<!-- docs-test: skip .*-->$/) }
+			prev = $0; print; next
+		}
+		inblock && !skip && /^\$ / {
+			n++; print
+			f = dir "/" n ".new"
+			while ((getline l < f) > 0) print l
+			close(f); out = 1; prev = $0; next
+		}
+		inblock && out { next }
+		{ prev = $0; print }
+	' "$readme" >"$work/README.new"
+	cp "$work/README.new" "$readme"
+	echo "regenerated the outputs of $count README examples; read git diff $readme"
+fi
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
