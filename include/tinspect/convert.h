@@ -45,6 +45,8 @@ typedef struct ti_convert_options {
 	size_t exclude_count;
 	ti_dtype dtype;             /* cast floating tensors to this; TI_DT_INVALID: keep */
 	bool keep_storage;          /* torch output: the source's storages as they are */
+	/* added to the refusal of a tensor that cannot be written ("leave it out with --exclude"); NULL: nothing */
+	const char *refusal_hint;
 	size_t buffer_bytes;        /* streaming buffer; 0: 8 MiB; at least 4 KiB */
 	uint64_t gather_max;        /* most bytes read at once to gather a strided view; 0: 16 GiB */
 	/* progress: called after each piece is written, with the bytes of data so far */

@@ -213,6 +213,7 @@ int cmd_convert(int argc, char **argv)
 	o.progress = on_progress;
 	o.progress_user = &bar;
 	ti_convert_stats stats;
+	o.refusal_hint = "leave it out with --exclude";
 	st = ti_convert(src, of.fd, &o, &stats, &err);
 	cli_progress_end(&bar);
 	ti_source_close(src);

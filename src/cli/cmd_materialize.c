@@ -55,6 +55,10 @@ static const char help[] =
 	"                       checkpoint's bytes; the default for checkpoints)\n"
 	"  --fill GLOB=POLICY   the policy for tensors whose name matches (repeatable;\n"
 	"                       the last match wins)\n"
+	"                       A random fill for every tensor (rand, randn, uniform,\n"
+	"                       normal) leaves integer, bool and float8 tensors zero,\n"
+	"                       as PyTorch's init leaves num_batches_tracked; a GLOB\n"
+	"                       that names them applies to them as given.\n"
 	"  --seed S             seed of the random fills (default 0)\n"
 	"  --device DEV         cpu (default) or cuda[:N]\n"
 	"  -o, --output OUT     write a torch zip or .safetensors file instead of placing\n"
@@ -130,6 +134,47 @@ static int check_fill_globs(const job *j)
 	return EXIT_OK;
 }
 
+/*
+ * A random fill given for every tensor (no GLOB names this one) leaves
+ * integer and bool tensors, and dtypes it cannot draw, to zeros, as
+ * PyTorch's default initialisation leaves num_batches_tracked at 0.
+ */
+static bool skips_random(const ti_fill_policy *policy, ti_dtype dtype)
+{
+	if (policy->kind != TI_FILL_RAND && policy->kind != TI_FILL_RANDN && policy->kind != TI_FILL_UNIFORM &&
+	    policy->kind != TI_FILL_NORMAL)
+		return false;
+	ti_error ignored;
+	return ti_fill_check(policy, dtype, &ignored) != TI_OK; /* integers, bool, float8: PyTorch cannot draw them either */
+}
+
+/* 'load' where there are no bytes: the tensors without data, from storage `from` on, named once. */
+static int no_data_to_load(const job *j, size_t from)
+{
+	bool model = ti_source_get_format(j->src) == TI_SOURCE_MODEL;
+	char names[400] = "";
+	size_t len = 0, count = 0;
+	for (size_t i = from; i < ti_source_storage_count(j->src); i++) {
+		size_t t = first_viewer(j->src, i);
+		if (t == SIZE_MAX || (!model && ti_source_storage_at(j->src, i)->has_data))
+			continue;
+		const ti_fill_override *o = ti_fill_table_lookup(&j->table, ti_source_tensor_at(j->src, t)->name);
+		ti_fill_policy policy = o ? o->policy : j->fallback;
+		if ((o || j->has_fallback) && policy.kind != TI_FILL_LOAD)
+			continue;
+		if (count++ < 3) {
+			int n = snprintf(names + len, sizeof(names) - len, "%s'%.100s'", len ? ", " : "",
+			                 ti_source_tensor_at(j->src, t)->name);
+			len += n > 0 && (size_t)n < sizeof(names) - len ? (size_t)n : 0;
+		}
+	}
+	if (count > 3)
+		snprintf(names + len, sizeof(names) - len, " and %zu more", count - 3);
+	fprintf(stderr, "tinspect: %s: Cannot copy out of meta tensor; no data! (%s): %s; give --fill init or another "
+	        "policy\n", j->file, names, model ? "a description has no bytes to load" : "'load' needs a checkpoint's bytes");
+	return EXIT_USAGE;
+}
+
 /* Resolves every storage's policy and sets the fills; prints the error and returns an exit code. */
 static int resolve_policies(job *j, bool to_file)
 {
@@ -148,6 +193,8 @@ static int resolve_policies(job *j, bool to_file)
 		const ti_source_tensor *x = ti_source_tensor_at(j->src, t);
 		const ti_fill_override *o = ti_fill_table_lookup(&j->table, x->name);
 		ti_fill_policy policy = o ? o->policy : j->fallback;
+		if (!o && skips_random(&policy, x->dtype)) /* as PyTorch's init leaves num_batches_tracked */
+			policy = ti_fill_constant(TI_FILL_ZEROS);
 		if (!o && !j->has_fallback) {
 			if (model) {
 				fprintf(stderr, "tinspect: %s: Cannot copy out of meta tensor; no data! ('%s'): give --fill init "
@@ -158,11 +205,8 @@ static int resolve_policies(job *j, bool to_file)
 		}
 		ti_status st = TI_OK;
 		if (policy.kind == TI_FILL_LOAD) {
-			if (model || !ti_source_storage_at(j->src, i)->has_data) {
-				fprintf(stderr, "tinspect: %s: Cannot copy out of meta tensor; no data! ('%s'): 'load' needs a "
-				        "checkpoint's bytes; give --fill init or another policy\n", j->file, x->name);
-				return EXIT_USAGE;
-			}
+			if (model || !ti_source_storage_at(j->src, i)->has_data)
+				return no_data_to_load(j, i);
 			j->policy_text[i] = "load";
 			continue;
 		}

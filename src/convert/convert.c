@@ -227,8 +227,12 @@ static ti_status make_plan(plan *p, ti_error *err)
 		const char *name = output_name(p, t->name);
 		if (!name)
 			continue;
-		if (t->unsupported) {
-			st = TI_FAIL(err, TI_E_UNSUPPORTED, "'%s' is %s; leave it out with --exclude", t->name, t->unsupported);
+		const char *why = t->unsupported ? t->unsupported
+		                  : !ti_source_storage_at(p->src, t->storage)->has_data ? "saved from the meta device: it has no data"
+		                                                                         : NULL;
+		if (why) {
+			const char *hint = p->o->refusal_hint;
+			st = TI_FAIL(err, TI_E_UNSUPPORTED, "'%s' is %s%s%s", t->name, why, hint ? "; " : "", hint ? hint : "");
 			break;
 		}
 		void *earlier;
@@ -518,8 +522,25 @@ static ti_status write_safetensors(plan *p, int fd, sink *k, char *buf, ti_error
 	return st;
 }
 
+/* A file with no tensor at all: say what it holds, which is not a selection's fault. */
+static ti_status holds_no_tensor(ti_source *src, ti_error *err)
+{
+	size_t n;
+	ti_error ignored;
+	const ti_entry *e = ti_source_entries(src, &n, &ignored);
+	ti_ckpt *ckpt = ti_source_file_count(src) == 1 ? ti_source_checkpoint(src, 0) : NULL;
+	if (!ckpt || !e || !n)
+		return TI_FAIL(err, TI_E_UNSUPPORTED, "holds no tensor to convert");
+	char type[128], repr[160];
+	const ti_value *root = ti_ckpt_root(ckpt);
+	return TI_FAIL(err, TI_E_UNSUPPORTED, "holds no tensor to convert, only %zu value%s: %s %s", n, n == 1 ? "" : "s",
+	               ti_value_type_name(root, type, sizeof(type)), ti_value_repr(root, repr, sizeof(repr), 100));
+}
+
 ti_status ti_convert(ti_source *src, int fd, const ti_convert_options *o, ti_convert_stats *stats, ti_error *err)
 {
+	if (!ti_source_tensor_count(src))
+		return holds_no_tensor(src, err);
 	plan p;
 	memset(&p, 0, sizeof(p));
 	ti_arena_init(&p.arena, (size_t)2 << 30);

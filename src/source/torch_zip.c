@@ -89,8 +89,6 @@ ti_status source_list_torch_zip(ti_source *s, source_part *p, ti_error *err)
 			t->unsupported = "a sparse tensor";
 		else if (ti_dtype_is_quantized(x->dtype))
 			t->unsupported = "a quantized tensor";
-		else if (!x->storage)
-			t->unsupported = "saved from the meta device: it has no data";
 		else if (!ti_dtype_can_resolve(x->dtype, x->conj, x->neg))
 			t->unsupported = "a negative view of a dtype that has no negative";
 		t->conj = x->conj;
@@ -98,6 +96,17 @@ ti_status source_list_torch_zip(ti_source *s, source_part *p, ti_error *err)
 		t->storage = x->storage ? first + x->storage->index : 0;
 		if (x->storage && !t->unsupported)
 			st = resolved_storage(s, &resolved, t->storage, x, &t->storage, err);
+		else if (!x->storage && x->layout == TI_LAYOUT_STRIDED && !t->unsupported) {
+			/*
+			 * Saved from the meta device: a storage of its own with no data, as a
+			 * description's parameters have, so that a fill can give it values and
+			 * reading it says it has none.
+			 */
+			source_place nowhere = {.fd = -1, .record = -1};
+			if (!source_add_storage(s, x->dtype, ti_source_tensor_extent(t), false, nowhere))
+				st = source_out_of_memory(err);
+			t->storage = s->storage_count - 1;
+		}
 	}
 	ti_strmap_release(&resolved);
 	return st;

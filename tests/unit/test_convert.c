@@ -644,7 +644,7 @@ Test(convert, selecting_nothing_is_an_error)
 
 Test(convert, a_quantized_tensor_is_refused_unless_left_out)
 {
-	ti_convert_options o = {0};
+	ti_convert_options o = {.refusal_hint = "leave it out with --exclude"};
 	char path[160];
 	ti_convert_stats stats;
 	EXPECT_STATUS(run_convert("fixtures/quantized.pt", &o, &stats, path, sizeof(path)), TI_E_UNSUPPORTED, err);
@@ -661,7 +661,25 @@ Test(convert, a_sparse_tensor_is_refused)
 	char path[160];
 	ti_convert_stats stats;
 	EXPECT_STATUS(run_convert("fixtures/sparse.pt", &o, &stats, path, sizeof(path)), TI_E_UNSUPPORTED, err);
-	EXPECT_CONTAINS(err.message, "is a sparse tensor; leave it out with --exclude");
+	EXPECT_STR(err.message, "'coo' is a sparse tensor"); /* no hint of the caller's: the library names no option */
+}
+
+Test(convert, a_file_with_no_tensor_says_what_it_holds)
+{
+	ti_convert_options o = {0};
+	char path[160];
+	ti_convert_stats stats;
+	EXPECT_STATUS(run_convert("fixtures/scheduler_state.pt", &o, &stats, path, sizeof(path)), TI_E_UNSUPPORTED, err);
+	EXPECT_CONTAINS(err.message, "holds no tensor to convert, only 8 values: dict {'step_size': 3");
+}
+
+Test(convert, a_tensor_saved_from_the_meta_device_is_refused_as_having_no_data)
+{
+	ti_convert_options o = {0};
+	char path[160];
+	ti_convert_stats stats;
+	EXPECT_STATUS(run_convert("fixtures/meta_saved.pt", &o, &stats, path, sizeof(path)), TI_E_UNSUPPORTED, err);
+	EXPECT_STR(err.message, "'(root)' is saved from the meta device: it has no data");
 }
 
 /* ---- dtypes ---- */

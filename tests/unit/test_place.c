@@ -234,13 +234,9 @@ Test(place, a_filled_description_on_the_cpu_allocates_a_tie_once)
 }
 
 /*
- * BUG (src/cli/cmd_materialize.c resolve_policies, src/materialize/place.c
- * used_storages): a tensor saved from the meta device has no storage (its
- * source tensor says why in `unsupported` and points at storage 0), and
- * ti_place passes it over: `tinspect materialize fixtures/meta_saved.pt`
- * says "placed 0 storages" and exits 0, where PyTorch's
- * torch.load('meta_saved.pt').to('cpu') raises "Cannot copy out of meta
- * tensor; no data!". Enable once fixed.
+ * A tensor saved from the meta device has a storage of its own with no data:
+ * placed as it is, it fails as torch.load('meta_saved.pt').to('cpu') does;
+ * with a fill set, it is placed like a description's parameter.
  */
 Test(place, a_tensor_saved_from_the_meta_device_cannot_be_placed)
 {
@@ -248,7 +244,20 @@ Test(place, a_tensor_saved_from_the_meta_device_cannot_be_placed)
 	ti_place_options o = {0};
 	ti_place_stats stats;
 	EXPECT_STATUS(ti_place(src, &o, &stats, &err), TI_E_INVALID, err);
-	EXPECT_CONTAINS(err.message, "Cannot copy out of meta tensor; no data!");
+	EXPECT_CONTAINS(err.message, "Cannot copy out of meta tensor; no data! ('(root)')");
+}
+
+Test(place, a_tensor_saved_from_the_meta_device_is_placed_with_a_fill)
+{
+	open_file("fixtures/meta_saved.pt");
+	ASSERT_INT(ti_source_storage_count(src), 1);
+	ti_fill_policy zeros = ti_fill_constant(TI_FILL_ZEROS);
+	ASSERT_STATUS(ti_source_set_fill(src, 0, &zeros, 0, "(root)", &err), TI_OK, err);
+	ti_place_options o = {.verify = true};
+	ti_place_stats stats;
+	ASSERT_STATUS(ti_place(src, &o, &stats, &err), TI_OK, err);
+	EXPECT_INT(stats.storages, 1);
+	EXPECT_INT(stats.bytes, 3 * 4 * 4); /* float32 [3, 4] */
 }
 
 /* ---- CUDA, through the fake driver ---- */
