@@ -125,6 +125,14 @@ const char *ti_value_type_name(const ti_value *v, char *buf, size_t size);
  */
 const char *ti_value_repr(const ti_value *v, char *buf, size_t size, size_t max_chars);
 
+/*
+ * Python's str(v), whole, as a dict key becomes part of a name: a str is
+ * itself, a class "<class 'module.Name'>", anything else its repr. Writes
+ * at most size - 1 bytes and a NUL, as snprintf does, and returns the
+ * length the whole text has: call again with more room when it is size or more.
+ */
+size_t ti_value_str(const ti_value *v, char *buf, size_t size);
+
 /* Python's float repr: the shortest digits that read back as the same double. */
 void ti_format_float(double d, char *buf, size_t size);
 

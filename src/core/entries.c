@@ -93,6 +93,25 @@ static ti_status add(walker *w, const char *name, const ti_value *v)
 	return TI_OK;
 }
 
+enum { KEY_TEXT_MAX = 1 << 20 }; /* a dict key's text, whole; a longer one is refused, never cut */
+
+/* str(key), whole, in the arena: a name is never shortened (only a table column may be). */
+static const char *key_text(walker *w, const ti_value *key)
+{
+	size_t size = 128;
+	for (;;) {
+		char *text = ti_arena_alloc(w->arena, size);
+		if (!text)
+			return NULL;
+		size_t len = ti_value_str(key, text, size);
+		if (len < size)
+			return text;
+		if (len >= KEY_TEXT_MAX)
+			return NULL;
+		size = len + 1;
+	}
+}
+
 /*
  * prefix + "." + key, with a dict key spelled as PyTorch's state_dict spells
  * it. At the top a str key is its own name: the string is shared, not copied.
@@ -109,8 +128,8 @@ static const char *child_name(walker *w, const char *prefix, const ti_value *key
 		k = key->as.bytes.data;
 	else if (key->kind == TI_INT)
 		snprintf(buf, sizeof(buf), "%" PRId64, key->as.integer);
-	else
-		k = ti_value_repr(key, buf, sizeof(buf), 48);
+	else if ((k = key_text(w, key)) == NULL)
+		return NULL;
 	/* Joined by hand: this runs once per entry, and printf costs more than the rest of the walk. */
 	size_t plen = strlen(prefix), klen = strlen(k);
 	char *name = ti_arena_alloc(w->arena, plen + klen + 2);

@@ -759,6 +759,26 @@ static void repr(out *o, const ti_value *v)
 	o->depth--;
 }
 
+size_t ti_value_str(const ti_value *v, char *buf, size_t size)
+{
+	out o = {buf, size, 0, SIZE_MAX, 0, {0}};
+	if (v->kind == TI_STR) {
+		put(&o, v->as.bytes.data, v->as.bytes.size);
+	} else if (v->kind == TI_GLOBAL && !v->as.global->known) {
+		/* str() of a class: what old Lightning checkpoints key their callbacks by */
+		puts_(&o, "<class '");
+		puts_(&o, v->as.global->module);
+		puts_(&o, ".");
+		puts_(&o, v->as.global->name);
+		puts_(&o, "'>");
+	} else {
+		repr(&o, v);
+	}
+	if (size)
+		buf[o.len < size ? o.len : size - 1] = '\0';
+	return o.len;
+}
+
 const char *ti_value_repr(const ti_value *v, char *buf, size_t size, size_t max_chars)
 {
 	if (size == 0)
