@@ -57,6 +57,15 @@ typedef struct ti_model_param {
 /* Parameters and persistent buffers in state_dict order. */
 const ti_model_param *ti_model_params(const ti_model *model, size_t *count);
 
+/* A module as state_dict()._metadata lists it: its prefix ("" for the root, "layer1.0") and _version. */
+typedef struct ti_model_module {
+	const char *prefix;
+	int64_t version;
+} ti_model_module;
+
+/* Every module, the root first, in the order state_dict() visits them (a module, then its children). */
+const ti_model_module *ti_model_modules(const ti_model *model, size_t *count);
+
 struct ti_fill_policy;
 /*
  * PyTorch's default initialisation of parameter i (fill.h, init_rules.h):

@@ -69,6 +69,12 @@ typedef struct ti_source_tensor {
 	bool conj, neg;         /* saved as a lazy conjugate/negative view (dtype.h): its storage reads resolved */
 } ti_source_tensor;
 
+/* A module of a description, as state_dict()._metadata records it: its prefix and class _version. */
+typedef struct ti_source_module {
+	const char *prefix;
+	int64_t version;
+} ti_source_module;
+
 typedef struct ti_source_pair {
 	const char *key, *value;
 } ti_source_pair;
@@ -86,11 +92,16 @@ ti_status ti_source_open(const char *path, ti_source **out, ti_error *err);
 void ti_source_close(ti_source *src);
 
 /*
- * A model description's parameters and persistent buffers, as its
- * state_dict names them, with no data (has_data false) until a fill is set.
- * A tied parameter shares its target's storage. The model must outlive src.
+ * A model description's parameters and persistent buffers as its
+ * state_dict() returns them: in its order, plain tensors (not Parameters,
+ * requires_grad false), with no data (has_data false) until a fill is set,
+ * and its modules' versions for _metadata (ti_source_modules). A tied
+ * parameter shares its target's storage. The model must outlive src.
  */
 ti_status ti_source_from_model(const struct ti_model *model, ti_source **out, ti_error *err);
+
+/* A description's modules for state_dict()._metadata, the root first; none for a file. */
+const ti_source_module *ti_source_modules(const ti_source *src, size_t *count);
 
 /*
  * From now on storage i's bytes are gen's: reads compute them (fill.h's

@@ -469,8 +469,17 @@ static ti_status write_torch(plan *p, int fd, sink *k, char *buf, ti_error *err)
 		                            o->src->shape, keep ? o->src->stride : NULL, o->src->requires_grad,
 		                            o->src->is_parameter};
 	}
+	/* a description's state_dict()._metadata: each module's version, as torch.save(model.state_dict()) writes it */
+	size_t module_count;
+	const ti_source_module *modules = ti_source_modules(p->src, &module_count);
+	ti_tw_module_version *versions = ti_arena_calloc(&p->arena, module_count + 1, sizeof(*versions));
+	if (!versions)
+		return TI_FAIL(err, TI_E_NOMEM, "out of memory planning the output");
+	for (size_t i = 0; i < module_count; i++)
+		versions[i] = (ti_tw_module_version){modules[i].prefix, modules[i].version};
+	ti_tw_options options = {.modules = versions, .module_count = module_count};
 	ti_tw *w;
-	ti_status st = ti_tw_begin(fd, storages, p->storage_count, tensors, p->tensor_count, NULL, &w, err);
+	ti_status st = ti_tw_begin(fd, storages, p->storage_count, tensors, p->tensor_count, &options, &w, err);
 	if (st)
 		return st;
 	k->put = put_torch;

@@ -51,6 +51,8 @@ struct ti_model {
 	size_t param_count;
 	const ti_module **param_modules; /* the module that owns params[i] */
 	const char **param_locals;       /* its name there: "weight", "layers.0.norm1.bias" */
+	ti_model_module *modules;        /* state_dict()._metadata's entries, in its order */
+	size_t module_count;
 	ti_model_report report;
 	bool ran;
 	void *json;              /* the parsed cJSON tree: argument strings point into it */

@@ -786,6 +786,106 @@ static ti_status collect_params(ti_model *m, const ti_module *mod, size_t *cap, 
 	return TI_OK;
 }
 
+/*
+ * The modules a leaf holds inside it, as torch.nn registers them: a
+ * MultiheadAttention's out_proj, a transformer layer's attention, linears,
+ * norms and dropouts. state_dict() lists each in _metadata.
+ */
+static const char *const mha_inside[] = {"out_proj", NULL};
+static const char *const encoder_layer_inside[] = {
+	"self_attn", "self_attn.out_proj", "linear1", "dropout", "linear2", "norm1", "norm2", "dropout1", "dropout2", NULL,
+};
+static const char *const decoder_layer_inside[] = {
+	"self_attn", "self_attn.out_proj", "multihead_attn", "multihead_attn.out_proj", "linear1", "dropout", "linear2",
+	"norm1", "norm2", "norm3", "dropout1", "dropout2", "dropout3", NULL,
+};
+
+typedef struct module_list {
+	ti_model *model;
+	size_t capacity;
+	bool failed;
+} module_list;
+
+static void add_module(module_list *l, const char *prefix, const char *type)
+{
+	ti_model *m = l->model;
+	if (l->failed || !prefix) {
+		l->failed = true;
+		return;
+	}
+	if (m->module_count == l->capacity) {
+		size_t bigger = l->capacity ? 2 * l->capacity : 64;
+		ti_model_module *more = ti_arena_calloc(&m->arena, bigger, sizeof(*more));
+		if (!more) {
+			l->failed = true;
+			return;
+		}
+		if (m->module_count)
+			memcpy(more, m->modules, m->module_count * sizeof(*more));
+		m->modules = more;
+		l->capacity = bigger;
+	}
+	m->modules[m->module_count++] = (ti_model_module){prefix, ti_module_version(type)};
+}
+
+/* Whether mod holds a tensor whose local name starts with prefix ("encoder.norm."). */
+static bool holds_under(const ti_module *mod, const char *prefix)
+{
+	for (int i = 0; i < mod->tensor_count; i++)
+		if (!strncmp(mod->tensors[i].name, prefix, strlen(prefix)))
+			return true;
+	return false;
+}
+
+/* A stack of transformer layers at path + "layers", as many as its tensors number, and its norm if it has one. */
+static void add_layer_stack(module_list *l, const ti_module *mod, const char *path, const char *inner,
+                            const char *const *inside)
+{
+	ti_model *m = l->model;
+	const char *layers = join(m, path, "layers");
+	add_module(l, layers, "ModuleList");
+	for (int n = 0;; n++) {
+		const char *layer = ti_arena_printf(&m->arena, "%s.%d", layers, n);
+		const char *local = inner[0] ? ti_arena_printf(&m->arena, "%s.layers.%d.", inner, n)
+		                             : ti_arena_printf(&m->arena, "layers.%d.", n);
+		if (!layer || !local || !holds_under(mod, local))
+			break;
+		add_module(l, layer, "TransformerLayer");
+		for (const char *const *in = inside; *in; in++)
+			add_module(l, join(m, layer, *in), *in);
+	}
+	const char *norm = inner[0] ? ti_arena_printf(&m->arena, "%s.norm.", inner) : "norm.";
+	if (norm && holds_under(mod, norm))
+		add_module(l, join(m, path, "norm"), "LayerNorm");
+}
+
+/* _metadata's entries: each module's prefix and version, a module before its children. */
+static void collect_modules(module_list *l, const ti_module *mod)
+{
+	ti_model *m = l->model;
+	add_module(l, mod->path, mod->type);
+	if (mod->kind == TI_MODULE_LEAF) {
+		const char *const *inside = !strcmp(mod->type, "MultiheadAttention")        ? mha_inside
+		                            : !strcmp(mod->type, "TransformerEncoderLayer") ? encoder_layer_inside
+		                            : !strcmp(mod->type, "TransformerDecoderLayer") ? decoder_layer_inside
+		                                                                            : NULL;
+		for (const char *const *in = inside; in && *in; in++)
+			add_module(l, join(m, mod->path, *in), *in);
+		if (!strcmp(mod->type, "TransformerEncoder"))
+			add_layer_stack(l, mod, mod->path, "", encoder_layer_inside);
+		else if (!strcmp(mod->type, "TransformerDecoder"))
+			add_layer_stack(l, mod, mod->path, "", decoder_layer_inside);
+		else if (!strcmp(mod->type, "Transformer")) {
+			add_module(l, join(m, mod->path, "encoder"), "TransformerEncoder");
+			add_layer_stack(l, mod, join(m, mod->path, "encoder"), "encoder", encoder_layer_inside);
+			add_module(l, join(m, mod->path, "decoder"), "TransformerDecoder");
+			add_layer_stack(l, mod, join(m, mod->path, "decoder"), "decoder", decoder_layer_inside);
+		}
+	}
+	for (int i = 0; i < mod->child_count; i++)
+		collect_modules(l, mod->children[i]);
+}
+
 /* ---- open and close ---- */
 
 static ti_status open_parsed(parser *p, const cJSON *root, const ti_model_options *options, ti_error *err)
@@ -829,7 +929,11 @@ static ti_status open_parsed(parser *p, const cJSON *root, const ti_model_option
 	if (tied && (st = parse_ties(p, tied, err)))
 		return st;
 	size_t cap = 0;
-	return collect_params(m, m->root, &cap, err);
+	if ((st = collect_params(m, m->root, &cap, err)))
+		return st;
+	module_list list = {m, 0, false};
+	collect_modules(&list, m->root);
+	return list.failed ? TI_FAIL(err, TI_E_NOMEM, "out of memory for the module list") : TI_OK;
 }
 
 ti_status ti_model_open(const char *text, size_t size, const ti_model_options *options,
@@ -886,4 +990,10 @@ const ti_model_param *ti_model_params(const ti_model *m, size_t *count)
 {
 	*count = m->param_count;
 	return m->params;
+}
+
+const ti_model_module *ti_model_modules(const ti_model *m, size_t *count)
+{
+	*count = m->module_count;
+	return m->modules;
 }

@@ -67,6 +67,8 @@ struct ti_module_rule {
 
 /* Looks a module type up by its torch.nn class name ("Conv2d"); NULL if unknown. */
 const ti_module_rule *ti_module_find(const char *type);
+/* The class's _version, as state_dict()._metadata records it: 1 unless the class sets another. */
+int64_t ti_module_version(const char *type);
 
 /* For init functions: declares a parameter (trainable) or buffer of the given shape. */
 ti_status ti_module_add_param(ti_module *m, const char *name, ti_dtype dtype, int ndim,

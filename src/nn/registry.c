@@ -21,3 +21,27 @@ const ti_module_rule *ti_module_find(const char *type)
 				return r;
 	return NULL;
 }
+
+/*
+ * Module._version where a class changes it: what state_dict() records in
+ * _metadata for load_state_dict's upgrades. _NormBase sets 2 (its buffers
+ * gained num_batches_tracked); every other torch.nn class keeps
+ * Module._version = 1 (checked against PyTorch 1.13's torch.nn).
+ */
+static const struct {
+	const char *type;
+	int64_t version;
+} versions[] = {
+	{"BatchNorm1d", 2}, {"BatchNorm2d", 2}, {"BatchNorm3d", 2}, {"SyncBatchNorm", 2},
+	{"InstanceNorm1d", 2}, {"InstanceNorm2d", 2}, {"InstanceNorm3d", 2},
+	{"LazyBatchNorm1d", 2}, {"LazyBatchNorm2d", 2}, {"LazyBatchNorm3d", 2},
+	{"LazyInstanceNorm1d", 2}, {"LazyInstanceNorm2d", 2}, {"LazyInstanceNorm3d", 2},
+};
+
+int64_t ti_module_version(const char *type)
+{
+	for (size_t i = 0; i < sizeof(versions) / sizeof(versions[0]); i++)
+		if (!strcmp(versions[i].type, type))
+			return versions[i].version;
+	return 1;
+}

@@ -35,9 +35,9 @@ ti_status ti_source_from_model(const ti_model *model, ti_source **out, ti_error 
 		int64_t numel = 1; /* the strides skipped empty dims; the count does not */
 		for (int k = 0; k < p->ndim; k++)
 			numel *= p->shape[k];
+		/* what state_dict() holds: plain detached tensors, whatever the module registered */
 		*t = (ti_source_tensor){.name = p->name, .dtype = p->dtype, .ndim = p->ndim, .shape = p->shape,
-		                        .stride = stride, .numel = numel, .requires_grad = p->trainable,
-		                        .is_parameter = !p->buffer};
+		                        .stride = stride, .numel = numel};
 		size_t target = n;
 		for (size_t k = 0; p->tied_to && k < i; k++)
 			if (!strcmp(params[k].name, p->tied_to))
@@ -54,6 +54,17 @@ ti_status ti_source_from_model(const ti_model *model, ti_source **out, ti_error 
 		}
 		storage_of[i] = t->storage;
 	}
+	size_t m;
+	const ti_model_module *modules = ti_model_modules(model, &m);
+	ti_source_module *copy = ti_arena_calloc(&s->arena, m + 1, sizeof(*copy));
+	if (!copy) {
+		ti_source_close(s);
+		return source_out_of_memory(err);
+	}
+	for (size_t i = 0; i < m; i++)
+		copy[i] = (ti_source_module){modules[i].prefix, modules[i].version};
+	s->modules = copy;
+	s->module_count = m;
 	*out = s;
 	return TI_OK;
 }

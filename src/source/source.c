@@ -334,6 +334,12 @@ const ti_entry *ti_source_entries(ti_source *s, size_t *count, ti_error *err)
 	return s->entries;
 }
 
+const ti_source_module *ti_source_modules(const ti_source *s, size_t *count)
+{
+	*count = s->module_count;
+	return s->modules;
+}
+
 ti_source_format ti_source_get_format(const ti_source *s) { return s->format; }
 const char *ti_source_path(const ti_source *s) { return s->path; }
 size_t ti_source_file_count(const ti_source *s) { return s->part_count; }

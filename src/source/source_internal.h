@@ -61,6 +61,8 @@ struct ti_source {
 	size_t tensor_count, tensor_capacity;
 	ti_source_pair *metadata;
 	size_t metadata_count;
+	const ti_source_module *modules; /* a description's, for state_dict()._metadata */
+	size_t module_count;
 	const ti_entry *entries;    /* every part's, once asked for */
 	size_t entry_count;
 	/*
