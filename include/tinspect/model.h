@@ -83,6 +83,7 @@ typedef struct ti_model_tensor {
 	int ndim;
 	const ti_dim *shape;
 	const ti_dim *stride;
+	const void *meta;      /* the tensor itself while shapes propagate (identity for the memory simulation) */
 } ti_model_tensor;
 
 /* One row of the report: a top-level step, or a module call nested in one. */

@@ -73,6 +73,7 @@ typedef struct cli_command {
 int cmd_inspect(int argc, char **argv);
 int cmd_shapes(int argc, char **argv);
 int cmd_params(int argc, char **argv);
+int cmd_memory(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
 int cmd_materialize(int argc, char **argv);
 int cmd_scan(int argc, char **argv);

@@ -11,18 +11,20 @@ static const cli_command commands[] = {
 	{"inspect", cmd_inspect, "list a checkpoint's tensors as the meta device sees them"},
 	{"shapes", cmd_shapes, "propagate shapes through a model described in JSON"},
 	{"params", cmd_params, "list a described model's parameters as its state_dict would"},
+	{"memory", cmd_memory, "estimate one step's memory by simulation: will it fit, why, the largest batch"},
 	{"materialize", cmd_materialize, "turn metadata into real tensors on the CPU, a CUDA device or a file"},
 	{"convert", cmd_convert, "write a checkpoint as torch zip or safetensors, selected, renamed, cast"},
 	{"scan", cmd_scan, "say whether files are safe to torch.load, executing nothing"},
 };
 
-const char *const cli_command_names[] = {"inspect", "shapes", "params", "materialize", "convert", "scan", NULL};
+const char *const cli_command_names[] = {"inspect", "shapes", "params", "memory", "materialize", "convert", "scan", NULL};
 
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: tinspect [inspect] FILE [--device meta] [--json] [--filter GLOB] [--depth N] [--records]\n"
 	           "       tinspect shapes MODEL.json [--bind NAME=N] [--depth N] [--json]\n"
 	           "       tinspect params MODEL.json [--json]\n"
+	           "       tinspect memory MODEL.json [--mode infer|train] [--optimizer NAME] [--device-memory SIZE] ...\n"
 	           "       tinspect materialize SOURCE [--fill POLICY] [--device cpu|cuda[:N]] [-o OUT] ...\n"
 	           "       tinspect convert IN -o OUT [--dtype DT] [--select GLOB] [--exclude GLOB] ...\n"
 	           "       tinspect scan FILE... [--json] [--allow GLOB] [--quiet]\n"

@@ -106,7 +106,7 @@ static void put_tensors(runner *r, const ti_arg *a, const char *name, ti_model_t
 {
 	if (a->kind == TI_ARG_TENSOR) {
 		const ti_meta_tensor *t = a->as.tensor;
-		out[*n] = (ti_model_tensor){name, t->dtype, t->ndim, t->shape, t->stride};
+		out[*n] = (ti_model_tensor){name, t->dtype, t->ndim, t->shape, t->stride, t};
 		(*n)++;
 	} else if (a->kind == TI_ARG_LIST) {
 		for (int i = 0; i < a->as.list.count; i++)
@@ -270,9 +270,16 @@ static ti_status call_module(runner *r, scope *sc, const ti_module *mod, const t
 	}
 	case TI_MODULE_SEQUENTIAL:
 	case TI_MODULE_LIST:
-		return call_children(r, sc, mod, args, nargs, depth, row, res, err);
-	case TI_MODULE_COMPOSITE:
-		return run_graph(r, mod, args, nargs, depth + 1, row, res, err);
+	case TI_MODULE_COMPOSITE: {
+		const ti_run_observer *o = m->ctx.observer;
+		if (o)
+			o->enter(o->user, mod->type, mod);
+		ti_status st = mod->kind == TI_MODULE_COMPOSITE ? run_graph(r, mod, args, nargs, depth + 1, row, res, err)
+		                                                 : call_children(r, sc, mod, args, nargs, depth, row, res, err);
+		if (!st && o)
+			o->leave(o->user, NULL);
+		return st;
+	}
 	case TI_MODULE_DICT:
 		break;
 	}
@@ -548,6 +555,7 @@ ti_status ti_model_run(ti_model *m, const ti_model_report **out, ti_error *err)
 		if (!t)
 			return TI_FAIL(err, TI_E_NOMEM, "out of memory");
 		t->dtype = x->dtype;
+		m->inputs[i].meta = t;
 		inputs[i] = ti_arg_named(x->name, ti_arg_tensor(t));
 	}
 	rep->inputs = m->inputs;

@@ -119,11 +119,17 @@ ti_status ti_module_call(ti_shape_ctx *ctx, const ti_module *m, const ti_arg *ar
 	ti_status st = ti_bind(ctx, m->rule->parsed_forward, args, nargs, &result->in, err);
 	if (st)
 		return st;
+	if (ctx->observer)
+		ctx->observer->enter(ctx->observer->user, m->type, m);
 	if ((st = m->rule->run(result, m, err)))
 		return st;
 	if (m->rule->counting == TI_COUNT_FREE)
 		result->counted = true;
 	if (m->rule->counting == TI_COUNT_NONE && !result->counted)
 		result->uncounted_part = true;
-	return ti_sym_ok(ctx->sym, err);
+	if ((st = ti_sym_ok(ctx->sym, err)))
+		return st;
+	if (ctx->observer)
+		ctx->observer->leave(ctx->observer->user, result);
+	return TI_OK;
 }

@@ -69,13 +69,19 @@ static ti_status run_rule(ti_shape_ctx *ctx, const char *op, const ti_arg *args,
 		return st;
 	if ((st = ti_bind(ctx, rule->parsed, args, nargs, &result->in, err)))
 		return st;
+	if (ctx->observer)
+		ctx->observer->enter(ctx->observer->user, rule->parsed->name, NULL);
 	if ((st = rule->run(result, err)))
 		return st;
 	if (rule->counting == TI_COUNT_FREE)
 		result->counted = true;
 	if (rule->counting == TI_COUNT_NONE && !result->counted)
 		result->uncounted_part = true;
-	return ti_sym_ok(ctx->sym, err);
+	if ((st = ti_sym_ok(ctx->sym, err)))
+		return st;
+	if (ctx->observer)
+		ctx->observer->leave(ctx->observer->user, result);
+	return TI_OK;
 }
 
 ti_status ti_op_invoke(ti_shape_ctx *ctx, const char *op, const ti_arg *args, int nargs,

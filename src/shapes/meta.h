@@ -30,6 +30,21 @@ typedef struct ti_meta_tensor {
 } ti_meta_tensor;
 
 typedef struct ti_arg ti_arg;
+struct ti_op_call;
+
+/*
+ * Watches a run (memory simulation, src/memory/): enter before each operator
+ * or module call, leave after it succeeded with its bound arguments and
+ * outputs (NULL for a container or composite module, whose parts are
+ * watched themselves). Calls nest: an operator a rule runs is entered and
+ * left inside its caller. module is a ti_module (nn/module.h), or NULL for
+ * an operator, whose name op gives.
+ */
+typedef struct ti_run_observer {
+	void (*enter)(void *user, const char *op, const void *module);
+	void (*leave)(void *user, const struct ti_op_call *call);
+	void *user;
+} ti_run_observer;
 
 /* The run's context: one arena and one symbol context for a whole propagation. */
 typedef struct ti_shape_ctx {
@@ -42,6 +57,7 @@ typedef struct ti_shape_ctx {
 	 */
 	ti_status (*resolve)(void *user, const char *name, ti_arg *out, ti_error *err);
 	void *resolve_user;
+	const ti_run_observer *observer; /* NULL: nobody watches */
 } ti_shape_ctx;
 
 /* ---- values: arguments bound to a signature, and what steps produce ---- */

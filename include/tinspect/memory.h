@@ -1,0 +1,149 @@
+/*
+ * memory.h - how much memory one step of a described model takes, by
+ * simulation (tinspect(1), memory).
+ *
+ * ti_memory_estimate runs the description's shape propagation with an
+ * observer, turns every operator and module call into units of a ledger
+ * (what each allocates, saves for backward and frees, from one rule table),
+ * and plays the step: the forward pass, then for training the backward pass
+ * in reverse order and the optimizer step, then zero_grad(set_to_none=True).
+ * Every tensor is created and freed as PyTorch would (a tensor dies after
+ * its last use unless autograd saved it; views share their base's storage;
+ * in-place operations allocate nothing), and the report is the high-water
+ * mark of the live bytes and the moment that reached it.
+ *
+ * Sizes must be concrete: every symbol of the description bound. All byte
+ * arithmetic is checked: a size past 2^62 is TI_E_LIMIT, never a wrap.
+ * Ownership: the report lives in the model's arena, until ti_model_close.
+ * Errors: TI_E_INVALID for options that contradict each other or symbols
+ * left unbound, TI_E_SHAPE when the model's shapes do not line up (the
+ * message as `shapes` gives it), TI_E_LIMIT for sizes past the ceiling.
+ */
+#ifndef TINSPECT_MEMORY_H
+#define TINSPECT_MEMORY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tinspect/dtype.h"
+#include "tinspect/error.h"
+#include "tinspect/model.h"
+
+/* The most bytes any figure may reach: sums are checked against it. */
+#define TI_MEMORY_MAX_BYTES ((int64_t)1 << 62)
+
+typedef enum ti_memory_mode { TI_MEMORY_INFER, TI_MEMORY_TRAIN } ti_memory_mode;
+
+typedef enum ti_memory_optimizer {
+	TI_OPTIM_NONE, TI_OPTIM_SGD, TI_OPTIM_MOMENTUM, TI_OPTIM_ADAM, TI_OPTIM_ADAMW, TI_OPTIM_ADAGRAD,
+	TI_OPTIM_RMSPROP, TI_OPTIM_LION, TI_OPTIM_ADAFACTOR, TI_OPTIM_ADAM8BIT
+} ti_memory_optimizer;
+
+/* torch.optim's implementations: one parameter at a time, a whole group at once, one fused kernel. */
+typedef enum ti_memory_impl { TI_IMPL_FOR_LOOP, TI_IMPL_FOREACH, TI_IMPL_FUSED } ti_memory_impl;
+
+typedef enum ti_memory_device { TI_MEMORY_CPU, TI_MEMORY_CUDA } ti_memory_device;
+
+typedef struct ti_memory_options {
+	ti_memory_mode mode;
+	ti_memory_optimizer optimizer;   /* training: TI_OPTIM_NONE leaves the optimizer out (a lower bound) */
+	ti_memory_impl impl;
+	ti_memory_device device;
+	ti_dtype dtype;                  /* weights in this dtype; 0: as described */
+	const char *const *trainable;    /* globs: only these parameters train (fine-tuning) */
+	size_t trainable_count;
+	const char *const *frozen;       /* globs: these parameters do not train */
+	size_t frozen_count;
+} ti_memory_options;
+
+/* Names of the optimizers and implementations as the command line spells them; NULL past the end. */
+const char *ti_memory_optimizer_name(ti_memory_optimizer o);
+const char *ti_memory_impl_name(ti_memory_impl i);
+/* Parses "adam" etc.: -1 when unknown. */
+int ti_memory_optimizer_parse(const char *name);
+int ti_memory_impl_parse(const char *name);
+
+typedef enum ti_memory_phase { TI_PHASE_FORWARD, TI_PHASE_BACKWARD, TI_PHASE_OPTIMIZER } ti_memory_phase;
+const char *ti_memory_phase_name(ti_memory_phase p);
+
+/* What a live tensor is, for the report. */
+typedef enum ti_memory_kind {
+	TI_MEM_WEIGHT, TI_MEM_BUFFER, TI_MEM_INPUT, TI_MEM_ACTIVATION, TI_MEM_SAVED, TI_MEM_GRADIENT,
+	TI_MEM_ACT_GRADIENT, TI_MEM_OPTIMIZER_STATE, TI_MEM_TEMPORARY, TI_MEM_KIND_COUNT
+} ti_memory_kind;
+const char *ti_memory_kind_name(ti_memory_kind k);
+
+/* A tensor live at the peak. */
+typedef struct ti_memory_tensor {
+	const char *name;      /* "layer1.0.conv1: conv2d output", a parameter's name */
+	ti_memory_kind kind;
+	int64_t bytes;
+} ti_memory_tensor;
+
+/* One point of the timeline: the live bytes after a unit of one phase ran (its peak inside it). */
+typedef struct ti_memory_point {
+	ti_memory_phase phase;
+	const char *step;      /* "layer1.0.conv1 (conv2d)" */
+	int64_t live, high;    /* after it; the most during it */
+} ti_memory_point;
+
+/* A module's share: its parameters and what its calls keep for backward. */
+typedef struct ti_memory_module {
+	const char *path;      /* "" for the root */
+	int depth;
+	int64_t weights, activations;
+} ti_memory_module;
+
+/* A term of the table: its bytes and the rule that produced it. */
+typedef struct ti_memory_term {
+	const char *name;      /* "weights", "gradients", ... as the JSON keys */
+	int64_t bytes;
+	const char *rule;      /* "Adam: exp_avg + exp_avg_sq per trainable parameter, fp32" */
+	bool lower_bound;      /* the true figure may be higher: why says why */
+	const char *why;
+} ti_memory_term;
+
+typedef struct ti_memory_report {
+	int64_t weights;          /* parameters and buffers, shared storages once */
+	int64_t parameters, buffers;
+	int64_t inputs;
+	int64_t gradients;        /* .grad of every trainable parameter */
+	int64_t optimizer_state;
+	int64_t activations;      /* saved for backward at the end of forward; 0 in inference */
+	int64_t kv_cache;
+	int64_t peak;             /* the most bytes live at any moment of the step */
+	int64_t reserved_peak;    /* cuda: the caching allocator's segments at the most */
+	ti_memory_phase peak_phase;
+	const char *peak_step;
+	const char *peak_module;
+	ti_memory_term *terms;
+	size_t term_count;
+	ti_memory_tensor *top;    /* live at the peak, largest first */
+	size_t top_count;
+	ti_memory_point *timeline;
+	size_t point_count;
+	ti_memory_module *modules;/* every module, parents first */
+	size_t module_count;
+	const char *const *notes; /* lower bounds and assumptions, in words */
+	size_t note_count;
+	size_t unit_count;        /* ledger units simulated */
+} ti_memory_report;
+
+/*
+ * A device's memory: a size ("80GiB", "24GB", "512MiB", "1e9") or a GPU of
+ * the built-in table ("H100-80GB", "A100-40GB", "L4", "RTX 4090"; *gpu is
+ * then its name, else NULL). TI_E_INVALID when it is neither.
+ */
+ti_status ti_memory_parse_size(const char *text, int64_t *out, const char **gpu, ti_error *err);
+/* The table's GPU names, in order; NULL past the end. */
+const char *ti_memory_gpu_name(size_t i);
+
+/*
+ * Simulates one step of model (opened, not yet run) under options. A shape
+ * error of the model is TI_E_SHAPE with the message `shapes` gives.
+ */
+ti_status ti_memory_estimate(ti_model *model, const ti_memory_options *options, const ti_memory_report **out,
+                             ti_error *err);
+
+#endif

@@ -1,0 +1,496 @@
+/*
+ * cmd_memory.c - `tinspect memory MODEL.json`: how much memory one step
+ * takes (inference or training), why, whether it fits a device, and the
+ * largest batch or sequence that does (--fit).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "cli/model_cli.h"
+#include "cli/output.h"
+#include "tinspect/memory.h"
+
+enum {
+	OPT_HELP = 1, OPT_JSON, OPT_RAW, OPT_BIND, OPT_MODE, OPT_OPTIMIZER, OPT_IMPL, OPT_DEVICE, OPT_DTYPE,
+	OPT_TRAINABLE, OPT_FROZEN, OPT_DEVICE_MEMORY, OPT_FIT, OPT_TOP
+};
+
+static const cli_option options[] = {
+	{"help", 'h', OPT_FLAG, OPT_HELP},
+	{"json", 0, OPT_FLAG, OPT_JSON},
+	{"raw", 0, OPT_FLAG, OPT_RAW},
+	{"bind", 0, OPT_VALUE, OPT_BIND},
+	{"mode", 0, OPT_VALUE, OPT_MODE},
+	{"optimizer", 0, OPT_VALUE, OPT_OPTIMIZER},
+	{"impl", 0, OPT_VALUE, OPT_IMPL},
+	{"device", 0, OPT_VALUE, OPT_DEVICE},
+	{"dtype", 0, OPT_VALUE, OPT_DTYPE},
+	{"trainable", 0, OPT_VALUE, OPT_TRAINABLE},
+	{"frozen", 0, OPT_VALUE, OPT_FROZEN},
+	{"device-memory", 0, OPT_VALUE, OPT_DEVICE_MEMORY},
+	{"fit", 0, OPT_VALUE, OPT_FIT},
+	{"top", 0, OPT_VALUE, OPT_TOP},
+	{NULL, 0, 0, 0},
+};
+
+static const char help[] =
+	"usage: tinspect memory MODEL.json [options]\n"
+	"\n"
+	"Estimate the memory one step of a described model takes, by simulating\n"
+	"it: the forward pass, then (training) the backward pass and the optimizer\n"
+	"step, with every tensor created and freed as PyTorch does. Prints each\n"
+	"term with the rule behind it, the peak and the step that reached it, the\n"
+	"largest tensors live at that moment, and a timeline.\n"
+	"\n"
+	"options:\n"
+	"  --bind NAME=N        a value for a symbol of the description (every one is needed)\n"
+	"  --mode infer|train   inference under no_grad (default), or a training step\n"
+	"  --optimizer NAME     training: sgd, momentum, adam, adamw, adagrad, rmsprop,\n"
+	"                       lion, adafactor, adam8bit (default: adam)\n"
+	"  --impl NAME          the optimizer's implementation: for-loop (default),\n"
+	"                       foreach, fused\n"
+	"  --device cpu|cuda    cpu: tensors as malloc holds them (default); cuda: each\n"
+	"                       rounded up to 512 bytes as the caching allocator does\n"
+	"  --dtype DT           the floating weights in this dtype\n"
+	"  --trainable GLOB     only these parameters train (repeatable; fine-tuning)\n"
+	"  --frozen GLOB        these parameters do not train: no gradient, no state\n"
+	"  --device-memory SIZE a size (80GiB, 24GB) or a GPU (H100-80GB, A100-40GB, L4,\n"
+	"                       RTX-4090, ...): say whether the peak fits; exit 1 if not\n"
+	"  --fit SYMBOL         the largest value of SYMBOL whose peak fits --device-memory\n"
+	"  --top N              the N largest tensors live at the peak (default 8)\n"
+	"  --json               print one JSON document instead of the table\n"
+	"  --raw                print byte sizes as exact integers\n"
+	"  -h, --help           show this help\n";
+
+typedef struct memory_args {
+	cli_model cm;
+	ti_memory_options o;
+	const char *trainable[64], *frozen[64];
+	int64_t device_bytes;
+	const char *device_name, *device_text;
+	const char *fit;
+	int top;
+	bool json;
+} memory_args;
+
+static const char *const modes[] = {"infer", "train", NULL};
+
+static int parse_choice(const char *option, const char *value, const char *const *names, int *out)
+{
+	for (int i = 0; names[i]; i++)
+		if (!strcmp(names[i], value)) {
+			*out = i;
+			return EXIT_OK;
+		}
+	char hint[160];
+	return cli_usage_error("memory: --%s '%s' is not one of its values%s", option, value,
+	                       cli_did_you_mean(value, names, "", hint, sizeof(hint)));
+}
+
+static const char *const optimizer_names[] = {"sgd", "momentum", "adam", "adamw", "adagrad", "rmsprop",
+                                              "lion", "adafactor", "adam8bit", NULL};
+static const char *const impl_names[] = {"for-loop", "foreach", "fused", NULL};
+static const char *const device_names[] = {"cpu", "cuda", NULL};
+
+/* Opens the description with the binds (and fit's value) and simulates it. */
+static int estimate(memory_args *a, const ti_memory_report **out, ti_error *err, bool quiet)
+{
+	if (a->cm.model) {
+		ti_model_close(a->cm.model);
+		a->cm.model = NULL;
+	}
+	(void)quiet; /* the file is read again for each of --fit's probes: milliseconds */
+	int rc = cli_model_open(&a->cm);
+	if (rc)
+		return rc;
+	ti_status st = ti_memory_estimate(a->cm.model, &a->o, out, err);
+	if (st)
+		return -(int)st;
+	return EXIT_OK;
+}
+
+static const cli_column term_columns[] = {
+	{"TERM", CLI_LEFT, 0}, {"BYTES", CLI_RIGHT, 0}, {"RULE", CLI_LEFT, 100},
+};
+static const cli_column top_columns[] = {
+	{"KIND", CLI_LEFT, 0}, {"BYTES", CLI_RIGHT, 0}, {"TENSOR", CLI_LEFT, 80},
+};
+
+/* A sparkline of the timeline: the most live in each of width buckets. */
+static void sparkline(const ti_memory_report *r, int width)
+{
+	static const char *const bars[] = {"\u2581", "\u2582", "\u2583", "\u2584", "\u2585", "\u2586", "\u2587", "\u2588"};
+	if (!r->point_count || !r->peak)
+		return;
+	int n = (int)r->point_count < width ? (int)r->point_count : width;
+	printf("timeline  ");
+	ti_memory_phase last = r->timeline[0].phase;
+	for (int i = 0; i < n; i++) {
+		size_t from = r->point_count * (size_t)i / (size_t)n, to = r->point_count * (size_t)(i + 1) / (size_t)n;
+		int64_t most = 0;
+		for (size_t k = from; k < to && k < r->point_count; k++)
+			if (r->timeline[k].high > most)
+				most = r->timeline[k].high;
+		if (r->timeline[from].phase != last) {
+			printf("|");
+			last = r->timeline[from].phase;
+		}
+		int level = (int)((most * 7 + r->peak / 2) / r->peak);
+		printf("%s", bars[level < 0 ? 0 : level > 7 ? 7 : level]);
+	}
+	printf("\n          forward%s\n", r->gradients || r->activations ? " | backward | optimizer" : "");
+}
+
+static void print_fit(const memory_args *a, int64_t peak)
+{
+	char have[32], need[32];
+	const char *name = a->device_name ? a->device_name : a->device_text;
+	if (peak <= a->device_bytes)
+		printf("fits: %s of %s (%s), %.1f %%\n", cli_bytes(peak, need, sizeof(need)),
+		       cli_bytes(a->device_bytes, have, sizeof(have)), name, 100.0 * (double)peak / (double)a->device_bytes);
+	else
+		printf("does not fit: needs %s, %s has %s\n", cli_bytes(peak, need, sizeof(need)), name,
+		       cli_bytes(a->device_bytes, have, sizeof(have)));
+}
+
+static int print_text(const memory_args *a, const ti_memory_report *r)
+{
+	char b1[32], b2[32];
+	const ti_memory_options *o = &a->o;
+	printf("%s: %s", a->cm.file, o->mode == TI_MEMORY_TRAIN ? "training step" : "inference");
+	if (o->mode == TI_MEMORY_TRAIN)
+		printf(", %s (%s)", ti_memory_optimizer_name(o->optimizer), ti_memory_impl_name(o->impl));
+	printf(", %s\n\n", o->device == TI_MEMORY_CUDA ? "cuda" : "cpu");
+	cli_table t;
+	cli_table_init(&t, term_columns, 3);
+	for (size_t i = 0; i < r->term_count; i++) {
+		const ti_memory_term *x = &r->terms[i];
+		char bytes[40], rule[400];
+		snprintf(bytes, sizeof(bytes), "%s%s", x->lower_bound ? ">= " : "", cli_bytes(x->bytes, b1, sizeof(b1)));
+		snprintf(rule, sizeof(rule), "%s%s%s", x->rule, x->lower_bound && x->why ? "; lower bound: " : "",
+		         x->lower_bound && x->why ? x->why : "");
+		const char *row[] = {x->name, bytes, rule};
+		cli_table_add(&t, row);
+	}
+	int rc = cli_table_flush(&t);
+	if (rc)
+		return rc;
+	printf("\npeak %s during %s, at %s\n", cli_bytes(r->peak, b1, sizeof(b1)), ti_memory_phase_name(r->peak_phase),
+	       r->peak_step);
+	if (r->top_count && a->top > 0) {
+		printf("\nlive at the peak (largest %d of %zu):\n", a->top < (int)r->top_count ? a->top : (int)r->top_count,
+		       r->top_count);
+		cli_table_init(&t, top_columns, 3);
+		for (size_t i = 0; i < r->top_count && (int)i < a->top; i++) {
+			const char *row[] = {ti_memory_kind_name(r->top[i].kind), cli_bytes(r->top[i].bytes, b2, sizeof(b2)),
+			                     r->top[i].name ? r->top[i].name : "?"};
+			cli_table_add(&t, row);
+		}
+		if ((rc = cli_table_flush(&t)))
+			return rc;
+	}
+	printf("\n");
+	sparkline(r, 60);
+	for (size_t i = 0; i < r->note_count; i++)
+		printf("note: %s\n", r->notes[i]);
+	if (a->device_bytes)
+		print_fit(a, r->peak);
+	return EXIT_OK;
+}
+
+static int print_json(const memory_args *a, const ti_memory_report *r, int64_t fit_value)
+{
+	cJSON *root = cli_json_root();
+	const ti_memory_options *o = &a->o;
+	cJSON_AddStringToObject(root, "file", a->cm.file);
+	cJSON_AddStringToObject(root, "mode", modes[o->mode]);
+	cJSON_AddStringToObject(root, "device", device_names[o->device]);
+	if (o->mode == TI_MEMORY_TRAIN) {
+		cJSON_AddStringToObject(root, "optimizer", ti_memory_optimizer_name(o->optimizer));
+		cJSON_AddStringToObject(root, "impl", ti_memory_impl_name(o->impl));
+	}
+	cJSON_AddNumberToObject(root, "weights", (double)r->weights);
+	cJSON_AddNumberToObject(root, "parameters", (double)r->parameters);
+	cJSON_AddNumberToObject(root, "buffers", (double)r->buffers);
+	cJSON_AddNumberToObject(root, "inputs", (double)r->inputs);
+	cJSON_AddNumberToObject(root, "gradients", (double)r->gradients);
+	cJSON_AddNumberToObject(root, "optimizer_state", (double)r->optimizer_state);
+	cJSON_AddNumberToObject(root, "activations", (double)r->activations);
+	cJSON_AddNumberToObject(root, "kv_cache", (double)r->kv_cache);
+	cJSON_AddNumberToObject(root, "peak", (double)r->peak);
+	if (o->device == TI_MEMORY_CUDA)
+		cJSON_AddNumberToObject(root, "reserved_peak", (double)r->reserved_peak);
+	cJSON_AddStringToObject(root, "peak_step", r->peak_step);
+	cJSON_AddStringToObject(root, "peak_phase", ti_memory_phase_name(r->peak_phase));
+	cJSON *terms = cJSON_AddArrayToObject(root, "terms");
+	for (size_t i = 0; i < r->term_count; i++) {
+		cJSON *t = cJSON_CreateObject();
+		cJSON_AddStringToObject(t, "name", r->terms[i].name);
+		cJSON_AddNumberToObject(t, "bytes", (double)r->terms[i].bytes);
+		cJSON_AddStringToObject(t, "rule", r->terms[i].rule);
+		cJSON_AddBoolToObject(t, "lower_bound", r->terms[i].lower_bound);
+		if (r->terms[i].why)
+			cJSON_AddStringToObject(t, "why", r->terms[i].why);
+		cJSON_AddItemToArray(terms, t);
+	}
+	cJSON *top = cJSON_AddArrayToObject(root, "top");
+	for (size_t i = 0; i < r->top_count && (int)i < a->top; i++) {
+		cJSON *t = cJSON_CreateObject();
+		cJSON_AddStringToObject(t, "name", r->top[i].name ? r->top[i].name : "?");
+		cJSON_AddStringToObject(t, "kind", ti_memory_kind_name(r->top[i].kind));
+		cJSON_AddNumberToObject(t, "bytes", (double)r->top[i].bytes);
+		cJSON_AddItemToArray(top, t);
+	}
+	cJSON *notes = cJSON_AddArrayToObject(root, "notes");
+	for (size_t i = 0; i < r->note_count; i++)
+		cJSON_AddItemToArray(notes, cJSON_CreateString(r->notes[i]));
+	if (a->device_bytes) {
+		cJSON_AddNumberToObject(root, "device_memory", (double)a->device_bytes);
+		cJSON_AddBoolToObject(root, "fits", r->peak <= a->device_bytes);
+	}
+	if (a->fit) {
+		cJSON *f = cJSON_AddObjectToObject(root, "fit");
+		cJSON_AddStringToObject(f, "symbol", a->fit);
+		cJSON_AddNumberToObject(f, "value", (double)fit_value);
+	}
+	cJSON *timeline = cJSON_AddArrayToObject(root, "timeline");
+	for (size_t i = 0; i < r->point_count; i++) {
+		cJSON *p = cJSON_CreateObject();
+		cJSON_AddStringToObject(p, "phase", ti_memory_phase_name(r->timeline[i].phase));
+		cJSON_AddStringToObject(p, "step", r->timeline[i].step ? r->timeline[i].step : "");
+		cJSON_AddNumberToObject(p, "live", (double)r->timeline[i].live);
+		cJSON_AddNumberToObject(p, "high", (double)r->timeline[i].high);
+		cJSON_AddItemToArray(timeline, p);
+	}
+	return cli_json_print(root);
+}
+
+/* The index of symbol in the binds, adding it when missing. */
+static int bind_slot(memory_args *a, const char *symbol)
+{
+	for (int i = 0; i < a->cm.bind_count; i++)
+		if (!strcmp(a->cm.bind_names[i], symbol))
+			return i;
+	if (a->cm.bind_count == CLI_MODEL_MAX_BINDS)
+		return -1;
+	int i = a->cm.bind_count++;
+	snprintf(a->cm.bind_storage[i], sizeof(a->cm.bind_storage[i]), "%s", symbol);
+	a->cm.bind_names[i] = a->cm.bind_storage[i];
+	return i;
+}
+
+/*
+ * --fit: doubles the symbol from 1 while the peak fits, then halves the gap.
+ * A value whose shapes fail is "does not fit" (a batch the model rejects).
+ */
+static int fit_search(memory_args *a, int64_t *best, const ti_memory_report **best_report)
+{
+	int slot = bind_slot(a, a->fit);
+	if (slot < 0)
+		return cli_usage_error("memory: more than %d --bind options", CLI_MODEL_MAX_BINDS);
+	ti_error err;
+	const ti_memory_report *r;
+	int64_t lo = 0, hi = 0;
+	for (int64_t v = 1; v <= CLI_MODEL_MAX_BIND; v *= 2) {
+		a->cm.bind_values[slot] = v;
+		ti_error_clear(&err);
+		int rc = estimate(a, &r, &err, true);
+		if (rc > 0)
+			return rc;
+		if (rc < 0 && -rc != TI_E_SHAPE && -rc != TI_E_LIMIT)
+			return cli_report(a->cm.file, &err);
+		if (rc < 0 || r->peak > a->device_bytes) {
+			hi = v;
+			break;
+		}
+		lo = v;
+	}
+	if (!hi)
+		hi = CLI_MODEL_MAX_BIND + 1;
+	while (hi - lo > 1) {
+		int64_t mid = lo + (hi - lo) / 2;
+		a->cm.bind_values[slot] = mid;
+		ti_error_clear(&err);
+		int rc = estimate(a, &r, &err, true);
+		if (rc > 0)
+			return rc;
+		if (rc < 0 && -rc != TI_E_SHAPE && -rc != TI_E_LIMIT)
+			return cli_report(a->cm.file, &err);
+		if (rc == 0 && r->peak <= a->device_bytes)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	*best = lo;
+	if (!lo)
+		return EXIT_OK;
+	a->cm.bind_values[slot] = lo;
+	ti_error_clear(&err);
+	int rc = estimate(a, best_report, &err, true);
+	if (rc < 0)
+		return cli_report(a->cm.file, &err);
+	return rc;
+}
+
+int cmd_memory(int argc, char **argv)
+{
+	cli_parser p = {argc, 1, argv, options, "memory", false};
+	static memory_args a;
+	memset(&a, 0, sizeof(a));
+	a.o.optimizer = TI_OPTIM_ADAM;
+	a.top = 8;
+	size_t ntrain = 0, nfrozen = 0;
+	bool optimizer_given = false, impl_given = false;
+	int id, rc, choice;
+	const char *value;
+	while ((id = cli_next(&p, &value)) != -1) {
+		switch (id) {
+		case -2:
+			return EXIT_USAGE;
+		case 0:
+			if (a.cm.file)
+				return cli_usage_error("memory: one MODEL.json at a time ('%s' and '%s')", a.cm.file, value);
+			a.cm.file = value;
+			break;
+		case OPT_HELP:
+			return cli_help(help);
+		case OPT_JSON:
+			a.json = true;
+			break;
+		case OPT_RAW:
+			cli_raw_numbers = true;
+			break;
+		case OPT_BIND:
+			if ((rc = cli_model_bind(&a.cm, value)))
+				return rc;
+			break;
+		case OPT_MODE:
+			if ((rc = parse_choice("mode", value, modes, &choice)))
+				return rc;
+			a.o.mode = (ti_memory_mode)choice;
+			break;
+		case OPT_OPTIMIZER:
+			if ((rc = parse_choice("optimizer", value, optimizer_names, &choice)))
+				return rc;
+			a.o.optimizer = (ti_memory_optimizer)(choice + 1);
+			optimizer_given = true;
+			break;
+		case OPT_IMPL:
+			if ((rc = parse_choice("impl", value, impl_names, &choice)))
+				return rc;
+			a.o.impl = (ti_memory_impl)choice;
+			impl_given = true;
+			break;
+		case OPT_DEVICE:
+			if ((rc = parse_choice("device", value, device_names, &choice)))
+				return rc;
+			a.o.device = (ti_memory_device)choice;
+			break;
+		case OPT_DTYPE: {
+			ti_dtype dt = ti_dtype_from_torch_name(value);
+			if (dt != TI_DT_FLOAT16 && dt != TI_DT_BFLOAT16 && dt != TI_DT_FLOAT32 && dt != TI_DT_FLOAT64)
+				return cli_usage_error("memory: --dtype '%s' is not a floating dtype (float32, float16, bfloat16, ...)",
+				                       value);
+			a.o.dtype = dt;
+			break;
+		}
+		case OPT_TRAINABLE:
+		case OPT_FROZEN:
+			if ((id == OPT_TRAINABLE ? ntrain : nfrozen) == 64)
+				return cli_usage_error("memory: more than 64 --%s globs", id == OPT_TRAINABLE ? "trainable" : "frozen");
+			if (id == OPT_TRAINABLE)
+				a.trainable[ntrain++] = value;
+			else
+				a.frozen[nfrozen++] = value;
+			break;
+		case OPT_DEVICE_MEMORY: {
+			ti_error err;
+			ti_error_clear(&err);
+			if (ti_memory_parse_size(value, &a.device_bytes, &a.device_name, &err) || !a.device_bytes)
+				return cli_usage_error("memory: --device-memory %s", err.message[0] ? err.message : "must be more than 0");
+			a.device_text = value;
+			break;
+		}
+		case OPT_FIT:
+			a.fit = value;
+			break;
+		case OPT_TOP: {
+			char *end;
+			long v = strtol(value, &end, 10);
+			if (*end || end == value || v < 0 || v > 1000)
+				return cli_usage_error("memory: --top wants a number from 0 to 1000, not '%s'", value);
+			a.top = (int)v;
+			break;
+		}
+		}
+	}
+	if (!a.cm.file)
+		return cli_usage_error("memory: no MODEL.json given (see 'tinspect memory --help')");
+	if (a.o.mode != TI_MEMORY_TRAIN && (optimizer_given || impl_given || ntrain || nfrozen))
+		return cli_usage_error("memory: --%s applies to --mode train only",
+		                       optimizer_given ? "optimizer" : impl_given ? "impl" : ntrain ? "trainable" : "frozen");
+	if (a.fit && !a.device_bytes)
+		return cli_usage_error("memory: --fit %s needs --device-memory SIZE to fit into", a.fit);
+	if (a.o.mode != TI_MEMORY_TRAIN)
+		a.o.optimizer = TI_OPTIM_NONE;
+	a.o.trainable = a.trainable;
+	a.o.trainable_count = ntrain;
+	a.o.frozen = a.frozen;
+	a.o.frozen_count = nfrozen;
+
+	ti_error err;
+	ti_error_clear(&err);
+	const ti_memory_report *r = NULL;
+	int64_t fit_value = 0;
+	if (a.fit) {
+		for (int i = 0; i < a.cm.bind_count; i++)
+			if (!strcmp(a.cm.bind_names[i], a.fit))
+				return cli_usage_error("memory: --fit %s searches its value: do not --bind it too", a.fit);
+		/* read and check the file once, with the symbol at 1 */
+		int slot = bind_slot(&a, a.fit);
+		a.cm.bind_values[slot] = 1;
+		rc = estimate(&a, &r, &err, false);
+		if (rc > 0)
+			return rc;
+		if (rc < 0 && -rc != TI_E_SHAPE)
+			goto failed;
+		a.cm.bind_count--; /* the search adds it back */
+		if ((rc = fit_search(&a, &fit_value, &r)))
+			goto done;
+		if (!fit_value) {
+			char need[32], have[32];
+			fprintf(stderr, "tinspect: memory: %s=1 does not fit: %s needs more than %s\n", a.fit, a.cm.file,
+			        cli_bytes(a.device_bytes, have, sizeof(have)));
+			(void)need;
+			rc = EXIT_NEGATIVE;
+			goto done;
+		}
+		if (!a.json)
+			printf("largest %s that fits: %lld\n\n", a.fit, (long long)fit_value);
+	} else {
+		rc = estimate(&a, &r, &err, false);
+		if (rc > 0)
+			return rc;
+		if (rc < 0)
+			goto failed;
+	}
+	rc = a.json ? print_json(&a, r, fit_value) : print_text(&a, r);
+	if (!rc && a.device_bytes && r->peak > a.device_bytes)
+		rc = EXIT_NEGATIVE;
+	goto done;
+failed:
+	if (-rc == TI_E_INVALID && strstr(err.message, "--bind")) {
+		fprintf(stderr, "tinspect: memory: %s: %s\n", a.cm.file, err.message);
+		rc = EXIT_USAGE;
+	} else if (-rc == TI_E_SHAPE) {
+		fprintf(stderr, "tinspect: %s: %s\n", a.cm.file, err.message);
+		rc = EXIT_NEGATIVE;
+	} else {
+		rc = cli_report(a.cm.file, &err);
+	}
+done:
+	if (a.cm.model)
+		ti_model_close(a.cm.model);
+	return rc;
+}

@@ -1,0 +1,81 @@
+/*
+ * devices.c - how much memory a device has: a size ("80GiB", "24GB",
+ * "512MiB", bytes) or a GPU by name from one table. A GPU's figure is the
+ * total nvidia-smi reports for it (what torch.cuda.get_device_properties
+ * calls total_memory, to the MiB); the CUDA context takes its share of it
+ * at run time, which the estimate counts as an overhead.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "memory/memory_internal.h"
+
+typedef struct gpu_row {
+	const char *name;
+	int64_t mib;
+} gpu_row;
+
+static const gpu_row gpus[] = {
+	{"H200", 143771},      {"H100-80GB", 81559},  {"H100", 81559},      {"A100-80GB", 81920},
+	{"A100-40GB", 40960},  {"A100", 40960},       {"L40S", 46068},      {"L4", 23034},
+	{"A10G", 23028},       {"A10", 23028},        {"RTX-4090", 24564},  {"RTX-3090", 24576},
+	{"V100-32GB", 32768},  {"V100-16GB", 16384},  {"V100", 16384},      {"T4", 15360},
+};
+
+/* "RTX 4090", "rtx4090", "RTX-4090" all name one row. */
+static bool same_gpu(const char *a, const char *b)
+{
+	for (;;) {
+		while (*a == ' ' || *a == '-' || *a == '_')
+			a++;
+		while (*b == ' ' || *b == '-' || *b == '_')
+			b++;
+		if (!*a || !*b)
+			return !*a && !*b;
+		if (tolower((unsigned char)*a) != tolower((unsigned char)*b))
+			return false;
+		a++;
+		b++;
+	}
+}
+
+const char *ti_memory_gpu_name(size_t i)
+{
+	return i < sizeof(gpus) / sizeof(gpus[0]) ? gpus[i].name : NULL;
+}
+
+ti_status ti_memory_parse_size(const char *text, int64_t *out, const char **gpu, ti_error *err)
+{
+	*gpu = NULL;
+	for (size_t i = 0; i < sizeof(gpus) / sizeof(gpus[0]); i++)
+		if (same_gpu(text, gpus[i].name)) {
+			*out = gpus[i].mib << 20;
+			*gpu = gpus[i].name;
+			return TI_OK;
+		}
+	static const struct { const char *suffix; double scale; } units[] = {
+		{"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}, {"TiB", 1099511627776.0},
+		{"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12}, {"K", 1024.0}, {"M", 1048576.0},
+		{"G", 1073741824.0}, {"T", 1099511627776.0}, {"B", 1.0}, {"", 1.0},
+	};
+	errno = 0;
+	char *end;
+	double v = strtod(text, &end);
+	if (end == text || errno || v < 0 || !isdigit((unsigned char)text[0]))
+		return TI_FAIL(err, TI_E_INVALID, "'%s' is neither a size (80GiB, 24GB, 512MiB) nor a GPU this table knows",
+		               text);
+	while (*end == ' ')
+		end++;
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+		if (!strcasecmp(end, units[i].suffix) && (units[i].suffix[0] || !*end)) {
+			double bytes = v * units[i].scale;
+			if (bytes > (double)TI_MEMORY_MAX_BYTES)
+				return TI_FAIL(err, TI_E_INVALID, "'%s' is more than 2^62 bytes", text);
+			*out = (int64_t)bytes;
+			return TI_OK;
+		}
+	return TI_FAIL(err, TI_E_INVALID, "'%s': unknown unit '%s' (B, KiB, MiB, GiB, TiB, KB, MB, GB, TB)", text, end);
+}

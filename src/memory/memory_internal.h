@@ -1,0 +1,158 @@
+/*
+ * memory_internal.h - what the memory simulation's files share.
+ *
+ * The path from a description to a figure:
+ *   trace.c     records every operator and module call of a shape run (an
+ *               observer on the run), as a tree of events;
+ *   rules.c     one table, a row per operator or module type: how a call
+ *               becomes ledger units (what it allocates, saves for backward,
+ *               which scratch its kernels take) - a row may expand a module
+ *               (MultiheadAttention, LSTM) into the units PyTorch runs;
+ *   optim.c     one table, a row per optimizer: state and step temporaries;
+ *   ledger.c    live storages, the high-water mark and the timeline;
+ *   simulate.c  plays the step over the units: forward, backward, optimizer.
+ */
+#ifndef TINSPECT_MEMORY_INTERNAL_H
+#define TINSPECT_MEMORY_INTERNAL_H
+
+#include "model/model_internal.h"
+#include "tinspect/memory.h"
+
+#define MEM_MAX_IO 32 /* tensors in or out of one unit; more are folded into one */
+
+/* ---- the trace: one event per call ---- */
+
+typedef struct mem_event {
+	const char *name;            /* operator name or module type */
+	const ti_module *module;     /* a module call, else NULL */
+	const ti_op_call *call;      /* bound arguments and outputs; NULL for containers, composites and failed calls */
+	int parent;                  /* event index, -1 at top level */
+	int first_child, last_child, next_sibling;
+} mem_event;
+
+typedef struct mem_trace {
+	mem_event *events;
+	size_t count, capacity;
+	int current;                 /* innermost open event */
+	ti_arena *arena;
+	bool failed;                 /* out of memory while tracing */
+} mem_trace;
+
+/* Runs the model's shape propagation, recording every call in *trace. */
+ti_status mem_trace_run(ti_model *model, mem_trace *trace, const ti_model_report **report, ti_error *err);
+
+/* ---- tensors and units ---- */
+
+typedef struct mem_tensor {
+	int64_t bytes;               /* numel x element size */
+	int storage;                 /* the storage it lives in (views share it) */
+	bool grad;                   /* requires grad */
+	int param;                   /* index in the model's parameters, -1 if none */
+	const char *name;            /* what produced it, for the report */
+} mem_tensor;
+
+typedef enum mem_out_kind {
+	MEM_OUT_NEW,      /* the outputs are new tensors */
+	MEM_OUT_VIEW,     /* output 0 views input 0 (its storage); its gradient is a view too */
+	MEM_OUT_INPLACE   /* output 0 is input 0, written in place */
+} mem_out_kind;
+
+/* What one unit does, as the ledger sees it. */
+typedef struct mem_unit {
+	const char *label;           /* "layer1.0.conv1 (conv2d)" */
+	int module;                  /* index of the module it belongs to in the report's list */
+	int in[MEM_MAX_IO], nin;     /* tensor ids (duplicates allowed) */
+	int out[MEM_MAX_IO], nout;
+	mem_out_kind out_kind;
+	bool differentiable;         /* false: outputs never require grad (argmax, comparisons) */
+	unsigned saved_in;           /* bit i: in[i] is saved for backward (when the unit records a graph) */
+	unsigned saved_out;          /* bit i: out[i] is saved */
+	int64_t saved_extra;         /* new tensors saved beside (a dropout mask, norm statistics) */
+	int64_t fwd_scratch;         /* freed before the call returns */
+	int64_t fwd_scratch_grad;    /* the same when the call records a graph, if different (-1: same) */
+	int64_t bwd_scratch;         /* the backward's own temporaries */
+	unsigned grad_view;          /* bit i: in[i]'s gradient is a view of the output's (no allocation) */
+	bool unknown;                /* no rule: what it saves is a guess */
+} mem_unit;
+
+/* Builds units from events: the rules' side. */
+typedef struct mem_builder {
+	ti_model *model;
+	ti_arena *arena;
+	const ti_memory_options *options;
+	mem_tensor *tensors;
+	size_t tensor_count, tensor_capacity;
+	mem_unit *units;
+	size_t unit_count, unit_capacity;
+	void *map;                   /* meta tensor pointer -> tensor id */
+	int module;                  /* current module index */
+	const char *module_path;
+	bool leaf_module_parent;     /* the event's caller is a leaf module (its training flags follow the mode) */
+	int storage_count;
+	const char **unknown_ops;    /* operators without a rule, once each */
+	size_t unknown_count;
+} mem_builder;
+
+/* The tensor id of a meta tensor: an existing one, or a new tensor (and storage) for one never seen. */
+int mem_tensor_of(mem_builder *b, const ti_meta_tensor *t);
+/* A new tensor of bytes in a storage of its own (views: mem_tensor_view). -1 when out of memory. */
+int mem_tensor_new(mem_builder *b, int64_t bytes, const char *name);
+int mem_tensor_view(mem_builder *b, int base, int64_t bytes);
+/* Binds meta tensor t to tensor id (a rule's synthetic output is the op's real output). */
+int mem_tensor_bind(mem_builder *b, const ti_meta_tensor *t, int id);
+int64_t mem_meta_bytes(const ti_meta_tensor *t);
+/* Appends a unit (copied). */
+ti_status mem_emit(mem_builder *b, const mem_unit *u, ti_error *err);
+
+/* A rule: turns one event into units. */
+typedef ti_status (*mem_rule_fn)(mem_builder *b, const mem_event *ev, ti_error *err);
+typedef struct mem_rule {
+	const char *name;            /* operator name or module type */
+	mem_rule_fn plan;
+	const char *saves;           /* in words, for --explain and the man page */
+} mem_rule;
+
+/* The row for an operator or module type; NULL when none. Modules are looked up by type, operators by name. */
+const mem_rule *mem_rule_find(const char *name, bool module);
+/* The row used when an operator has neither a row nor sub-calls: outputs new, inputs saved. */
+ti_status mem_rule_default(mem_builder *b, const mem_event *ev, ti_error *err);
+
+/* ---- optimizers ---- */
+
+typedef struct mem_param_info {
+	int64_t bytes, numel;
+	int ndim;
+	const int64_t *shape;
+	ti_dtype dtype;
+} mem_param_info;
+
+typedef struct mem_optim_cost {
+	int64_t state;               /* bytes of state kept between steps */
+	int64_t step_scratch;        /* the most the step allocates at once beyond the state */
+} mem_optim_cost;
+
+/* State and step temporaries for the trainable parameters params[0..n). */
+ti_status mem_optim_cost_of(ti_memory_optimizer o, ti_memory_impl impl, const mem_param_info *params, size_t n,
+                            mem_optim_cost *out, const char **rule, ti_error *err);
+
+/* ---- checked arithmetic ---- */
+
+static inline bool mem_add(int64_t *acc, int64_t v)
+{
+	if (v < 0 || *acc > TI_MEMORY_MAX_BYTES - v)
+		return false;
+	*acc += v;
+	return true;
+}
+
+static inline bool mem_mul(int64_t a, int64_t b, int64_t *out)
+{
+	if (a < 0 || b < 0)
+		return false;
+	if (a && b > TI_MEMORY_MAX_BYTES / a)
+		return false;
+	*out = a * b;
+	return true;
+}
+
+#endif

@@ -1,0 +1,435 @@
+/*
+ * rules.c - what each operator allocates, saves for backward and frees: one
+ * table, a row per operator (by the name its shape rule has) or module type.
+ *
+ * A plain row says how the outputs relate to the inputs (new tensors, views
+ * of the first input, the first input written in place), which arguments
+ * autograd saves (PyTorch's names from tools/autograd/derivatives.yaml:
+ * "input weight"; "result" for the output), what else it saves (a dropout's
+ * mask, a norm's statistics, a max-pool's indices) and the scratch its CPU
+ * kernel takes. A module row (MultiheadAttention, TransformerEncoderLayer,
+ * LSTM) expands the call into the operators PyTorch's Python code runs.
+ * The figures were measured on PyTorch 1.13's CPU kernels with one thread
+ * (tests/conformance/memory_ops.py).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "memory/memory_internal.h"
+
+/* ---- reading a call ---- */
+
+typedef struct call_tensors {
+	const ti_meta_tensor *t[MEM_MAX_IO];
+	const char *name[MEM_MAX_IO]; /* the signature's parameter name */
+	int n;
+} call_tensors;
+
+static void add_tensor(call_tensors *ct, const ti_meta_tensor *t, const char *name)
+{
+	if (ct->n < MEM_MAX_IO) {
+		ct->t[ct->n] = t;
+		ct->name[ct->n++] = name;
+	}
+}
+
+static void add_arg(call_tensors *ct, const ti_arg *a, const char *name)
+{
+	if (a->kind == TI_ARG_TENSOR)
+		add_tensor(ct, a->as.tensor, name);
+	else if (a->kind == TI_ARG_LIST)
+		for (int i = 0; i < a->as.list.count; i++)
+			add_arg(ct, &a->as.list.items[i], name);
+}
+
+static void inputs_of(const ti_op_call *c, call_tensors *ct)
+{
+	ct->n = 0;
+	if (!c->in.sig)
+		return;
+	for (int i = 0; i < c->in.sig->count; i++)
+		add_arg(ct, &c->in.args[i], c->in.sig->params[i].name);
+}
+
+static void outputs_of(const ti_op_call *c, call_tensors *ct)
+{
+	ct->n = 0;
+	for (int i = 0; i < c->output_count; i++)
+		add_arg(ct, &c->outputs[i], "result");
+}
+
+int64_t mem_meta_bytes(const ti_meta_tensor *t)
+{
+	int64_t n = (int64_t)ti_dtype_size(t->dtype);
+	if (!n)
+		n = 1;
+	for (int k = 0; k < t->ndim; k++)
+		if (!mem_mul(n, t->shape[k].value, &n))
+			return -1;
+	return n;
+}
+
+static bool has_word(const char *list, const char *word)
+{
+	size_t n = strlen(word);
+	for (const char *p = list; p && *p;) {
+		const char *e = strchr(p, ' ');
+		size_t len = e ? (size_t)(e - p) : strlen(p);
+		if (len == n && !strncmp(p, word, n))
+			return true;
+		p = e ? e + 1 : p + len;
+	}
+	return false;
+}
+
+static bool bound_flag(const ti_op_call *c, const char *name)
+{
+	if (!c->in.sig)
+		return false;
+	for (int i = 0; i < c->in.sig->count; i++)
+		if (!strcmp(c->in.sig->params[i].name, name))
+			return c->in.args[i].kind == TI_ARG_BOOL && c->in.args[i].as.boolean;
+	return false;
+}
+
+static bool bound_has(const ti_op_call *c, const char *name)
+{
+	if (!c->in.sig)
+		return false;
+	for (int i = 0; i < c->in.sig->count; i++)
+		if (!strcmp(c->in.sig->params[i].name, name))
+			return true;
+	return false;
+}
+
+static double bound_real(const ti_op_call *c, const char *name, double fallback)
+{
+	if (!c->in.sig)
+		return fallback;
+	for (int i = 0; i < c->in.sig->count; i++)
+		if (!strcmp(c->in.sig->params[i].name, name)) {
+			const ti_arg *a = &c->in.args[i];
+			return a->kind == TI_ARG_FLOAT ? a->as.real : a->kind == TI_ARG_INT ? (double)a->as.dim.value : fallback;
+		}
+	return fallback;
+}
+
+/* A call's training flag: a module's follows the mode (module.train()), a functional call's is its argument. */
+static bool training(const mem_builder *b, const ti_op_call *c)
+{
+	if (b->leaf_module_parent)
+		return b->options->mode == TI_MEMORY_TRAIN;
+	return bound_flag(c, "training");
+}
+
+/* ---- the plain rows ---- */
+
+typedef enum extra_kind {
+	EXTRA_NONE,
+	EXTRA_DROPOUT,    /* training: a float mask of the input's size (CPU: input * bernoulli noise) */
+	EXTRA_ROW_STATS,  /* mean and rstd: two floats per normalized row */
+	EXTRA_CHANNEL_STATS, /* training: mean and invstd per channel */
+	EXTRA_GROUP_STATS,/* mean and rstd per (sample, group) */
+	EXTRA_INDICES     /* int64 indices of the output's size */
+} extra_kind;
+
+typedef enum out_rule {
+	NEW,              /* new outputs */
+	VIEW,             /* views of the first input */
+	INPLACE_FLAG,     /* new, or the first input when inplace=True */
+	VIEW_IF_CONTIGUOUS, /* reshape, flatten, contiguous: a view when the input allows, else a copy */
+	CONSTANT          /* new and never requiring grad (creation, comparisons, indices) */
+} out_rule;
+
+typedef struct plain_row {
+	const char *name;
+	out_rule out;
+	const char *saves;   /* parameter names, "result" */
+	extra_kind extra;
+	bool grad_view;      /* VIEW rows: the input's gradient is a view of the output's */
+} plain_row;
+
+static const plain_row plain_rows[] = {
+	/* views: nothing saved; the gradient flows back as a view, except where backward must scatter */
+	{"view", VIEW, "", EXTRA_NONE, true}, {"view_as", VIEW, "", EXTRA_NONE, true},
+	{"reshape", VIEW_IF_CONTIGUOUS, "", EXTRA_NONE, true}, {"reshape_as", VIEW_IF_CONTIGUOUS, "", EXTRA_NONE, true},
+	{"flatten", VIEW_IF_CONTIGUOUS, "", EXTRA_NONE, true}, {"ravel", VIEW_IF_CONTIGUOUS, "", EXTRA_NONE, true},
+	{"unflatten", VIEW, "", EXTRA_NONE, true}, {"permute", VIEW, "", EXTRA_NONE, true},
+	{"transpose", VIEW, "", EXTRA_NONE, true}, {"swapaxes", VIEW, "", EXTRA_NONE, true},
+	{"swapdims", VIEW, "", EXTRA_NONE, true}, {"t", VIEW, "", EXTRA_NONE, true},
+	{"movedim", VIEW, "", EXTRA_NONE, true}, {"moveaxis", VIEW, "", EXTRA_NONE, true},
+	{"squeeze", VIEW, "", EXTRA_NONE, true}, {"unsqueeze", VIEW, "", EXTRA_NONE, true},
+	{"expand", VIEW, "", EXTRA_NONE, false}, {"expand_as", VIEW, "", EXTRA_NONE, false},
+	{"broadcast_to", VIEW, "", EXTRA_NONE, false},
+	{"narrow", VIEW, "", EXTRA_NONE, false}, {"select", VIEW, "", EXTRA_NONE, false},
+	{"chunk", VIEW, "", EXTRA_NONE, false}, {"split", VIEW, "", EXTRA_NONE, false},
+	{"split_with_sizes", VIEW, "", EXTRA_NONE, false}, {"tensor_split", VIEW, "", EXTRA_NONE, false},
+	{"unbind", VIEW, "", EXTRA_NONE, false}, {"contiguous", VIEW_IF_CONTIGUOUS, "", EXTRA_NONE, true},
+	{"detach", VIEW, "", EXTRA_NONE, true},
+	/* copies */
+	{"clone", NEW, "", EXTRA_NONE, false}, {"to", NEW, "", EXTRA_NONE, false},
+	{"type_as", NEW, "", EXTRA_NONE, false}, {"float", NEW, "", EXTRA_NONE, false},
+	{"half", NEW, "", EXTRA_NONE, false}, {"bfloat16", NEW, "", EXTRA_NONE, false},
+	{"double", NEW, "", EXTRA_NONE, false}, {"repeat", NEW, "", EXTRA_NONE, false},
+	{"tile", NEW, "", EXTRA_NONE, false}, {"flip", NEW, "", EXTRA_NONE, false},
+	{"roll", NEW, "", EXTRA_NONE, false}, {"pad", NEW, "", EXTRA_NONE, false},
+	{"cat", NEW, "", EXTRA_NONE, false}, {"concat", NEW, "", EXTRA_NONE, false},
+	{"concatenate", NEW, "", EXTRA_NONE, false}, {"stack", NEW, "", EXTRA_NONE, false},
+	{"hstack", NEW, "", EXTRA_NONE, false}, {"vstack", NEW, "", EXTRA_NONE, false},
+	{"pixel_shuffle", NEW, "", EXTRA_NONE, false}, {"pixel_unshuffle", NEW, "", EXTRA_NONE, false},
+	{"triu", NEW, "", EXTRA_NONE, false}, {"tril", NEW, "", EXTRA_NONE, false},
+	{"index_select", NEW, "index", EXTRA_NONE, false}, {"gather", NEW, "index", EXTRA_NONE, false},
+	{"take_along_dim", NEW, "indices", EXTRA_NONE, false},
+	/* arithmetic */
+	{"add", NEW, "", EXTRA_NONE, false}, {"sub", NEW, "", EXTRA_NONE, false},
+	{"subtract", NEW, "", EXTRA_NONE, false}, {"rsub", NEW, "", EXTRA_NONE, false},
+	{"neg", NEW, "", EXTRA_NONE, false}, {"negative", NEW, "", EXTRA_NONE, false},
+	{"mul", NEW, "input other", EXTRA_NONE, false}, {"multiply", NEW, "input other", EXTRA_NONE, false},
+	{"div", NEW, "input other", EXTRA_NONE, false}, {"divide", NEW, "input other", EXTRA_NONE, false},
+	{"true_divide", NEW, "input other", EXTRA_NONE, false},
+	{"pow", NEW, "input exponent", EXTRA_NONE, false}, {"square", NEW, "input", EXTRA_NONE, false},
+	{"abs", NEW, "input", EXTRA_NONE, false}, {"exp", NEW, "result", EXTRA_NONE, false},
+	{"log", NEW, "input", EXTRA_NONE, false}, {"sqrt", NEW, "result", EXTRA_NONE, false},
+	{"rsqrt", NEW, "result", EXTRA_NONE, false}, {"reciprocal", NEW, "result", EXTRA_NONE, false},
+	{"sin", NEW, "input", EXTRA_NONE, false}, {"cos", NEW, "input", EXTRA_NONE, false},
+	{"erf", NEW, "input", EXTRA_NONE, false}, {"maximum", NEW, "input other", EXTRA_NONE, false},
+	{"minimum", NEW, "input other", EXTRA_NONE, false}, {"clamp", NEW, "input", EXTRA_NONE, false},
+	{"clip", NEW, "input", EXTRA_NONE, false}, {"clamp_min", NEW, "input", EXTRA_NONE, false},
+	{"clamp_max", NEW, "input", EXTRA_NONE, false},
+	{"masked_fill", NEW, "mask", EXTRA_NONE, false}, {"where", NEW, "condition", EXTRA_NONE, false},
+	/* activations */
+	{"relu", INPLACE_FLAG, "result", EXTRA_NONE, false}, {"relu6", INPLACE_FLAG, "input", EXTRA_NONE, false},
+	{"hardtanh", INPLACE_FLAG, "input", EXTRA_NONE, false}, {"leaky_relu", INPLACE_FLAG, "input", EXTRA_NONE, false},
+	{"elu", INPLACE_FLAG, "result", EXTRA_NONE, false}, {"selu", INPLACE_FLAG, "result", EXTRA_NONE, false},
+	{"celu", INPLACE_FLAG, "result", EXTRA_NONE, false}, {"silu", INPLACE_FLAG, "input", EXTRA_NONE, false},
+	{"mish", INPLACE_FLAG, "input", EXTRA_NONE, false}, {"hardswish", INPLACE_FLAG, "input", EXTRA_NONE, false},
+	{"hardsigmoid", INPLACE_FLAG, "input", EXTRA_NONE, false}, {"threshold", INPLACE_FLAG, "input", EXTRA_NONE, false},
+	{"gelu", NEW, "input", EXTRA_NONE, false}, {"tanh", NEW, "result", EXTRA_NONE, false},
+	{"sigmoid", NEW, "result", EXTRA_NONE, false}, {"logsigmoid", NEW, "input", EXTRA_NONE, false},
+	{"softplus", NEW, "input", EXTRA_NONE, false}, {"prelu", NEW, "input weight", EXTRA_NONE, false},
+	{"glu", NEW, "input", EXTRA_NONE, false},
+	{"softmax", NEW, "result", EXTRA_NONE, false}, {"log_softmax", NEW, "result", EXTRA_NONE, false},
+	{"softmin", NEW, "result", EXTRA_NONE, false},
+	{"dropout", INPLACE_FLAG, "", EXTRA_DROPOUT, false}, {"dropout1d", INPLACE_FLAG, "", EXTRA_DROPOUT, false},
+	{"dropout2d", INPLACE_FLAG, "", EXTRA_DROPOUT, false}, {"dropout3d", INPLACE_FLAG, "", EXTRA_DROPOUT, false},
+	{"alpha_dropout", INPLACE_FLAG, "", EXTRA_DROPOUT, false},
+	{"feature_alpha_dropout", INPLACE_FLAG, "", EXTRA_DROPOUT, false},
+	/* linear algebra */
+	{"linear", NEW, "input weight", EXTRA_NONE, false}, {"bilinear", NEW, "input1 input2 weight", EXTRA_NONE, false},
+	{"matmul", NEW, "input other", EXTRA_NONE, false}, {"mm", NEW, "input mat2", EXTRA_NONE, false},
+	{"bmm", NEW, "input mat2", EXTRA_NONE, false}, {"mv", NEW, "input vec", EXTRA_NONE, false},
+	{"dot", NEW, "input tensor", EXTRA_NONE, false}, {"outer", NEW, "input vec2", EXTRA_NONE, false},
+	{"addmm", NEW, "mat1 mat2", EXTRA_NONE, false}, {"baddbmm", NEW, "batch1 batch2", EXTRA_NONE, false},
+	{"einsum", NEW, "operands", EXTRA_NONE, false},
+	/* convolution and pooling */
+	{"conv1d", NEW, "input weight", EXTRA_NONE, false}, {"conv2d", NEW, "input weight", EXTRA_NONE, false},
+	{"conv3d", NEW, "input weight", EXTRA_NONE, false},
+	{"conv_transpose1d", NEW, "input weight", EXTRA_NONE, false},
+	{"conv_transpose2d", NEW, "input weight", EXTRA_NONE, false},
+	{"conv_transpose3d", NEW, "input weight", EXTRA_NONE, false},
+	{"max_pool1d", NEW, "input", EXTRA_INDICES, false}, {"max_pool2d", NEW, "input", EXTRA_INDICES, false},
+	{"max_pool3d", NEW, "input", EXTRA_INDICES, false},
+	{"adaptive_max_pool1d", NEW, "input", EXTRA_INDICES, false},
+	{"adaptive_max_pool2d", NEW, "input", EXTRA_INDICES, false},
+	{"avg_pool1d", NEW, "", EXTRA_NONE, false}, {"avg_pool2d", NEW, "", EXTRA_NONE, false},
+	{"avg_pool3d", NEW, "", EXTRA_NONE, false}, {"adaptive_avg_pool1d", NEW, "", EXTRA_NONE, false},
+	{"adaptive_avg_pool2d", NEW, "", EXTRA_NONE, false}, {"adaptive_avg_pool3d", NEW, "", EXTRA_NONE, false},
+	{"interpolate", NEW, "", EXTRA_NONE, false}, {"upsample", NEW, "", EXTRA_NONE, false},
+	{"upsample_nearest", NEW, "", EXTRA_NONE, false}, {"upsample_bilinear", NEW, "", EXTRA_NONE, false},
+	/* normalization */
+	{"batch_norm", NEW, "input weight", EXTRA_CHANNEL_STATS, false},
+	{"instance_norm", NEW, "input weight", EXTRA_GROUP_STATS, false},
+	{"layer_norm", NEW, "input weight", EXTRA_ROW_STATS, false},
+	{"group_norm", NEW, "input weight", EXTRA_GROUP_STATS, false},
+	{"rms_norm", NEW, "input weight", EXTRA_ROW_STATS, false},
+	{"embedding", NEW, "input", EXTRA_NONE, false}, {"embedding_bag", NEW, "input offsets", EXTRA_NONE, false},
+	/* reductions: the input's size is all backward needs */
+	{"sum", NEW, "", EXTRA_NONE, false}, {"mean", NEW, "", EXTRA_NONE, false},
+	{"nansum", NEW, "input", EXTRA_NONE, false}, {"var", NEW, "input", EXTRA_NONE, false},
+	{"std", NEW, "input result", EXTRA_NONE, false}, {"logsumexp", NEW, "input result", EXTRA_NONE, false},
+	{"norm", NEW, "input result", EXTRA_NONE, false}, {"amax", NEW, "input result", EXTRA_NONE, false},
+	{"amin", NEW, "input result", EXTRA_NONE, false}, {"cumsum", NEW, "", EXTRA_NONE, false},
+	{"prod", NEW, "input result", EXTRA_NONE, false},
+	/* no gradient */
+	{"argmax", CONSTANT, "", EXTRA_NONE, false}, {"argmin", CONSTANT, "", EXTRA_NONE, false},
+	{"argsort", CONSTANT, "", EXTRA_NONE, false}, {"eq", CONSTANT, "", EXTRA_NONE, false},
+	{"ne", CONSTANT, "", EXTRA_NONE, false}, {"lt", CONSTANT, "", EXTRA_NONE, false},
+	{"le", CONSTANT, "", EXTRA_NONE, false}, {"gt", CONSTANT, "", EXTRA_NONE, false},
+	{"ge", CONSTANT, "", EXTRA_NONE, false}, {"isnan", CONSTANT, "", EXTRA_NONE, false},
+	{"logical_not", CONSTANT, "", EXTRA_NONE, false}, {"logical_and", CONSTANT, "", EXTRA_NONE, false},
+	{"logical_or", CONSTANT, "", EXTRA_NONE, false}, {"arange", CONSTANT, "", EXTRA_NONE, false},
+	{"zeros", CONSTANT, "", EXTRA_NONE, false}, {"ones", CONSTANT, "", EXTRA_NONE, false},
+	{"empty", CONSTANT, "", EXTRA_NONE, false}, {"full", CONSTANT, "", EXTRA_NONE, false},
+	{"zeros_like", CONSTANT, "", EXTRA_NONE, false}, {"ones_like", CONSTANT, "", EXTRA_NONE, false},
+	{"empty_like", CONSTANT, "", EXTRA_NONE, false}, {"full_like", CONSTANT, "", EXTRA_NONE, false},
+	{"randn", CONSTANT, "", EXTRA_NONE, false}, {"rand", CONSTANT, "", EXTRA_NONE, false},
+	{"randn_like", CONSTANT, "", EXTRA_NONE, false}, {"rand_like", CONSTANT, "", EXTRA_NONE, false},
+	{"randint", CONSTANT, "", EXTRA_NONE, false}, {"eye", CONSTANT, "", EXTRA_NONE, false},
+	{"new_zeros", CONSTANT, "", EXTRA_NONE, false}, {"new_ones", CONSTANT, "", EXTRA_NONE, false},
+	{"new_full", CONSTANT, "", EXTRA_NONE, false}, {"new_empty", CONSTANT, "", EXTRA_NONE, false},
+	{"long", CONSTANT, "", EXTRA_NONE, false}, {"int", CONSTANT, "", EXTRA_NONE, false},
+	{"bool", CONSTANT, "", EXTRA_NONE, false}, {"nonzero", CONSTANT, "", EXTRA_NONE, false},
+	{"topk", NEW, "", EXTRA_INDICES, false}, {"sort", NEW, "", EXTRA_INDICES, false},
+};
+
+static const plain_row *plain_find(const char *name)
+{
+	for (size_t i = 0; i < sizeof(plain_rows) / sizeof(plain_rows[0]); i++)
+		if (!strcmp(plain_rows[i].name, name))
+			return &plain_rows[i];
+	return NULL;
+}
+
+/* The name of the module that made a call, for labels: "layer1.0.conv1". */
+static const char *label_of(mem_builder *b, const char *op)
+{
+	const char *path = b->module_path && *b->module_path ? b->module_path : NULL;
+	return path ? ti_arena_printf(b->arena, "%s (%s)", path, op) : ti_arena_strdup(b->arena, op);
+}
+
+static int64_t rows_of(const ti_meta_tensor *t, int normalized_dims)
+{
+	int64_t rows = 1;
+	for (int k = 0; k + normalized_dims < t->ndim; k++)
+		if (!mem_mul(rows, t->shape[k].value, &rows))
+			return -1;
+	return rows;
+}
+
+static ti_status plan_plain(mem_builder *b, const mem_event *ev, const plain_row *row, ti_error *err)
+{
+	const ti_op_call *c = ev->call;
+	call_tensors in, out;
+	inputs_of(c, &in);
+	outputs_of(c, &out);
+	mem_unit u;
+	memset(&u, 0, sizeof(u));
+	u.label = label_of(b, ev->name);
+	u.module = b->module;
+	u.differentiable = row->out != CONSTANT;
+	bool train = training(b, c);
+	for (int i = 0; i < in.n; i++) {
+		int id = mem_tensor_of(b, in.t[i]);
+		if (id < 0)
+			return TI_FAIL(err, TI_E_NOMEM, "out of memory for the ledger");
+		u.in[u.nin] = id;
+		if (has_word(row->saves, in.name[i]))
+			u.saved_in |= 1u << u.nin;
+		u.nin++;
+	}
+	mem_out_kind kind = MEM_OUT_NEW;
+	if (row->out == VIEW)
+		kind = MEM_OUT_VIEW;
+	else if (row->out == INPLACE_FLAG && bound_flag(c, "inplace"))
+		kind = MEM_OUT_INPLACE;
+	else if (row->out == VIEW_IF_CONTIGUOUS && in.n && out.n && mem_meta_bytes(out.t[0]) >= 0 &&
+	         ti_meta_is_contiguous(&b->model->ctx, in.t[0]))
+		kind = MEM_OUT_VIEW;
+	/* dropout outside training, p == 0: the input itself */
+	bool dropping = row->extra == EXTRA_DROPOUT && train && bound_real(c, "p", 0.5) > 0;
+	if (row->extra == EXTRA_DROPOUT && !dropping && kind == MEM_OUT_NEW)
+		kind = MEM_OUT_VIEW;
+	if (!in.n && kind != MEM_OUT_NEW)
+		kind = MEM_OUT_NEW;
+	u.out_kind = kind;
+	for (int i = 0; i < out.n; i++) {
+		int id = kind == MEM_OUT_NEW ? mem_tensor_new(b, mem_meta_bytes(out.t[i]), u.label)
+		                             : mem_tensor_view(b, u.in[0], mem_meta_bytes(out.t[i]));
+		if (id < 0 || mem_tensor_bind(b, out.t[i], id) < 0)
+			return TI_FAIL(err, TI_E_NOMEM, "out of memory for the ledger");
+		u.out[u.nout] = id;
+		if (has_word(row->saves, "result"))
+			u.saved_out |= 1u << u.nout;
+		u.nout++;
+	}
+	if (row->grad_view)
+		u.grad_view = 1u;
+	const ti_meta_tensor *x = in.n ? in.t[0] : NULL;
+	switch (row->extra) {
+	case EXTRA_NONE:
+		break;
+	case EXTRA_DROPOUT:
+		if (dropping && x)
+			u.saved_extra = mem_meta_bytes(x);
+		break;
+	case EXTRA_ROW_STATS: {
+		int nd = 1;
+		for (int i = 0; c->in.sig && i < c->in.sig->count; i++)
+			if (!strcmp(c->in.sig->params[i].name, "normalized_shape") && c->in.args[i].kind == TI_ARG_LIST)
+				nd = c->in.args[i].as.list.count;
+		if (x)
+			u.saved_extra = 2 * 4 * rows_of(x, nd);
+		break;
+	}
+	case EXTRA_CHANNEL_STATS:
+		if (x && x->ndim >= 2 && train)
+			u.saved_extra = 2 * 4 * x->shape[1].value;
+		if (!train) /* eval: the running statistics; nothing of the input is needed beyond */
+			u.saved_in &= ~1u;
+		break;
+	case EXTRA_GROUP_STATS:
+		if (x && x->ndim >= 1)
+			u.saved_extra = 2 * 4 * x->shape[0].value * (bound_has(c, "num_groups") ? 32 : 1);
+		break;
+	case EXTRA_INDICES:
+		if (out.n)
+			u.saved_extra = mem_meta_bytes(out.t[0]) / (int64_t)(ti_dtype_size(out.t[0]->dtype) ? ti_dtype_size(out.t[0]->dtype) : 1) * 8;
+		break;
+	}
+	if (row->extra == EXTRA_DROPOUT && !dropping)
+		u.differentiable = true;
+	return mem_emit(b, &u, err);
+}
+
+/* ---- rows that expand a module ---- */
+
+static const mem_rule module_rules[] = {
+	{NULL, NULL, NULL},
+};
+
+const mem_rule *mem_rule_find(const char *name, bool module)
+{
+	if (!module)
+		return NULL;
+	for (const mem_rule *r = module_rules; r->name; r++)
+		if (!strcmp(r->name, name))
+			return r;
+	return NULL;
+}
+
+/* Plain rows are looked up by the caller through this: an operator with a row. */
+bool mem_rule_plain(const char *name);
+bool mem_rule_plain(const char *name) { return plain_find(name) != NULL; }
+
+ti_status mem_rule_plan_op(mem_builder *b, const mem_event *ev, ti_error *err);
+ti_status mem_rule_plan_op(mem_builder *b, const mem_event *ev, ti_error *err)
+{
+	const plain_row *row = plain_find(ev->name);
+	if (row)
+		return plan_plain(b, ev, row, err);
+	return mem_rule_default(b, ev, err);
+}
+
+/* No row: outputs new, every tensor input saved, and the figure marked as a guess. */
+ti_status mem_rule_default(mem_builder *b, const mem_event *ev, ti_error *err)
+{
+	static const plain_row guess = {"?", NEW, "", EXTRA_NONE, false};
+	size_t before = b->unit_count;
+	ti_status st = plan_plain(b, ev, &guess, err);
+	if (st || b->unit_count == before)
+		return st;
+	mem_unit *u = &b->units[b->unit_count - 1];
+	u->unknown = true;
+	u->saved_in = (1u << u->nin) - 1;
+	for (size_t i = 0; i < b->unknown_count; i++)
+		if (!strcmp(b->unknown_ops[i], ev->name))
+			return TI_OK;
+	const char **grown = ti_arena_calloc(b->arena, b->unknown_count + 1, sizeof(*grown));
+	if (!grown)
+		return TI_FAIL(err, TI_E_NOMEM, "out of memory");
+	if (b->unknown_count)
+		memcpy(grown, b->unknown_ops, b->unknown_count * sizeof(*grown));
+	grown[b->unknown_count++] = ev->name;
+	b->unknown_ops = grown;
+	return TI_OK;
+}

@@ -1,0 +1,962 @@
+/*
+ * simulate.c - one step of a described model, played on a ledger of
+ * storages (see tinspect/memory.h): the units the rules made from the trace,
+ * forward in order, backward in reverse, then the optimizer step and
+ * zero_grad(set_to_none=True).
+ *
+ * A storage is live from the unit that creates it until nothing needs it:
+ * the weights, buffers, inputs and optimizer state for the whole step; an
+ * activation until its last use, or until the backward of the last unit that
+ * saved it; a gradient until the unit that consumes it has run; a
+ * parameter's .grad until zero_grad.
+ */
+#include <fnmatch.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "memory/memory_internal.h"
+#include "util/strmap.h"
+
+/* ---- meta tensor -> tensor id ---- */
+
+typedef struct ptr_map {
+	const void **keys;
+	int *values;
+	size_t capacity, count;
+} ptr_map;
+
+static size_t ptr_hash(const void *p)
+{
+	uint64_t x = (uint64_t)(uintptr_t)p;
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	return (size_t)x;
+}
+
+static int map_get(const ptr_map *m, const void *key)
+{
+	if (!m->capacity)
+		return -1;
+	for (size_t i = ptr_hash(key) & (m->capacity - 1);; i = (i + 1) & (m->capacity - 1)) {
+		if (!m->keys[i])
+			return -1;
+		if (m->keys[i] == key)
+			return m->values[i];
+	}
+}
+
+static int map_put(ti_arena *a, ptr_map *m, const void *key, int value)
+{
+	if ((m->count + 1) * 2 > m->capacity) {
+		size_t cap = m->capacity ? m->capacity * 2 : 1024;
+		const void **keys = ti_arena_calloc(a, cap, sizeof(*keys));
+		int *values = ti_arena_calloc(a, cap, sizeof(*values));
+		if (!keys || !values)
+			return -1;
+		for (size_t i = 0; i < m->capacity; i++)
+			if (m->keys[i]) {
+				size_t j = ptr_hash(m->keys[i]) & (cap - 1);
+				while (keys[j])
+					j = (j + 1) & (cap - 1);
+				keys[j] = m->keys[i];
+				values[j] = m->values[i];
+			}
+		m->keys = keys;
+		m->values = values;
+		m->capacity = cap;
+	}
+	size_t i = ptr_hash(key) & (m->capacity - 1);
+	while (m->keys[i] && m->keys[i] != key)
+		i = (i + 1) & (m->capacity - 1);
+	if (!m->keys[i])
+		m->count++;
+	m->keys[i] = key;
+	m->values[i] = value;
+	return 0;
+}
+
+/* ---- the builder's side (memory_internal.h) ---- */
+
+static int new_tensor(mem_builder *b, int64_t bytes, int storage, const char *name)
+{
+	if (bytes < 0)
+		return -1;
+	if (ti_arena_array_grow(b->arena, (void **)&b->tensors, &b->tensor_capacity, sizeof(*b->tensors),
+	                        b->tensor_count + 1))
+		return -1;
+	int id = (int)b->tensor_count++;
+	b->tensors[id] = (mem_tensor){bytes, storage, false, -1, name};
+	return id;
+}
+
+int mem_tensor_new(mem_builder *b, int64_t bytes, const char *name)
+{
+	return new_tensor(b, bytes, b->storage_count++, name);
+}
+
+int mem_tensor_view(mem_builder *b, int base, int64_t bytes)
+{
+	return new_tensor(b, bytes, b->tensors[base].storage, b->tensors[base].name);
+}
+
+int mem_tensor_bind(mem_builder *b, const ti_meta_tensor *t, int id)
+{
+	return map_put(b->arena, b->map, t, id);
+}
+
+/* Tensors first met as an input: the model's inputs and what no traced call made. */
+int mem_tensor_of(mem_builder *b, const ti_meta_tensor *t)
+{
+	int id = map_get(b->map, t);
+	if (id >= 0)
+		return id;
+	id = mem_tensor_new(b, mem_meta_bytes(t), "input");
+	if (id < 0 || map_put(b->arena, b->map, t, id))
+		return -1;
+	return id;
+}
+
+ti_status mem_emit(mem_builder *b, const mem_unit *u, ti_error *err)
+{
+	if (ti_arena_array_grow(b->arena, (void **)&b->units, &b->unit_capacity, sizeof(*b->units), b->unit_count + 1))
+		return TI_FAIL(err, TI_E_NOMEM, "out of memory for the ledger");
+	b->units[b->unit_count++] = *u;
+	return TI_OK;
+}
+
+/* ---- from the trace to units ---- */
+
+bool mem_rule_plain(const char *name);
+ti_status mem_rule_plan_op(mem_builder *b, const mem_event *ev, ti_error *err);
+
+typedef struct module_list {
+	ti_memory_module *items;
+	size_t count, capacity;
+	ti_strmap index;
+} module_list;
+
+static int module_index(mem_builder *b, module_list *ml, const char *path, ti_error *err)
+{
+	int *found = ti_strmap_get(&ml->index, path);
+	if (found)
+		return *found;
+	if (ti_arena_array_grow(b->arena, (void **)&ml->items, &ml->capacity, sizeof(*ml->items), ml->count + 1))
+		return TI_FAIL(err, TI_E_NOMEM, "out of memory"), -1;
+	int *slot = ti_arena_alloc(b->arena, sizeof(*slot));
+	if (!slot)
+		return TI_FAIL(err, TI_E_NOMEM, "out of memory"), -1;
+	*slot = (int)ml->count;
+	int depth = 0;
+	for (const char *p = path; *p; p++)
+		depth += *p == '.';
+	ml->items[ml->count] = (ti_memory_module){path, *path ? depth + 1 : 0, 0, 0};
+	if (ti_strmap_put(&ml->index, path, slot))
+		return TI_FAIL(err, TI_E_NOMEM, "out of memory"), -1;
+	return (int)ml->count++;
+}
+
+static ti_status walk(mem_builder *b, module_list *ml, const mem_trace *tr, int id, ti_error *err);
+
+static ti_status walk_children(mem_builder *b, module_list *ml, const mem_trace *tr, int id, ti_error *err)
+{
+	for (int c = tr->events[id].first_child; c >= 0; c = tr->events[c].next_sibling) {
+		ti_status st = walk(b, ml, tr, c, err);
+		if (st)
+			return st;
+	}
+	return TI_OK;
+}
+
+static ti_status walk(mem_builder *b, module_list *ml, const mem_trace *tr, int id, ti_error *err)
+{
+	const mem_event *ev = &tr->events[id];
+	int saved_module = b->module;
+	const char *saved_path = b->module_path;
+	bool saved_leaf = b->leaf_module_parent;
+	ti_status st = TI_OK;
+	if (ev->module) {
+		const ti_module *mod = ev->module;
+		int k = module_index(b, ml, mod->path, err);
+		if (k < 0)
+			return err->code;
+		b->module = k;
+		b->module_path = mod->path;
+		const mem_rule *rule = mod->kind == TI_MODULE_LEAF ? mem_rule_find(ev->name, true) : NULL;
+		if (rule && ev->call)
+			st = rule->plan(b, ev, err);
+		else {
+			b->leaf_module_parent = mod->kind == TI_MODULE_LEAF;
+			if (ev->first_child >= 0)
+				st = walk_children(b, ml, tr, id, err);
+			else if (ev->call) /* a leaf whose forward ran no operator: its outputs are new */
+				st = mem_rule_default(b, ev, err);
+		}
+	} else if (ev->call) {
+		if (mem_rule_plain(ev->name) || ev->first_child < 0)
+			st = mem_rule_plan_op(b, ev, err);
+		else {
+			b->leaf_module_parent = false;
+			st = walk_children(b, ml, tr, id, err);
+		}
+	}
+	b->module = saved_module;
+	b->module_path = saved_path;
+	b->leaf_module_parent = saved_leaf;
+	return st;
+}
+
+/* ---- the ledger ---- */
+
+typedef struct storage {
+	int64_t bytes;
+	ti_memory_kind kind;
+	const char *name;
+	int last_use;       /* the last forward unit that reads it; -1 none */
+	int saved;          /* references from units that saved it for backward */
+	int grad_refs;      /* gradients: pending references */
+	bool pinned;        /* weights, buffers, inputs, optimizer state */
+	bool output;        /* a model output */
+	bool live;
+	int module;
+} storage;
+
+typedef struct ledger {
+	storage *st;
+	size_t count;
+	int64_t live, high;             /* now; the most since the last point */
+	int64_t peak;
+	ti_memory_phase peak_phase;
+	int peak_unit;
+	long long moment, peak_moment;  /* a counter of allocations: where the peak was reached */
+	long long stop_at;              /* >= 0: snapshot when moment reaches it */
+	bool snapped;
+	ti_memory_tensor *snap;
+	size_t snap_count;
+	ti_memory_phase phase;
+	int unit;
+	bool cuda;
+	ti_arena *arena;
+	bool overflow;
+} ledger;
+
+static int64_t rounded(const ledger *l, int64_t bytes)
+{
+	if (!l->cuda || bytes == 0)
+		return bytes;
+	return (bytes + 511) / 512 * 512;
+}
+
+static void snapshot(ledger *l)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < l->count; i++)
+		n += l->st[i].live && l->st[i].bytes > 0;
+	l->snap = ti_arena_calloc(l->arena, n + 1, sizeof(*l->snap));
+	if (!l->snap)
+		return;
+	for (size_t i = 0; i < l->count; i++)
+		if (l->st[i].live && l->st[i].bytes > 0)
+			l->snap[l->snap_count++] = (ti_memory_tensor){l->st[i].name, l->st[i].kind, rounded(l, l->st[i].bytes)};
+	l->snapped = true;
+}
+
+static void alloc_storage(ledger *l, int s)
+{
+	storage *x = &l->st[s];
+	if (x->live)
+		return;
+	x->live = true;
+	if (!mem_add(&l->live, rounded(l, x->bytes)))
+		l->overflow = true;
+	l->moment++;
+	if (l->live > l->high)
+		l->high = l->live;
+	if (l->live > l->peak) {
+		l->peak = l->live;
+		l->peak_phase = l->phase;
+		l->peak_unit = l->unit;
+		l->peak_moment = l->moment;
+	}
+	if (l->stop_at >= 0 && l->moment == l->stop_at && !l->snapped)
+		snapshot(l);
+}
+
+static void free_storage(ledger *l, int s)
+{
+	storage *x = &l->st[s];
+	if (!x->live || x->pinned)
+		return;
+	x->live = false;
+	l->live -= rounded(l, x->bytes);
+}
+
+/* ---- the simulation ---- */
+
+typedef struct sim {
+	mem_builder b;
+	const ti_memory_options *opt;
+	ledger l;
+	size_t storage_capacity;
+	int *pending;          /* per tensor: storage of its gradient, -1 none */
+	int *param_tensor;     /* per model parameter: tensor id */
+	bool *records;         /* per unit: it recorded a graph */
+	int *extra;            /* per unit: the storage of what it saved beside its inputs, -1 none */
+	size_t base_count;     /* storages made before play: the builder's, weights, optimizer state */
+	int64_t optimizer_state, optimizer_scratch, param_bytes, buffer_bytes, input_bytes, grad_bytes;
+	int64_t activations;
+	const char *optimizer_rule;
+	ti_memory_point *points;
+	size_t point_count, point_capacity;
+} sim;
+
+static int add_storage(sim *s, int64_t bytes, ti_memory_kind kind, const char *name, int module)
+{
+	if (ti_arena_array_grow(s->l.arena, (void **)&s->l.st, &s->storage_capacity, sizeof(*s->l.st), s->l.count + 1))
+		return -1;
+	int id = (int)s->l.count++;
+	s->l.st[id] = (storage){bytes, kind, name, -1, 0, 0, false, false, false, module};
+	return id;
+}
+
+static void transient(sim *s, int64_t bytes, ti_memory_kind kind, const char *name)
+{
+	if (bytes <= 0)
+		return;
+	int id = add_storage(s, bytes, kind, name, 0);
+	if (id < 0) {
+		s->l.overflow = true;
+		return;
+	}
+	alloc_storage(&s->l, id);
+	free_storage(&s->l, id);
+}
+
+static void point(sim *s, const char *step)
+{
+	if (!ti_arena_array_grow(s->l.arena, (void **)&s->points, &s->point_capacity, sizeof(*s->points),
+	                         s->point_count + 1))
+		s->points[s->point_count++] = (ti_memory_point){s->l.phase, step, s->l.live, s->l.high};
+	s->l.high = s->l.live;
+}
+
+/* Storage ids for the builder's storages: one per builder storage, in order, made before play. */
+static ti_status make_storages(sim *s, ti_error *err)
+{
+	mem_builder *b = &s->b;
+	for (int i = 0; i < b->storage_count; i++)
+		if (add_storage(s, 0, TI_MEM_ACTIVATION, NULL, 0) < 0)
+			return TI_FAIL(err, TI_E_NOMEM, "out of memory for the ledger");
+	/* a storage's size and name are those of the first tensor in it */
+	for (size_t t = 0; t < b->tensor_count; t++) {
+		storage *x = &s->l.st[b->tensors[t].storage];
+		if (!x->name) {
+			x->bytes = b->tensors[t].bytes;
+			x->name = b->tensors[t].name;
+		}
+	}
+	return TI_OK;
+}
+
+static bool unit_needs_grad(sim *s, const mem_unit *u)
+{
+	if (s->opt->mode != TI_MEMORY_TRAIN || !u->differentiable)
+		return false;
+	for (int i = 0; i < u->nin; i++)
+		if (s->b.tensors[u->in[i]].grad)
+			return true;
+	return false;
+}
+
+static void forward(sim *s)
+{
+	mem_builder *b = &s->b;
+	ledger *l = &s->l;
+	l->phase = TI_PHASE_FORWARD;
+	for (size_t k = 0; k < b->unit_count; k++) {
+		const mem_unit *u = &b->units[k];
+		l->unit = (int)k;
+		bool rec = s->records[k] = unit_needs_grad(s, u);
+		for (int o = 0; o < u->nout; o++) {
+			mem_tensor *t = &b->tensors[u->out[o]];
+			t->grad = rec;
+			storage *x = &l->st[t->storage];
+			x->module = u->module;
+			alloc_storage(l, t->storage);
+		}
+		int64_t scratch = rec && u->fwd_scratch_grad >= 0 ? u->fwd_scratch_grad : u->fwd_scratch;
+		transient(s, scratch, TI_MEM_TEMPORARY, u->label);
+		if (rec) {
+			for (int i = 0; i < u->nin; i++)
+				if (u->saved_in & (1u << i))
+					l->st[b->tensors[u->in[i]].storage].saved++;
+			for (int o = 0; o < u->nout; o++)
+				if (u->saved_out & (1u << o))
+					l->st[b->tensors[u->out[o]].storage].saved++;
+			if (u->saved_extra > 0) {
+				int id = add_storage(s, u->saved_extra, TI_MEM_SAVED, u->label, u->module);
+				if (id < 0)
+					l->overflow = true;
+				else {
+					l->st[id].saved = 1;
+					alloc_storage(l, id);
+					s->extra[k] = id;
+				}
+			}
+		}
+		/* what this unit was the last to read, and outputs nobody reads, die now */
+		for (int i = 0; i < u->nin; i++) {
+			storage *x = &l->st[b->tensors[u->in[i]].storage];
+			if (x->last_use <= (int)k && !x->saved && !x->output)
+				free_storage(l, b->tensors[u->in[i]].storage);
+		}
+		for (int o = 0; o < u->nout; o++) {
+			storage *x = &l->st[b->tensors[u->out[o]].storage];
+			if (x->last_use <= (int)k && !x->saved && !x->output)
+				free_storage(l, b->tensors[u->out[o]].storage);
+		}
+		point(s, u->label);
+	}
+}
+
+static void release_saved(sim *s, int k)
+{
+	mem_builder *b = &s->b;
+	const mem_unit *u = &b->units[k];
+	for (int i = 0; i < u->nin; i++)
+		if (u->saved_in & (1u << i)) {
+			storage *x = &s->l.st[b->tensors[u->in[i]].storage];
+			if (--x->saved == 0)
+				free_storage(&s->l, b->tensors[u->in[i]].storage);
+		}
+	for (int o = 0; o < u->nout; o++)
+		if (u->saved_out & (1u << o)) {
+			storage *x = &s->l.st[b->tensors[u->out[o]].storage];
+			if (--x->saved == 0)
+				free_storage(&s->l, b->tensors[u->out[o]].storage);
+		}
+	if (s->extra[k] >= 0) {
+		s->l.st[s->extra[k]].saved = 0;
+		free_storage(&s->l, s->extra[k]);
+		s->extra[k] = -1;
+	}
+	s->records[k] = false;
+}
+
+static void drop_grad(sim *s, int g)
+{
+	if (g >= 0 && --s->l.st[g].grad_refs <= 0)
+		free_storage(&s->l, g);
+}
+
+/* Gives tensor t the gradient storage g (a reference taken), adding to one it has. */
+static void accumulate(sim *s, int t, int g, const char *name)
+{
+	mem_builder *b = &s->b;
+	mem_tensor *x = &b->tensors[t];
+	if (x->param >= 0) {
+		int have = s->pending[t];
+		if (have >= 0) { /* param.grad += g: g is dropped after the add */
+			drop_grad(s, g);
+			return;
+		}
+		s->l.st[g].kind = TI_MEM_GRADIENT;
+		s->l.st[g].name = name;
+		s->l.st[g].pinned = true; /* until zero_grad */
+		s->pending[t] = g;
+		return;
+	}
+	if (s->pending[t] >= 0) { /* InputBuffer: added in place, the new one dropped */
+		drop_grad(s, g);
+		return;
+	}
+	s->pending[t] = g;
+}
+
+static void backward(sim *s)
+{
+	mem_builder *b = &s->b;
+	ledger *l = &s->l;
+	l->phase = TI_PHASE_BACKWARD;
+	for (size_t k = b->unit_count; k-- > 0;) {
+		const mem_unit *u = &b->units[k];
+		if (!s->records[k])
+			continue;
+		l->unit = (int)k;
+		bool any = false;
+		for (int o = 0; o < u->nout; o++)
+			any |= s->pending[u->out[o]] >= 0;
+		if (!any)
+			continue;
+		transient(s, u->bwd_scratch, TI_MEM_TEMPORARY, u->label);
+		int go = s->pending[u->out[0]];
+		for (int i = 0; i < u->nin; i++) {
+			int t = u->in[i];
+			if (!b->tensors[t].grad)
+				continue;
+			bool repeat = false;
+			for (int j = 0; j < i; j++)
+				repeat |= u->in[j] == t;
+			if (repeat)
+				continue;
+			int g;
+			if ((u->grad_view & (1u << i)) && u->out_kind == MEM_OUT_VIEW && go >= 0) {
+				g = go; /* a view of the output's gradient */
+			} else {
+				const mem_tensor *x = &b->tensors[t];
+				g = add_storage(s, x->bytes, x->param >= 0 ? TI_MEM_GRADIENT : TI_MEM_ACT_GRADIENT,
+				                x->param >= 0 ? x->name : ti_arena_printf(l->arena, "grad of %s", x->name ? x->name : "?"),
+				                u->module);
+				if (g < 0) {
+					l->overflow = true;
+					return;
+				}
+				alloc_storage(l, g);
+			}
+			s->l.st[g].grad_refs++;
+			accumulate(s, t, g, b->tensors[t].name);
+		}
+		release_saved(s, (int)k);
+		for (int o = 0; o < u->nout; o++) {
+			int t = u->out[o];
+			if (s->pending[t] >= 0) {
+				drop_grad(s, s->pending[t]);
+				s->pending[t] = -1;
+			}
+		}
+		point(s, u->label);
+	}
+	/* what never ran backward lets go of what it saved when the graph is freed */
+	for (size_t k = 0; k < b->unit_count; k++)
+		if (s->records[k])
+			release_saved(s, (int)k);
+	for (size_t t = 0; t < b->tensor_count; t++)
+		if (b->tensors[t].param < 0 && s->pending[t] >= 0) {
+			drop_grad(s, s->pending[t]);
+			s->pending[t] = -1;
+		}
+}
+
+/* ---- setup: weights, inputs, what each storage is ---- */
+
+static bool glob_any(const char *const *globs, size_t n, const char *name)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!fnmatch(globs[i], name, 0))
+			return true;
+	return false;
+}
+
+static bool trains(const ti_memory_options *o, const ti_model_param *p)
+{
+	if (p->buffer || !p->trainable || !ti_dtype_is_floating(p->dtype))
+		return false;
+	if (o->trainable_count && !glob_any(o->trainable, o->trainable_count, p->name))
+		return false;
+	return !glob_any(o->frozen, o->frozen_count, p->name);
+}
+
+static int64_t param_bytes(const ti_memory_options *o, const ti_model_param *p)
+{
+	int64_t n = 1;
+	for (int k = 0; k < p->ndim; k++)
+		if (!mem_mul(n, p->shape[k], &n))
+			return -1;
+	ti_dtype dt = o->dtype && ti_dtype_is_floating(p->dtype) ? o->dtype : p->dtype;
+	int64_t bytes;
+	return mem_mul(n, (int64_t)ti_dtype_size(dt), &bytes) ? bytes : -1;
+}
+
+static ti_status map_params(sim *s, ti_error *err)
+{
+	mem_builder *b = &s->b;
+	ti_model *m = b->model;
+	s->param_tensor = ti_arena_calloc(b->arena, m->param_count + 1, sizeof(*s->param_tensor));
+	if (!s->param_tensor)
+		return TI_FAIL(err, TI_E_NOMEM, "out of memory");
+	for (size_t i = 0; i < m->param_count; i++) {
+		const ti_model_param *p = &m->params[i];
+		const ti_meta_tensor *meta = ti_module_tensor_get(m->param_modules[i], m->param_locals[i]);
+		int id = -1;
+		if (p->tied_to)
+			for (size_t j = 0; j < i && id < 0; j++)
+				if (!strcmp(m->params[j].name, p->tied_to))
+					id = s->param_tensor[j];
+		if (id < 0) {
+			int64_t bytes = param_bytes(s->opt, p);
+			if (bytes < 0)
+				return TI_FAIL(err, TI_E_LIMIT, "'%s' is larger than %lld bytes", p->name,
+				               (long long)TI_MEMORY_MAX_BYTES);
+			id = mem_tensor_new(b, bytes, p->name);
+			if (id < 0)
+				return TI_FAIL(err, TI_E_NOMEM, "out of memory");
+			b->tensors[id].param = (int)i;
+			b->tensors[id].grad = trains(s->opt, p);
+		}
+		s->param_tensor[i] = id;
+		if (meta && map_put(b->arena, b->map, meta, id))
+			return TI_FAIL(err, TI_E_NOMEM, "out of memory");
+	}
+	return TI_OK;
+}
+
+/* After the builder ran: what every storage is, and when it is last read. */
+static ti_status classify(sim *s, const ti_model_report *rep, ti_error *err)
+{
+	mem_builder *b = &s->b;
+	ti_model *m = b->model;
+	ti_status st = make_storages(s, err);
+	if (st)
+		return st;
+	bool *made = ti_arena_calloc(b->arena, (size_t)b->storage_count + 1, sizeof(*made));
+	if (!made)
+		return TI_FAIL(err, TI_E_NOMEM, "out of memory");
+	for (size_t k = 0; k < b->unit_count; k++) {
+		const mem_unit *u = &b->units[k];
+		for (int i = 0; i < u->nin; i++)
+			s->l.st[b->tensors[u->in[i]].storage].last_use = (int)k;
+		if (u->out_kind == MEM_OUT_NEW)
+			for (int o = 0; o < u->nout; o++)
+				made[b->tensors[u->out[o]].storage] = true;
+	}
+	for (size_t i = 0; i < m->param_count; i++) {
+		int t = s->param_tensor[i];
+		storage *x = &s->l.st[b->tensors[t].storage];
+		if (x->pinned)
+			continue; /* tied: counted once */
+		x->pinned = true;
+		x->kind = m->params[i].buffer ? TI_MEM_BUFFER : TI_MEM_WEIGHT;
+		if (!mem_add(m->params[i].buffer ? &s->buffer_bytes : &s->param_bytes, x->bytes))
+			return TI_FAIL(err, TI_E_LIMIT, "weights past %lld bytes", (long long)TI_MEMORY_MAX_BYTES);
+		made[b->tensors[t].storage] = true;
+	}
+	for (int i = 0; i < b->storage_count; i++)
+		if (!made[i]) { /* the model's inputs, and what no call made */
+			storage *x = &s->l.st[i];
+			x->pinned = true;
+			x->kind = TI_MEM_INPUT;
+			if (!x->name)
+				x->name = "input";
+			if (!mem_add(&s->input_bytes, x->bytes))
+				return TI_FAIL(err, TI_E_LIMIT, "inputs past %lld bytes", (long long)TI_MEMORY_MAX_BYTES);
+		}
+	for (size_t i = 0; i < m->input_count; i++) {
+		int t = m->inputs[i].meta ? map_get(b->map, m->inputs[i].meta) : -1;
+		if (t >= 0)
+			s->l.st[b->tensors[t].storage].name = m->inputs[i].name;
+	}
+	for (size_t i = 0; i < rep->output_count; i++) {
+		int t = rep->outputs[i].meta ? map_get(b->map, rep->outputs[i].meta) : -1;
+		if (t >= 0)
+			s->l.st[b->tensors[t].storage].output = true;
+	}
+	return TI_OK;
+}
+
+static ti_status optimizer_setup(sim *s, ti_error *err)
+{
+	mem_builder *b = &s->b;
+	ti_model *m = b->model;
+	if (s->opt->mode != TI_MEMORY_TRAIN)
+		return TI_OK;
+	mem_param_info *info = ti_arena_calloc(b->arena, m->param_count + 1, sizeof(*info));
+	if (!info)
+		return TI_FAIL(err, TI_E_NOMEM, "out of memory");
+	size_t n = 0;
+	for (size_t i = 0; i < m->param_count; i++) {
+		const ti_model_param *p = &m->params[i];
+		const mem_tensor *t = &b->tensors[s->param_tensor[i]];
+		if (p->tied_to || !t->grad)
+			continue;
+		int64_t numel = 1;
+		for (int k = 0; k < p->ndim; k++)
+			numel *= p->shape[k];
+		info[n++] = (mem_param_info){t->bytes, numel, p->ndim, p->shape,
+		                             s->opt->dtype && ti_dtype_is_floating(p->dtype) ? s->opt->dtype : p->dtype};
+		if (!mem_add(&s->grad_bytes, t->bytes))
+			return TI_FAIL(err, TI_E_LIMIT, "gradients past %lld bytes", (long long)TI_MEMORY_MAX_BYTES);
+	}
+	mem_optim_cost cost;
+	ti_status st = mem_optim_cost_of(s->opt->optimizer, s->opt->impl, info, n, &cost, &s->optimizer_rule, err);
+	if (st)
+		return st;
+	s->optimizer_state = cost.state;
+	s->optimizer_scratch = cost.step_scratch;
+	if (cost.state) {
+		int id = add_storage(s, cost.state, TI_MEM_OPTIMIZER_STATE, "optimizer state", 0);
+		if (id < 0)
+			return TI_FAIL(err, TI_E_NOMEM, "out of memory");
+		s->l.st[id].pinned = true;
+	}
+	return TI_OK;
+}
+
+/* ---- play ---- */
+
+static void reset(sim *s, long long stop_at)
+{
+	ledger *l = &s->l;
+	l->count = s->base_count;
+	l->live = l->high = l->peak = 0;
+	l->moment = 0;
+	l->stop_at = stop_at;
+	l->snapped = false;
+	l->phase = TI_PHASE_FORWARD;
+	l->unit = -1;
+	s->point_count = 0;
+	for (size_t i = 0; i < l->count; i++) {
+		l->st[i].live = false;
+		l->st[i].saved = 0;
+		l->st[i].grad_refs = 0;
+	}
+	for (size_t t = 0; t < s->b.tensor_count; t++)
+		s->pending[t] = -1;
+	for (size_t k = 0; k < s->b.unit_count; k++) {
+		s->records[k] = false;
+		s->extra[k] = -1;
+	}
+	/* the step starts with the weights, buffers, inputs and optimizer state */
+	for (size_t i = 0; i < l->count; i++)
+		if (l->st[i].pinned)
+			alloc_storage(l, (int)i);
+}
+
+static void play(sim *s, long long stop_at)
+{
+	reset(s, stop_at);
+	mem_builder *b = &s->b;
+	ledger *l = &s->l;
+	forward(s);
+	/* activations: what the forward leaves live besides the step's own and the outputs it returns */
+	s->activations = 0;
+	for (size_t i = 0; i < l->count; i++) {
+		const storage *x = &l->st[i];
+		if (x->live && !x->pinned && !(x->output && !x->saved))
+			s->activations += x->bytes;
+	}
+	if (s->opt->mode != TI_MEMORY_TRAIN)
+		return;
+	/* loss = sum of the outputs: each output's gradient is an expanded scalar, no allocation */
+	for (size_t i = 0; i < l->count; i++)
+		if (l->st[i].output) {
+			if (!l->st[i].saved)
+				free_storage(l, (int)i);
+		}
+	for (size_t t = 0; t < b->tensor_count; t++) {
+		const mem_tensor *x = &b->tensors[t];
+		if (x->grad && x->param < 0 && l->st[x->storage].output) {
+			int g = add_storage(s, 0, TI_MEM_ACT_GRADIENT, "grad of the loss", 0);
+			if (g < 0) {
+				l->overflow = true;
+				return;
+			}
+			l->st[g].grad_refs = 1;
+			s->pending[t] = g;
+		}
+	}
+	backward(s);
+	l->phase = TI_PHASE_OPTIMIZER;
+	l->unit = -1;
+	transient(s, s->optimizer_scratch, TI_MEM_TEMPORARY, "optimizer step temporaries");
+	point(s, "optimizer.step()");
+	for (size_t i = 0; i < l->count; i++)
+		if (l->st[i].kind == TI_MEM_GRADIENT && l->st[i].live) {
+			l->st[i].pinned = false;
+			free_storage(l, (int)i);
+		}
+	point(s, "optimizer.zero_grad(set_to_none=True)");
+}
+
+/* ---- the report ---- */
+
+static const char *const phase_names[] = {"forward", "backward", "optimizer"};
+const char *ti_memory_phase_name(ti_memory_phase p) { return (unsigned)p < 3 ? phase_names[p] : "?"; }
+
+static const char *const kind_names[] = {"weight", "buffer", "input", "activation", "saved", "gradient",
+                                         "activation gradient", "optimizer state", "temporary"};
+const char *ti_memory_kind_name(ti_memory_kind k) { return (unsigned)k < TI_MEM_KIND_COUNT ? kind_names[k] : "?"; }
+
+static int by_bytes(const void *a, const void *b)
+{
+	const ti_memory_tensor *x = a, *y = b;
+	return x->bytes < y->bytes ? 1 : x->bytes > y->bytes ? -1 : 0;
+}
+
+/* The description's symbols must all be bound: sizes are numbers here. */
+static ti_status check_concrete(ti_model *m, ti_error *err)
+{
+	char names[256] = "";
+	size_t used = 0;
+	for (size_t i = 0; i < m->input_count; i++)
+		for (int k = 0; k < m->inputs[i].ndim; k++) {
+			ti_dim d = m->inputs[i].shape[k];
+			if (ti_dim_is_int(d))
+				continue;
+			const char *text = ti_dim_str(&m->sym, d);
+			if (text && !strstr(names, text) && used + strlen(text) + 3 < sizeof(names))
+				used += (size_t)snprintf(names + used, sizeof(names) - used, "%s%s", used ? ", " : "", text);
+		}
+	if (used)
+		return TI_FAIL(err, TI_E_INVALID, "memory needs every size as a number: bind %s with --bind NAME=VALUE", names);
+	return TI_OK;
+}
+
+static ti_status add_note(ti_memory_report *r, ti_arena *a, const char *text, ti_error *err)
+{
+	const char **grown = ti_arena_calloc(a, r->note_count + 1, sizeof(*grown));
+	if (!grown || !text)
+		return TI_FAIL(err, TI_E_NOMEM, "out of memory");
+	if (r->note_count)
+		memcpy(grown, r->notes, r->note_count * sizeof(*grown));
+	grown[r->note_count++] = text;
+	r->notes = grown;
+	return TI_OK;
+}
+
+static ti_status build_terms(sim *s, ti_memory_report *r, ti_error *err)
+{
+	ti_arena *a = s->b.arena;
+	bool train = s->opt->mode == TI_MEMORY_TRAIN;
+	bool unknown = s->b.unknown_count > 0;
+	const char *unknown_why = NULL;
+	if (unknown) {
+		char list[200] = "";
+		size_t used = 0;
+		for (size_t i = 0; i < s->b.unknown_count && used + 40 < sizeof(list); i++)
+			used += (size_t)snprintf(list + used, sizeof(list) - used, "%s%s", i ? ", " : "", s->b.unknown_ops[i]);
+		unknown_why = ti_arena_printf(a, "no memory rule for %s: their outputs are counted, what they save is a guess",
+		                              list);
+	}
+	ti_memory_term terms[] = {
+		{"weights", r->weights, "parameters and buffers, each storage once", false, NULL},
+		{"inputs", r->inputs, "the step's input tensors", false, NULL},
+		{"gradients", r->gradients, "a .grad per trainable parameter, its dtype", false, NULL},
+		{"optimizer_state", r->optimizer_state, s->optimizer_rule ? s->optimizer_rule : "inference: none",
+		 train && s->opt->optimizer == TI_OPTIM_NONE,
+		 train && s->opt->optimizer == TI_OPTIM_NONE ? "no --optimizer given" : NULL},
+		{"activations", r->activations,
+		 train ? "saved for backward, live at the end of forward" : "inference: nothing is saved", unknown && train,
+		 train ? unknown_why : NULL},
+		{"kv_cache", r->kv_cache, "none: the description holds no cache", false, NULL},
+		{"peak", r->peak, "the most live at any moment of the step: the ledger's high-water mark", unknown, unknown_why},
+	};
+	r->term_count = sizeof(terms) / sizeof(terms[0]);
+	r->terms = ti_arena_calloc(a, r->term_count, sizeof(*r->terms));
+	if (!r->terms)
+		return TI_FAIL(err, TI_E_NOMEM, "out of memory");
+	memcpy(r->terms, terms, sizeof(terms));
+	if (unknown_why)
+		return add_note(r, a, unknown_why, err);
+	return TI_OK;
+}
+
+ti_status ti_memory_estimate(ti_model *model, const ti_memory_options *options, const ti_memory_report **out,
+                             ti_error *err)
+{
+	mem_trace trace;
+	const ti_model_report *rep;
+	ti_status st = mem_trace_run(model, &trace, &rep, err);
+	if (st)
+		return st;
+	if (rep->failed) {
+		*err = rep->error;
+		return TI_E_SHAPE;
+	}
+	if ((st = check_concrete(model, err)))
+		return st;
+	if (options->mode == TI_MEMORY_TRAIN && options->optimizer == TI_OPTIM_NONE && false)
+		return TI_OK;
+	sim *s = ti_arena_alloc(&model->arena, sizeof(*s));
+	ptr_map *map = ti_arena_alloc(&model->arena, sizeof(*map));
+	if (!s || !map)
+		return TI_FAIL(err, TI_E_NOMEM, "out of memory");
+	s->opt = options;
+	s->b.model = model;
+	s->b.arena = &model->arena;
+	s->b.options = options;
+	s->b.map = map;
+	s->l.arena = &model->arena;
+	s->l.cuda = options->device == TI_MEMORY_CUDA;
+	module_list ml = {0};
+	ti_strmap_init(&ml.index);
+	if ((st = map_params(s, err)))
+		goto done;
+	if (module_index(&s->b, &ml, "", err) < 0) {
+		st = err->code;
+		goto done;
+	}
+	for (size_t i = 0; i < trace.count && !st; i++)
+		if (trace.events[i].parent < 0)
+			st = walk(&s->b, &ml, &trace, (int)i, err);
+	if (st || (st = classify(s, rep, err)) || (st = optimizer_setup(s, err)))
+		goto done;
+	s->base_count = s->l.count;
+	s->pending = ti_arena_calloc(&model->arena, s->b.tensor_count + 1, sizeof(*s->pending));
+	s->records = ti_arena_calloc(&model->arena, s->b.unit_count + 1, sizeof(*s->records));
+	s->extra = ti_arena_calloc(&model->arena, s->b.unit_count + 1, sizeof(*s->extra));
+	if (!s->pending || !s->records || !s->extra) {
+		st = TI_FAIL(err, TI_E_NOMEM, "out of memory");
+		goto done;
+	}
+	play(s, -1);
+	if (s->l.overflow) {
+		st = TI_FAIL(err, TI_E_LIMIT, "the step needs more than %lld bytes, or the ledger ran out of memory",
+		             (long long)TI_MEMORY_MAX_BYTES);
+		goto done;
+	}
+	ti_memory_report *r = ti_arena_alloc(&model->arena, sizeof(*r));
+	if (!r) {
+		st = TI_FAIL(err, TI_E_NOMEM, "out of memory");
+		goto done;
+	}
+	r->parameters = s->param_bytes;
+	r->buffers = s->buffer_bytes;
+	r->weights = s->param_bytes + s->buffer_bytes;
+	r->inputs = s->input_bytes;
+	r->gradients = options->mode == TI_MEMORY_TRAIN ? s->grad_bytes : 0;
+	r->optimizer_state = s->optimizer_state;
+	r->activations = options->mode == TI_MEMORY_TRAIN ? s->activations : 0;
+	r->peak = s->l.peak;
+	r->peak_phase = s->l.peak_phase;
+	int pu = s->l.peak_unit;
+	r->peak_step = pu >= 0 ? s->b.units[pu].label
+	               : r->peak_phase == TI_PHASE_OPTIMIZER ? "optimizer.step()" : "start of the step";
+	r->peak_module = pu >= 0 ? ml.items[s->b.units[pu].module].path : "";
+	/* the activations each module's calls keep for backward */
+	for (size_t i = 0; i < model->param_count; i++) {
+		const char *name = model->params[i].name;
+		if (model->params[i].tied_to)
+			continue;
+		for (size_t k = 0; k < ml.count; k++) {
+			const char *p = ml.items[k].path;
+			size_t n = strlen(p);
+			if (!n || (!strncmp(name, p, n) && name[n] == '.'))
+				ml.items[k].weights += s->b.tensors[s->param_tensor[i]].bytes;
+		}
+	}
+	r->timeline = s->points;
+	r->point_count = s->point_count;
+	r->unit_count = s->b.unit_count;
+	long long moment = s->l.peak_moment;
+	int64_t peak = s->l.peak;
+	play(s, moment);
+	for (size_t i = 0; i < s->l.count; i++) {
+		const storage *x = &s->l.st[i];
+		if (x->saved > 0 || (s->extra && 0))
+			continue;
+	}
+	r->top = s->l.snap;
+	r->top_count = s->l.snap_count;
+	if (r->top)
+		qsort(r->top, r->top_count, sizeof(*r->top), by_bytes);
+	r->peak = peak;
+	r->modules = ml.items;
+	r->module_count = ml.count;
+	if ((st = build_terms(s, r, err)))
+		goto done;
+	*out = r;
+done:
+	ti_strmap_release(&ml.index);
+	return st;
+}
