@@ -104,6 +104,20 @@ int64_t mem_meta_bytes(const ti_meta_tensor *t);
 /* Appends a unit (copied). */
 ti_status mem_emit(mem_builder *b, const mem_unit *u, ti_error *err);
 
+/*
+ * For rows that expand a module into the operators PyTorch runs: one unit
+ * over tensor ids ins[0..nin) (-1 entries skipped), saving the inputs of
+ * saved_in's bits (and its output when save_out, and saved_extra new bytes
+ * beside), with one output of out_bytes (a view of ins[0] for MEM_OUT_VIEW).
+ * Returns the output's tensor id, or -1 with err set.
+ */
+int mem_step(mem_builder *b, const char *op, const int *ins, int nin, unsigned saved_in, int64_t out_bytes,
+             mem_out_kind kind, bool save_out, int64_t saved_extra, ti_error *err);
+/* The tensor id of a module's parameter or buffer by local name ("self_attn.in_proj_weight"), -1 if it has none. */
+int mem_param(mem_builder *b, const ti_module *m, const char *local);
+/* Whether calls under the module train (the mode, as module.train() / .eval() set it). */
+bool mem_training(const mem_builder *b);
+
 /* A rule: turns one event into units. */
 typedef ti_status (*mem_rule_fn)(mem_builder *b, const mem_event *ev, ti_error *err);
 typedef struct mem_rule {

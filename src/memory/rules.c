@@ -199,11 +199,11 @@ static const plain_row plain_rows[] = {
 	{"masked_fill", NEW, "mask", EXTRA_NONE, false}, {"where", NEW, "condition", EXTRA_NONE, false},
 	/* activations */
 	{"relu", INPLACE_FLAG, "result", EXTRA_NONE, false}, {"relu6", INPLACE_FLAG, "input", EXTRA_NONE, false},
-	{"hardtanh", INPLACE_FLAG, "input", EXTRA_NONE, false}, {"leaky_relu", INPLACE_FLAG, "input", EXTRA_NONE, false},
+	{"hardtanh", INPLACE_FLAG, "input", EXTRA_NONE, false}, {"leaky_relu", INPLACE_FLAG, "result", EXTRA_NONE, false},
 	{"elu", INPLACE_FLAG, "result", EXTRA_NONE, false}, {"selu", INPLACE_FLAG, "result", EXTRA_NONE, false},
 	{"celu", INPLACE_FLAG, "result", EXTRA_NONE, false}, {"silu", INPLACE_FLAG, "input", EXTRA_NONE, false},
 	{"mish", INPLACE_FLAG, "input", EXTRA_NONE, false}, {"hardswish", INPLACE_FLAG, "input", EXTRA_NONE, false},
-	{"hardsigmoid", INPLACE_FLAG, "input", EXTRA_NONE, false}, {"threshold", INPLACE_FLAG, "input", EXTRA_NONE, false},
+	{"hardsigmoid", INPLACE_FLAG, "input", EXTRA_NONE, false}, {"threshold", INPLACE_FLAG, "result", EXTRA_NONE, false},
 	{"gelu", NEW, "input", EXTRA_NONE, false}, {"tanh", NEW, "result", EXTRA_NONE, false},
 	{"sigmoid", NEW, "result", EXTRA_NONE, false}, {"logsigmoid", NEW, "input", EXTRA_NONE, false},
 	{"softplus", NEW, "input", EXTRA_NONE, false}, {"prelu", NEW, "input weight", EXTRA_NONE, false},
@@ -296,6 +296,48 @@ static int64_t rows_of(const ti_meta_tensor *t, int normalized_dims)
 	return rows;
 }
 
+/*
+ * A convolution's own scratch on the CPU (PyTorch 1.13, one thread, measured):
+ * where mkldnn runs it (every convolution but a 1x1 kernel at stride 1 on a
+ * batch under 16) the larger of the input and the output once more; THNN's
+ * 1x1 none; a transposed
+ * convolution (slow_conv_transpose) one sample's columns,
+ * C_out * prod(kernel) * prod(input spatial) elements.
+ */
+static int64_t conv_scratch(const char *op, const ti_op_call *c, const ti_meta_tensor *x, const ti_meta_tensor *y)
+{
+	const ti_meta_tensor *w = NULL;
+	for (int i = 0; c->in.sig && i < c->in.sig->count; i++)
+		if (!strcmp(c->in.sig->params[i].name, "weight") && c->in.args[i].kind == TI_ARG_TENSOR)
+			w = c->in.args[i].as.tensor;
+	if (!w || w->ndim < 3)
+		return 0;
+	int64_t kernel = 1;
+	for (int k = 2; k < w->ndim; k++)
+		kernel *= w->shape[k].value;
+	if (strstr(op, "transpose")) {
+		int64_t n = (int64_t)ti_dtype_size(x->dtype) * w->shape[1].value * kernel, spatial = 1;
+		for (int k = 2; k < x->ndim; k++)
+			spatial *= x->shape[k].value;
+		int64_t bytes;
+		return mem_mul(n, spatial, &bytes) ? bytes : 0;
+	}
+	/* ConvParams::use_mkldnn with one thread: THNN only for a 1x1 kernel, stride 1, no dilation, a batch under 16 */
+	bool strided = false;
+	for (int i = 0; c->in.sig && i < c->in.sig->count; i++) {
+		const ti_arg *a = &c->in.args[i];
+		const char *name = c->in.sig->params[i].name;
+		if ((!strcmp(name, "stride") || !strcmp(name, "dilation")) && a->kind == TI_ARG_LIST)
+			for (int k = 0; k < a->as.list.count; k++)
+				strided |= a->as.list.items[k].kind == TI_ARG_INT && a->as.list.items[k].as.dim.value != 1;
+	}
+	int64_t batch = x->ndim == w->ndim ? x->shape[0].value : 1;
+	if (kernel == 1 && !strided && batch < 16)
+		return 0;
+	int64_t in = mem_meta_bytes(x), out = mem_meta_bytes(y);
+	return in > out ? in : out;
+}
+
 static ti_status plan_plain(mem_builder *b, const mem_event *ev, const plain_row *row, ti_error *err)
 {
 	const ti_op_call *c = ev->call;
@@ -306,6 +348,7 @@ static ti_status plan_plain(mem_builder *b, const mem_event *ev, const plain_row
 	memset(&u, 0, sizeof(u));
 	u.label = label_of(b, ev->name);
 	u.module = b->module;
+	u.fwd_scratch_grad = -1;
 	u.differentiable = row->out != CONSTANT;
 	bool train = training(b, c);
 	for (int i = 0; i < in.n; i++) {
@@ -344,6 +387,15 @@ static ti_status plan_plain(mem_builder *b, const mem_event *ev, const plain_row
 	}
 	if (row->grad_view)
 		u.grad_view = 1u;
+	/*
+	 * In place, a formula that needs the input (hardtanh_, silu_: not relu_,
+	 * which needs its result) makes autograd clone the input first and save
+	 * the clone: as much memory as the out-of-place call.
+	 */
+	if (kind == MEM_OUT_INPLACE && (u.saved_in & 1u)) {
+		u.saved_in &= ~1u;
+		u.saved_extra += mem_meta_bytes(in.t[0]);
+	}
 	const ti_meta_tensor *x = in.n ? in.t[0] : NULL;
 	switch (row->extra) {
 	case EXTRA_NONE:
@@ -371,27 +423,44 @@ static ti_status plan_plain(mem_builder *b, const mem_event *ev, const plain_row
 		if (x && x->ndim >= 1)
 			u.saved_extra = 2 * 4 * x->shape[0].value * (bound_has(c, "num_groups") ? 32 : 1);
 		break;
-	case EXTRA_INDICES:
-		if (out.n)
-			u.saved_extra = mem_meta_bytes(out.t[0]) / (int64_t)(ti_dtype_size(out.t[0]->dtype) ? ti_dtype_size(out.t[0]->dtype) : 1) * 8;
+	case EXTRA_INDICES: /* made in every mode, kept only for backward */
+		if (out.n) {
+			int64_t es = (int64_t)ti_dtype_size(out.t[0]->dtype);
+			u.saved_extra = mem_meta_bytes(out.t[0]) / (es ? es : 1) * 8;
+			u.fwd_scratch = u.saved_extra;
+			u.fwd_scratch_grad = 0;
+		}
 		break;
 	}
 	if (row->extra == EXTRA_DROPOUT && !dropping)
 		u.differentiable = true;
+	if (x && out.n && !strncmp(row->name, "conv", 4))
+		u.fwd_scratch = conv_scratch(row->name, c, x, out.t[0]);
 	return mem_emit(b, &u, err);
 }
 
 /* ---- rows that expand a module ---- */
 
+ti_status mem_expand_mha(mem_builder *b, const mem_event *ev, ti_error *err);
+ti_status mem_expand_encoder_layer(mem_builder *b, const mem_event *ev, ti_error *err);
+ti_status mem_expand_encoder(mem_builder *b, const mem_event *ev, ti_error *err);
+ti_status mem_expand_sdpa(mem_builder *b, const mem_event *ev, ti_error *err);
+
 static const mem_rule module_rules[] = {
+	{"MultiheadAttention", mem_expand_mha, "in-projection input, q/k/v, softmax result, dropout mask, attention output"},
+	{"TransformerEncoderLayer", mem_expand_encoder_layer, "its attention, norms, feed-forward and dropouts"},
+	{"TransformerEncoder", mem_expand_encoder, "each layer's, and the final norm's"},
+	{NULL, NULL, NULL},
+};
+
+static const mem_rule op_rules[] = {
+	{"scaled_dot_product_attention", mem_expand_sdpa, "math kernel: scaled q, k, softmax result, dropout mask, v"},
 	{NULL, NULL, NULL},
 };
 
 const mem_rule *mem_rule_find(const char *name, bool module)
 {
-	if (!module)
-		return NULL;
-	for (const mem_rule *r = module_rules; r->name; r++)
+	for (const mem_rule *r = module ? module_rules : op_rules; r->name; r++)
 		if (!strcmp(r->name, name))
 			return r;
 	return NULL;
@@ -432,4 +501,51 @@ ti_status mem_rule_default(mem_builder *b, const mem_event *ev, ti_error *err)
 	grown[b->unknown_count++] = ev->name;
 	b->unknown_ops = grown;
 	return TI_OK;
+}
+
+/* ---- helpers for the rows that expand a module ---- */
+
+bool mem_training(const mem_builder *b)
+{
+	return b->options->mode == TI_MEMORY_TRAIN;
+}
+
+int mem_param(mem_builder *b, const ti_module *m, const char *local)
+{
+	const ti_meta_tensor *t = ti_module_tensor_get(m, local);
+	return t ? mem_tensor_of(b, t) : -1;
+}
+
+int mem_step(mem_builder *b, const char *op, const int *ins, int nin, unsigned saved_in, int64_t out_bytes,
+             mem_out_kind kind, bool save_out, int64_t saved_extra, ti_error *err)
+{
+	mem_unit u;
+	memset(&u, 0, sizeof(u));
+	u.label = label_of(b, op);
+	u.module = b->module;
+	u.fwd_scratch_grad = -1;
+	u.differentiable = true;
+	u.out_kind = kind;
+	for (int i = 0; i < nin && u.nin < MEM_MAX_IO; i++) {
+		if (ins[i] < 0)
+			continue;
+		if (saved_in & (1u << i))
+			u.saved_in |= 1u << u.nin;
+		u.in[u.nin++] = ins[i];
+	}
+	if (out_bytes < 0)
+		return TI_FAIL(err, TI_E_LIMIT, "a tensor of '%s' is larger than %lld bytes", u.label,
+		               (long long)TI_MEMORY_MAX_BYTES), -1;
+	int id = kind == MEM_OUT_NEW || !u.nin ? mem_tensor_new(b, out_bytes, u.label) : mem_tensor_view(b, u.in[0], out_bytes);
+	if (id < 0)
+		return TI_FAIL(err, TI_E_NOMEM, "out of memory for the ledger"), -1;
+	if (kind != MEM_OUT_NEW && !u.nin)
+		u.out_kind = MEM_OUT_NEW;
+	u.out[u.nout++] = id;
+	u.saved_out = save_out ? 1u : 0;
+	u.saved_extra = saved_extra;
+	u.grad_view = kind == MEM_OUT_VIEW ? 1u : 0;
+	if (mem_emit(b, &u, err))
+		return -1;
+	return id;
 }

@@ -194,7 +194,10 @@ static ti_status walk(mem_builder *b, module_list *ml, const mem_trace *tr, int 
 				st = mem_rule_default(b, ev, err);
 		}
 	} else if (ev->call) {
-		if (mem_rule_plain(ev->name) || ev->first_child < 0)
+		const mem_rule *rule = mem_rule_find(ev->name, false);
+		if (rule)
+			st = rule->plan(b, ev, err);
+		else if (mem_rule_plain(ev->name) || ev->first_child < 0)
 			st = mem_rule_plan_op(b, ev, err);
 		else {
 			b->leaf_module_parent = false;
@@ -457,8 +460,24 @@ static void accumulate(sim *s, int t, int g, const char *name)
 	mem_tensor *x = &b->tensors[t];
 	if (x->param >= 0) {
 		int have = s->pending[t];
-		if (have >= 0) { /* param.grad += g: g is dropped after the add */
+		if (have >= 0) {
+			/*
+			 * A second gradient for a parameter in one backward (tied
+			 * weights): the engine's input buffer adds the two out of place
+			 * (measured on 1.13: three of the parameter's size at once), and
+			 * the sum is what AccumulateGrad keeps.
+			 */
+			int sum = add_storage(s, x->bytes, TI_MEM_GRADIENT, name, s->l.st[have].module);
+			if (sum < 0) {
+				s->l.overflow = true;
+				return;
+			}
+			alloc_storage(&s->l, sum);
+			s->l.st[have].pinned = false;
+			free_storage(&s->l, have);
 			drop_grad(s, g);
+			s->l.st[sum].pinned = true;
+			s->pending[t] = sum;
 			return;
 		}
 		s->l.st[g].kind = TI_MEM_GRADIENT;

@@ -1,0 +1,380 @@
+/*
+ * expand_attention.c - attention as PyTorch 1.13 runs it, for the ledger:
+ * nn.MultiheadAttention (F.multi_head_attention_forward), the
+ * nn.TransformerEncoderLayer / TransformerEncoder built on it, and
+ * F.scaled_dot_product_attention by its math kernel.
+ *
+ * multi_head_attention_forward, training path (no fast path):
+ *   batch_first: query.transpose(1, 0)                 views
+ *   self-attention: proj = linear(q, in_proj)          [T, B, 3E], saves q
+ *     proj.unflatten(-1, (3, E))...contiguous()         a copy; q, k, v its views
+ *   else: linear(q), linear(k), linear(v)               [T|S, B, E] each
+ *   q, k, v .view(T, B*H, hd).transpose(0, 1)          views
+ *   q / sqrt(hd)                                        new
+ *   bmm(q, k^T) (baddbmm with a mask)                  [B*H, T, S], saves both
+ *   softmax                                             new, saves its result
+ *   dropout (training, p > 0)                           mask and output [B*H, T, S]
+ *   bmm(attn, v)                                        [B*H, T, hd], saves both
+ *   .transpose(0, 1).contiguous()                       a copy [T*B, E]
+ *   linear(out_proj)                                    [T, B, E], saves its input
+ *   need_weights: the weights averaged over heads       [B, T, S]
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "memory/memory_internal.h"
+
+static int64_t f32(const mem_builder *b, int64_t elements)
+{
+	(void)b;
+	int64_t bytes;
+	return mem_mul(elements, 4, &bytes) ? bytes : -1;
+}
+
+typedef struct attn_shape {
+	int64_t batch, target, source, embed, heads, vdim;
+	int64_t elsize;
+} attn_shape;
+
+static int64_t bytes_of(const attn_shape *s, int64_t a, int64_t b, int64_t c)
+{
+	int64_t n;
+	if (!mem_mul(a, b, &n) || !mem_mul(n, c, &n) || !mem_mul(n, s->elsize, &n))
+		return -1;
+	return n;
+}
+
+/*
+ * The core: q, k, v already projected and laid out [B*H, T|S, hd]; returns
+ * the attention output [B*H, T, hd]. p is the dropout probability in force.
+ */
+static int attention_core(mem_builder *b, const attn_shape *s, int q, int k, int v, int mask, double p, int *weights,
+                          ti_error *err)
+{
+	int64_t bh = s->batch * s->heads, hd = s->embed / s->heads;
+	int in[3] = {q};
+	int qs = mem_step(b, "div", in, 1, 0, bytes_of(s, bh, s->target, hd), MEM_OUT_NEW, false, 0, err);
+	if (qs < 0)
+		return -1;
+	int kt_in[1] = {k};
+	int kt = mem_step(b, "transpose", kt_in, 1, 0, bytes_of(s, bh, hd, s->source), MEM_OUT_VIEW, false, 0, err);
+	if (kt < 0)
+		return -1;
+	int mm_in[3] = {qs, kt, mask};
+	int scores = mem_step(b, mask >= 0 ? "baddbmm" : "bmm", mm_in, 3, 3u, bytes_of(s, bh, s->target, s->source),
+	                      MEM_OUT_NEW, false, 0, err);
+	if (scores < 0)
+		return -1;
+	int sm_in[1] = {scores};
+	int attn = mem_step(b, "softmax", sm_in, 1, 0, bytes_of(s, bh, s->target, s->source), MEM_OUT_NEW, true, 0, err);
+	if (attn < 0)
+		return -1;
+	if (p > 0) {
+		int d_in[1] = {attn};
+		int64_t n = bytes_of(s, bh, s->target, s->source);
+		attn = mem_step(b, "dropout", d_in, 1, 0, n, MEM_OUT_NEW, false, n, err);
+		if (attn < 0)
+			return -1;
+	}
+	*weights = attn;
+	int o_in[2] = {attn, v};
+	return mem_step(b, "bmm", o_in, 2, 3u, bytes_of(s, bh, s->target, s->vdim / s->heads), MEM_OUT_NEW, false, 0, err);
+}
+
+static int linear(mem_builder *b, const ti_module *m, const char *weight, const char *bias, int x, int64_t out_bytes,
+                  ti_error *err)
+{
+	int in[3] = {x, mem_param(b, m, weight), mem_param(b, m, bias)};
+	return mem_step(b, "linear", in, 3, 3u, out_bytes, MEM_OUT_NEW, false, 0, err);
+}
+
+/* One MultiheadAttention call of the module m (or a layer's part under prefix); returns the output tensor id. */
+static int mha(mem_builder *b, const ti_module *m, const char *prefix, const attn_shape *s, int query, int key,
+               int value, bool self, int mask, double p, bool need_weights, int *weights_out, ti_error *err)
+{
+	char w[96], bi[96];
+	int64_t E = s->embed;
+	int q, k, v;
+	if (self) {
+		snprintf(w, sizeof(w), "%sin_proj_weight", prefix);
+		snprintf(bi, sizeof(bi), "%sin_proj_bias", prefix);
+		int proj = linear(b, m, w, bi, query, bytes_of(s, s->target, s->batch, 3 * E), err);
+		if (proj < 0)
+			return -1;
+		int c_in[1] = {proj};
+		int packed = mem_step(b, "contiguous", c_in, 1, 0, bytes_of(s, s->target, s->batch, 3 * E), MEM_OUT_NEW,
+		                      false, 0, err);
+		if (packed < 0)
+			return -1;
+		int v_in[1] = {packed};
+		q = mem_step(b, "select", v_in, 1, 0, bytes_of(s, s->target, s->batch, E), MEM_OUT_VIEW, false, 0, err);
+		k = mem_step(b, "select", v_in, 1, 0, bytes_of(s, s->source, s->batch, E), MEM_OUT_VIEW, false, 0, err);
+		v = mem_step(b, "select", v_in, 1, 0, bytes_of(s, s->source, s->batch, E), MEM_OUT_VIEW, false, 0, err);
+	} else {
+		const char *names[3][2] = {{"q_proj_weight", "in_proj_bias"}, {"k_proj_weight", "in_proj_bias"},
+		                           {"v_proj_weight", "in_proj_bias"}};
+		int64_t rows[3] = {s->target, s->source, s->source};
+		int src[3] = {query, key, value};
+		int outs[3];
+		for (int i = 0; i < 3; i++) {
+			snprintf(w, sizeof(w), "%s%s", prefix, mem_param(b, m, names[i][0]) >= 0 || *prefix ? names[i][0] : "in_proj_weight");
+			snprintf(bi, sizeof(bi), "%s%s", prefix, names[i][1]);
+			outs[i] = linear(b, m, w, bi, src[i], bytes_of(s, rows[i], s->batch, E), err);
+			if (outs[i] < 0)
+				return -1;
+		}
+		q = outs[0];
+		k = outs[1];
+		v = outs[2];
+	}
+	if (q < 0 || k < 0 || v < 0)
+		return -1;
+	int weights;
+	int o = attention_core(b, s, q, k, v, mask, p, &weights, err);
+	if (o < 0)
+		return -1;
+	int c_in[1] = {o};
+	int flat = mem_step(b, "contiguous", c_in, 1, 0, bytes_of(s, s->target, s->batch, E), MEM_OUT_NEW, false, 0, err);
+	if (flat < 0)
+		return -1;
+	snprintf(w, sizeof(w), "%sout_proj.weight", prefix);
+	snprintf(bi, sizeof(bi), "%sout_proj.bias", prefix);
+	int out = linear(b, m, w, bi, flat, bytes_of(s, s->target, s->batch, E), err);
+	if (out < 0)
+		return -1;
+	*weights_out = -1;
+	if (need_weights) {
+		int a_in[1] = {weights};
+		*weights_out = mem_step(b, "mean", a_in, 1, 0, bytes_of(s, s->batch, s->target, s->source), MEM_OUT_NEW, false,
+		                        0, err);
+		if (*weights_out < 0)
+			return -1;
+	}
+	return out;
+}
+
+/* The first tensor argument of a call by name, or NULL. */
+static const ti_meta_tensor *arg_tensor(const ti_op_call *c, const char *name)
+{
+	for (int i = 0; c->in.sig && i < c->in.sig->count; i++)
+		if (!strcmp(c->in.sig->params[i].name, name))
+			return c->in.args[i].kind == TI_ARG_TENSOR ? c->in.args[i].as.tensor : NULL;
+	return NULL;
+}
+
+static bool arg_bool(const ti_op_call *c, const char *name, bool fallback)
+{
+	for (int i = 0; c->in.sig && i < c->in.sig->count; i++)
+		if (!strcmp(c->in.sig->params[i].name, name))
+			return c->in.args[i].kind == TI_ARG_BOOL ? c->in.args[i].as.boolean : fallback;
+	return fallback;
+}
+
+/* Binds the call's tensor outputs, in order, to ids (missing ones: new tensors of their own). */
+static ti_status bind_outputs(mem_builder *b, const ti_op_call *c, const int *ids, int n, ti_error *err)
+{
+	int k = 0;
+	for (int i = 0; i < c->output_count; i++) {
+		const ti_arg *a = &c->outputs[i];
+		const ti_arg *items = a->kind == TI_ARG_LIST ? a->as.list.items : a;
+		int count = a->kind == TI_ARG_LIST ? a->as.list.count : 1;
+		for (int j = 0; j < count; j++, k++) {
+			if (items[j].kind != TI_ARG_TENSOR)
+				continue;
+			int id = k < n && ids[k] >= 0 ? ids[k] : -1;
+			if (id < 0) {
+				int in[1] = {-1};
+				id = mem_step(b, "output", in, 0, 0, mem_meta_bytes(items[j].as.tensor), MEM_OUT_NEW, false, 0, err);
+				if (id < 0)
+					return err->code;
+			}
+			if (mem_tensor_bind(b, items[j].as.tensor, id))
+				return TI_FAIL(err, TI_E_NOMEM, "out of memory for the ledger");
+		}
+	}
+	return TI_OK;
+}
+
+static ti_status shape_of(const ti_meta_tensor *q, const ti_meta_tensor *k, bool batch_first, int64_t heads,
+                          attn_shape *s, ti_error *err)
+{
+	memset(s, 0, sizeof(*s));
+	if (!q || q->ndim < 2 || !k || k->ndim < 2)
+		return TI_FAIL(err, TI_E_INVALID, "attention: inputs of an unexpected rank");
+	bool batched = q->ndim == 3;
+	s->batch = batched ? q->shape[batch_first ? 0 : 1].value : 1;
+	s->target = q->shape[batched && batch_first ? 1 : 0].value;
+	s->source = k->shape[k->ndim == 3 && batch_first ? 1 : 0].value;
+	s->embed = q->shape[q->ndim - 1].value;
+	s->vdim = s->embed;
+	s->heads = heads > 0 ? heads : 1;
+	s->elsize = (int64_t)ti_dtype_size(q->dtype);
+	return TI_OK;
+}
+
+ti_status mem_expand_mha(mem_builder *b, const mem_event *ev, ti_error *err);
+ti_status mem_expand_mha(mem_builder *b, const mem_event *ev, ti_error *err)
+{
+	const ti_op_call *c = ev->call;
+	const ti_module *m = ev->module;
+	const ti_meta_tensor *qm = arg_tensor(c, "query"), *km = arg_tensor(c, "key"), *vm = arg_tensor(c, "value");
+	attn_shape s;
+	ti_status st = shape_of(qm, km, ti_module_bool(m, "batch_first"), ti_module_dim(m, "num_heads").value, &s, err);
+	if (st)
+		return st;
+	const ti_meta_tensor *mask = arg_tensor(c, "attn_mask");
+	int q = mem_tensor_of(b, qm), k = mem_tensor_of(b, km), v = mem_tensor_of(b, vm);
+	int mk = mask ? mem_tensor_of(b, mask) : -1;
+	double p = mem_training(b) ? ti_module_float(m, "dropout") : 0;
+	int weights;
+	int out = mha(b, m, "", &s, q, k, v, qm == km && km == vm, mk, p, arg_bool(c, "need_weights", true), &weights, err);
+	if (out < 0)
+		return err->code;
+	int ids[2] = {out, weights};
+	return bind_outputs(b, c, ids, 2, err);
+}
+
+/* layer_norm saves its input and per-row mean and rstd. */
+static int norm(mem_builder *b, const ti_module *m, const char *prefix, const char *which, int input,
+                const attn_shape *s, ti_error *err)
+{
+	char w[128], bi[128];
+	snprintf(w, sizeof(w), "%s%s.weight", prefix, which);
+	snprintf(bi, sizeof(bi), "%s%s.bias", prefix, which);
+	int in[3] = {input, mem_param(b, m, w), mem_param(b, m, bi)};
+	return mem_step(b, "layer_norm", in, 3, 3u, bytes_of(s, s->target, s->batch, s->embed), MEM_OUT_NEW, false,
+	                f32(b, 2 * s->target * s->batch), err);
+}
+
+/* Dropout in training: a float mask saved beside a new output (the CPU's input * bernoulli noise). */
+static int drop(mem_builder *b, int input, int64_t bytes, double p, ti_error *err)
+{
+	if (p <= 0)
+		return input;
+	int in[1] = {input};
+	return mem_step(b, "dropout", in, 1, 0, bytes, MEM_OUT_NEW, false, bytes, err);
+}
+
+/* One TransformerEncoderLayer's units under prefix ("" or "layers.3."): attention, feed-forward, norms. */
+static int encoder_layer(mem_builder *b, const ti_module *m, const char *prefix, int x, const attn_shape *s,
+                         int mask, ti_error *err)
+{
+	double p = mem_training(b) ? ti_module_float(m, "dropout") : 0;
+	bool norm_first = ti_module_bool(m, "norm_first");
+	const char *act = ti_module_str(m, "activation");
+	int64_t ff = ti_module_dim(m, "dim_feedforward").value;
+	int64_t tok_bytes = bytes_of(s, s->target, s->batch, s->embed);
+	int64_t ff_bytes = bytes_of(s, s->target, s->batch, ff);
+	char name[128], name2[128], pre[96];
+	/* self-attention block */
+	int h = norm_first ? norm(b, m, prefix, "norm1", x, s, err) : x;
+	if (h < 0)
+		return -1;
+	snprintf(pre, sizeof(pre), "%sself_attn.", prefix);
+	int weights;
+	int a = mha(b, m, pre, s, h, h, h, true, mask, p, false, &weights, err);
+	if (a < 0 || (a = drop(b, a, tok_bytes, p, err)) < 0)
+		return -1;
+	int add_in[2] = {x, a};
+	int sum = mem_step(b, "add", add_in, 2, 0, tok_bytes, MEM_OUT_NEW, false, 0, err);
+	if (sum < 0)
+		return -1;
+	x = norm_first ? sum : norm(b, m, prefix, "norm1", sum, s, err);
+	if (x < 0)
+		return -1;
+	/* feed-forward block */
+	h = norm_first ? norm(b, m, prefix, "norm2", x, s, err) : x;
+	if (h < 0)
+		return -1;
+	snprintf(name, sizeof(name), "%slinear1.weight", prefix);
+	snprintf(name2, sizeof(name2), "%slinear1.bias", prefix);
+	int l1_in[3] = {h, mem_param(b, m, name), mem_param(b, m, name2)};
+	int f = mem_step(b, "linear", l1_in, 3, 3u, ff_bytes, MEM_OUT_NEW, false, 0, err);
+	if (f < 0)
+		return -1;
+	int act_in[1] = {f};
+	bool gelu = act && !strcmp(act, "gelu");
+	f = mem_step(b, gelu ? "gelu" : "relu", act_in, 1, gelu ? 1u : 0u, ff_bytes, MEM_OUT_NEW, !gelu, 0, err);
+	if (f < 0 || (f = drop(b, f, ff_bytes, p, err)) < 0)
+		return -1;
+	snprintf(name, sizeof(name), "%slinear2.weight", prefix);
+	snprintf(name2, sizeof(name2), "%slinear2.bias", prefix);
+	int l2_in[3] = {f, mem_param(b, m, name), mem_param(b, m, name2)};
+	int y = mem_step(b, "linear", l2_in, 3, 3u, tok_bytes, MEM_OUT_NEW, false, 0, err);
+	if (y < 0 || (y = drop(b, y, tok_bytes, p, err)) < 0)
+		return -1;
+	int add2_in[2] = {x, y};
+	sum = mem_step(b, "add", add2_in, 2, 0, tok_bytes, MEM_OUT_NEW, false, 0, err);
+	if (sum < 0)
+		return -1;
+	return norm_first ? sum : norm(b, m, prefix, "norm2", sum, s, err);
+}
+static ti_status expand_encoder(mem_builder *b, const mem_event *ev, bool stack, ti_error *err)
+{
+	const ti_op_call *c = ev->call;
+	const ti_module *m = ev->module;
+	const ti_meta_tensor *xm = arg_tensor(c, "src");
+	attn_shape s;
+	ti_status st = shape_of(xm, xm, ti_module_bool(m, "batch_first"), ti_module_dim(m, "nhead").value, &s, err);
+	if (st)
+		return st;
+	const ti_meta_tensor *mask = arg_tensor(c, stack ? "mask" : "src_mask");
+	int x = mem_tensor_of(b, xm), mk = mask ? mem_tensor_of(b, mask) : -1;
+	int64_t layers = stack ? ti_module_dim(m, "num_layers").value : 1;
+	for (int64_t i = 0; i < layers && x >= 0; i++) {
+		char prefix[48];
+		snprintf(prefix, sizeof(prefix), stack ? "layers.%lld." : "", (long long)i);
+		x = encoder_layer(b, m, prefix, x, &s, mk, err);
+	}
+	if (x >= 0 && stack && mem_param(b, m, "norm.weight") >= 0)
+		x = norm(b, m, "", "norm", x, &s, err);
+	if (x < 0)
+		return err->code;
+	int ids[1] = {x};
+	return bind_outputs(b, c, ids, 1, err);
+}
+
+ti_status mem_expand_encoder_layer(mem_builder *b, const mem_event *ev, ti_error *err);
+ti_status mem_expand_encoder_layer(mem_builder *b, const mem_event *ev, ti_error *err)
+{
+	return expand_encoder(b, ev, false, err);
+}
+
+ti_status mem_expand_encoder(mem_builder *b, const mem_event *ev, ti_error *err);
+ti_status mem_expand_encoder(mem_builder *b, const mem_event *ev, ti_error *err)
+{
+	return expand_encoder(b, ev, true, err);
+}
+
+/* F.scaled_dot_product_attention, [..., L, E] inputs, by its math kernel (the one every version has on the CPU). */
+ti_status mem_expand_sdpa(mem_builder *b, const mem_event *ev, ti_error *err);
+ti_status mem_expand_sdpa(mem_builder *b, const mem_event *ev, ti_error *err)
+{
+	const ti_op_call *c = ev->call;
+	const ti_meta_tensor *qm = arg_tensor(c, "query"), *km = arg_tensor(c, "key"), *vm = arg_tensor(c, "value");
+	if (!qm || !km || !vm || qm->ndim < 2)
+		return mem_rule_default(b, ev, err);
+	attn_shape s;
+	memset(&s, 0, sizeof(s));
+	s.elsize = (int64_t)ti_dtype_size(qm->dtype);
+	s.batch = 1;
+	for (int i = 0; i + 2 < qm->ndim; i++)
+		s.batch *= qm->shape[i].value;
+	s.heads = 1;
+	s.target = qm->shape[qm->ndim - 2].value;
+	s.source = km->shape[km->ndim - 2].value;
+	s.embed = qm->shape[qm->ndim - 1].value;
+	s.vdim = vm->shape[vm->ndim - 1].value;
+	const ti_meta_tensor *mask = arg_tensor(c, "attn_mask");
+	double p = 0;
+	for (int i = 0; c->in.sig && i < c->in.sig->count; i++)
+		if (!strcmp(c->in.sig->params[i].name, "dropout_p") && c->in.args[i].kind == TI_ARG_FLOAT)
+			p = c->in.args[i].as.real;
+	int weights;
+	int out = attention_core(b, &s, mem_tensor_of(b, qm), mem_tensor_of(b, km), mem_tensor_of(b, vm),
+	                         mask ? mem_tensor_of(b, mask) : -1, p, &weights, err);
+	if (out < 0)
+		return err->code;
+	int ids[1] = {out};
+	return bind_outputs(b, c, ids, 1, err);
+}
