@@ -26,6 +26,7 @@ typedef struct mem_event {
 	const char *name;            /* operator name or module type */
 	const ti_module *module;     /* a module call, else NULL */
 	const ti_op_call *call;      /* bound arguments and outputs; NULL for containers, composites and failed calls */
+	const ti_arg *released;      /* a release: the value a graph's name let go of (name is NULL) */
 	int parent;                  /* event index, -1 at top level */
 	int first_child, last_child, next_sibling;
 } mem_event;
@@ -73,6 +74,7 @@ typedef struct mem_unit {
 	int64_t bwd_scratch;         /* the backward's own temporaries */
 	unsigned grad_view;          /* bit i: in[i]'s gradient is a view of the output's (no allocation) */
 	bool unknown;                /* no rule: what it saves is a guess */
+	bool release;                /* no call: a graph's name lets go of its inputs here */
 } mem_unit;
 
 /* Builds units from events: the rules' side. */

@@ -159,6 +159,33 @@ static int module_index(mem_builder *b, module_list *ml, const char *path, ti_er
 
 static ti_status walk(mem_builder *b, module_list *ml, const mem_trace *tr, int id, ti_error *err);
 
+static void held_tensors(mem_builder *b, mem_unit *u, const ti_arg *a)
+{
+	if (a->kind == TI_ARG_TENSOR) {
+		int id = map_get(b->map, a->as.tensor);
+		if (id >= 0 && u->nin < MEM_MAX_IO)
+			u->in[u->nin++] = id;
+	} else if (a->kind == TI_ARG_LIST) {
+		for (int i = 0; i < a->as.list.count; i++)
+			held_tensors(b, u, &a->as.list.items[i]);
+	}
+}
+
+/* A name let go of its value: a unit that reads it last, so the value lives until here. */
+static ti_status release_unit(mem_builder *b, const ti_arg *value, ti_error *err)
+{
+	mem_unit u;
+	memset(&u, 0, sizeof(u));
+	held_tensors(b, &u, value);
+	if (!u.nin)
+		return TI_OK;
+	u.label = "(a name is bound again)";
+	u.module = b->module;
+	u.fwd_scratch_grad = -1;
+	u.release = true;
+	return mem_emit(b, &u, err);
+}
+
 static ti_status walk_children(mem_builder *b, module_list *ml, const mem_trace *tr, int id, ti_error *err)
 {
 	for (int c = tr->events[id].first_child; c >= 0; c = tr->events[c].next_sibling) {
@@ -176,7 +203,9 @@ static ti_status walk(mem_builder *b, module_list *ml, const mem_trace *tr, int 
 	const char *saved_path = b->module_path;
 	bool saved_leaf = b->leaf_module_parent;
 	ti_status st = TI_OK;
-	if (ev->module) {
+	if (ev->released) {
+		st = release_unit(b, ev->released, err);
+	} else if (ev->module) {
 		const ti_module *mod = ev->module;
 		int k = module_index(b, ml, mod->path, err);
 		if (k < 0)
@@ -419,7 +448,8 @@ static void forward(sim *s)
 			if (x->last_use <= (int)k && !x->saved && !x->output)
 				free_storage(l, b->tensors[u->out[o]].storage);
 		}
-		point(s, u->label);
+		if (!u->release)
+			point(s, u->label);
 	}
 }
 

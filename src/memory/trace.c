@@ -52,6 +52,17 @@ static void on_leave(void *user, const ti_op_call *call)
 	t->current = e->parent;
 }
 
+static void on_release(void *user, const ti_arg *value)
+{
+	mem_trace *t = user;
+	int parent = t->current;
+	on_enter(user, NULL, NULL);
+	if (t->failed)
+		return;
+	t->events[t->count - 1].released = value;
+	t->current = parent;
+}
+
 ti_status mem_trace_run(ti_model *model, mem_trace *trace, const ti_model_report **report, ti_error *err)
 {
 	if (model->ran)
@@ -63,7 +74,7 @@ ti_status mem_trace_run(ti_model *model, mem_trace *trace, const ti_model_report
 	trace->capacity = trace->events ? 256 : 0;
 	if (!trace->events)
 		return TI_FAIL(err, TI_E_NOMEM, "out of memory for the trace");
-	ti_run_observer observer = {on_enter, on_leave, trace};
+	ti_run_observer observer = {on_enter, on_leave, on_release, trace};
 	model->ctx.observer = &observer;
 	ti_status st = ti_model_run(model, report, err);
 	model->ctx.observer = NULL;

@@ -37,6 +37,10 @@ static ti_status resolve(void *user, const char *name, ti_arg *out, ti_error *er
 
 static ti_status define(scope *sc, const char *name, ti_arg value, ti_error *err)
 {
+	const ti_run_observer *o = sc->m->ctx.observer;
+	const ti_arg *old = o ? ti_strmap_get(&sc->names, name) : NULL;
+	if (old)
+		o->release(o->user, old);
 	ti_arg *slot = ti_arena_alloc(&sc->m->arena, sizeof(*slot));
 	if (!slot || ti_strmap_put(&sc->names, name, slot))
 		return TI_FAIL(err, TI_E_NOMEM, "out of memory for tensor names");
@@ -472,6 +476,10 @@ static ti_status run_graph(runner *r, const ti_module *mod, const ti_arg *args, 
 done:
 	m->ctx.resolve = saved_resolve;
 	m->ctx.resolve_user = saved_user;
+	if (!st && m->ctx.observer) /* the forward returns: its names let go */
+		for (size_t i = 0; i < sc.names.capacity; i++)
+			if (sc.names.keys[i])
+				m->ctx.observer->release(m->ctx.observer->user, sc.names.values[i]);
 	ti_strmap_release(&sc.names);
 	return st;
 }

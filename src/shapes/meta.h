@@ -43,6 +43,12 @@ struct ti_op_call;
 typedef struct ti_run_observer {
 	void (*enter)(void *user, const char *op, const void *module);
 	void (*leave)(void *user, const struct ti_op_call *call);
+	/*
+	 * A graph's name lets go of value: the name is bound again, or its
+	 * forward returns. Until then Python holds the value (a description's
+	 * graph is a forward's body).
+	 */
+	void (*release)(void *user, const ti_arg *value);
 	void *user;
 } ti_run_observer;
 
