@@ -55,6 +55,10 @@ typedef struct ti_memory_options {
 	size_t trainable_count;
 	const char *const *frozen;       /* globs: these parameters do not train */
 	size_t frozen_count;
+	const char *const *checkpoint;   /* globs on module paths: activation checkpointing (torch.utils.checkpoint) */
+	size_t checkpoint_count;
+	int64_t accumulate;              /* gradient accumulation over this many micro-batches; 0 or 1: none */
+	int kv_cache;                    /* inference: 0 a KV cache when attention is causal, 1 always, -1 never */
 } ti_memory_options;
 
 /* Names of the optimizers and implementations as the command line spells them; NULL past the end. */
@@ -70,7 +74,7 @@ const char *ti_memory_phase_name(ti_memory_phase p);
 /* What a live tensor is, for the report. */
 typedef enum ti_memory_kind {
 	TI_MEM_WEIGHT, TI_MEM_BUFFER, TI_MEM_INPUT, TI_MEM_ACTIVATION, TI_MEM_SAVED, TI_MEM_GRADIENT,
-	TI_MEM_ACT_GRADIENT, TI_MEM_OPTIMIZER_STATE, TI_MEM_TEMPORARY, TI_MEM_KIND_COUNT
+	TI_MEM_ACT_GRADIENT, TI_MEM_OPTIMIZER_STATE, TI_MEM_TEMPORARY, TI_MEM_KV_CACHE, TI_MEM_KIND_COUNT
 } ti_memory_kind;
 const char *ti_memory_kind_name(ti_memory_kind k);
 
@@ -111,7 +115,8 @@ typedef struct ti_memory_report {
 	int64_t gradients;        /* .grad of every trainable parameter */
 	int64_t optimizer_state;
 	int64_t activations;      /* saved for backward at the end of forward; 0 in inference */
-	int64_t kv_cache;
+	int64_t kv_cache;         /* keys and values of every attention step at the bound length (inference) */
+	int kv_sites, kv_causal;  /* attention steps found; how many mask their scores */
 	int64_t peak;             /* the most bytes live at any moment of the step */
 	int64_t reserved_peak;    /* cuda: the caching allocator's segments at the most */
 	ti_memory_phase peak_phase;

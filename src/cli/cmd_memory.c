@@ -13,7 +13,7 @@
 
 enum {
 	OPT_HELP = 1, OPT_JSON, OPT_RAW, OPT_BIND, OPT_MODE, OPT_OPTIMIZER, OPT_IMPL, OPT_DEVICE, OPT_DTYPE,
-	OPT_TRAINABLE, OPT_FROZEN, OPT_DEVICE_MEMORY, OPT_FIT, OPT_TOP
+	OPT_TRAINABLE, OPT_FROZEN, OPT_DEVICE_MEMORY, OPT_FIT, OPT_TOP, OPT_CHECKPOINT, OPT_ACCUMULATE, OPT_KV_CACHE
 };
 
 static const cli_option options[] = {
@@ -31,6 +31,9 @@ static const cli_option options[] = {
 	{"device-memory", 0, OPT_VALUE, OPT_DEVICE_MEMORY},
 	{"fit", 0, OPT_VALUE, OPT_FIT},
 	{"top", 0, OPT_VALUE, OPT_TOP},
+	{"checkpoint", 0, OPT_VALUE, OPT_CHECKPOINT},
+	{"accumulate", 0, OPT_VALUE, OPT_ACCUMULATE},
+	{"kv-cache", 0, OPT_VALUE, OPT_KV_CACHE},
 	{NULL, 0, 0, 0},
 };
 
@@ -53,8 +56,17 @@ static const char help[] =
 	"  --device cpu|cuda    cpu: tensors as malloc holds them (default); cuda: each\n"
 	"                       rounded up to 512 bytes as the caching allocator does\n"
 	"  --dtype DT           the floating weights in this dtype\n"
+	"  --kv-cache auto|on|off  inference: hold the keys and values of every attention\n"
+	"                       step at the bound length, as generation does (auto: when\n"
+	"                       an attention step masks its scores: a decoder)\n"
 	"  --trainable GLOB     only these parameters train (repeatable; fine-tuning)\n"
 	"  --frozen GLOB        these parameters do not train: no gradient, no state\n"
+	"  --checkpoint GLOB    activation checkpointing of the modules whose path matches\n"
+	"                       (torch.utils.checkpoint): their forward saves only its\n"
+	"                       inputs and runs again in backward (repeatable)\n"
+	"  --accumulate N       gradient accumulation over N micro-batches: the last one,\n"
+	"                       with the .grad the earlier ones left (the batch symbols\n"
+	"                       are one micro-batch's)\n"
 	"  --device-memory SIZE a size (80GiB, 24GB) or a GPU (H100-80GB, A100-40GB, L4,\n"
 	"                       RTX-4090, ...): say whether the peak fits; exit 1 if not\n"
 	"  --fit SYMBOL         the largest value of SYMBOL whose peak fits --device-memory\n"
@@ -66,7 +78,7 @@ static const char help[] =
 typedef struct memory_args {
 	cli_model cm;
 	ti_memory_options o;
-	const char *trainable[64], *frozen[64];
+	const char *trainable[64], *frozen[64], *checkpoint[64];
 	int64_t device_bytes;
 	const char *device_name, *device_text;
 	const char *fit;
@@ -340,8 +352,8 @@ int cmd_memory(int argc, char **argv)
 	memset(&a, 0, sizeof(a));
 	a.o.optimizer = TI_OPTIM_ADAM;
 	a.top = 8;
-	size_t ntrain = 0, nfrozen = 0;
-	bool optimizer_given = false, impl_given = false;
+	size_t ntrain = 0, nfrozen = 0, ncheck = 0;
+	bool optimizer_given = false, impl_given = false, kv_given = false;
 	int id, rc, choice;
 	const char *value;
 	while ((id = cli_next(&p, &value)) != -1) {
@@ -415,6 +427,28 @@ int cmd_memory(int argc, char **argv)
 		case OPT_FIT:
 			a.fit = value;
 			break;
+		case OPT_KV_CACHE: {
+			static const char *const kv[] = {"auto", "on", "off", NULL};
+			if ((rc = parse_choice("kv-cache", value, kv, &choice)))
+				return rc;
+			a.o.kv_cache = choice == 2 ? -1 : choice;
+			kv_given = true;
+			break;
+		}
+		case OPT_CHECKPOINT:
+			if (ncheck == 64)
+				return cli_usage_error("memory: more than 64 --checkpoint globs");
+			a.checkpoint[ncheck++] = value;
+			break;
+		case OPT_ACCUMULATE: {
+			char *end;
+			long long v = strtoll(value, &end, 10);
+			if (*end || end == value || v < 1 || v > 1000000)
+				return cli_usage_error("memory: --accumulate wants a number of micro-batches from 1 to 1000000, not '%s'",
+				                       value);
+			a.o.accumulate = v;
+			break;
+		}
 		case OPT_TOP: {
 			char *end;
 			long v = strtol(value, &end, 10);
@@ -427,9 +461,12 @@ int cmd_memory(int argc, char **argv)
 	}
 	if (!a.cm.file)
 		return cli_usage_error("memory: no MODEL.json given (see 'tinspect memory --help')");
-	if (a.o.mode != TI_MEMORY_TRAIN && (optimizer_given || impl_given || ntrain || nfrozen))
+	if (a.o.mode != TI_MEMORY_TRAIN && (optimizer_given || impl_given || ntrain || nfrozen || ncheck || a.o.accumulate))
 		return cli_usage_error("memory: --%s applies to --mode train only",
-		                       optimizer_given ? "optimizer" : impl_given ? "impl" : ntrain ? "trainable" : "frozen");
+		                       optimizer_given ? "optimizer" : impl_given ? "impl" : ntrain ? "trainable"
+		                       : nfrozen ? "frozen" : ncheck ? "checkpoint" : "accumulate");
+	if (a.o.mode == TI_MEMORY_TRAIN && kv_given)
+		return cli_usage_error("memory: --kv-cache applies to --mode infer only");
 	if (a.fit && !a.device_bytes)
 		return cli_usage_error("memory: --fit %s needs --device-memory SIZE to fit into", a.fit);
 	if (a.o.mode != TI_MEMORY_TRAIN)
@@ -438,6 +475,8 @@ int cmd_memory(int argc, char **argv)
 	a.o.trainable_count = ntrain;
 	a.o.frozen = a.frozen;
 	a.o.frozen_count = nfrozen;
+	a.o.checkpoint = a.checkpoint;
+	a.o.checkpoint_count = ncheck;
 
 	ti_error err;
 	ti_error_clear(&err);

@@ -371,8 +371,11 @@ ti_status mem_expand_sdpa(mem_builder *b, const mem_event *ev, ti_error *err)
 		if (!strcmp(c->in.sig->params[i].name, "dropout_p") && c->in.args[i].kind == TI_ARG_FLOAT)
 			p = c->in.args[i].as.real;
 	int weights;
-	int out = attention_core(b, &s, mem_tensor_of(b, qm), mem_tensor_of(b, km), mem_tensor_of(b, vm),
-	                         mask ? mem_tensor_of(b, mask) : -1, p, &weights, err);
+	int mask_id = mask ? mem_tensor_of(b, mask) : -1;
+	if (mask_id < 0 && arg_bool(c, "is_causal", false)) /* the causal mask the kernel builds: a bool [L, S] */
+		mask_id = mem_tensor_new(b, s.target * s.source, "causal mask");
+	int out = attention_core(b, &s, mem_tensor_of(b, qm), mem_tensor_of(b, km), mem_tensor_of(b, vm), mask_id, p,
+	                         &weights, err);
 	if (out < 0)
 		return err->code;
 	int ids[1] = {out};

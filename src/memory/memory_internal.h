@@ -49,6 +49,7 @@ typedef struct mem_tensor {
 	int storage;                 /* the storage it lives in (views share it) */
 	bool grad;                   /* requires grad */
 	int param;                   /* index in the model's parameters, -1 if none */
+	int producer;                /* the unit that made it, -1 none */
 	const char *name;            /* what produced it, for the report */
 } mem_tensor;
 
@@ -61,6 +62,7 @@ typedef enum mem_out_kind {
 /* What one unit does, as the ledger sees it. */
 typedef struct mem_unit {
 	const char *label;           /* "layer1.0.conv1 (conv2d)" */
+	const char *op;              /* the operator ("conv2d") */
 	int module;                  /* index of the module it belongs to in the report's list */
 	int in[MEM_MAX_IO], nin;     /* tensor ids (duplicates allowed) */
 	int out[MEM_MAX_IO], nout;
@@ -75,6 +77,7 @@ typedef struct mem_unit {
 	unsigned grad_view;          /* bit i: in[i]'s gradient is a view of the output's (no allocation) */
 	bool unknown;                /* no rule: what it saves is a guess */
 	bool release;                /* no call: a graph's name lets go of its inputs here */
+	int segment;                 /* the checkpointed module it runs in, -1 none */
 } mem_unit;
 
 /* Builds units from events: the rules' side. */
@@ -91,6 +94,9 @@ typedef struct mem_builder {
 	const char *module_path;
 	bool leaf_module_parent;     /* the event's caller is a leaf module (its training flags follow the mode) */
 	int storage_count;
+	int segment;                 /* the open checkpointed module, -1 none */
+	struct mem_segment { int first, last; const char *path; } *segments;
+	size_t segment_count, segment_capacity;
 	const char **unknown_ops;    /* operators without a rule, once each */
 	size_t unknown_count;
 } mem_builder;

@@ -347,6 +347,7 @@ static ti_status plan_plain(mem_builder *b, const mem_event *ev, const plain_row
 	mem_unit u;
 	memset(&u, 0, sizeof(u));
 	u.label = label_of(b, ev->name);
+	u.op = row->name;
 	u.module = b->module;
 	u.fwd_scratch_grad = -1;
 	u.differentiable = row->out != CONSTANT;
@@ -489,6 +490,7 @@ ti_status mem_rule_default(mem_builder *b, const mem_event *ev, ti_error *err)
 		return st;
 	mem_unit *u = &b->units[b->unit_count - 1];
 	u->unknown = true;
+	u->op = ev->name;
 	u->saved_in = (1u << u->nin) - 1;
 	for (size_t i = 0; i < b->unknown_count; i++)
 		if (!strcmp(b->unknown_ops[i], ev->name))
@@ -522,6 +524,7 @@ int mem_step(mem_builder *b, const char *op, const int *ins, int nin, unsigned s
 	mem_unit u;
 	memset(&u, 0, sizeof(u));
 	u.label = label_of(b, op);
+	u.op = op;
 	u.module = b->module;
 	u.fwd_scratch_grad = -1;
 	u.differentiable = true;

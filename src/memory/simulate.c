@@ -87,7 +87,7 @@ static int new_tensor(mem_builder *b, int64_t bytes, int storage, const char *na
 	                        b->tensor_count + 1))
 		return -1;
 	int id = (int)b->tensor_count++;
-	b->tensors[id] = (mem_tensor){bytes, storage, false, -1, name};
+	b->tensors[id] = (mem_tensor){bytes, storage, false, -1, -1, name};
 	return id;
 }
 
@@ -122,11 +122,24 @@ ti_status mem_emit(mem_builder *b, const mem_unit *u, ti_error *err)
 {
 	if (ti_arena_array_grow(b->arena, (void **)&b->units, &b->unit_capacity, sizeof(*b->units), b->unit_count + 1))
 		return TI_FAIL(err, TI_E_NOMEM, "out of memory for the ledger");
-	b->units[b->unit_count++] = *u;
+	b->units[b->unit_count] = *u;
+	b->units[b->unit_count].segment = b->segment;
+	for (int o = 0; o < u->nout; o++)
+		if (b->tensors[u->out[o]].producer < 0)
+			b->tensors[u->out[o]].producer = (int)b->unit_count;
+	b->unit_count++;
 	return TI_OK;
 }
 
 /* ---- from the trace to units ---- */
+
+static bool glob_any(const char *const *globs, size_t n, const char *name)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!fnmatch(globs[i], name, 0))
+			return true;
+	return false;
+}
 
 bool mem_rule_plain(const char *name);
 ti_status mem_rule_plan_op(mem_builder *b, const mem_event *ev, ti_error *err);
@@ -212,6 +225,16 @@ static ti_status walk(mem_builder *b, module_list *ml, const mem_trace *tr, int 
 			return err->code;
 		b->module = k;
 		b->module_path = mod->path;
+		/* torch.utils.checkpoint around a module: its units form one segment */
+		bool opens = b->segment < 0 && *mod->path && b->options->checkpoint_count &&
+		             glob_any(b->options->checkpoint, b->options->checkpoint_count, mod->path);
+		if (opens) {
+			if (ti_arena_array_grow(b->arena, (void **)&b->segments, &b->segment_capacity, sizeof(*b->segments),
+			                        b->segment_count + 1))
+				return TI_FAIL(err, TI_E_NOMEM, "out of memory");
+			b->segments[b->segment_count] = (struct mem_segment){(int)b->unit_count, -1, mod->path};
+			b->segment = (int)b->segment_count++;
+		}
 		const mem_rule *rule = mod->kind == TI_MODULE_LEAF ? mem_rule_find(ev->name, true) : NULL;
 		if (rule && ev->call)
 			st = rule->plan(b, ev, err);
@@ -221,6 +244,10 @@ static ti_status walk(mem_builder *b, module_list *ml, const mem_trace *tr, int 
 				st = walk_children(b, ml, tr, id, err);
 			else if (ev->call) /* a leaf whose forward ran no operator: its outputs are new */
 				st = mem_rule_default(b, ev, err);
+		}
+		if (opens) {
+			b->segments[b->segment].last = (int)b->unit_count - 1;
+			b->segment = -1;
 		}
 	} else if (ev->call) {
 		const mem_rule *rule = mem_rule_find(ev->name, false);
@@ -250,6 +277,7 @@ typedef struct storage {
 	int grad_refs;      /* gradients: pending references */
 	bool pinned;        /* weights, buffers, inputs, optimizer state */
 	bool output;        /* a model output */
+	bool prior;         /* a .grad from an earlier micro-batch (gradient accumulation) */
 	bool live;
 	int module;
 } storage;
@@ -326,6 +354,8 @@ static void free_storage(ledger *l, int s)
 
 /* ---- the simulation ---- */
 
+static bool l_pinned(const ledger *l, int st) { return l->st[st].pinned; }
+
 typedef struct sim {
 	mem_builder b;
 	const ti_memory_options *opt;
@@ -335,9 +365,13 @@ typedef struct sim {
 	int *param_tensor;     /* per model parameter: tensor id */
 	bool *records;         /* per unit: it recorded a graph */
 	int *extra;            /* per unit: the storage of what it saved beside its inputs, -1 none */
+	int *made_by;          /* per builder storage: the unit that makes it, -1 none (weights, inputs) */
+	int *seg_mark;         /* per builder storage: scratch marks of hold_segment_inputs */
 	size_t base_count;     /* storages made before play: the builder's, weights, optimizer state */
 	int64_t optimizer_state, optimizer_scratch, param_bytes, buffer_bytes, input_bytes, grad_bytes;
 	int64_t activations;
+	int64_t kv_bytes;
+	int kv_sites, kv_causal;
 	const char *optimizer_rule;
 	ti_memory_point *points;
 	size_t point_count, point_capacity;
@@ -348,7 +382,7 @@ static int add_storage(sim *s, int64_t bytes, ti_memory_kind kind, const char *n
 	if (ti_arena_array_grow(s->l.arena, (void **)&s->l.st, &s->storage_capacity, sizeof(*s->l.st), s->l.count + 1))
 		return -1;
 	int id = (int)s->l.count++;
-	s->l.st[id] = (storage){bytes, kind, name, -1, 0, 0, false, false, false, module};
+	s->l.st[id] = (storage){bytes, kind, name, -1, 0, 0, false, false, false, false, module};
 	return id;
 }
 
@@ -401,55 +435,100 @@ static bool unit_needs_grad(sim *s, const mem_unit *u)
 	return false;
 }
 
-static void forward(sim *s)
+typedef enum run_kind {
+	RUN_FORWARD,   /* the forward pass */
+	RUN_RECOMPUTE  /* a checkpointed module's forward again, in backward, recording */
+} run_kind;
+
+/* One unit's forward: its outputs, scratch, what it saves, and what dies after it. */
+static void forward_unit(sim *s, size_t k, run_kind kind)
 {
 	mem_builder *b = &s->b;
 	ledger *l = &s->l;
-	l->phase = TI_PHASE_FORWARD;
-	for (size_t k = 0; k < b->unit_count; k++) {
-		const mem_unit *u = &b->units[k];
-		l->unit = (int)k;
-		bool rec = s->records[k] = unit_needs_grad(s, u);
-		for (int o = 0; o < u->nout; o++) {
-			mem_tensor *t = &b->tensors[u->out[o]];
-			t->grad = rec;
-			storage *x = &l->st[t->storage];
-			x->module = u->module;
-			alloc_storage(l, t->storage);
-		}
-		int64_t scratch = rec && u->fwd_scratch_grad >= 0 ? u->fwd_scratch_grad : u->fwd_scratch;
-		transient(s, scratch, TI_MEM_TEMPORARY, u->label);
-		if (rec) {
-			for (int i = 0; i < u->nin; i++)
-				if (u->saved_in & (1u << i))
-					l->st[b->tensors[u->in[i]].storage].saved++;
-			for (int o = 0; o < u->nout; o++)
-				if (u->saved_out & (1u << o))
-					l->st[b->tensors[u->out[o]].storage].saved++;
-			if (u->saved_extra > 0) {
-				int id = add_storage(s, u->saved_extra, TI_MEM_SAVED, u->label, u->module);
-				if (id < 0)
-					l->overflow = true;
-				else {
-					l->st[id].saved = 1;
-					alloc_storage(l, id);
-					s->extra[k] = id;
-				}
+	const mem_unit *u = &b->units[k];
+	l->unit = (int)k;
+	bool rec = unit_needs_grad(s, u);
+	/* in a checkpointed module the first forward runs under no_grad: nothing saved */
+	bool keep = rec && (u->segment < 0 || kind == RUN_RECOMPUTE);
+	s->records[k] = keep;
+	for (int o = 0; o < u->nout; o++) {
+		mem_tensor *t = &b->tensors[u->out[o]];
+		t->grad = rec;
+		l->st[t->storage].module = u->module;
+		alloc_storage(l, t->storage);
+	}
+	int64_t scratch = keep && u->fwd_scratch_grad >= 0 ? u->fwd_scratch_grad : u->fwd_scratch;
+	transient(s, scratch, TI_MEM_TEMPORARY, u->label);
+	if (keep) {
+		for (int i = 0; i < u->nin; i++)
+			if (u->saved_in & (1u << i))
+				l->st[b->tensors[u->in[i]].storage].saved++;
+		for (int o = 0; o < u->nout; o++)
+			if (u->saved_out & (1u << o))
+				l->st[b->tensors[u->out[o]].storage].saved++;
+		if (u->saved_extra > 0) {
+			int id = add_storage(s, u->saved_extra, TI_MEM_SAVED, u->label, u->module);
+			if (id < 0)
+				l->overflow = true;
+			else {
+				l->st[id].saved = 1;
+				alloc_storage(l, id);
+				s->extra[k] = id;
 			}
 		}
-		/* what this unit was the last to read, and outputs nobody reads, die now */
+	}
+	/* what this unit was the last to read, and outputs nobody reads, die now */
+	int seg_last = u->segment >= 0 ? b->segments[u->segment].last : -1;
+	for (int side = 0; side < 2; side++) {
+		const int *ids = side ? u->out : u->in;
+		int n = side ? u->nout : u->nin;
+		for (int i = 0; i < n; i++) {
+			int st = b->tensors[ids[i]].storage;
+			storage *x = &l->st[st];
+			int last = x->last_use;
+			if (kind == RUN_RECOMPUTE && last > seg_last)
+				last = seg_last; /* recomputed for this backward only */
+			if (last <= (int)k && !x->saved && !x->output)
+				free_storage(l, st);
+		}
+	}
+	if (!u->release)
+		point(s, u->label);
+}
+
+/* A checkpointed module keeps its inputs (the tensors it reads that exist before it) until its backward. */
+static void hold_segment_inputs(sim *s, int g, int delta)
+{
+	mem_builder *b = &s->b;
+	const struct mem_segment *seg = &b->segments[g];
+	for (int k = seg->first; k <= seg->last; k++) {
+		const mem_unit *u = &b->units[k];
 		for (int i = 0; i < u->nin; i++) {
-			storage *x = &l->st[b->tensors[u->in[i]].storage];
-			if (x->last_use <= (int)k && !x->saved && !x->output)
-				free_storage(l, b->tensors[u->in[i]].storage);
+			int t = u->in[i];
+			int st = b->tensors[t].storage;
+			if (s->made_by[st] >= seg->first || l_pinned(&s->l, st) || s->seg_mark[st] == g + 1)
+				continue;
+			s->seg_mark[st] = g + 1;
+			s->l.st[st].saved += delta;
+			if (delta < 0 && s->l.st[st].saved == 0)
+				free_storage(&s->l, st);
 		}
-		for (int o = 0; o < u->nout; o++) {
-			storage *x = &l->st[b->tensors[u->out[o]].storage];
-			if (x->last_use <= (int)k && !x->saved && !x->output)
-				free_storage(l, b->tensors[u->out[o]].storage);
-		}
-		if (!u->release)
-			point(s, u->label);
+	}
+	/* the marks are per segment: clear them for the next hold or release */
+	for (int k = seg->first; k <= seg->last; k++)
+		for (int i = 0; i < b->units[k].nin; i++)
+			s->seg_mark[b->tensors[b->units[k].in[i]].storage] = 0;
+}
+
+static void forward(sim *s)
+{
+	mem_builder *b = &s->b;
+	s->l.phase = TI_PHASE_FORWARD;
+	for (size_t k = 0; k < b->unit_count; k++) {
+		const mem_unit *u = &b->units[k];
+		if (u->segment >= 0 && b->segments[u->segment].first == (int)k && s->opt->mode == TI_MEMORY_TRAIN)
+			hold_segment_inputs(s, u->segment, +1);
+		forward_unit(s, k, RUN_FORWARD);
 	}
 }
 
@@ -490,6 +569,10 @@ static void accumulate(sim *s, int t, int g, const char *name)
 	mem_tensor *x = &b->tensors[t];
 	if (x->param >= 0) {
 		int have = s->pending[t];
+		if (have >= 0 && s->l.st[have].prior) { /* AccumulateGrad: param.grad += g in place */
+			drop_grad(s, g);
+			return;
+		}
 		if (have >= 0) {
 			/*
 			 * A second gradient for a parameter in one backward (tied
@@ -530,6 +613,14 @@ static void backward(sim *s)
 	l->phase = TI_PHASE_BACKWARD;
 	for (size_t k = b->unit_count; k-- > 0;) {
 		const mem_unit *u = &b->units[k];
+		if (u->segment >= 0 && b->segments[u->segment].last == (int)k) {
+			/* checkpoint's backward: the module's forward again, recording, then its backward below */
+			const struct mem_segment *seg = &b->segments[u->segment];
+			for (int j = seg->first; j <= seg->last; j++)
+				forward_unit(s, (size_t)j, RUN_RECOMPUTE);
+			l->unit = (int)k;
+			hold_segment_inputs(s, u->segment, -1);
+		}
 		if (!s->records[k])
 			continue;
 		l->unit = (int)k;
@@ -587,15 +678,69 @@ static void backward(sim *s)
 		}
 }
 
-/* ---- setup: weights, inputs, what each storage is ---- */
+/* ---- the KV cache: keys and values of every attention step ---- */
 
-static bool glob_any(const char *const *globs, size_t n, const char *name)
+static bool op_in(const char *op, const char *const *names)
 {
-	for (size_t i = 0; i < n; i++)
-		if (!fnmatch(globs[i], name, 0))
+	for (; op && *names; names++)
+		if (!strcmp(op, *names))
 			return true;
 	return false;
 }
+
+/* Follows a tensor back through the units whose op is one of names; masked is set when a masking op is passed. */
+static int back_through(const mem_builder *b, int t, const char *const *names, bool *masked)
+{
+	for (int guard = 0; t >= 0 && guard < 16; guard++) {
+		int p = b->tensors[t].producer;
+		if (p < 0 || !op_in(b->units[p].op, names) || !b->units[p].nin)
+			return p;
+		if (masked && op_in(b->units[p].op, (const char *const[]){"masked_fill", "where", "add", NULL}))
+			*masked = true;
+		t = b->units[p].in[0];
+	}
+	return -1;
+}
+
+/*
+ * An attention step is output = P(softmax(S(q, k^T) [masked, scaled])) @ v:
+ * every matmul whose first operand comes from a softmax whose input comes
+ * from a matmul of a transposed operand. Its cache holds k and v.
+ */
+static void find_kv(sim *s, int64_t *bytes, int *sites, int *causal)
+{
+	static const char *const passthrough[] = {"dropout", "to", "type_as", "float", "half", "bfloat16", "contiguous", NULL};
+	static const char *const scoring[] = {"masked_fill", "where", "add", "div", "mul", "sub", "to", "float", NULL};
+	static const char *const products[] = {"matmul", "bmm", "baddbmm", NULL};
+	static const char *const transposes[] = {"transpose", "permute", "t", "swapaxes", "swapdims", NULL};
+	mem_builder *b = &s->b;
+	*bytes = 0;
+	*sites = *causal = 0;
+	for (size_t k = 0; k < b->unit_count; k++) {
+		const mem_unit *u = &b->units[k];
+		if (!op_in(u->op, products) || u->nin < 2)
+			continue;
+		int sm = back_through(b, u->in[0], passthrough, NULL);
+		if (sm < 0 || strcmp(b->units[sm].op, "softmax") || !b->units[sm].nin)
+			continue;
+		bool masked = false;
+		int q = back_through(b, b->units[sm].in[0], scoring, &masked);
+		if (q < 0 || !op_in(b->units[q].op, products) || b->units[q].nin < 2)
+			continue;
+		masked |= !strcmp(b->units[q].op, "baddbmm");
+		int kt = b->units[q].in[1], key = kt;
+		int tp = b->tensors[kt].producer;
+		if (tp >= 0 && op_in(b->units[tp].op, transposes) && b->units[tp].nin)
+			key = b->units[tp].in[0];
+		else if (tp < 0 || !op_in(b->units[tp].op, transposes))
+			continue;
+		*bytes += b->tensors[key].bytes + b->tensors[u->in[1]].bytes;
+		(*sites)++;
+		*causal += masked;
+	}
+}
+
+/* ---- setup: weights, inputs, what each storage is ---- */
 
 static bool trains(const ti_memory_options *o, const ti_model_param *p)
 {
@@ -661,13 +806,23 @@ static ti_status classify(sim *s, const ti_model_report *rep, ti_error *err)
 	bool *made = ti_arena_calloc(b->arena, (size_t)b->storage_count + 1, sizeof(*made));
 	if (!made)
 		return TI_FAIL(err, TI_E_NOMEM, "out of memory");
+	s->made_by = ti_arena_calloc(b->arena, (size_t)b->storage_count + 1, sizeof(*s->made_by));
+	s->seg_mark = ti_arena_calloc(b->arena, (size_t)b->storage_count + 1, sizeof(*s->seg_mark));
+	if (!s->made_by || !s->seg_mark)
+		return TI_FAIL(err, TI_E_NOMEM, "out of memory");
+	for (int i = 0; i < b->storage_count; i++)
+		s->made_by[i] = -1;
 	for (size_t k = 0; k < b->unit_count; k++) {
 		const mem_unit *u = &b->units[k];
 		for (int i = 0; i < u->nin; i++)
 			s->l.st[b->tensors[u->in[i]].storage].last_use = (int)k;
 		if (u->out_kind == MEM_OUT_NEW)
-			for (int o = 0; o < u->nout; o++)
-				made[b->tensors[u->out[o]].storage] = true;
+			for (int o = 0; o < u->nout; o++) {
+				int st = b->tensors[u->out[o]].storage;
+				made[st] = true;
+				if (s->made_by[st] < 0)
+					s->made_by[st] = (int)k;
+			}
 	}
 	for (size_t i = 0; i < m->param_count; i++) {
 		int t = s->param_tensor[i];
@@ -769,6 +924,22 @@ static void reset(sim *s, long long stop_at)
 	for (size_t i = 0; i < l->count; i++)
 		if (l->st[i].pinned)
 			alloc_storage(l, (int)i);
+	/* the last of several micro-batches starts with the .grad the earlier ones left */
+	if (s->opt->mode == TI_MEMORY_TRAIN && s->opt->accumulate > 1)
+		for (size_t i = 0; i < s->b.model->param_count; i++) {
+			int t = s->param_tensor[i];
+			if (!s->b.tensors[t].grad || s->pending[t] >= 0)
+				continue;
+			int g = add_storage(s, s->b.tensors[t].bytes, TI_MEM_GRADIENT, s->b.tensors[t].name, 0);
+			if (g < 0) {
+				l->overflow = true;
+				return;
+			}
+			l->st[g].pinned = l->st[g].prior = true;
+			l->st[g].grad_refs = 1;
+			alloc_storage(l, g);
+			s->pending[t] = g;
+		}
 }
 
 static void play(sim *s, long long stop_at)
@@ -823,7 +994,7 @@ static const char *const phase_names[] = {"forward", "backward", "optimizer"};
 const char *ti_memory_phase_name(ti_memory_phase p) { return (unsigned)p < 3 ? phase_names[p] : "?"; }
 
 static const char *const kind_names[] = {"weight", "buffer", "input", "activation", "saved", "gradient",
-                                         "activation gradient", "optimizer state", "temporary"};
+                                         "activation gradient", "optimizer state", "temporary", "KV cache"};
 const char *ti_memory_kind_name(ti_memory_kind k) { return (unsigned)k < TI_MEM_KIND_COUNT ? kind_names[k] : "?"; }
 
 static int by_bytes(const void *a, const void *b)
@@ -887,7 +1058,11 @@ static ti_status build_terms(sim *s, ti_memory_report *r, ti_error *err)
 		{"activations", r->activations,
 		 train ? "saved for backward, live at the end of forward" : "inference: nothing is saved", unknown && train,
 		 train ? unknown_why : NULL},
-		{"kv_cache", r->kv_cache, "none: the description holds no cache", false, NULL},
+		{"kv_cache", r->kv_cache,
+		 r->kv_cache ? ti_arena_printf(a, "keys and values of %d attention steps at the bound length, their dtype",
+		                               r->kv_sites)
+		 : r->kv_causal ? "training: none" : "none: no causal attention step (--kv-cache on counts one anyway)",
+		 false, NULL},
 		{"peak", r->peak, "the most live at any moment of the step: the ledger's high-water mark", unknown, unknown_why},
 	};
 	r->term_count = sizeof(terms) / sizeof(terms[0]);
@@ -925,6 +1100,7 @@ ti_status ti_memory_estimate(ti_model *model, const ti_memory_options *options, 
 	s->b.arena = &model->arena;
 	s->b.options = options;
 	s->b.map = map;
+	s->b.segment = -1;
 	s->l.arena = &model->arena;
 	s->l.cuda = options->device == TI_MEMORY_CUDA;
 	module_list ml = {0};
@@ -940,6 +1116,19 @@ ti_status ti_memory_estimate(ti_model *model, const ti_memory_options *options, 
 			st = walk(&s->b, &ml, &trace, (int)i, err);
 	if (st || (st = classify(s, rep, err)) || (st = optimizer_setup(s, err)))
 		goto done;
+	find_kv(s, &s->kv_bytes, &s->kv_sites, &s->kv_causal);
+	bool count_kv = options->mode == TI_MEMORY_INFER && s->kv_bytes > 0 &&
+	                (options->kv_cache > 0 || (options->kv_cache == 0 && s->kv_causal > 0));
+	if (count_kv) {
+		int id = add_storage(s, s->kv_bytes, TI_MEM_KV_CACHE, "KV cache", 0);
+		if (id < 0) {
+			st = TI_FAIL(err, TI_E_NOMEM, "out of memory");
+			goto done;
+		}
+		s->l.st[id].pinned = true;
+	} else {
+		s->kv_bytes = 0;
+	}
 	s->base_count = s->l.count;
 	s->pending = ti_arena_calloc(&model->arena, s->b.tensor_count + 1, sizeof(*s->pending));
 	s->records = ti_arena_calloc(&model->arena, s->b.unit_count + 1, sizeof(*s->records));
@@ -965,6 +1154,9 @@ ti_status ti_memory_estimate(ti_model *model, const ti_memory_options *options, 
 	r->inputs = s->input_bytes;
 	r->gradients = options->mode == TI_MEMORY_TRAIN ? s->grad_bytes : 0;
 	r->optimizer_state = s->optimizer_state;
+	r->kv_cache = s->kv_bytes;
+	r->kv_sites = s->kv_sites;
+	r->kv_causal = s->kv_causal;
 	r->activations = options->mode == TI_MEMORY_TRAIN ? s->activations : 0;
 	r->peak = s->l.peak;
 	r->peak_phase = s->l.peak_phase;
