@@ -353,6 +353,8 @@ static ti_status plan_plain(mem_builder *b, const mem_event *ev, const plain_row
 	u.differentiable = row->out != CONSTANT;
 	bool train = training(b, c);
 	for (int i = 0; i < in.n; i++) {
+		if (mem_meta_bytes(in.t[i]) < 0)
+			return TI_FAIL(err, TI_E_LIMIT, "%s: an input of more than 2^62 bytes", u.label);
 		int id = mem_tensor_of(b, in.t[i]);
 		if (id < 0)
 			return TI_FAIL(err, TI_E_NOMEM, "out of memory for the ledger");
@@ -377,6 +379,8 @@ static ti_status plan_plain(mem_builder *b, const mem_event *ev, const plain_row
 		kind = MEM_OUT_NEW;
 	u.out_kind = kind;
 	for (int i = 0; i < out.n; i++) {
+		if (mem_meta_bytes(out.t[i]) < 0)
+			return TI_FAIL(err, TI_E_LIMIT, "%s: an output of more than 2^62 bytes", u.label);
 		int id = kind == MEM_OUT_NEW ? mem_tensor_new(b, mem_meta_bytes(out.t[i]), u.label)
 		                             : mem_tensor_view(b, u.in[0], mem_meta_bytes(out.t[i]));
 		if (id < 0 || mem_tensor_bind(b, out.t[i], id) < 0)

@@ -631,6 +631,7 @@ static void backward(sim *s)
 			continue;
 		transient(s, u->bwd_scratch, TI_MEM_TEMPORARY, u->label);
 		int go = s->pending[u->out[0]];
+		int made[MEM_MAX_IO], grads[MEM_MAX_IO], nmade = 0;
 		for (int i = 0; i < u->nin; i++) {
 			int t = u->in[i];
 			if (!b->tensors[t].grad)
@@ -655,8 +656,12 @@ static void backward(sim *s)
 				alloc_storage(l, g);
 			}
 			s->l.st[g].grad_refs++;
-			accumulate(s, t, g, b->tensors[t].name);
+			made[nmade] = t;
+			grads[nmade++] = g;
 		}
+		/* the backward returns all its gradients at once; then the engine hands each on */
+		for (int i = 0; i < nmade; i++)
+			accumulate(s, made[i], grads[i], b->tensors[made[i]].name);
 		release_saved(s, (int)k);
 		for (int o = 0; o < u->nout; o++) {
 			int t = u->out[o];

@@ -1,0 +1,230 @@
+/*
+ * test_memory.c - the memory simulation on small descriptions whose every
+ * byte is worked out by hand below: what is live when, what autograd
+ * keeps, what the optimizer adds, and the errors for what cannot be sized.
+ */
+#include <stdio.h>
+
+#include "unit.h"
+
+#include "tinspect/memory.h"
+
+/* x [64, 1024] -> Linear(1024, 4096) -> ReLU -> Linear(4096, 1024), float32. */
+static const char *mlp =
+	"{\"inputs\": {\"x\": {\"shape\": [\"N\", 1024]}},"
+	" \"modules\": {\"net\": {\"type\": \"Sequential\", \"modules\": ["
+	"   {\"type\": \"Linear\", \"in_features\": 1024, \"out_features\": 4096},"
+	"   {\"type\": \"ReLU\"},"
+	"   {\"type\": \"Linear\", \"in_features\": 4096, \"out_features\": 1024}]}},"
+	" \"graph\": [{\"out\": \"y\", \"call\": \"net\", \"args\": [\"x\"]}]}";
+
+enum {
+	W1 = 4096 * 1024 * 4, B1 = 4096 * 4, W2 = 1024 * 4096 * 4, B2 = 1024 * 4,
+	WEIGHTS = W1 + B1 + W2 + B2, /* 33,574,912 */
+	X = 64 * 1024 * 4,           /* 262,144 */
+	H = 64 * 4096 * 4            /* 1 MiB: the hidden layer */
+};
+
+static ti_model *model_of(const char *text, int64_t n)
+{
+	const char *names[] = {"N"};
+	int64_t values[] = {n};
+	ti_model_options o = {names, values, 1, 0};
+	ti_model *m = NULL;
+	ti_error err;
+	ti_error_clear(&err);
+	ti_status st = ti_model_open(text, strlen(text), &o, &m, &err);
+	cr_assert(st == TI_OK, "opening failed: %s", err.message);
+	return m;
+}
+
+static const ti_memory_report *estimate(ti_model *m, const ti_memory_options *o)
+{
+	const ti_memory_report *r = NULL;
+	ti_error err;
+	ti_error_clear(&err);
+	ti_status st = ti_memory_estimate(m, o, &r, &err);
+	cr_assert(st == TI_OK, "estimate failed: %s", err.message);
+	return r;
+}
+
+Test(memory, inference_peaks_while_the_hidden_layer_and_its_relu_are_both_live)
+{
+	ti_model *m = model_of(mlp, 64);
+	ti_memory_options o = {0};
+	const ti_memory_report *r = estimate(m, &o);
+	cr_assert_eq(r->weights, WEIGHTS);
+	cr_assert_eq(r->inputs, X);
+	cr_assert_eq(r->gradients, 0);
+	cr_assert_eq(r->activations, 0);
+	/* weights + x + linear's output + relu's output: the first output dies after relu */
+	cr_assert_eq(r->peak, WEIGHTS + X + 2 * H, "peak %lld", (long long)r->peak);
+	cr_assert_eq(r->peak_phase, TI_PHASE_FORWARD);
+	cr_assert_str_eq(r->peak_step, "net.1 (relu)");
+	ti_model_close(m);
+}
+
+Test(memory, training_keeps_what_relu_and_linear_saved_and_peaks_at_the_first_layers_gradients)
+{
+	ti_model *m = model_of(mlp, 64);
+	ti_memory_options o = {.mode = TI_MEMORY_TRAIN, .optimizer = TI_OPTIM_SGD};
+	const ti_memory_report *r = estimate(m, &o);
+	cr_assert_eq(r->gradients, WEIGHTS);
+	cr_assert_eq(r->optimizer_state, 0);
+	/* relu saves its result, which the second linear saves as its input: one hidden layer */
+	cr_assert_eq(r->activations, H, "activations %lld", (long long)r->activations);
+	/* the first linear's backward: the second's .grad, the hidden gradient, the first's new .grad */
+	cr_assert_eq(r->peak, WEIGHTS + X + (W2 + B2) + H + (W1 + B1), "peak %lld", (long long)r->peak);
+	cr_assert_eq(r->peak_phase, TI_PHASE_BACKWARD);
+	cr_assert_str_eq(r->peak_step, "net.0 (linear)");
+	ti_model_close(m);
+}
+
+Test(memory, momentum_adds_one_buffer_per_parameter_for_the_whole_step)
+{
+	ti_model *m = model_of(mlp, 64);
+	ti_memory_options o = {.mode = TI_MEMORY_TRAIN, .optimizer = TI_OPTIM_MOMENTUM};
+	const ti_memory_report *r = estimate(m, &o);
+	cr_assert_eq(r->optimizer_state, WEIGHTS);
+	cr_assert_eq(r->peak, 2 * WEIGHTS + X + (W2 + B2) + H + (W1 + B1));
+	ti_model_close(m);
+}
+
+Test(memory, adam_peaks_in_the_step_with_two_temporaries_of_the_largest_parameter)
+{
+	ti_model *m = model_of(mlp, 64);
+	ti_memory_options o = {.mode = TI_MEMORY_TRAIN, .optimizer = TI_OPTIM_ADAM};
+	const ti_memory_report *r = estimate(m, &o);
+	/* exp_avg and exp_avg_sq per parameter, and a float32 step tensor each of the four */
+	cr_assert_eq(r->optimizer_state, 2 * WEIGHTS + 4 * 4);
+	cr_assert_eq(r->peak, WEIGHTS + X + WEIGHTS + (2 * WEIGHTS + 16) + 2 * W1, "peak %lld", (long long)r->peak);
+	cr_assert_eq(r->peak_phase, TI_PHASE_OPTIMIZER);
+	ti_model_close(m);
+}
+
+Test(memory, foreach_makes_the_temporaries_of_every_parameter_at_once)
+{
+	ti_model *m = model_of(mlp, 64);
+	ti_memory_options o = {.mode = TI_MEMORY_TRAIN, .optimizer = TI_OPTIM_ADAM, .impl = TI_IMPL_FOREACH};
+	const ti_memory_report *r = estimate(m, &o);
+	cr_assert_eq(r->peak, WEIGHTS + X + WEIGHTS + (2 * WEIGHTS + 16) + WEIGHTS, "peak %lld", (long long)r->peak);
+	ti_model_close(m);
+}
+
+Test(memory, frozen_parameters_get_no_gradient_and_no_state)
+{
+	ti_model *m = model_of(mlp, 64);
+	const char *frozen[] = {"net.0.*"};
+	ti_memory_options o = {.mode = TI_MEMORY_TRAIN, .optimizer = TI_OPTIM_MOMENTUM, .frozen = frozen, .frozen_count = 1};
+	const ti_memory_report *r = estimate(m, &o);
+	cr_assert_eq(r->gradients, W2 + B2);
+	cr_assert_eq(r->optimizer_state, W2 + B2);
+	ti_model_close(m);
+}
+
+Test(memory, accumulation_starts_the_last_micro_batch_with_every_gradient_live)
+{
+	ti_model *m = model_of(mlp, 64);
+	ti_memory_options o = {.mode = TI_MEMORY_TRAIN, .optimizer = TI_OPTIM_SGD, .accumulate = 4};
+	const ti_memory_report *r = estimate(m, &o);
+	/* the second linear's backward: every .grad, relu's saved result, and its three new gradients at once */
+	cr_assert_eq(r->peak, WEIGHTS + X + WEIGHTS + H + (H + W2 + B2), "peak %lld", (long long)r->peak);
+	ti_model_close(m);
+}
+
+Test(memory, the_cuda_allocator_rounds_every_tensor_up_to_512_bytes)
+{
+	ti_model *m = model_of(mlp, 1);
+	ti_memory_options o = {.device = TI_MEMORY_CUDA};
+	const ti_memory_report *r = estimate(m, &o);
+	/* x is 4096 bytes already; a hidden vector of 16384 bytes too; the biases round to 16384 and 4096 */
+	cr_assert_eq(r->peak % 512, 0);
+	ti_model_close(m);
+}
+
+static const char *tied =
+	"{\"inputs\": {\"ids\": {\"shape\": [8], \"dtype\": \"int64\"}},"
+	" \"modules\": {\"emb\": {\"type\": \"Embedding\", \"num_embeddings\": 1000, \"embedding_dim\": 64},"
+	"               \"head\": {\"type\": \"Linear\", \"in_features\": 64, \"out_features\": 1000, \"bias\": false}},"
+	" \"tied\": {\"head.weight\": \"emb.weight\"},"
+	" \"graph\": [{\"out\": \"h\", \"call\": \"emb\", \"args\": [\"ids\"]},"
+	"            {\"out\": \"y\", \"call\": \"head\", \"args\": [\"h\"]}]}";
+
+Test(memory, tied_weights_are_one_storage_and_their_two_gradients_are_summed_out_of_place)
+{
+	ti_model *m = model_of(tied, 0);
+	ti_memory_options o = {.mode = TI_MEMORY_TRAIN, .optimizer = TI_OPTIM_SGD};
+	const ti_memory_report *r = estimate(m, &o);
+	enum { E = 1000 * 64 * 4 };
+	cr_assert_eq(r->weights, E);
+	cr_assert_eq(r->gradients, E);
+	/* the head's gradient, the embedding's, and their sum, at once (measured on PyTorch 1.13) */
+	cr_assert(r->peak >= 4 * E && r->peak < 4 * E + 8192, "peak %lld", (long long)r->peak);
+	ti_model_close(m);
+}
+
+static const char *causal =
+	"{\"inputs\": {\"q\": {\"shape\": [2, 4, \"T\", 16]}, \"k\": {\"shape\": [2, 4, \"T\", 16]},"
+	"             \"v\": {\"shape\": [2, 4, \"T\", 16]}, \"mask\": {\"shape\": [\"T\", \"T\"], \"dtype\": \"bool\"}},"
+	" \"graph\": [{\"out\": \"kt\", \"op\": \"transpose\", \"args\": [\"k\", -2, -1]},"
+	"            {\"out\": \"s\", \"op\": \"matmul\", \"args\": [\"q\", \"kt\"]},"
+	"            {\"out\": \"s\", \"op\": \"masked_fill\", \"args\": [\"s\", \"mask\", -1e9]},"
+	"            {\"out\": \"a\", \"op\": \"softmax\", \"args\": [\"s\", -1]},"
+	"            {\"out\": \"y\", \"op\": \"matmul\", \"args\": [\"a\", \"v\"]}]}";
+
+Test(memory, a_masked_attention_step_is_a_decoder_and_caches_its_keys_and_values)
+{
+	const char *names[] = {"T"};
+	int64_t values[] = {128};
+	ti_model_options mo = {names, values, 1, 0};
+	ti_model *m = NULL;
+	ti_error err;
+	ti_error_clear(&err);
+	cr_assert_eq(ti_model_open(causal, strlen(causal), &mo, &m, &err), TI_OK, "%s", err.message);
+	ti_memory_options o = {0};
+	const ti_memory_report *r = estimate(m, &o);
+	cr_assert_eq(r->kv_sites, 1);
+	cr_assert_eq(r->kv_causal, 1);
+	cr_assert_eq(r->kv_cache, 2 * (2 * 4 * 128 * 16 * 4));
+	ti_model_close(m);
+}
+
+Test(memory, an_unbound_symbol_is_named_with_the_option_that_binds_it)
+{
+	ti_model *m = NULL;
+	ti_model_options mo = {0};
+	ti_error err;
+	ti_error_clear(&err);
+	cr_assert_eq(ti_model_open(mlp, strlen(mlp), &mo, &m, &err), TI_OK);
+	ti_memory_options o = {0};
+	const ti_memory_report *r;
+	cr_assert_eq(ti_memory_estimate(m, &o, &r, &err), TI_E_INVALID);
+	cr_assert(strstr(err.message, "bind N"), "%s", err.message);
+	ti_model_close(m);
+}
+
+Test(memory, sizes_past_2_to_the_62_are_refused_not_wrapped)
+{
+	ti_model *m = model_of(mlp, (int64_t)1 << 50);
+	ti_memory_options o = {0};
+	const ti_memory_report *r;
+	ti_error err;
+	ti_error_clear(&err);
+	cr_assert_eq(ti_memory_estimate(m, &o, &r, &err), TI_E_LIMIT, "%s", err.message);
+	ti_model_close(m);
+}
+
+Test(memory, shapes_that_do_not_line_up_are_the_shape_error)
+{
+	const char *bad = "{\"inputs\": {\"x\": {\"shape\": [2, 3]}},"
+	                  " \"modules\": {\"fc\": {\"type\": \"Linear\", \"in_features\": 4, \"out_features\": 2}},"
+	                  " \"graph\": [{\"out\": \"y\", \"call\": \"fc\", \"args\": [\"x\"]}]}";
+	ti_model *m = model_of(bad, 1);
+	ti_memory_options o = {0};
+	const ti_memory_report *r;
+	ti_error err;
+	ti_error_clear(&err);
+	cr_assert_eq(ti_memory_estimate(m, &o, &r, &err), TI_E_SHAPE);
+	cr_assert(strstr(err.message, "mat1 and mat2 shapes cannot be multiplied"), "%s", err.message);
+	ti_model_close(m);
+}
