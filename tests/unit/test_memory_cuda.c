@@ -1,0 +1,358 @@
+/*
+ * test_memory_cuda.c - the model of PyTorch's CUDA caching allocator: rounding,
+ * the two pools and their segment sizes, best fit, splitting, coalescing,
+ * reuse, and peaks worked out by hand from CUDACachingAllocator.cpp's rules.
+ */
+#include "memory/cuda_alloc.h"
+#include "unit.h"
+
+#define KIB ((int64_t)1024)
+#define MIB ((int64_t)1048576)
+
+static ti_error err;
+static mem_cuda *a;
+
+static void setup(void)
+{
+	ti_error_clear(&err);
+	cr_assert(mem_cuda_new(&a, &err) == TI_OK, "mem_cuda_new: %s", err.message);
+}
+
+static void teardown(void)
+{
+	mem_cuda_free_all(a);
+	a = NULL;
+}
+
+/* Allocates bytes, failing the test if the model refuses. */
+static int alloc(int64_t bytes)
+{
+	int block;
+	ti_status st = mem_cuda_malloc(a, bytes, &block, &err);
+	cr_assert(st == TI_OK, "malloc of %lld bytes: %s (%s)", (long long)bytes, ti_status_name(st), err.message);
+	return block;
+}
+
+Test(memory_cuda, rounds_requests_up_to_a_multiple_of_512_bytes)
+{
+	EXPECT_INT(mem_cuda_round(1), 512);
+	EXPECT_INT(mem_cuda_round(511), 512);
+	EXPECT_INT(mem_cuda_round(512), 512);
+	EXPECT_INT(mem_cuda_round(513), 1024);
+	EXPECT_INT(mem_cuda_round(1000), 1024);
+	EXPECT_INT(mem_cuda_round(MIB + 1), MIB + 512);
+	EXPECT_INT(mem_cuda_round(30 * MIB + 1), 30 * MIB + 512);
+}
+
+Test(memory_cuda, starts_with_nothing_reserved, .init = setup, .fini = teardown)
+{
+	EXPECT_INT(mem_cuda_allocated(a), 0);
+	EXPECT_INT(mem_cuda_reserved(a), 0);
+	EXPECT_INT(mem_cuda_peak_allocated(a), 0);
+	EXPECT_INT(mem_cuda_peak_reserved(a), 0);
+	EXPECT_INT(mem_cuda_segments(a), 0);
+}
+
+Test(memory_cuda, an_empty_tensor_allocates_nothing, .init = setup, .fini = teardown)
+{
+	int block = alloc(0);
+	EXPECT_INT(block, MEM_CUDA_NO_BLOCK);
+	EXPECT_INT(mem_cuda_allocated(a), 0);
+	EXPECT_INT(mem_cuda_reserved(a), 0);
+	mem_cuda_release(a, block); /* freeing it is a no-op */
+	EXPECT_INT(mem_cuda_allocated(a), 0);
+}
+
+Test(memory_cuda, a_small_request_reserves_a_2_mib_segment, .init = setup, .fini = teardown)
+{
+	int block = alloc(1);
+	EXPECT_INT(mem_cuda_block_size(a, block), 512);
+	EXPECT_INT(mem_cuda_allocated(a), 512);
+	EXPECT_INT(mem_cuda_reserved(a), 2 * MIB);
+	EXPECT_INT(mem_cuda_segments(a), 1);
+}
+
+Test(memory_cuda, a_1_mib_request_is_small_and_shares_its_segment, .init = setup, .fini = teardown)
+{
+	/* kSmallSize = 1 MiB is the largest small request: a 2 MiB segment holds two */
+	alloc(MIB);
+	alloc(MIB);
+	EXPECT_INT(mem_cuda_reserved(a), 2 * MIB);
+	EXPECT_INT(mem_cuda_allocated(a), 2 * MIB);
+	alloc(MIB);
+	EXPECT_INT(mem_cuda_reserved(a), 4 * MIB);
+	EXPECT_INT(mem_cuda_segments(a), 2);
+}
+
+Test(memory_cuda, a_request_just_over_1_mib_goes_to_the_large_pool, .init = setup, .fini = teardown)
+{
+	alloc(MIB + 1);
+	EXPECT_INT(mem_cuda_reserved(a), 20 * MIB);
+	EXPECT_INT(mem_cuda_allocated(a), MIB + 512);
+}
+
+Test(memory_cuda, a_5_mib_request_reserves_20_mib, .init = setup, .fini = teardown)
+{
+	int block = alloc(5 * MIB);
+	EXPECT_INT(mem_cuda_reserved(a), 20 * MIB);
+	/* 15 MiB remain, more than kSmallSize: the segment is split */
+	EXPECT_INT(mem_cuda_block_size(a, block), 5 * MIB);
+	EXPECT_INT(mem_cuda_allocated(a), 5 * MIB);
+}
+
+Test(memory_cuda, a_request_of_30_mib_and_a_byte_reserves_32_mib, .init = setup, .fini = teardown)
+{
+	int block = alloc(30 * MIB + 1);
+	/* 10 MiB or more: its own segment, rounded up to a multiple of kRoundLarge = 2 MiB */
+	EXPECT_INT(mem_cuda_reserved(a), 32 * MIB);
+	/* 2 MiB - 512 remain, more than 1 MiB: split off, so only the rounded request counts */
+	EXPECT_INT(mem_cuda_block_size(a, block), 30 * MIB + 512);
+	EXPECT_INT(mem_cuda_allocated(a), 30 * MIB + 512);
+}
+
+Test(memory_cuda, an_unsplit_remainder_counts_as_allocated, .init = setup, .fini = teardown)
+{
+	/* 11 MiB gets a 12 MiB segment; the 1 MiB left is not > kSmallSize, so the block stays whole */
+	int block = alloc(11 * MIB);
+	EXPECT_INT(mem_cuda_reserved(a), 12 * MIB);
+	EXPECT_INT(mem_cuda_block_size(a, block), 12 * MIB);
+	EXPECT_INT(mem_cuda_allocated(a), 12 * MIB);
+	mem_cuda_release(a, block);
+	EXPECT_INT(mem_cuda_allocated(a), 0);
+	EXPECT_INT(mem_cuda_peak_allocated(a), 12 * MIB);
+}
+
+Test(memory_cuda, freed_blocks_are_reused_and_reserved_stays_flat, .init = setup, .fini = teardown)
+{
+	for (int i = 0; i < 1000; i++) {
+		int big = alloc(5 * MIB), small = alloc(100 * KIB), huge = alloc(64 * MIB);
+		mem_cuda_release(a, small);
+		mem_cuda_release(a, big);
+		mem_cuda_release(a, huge);
+	}
+	EXPECT_INT(mem_cuda_reserved(a), 20 * MIB + 2 * MIB + 64 * MIB);
+	EXPECT_INT(mem_cuda_segments(a), 3);
+	EXPECT_INT(mem_cuda_allocated(a), 0);
+	EXPECT_INT(mem_cuda_peak_allocated(a), 5 * MIB + 100 * KIB + 64 * MIB);
+}
+
+Test(memory_cuda, the_rest_of_a_split_segment_serves_the_next_request, .init = setup, .fini = teardown)
+{
+	alloc(5 * MIB);
+	alloc(5 * MIB);
+	alloc(10 * MIB); /* 10 MiB is left: exactly fits, nothing to split */
+	EXPECT_INT(mem_cuda_reserved(a), 20 * MIB);
+	EXPECT_INT(mem_cuda_allocated(a), 20 * MIB);
+	EXPECT_INT(mem_cuda_segments(a), 1);
+}
+
+Test(memory_cuda, the_pools_do_not_serve_each_other, .init = setup, .fini = teardown)
+{
+	mem_cuda_release(a, alloc(MIB));  /* the small pool now caches a free 2 MiB block */
+	alloc(MIB + 512);                 /* large: a 20 MiB segment all the same */
+	EXPECT_INT(mem_cuda_reserved(a), 22 * MIB);
+	mem_cuda_release(a, alloc(512));  /* small: back in the cached 2 MiB */
+	EXPECT_INT(mem_cuda_reserved(a), 22 * MIB);
+}
+
+Test(memory_cuda, best_fit_takes_the_smallest_free_block_that_fits, .init = setup, .fini = teardown)
+{
+	/* one 20 MiB segment: [x 8][y 2][z 4][w 6] MiB */
+	int x = alloc(8 * MIB);
+	alloc(2 * MIB);
+	int z = alloc(4 * MIB);
+	alloc(6 * MIB);
+	EXPECT_INT(mem_cuda_segments(a), 1);
+	mem_cuda_release(a, x);
+	mem_cuda_release(a, z);
+	/* 3 MiB fits both; the 4 MiB block is smaller; 1 MiB would remain, not > kSmallSize: taken whole */
+	int b = alloc(3 * MIB);
+	EXPECT_INT(mem_cuda_block_size(a, b), 4 * MIB);
+	EXPECT_INT(mem_cuda_allocated(a), 12 * MIB); /* y 2 + w 6 + the whole 4 */
+	EXPECT_INT(mem_cuda_reserved(a), 20 * MIB);
+}
+
+Test(memory_cuda, among_equal_blocks_the_lower_address_wins, .init = setup, .fini = teardown)
+{
+	/* one 20 MiB segment: [x 4][y 2][z 4][w 2][free 8] MiB */
+	int x = alloc(4 * MIB);
+	alloc(2 * MIB);
+	int z = alloc(4 * MIB);
+	int w = alloc(2 * MIB);
+	mem_cuda_release(a, x);
+	mem_cuda_release(a, z);
+	/* x and z are both 4 MiB; the set orders them by address, so x is taken */
+	alloc(4 * MIB);
+	/* freeing w merges z, w and the free 8 MiB into 14 MiB, which serves 14 MiB exactly;
+	 * had z been taken, the 14 MiB request would need a segment of its own */
+	mem_cuda_release(a, w);
+	alloc(14 * MIB);
+	EXPECT_INT(mem_cuda_reserved(a), 20 * MIB);
+	EXPECT_INT(mem_cuda_segments(a), 1);
+}
+
+Test(memory_cuda, freed_neighbours_coalesce_into_one_block, .init = setup, .fini = teardown)
+{
+	/* [x 5][y 5][z 5][free 5] MiB */
+	int x = alloc(5 * MIB), y = alloc(5 * MIB), z = alloc(5 * MIB);
+	mem_cuda_release(a, x); /* no free neighbour */
+	mem_cuda_release(a, z); /* merges with the free tail: 10 MiB */
+	mem_cuda_release(a, y); /* merges both sides: the whole 20 MiB */
+	/* 19 MiB fits only in the merged block; the 1 MiB left is not split off */
+	int b = alloc(19 * MIB);
+	EXPECT_INT(mem_cuda_reserved(a), 20 * MIB);
+	EXPECT_INT(mem_cuda_block_size(a, b), 20 * MIB);
+	EXPECT_INT(mem_cuda_allocated(a), 20 * MIB);
+}
+
+Test(memory_cuda, small_blocks_split_down_to_512_bytes_and_merge_back, .init = setup, .fini = teardown)
+{
+	/* 4096 small blocks of 512 bytes fill one 2 MiB segment exactly */
+	static int blocks[4096];
+	for (int i = 0; i < 4096; i++)
+		blocks[i] = alloc(1);
+	EXPECT_INT(mem_cuda_reserved(a), 2 * MIB);
+	EXPECT_INT(mem_cuda_allocated(a), 2 * MIB);
+	for (int i = 0; i < 4096; i += 2)
+		mem_cuda_release(a, blocks[i]);
+	for (int i = 1; i < 4096; i += 2)
+		mem_cuda_release(a, blocks[i]);
+	/* all merged back: one 1 MiB request and a second fit in the same segment */
+	alloc(MIB);
+	alloc(MIB);
+	EXPECT_INT(mem_cuda_reserved(a), 2 * MIB);
+}
+
+Test(memory_cuda, fragmentation_reserves_more_than_is_allocated, .init = setup, .fini = teardown)
+{
+	/* [a 5][b 5][c 5][d 5] MiB fill a segment; freeing a and c leaves two 5 MiB holes */
+	int x = alloc(5 * MIB);
+	alloc(5 * MIB);
+	int z = alloc(5 * MIB);
+	alloc(5 * MIB);
+	mem_cuda_release(a, x);
+	mem_cuda_release(a, z);
+	/* 10 MiB are free, but no one block holds 8 MiB: a second 20 MiB segment */
+	alloc(8 * MIB);
+	EXPECT_INT(mem_cuda_allocated(a), 18 * MIB);
+	EXPECT_INT(mem_cuda_reserved(a), 40 * MIB);
+	EXPECT_INT(mem_cuda_segments(a), 2);
+}
+
+Test(memory_cuda, a_scripted_step_has_the_peaks_worked_out_by_hand, .init = setup, .fini = teardown)
+{
+	/* 1000 B rounds to 1024 (multiple of 512); small pool, no free block: a 2 MiB segment (kSmallBuffer) */
+	int p = alloc(1000);
+	EXPECT_INT(mem_cuda_allocated(a), 1024);
+	EXPECT_INT(mem_cuda_reserved(a), 2 * MIB);
+	/* 3 MiB: large pool, < kMinLargeAlloc: a 20 MiB segment (kLargeBuffer), 17 MiB split off */
+	int q = alloc(3 * MIB);
+	EXPECT_INT(mem_cuda_reserved(a), 22 * MIB);
+	/* 12 MiB + 100 B rounds to 12 MiB + 512; best fit is the free 17 MiB; 5 MiB - 512 remain (> 1 MiB: split) */
+	int r = alloc(12 * MIB + 100);
+	EXPECT_INT(mem_cuda_block_size(a, r), 12 * MIB + 512);
+	EXPECT_INT(mem_cuda_reserved(a), 22 * MIB);
+	/* 6 MiB: the only free large block (5 MiB - 512) is too small: another 20 MiB segment, 14 MiB split off */
+	int s = alloc(6 * MIB);
+	EXPECT_INT(mem_cuda_allocated(a), 1024 + 21 * MIB + 512);
+	EXPECT_INT(mem_cuda_reserved(a), 42 * MIB);
+	/* freeing q, then r merges q, r and the 5 MiB - 512 tail into the whole 20 MiB segment */
+	mem_cuda_release(a, q);
+	mem_cuda_release(a, r);
+	EXPECT_INT(mem_cuda_allocated(a), 1024 + 6 * MIB);
+	/* 20 MiB: best fit is that merged 20 MiB block (the other free one is 14 MiB), exact: no split */
+	int t = alloc(20 * MIB);
+	EXPECT_INT(mem_cuda_allocated(a), 1024 + 26 * MIB);
+	EXPECT_INT(mem_cuda_reserved(a), 42 * MIB);
+	/* 40 MiB + 1 rounds to 40 MiB + 512; no free block holds it: a segment of 42 MiB (kRoundLarge
+	 * multiple), 2 MiB - 512 split off. Allocated peaks here: 1024 + 6 + 20 + 40 MiB + 512 */
+	int u = alloc(40 * MIB + 1);
+	EXPECT_INT(mem_cuda_allocated(a), 1024 + 66 * MIB + 512);
+	EXPECT_INT(mem_cuda_reserved(a), 84 * MIB);
+	mem_cuda_release(a, t);
+	mem_cuda_release(a, u); /* merges with its 2 MiB - 512 tail: a free 42 MiB block */
+	/* 1.5 MiB: best fit among 14, 20 and 42 MiB is the 14 MiB tail of s's segment; reserved stays */
+	int v = alloc(3 * MIB / 2);
+	EXPECT_INT(mem_cuda_block_size(a, v), 3 * MIB / 2);
+	EXPECT_INT(mem_cuda_allocated(a), 1024 + 6 * MIB + 3 * MIB / 2);
+	EXPECT_INT(mem_cuda_reserved(a), 84 * MIB);
+	EXPECT_INT(mem_cuda_peak_allocated(a), 69207552); /* 1024 + 66 MiB + 512 */
+	EXPECT_INT(mem_cuda_peak_reserved(a), 88080384);  /* 2 + 20 + 20 + 42 MiB */
+	EXPECT_INT(mem_cuda_segments(a), 4);
+	mem_cuda_release(a, p);
+	mem_cuda_release(a, s);
+	mem_cuda_release(a, v);
+	EXPECT_INT(mem_cuda_allocated(a), 0);
+	EXPECT_INT(mem_cuda_reserved(a), 84 * MIB); /* nothing goes back to the driver */
+}
+
+Test(memory_cuda, refuses_a_negative_or_exabyte_request_and_stays_unchanged, .init = setup, .fini = teardown)
+{
+	int block = 7;
+	EXPECT_STATUS(mem_cuda_malloc(a, -1, &block, &err), TI_E_INVALID, err);
+	EXPECT_INT(block, MEM_CUDA_NO_BLOCK);
+	EXPECT_STATUS(mem_cuda_malloc(a, (int64_t)1 << 60, &block, &err), TI_E_LIMIT, err);
+	EXPECT_STATUS(mem_cuda_malloc(a, INT64_MAX, &block, &err), TI_E_LIMIT, err);
+	EXPECT_INT(mem_cuda_reserved(a), 0);
+	/* just under 1 EiB is modelled like any other request */
+	EXPECT_STATUS(mem_cuda_malloc(a, ((int64_t)1 << 60) - 1, &block, &err), TI_OK, err);
+	EXPECT_INT(mem_cuda_reserved(a), (int64_t)1 << 60);
+}
+
+Test(memory_cuda, ignores_releases_of_blocks_that_are_not_live, .init = setup, .fini = teardown)
+{
+	int block = alloc(5 * MIB);
+	mem_cuda_release(a, block);
+	mem_cuda_release(a, block);   /* twice */
+	mem_cuda_release(a, -5);
+	mem_cuda_release(a, 1 << 20); /* never handed out */
+	mem_cuda_release(a, block == 0 ? 1 : 0); /* the split's other id, merged back: not live */
+	EXPECT_INT(mem_cuda_allocated(a), 0);
+	EXPECT_INT(mem_cuda_block_size(a, block), 0);
+	alloc(20 * MIB); /* the segment merged back whole */
+	EXPECT_INT(mem_cuda_reserved(a), 20 * MIB);
+}
+
+/* A deterministic mix of 100k mallocs and frees: the sums stay consistent, and it is quick. */
+Test(memory_cuda, a_long_random_ledger_keeps_its_sums, .init = setup, .fini = teardown)
+{
+	enum { OPS = 100000, LIVE = 2000 };
+	static int live[LIVE];
+	static int64_t live_size[LIVE];
+	int nlive = 0;
+	int64_t sum = 0, last_reserved = 0;
+	uint64_t x = 88172645463325252ull;
+	for (int op = 0; op < OPS; op++) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		bool do_free = nlive == LIVE || (nlive > 0 && (x & 3) == 0) || (nlive > LIVE / 2 && (x & 1));
+		if (do_free) {
+			int i = (int)((x >> 8) % (uint64_t)nlive);
+			sum -= live_size[i];
+			mem_cuda_release(a, live[i]);
+			live[i] = live[nlive - 1];
+			live_size[i] = live_size[nlive - 1];
+			nlive--;
+		} else {
+			/* sizes from 1 B to 64 MiB, mostly small, as tensors are */
+			int shift = (int)((x >> 20) % 27);
+			int64_t bytes = (int64_t)((x >> 32) & ((1ull << shift) - 1)) + 1;
+			int block = alloc(bytes);
+			live[nlive] = block;
+			live_size[nlive] = mem_cuda_block_size(a, block);
+			cr_assert(live_size[nlive] >= mem_cuda_round(bytes), "op %d: block of %lld for %lld bytes", op,
+			          (long long)live_size[nlive], (long long)bytes);
+			sum += live_size[nlive];
+			nlive++;
+		}
+		cr_assert(mem_cuda_allocated(a) == sum, "op %d: allocated %lld, live blocks sum to %lld", op,
+		          (long long)mem_cuda_allocated(a), (long long)sum);
+		cr_assert(mem_cuda_reserved(a) >= last_reserved, "op %d: reserved went down", op);
+		cr_assert(mem_cuda_allocated(a) <= mem_cuda_reserved(a), "op %d: allocated past reserved", op);
+		last_reserved = mem_cuda_reserved(a);
+	}
+	while (nlive > 0)
+		mem_cuda_release(a, live[--nlive]);
+	EXPECT_INT(mem_cuda_allocated(a), 0);
+	cr_expect(mem_cuda_peak_allocated(a) <= mem_cuda_peak_reserved(a));
+	EXPECT_INT(mem_cuda_peak_reserved(a), mem_cuda_reserved(a));
+}
