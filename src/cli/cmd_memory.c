@@ -13,7 +13,7 @@
 
 enum {
 	OPT_HELP = 1, OPT_JSON, OPT_RAW, OPT_BIND, OPT_MODE, OPT_OPTIMIZER, OPT_IMPL, OPT_DEVICE, OPT_DTYPE,
-	OPT_TRAINABLE, OPT_FROZEN, OPT_DEVICE_MEMORY, OPT_FIT, OPT_TOP, OPT_CHECKPOINT, OPT_ACCUMULATE, OPT_KV_CACHE
+	OPT_TRAINABLE, OPT_FROZEN, OPT_DEVICE_MEMORY, OPT_FIT, OPT_TOP, OPT_CHECKPOINT, OPT_ACCUMULATE, OPT_KV_CACHE, OPT_OVERHEAD
 };
 
 static const cli_option options[] = {
@@ -34,6 +34,7 @@ static const cli_option options[] = {
 	{"checkpoint", 0, OPT_VALUE, OPT_CHECKPOINT},
 	{"accumulate", 0, OPT_VALUE, OPT_ACCUMULATE},
 	{"kv-cache", 0, OPT_VALUE, OPT_KV_CACHE},
+	{"overhead", 0, OPT_VALUE, OPT_OVERHEAD},
 	{NULL, 0, 0, 0},
 };
 
@@ -67,6 +68,9 @@ static const char help[] =
 	"  --accumulate N       gradient accumulation over N micro-batches: the last one,\n"
 	"                       with the .grad the earlier ones left (the batch symbols\n"
 	"                       are one micro-batch's)\n"
+	"  --overhead NAME=SIZE cuda: memory outside the tensors, counted with the reserved\n"
+	"                       peak against --device-memory (default context=500MiB,\n"
+	"                       cublas=32MiB, cudnn=0; repeatable, replaces a default)\n"
 	"  --device-memory SIZE a size (80GiB, 24GB) or a GPU (H100-80GB, A100-40GB, L4,\n"
 	"                       RTX-4090, ...): say whether the peak fits; exit 1 if not\n"
 	"  --fit SYMBOL         the largest value of SYMBOL whose peak fits --device-memory\n"
@@ -84,7 +88,29 @@ typedef struct memory_args {
 	const char *fit;
 	int top;
 	bool json;
+	/* cuda: memory outside the allocator's tensors, by name */
+	struct overhead { char name[32]; int64_t bytes; } overheads[16];
+	int overhead_count;
 } memory_args;
+
+/* PyTorch 2.x on a recent GPU: the context's own memory (driver, kernels; 300-700 MiB by GPU and version), cuBLAS's workspace. */
+static const struct overhead default_overheads[] = {
+	{"context", (int64_t)500 << 20}, {"cublas", (int64_t)32 << 20}, {"cudnn", 0},
+};
+
+static int64_t overhead_total(const memory_args *a)
+{
+	int64_t sum = 0;
+	for (int i = 0; i < a->overhead_count; i++)
+		sum += a->overheads[i].bytes;
+	return sum;
+}
+
+/* What must fit: on cuda the reserved peak and the overheads; on the CPU the peak. */
+static int64_t device_need(const memory_args *a, const ti_memory_report *r)
+{
+	return a->o.device == TI_MEMORY_CUDA ? r->reserved_peak + overhead_total(a) : r->peak;
+}
 
 static const char *const modes[] = {"infer", "train", NULL};
 
@@ -190,6 +216,14 @@ static int print_text(const memory_args *a, const ti_memory_report *r)
 		return rc;
 	printf("\npeak %s during %s, at %s\n", cli_bytes(r->peak, b1, sizeof(b1)), ti_memory_phase_name(r->peak_phase),
 	       r->peak_step);
+	if (o->device == TI_MEMORY_CUDA) {
+		printf("reserved %s at the most: the caching allocator's segments (max_memory_reserved)\n",
+		       cli_bytes(r->reserved_peak, b2, sizeof(b2)));
+		printf("overheads outside the allocator:");
+		for (int i = 0; i < a->overhead_count; i++)
+			printf("%s %s %s", i ? "," : "", a->overheads[i].name, cli_bytes(a->overheads[i].bytes, b2, sizeof(b2)));
+		printf(" (--overhead NAME=SIZE)\n");
+	}
 	if (r->top_count && a->top > 0) {
 		printf("\nlive at the peak (largest %d of %zu):\n", a->top < (int)r->top_count ? a->top : (int)r->top_count,
 		       r->top_count);
@@ -207,7 +241,7 @@ static int print_text(const memory_args *a, const ti_memory_report *r)
 	for (size_t i = 0; i < r->note_count; i++)
 		printf("note: %s\n", r->notes[i]);
 	if (a->device_bytes)
-		print_fit(a, r->peak);
+		print_fit(a, device_need(a, r));
 	return EXIT_OK;
 }
 
@@ -231,8 +265,12 @@ static int print_json(const memory_args *a, const ti_memory_report *r, int64_t f
 	cJSON_AddNumberToObject(root, "activations", (double)r->activations);
 	cJSON_AddNumberToObject(root, "kv_cache", (double)r->kv_cache);
 	cJSON_AddNumberToObject(root, "peak", (double)r->peak);
-	if (o->device == TI_MEMORY_CUDA)
+	if (o->device == TI_MEMORY_CUDA) {
 		cJSON_AddNumberToObject(root, "reserved_peak", (double)r->reserved_peak);
+		cJSON *ov = cJSON_AddObjectToObject(root, "overheads");
+		for (int i = 0; i < a->overhead_count; i++)
+			cJSON_AddNumberToObject(ov, a->overheads[i].name, (double)a->overheads[i].bytes);
+	}
 	cJSON_AddStringToObject(root, "peak_step", r->peak_step);
 	cJSON_AddStringToObject(root, "peak_phase", ti_memory_phase_name(r->peak_phase));
 	cJSON *terms = cJSON_AddArrayToObject(root, "terms");
@@ -259,7 +297,8 @@ static int print_json(const memory_args *a, const ti_memory_report *r, int64_t f
 		cJSON_AddItemToArray(notes, cJSON_CreateString(r->notes[i]));
 	if (a->device_bytes) {
 		cJSON_AddNumberToObject(root, "device_memory", (double)a->device_bytes);
-		cJSON_AddBoolToObject(root, "fits", r->peak <= a->device_bytes);
+		cJSON_AddNumberToObject(root, "device_need", (double)device_need(a, r));
+		cJSON_AddBoolToObject(root, "fits", device_need(a, r) <= a->device_bytes);
 	}
 	if (a->fit) {
 		cJSON *f = cJSON_AddObjectToObject(root, "fit");
@@ -312,7 +351,7 @@ static int fit_search(memory_args *a, int64_t *best, const ti_memory_report **be
 			return rc;
 		if (rc < 0 && -rc != TI_E_SHAPE && -rc != TI_E_LIMIT)
 			return cli_report(a->cm.file, &err);
-		if (rc < 0 || r->peak > a->device_bytes) {
+		if (rc < 0 || device_need(a, r) > a->device_bytes) {
 			hi = v;
 			break;
 		}
@@ -329,7 +368,7 @@ static int fit_search(memory_args *a, int64_t *best, const ti_memory_report **be
 			return rc;
 		if (rc < 0 && -rc != TI_E_SHAPE && -rc != TI_E_LIMIT)
 			return cli_report(a->cm.file, &err);
-		if (rc == 0 && r->peak <= a->device_bytes)
+		if (rc == 0 && device_need(a, r) <= a->device_bytes)
 			lo = mid;
 		else
 			hi = mid;
@@ -352,6 +391,8 @@ int cmd_memory(int argc, char **argv)
 	memset(&a, 0, sizeof(a));
 	a.o.optimizer = TI_OPTIM_ADAM;
 	a.top = 8;
+	memcpy(a.overheads, default_overheads, sizeof(default_overheads));
+	a.overhead_count = (int)(sizeof(default_overheads) / sizeof(default_overheads[0]));
 	size_t ntrain = 0, nfrozen = 0, ncheck = 0;
 	bool optimizer_given = false, impl_given = false, kv_given = false;
 	int id, rc, choice;
@@ -427,6 +468,27 @@ int cmd_memory(int argc, char **argv)
 		case OPT_FIT:
 			a.fit = value;
 			break;
+		case OPT_OVERHEAD: {
+			const char *eq = strchr(value, '=');
+			int64_t bytes;
+			const char *gpu;
+			ti_error err;
+			ti_error_clear(&err);
+			if (!eq || eq == value || (size_t)(eq - value) >= sizeof(a.overheads[0].name))
+				return cli_usage_error("memory: --overhead wants NAME=SIZE (context=600MiB), not '%s'", value);
+			if (ti_memory_parse_size(eq + 1, &bytes, &gpu, &err) || gpu)
+				return cli_usage_error("memory: --overhead %s", err.message[0] ? err.message : "wants a size, not a GPU");
+			int k = 0;
+			while (k < a.overhead_count && strncmp(a.overheads[k].name, value, (size_t)(eq - value)))
+				k++;
+			if (k == 16)
+				return cli_usage_error("memory: more than 16 --overhead names");
+			snprintf(a.overheads[k].name, sizeof(a.overheads[k].name), "%.*s", (int)(eq - value), value);
+			a.overheads[k].bytes = bytes;
+			if (k == a.overhead_count)
+				a.overhead_count++;
+			break;
+		}
 		case OPT_KV_CACHE: {
 			static const char *const kv[] = {"auto", "on", "off", NULL};
 			if ((rc = parse_choice("kv-cache", value, kv, &choice)))
@@ -467,6 +529,8 @@ int cmd_memory(int argc, char **argv)
 		                       : nfrozen ? "frozen" : ncheck ? "checkpoint" : "accumulate");
 	if (a.o.mode == TI_MEMORY_TRAIN && kv_given)
 		return cli_usage_error("memory: --kv-cache applies to --mode infer only");
+	if (a.o.device != TI_MEMORY_CUDA && a.overhead_count > (int)(sizeof(default_overheads) / sizeof(default_overheads[0])))
+		return cli_usage_error("memory: --overhead applies to --device cuda only");
 	if (a.fit && !a.device_bytes)
 		return cli_usage_error("memory: --fit %s needs --device-memory SIZE to fit into", a.fit);
 	if (a.o.mode != TI_MEMORY_TRAIN)
@@ -515,7 +579,7 @@ int cmd_memory(int argc, char **argv)
 			goto failed;
 	}
 	rc = a.json ? print_json(&a, r, fit_value) : print_text(&a, r);
-	if (!rc && a.device_bytes && r->peak > a.device_bytes)
+	if (!rc && a.device_bytes && device_need(&a, r) > a.device_bytes)
 		rc = EXIT_NEGATIVE;
 	goto done;
 failed:

@@ -300,7 +300,7 @@ static int64_t rows_of(const ti_meta_tensor *t, int normalized_dims)
  * A convolution's own scratch on the CPU (PyTorch 1.13, one thread, measured):
  * where mkldnn runs it (every convolution but a 1x1 kernel at stride 1 on a
  * batch under 16) the larger of the input and the output once more; THNN's
- * 1x1 none; a transposed
+ * 1x1 none (on cuda, cuDNN's workspace is an overhead of its own); a transposed
  * convolution (slow_conv_transpose) one sample's columns,
  * C_out * prod(kernel) * prod(input spatial) elements.
  */
@@ -439,7 +439,7 @@ static ti_status plan_plain(mem_builder *b, const mem_event *ev, const plain_row
 	}
 	if (row->extra == EXTRA_DROPOUT && !dropping)
 		u.differentiable = true;
-	if (x && out.n && !strncmp(row->name, "conv", 4))
+	if (x && out.n && !strncmp(row->name, "conv", 4) && b->options->device == TI_MEMORY_CPU)
 		u.fwd_scratch = conv_scratch(row->name, c, x, out.t[0]);
 	return mem_emit(b, &u, err);
 }

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "memory/cuda_alloc.h"
 #include "memory/memory_internal.h"
 #include "util/strmap.h"
 
@@ -279,6 +280,7 @@ typedef struct storage {
 	bool output;        /* a model output */
 	bool prior;         /* a .grad from an earlier micro-batch (gradient accumulation) */
 	bool live;
+	int block;          /* cuda: its block in the caching allocator's model */
 	int module;
 } storage;
 
@@ -297,6 +299,7 @@ typedef struct ledger {
 	ti_memory_phase phase;
 	int unit;
 	bool cuda;
+	mem_cuda *allocator;            /* cuda: the caching allocator's model */
 	ti_arena *arena;
 	bool overflow;
 } ledger;
@@ -306,6 +309,12 @@ static int64_t rounded(const ledger *l, int64_t bytes)
 	if (!l->cuda || bytes == 0)
 		return bytes;
 	return (bytes + 511) / 512 * 512;
+}
+
+/* What a live storage counts for: its bytes, or the caching allocator's block (rounded, or a whole unsplit block). */
+static int64_t held(const ledger *l, const storage *x)
+{
+	return l->allocator ? mem_cuda_block_size(l->allocator, x->block) : rounded(l, x->bytes);
 }
 
 static void snapshot(ledger *l)
@@ -318,7 +327,7 @@ static void snapshot(ledger *l)
 		return;
 	for (size_t i = 0; i < l->count; i++)
 		if (l->st[i].live && l->st[i].bytes > 0)
-			l->snap[l->snap_count++] = (ti_memory_tensor){l->st[i].name, l->st[i].kind, rounded(l, l->st[i].bytes)};
+			l->snap[l->snap_count++] = (ti_memory_tensor){l->st[i].name, l->st[i].kind, held(l, &l->st[i])};
 	l->snapped = true;
 }
 
@@ -328,7 +337,12 @@ static void alloc_storage(ledger *l, int s)
 	if (x->live)
 		return;
 	x->live = true;
-	if (!mem_add(&l->live, rounded(l, x->bytes)))
+	if (l->allocator) {
+		ti_error err;
+		if (mem_cuda_malloc(l->allocator, x->bytes, &x->block, &err))
+			l->overflow = true;
+	}
+	if (!mem_add(&l->live, held(l, x)))
 		l->overflow = true;
 	l->moment++;
 	if (l->live > l->high)
@@ -349,7 +363,11 @@ static void free_storage(ledger *l, int s)
 	if (!x->live || x->pinned)
 		return;
 	x->live = false;
-	l->live -= rounded(l, x->bytes);
+	l->live -= held(l, x);
+	if (l->allocator) {
+		mem_cuda_release(l->allocator, x->block);
+		x->block = MEM_CUDA_NO_BLOCK;
+	}
 }
 
 /* ---- the simulation ---- */
@@ -382,7 +400,7 @@ static int add_storage(sim *s, int64_t bytes, ti_memory_kind kind, const char *n
 	if (ti_arena_array_grow(s->l.arena, (void **)&s->l.st, &s->storage_capacity, sizeof(*s->l.st), s->l.count + 1))
 		return -1;
 	int id = (int)s->l.count++;
-	s->l.st[id] = (storage){bytes, kind, name, -1, 0, 0, false, false, false, false, module};
+	s->l.st[id] = (storage){bytes, kind, name, -1, 0, 0, false, false, false, false, MEM_CUDA_NO_BLOCK, module};
 	return id;
 }
 
@@ -906,6 +924,12 @@ static ti_status optimizer_setup(sim *s, ti_error *err)
 static void reset(sim *s, long long stop_at)
 {
 	ledger *l = &s->l;
+	/* the caching allocator keeps its segments from one step to the next: its blocks go back to its pools */
+	for (size_t i = 0; i < l->count; i++)
+		if (l->st[i].live && l->allocator) {
+			mem_cuda_release(l->allocator, l->st[i].block);
+			l->st[i].block = MEM_CUDA_NO_BLOCK;
+		}
 	l->count = s->base_count;
 	l->live = l->high = l->peak = 0;
 	l->moment = 0;
@@ -1142,6 +1166,10 @@ ti_status ti_memory_estimate(ti_model *model, const ti_memory_options *options, 
 		st = TI_FAIL(err, TI_E_NOMEM, "out of memory");
 		goto done;
 	}
+	if (options->device == TI_MEMORY_CUDA && (st = mem_cuda_new(&s->l.allocator, err)))
+		goto done;
+	if (s->l.allocator)
+		play(s, -1); /* a warm-up step: the segments a measured step finds cached */
 	play(s, -1);
 	if (s->l.overflow) {
 		st = TI_FAIL(err, TI_E_LIMIT, "the step needs more than %lld bytes, or the ledger ran out of memory",
@@ -1164,6 +1192,7 @@ ti_status ti_memory_estimate(ti_model *model, const ti_memory_options *options, 
 	r->kv_causal = s->kv_causal;
 	r->activations = options->mode == TI_MEMORY_TRAIN ? s->activations : 0;
 	r->peak = s->l.peak;
+	r->reserved_peak = s->l.allocator ? mem_cuda_peak_reserved(s->l.allocator) : 0;
 	r->peak_phase = s->l.peak_phase;
 	int pu = s->l.peak_unit;
 	r->peak_step = pu >= 0 ? s->b.units[pu].label
@@ -1203,6 +1232,8 @@ ti_status ti_memory_estimate(ti_model *model, const ti_memory_options *options, 
 		goto done;
 	*out = r;
 done:
+	mem_cuda_free_all(s->l.allocator);
+	s->l.allocator = NULL;
 	ti_strmap_release(&ml.index);
 	return st;
 }
