@@ -1,0 +1,526 @@
+#!/usr/bin/env python3
+"""
+Conformance test: `tinspect memory` against what PyTorch 1.13 really allocates on the CPU.
+
+Usage:  /usr/bin/python3 tests/conformance/memory_conformance.py [./tinspect] [options]
+
+For each model of the corpus (CORPUS below: fixtures/models/*.json and
+tests/conformance/memory_models/*.json at realistic sizes) and each mode
+(`infer`, `train` with `momentum`, `train` with `adam`), a worker process
+started with LD_PRELOAD=memshim.so (tests/tools/memshim.c, built into a
+temporary directory at run time) and OMP_NUM_THREADS=1:
+
+  1. imports torch, torch.set_num_threads(1), runs a small warm-up op (so
+     that lazy library buffers exist), and takes the baseline B = live bytes;
+  2. builds the model on the CPU from the description with the interpreter of
+     shapes_conformance.py (TransformerEncoder/Decoder stacks as
+     state_dict_conformance.py builds them), initialises it (each module's
+     reset_parameters), and makes the inputs as the interpreter does (zeros:
+     integer inputs are valid indices);
+  3. infer: model.eval(), forward under torch.no_grad().
+     train: model.train(), SGD(lr=0.01, momentum=0.9) or Adam(lr=1e-3), both
+     foreach=False (the 1.13 CPU default); one step is forward, loss = the sum
+     of .sum() of every floating output tensor (tuples flattened),
+     loss.backward(), opt.step(), opt.zero_grad(set_to_none=True). The
+     outputs and the loss are locals of the step: alive until it returns;
+  4. two warm-up steps, then two measured steps. Measured step 1: memshim
+     peak := live just before the call, peak read after it. Measured step 2:
+     the same, with the peak reset at the start of each phase (forward + loss,
+     backward, optimizer step + zero_grad) and read at its end, which gives the
+     breakdown; its whole-step peak is the largest phase peak (exactly the
+     peak a single reset would give). `peak` is step 1's peak minus B: it
+     includes weights, buffers, inputs, optimizer state, gradients,
+     activations and temporaries. Both steps are reported; they must agree
+     within 1 % (a NOTE otherwise).
+
+Also recorded (exact, from the tensors, not from memshim):
+  weights          bytes of the unique storages of parameters and buffers
+                   (a tied weight counted once);
+  optimizer_state  sum of the bytes of every tensor in opt.state, Adam's 0-dim
+                   float32 `step` tensors included (4 B per parameter: below
+                   memshim's 4 KiB threshold, so invisible in `peak`, but a real
+                   tensor of the optimizer's state_dict); opt_state_no_step is
+                   the same without them;
+  gradients        bytes of the unique .grad tensors after backward;
+  live_before      live bytes just before the measured step, minus B.
+
+Then runs `tinspect memory FILE --bind K=V ... --mode infer|train
+[--optimizer momentum|adam] --device cpu --json` and reads the top-level
+integer keys peak, weights, gradients, optimizer_state, activations.
+Fails a case when |tinspect - torch| / torch > 10 % for peak, or when weights
+or optimizer_state differ at all from the exact values above (a tinspect
+optimizer_state equal to opt_state_no_step fails with a message saying so).
+gradients is compared too (a NOTE when it differs). Fails the run when the
+median peak error is over 5 %. When the binary has no `memory` command (exit
+2, "not a tinspect command"), prints PyTorch's figures only and marks the
+cases "measured only" (not failures).
+
+Prints one line per case: model, mode, torch peak MiB, tinspect peak MiB,
+error %. Exits 0 with "skipped" when torch is not importable.
+
+Runtime of the default run (31 cases): about 235 s of CPU in the workers,
+4 to 5 minutes on two idle cores; 9 minutes measured with the two cores
+shared by other jobs (load average 7 to 8). --full takes much longer.
+
+Options:
+  --only SUBSTR  run only the cases whose name ("resnet18/train-adam") contains SUBSTR
+  --json OUT     write every measurement (and tinspect's answers) to OUT
+  --table OUT    write the measured table to OUT, rewritten after every case
+  --torch-only   no tinspect: measure and print PyTorch's figures only
+  --full         the realistic bindings of the issue (CORPUS's last column): GPT-2
+                 at T=256, encoders at batch 8, the MLP at batch 256 (about 30+
+                 minutes with the reference BLAS; the default run is about 6)
+  --bind NAME=N  override the binding of NAME in every case that has it (a
+                 quick run: --bind N=2 --bind T=16 --bind B=1)
+  -v             print the breakdown of each case
+"""
+import argparse
+import ctypes
+import gc
+import json
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
+MEMSHIM_SRC = os.path.join(ROOT, "tests", "tools", "memshim.c")
+MIB = 1024.0 * 1024.0
+
+PEAK_TOLERANCE = 0.10
+MEDIAN_TOLERANCE = 0.05
+NOISE_TOLERANCE = 0.01
+
+# The corpus: (name, description relative to the repository root, bindings of the default
+# run, bindings of --full). The default bindings keep the whole run near 6 minutes on two
+# cores with torch 1.13's Debian build, whose CPU matmul is the reference (netlib) BLAS at
+# about 5 GFLOP/s on one thread; --full uses the realistic sizes of the issue (ResNet at
+# batch 16 and 224x224, GPT-2 at sequence 256, batch 8 for the encoders, an MLP at batch
+# 256), which take several times longer there. See memory_models/README.md.
+FM = "fixtures/models/"
+MM = "tests/conformance/memory_models/"
+CORPUS = [
+    ("resnet18", FM + "resnet18.json", {"N": 16}, {"N": 16}),
+    ("mobilenet_v2", FM + "mobilenet_v2.json", {"N": 16}, {"N": 16}),
+    ("gpt2_small", FM + "gpt2_small.json", {"B": 1, "T": 16}, {"B": 1, "T": 256}),
+    ("vit_small", FM + "vit_small.json", {"N": 1}, {"N": 8}),
+    ("lstm_tagger", FM + "lstm_tagger.json", {"N": 16, "T": 64}, {"N": 32, "T": 128}),
+    ("unet_small", FM + "unet_small.json", {"N": 64}, {"N": 64}),
+    ("mlp_large", MM + "mlp_large.json", {"N": 32}, {"N": 256}),
+    ("conv1d_audio", MM + "conv1d_audio.json", {"N": 16}, {"N": 32}),
+    ("mha_blocks", MM + "mha_blocks.json", {"N": 1, "T": 128}, {"N": 8, "T": 256}),
+    ("transformer_encoder", MM + "transformer_encoder.json", {"N": 1, "T": 64}, {"N": 8, "T": 256}),
+    ("llama_decoder", MM + "llama_decoder.json", {"B": 1, "T": 64}, {"B": 2, "T": 512}),
+]
+MODES = [("infer", None), ("train", "momentum"), ("train", "adam")]
+# Left out of the default run for time (--full runs them): the optimizer changes only the
+# optimizer state and the step's temporaries, which the other models cover.
+NOT_IN_DEFAULT_RUN = {"gpt2_small/train-momentum", "vit_small/train-momentum"}
+
+
+def case_name(model, mode, opt):
+    return "%s/%s" % (model, mode if opt is None else "%s-%s" % (mode, opt))
+
+
+# ==========================================================================
+# Worker: runs in a process with LD_PRELOAD=memshim.so; measures one case
+# ==========================================================================
+def worker(spec):
+    import torch
+
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    lib = ctypes.CDLL(None)
+    if not hasattr(lib, "memshim_live"):
+        raise SystemExit("memshim is not preloaded")
+    lib.memshim_live.restype = ctypes.c_longlong
+    lib.memshim_peak.restype = ctypes.c_longlong
+    live, peak, reset = lib.memshim_live, lib.memshim_peak, lib.memshim_reset
+
+    sys.path.insert(0, HERE)
+    import shapes_conformance as sc  # noqa: F401  (the interpreter)
+    import state_dict_conformance  # noqa: F401  (patches the interpreter's build for stacks)
+
+    # warm-up op: lazy library buffers (BLAS, oneDNN, autograd engine) exist before the baseline
+    a = torch.randn(64, 64, requires_grad=True)
+    (a @ a).relu().sum().backward()
+    del a
+    gc.collect()
+    base = live()
+
+    with open(os.path.join(ROOT, spec["path"])) as f:
+        desc = json.load(f)
+    t_build = time.process_time()
+    interp = sc.Interpreter(desc, spec["bind"], "cpu")
+    model = interp.build_model()
+    with torch.no_grad():
+        for m in model.modules():  # realistic values: to_empty leaves the storage uninitialised
+            for fn in ("reset_parameters", "_reset_parameters"):
+                if callable(getattr(m, fn, None)):
+                    getattr(m, fn)()
+                    break
+    inputs = interp.make_inputs()
+    t_build = time.process_time() - t_build
+
+    def uniq_bytes(tensors):
+        seen = {}
+        for t in tensors:
+            if t is None:
+                continue
+            s = t.storage()
+            seen[s.data_ptr()] = max(seen.get(s.data_ptr(), 0), s.nbytes())
+        return sum(seen.values())
+
+    weights = uniq_bytes(list(model.parameters()) + list(model.buffers()))
+    input_bytes = uniq_bytes(inputs.values())
+    n_params = sum(p.numel() for p in model.parameters())
+    mode, optname = spec["mode"], spec["optimizer"]
+
+    def forward():
+        return interp.run_graph(model, desc, dict(inputs), None)
+
+    def loss_of(out):
+        ts = [t for t in sc.flatten_tensors(out) if t.is_floating_point()]
+        loss = ts[0].sum()
+        for t in ts[1:]:
+            loss = loss + t.sum()
+        return loss
+
+    res = {"weights": weights, "inputs": input_bytes, "params": n_params}
+    if mode == "infer":
+        model.eval()
+
+        def step():
+            with torch.no_grad():
+                out = forward()
+            del out
+
+        def phased_step():
+            reset()
+            with torch.no_grad():
+                out = forward()
+            ph = {"forward_peak": peak(), "after_forward": live()}
+            del out
+            return ph
+        opt = None
+    else:
+        model.train()
+        params = [p for p in model.parameters() if p.requires_grad]
+        if optname == "momentum":
+            opt = torch.optim.SGD(params, lr=0.01, momentum=0.9, foreach=False)
+        elif optname == "adam":
+            opt = torch.optim.Adam(params, lr=1e-3, foreach=False)
+        else:
+            raise SystemExit("unknown optimizer %r" % optname)
+
+        def step():
+            out = forward()
+            loss = loss_of(out)
+            loss.backward()
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+
+        def phased_step():
+            ph = {}
+            reset()
+            out = forward()
+            loss = loss_of(out)
+            ph["forward_peak"], ph["after_forward"] = peak(), live()
+            reset()
+            loss.backward()
+            ph["backward_peak"], ph["after_backward"] = peak(), live()
+            ph["gradients"] = uniq_bytes(p.grad for p in params)
+            reset()
+            opt.step()
+            ph["optimizer_peak"] = peak()
+            opt.zero_grad(set_to_none=True)
+            ph["after_step"] = live()
+            return ph
+
+    times = []
+    for _ in range(2):  # warm-up
+        t0 = time.process_time()
+        step()
+        times.append(time.process_time() - t0)
+    gc.collect()
+    before1 = live()
+    reset()
+    t0 = time.process_time()
+    step()
+    times.append(time.process_time() - t0)
+    peak1 = peak()
+    gc.collect()
+    before2 = live()
+    ph = phased_step()
+    peaks = [v for k, v in ph.items() if k.endswith("_peak")]
+    peak2 = max(peaks)
+
+    res.update({
+        "peak": peak1 - base, "peak_run2": peak2 - base,
+        "live_before": before1 - base, "live_before_run2": before2 - base,
+        "step_seconds": times, "build_seconds": t_build,
+    })
+    for k, v in ph.items():
+        res[k] = v if k == "gradients" else v - base
+    if opt is not None:
+        state = [t for s in opt.state.values() for t in s.values() if isinstance(t, torch.Tensor)]
+        res["optimizer_state"] = sum(t.numel() * t.element_size() for t in state)
+        res["opt_state_no_step"] = sum(t.numel() * t.element_size() for s in opt.state.values()
+                                       for k, t in s.items() if isinstance(t, torch.Tensor) and k != "step")
+        res["activations_kept"] = res["after_forward"] - res["live_before_run2"]
+    else:
+        res["optimizer_state"] = 0
+        res["opt_state_no_step"] = 0
+        res["gradients"] = 0
+    return res
+
+
+# ==========================================================================
+# Driver
+# ==========================================================================
+def build_memshim(tmp):
+    so = os.path.join(tmp, "memshim.so")
+    cc = os.environ.get("CC", "cc")
+    p = subprocess.run([cc, "-O2", "-shared", "-fPIC", "-o", so, MEMSHIM_SRC, "-ldl"],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    if p.returncode:
+        raise SystemExit("error: cannot build memshim: %s" % p.stderr.decode(errors="replace"))
+    return so
+
+
+def measure(so, path, bind, mode, optimizer, timeout=600):
+    env = dict(os.environ, LD_PRELOAD=so, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    spec = json.dumps({"path": path, "bind": bind, "mode": mode, "optimizer": optimizer})
+    t0 = time.time()
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    p = subprocess.run([sys.executable, os.path.abspath(__file__), "--worker", spec], env=env,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout)
+    wall = time.time() - t0
+    ru2 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = ru2.ru_utime + ru2.ru_stime - ru.ru_utime - ru.ru_stime
+    if p.returncode:
+        err = p.stderr.decode(errors="replace").strip().splitlines()
+        raise RuntimeError("worker exited %d: %s" % (p.returncode, err[-1] if err else ""))
+    res = json.loads(p.stdout.decode().strip().splitlines()[-1])
+    res["wall_seconds"] = wall
+    res["cpu_seconds"] = cpu
+    return res
+
+
+def tinspect_has_memory(binary):
+    p = subprocess.run([binary, "memory", "--help"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    err = p.stderr.decode(errors="replace")
+    if p.returncode == 2 and ("not a tinspect command" in err or "unknown command" in err):
+        return False
+    return True
+
+
+def run_tinspect(binary, path, bind, mode, optimizer):
+    argv = [binary, "memory", os.path.join(ROOT, path)]
+    for k, v in bind.items():
+        argv += ["--bind", "%s=%d" % (k, v)]
+    argv += ["--mode", mode]
+    if optimizer:
+        argv += ["--optimizer", optimizer]
+    argv += ["--device", "cpu", "--json"]
+    try:
+        p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+    except subprocess.TimeoutExpired:
+        return None, "timeout: %s" % " ".join(argv)
+    err = p.stderr.decode(errors="replace").strip()
+    if p.returncode != 0:
+        return None, "exit %d: %s" % (p.returncode, err.splitlines()[-1] if err else "")
+    try:
+        doc = json.loads(p.stdout.decode())
+    except ValueError:
+        return None, "invalid JSON: %r" % p.stdout[:200]
+    if not isinstance(doc, dict):
+        return None, "JSON is not an object"
+    return doc, None
+
+
+def compare(res, doc):
+    """-> (fails, notes, peak error or None)."""
+    fails, notes = [], []
+    err = None
+    got = doc.get("peak")
+    if not isinstance(got, int):
+        fails.append("peak: %r is not an integer" % (got,))
+    else:
+        err = (got - res["peak"]) / float(res["peak"])
+        if abs(err) > PEAK_TOLERANCE:
+            fails.append("peak %.1f MiB, torch %.1f MiB (%+.1f %%)" % (got / MIB, res["peak"] / MIB, 100 * err))
+    for key in ("weights", "optimizer_state"):
+        g = doc.get(key)
+        if g != res[key]:
+            extra = ""
+            if key == "optimizer_state" and g == res["opt_state_no_step"] and g != res[key]:
+                extra = " (exactly torch's without Adam's 0-dim float32 `step` tensors, 4 B each)"
+            fails.append("%s %r, torch %d%s" % (key, g, res[key], extra))
+    if "gradients" in doc and doc["gradients"] != res["gradients"]:
+        notes.append("gradients %r, torch %d" % (doc["gradients"], res["gradients"]))
+    return fails, notes, err
+
+
+def mib(v):
+    return "%.1f" % (v / MIB) if isinstance(v, (int, float)) else "-"
+
+
+TABLE_HEAD = ("%-22s %-12s %-13s %9s %9s %9s %9s %9s %9s %9s %9s %9s %6s" % (
+    "model", "binding", "mode", "peak", "peak2", "weights", "optstate", "live_bef",
+    "fwd_peak", "act_kept", "bwd_peak", "opt_peak", "step_s"))
+
+
+def table_line(model, bind, mode, r):
+    return "%-22s %-12s %-13s %9s %9s %9s %9s %9s %9s %9s %9s %9s %6.2f" % (
+        model, ",".join("%s=%d" % kv for kv in bind.items()), mode, mib(r["peak"]), mib(r["peak_run2"]),
+        mib(r["weights"]), mib(r["optimizer_state"]), mib(r["live_before"]), mib(r["forward_peak"]),
+        mib(r.get("activations_kept", r["after_forward"] - r["live_before_run2"])),
+        mib(r.get("backward_peak")), mib(r.get("optimizer_peak")), r["step_seconds"][-1])
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[1])
+    ap.add_argument("tinspect", nargs="?", default=os.path.join(ROOT, "tinspect"))
+    ap.add_argument("--only", metavar="SUBSTR")
+    ap.add_argument("--json", metavar="OUT")
+    ap.add_argument("--table", metavar="OUT")
+    ap.add_argument("--torch-only", action="store_true")
+    ap.add_argument("--full", action="store_true", help="the realistic bindings (slow)")
+    ap.add_argument("--bind", action="append", default=[], metavar="NAME=N",
+                    help="override a symbol's binding in every case that has it")
+    ap.add_argument("-v", "--verbose", action="store_true")
+    a = ap.parse_args()
+
+    override = {}
+    for kv in a.bind:
+        k, _, v = kv.partition("=")
+        override[k] = int(v)
+    cases = [(m, p, dict((k, override.get(k, v)) for k, v in (full if a.full else b).items()), mode, opt)
+             for m, p, b, full in CORPUS for mode, opt in MODES
+             if a.full or case_name(m, mode, opt) not in NOT_IN_DEFAULT_RUN]
+    if a.only:
+        cases = [c for c in cases if a.only in case_name(c[0], c[3], c[4])]
+
+    check = not a.torch_only
+    binary = None
+    if check:
+        binary = os.path.abspath(a.tinspect)
+        if not os.access(binary, os.X_OK):
+            print("error: %s is not an executable" % a.tinspect)
+            return 2
+        if not tinspect_has_memory(binary):
+            print("note: %s has no 'memory' command: PyTorch's figures only (measured only)" % a.tinspect)
+            check = False
+        else:  # run a copy: a rebuild during the run would mix two versions
+            snap = os.path.join(tempfile.mkdtemp(prefix="tinspect-bin-"), "tinspect")
+            shutil.copy2(binary, snap)
+            binary = snap
+
+    tmp = tempfile.mkdtemp(prefix="tinspect-memconf-")
+    t_start = time.time()
+    results = []
+    errors = []
+    failed = passed = measured_only = 0
+    table = [TABLE_HEAD, "(MiB above the baseline taken before the model is built; peak2 = second measured step;"
+             " act_kept = live after forward+loss minus live before the step)"]
+    try:
+        so = build_memshim(tmp)
+        print("%-36s %10s %10s %8s  %s" % ("case", "torch MiB", "tinspect", "error", "result"))
+        for model, path, bind, mode, opt in cases:
+            name = case_name(model, mode, opt)
+            label = mode if opt is None else "%s-%s" % (mode, opt)
+            try:
+                r = measure(so, path, bind, mode, opt)
+            except (RuntimeError, subprocess.TimeoutExpired, ValueError) as e:
+                print("%-36s %10s %10s %8s  FAIL (torch side) %s" % (name, "-", "-", "-", str(e)[:200]))
+                failed += 1
+                errors.append(name)
+                continue
+            entry = {"case": name, "model": model, "path": path, "bind": bind, "mode": mode,
+                     "optimizer": opt, "torch": r}
+            notes = []
+            if abs(r["peak_run2"] - r["peak"]) > NOISE_TOLERANCE * r["peak"]:
+                notes.append("noise: the two measured steps differ: %s vs %s MiB" % (
+                    mib(r["peak"]), mib(r["peak_run2"])))
+            tpeak, errtxt, result = "-", "-", "measured only"
+            if check:
+                doc, why = run_tinspect(binary, path, bind, mode, opt)
+                entry["tinspect"] = doc
+                if doc is None:
+                    fails, err = ["tinspect: " + why], None
+                else:
+                    fails, n2, err = compare(r, doc)
+                    notes += n2
+                    if isinstance(doc.get("peak"), int):
+                        tpeak = mib(doc["peak"])
+                entry["error"] = err
+                entry["fails"] = fails
+                if err is not None:
+                    errtxt = "%+.1f%%" % (100 * err)
+                if fails:
+                    failed += 1
+                    result = "FAIL " + "; ".join(fails)
+                else:
+                    passed += 1
+                    result = "ok"
+            else:
+                measured_only += 1
+            entry["notes"] = notes
+            results.append(entry)
+            print("%-36s %10s %10s %8s  %s" % (name, mib(r["peak"]), tpeak, errtxt, result))
+            for n in notes:
+                print("    NOTE " + n)
+            if a.verbose:
+                print("    " + TABLE_HEAD)
+                print("    " + table_line(model, bind, label, r))
+            table.append(table_line(model, bind, label, r))
+            if a.table:
+                d = os.path.dirname(os.path.abspath(a.table))
+                os.makedirs(d, exist_ok=True)
+                with open(a.table, "w") as f:
+                    f.write("\n".join(table) + "\n")
+            sys.stdout.flush()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if binary and check:
+            shutil.rmtree(os.path.dirname(binary), ignore_errors=True)
+
+    errs = [abs(e["error"]) for e in results if e.get("error") is not None]
+    median = statistics.median(errs) if errs else None
+    elapsed = time.time() - t_start
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"torch": __import__("torch").__version__, "seconds": elapsed,
+                       "median_abs_peak_error": median, "cases": results}, f, indent=1)
+    if median is not None:
+        print("median |peak error| %.1f %% over %d cases (limit %.0f %%)" % (
+            100 * median, len(errs), 100 * MEDIAN_TOLERANCE))
+    median_fail = median is not None and median > MEDIAN_TOLERANCE
+    if median_fail:
+        print("FAIL  the median peak error is over %.0f %%" % (100 * MEDIAN_TOLERANCE))
+    print("%d passed, %d failed, %d measured only (%.0f s)" % (passed, failed, measured_only, elapsed))
+    return 1 if failed or median_fail else 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "--worker":
+        print(json.dumps(worker(json.loads(sys.argv[2]))))
+        sys.exit(0)
+    try:
+        import torch  # noqa: F401
+    except Exception:  # ImportError, or a broken install: re-exec under $PYTHON once
+        target = os.environ.get("PYTHON", "/usr/bin/python3")
+        if (not os.environ.get("_TINSPECT_CONF_REEXEC") and os.path.exists(target)
+                and os.path.realpath(target) != os.path.realpath(sys.executable)):
+            os.environ["_TINSPECT_CONF_REEXEC"] = "1"
+            os.execv(target, [target] + sys.argv)
+        print("skipped: torch is not importable with %s (set PYTHON to an interpreter that has "
+              "torch); memory conformance not run" % sys.executable)
+        sys.exit(0)
+    sys.exit(main())
