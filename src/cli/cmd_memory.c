@@ -131,6 +131,32 @@ static const char *const optimizer_names[] = {"sgd", "momentum", "adam", "adamw"
 static const char *const impl_names[] = {"for-loop", "foreach", "fused", NULL};
 static const char *const device_names[] = {"cpu", "cuda", NULL};
 
+static const char *param_name(const void *ctx, size_t i)
+{
+	return ((const ti_model_param *)ctx)[i].name;
+}
+
+static const char *module_path(const void *ctx, size_t i)
+{
+	return ((const ti_model_module *)ctx)[i].prefix;
+}
+
+/* Every --trainable, --frozen and --checkpoint glob matches something, as git wants of a pathspec. */
+static int check_globs(const memory_args *a)
+{
+	size_t np, nm;
+	const ti_model_param *params = ti_model_params(a->cm.model, &np);
+	const ti_model_module *modules = ti_model_modules(a->cm.model, &nm);
+	int rc = cli_check_globs("memory", "--trainable", a->cm.file, a->o.trainable, a->o.trainable_count, param_name,
+	                         params, np);
+	if (!rc)
+		rc = cli_check_globs("memory", "--frozen", a->cm.file, a->o.frozen, a->o.frozen_count, param_name, params, np);
+	if (!rc)
+		rc = cli_check_globs("memory", "--checkpoint", a->cm.file, a->o.checkpoint, a->o.checkpoint_count, module_path,
+		                     modules, nm);
+	return rc;
+}
+
 /* Opens the description with the binds (and fit's value) and simulates it. */
 static int estimate(memory_args *a, const ti_memory_report **out, ti_error *err, bool quiet)
 {
@@ -138,9 +164,11 @@ static int estimate(memory_args *a, const ti_memory_report **out, ti_error *err,
 		ti_model_close(a->cm.model);
 		a->cm.model = NULL;
 	}
-	(void)quiet; /* the file is read again for each of --fit's probes: milliseconds */
+	/* the file is read again for each of --fit's probes: milliseconds */
 	int rc = cli_model_open(&a->cm);
 	if (rc)
+		return rc;
+	if (!quiet && (rc = check_globs(a)))
 		return rc;
 	ti_status st = ti_memory_estimate(a->cm.model, &a->o, out, err);
 	if (st)
@@ -394,7 +422,7 @@ int cmd_memory(int argc, char **argv)
 	memcpy(a.overheads, default_overheads, sizeof(default_overheads));
 	a.overhead_count = (int)(sizeof(default_overheads) / sizeof(default_overheads[0]));
 	size_t ntrain = 0, nfrozen = 0, ncheck = 0;
-	bool optimizer_given = false, impl_given = false, kv_given = false;
+	bool optimizer_given = false, impl_given = false, kv_given = false, overhead_given = false;
 	int id, rc, choice;
 	const char *value;
 	while ((id = cli_next(&p, &value)) != -1) {
@@ -487,6 +515,7 @@ int cmd_memory(int argc, char **argv)
 			a.overheads[k].bytes = bytes;
 			if (k == a.overhead_count)
 				a.overhead_count++;
+			overhead_given = true;
 			break;
 		}
 		case OPT_KV_CACHE: {
@@ -529,7 +558,7 @@ int cmd_memory(int argc, char **argv)
 		                       : nfrozen ? "frozen" : ncheck ? "checkpoint" : "accumulate");
 	if (a.o.mode == TI_MEMORY_TRAIN && kv_given)
 		return cli_usage_error("memory: --kv-cache applies to --mode infer only");
-	if (a.o.device != TI_MEMORY_CUDA && a.overhead_count > (int)(sizeof(default_overheads) / sizeof(default_overheads[0])))
+	if (a.o.device != TI_MEMORY_CUDA && overhead_given)
 		return cli_usage_error("memory: --overhead applies to --device cuda only");
 	if (a.fit && !a.device_bytes)
 		return cli_usage_error("memory: --fit %s needs --device-memory SIZE to fit into", a.fit);

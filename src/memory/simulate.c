@@ -1090,7 +1090,10 @@ static ti_status build_terms(sim *s, ti_memory_report *r, ti_error *err)
 		{"kv_cache", r->kv_cache,
 		 r->kv_cache ? ti_arena_printf(a, "keys and values of %d attention steps at the bound length, their dtype",
 		                               r->kv_sites)
-		 : r->kv_causal ? "training: none" : "none: no causal attention step (--kv-cache on counts one anyway)",
+		 : train ? "training: none"
+		 : s->opt->kv_cache < 0 ? "none: --kv-cache off"
+		 : r->kv_sites ? "none: no attention step masks its scores (not a decoder; --kv-cache on counts one anyway)"
+		 : "none: no attention step",
 		 false, NULL},
 		{"peak", r->peak, "the most live at any moment of the step: the ledger's high-water mark", unknown, unknown_why},
 	};

@@ -110,7 +110,7 @@ fi
 # man_example_status COMMAND: the exit status the example's text promises.
 man_example_status() {
 	case $1 in
-	*--device\ cuda*) echo "$cuda_status" ;;
+	*materialize*--device\ cuda*) echo "$cuda_status" ;;
 	*) echo 0 ;;
 	esac
 }
