@@ -450,11 +450,15 @@ ti_status mem_expand_mha(mem_builder *b, const mem_event *ev, ti_error *err);
 ti_status mem_expand_encoder_layer(mem_builder *b, const mem_event *ev, ti_error *err);
 ti_status mem_expand_encoder(mem_builder *b, const mem_event *ev, ti_error *err);
 ti_status mem_expand_sdpa(mem_builder *b, const mem_event *ev, ti_error *err);
+ti_status mem_expand_rnn(mem_builder *b, const mem_event *ev, ti_error *err);
 
 static const mem_rule module_rules[] = {
 	{"MultiheadAttention", mem_expand_mha, "in-projection input, q/k/v, softmax result, dropout mask, attention output"},
 	{"TransformerEncoderLayer", mem_expand_encoder_layer, "its attention, norms, feed-forward and dropouts"},
 	{"TransformerEncoder", mem_expand_encoder, "each layer's, and the final norm's"},
+	{"LSTM", mem_expand_rnn, "the gates, cell states and h of every step of every layer"},
+	{"GRU", mem_expand_rnn, "the gates, the clones of in-place updates and h of every step"},
+	{"RNN", mem_expand_rnn, "h and its pre-activation of every step"},
 	{NULL, NULL, NULL},
 };
 
