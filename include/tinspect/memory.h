@@ -151,4 +151,16 @@ const char *ti_memory_gpu_name(size_t i);
 ti_status ti_memory_estimate(ti_model *model, const ti_memory_options *options, const ti_memory_report **out,
                              ti_error *err);
 
+struct ti_source;
+struct ti_arena;
+/*
+ * The terms a checkpoint alone gives (any file the source layer reads): its
+ * weights, and for training a gradient per floating parameter and the
+ * optimizer state, the checkpoint's own when it holds one, else by
+ * options->optimizer. No graph: activations are unknown, the peak is a
+ * lower bound (marked so). The report lives in arena.
+ */
+ti_status ti_memory_from_source(struct ti_source *src, const ti_memory_options *options, struct ti_arena *arena,
+                                const ti_memory_report **out, ti_error *err);
+
 #endif

@@ -9,11 +9,13 @@
 #include "cli/cli.h"
 #include "cli/model_cli.h"
 #include "cli/output.h"
+#include "tinspect/arena.h"
 #include "tinspect/memory.h"
+#include "tinspect/source.h"
 
 enum {
 	OPT_HELP = 1, OPT_JSON, OPT_RAW, OPT_BIND, OPT_MODE, OPT_OPTIMIZER, OPT_IMPL, OPT_DEVICE, OPT_DTYPE,
-	OPT_TRAINABLE, OPT_FROZEN, OPT_DEVICE_MEMORY, OPT_FIT, OPT_TOP, OPT_CHECKPOINT, OPT_ACCUMULATE, OPT_KV_CACHE, OPT_OVERHEAD
+	OPT_TRAINABLE, OPT_FROZEN, OPT_DEVICE_MEMORY, OPT_FIT, OPT_TOP, OPT_CHECKPOINT, OPT_ACCUMULATE, OPT_KV_CACHE, OPT_OVERHEAD, OPT_TRUST
 };
 
 static const cli_option options[] = {
@@ -35,17 +37,24 @@ static const cli_option options[] = {
 	{"accumulate", 0, OPT_VALUE, OPT_ACCUMULATE},
 	{"kv-cache", 0, OPT_VALUE, OPT_KV_CACHE},
 	{"overhead", 0, OPT_VALUE, OPT_OVERHEAD},
+	{"trust", 0, OPT_FLAG, OPT_TRUST},
 	{NULL, 0, 0, 0},
 };
 
 static const char help[] =
 	"usage: tinspect memory MODEL.json [options]\n"
+	"       tinspect memory CHECKPOINT [--mode train] [--optimizer NAME] [--dtype DT] ...\n"
 	"\n"
 	"Estimate the memory one step of a described model takes, by simulating\n"
 	"it: the forward pass, then (training) the backward pass and the optimizer\n"
 	"step, with every tensor created and freed as PyTorch does. Prints each\n"
 	"term with the rule behind it, the peak and the step that reached it, the\n"
 	"largest tensors live at that moment, and a timeline.\n"
+	"\n"
+	"Given a checkpoint instead (any file inspect reads), the terms it alone\n"
+	"gives: its weights, and for training a gradient per floating parameter and\n"
+	"the optimizer state (the checkpoint's own when it holds one). With no graph\n"
+	"the activations are unknown, and the peak is marked as a lower bound.\n"
 	"\n"
 	"options:\n"
 	"  --bind NAME=N        a value for a symbol of the description (every one is needed)\n"
@@ -77,6 +86,7 @@ static const char help[] =
 	"  --top N              the N largest tensors live at the peak (default 8)\n"
 	"  --json               print one JSON document instead of the table\n"
 	"  --raw                print byte sizes as exact integers\n"
+	"  --trust              use a checkpoint whose pickle calls something dangerous\n"
 	"  -h, --help           show this help\n";
 
 typedef struct memory_args {
@@ -242,8 +252,8 @@ static int print_text(const memory_args *a, const ti_memory_report *r)
 	int rc = cli_table_flush(&t);
 	if (rc)
 		return rc;
-	printf("\npeak %s during %s, at %s\n", cli_bytes(r->peak, b1, sizeof(b1)), ti_memory_phase_name(r->peak_phase),
-	       r->peak_step);
+	printf("\npeak %s%s during %s, at %s\n", r->unit_count ? "" : "at least ", cli_bytes(r->peak, b1, sizeof(b1)),
+	       ti_memory_phase_name(r->peak_phase), r->peak_step);
 	if (o->device == TI_MEMORY_CUDA) {
 		printf("reserved %s at the most: the caching allocator's segments (max_memory_reserved)\n",
 		       cli_bytes(r->reserved_peak, b2, sizeof(b2)));
@@ -345,6 +355,32 @@ static int print_json(const memory_args *a, const ti_memory_report *r, int64_t f
 	return cli_json_print(root);
 }
 
+/* A checkpoint alone: its weights, gradients and optimizer state; no graph. */
+static int from_checkpoint(memory_args *a, bool trust)
+{
+	ti_source *src = NULL;
+	ti_error err;
+	ti_error_clear(&err);
+	ti_arena arena;
+	ti_arena_init(&arena, (size_t)64 << 20);
+	int rc;
+	if (ti_source_open(a->cm.file, &src, &err))
+		rc = cli_report_open_failure(a->cm.file, &err);
+	else if (!(rc = cli_check_source_safety(src, trust))) {
+		const ti_memory_report *r;
+		if (ti_memory_from_source(src, &a->o, &arena, &r, &err))
+			rc = cli_report(a->cm.file, &err);
+		else {
+			rc = a->json ? print_json(a, r, 0) : print_text(a, r);
+			if (!rc && a->device_bytes && r->peak > a->device_bytes)
+				rc = EXIT_NEGATIVE;
+		}
+	}
+	ti_source_close(src);
+	ti_arena_release(&arena);
+	return rc;
+}
+
 /* The index of symbol in the binds, adding it when missing. */
 static int bind_slot(memory_args *a, const char *symbol)
 {
@@ -422,7 +458,7 @@ int cmd_memory(int argc, char **argv)
 	memcpy(a.overheads, default_overheads, sizeof(default_overheads));
 	a.overhead_count = (int)(sizeof(default_overheads) / sizeof(default_overheads[0]));
 	size_t ntrain = 0, nfrozen = 0, ncheck = 0;
-	bool optimizer_given = false, impl_given = false, kv_given = false, overhead_given = false;
+	bool optimizer_given = false, impl_given = false, kv_given = false, overhead_given = false, trust = false;
 	int id, rc, choice;
 	const char *value;
 	while ((id = cli_next(&p, &value)) != -1) {
@@ -518,6 +554,9 @@ int cmd_memory(int argc, char **argv)
 			overhead_given = true;
 			break;
 		}
+		case OPT_TRUST:
+			trust = true;
+			break;
 		case OPT_KV_CACHE: {
 			static const char *const kv[] = {"auto", "on", "off", NULL};
 			if ((rc = parse_choice("kv-cache", value, kv, &choice)))
@@ -571,6 +610,18 @@ int cmd_memory(int argc, char **argv)
 	a.o.checkpoint = a.checkpoint;
 	a.o.checkpoint_count = ncheck;
 
+	if ((rc = cli_check_input(a.cm.file)))
+		return rc;
+	if (!cli_is_description(a.cm.file)) {
+		const char *needs = a.fit ? "--fit" : a.cm.bind_count ? "--bind" : ncheck ? "--checkpoint"
+		                  : a.o.accumulate ? "--accumulate" : kv_given ? "--kv-cache" : ntrain ? "--trainable"
+		                  : nfrozen ? "--frozen" : a.o.device == TI_MEMORY_CUDA ? "--device cuda" : NULL;
+		if (needs)
+			return cli_usage_error("memory: %s needs a model description; %s is a checkpoint", needs, a.cm.file);
+		return from_checkpoint(&a, trust);
+	}
+	if (trust)
+		return cli_usage_error("memory: --trust applies to a checkpoint; %s is a model description", a.cm.file);
 	ti_error err;
 	ti_error_clear(&err);
 	const ti_memory_report *r = NULL;
