@@ -15,7 +15,7 @@
 
 enum {
 	OPT_HELP = 1, OPT_JSON, OPT_RAW, OPT_BIND, OPT_MODE, OPT_OPTIMIZER, OPT_IMPL, OPT_DEVICE, OPT_DTYPE,
-	OPT_TRAINABLE, OPT_FROZEN, OPT_DEVICE_MEMORY, OPT_FIT, OPT_TOP, OPT_CHECKPOINT, OPT_ACCUMULATE, OPT_KV_CACHE, OPT_OVERHEAD, OPT_TRUST
+	OPT_TRAINABLE, OPT_FROZEN, OPT_DEVICE_MEMORY, OPT_FIT, OPT_TOP, OPT_CHECKPOINT, OPT_ACCUMULATE, OPT_KV_CACHE, OPT_OVERHEAD, OPT_TRUST, OPT_DEPTH
 };
 
 static const cli_option options[] = {
@@ -38,6 +38,7 @@ static const cli_option options[] = {
 	{"kv-cache", 0, OPT_VALUE, OPT_KV_CACHE},
 	{"overhead", 0, OPT_VALUE, OPT_OVERHEAD},
 	{"trust", 0, OPT_FLAG, OPT_TRUST},
+	{"depth", 0, OPT_VALUE, OPT_DEPTH},
 	{NULL, 0, 0, 0},
 };
 
@@ -84,6 +85,8 @@ static const char help[] =
 	"                       RTX-4090, ...): say whether the peak fits; exit 1 if not\n"
 	"  --fit SYMBOL         the largest value of SYMBOL whose peak fits --device-memory\n"
 	"  --top N              the N largest tensors live at the peak (default 8)\n"
+	"  --depth N            a row per module down to depth N: its weights and what its\n"
+	"                       calls keep for backward at the end of forward\n"
 	"  --json               print one JSON document instead of the table\n"
 	"  --raw                print byte sizes as exact integers\n"
 	"  --trust              use a checkpoint whose pickle calls something dangerous\n"
@@ -96,7 +99,7 @@ typedef struct memory_args {
 	int64_t device_bytes;
 	const char *device_name, *device_text;
 	const char *fit;
-	int top;
+	int top, depth;
 	bool json;
 	/* cuda: memory outside the allocator's tensors, by name */
 	struct overhead { char name[32]; int64_t bytes; } overheads[16];
@@ -189,6 +192,9 @@ static int estimate(memory_args *a, const ti_memory_report **out, ti_error *err,
 static const cli_column term_columns[] = {
 	{"TERM", CLI_LEFT, 0}, {"BYTES", CLI_RIGHT, 0}, {"RULE", CLI_LEFT, 100},
 };
+static const cli_column module_columns[] = {
+	{"MODULE", CLI_LEFT, 60}, {"WEIGHTS", CLI_RIGHT, 0}, {"ACTIVATIONS", CLI_RIGHT, 0},
+};
 static const cli_column top_columns[] = {
 	{"KIND", CLI_LEFT, 0}, {"BYTES", CLI_RIGHT, 0}, {"TENSOR", CLI_LEFT, 80},
 };
@@ -274,6 +280,21 @@ static int print_text(const memory_args *a, const ti_memory_report *r)
 		if ((rc = cli_table_flush(&t)))
 			return rc;
 	}
+	if (a->depth && r->module_count) {
+		printf("\nby module (activations: kept for backward at the end of forward):\n");
+		cli_table_init(&t, module_columns, 3);
+		for (size_t i = 0; i < r->module_count; i++) {
+			const ti_memory_module *m = &r->modules[i];
+			if (m->depth > a->depth)
+				continue;
+			char name[256], w[32], act[32];
+			snprintf(name, sizeof(name), "%*s%s", 2 * m->depth, "", *m->path ? m->path : "(model)");
+			const char *row[] = {name, cli_bytes(m->weights, w, sizeof(w)), cli_bytes(m->activations, act, sizeof(act))};
+			cli_table_add(&t, row);
+		}
+		if ((rc = cli_table_flush(&t)))
+			return rc;
+	}
 	printf("\n");
 	sparkline(r, 60);
 	for (size_t i = 0; i < r->note_count; i++)
@@ -329,6 +350,20 @@ static int print_json(const memory_args *a, const ti_memory_report *r, int64_t f
 		cJSON_AddStringToObject(t, "kind", ti_memory_kind_name(r->top[i].kind));
 		cJSON_AddNumberToObject(t, "bytes", (double)r->top[i].bytes);
 		cJSON_AddItemToArray(top, t);
+	}
+	if (a->depth) {
+		cJSON *mods = cJSON_AddArrayToObject(root, "modules");
+		for (size_t i = 0; i < r->module_count; i++) {
+			const ti_memory_module *m = &r->modules[i];
+			if (m->depth > a->depth)
+				continue;
+			cJSON *x = cJSON_CreateObject();
+			cJSON_AddStringToObject(x, "path", m->path);
+			cJSON_AddNumberToObject(x, "depth", m->depth);
+			cJSON_AddNumberToObject(x, "weights", (double)m->weights);
+			cJSON_AddNumberToObject(x, "activations", (double)m->activations);
+			cJSON_AddItemToArray(mods, x);
+		}
 	}
 	cJSON *notes = cJSON_AddArrayToObject(root, "notes");
 	for (size_t i = 0; i < r->note_count; i++)
@@ -579,6 +614,14 @@ int cmd_memory(int argc, char **argv)
 			a.o.accumulate = v;
 			break;
 		}
+		case OPT_DEPTH: {
+			char *end;
+			long v = strtol(value, &end, 10);
+			if (*end || end == value || v < 1 || v > 64)
+				return cli_usage_error("memory: --depth wants a number from 1 to 64, not '%s'", value);
+			a.depth = (int)v;
+			break;
+		}
 		case OPT_TOP: {
 			char *end;
 			long v = strtol(value, &end, 10);
@@ -615,7 +658,8 @@ int cmd_memory(int argc, char **argv)
 	if (!cli_is_description(a.cm.file)) {
 		const char *needs = a.fit ? "--fit" : a.cm.bind_count ? "--bind" : ncheck ? "--checkpoint"
 		                  : a.o.accumulate ? "--accumulate" : kv_given ? "--kv-cache" : ntrain ? "--trainable"
-		                  : nfrozen ? "--frozen" : a.o.device == TI_MEMORY_CUDA ? "--device cuda" : NULL;
+		                  : nfrozen ? "--frozen" : a.o.device == TI_MEMORY_CUDA ? "--device cuda"
+		                  : a.depth ? "--depth" : NULL;
 		if (needs)
 			return cli_usage_error("memory: %s needs a model description; %s is a checkpoint", needs, a.cm.file);
 		return from_checkpoint(&a, trust);

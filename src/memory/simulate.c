@@ -388,6 +388,8 @@ typedef struct sim {
 	size_t base_count;     /* storages made before play: the builder's, weights, optimizer state */
 	int64_t optimizer_state, optimizer_scratch, param_bytes, buffer_bytes, input_bytes, grad_bytes;
 	int64_t activations;
+	int64_t *module_acts;  /* per module: what its calls leave live at the end of forward */
+	size_t module_count;
 	int64_t kv_bytes;
 	int kv_sites, kv_causal;
 	const char *optimizer_rule;
@@ -472,7 +474,8 @@ static void forward_unit(sim *s, size_t k, run_kind kind)
 	for (int o = 0; o < u->nout; o++) {
 		mem_tensor *t = &b->tensors[u->out[o]];
 		t->grad = rec;
-		l->st[t->storage].module = u->module;
+		if (!l->st[t->storage].live) /* a view or an in-place result stays its maker's */
+			l->st[t->storage].module = u->module;
 		alloc_storage(l, t->storage);
 	}
 	int64_t scratch = keep && u->fwd_scratch_grad >= 0 ? u->fwd_scratch_grad : u->fwd_scratch;
@@ -979,10 +982,15 @@ static void play(sim *s, long long stop_at)
 	forward(s);
 	/* activations: what the forward leaves live besides the step's own and the outputs it returns */
 	s->activations = 0;
+	if (s->module_acts)
+		memset(s->module_acts, 0, s->module_count * sizeof(*s->module_acts));
 	for (size_t i = 0; i < l->count; i++) {
 		const storage *x = &l->st[i];
-		if (x->live && !x->pinned && !(x->output && !x->saved))
+		if (x->live && !x->pinned && !(x->output && !x->saved)) {
 			s->activations += x->bytes;
+			if (s->module_acts && x->module >= 0 && (size_t)x->module < s->module_count)
+				s->module_acts[x->module] += x->bytes;
+		}
 	}
 	if (s->opt->mode != TI_MEMORY_TRAIN)
 		return;
@@ -1173,6 +1181,12 @@ ti_status ti_memory_estimate(ti_model *model, const ti_memory_options *options, 
 		goto done;
 	if (s->l.allocator)
 		play(s, -1); /* a warm-up step: the segments a measured step finds cached */
+	s->module_count = ml.count;
+	s->module_acts = ti_arena_calloc(&model->arena, ml.count + 1, sizeof(*s->module_acts));
+	if (!s->module_acts) {
+		st = TI_FAIL(err, TI_E_NOMEM, "out of memory");
+		goto done;
+	}
 	play(s, -1);
 	if (s->l.overflow) {
 		st = TI_FAIL(err, TI_E_LIMIT, "the step needs more than %lld bytes, or the ledger ran out of memory",
@@ -1201,7 +1215,7 @@ ti_status ti_memory_estimate(ti_model *model, const ti_memory_options *options, 
 	r->peak_step = pu >= 0 ? s->b.units[pu].label
 	               : r->peak_phase == TI_PHASE_OPTIMIZER ? "optimizer.step()" : "start of the step";
 	r->peak_module = pu >= 0 ? ml.items[s->b.units[pu].module].path : "";
-	/* the activations each module's calls keep for backward */
+	/* each module's weights: its parameters' and its children's */
 	for (size_t i = 0; i < model->param_count; i++) {
 		const char *name = model->params[i].name;
 		if (model->params[i].tied_to)
@@ -1211,6 +1225,16 @@ ti_status ti_memory_estimate(ti_model *model, const ti_memory_options *options, 
 			size_t n = strlen(p);
 			if (!n || (!strncmp(name, p, n) && name[n] == '.'))
 				ml.items[k].weights += s->b.tensors[s->param_tensor[i]].bytes;
+		}
+	}
+	/* a module's activations are its own calls' and its children's */
+	for (size_t j = 0; j < ml.count && options->mode == TI_MEMORY_TRAIN; j++) {
+		const char *q = ml.items[j].path;
+		for (size_t k = 0; k < ml.count; k++) {
+			const char *p = ml.items[k].path;
+			size_t n = strlen(p);
+			if (!n || (!strncmp(q, p, n) && (q[n] == '.' || q[n] == '\0')))
+				ml.items[k].activations += s->module_acts[j];
 		}
 	}
 	r->timeline = s->points;
