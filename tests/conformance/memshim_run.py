@@ -1,0 +1,71 @@
+"""memshim_run.py - shared plumbing for memory_ops.py and memory_optim.py.
+
+build_shim() compiles tests/tools/memshim.c (the team's LD_PRELOAD allocation
+tracker) into a fresh temporary directory; run_worker() runs one measurement in
+a child python under LD_PRELOAD with one thread and returns the JSON object the
+child prints on its last stdout line. In the child, Shim() reads the counters.
+"""
+import ctypes
+import gc
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+SHIM_SRC = os.path.join(ROOT, "tests", "tools", "memshim.c")
+
+
+def build_shim():
+    """Compile memshim.c into a new temp dir; returns (tmpdir, path of memshim.so)."""
+    tmp = tempfile.mkdtemp(prefix="memshim-")
+    so = os.path.join(tmp, "memshim.so")
+    cc = os.environ.get("CC", "cc")
+    subprocess.check_call([cc, "-O2", "-shared", "-fPIC", "-o", so, SHIM_SRC, "-ldl"])
+    return tmp, so
+
+
+def child_env(so):
+    env = dict(os.environ)
+    env["LD_PRELOAD"] = so
+    env["OMP_NUM_THREADS"] = "1"
+    env["MKL_NUM_THREADS"] = "1"
+    env["MEMSHIM_ACTIVE"] = "1"
+    return env
+
+
+def run_worker(so, script, args, timeout=900):
+    p = subprocess.run([sys.executable, script, "--worker"] + list(args), env=child_env(so),
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
+                       timeout=timeout)
+    lines = [l for l in p.stdout.splitlines() if l.startswith("{")]
+    if p.returncode != 0 or not lines:
+        return {"error": "exit %d: %s" % (p.returncode, p.stderr.strip().splitlines()[-3:])}
+    return json.loads(lines[-1])
+
+
+class Shim:
+    def __init__(self):
+        lib = ctypes.CDLL(None)
+        try:
+            lib.memshim_live.restype = ctypes.c_longlong
+            lib.memshim_peak.restype = ctypes.c_longlong
+        except AttributeError:
+            raise SystemExit("memshim is not preloaded (run the script without --worker)")
+        self.lib = lib
+
+    def live(self, collect=True):
+        if collect:
+            gc.collect()
+        return self.lib.memshim_live()
+
+    def peak(self):
+        return self.lib.memshim_peak()
+
+    def reset(self):
+        self.lib.memshim_reset()
+
+
+def mb(n):
+    return "%.2fMB" % (n / 1048576.0)
