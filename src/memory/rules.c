@@ -130,7 +130,8 @@ typedef enum extra_kind {
 	EXTRA_ROW_STATS,  /* mean and rstd: two floats per normalized row */
 	EXTRA_CHANNEL_STATS, /* training: mean and invstd per channel */
 	EXTRA_GROUP_STATS,/* mean and rstd per (sample, group) */
-	EXTRA_INDICES     /* int64 indices of the output's size */
+	EXTRA_INDICES,    /* int64 indices of the output's size */
+	EXTRA_LOG_SOFTMAX /* cross_entropy: log_softmax of the input, saved (a transient without grad) */
 } extra_kind;
 
 typedef enum out_rule {
@@ -243,6 +244,8 @@ static const plain_row plain_rows[] = {
 	{"group_norm", NEW, "input weight", EXTRA_GROUP_STATS, false},
 	{"rms_norm", NEW, "input weight", EXTRA_ROW_STATS, false},
 	{"embedding", NEW, "input", EXTRA_NONE, false}, {"embedding_bag", NEW, "input offsets", EXTRA_NONE, false},
+	{"cross_entropy", NEW, "target", EXTRA_LOG_SOFTMAX, false}, {"nll_loss", NEW, "input target", EXTRA_NONE, false},
+	{"mse_loss", NEW, "input target", EXTRA_NONE, false}, {"l1_loss", NEW, "input target", EXTRA_NONE, false},
 	/* reductions: the input's size is all backward needs */
 	{"sum", NEW, "", EXTRA_NONE, false}, {"mean", NEW, "", EXTRA_NONE, false},
 	{"nansum", NEW, "input", EXTRA_NONE, false}, {"var", NEW, "input", EXTRA_NONE, false},
@@ -302,10 +305,14 @@ static int64_t rows_of(const ti_meta_tensor *t, int normalized_dims)
  * batch under 16) the larger of the input and the output once more; THNN's
  * 1x1 none (on cuda, cuDNN's workspace is an overhead of its own); a transposed
  * convolution (slow_conv_transpose) one sample's columns,
- * C_out * prod(kernel) * prod(input spatial) elements.
+ * C_out * prod(kernel) * prod(input spatial) elements. Backward: mkldnn's
+ * takes the input's and the output's size together, the transposed one its
+ * columns again, THNN's 1x1 nothing that counts.
  */
-static int64_t conv_scratch(const char *op, const ti_op_call *c, const ti_meta_tensor *x, const ti_meta_tensor *y)
+static int64_t conv_scratch(const char *op, const ti_op_call *c, const ti_meta_tensor *x, const ti_meta_tensor *y,
+                            int64_t *backward)
 {
+	*backward = 0;
 	const ti_meta_tensor *w = NULL;
 	for (int i = 0; c->in.sig && i < c->in.sig->count; i++)
 		if (!strcmp(c->in.sig->params[i].name, "weight") && c->in.args[i].kind == TI_ARG_TENSOR)
@@ -320,7 +327,8 @@ static int64_t conv_scratch(const char *op, const ti_op_call *c, const ti_meta_t
 		for (int k = 2; k < x->ndim; k++)
 			spatial *= x->shape[k].value;
 		int64_t bytes;
-		return mem_mul(n, spatial, &bytes) ? bytes : 0;
+		*backward = mem_mul(n, spatial, &bytes) ? bytes : 0;
+		return *backward;
 	}
 	/* ConvParams::use_mkldnn with one thread: THNN only for a 1x1 kernel, stride 1, no dilation, a batch under 16 */
 	bool strided = false;
@@ -332,9 +340,12 @@ static int64_t conv_scratch(const char *op, const ti_op_call *c, const ti_meta_t
 				strided |= a->as.list.items[k].kind == TI_ARG_INT && a->as.list.items[k].as.dim.value != 1;
 	}
 	int64_t batch = x->ndim == w->ndim ? x->shape[0].value : 1;
-	if (kernel == 1 && !strided && batch < 16)
+	if (kernel == 1 && !strided && batch < 16) {
+		*backward = mem_meta_bytes(x) / (batch ? batch : 1); /* THNN: one sample's gradient columns */
 		return 0;
+	}
 	int64_t in = mem_meta_bytes(x), out = mem_meta_bytes(y);
+	*backward = in + out; /* mkldnn's backward: the input's and the output's gradients reordered */
 	return in > out ? in : out;
 }
 
@@ -419,14 +430,24 @@ static ti_status plan_plain(mem_builder *b, const mem_event *ev, const plain_row
 		break;
 	}
 	case EXTRA_CHANNEL_STATS:
-		if (x && x->ndim >= 2 && train)
+		if (x && x->ndim >= 2 && train) {
 			u.saved_extra = 2 * 4 * x->shape[1].value;
+			u.bwd_scratch = mem_meta_bytes(x); /* measured: backward peaks at twice the input */
+		}
 		if (!train) /* eval: the running statistics; nothing of the input is needed beyond */
 			u.saved_in &= ~1u;
 		break;
 	case EXTRA_GROUP_STATS:
 		if (x && x->ndim >= 1)
 			u.saved_extra = 2 * 4 * x->shape[0].value * (bound_has(c, "num_groups") ? 32 : 1);
+		break;
+	case EXTRA_LOG_SOFTMAX:
+		if (x) {
+			u.saved_extra = mem_meta_bytes(x);
+			u.fwd_scratch = u.saved_extra;
+			u.fwd_scratch_grad = 0;
+			u.bwd_scratch = u.saved_extra;
+		}
 		break;
 	case EXTRA_INDICES: /* made in every mode, kept only for backward */
 		if (out.n) {
@@ -440,7 +461,7 @@ static ti_status plan_plain(mem_builder *b, const mem_event *ev, const plain_row
 	if (row->extra == EXTRA_DROPOUT && !dropping)
 		u.differentiable = true;
 	if (x && out.n && !strncmp(row->name, "conv", 4) && b->options->device == TI_MEMORY_CPU)
-		u.fwd_scratch = conv_scratch(row->name, c, x, out.t[0]);
+		u.fwd_scratch = conv_scratch(row->name, c, x, out.t[0], &u.bwd_scratch);
 	return mem_emit(b, &u, err);
 }
 

@@ -107,7 +107,8 @@ Test(memory, foreach_makes_the_temporaries_of_every_parameter_at_once)
 	ti_model *m = model_of(mlp, 64);
 	ti_memory_options o = {.mode = TI_MEMORY_TRAIN, .optimizer = TI_OPTIM_ADAM, .impl = TI_IMPL_FOREACH};
 	const ti_memory_report *r = estimate(m, &o);
-	cr_assert_eq(r->peak, WEIGHTS + X + WEIGHTS + (2 * WEIGHTS + 16) + WEIGHTS, "peak %lld", (long long)r->peak);
+	/* measured on 1.13: foreach Adam makes two temporaries of every parameter at once */
+	cr_assert_eq(r->peak, WEIGHTS + X + WEIGHTS + (2 * WEIGHTS + 16) + 2 * WEIGHTS, "peak %lld", (long long)r->peak);
 	ti_model_close(m);
 }
 
