@@ -46,10 +46,12 @@ build/asan/%.o: %.c
 # The random draw loops call sqrtf: without errno to set, gcc -O2 vectorises them (src/materialize/draw.h).
 build/src/materialize/draw.o build/asan/src/materialize/draw.o: BASE_CFLAGS += -fno-math-errno
 
-# The CLI's progress bar and output helpers are tested as units; the fake CUDA driver lets the
+# The CLI's progress bar, output helpers and memory chart are tested as units (the chart
+# writes through outfile.c, which reports through common.c); the fake CUDA driver lets the
 # CUDA code run its whole path without a GPU (tests/unit/fake/).
-UNIT_CLI_OBJ := build/src/cli/progress.o build/src/cli/output.o
-ASAN_UNIT_CLI_OBJ := build/asan/src/cli/progress.o build/asan/src/cli/output.o
+UNIT_CLI_OBJ := build/src/cli/progress.o build/src/cli/output.o build/src/cli/memory_plot.o \
+	build/src/cli/outfile.o build/src/cli/common.o
+ASAN_UNIT_CLI_OBJ := $(UNIT_CLI_OBJ:build/%=build/asan/%)
 
 build/unit-tests: $(TEST_OBJ) $(LIB_OBJ) $(UNIT_CLI_OBJ) build/fake_libcuda.so
 	$(CC) $(BASE_CFLAGS) $(CFLAGS) -o $@ $(TEST_OBJ) $(LIB_OBJ) $(UNIT_CLI_OBJ) $(DEPS_LIBS) $(TEST_LIBS) $(LDFLAGS)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Benchmark tinspect against unzip and torch.load(map_location='meta'), then
-# `tinspect shapes` against PyTorch's meta-device forward of ResNet-50.
+# `tinspect shapes` against PyTorch's meta-device forward of ResNet-50, and
+# `tinspect memory` against a measured PyTorch training step.
 #
 #   bash bench/bench.sh [./tinspect]         (make bench)
 #
@@ -66,6 +67,11 @@ fi
 # shapes: descriptions are written (or found up to date) by gen_models.py
 "$mpy" "$here/gen_models.py" "$cache" >/dev/null || exit 1
 "$mpy" "$here/measure_shapes.py" --tinspect "$tinspect" --python "$PYTHON" \
+	--runs "$RUNS" $extra "$cache" || status=1
+
+# memory: mlp100.json (gen_models.py) and fixtures/models/gpt2_small.json against
+# a measured PyTorch training step on the CPU (and, for --fit, a computed search)
+"$mpy" "$here/measure_memory.py" --tinspect "$tinspect" --python "$PYTHON" \
 	--runs "$RUNS" $extra "$cache" || status=1
 
 # convert (vit_l_16.pt from gen.py; skipped, saying so, when it is missing) and the

@@ -16,6 +16,10 @@ alone), and optionally checks them against PyTorch.
                  forward as a graph, so the parameter names are the state_dict's
                  own: layer1.0.conv1.weight, layer1.0.downsample.0.weight, ...,
                  fc.weight.
+  mlp100.json    for `tinspect memory`: 100 blocks of Linear(256, 256), LayerNorm,
+                 GELU and a residual add (a def, Block, in a Sequential repeated
+                 100 times), input ["N", 16, 256]; built and trained in PyTorch
+                 by bench/measure_memory.py with the conformance interpreter.
   chain1k.json   1,000-step graph on x: [N, 64], then 10,000 steps in
   chain10k.json  chain10k.json: a cycle of 4 steps, repeated (steps/4 times):
                      h = layers.<i>(x)     (ModuleList of Linear(64, 64))
@@ -153,8 +157,32 @@ def chain(steps, width=64):
             "graph": graph, "outputs": ["x"]}
 
 
+# --------------------------------------------------------------------------
+# mlp100.json: 100 residual blocks of Linear + LayerNorm + GELU, for `memory`
+# --------------------------------------------------------------------------
+def mlp100(blocks=100, width=256, tokens=16):
+    """100 residual blocks x = x + gelu(layer_norm(linear(x))) on [N, 16, 256]: 6.6 M
+    parameters, 802 points on the training timeline. The width is kept modest because the
+    PyTorch side of the benchmark runs a real training step on the CPU, best of RUNS
+    (Debian's torch 1.13 uses the reference BLAS: 5 s a step at N=16); tinspect's time
+    depends on the number of steps, not on their sizes."""
+    block = {"inputs": ["x"],
+             "modules": {"fc": {"type": "Linear", "in_features": width, "out_features": width},
+                         "norm": {"type": "LayerNorm", "normalized_shape": width},
+                         "act": {"type": "GELU"}},
+             "graph": [call("h", "fc", ["x"]), call("h", "norm", ["h"]), call("h", "act", ["h"]),
+                       op("x", "add", ["x", "h"])],
+             "outputs": ["x"]}
+    return {"inputs": {"x": {"shape": ["N", tokens, width], "dtype": "float32"}},
+            "defs": {"Block": block},
+            "modules": {"blocks": {"type": "Sequential", "repeat": blocks,
+                                   "module": {"type": "Block"}}},
+            "graph": [call("y", "blocks", ["x"])], "outputs": ["y"]}
+
+
 MODELS = {
     "resnet50.json": resnet50,
+    "mlp100.json": mlp100,
     "chain1k.json": lambda: chain(1000),
     "chain10k.json": lambda: chain(10000),
 }
