@@ -45,6 +45,16 @@ typedef enum ti_memory_impl { TI_IMPL_FOR_LOOP, TI_IMPL_FOREACH, TI_IMPL_FUSED }
 
 typedef enum ti_memory_device { TI_MEMORY_CPU, TI_MEMORY_CUDA } ti_memory_device;
 
+/*
+ * How the step is spread over ranks (per-rank figures): DDP replicates and
+ * keeps gradient buckets; ZeRO-1 partitions the optimizer state, ZeRO-2 the
+ * gradients too, ZeRO-3 (FSDP FULL_SHARD) the parameters too, gathering each
+ * wrapped unit's for its forward and backward.
+ */
+typedef enum ti_memory_strategy {
+	TI_STRATEGY_NONE, TI_STRATEGY_DDP, TI_STRATEGY_ZERO1, TI_STRATEGY_ZERO2, TI_STRATEGY_ZERO3
+} ti_memory_strategy;
+
 typedef struct ti_memory_options {
 	ti_memory_mode mode;
 	ti_memory_optimizer optimizer;   /* training: TI_OPTIM_NONE leaves the optimizer out (a lower bound) */
@@ -59,6 +69,11 @@ typedef struct ti_memory_options {
 	size_t checkpoint_count;
 	int64_t accumulate;              /* gradient accumulation over this many micro-batches; 0 or 1: none */
 	int kv_cache;                    /* inference: 0 a KV cache when attention is causal, 1 always, -1 never */
+	ti_memory_strategy strategy;     /* training on world_size ranks */
+	int64_t world_size;              /* 0 or 1: one rank */
+	int64_t bucket_bytes;            /* DDP's bucket_cap_mb, ZeRO-2's reduce bucket; 0: 25 MiB */
+	const char *const *wrap;         /* ZeRO-3/FSDP units: module path globs; none: each top-level module */
+	size_t wrap_count;
 } ti_memory_options;
 
 /* Names of the optimizers and implementations as the command line spells them; NULL past the end. */
@@ -74,7 +89,8 @@ const char *ti_memory_phase_name(ti_memory_phase p);
 /* What a live tensor is, for the report. */
 typedef enum ti_memory_kind {
 	TI_MEM_WEIGHT, TI_MEM_BUFFER, TI_MEM_INPUT, TI_MEM_ACTIVATION, TI_MEM_SAVED, TI_MEM_GRADIENT,
-	TI_MEM_ACT_GRADIENT, TI_MEM_OPTIMIZER_STATE, TI_MEM_TEMPORARY, TI_MEM_KV_CACHE, TI_MEM_KIND_COUNT
+	TI_MEM_ACT_GRADIENT, TI_MEM_OPTIMIZER_STATE, TI_MEM_TEMPORARY, TI_MEM_KV_CACHE, TI_MEM_COMM, TI_MEM_GATHERED,
+	TI_MEM_KIND_COUNT
 } ti_memory_kind;
 const char *ti_memory_kind_name(ti_memory_kind k);
 
@@ -109,12 +125,13 @@ typedef struct ti_memory_term {
 } ti_memory_term;
 
 typedef struct ti_memory_report {
-	int64_t weights;          /* parameters and buffers, shared storages once */
+	int64_t weights;          /* parameters and buffers, shared storages once (a rank's share under ZeRO-3) */
 	int64_t parameters, buffers;
 	int64_t inputs;
 	int64_t gradients;        /* .grad of every trainable parameter */
 	int64_t optimizer_state;
 	int64_t activations;      /* saved for backward at the end of forward; 0 in inference */
+	int64_t communication;    /* DDP's gradient buckets, ZeRO-2's reduce bucket (per rank) */
 	int64_t kv_cache;         /* keys and values of every attention step at the bound length (inference) */
 	int kv_sites, kv_causal;  /* attention steps found; how many mask their scores */
 	int64_t peak;             /* the most bytes live at any moment of the step */

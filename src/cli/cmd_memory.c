@@ -8,6 +8,7 @@
 
 #include "cli/cli.h"
 #include "cli/model_cli.h"
+#include "cli/memory_plot.h"
 #include "cli/output.h"
 #include "tinspect/arena.h"
 #include "tinspect/memory.h"
@@ -15,7 +16,8 @@
 
 enum {
 	OPT_HELP = 1, OPT_JSON, OPT_RAW, OPT_BIND, OPT_MODE, OPT_OPTIMIZER, OPT_IMPL, OPT_DEVICE, OPT_DTYPE,
-	OPT_TRAINABLE, OPT_FROZEN, OPT_DEVICE_MEMORY, OPT_FIT, OPT_TOP, OPT_CHECKPOINT, OPT_ACCUMULATE, OPT_KV_CACHE, OPT_OVERHEAD, OPT_TRUST, OPT_DEPTH
+	OPT_TRAINABLE, OPT_FROZEN, OPT_DEVICE_MEMORY, OPT_FIT, OPT_TOP, OPT_CHECKPOINT, OPT_ACCUMULATE, OPT_KV_CACHE, OPT_OVERHEAD, OPT_TRUST, OPT_DEPTH, OPT_WORLD, OPT_STRATEGY,
+	OPT_BUCKET, OPT_WRAP, OPT_PLOT, OPT_FORCE
 };
 
 static const cli_option options[] = {
@@ -39,6 +41,12 @@ static const cli_option options[] = {
 	{"overhead", 0, OPT_VALUE, OPT_OVERHEAD},
 	{"trust", 0, OPT_FLAG, OPT_TRUST},
 	{"depth", 0, OPT_VALUE, OPT_DEPTH},
+	{"world-size", 0, OPT_VALUE, OPT_WORLD},
+	{"strategy", 0, OPT_VALUE, OPT_STRATEGY},
+	{"bucket", 0, OPT_VALUE, OPT_BUCKET},
+	{"wrap", 0, OPT_VALUE, OPT_WRAP},
+	{"plot", 0, OPT_VALUE, OPT_PLOT},
+	{"force", 'f', OPT_FLAG, OPT_FORCE},
 	{NULL, 0, 0, 0},
 };
 
@@ -64,6 +72,13 @@ static const char help[] =
 	"                       lion, adafactor, adam8bit (default: adam)\n"
 	"  --impl NAME          the optimizer's implementation: for-loop (default),\n"
 	"                       foreach, fused\n"
+	"  --world-size W       training on W ranks, with --strategy: per-rank figures\n"
+	"  --strategy NAME      ddp (gradient buckets), zero1 (optimizer state\n"
+	"                       partitioned), zero2 (and gradients), zero3 or fsdp (and\n"
+	"                       parameters, each wrapped unit gathered while it runs)\n"
+	"  --bucket SIZE        DDP's bucket_cap / ZeRO-2's reduce bucket (default 25MiB)\n"
+	"  --wrap GLOB          zero3/fsdp units (default: the blocks of the first\n"
+	"                       ModuleList or Sequential, else each top-level module)\n"
 	"  --device cpu|cuda    cpu: tensors as malloc holds them (default); cuda: each\n"
 	"                       rounded up to 512 bytes as the caching allocator does\n"
 	"  --dtype DT           the floating weights in this dtype\n"
@@ -87,6 +102,7 @@ static const char help[] =
 	"  --top N              the N largest tensors live at the peak (default 8)\n"
 	"  --depth N            a row per module down to depth N: its weights and what its\n"
 	"                       calls keep for backward at the end of forward\n"
+	"  --plot FILE.svg      also draw the timeline as an SVG chart (-f replaces FILE)\n"
 	"  --json               print one JSON document instead of the table\n"
 	"  --raw                print byte sizes as exact integers\n"
 	"  --trust              use a checkpoint whose pickle calls something dangerous\n"
@@ -95,7 +111,9 @@ static const char help[] =
 typedef struct memory_args {
 	cli_model cm;
 	ti_memory_options o;
-	const char *trainable[64], *frozen[64], *checkpoint[64];
+	const char *trainable[64], *frozen[64], *checkpoint[64], *wrap[64];
+	const char *plot;
+	bool force;
 	int64_t device_bytes;
 	const char *device_name, *device_text;
 	const char *fit;
@@ -322,6 +340,7 @@ static int print_json(const memory_args *a, const ti_memory_report *r, int64_t f
 	cJSON_AddNumberToObject(root, "gradients", (double)r->gradients);
 	cJSON_AddNumberToObject(root, "optimizer_state", (double)r->optimizer_state);
 	cJSON_AddNumberToObject(root, "activations", (double)r->activations);
+	cJSON_AddNumberToObject(root, "communication", (double)r->communication);
 	cJSON_AddNumberToObject(root, "kv_cache", (double)r->kv_cache);
 	cJSON_AddNumberToObject(root, "peak", (double)r->peak);
 	if (o->device == TI_MEMORY_CUDA) {
@@ -492,7 +511,7 @@ int cmd_memory(int argc, char **argv)
 	a.top = 8;
 	memcpy(a.overheads, default_overheads, sizeof(default_overheads));
 	a.overhead_count = (int)(sizeof(default_overheads) / sizeof(default_overheads[0]));
-	size_t ntrain = 0, nfrozen = 0, ncheck = 0;
+	size_t ntrain = 0, nfrozen = 0, ncheck = 0, nwrap = 0;
 	bool optimizer_given = false, impl_given = false, kv_given = false, overhead_given = false, trust = false;
 	int id, rc, choice;
 	const char *value;
@@ -592,6 +611,43 @@ int cmd_memory(int argc, char **argv)
 		case OPT_TRUST:
 			trust = true;
 			break;
+		case OPT_WORLD: {
+			char *end;
+			long long v = strtoll(value, &end, 10);
+			if (*end || end == value || v < 1 || v > 1000000)
+				return cli_usage_error("memory: --world-size wants a number of ranks from 1 to 1000000, not '%s'", value);
+			a.o.world_size = v;
+			break;
+		}
+		case OPT_STRATEGY: {
+			static const char *const strategies[] = {"none", "ddp", "zero1", "zero2", "zero3", "fsdp", NULL};
+			if (!strncmp(value, "tp=", 3) || !strncmp(value, "pp=", 3))
+				return cli_usage_error("memory: --strategy %s: tensor and pipeline parallelism are not simulated yet "
+				                       "(ddp, zero1, zero2, zero3 and fsdp are)", value);
+			if ((rc = parse_choice("strategy", value, strategies, &choice)))
+				return rc;
+			a.o.strategy = (ti_memory_strategy)(choice == 5 ? TI_STRATEGY_ZERO3 : choice);
+			break;
+		}
+		case OPT_BUCKET: {
+			ti_error err;
+			const char *gpu;
+			ti_error_clear(&err);
+			if (ti_memory_parse_size(value, &a.o.bucket_bytes, &gpu, &err) || gpu || !a.o.bucket_bytes)
+				return cli_usage_error("memory: --bucket %s", err.message[0] ? err.message : "wants a size above 0");
+			break;
+		}
+		case OPT_WRAP:
+			if (nwrap == 64)
+				return cli_usage_error("memory: more than 64 --wrap globs");
+			a.wrap[nwrap++] = value;
+			break;
+		case OPT_PLOT:
+			a.plot = value;
+			break;
+		case OPT_FORCE:
+			a.force = true;
+			break;
 		case OPT_KV_CACHE: {
 			static const char *const kv[] = {"auto", "on", "off", NULL};
 			if ((rc = parse_choice("kv-cache", value, kv, &choice)))
@@ -638,6 +694,18 @@ int cmd_memory(int argc, char **argv)
 		return cli_usage_error("memory: --%s applies to --mode train only",
 		                       optimizer_given ? "optimizer" : impl_given ? "impl" : ntrain ? "trainable"
 		                       : nfrozen ? "frozen" : ncheck ? "checkpoint" : "accumulate");
+	if ((a.o.strategy || a.o.world_size || a.o.bucket_bytes || nwrap) && a.o.mode != TI_MEMORY_TRAIN)
+		return cli_usage_error("memory: --%s applies to --mode train only",
+		                       a.o.strategy ? "strategy" : a.o.world_size ? "world-size" : a.o.bucket_bytes ? "bucket" : "wrap");
+	if (a.o.world_size > 1 && !a.o.strategy)
+		return cli_usage_error("memory: --world-size %lld needs --strategy ddp|zero1|zero2|zero3|fsdp",
+		                       (long long)a.o.world_size);
+	if (a.o.strategy && a.o.world_size < 2 && a.o.strategy != TI_STRATEGY_DDP)
+		return cli_usage_error("memory: --strategy shards over ranks: give --world-size 2 or more");
+	if (nwrap && a.o.strategy != TI_STRATEGY_ZERO3)
+		return cli_usage_error("memory: --wrap applies to --strategy zero3 or fsdp");
+	if (a.force && !a.plot)
+		return cli_usage_error("memory: -f replaces the --plot file: give --plot FILE.svg");
 	if (a.o.mode == TI_MEMORY_TRAIN && kv_given)
 		return cli_usage_error("memory: --kv-cache applies to --mode infer only");
 	if (a.o.device != TI_MEMORY_CUDA && overhead_given)
@@ -652,6 +720,8 @@ int cmd_memory(int argc, char **argv)
 	a.o.frozen_count = nfrozen;
 	a.o.checkpoint = a.checkpoint;
 	a.o.checkpoint_count = ncheck;
+	a.o.wrap = a.wrap;
+	a.o.wrap_count = nwrap;
 
 	if ((rc = cli_check_input(a.cm.file)))
 		return rc;
@@ -659,7 +729,7 @@ int cmd_memory(int argc, char **argv)
 		const char *needs = a.fit ? "--fit" : a.cm.bind_count ? "--bind" : ncheck ? "--checkpoint"
 		                  : a.o.accumulate ? "--accumulate" : kv_given ? "--kv-cache" : ntrain ? "--trainable"
 		                  : nfrozen ? "--frozen" : a.o.device == TI_MEMORY_CUDA ? "--device cuda"
-		                  : a.depth ? "--depth" : NULL;
+		                  : a.depth ? "--depth" : a.o.strategy ? "--strategy" : a.plot ? "--plot" : NULL;
 		if (needs)
 			return cli_usage_error("memory: %s needs a model description; %s is a checkpoint", needs, a.cm.file);
 		return from_checkpoint(&a, trust);
@@ -703,6 +773,10 @@ int cmd_memory(int argc, char **argv)
 			goto failed;
 	}
 	rc = a.json ? print_json(&a, r, fit_value) : print_text(&a, r);
+	if (!rc && a.plot) {
+		const char *inputs[] = {a.cm.file};
+		rc = cli_memory_plot_file(r, a.cm.file, a.plot, inputs, 1, a.force);
+	}
 	if (!rc && a.device_bytes && device_need(&a, r) > a.device_bytes)
 		rc = EXIT_NEGATIVE;
 	goto done;

@@ -392,10 +392,28 @@ typedef struct sim {
 	size_t module_count;
 	int64_t kv_bytes;
 	int kv_sites, kv_causal;
+	/* ZeRO-3 / FSDP: the wrapped units, each one's full parameter bytes and its first and last ledger unit */
+	struct fsdp_unit { const char *path; int64_t bytes; int first, last, gather; } *fsdp;
+	size_t fsdp_count;
+	int fsdp_root;         /* the parameters no unit holds: gathered for the whole forward and backward, -1 none */
+	int *unit_fsdp;        /* per ledger unit: its FSDP unit, -1 none */
+	int64_t comm_bytes;    /* buckets kept for the whole step */
 	const char *optimizer_rule;
 	ti_memory_point *points;
 	size_t point_count, point_capacity;
 } sim;
+
+static int64_t ranks(const sim *s)
+{
+	return s->opt->strategy != TI_STRATEGY_NONE && s->opt->world_size > 1 ? s->opt->world_size : 1;
+}
+
+/* A rank's share of bytes partitioned over the world (rounded up, as flat parameters are padded). */
+static int64_t shard(const sim *s, int64_t bytes)
+{
+	int64_t w = ranks(s);
+	return (bytes + w - 1) / w;
+}
 
 static int add_storage(sim *s, int64_t bytes, ti_memory_kind kind, const char *name, int module)
 {
@@ -541,16 +559,38 @@ static void hold_segment_inputs(sim *s, int g, int delta)
 			s->seg_mark[b->tensors[b->units[k].in[i]].storage] = 0;
 }
 
+/* FSDP: a unit's parameters are gathered before its first call and let go after its last. */
+static void gather(sim *s, int f, bool on)
+{
+	if (f < 0 || s->fsdp[f].gather < 0)
+		return;
+	int st = s->fsdp[f].gather;
+	s->l.st[st].pinned = false;
+	if (on)
+		alloc_storage(&s->l, st);
+	else
+		free_storage(&s->l, st);
+}
+
 static void forward(sim *s)
 {
 	mem_builder *b = &s->b;
 	s->l.phase = TI_PHASE_FORWARD;
+	if (s->unit_fsdp)
+		gather(s, s->fsdp_root, true);
 	for (size_t k = 0; k < b->unit_count; k++) {
 		const mem_unit *u = &b->units[k];
+		int f = s->unit_fsdp ? s->unit_fsdp[k] : -1;
+		if (f >= 0 && s->fsdp[f].first == (int)k)
+			gather(s, f, true);
 		if (u->segment >= 0 && b->segments[u->segment].first == (int)k && s->opt->mode == TI_MEMORY_TRAIN)
 			hold_segment_inputs(s, u->segment, +1);
 		forward_unit(s, k, RUN_FORWARD);
+		if (f >= 0 && s->fsdp[f].last == (int)k)
+			gather(s, f, false);
 	}
+	if (s->unit_fsdp)
+		gather(s, s->fsdp_root, false);
 }
 
 static void release_saved(sim *s, int k)
@@ -590,7 +630,8 @@ static void accumulate(sim *s, int t, int g, const char *name)
 	mem_tensor *x = &b->tensors[t];
 	if (x->param >= 0) {
 		int have = s->pending[t];
-		if (have >= 0 && s->l.st[have].prior) { /* AccumulateGrad: param.grad += g in place */
+		if (have >= 0 && (s->l.st[have].prior || (s->opt->strategy >= TI_STRATEGY_ZERO2 && ranks(s) > 1))) {
+			/* added in place: AccumulateGrad's param.grad += g, or into the rank's reduce-scattered shard */
 			drop_grad(s, g);
 			return;
 		}
@@ -614,6 +655,20 @@ static void accumulate(sim *s, int t, int g, const char *name)
 			s->pending[t] = sum;
 			return;
 		}
+		if (s->opt->strategy >= TI_STRATEGY_ZERO2 && ranks(s) > 1) {
+			/* reduce-scattered: the rank keeps its shard, the full gradient goes */
+			int part = add_storage(s, shard(s, x->bytes), TI_MEM_GRADIENT, name, s->l.st[g].module);
+			if (part < 0) {
+				s->l.overflow = true;
+				return;
+			}
+			alloc_storage(&s->l, part);
+			drop_grad(s, g);
+			s->l.st[part].pinned = true;
+			s->l.st[part].grad_refs = 1;
+			s->pending[t] = part;
+			return;
+		}
 		s->l.st[g].kind = TI_MEM_GRADIENT;
 		s->l.st[g].name = name;
 		s->l.st[g].pinned = true; /* until zero_grad */
@@ -632,6 +687,8 @@ static void backward(sim *s)
 	mem_builder *b = &s->b;
 	ledger *l = &s->l;
 	l->phase = TI_PHASE_BACKWARD;
+	if (s->unit_fsdp)
+		gather(s, s->fsdp_root, true);
 	for (size_t k = b->unit_count; k-- > 0;) {
 		const mem_unit *u = &b->units[k];
 		if (u->segment >= 0 && b->segments[u->segment].last == (int)k) {
@@ -642,6 +699,19 @@ static void backward(sim *s)
 			l->unit = (int)k;
 			hold_segment_inputs(s, u->segment, -1);
 		}
+		int f = s->unit_fsdp ? s->unit_fsdp[k] : -1;
+		if (f >= 0 && s->fsdp[f].last == (int)k) {
+			gather(s, f, true);
+			/* BACKWARD_PRE: the next unit backward reaches is gathered now */
+			int next = -1;
+			for (size_t g = 0; g < s->fsdp_count; g++)
+				if ((int)g != s->fsdp_root && s->fsdp[g].last < s->fsdp[f].first && s->fsdp[g].last >= 0 &&
+				    (next < 0 || s->fsdp[g].last > s->fsdp[next].last))
+					next = (int)g;
+			gather(s, next, true);
+		}
+		if (f >= 0 && s->fsdp[f].first == (int)k && !s->records[k])
+			gather(s, f, false);
 		if (!s->records[k])
 			continue;
 		l->unit = (int)k;
@@ -684,6 +754,8 @@ static void backward(sim *s)
 		for (int i = 0; i < nmade; i++)
 			accumulate(s, made[i], grads[i], b->tensors[made[i]].name);
 		release_saved(s, (int)k);
+		if (f >= 0 && s->fsdp[f].first == (int)k)
+			gather(s, f, false);
 		for (int o = 0; o < u->nout; o++) {
 			int t = u->out[o];
 			if (s->pending[t] >= 0) {
@@ -693,6 +765,8 @@ static void backward(sim *s)
 		}
 		point(s, u->label);
 	}
+	if (s->unit_fsdp)
+		gather(s, s->fsdp_root, false);
 	/* what never ran backward lets go of what it saved when the graph is freed */
 	for (size_t k = 0; k < b->unit_count; k++)
 		if (s->records[k])
@@ -857,6 +931,8 @@ static ti_status classify(sim *s, const ti_model_report *rep, ti_error *err)
 			continue; /* tied: counted once */
 		x->pinned = true;
 		x->kind = m->params[i].buffer ? TI_MEM_BUFFER : TI_MEM_WEIGHT;
+		if (s->opt->strategy == TI_STRATEGY_ZERO3 && !m->params[i].buffer)
+			x->bytes = shard(s, x->bytes); /* FULL_SHARD: the rank's part of each flat parameter */
 		if (!mem_add(m->params[i].buffer ? &s->buffer_bytes : &s->param_bytes, x->bytes))
 			return TI_FAIL(err, TI_E_LIMIT, "weights past %lld bytes", (long long)TI_MEMORY_MAX_BYTES);
 		made[b->tensors[t].storage] = true;
@@ -911,6 +987,23 @@ static ti_status optimizer_setup(sim *s, ti_error *err)
 	ti_status st = mem_optim_cost_of(s->opt->optimizer, s->opt->impl, info, n, &cost, &s->optimizer_rule, err);
 	if (st)
 		return st;
+	if (s->opt->strategy >= TI_STRATEGY_ZERO1) { /* each rank steps its own partition */
+		cost.state = shard(s, cost.state);
+		cost.step_scratch = shard(s, cost.step_scratch);
+	}
+	if (s->opt->strategy >= TI_STRATEGY_ZERO2)
+		s->grad_bytes = shard(s, s->grad_bytes);
+	int64_t bucket = s->opt->bucket_bytes > 0 ? s->opt->bucket_bytes : (int64_t)25 << 20;
+	s->comm_bytes = s->opt->strategy == TI_STRATEGY_DDP || s->opt->strategy == TI_STRATEGY_ZERO1 ? s->grad_bytes
+	              : s->opt->strategy == TI_STRATEGY_ZERO2 ? (s->grad_bytes * ranks(s) < bucket ? s->grad_bytes * ranks(s) : bucket)
+	              : 0;
+	if (s->comm_bytes > 0) {
+		int id = add_storage(s, s->comm_bytes, TI_MEM_COMM, s->opt->strategy == TI_STRATEGY_ZERO2
+		                     ? "reduce-scatter bucket" : "DDP gradient buckets", 0);
+		if (id < 0)
+			return TI_FAIL(err, TI_E_NOMEM, "out of memory");
+		s->l.st[id].pinned = true;
+	}
 	s->optimizer_state = cost.state;
 	s->optimizer_scratch = cost.step_scratch;
 	if (cost.state) {
@@ -918,6 +1011,97 @@ static ti_status optimizer_setup(sim *s, ti_error *err)
 		if (id < 0)
 			return TI_FAIL(err, TI_E_NOMEM, "out of memory");
 		s->l.st[id].pinned = true;
+	}
+	return TI_OK;
+}
+
+/* ---- ZeRO-3 / FSDP: the wrapped units ---- */
+
+static bool numbered(const char *path)
+{
+	const char *last = strrchr(path, '.');
+	last = last ? last + 1 : path;
+	return *last && strspn(last, "0123456789") == strlen(last);
+}
+
+static int path_depth(const char *path)
+{
+	int d = *path ? 1 : 0;
+	for (; *path; path++)
+		d += *path == '.';
+	return d;
+}
+
+/* p is q or an ancestor of q. */
+static bool under(const char *q, const char *p)
+{
+	size_t n = strlen(p);
+	return !strncmp(q, p, n) && (q[n] == '.' || q[n] == '\0');
+}
+
+/*
+ * The units FSDP wraps: the modules --wrap names (the outermost of them),
+ * else the blocks of the shallowest ModuleList or Sequential (numbered
+ * children: "layer1.0", "transformer.h.3"), else each top-level module.
+ * What no unit holds stays gathered, as the root's parameters do.
+ */
+static ti_status fsdp_setup(sim *s, const ti_memory_module *mods, size_t nmods, ti_error *err)
+{
+	mem_builder *b = &s->b;
+	ti_model *m = b->model;
+	int best = 1 << 30;
+	for (size_t i = 0; i < nmods && !s->opt->wrap_count; i++)
+		if (*mods[i].path && numbered(mods[i].path) && path_depth(mods[i].path) < best)
+			best = path_depth(mods[i].path);
+	s->fsdp = ti_arena_calloc(b->arena, nmods + 2, sizeof(*s->fsdp));
+	s->unit_fsdp = ti_arena_calloc(b->arena, b->unit_count + 1, sizeof(*s->unit_fsdp));
+	if (!s->fsdp || !s->unit_fsdp)
+		return TI_FAIL(err, TI_E_NOMEM, "out of memory");
+	for (size_t i = 0; i < nmods; i++) {
+		const char *p = mods[i].path;
+		bool pick = s->opt->wrap_count ? glob_any(s->opt->wrap, s->opt->wrap_count, p)
+		          : best < (1 << 30) ? numbered(p) && path_depth(p) == best : path_depth(p) == 1;
+		if (!*p || !pick)
+			continue;
+		bool inside = false;
+		for (size_t g = 0; g < s->fsdp_count && !inside; g++)
+			inside = under(p, s->fsdp[g].path);
+		if (!inside)
+			s->fsdp[s->fsdp_count++] = (struct fsdp_unit){p, 0, -1, -1, -1};
+	}
+	size_t units = s->fsdp_count;
+	s->fsdp_root = (int)s->fsdp_count;
+	s->fsdp[s->fsdp_count++] = (struct fsdp_unit){"(root)", 0, 0, (int)b->unit_count - 1, -1};
+	for (size_t i = 0; i < m->param_count; i++) {
+		if (m->params[i].buffer || m->params[i].tied_to)
+			continue;
+		int64_t n = 1;
+		for (int k = 0; k < m->params[i].ndim; k++)
+			n *= m->params[i].shape[k];
+		n *= (int64_t)ti_dtype_size(s->opt->dtype ? s->opt->dtype : m->params[i].dtype);
+		size_t g = 0;
+		while (g < units && !under(m->params[i].name, s->fsdp[g].path))
+			g++;
+		s->fsdp[g < units ? g : (size_t)s->fsdp_root].bytes += n;
+	}
+	for (size_t k = 0; k < b->unit_count; k++) {
+		s->unit_fsdp[k] = -1;
+		const char *p = mods[b->units[k].module].path;
+		for (size_t g = 0; g < units; g++)
+			if (under(p, s->fsdp[g].path)) {
+				s->unit_fsdp[k] = (int)g;
+				if (s->fsdp[g].first < 0)
+					s->fsdp[g].first = (int)k;
+				s->fsdp[g].last = (int)k;
+			}
+	}
+	for (size_t g = 0; g < s->fsdp_count; g++) {
+		if (!s->fsdp[g].bytes)
+			continue;
+		int id = add_storage(s, s->fsdp[g].bytes, TI_MEM_GATHERED, s->fsdp[g].path, 0);
+		if (id < 0)
+			return TI_FAIL(err, TI_E_NOMEM, "out of memory");
+		s->fsdp[g].gather = id;
 	}
 	return TI_OK;
 }
@@ -1031,7 +1215,8 @@ static const char *const phase_names[] = {"forward", "backward", "optimizer"};
 const char *ti_memory_phase_name(ti_memory_phase p) { return (unsigned)p < 3 ? phase_names[p] : "?"; }
 
 static const char *const kind_names[] = {"weight", "buffer", "input", "activation", "saved", "gradient",
-                                         "activation gradient", "optimizer state", "temporary", "KV cache"};
+                                         "activation gradient", "optimizer state", "temporary", "KV cache",
+                                         "communication", "gathered weights"};
 const char *ti_memory_kind_name(ti_memory_kind k) { return (unsigned)k < TI_MEM_KIND_COUNT ? kind_names[k] : "?"; }
 
 static int by_bytes(const void *a, const void *b)
@@ -1095,6 +1280,11 @@ static ti_status build_terms(sim *s, ti_memory_report *r, ti_error *err)
 		{"activations", r->activations,
 		 train ? "saved for backward, live at the end of forward" : "inference: nothing is saved", unknown && train,
 		 train ? unknown_why : NULL},
+		{"communication", r->communication,
+		 s->opt->strategy == TI_STRATEGY_ZERO2 ? "ZeRO-2: one reduce-scatter bucket"
+		 : r->communication ? "DDP: gradient buckets, a copy of every gradient (gradient_as_bucket_view=False)"
+		 : s->opt->strategy == TI_STRATEGY_ZERO3 ? "ZeRO-3/FSDP: gathered units counted as they live, in the peak"
+		 : "one rank: none", false, NULL},
 		{"kv_cache", r->kv_cache,
 		 r->kv_cache ? ti_arena_printf(a, "keys and values of %d attention steps at the bound length, their dtype",
 		                               r->kv_sites)
@@ -1156,6 +1346,9 @@ ti_status ti_memory_estimate(ti_model *model, const ti_memory_options *options, 
 			st = walk(&s->b, &ml, &trace, (int)i, err);
 	if (st || (st = classify(s, rep, err)) || (st = optimizer_setup(s, err)))
 		goto done;
+	if (options->mode == TI_MEMORY_TRAIN && options->strategy == TI_STRATEGY_ZERO3 && ranks(s) > 1 &&
+	    (st = fsdp_setup(s, ml.items, ml.count, err)))
+		goto done;
 	find_kv(s, &s->kv_bytes, &s->kv_sites, &s->kv_causal);
 	bool count_kv = options->mode == TI_MEMORY_INFER && s->kv_bytes > 0 &&
 	                (options->kv_cache > 0 || (options->kv_cache == 0 && s->kv_causal > 0));
@@ -1198,6 +1391,7 @@ ti_status ti_memory_estimate(ti_model *model, const ti_memory_options *options, 
 		st = TI_FAIL(err, TI_E_NOMEM, "out of memory");
 		goto done;
 	}
+	r->communication = s->comm_bytes;
 	r->parameters = s->param_bytes;
 	r->buffers = s->buffer_bytes;
 	r->weights = s->param_bytes + s->buffer_bytes;
