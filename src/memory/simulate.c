@@ -1295,11 +1295,13 @@ static ti_status build_terms(sim *s, ti_memory_report *r, ti_error *err)
 		 false, NULL},
 		{"peak", r->peak, "the most live at any moment of the step: the ledger's high-water mark", unknown, unknown_why},
 	};
-	r->term_count = sizeof(terms) / sizeof(terms[0]);
-	r->terms = ti_arena_calloc(a, r->term_count, sizeof(*r->terms));
+	r->terms = ti_arena_calloc(a, sizeof(terms) / sizeof(terms[0]), sizeof(*r->terms));
 	if (!r->terms)
 		return TI_FAIL(err, TI_E_NOMEM, "out of memory");
-	memcpy(r->terms, terms, sizeof(terms));
+	r->term_count = 0;
+	for (size_t i = 0; i < sizeof(terms) / sizeof(terms[0]); i++)
+		if (strcmp(terms[i].name, "communication") || s->opt->strategy != TI_STRATEGY_NONE) /* one rank: no such term */
+			r->terms[r->term_count++] = terms[i];
 	if (unknown_why)
 		return add_note(r, a, unknown_why, err);
 	return TI_OK;
