@@ -69,6 +69,7 @@ typedef struct ti_memory_options {
 	size_t checkpoint_count;
 	int64_t accumulate;              /* gradient accumulation over this many micro-batches; 0 or 1: none */
 	int kv_cache;                    /* inference: 0 a KV cache when attention is causal, 1 always, -1 never */
+	ti_dtype amp;                    /* torch.autocast to this dtype (bfloat16, float16); 0: none */
 	ti_memory_strategy strategy;     /* training on world_size ranks */
 	int64_t world_size;              /* 0 or 1: one rank */
 	int64_t bucket_bytes;            /* DDP's bucket_cap_mb, ZeRO-2's reduce bucket; 0: 25 MiB */

@@ -17,7 +17,7 @@
 enum {
 	OPT_HELP = 1, OPT_JSON, OPT_RAW, OPT_BIND, OPT_MODE, OPT_OPTIMIZER, OPT_IMPL, OPT_DEVICE, OPT_DTYPE,
 	OPT_TRAINABLE, OPT_FROZEN, OPT_DEVICE_MEMORY, OPT_FIT, OPT_TOP, OPT_CHECKPOINT, OPT_ACCUMULATE, OPT_KV_CACHE, OPT_OVERHEAD, OPT_TRUST, OPT_DEPTH, OPT_WORLD, OPT_STRATEGY,
-	OPT_BUCKET, OPT_WRAP, OPT_PLOT, OPT_FORCE
+	OPT_BUCKET, OPT_WRAP, OPT_PLOT, OPT_FORCE, OPT_AMP
 };
 
 static const cli_option options[] = {
@@ -46,6 +46,7 @@ static const cli_option options[] = {
 	{"bucket", 0, OPT_VALUE, OPT_BUCKET},
 	{"wrap", 0, OPT_VALUE, OPT_WRAP},
 	{"plot", 0, OPT_VALUE, OPT_PLOT},
+	{"amp", 0, OPT_VALUE, OPT_AMP},
 	{"force", 'f', OPT_FLAG, OPT_FORCE},
 	{NULL, 0, 0, 0},
 };
@@ -82,6 +83,9 @@ static const char help[] =
 	"  --device cpu|cuda    cpu: tensors as malloc holds them (default); cuda: each\n"
 	"                       rounded up to 512 bytes as the caching allocator does\n"
 	"  --dtype DT           the floating weights in this dtype\n"
+	"  --amp bf16|fp16      torch.autocast: matmuls and convolutions in the low dtype\n"
+	"                       (float32 weights cast once per step and cached), softmax,\n"
+	"                       norms and losses in float32\n"
 	"  --kv-cache auto|on|off  inference: hold the keys and values of every attention\n"
 	"                       step at the bound length, as generation does (auto: when\n"
 	"                       an attention step masks its scores: a decoder)\n"
@@ -642,6 +646,13 @@ int cmd_memory(int argc, char **argv)
 				return cli_usage_error("memory: more than 64 --wrap globs");
 			a.wrap[nwrap++] = value;
 			break;
+		case OPT_AMP: {
+			static const char *const amps[] = {"bf16", "fp16", "bfloat16", "float16", NULL};
+			if ((rc = parse_choice("amp", value, amps, &choice)))
+				return rc;
+			a.o.amp = choice % 2 ? TI_DT_FLOAT16 : TI_DT_BFLOAT16;
+			break;
+		}
 		case OPT_PLOT:
 			a.plot = value;
 			break;
@@ -729,7 +740,8 @@ int cmd_memory(int argc, char **argv)
 		const char *needs = a.fit ? "--fit" : a.cm.bind_count ? "--bind" : ncheck ? "--checkpoint"
 		                  : a.o.accumulate ? "--accumulate" : kv_given ? "--kv-cache" : ntrain ? "--trainable"
 		                  : nfrozen ? "--frozen" : a.o.device == TI_MEMORY_CUDA ? "--device cuda"
-		                  : a.depth ? "--depth" : a.o.strategy ? "--strategy" : a.plot ? "--plot" : NULL;
+		                  : a.depth ? "--depth" : a.o.strategy ? "--strategy" : a.plot ? "--plot"
+		                  : a.o.amp ? "--amp" : NULL;
 		if (needs)
 			return cli_usage_error("memory: %s needs a model description; %s is a checkpoint", needs, a.cm.file);
 		return from_checkpoint(&a, trust);

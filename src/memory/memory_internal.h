@@ -50,6 +50,8 @@ typedef struct mem_tensor {
 	bool grad;                   /* requires grad */
 	int param;                   /* index in the model's parameters, -1 if none */
 	int producer;                /* the unit that made it, -1 none */
+	int elsize;                  /* bytes an element: its dtype's */
+	bool floating;               /* a floating dtype: autocast may cast it */
 	const char *name;            /* what produced it, for the report */
 } mem_tensor;
 
@@ -98,6 +100,8 @@ typedef struct mem_builder {
 	struct mem_segment { int first, last; const char *path; } *segments;
 	size_t segment_count, segment_capacity;
 	const char **unknown_ops;    /* operators without a rule, once each */
+	int *amp_cache;              /* --amp: per tensor, its cached low-precision cast + 1, 0 none */
+	size_t amp_cache_capacity;
 	size_t unknown_count;
 } mem_builder;
 
@@ -125,6 +129,19 @@ int mem_step(mem_builder *b, const char *op, const int *ins, int nin, unsigned s
 int mem_param(mem_builder *b, const ti_module *m, const char *local);
 /* Whether calls under the module train (the mode, as module.train() / .eval() set it). */
 bool mem_training(const mem_builder *b);
+
+/* Records a tensor's dtype (element size, floating or not) for autocast. */
+void mem_tensor_dtype(mem_builder *b, int id, ti_dtype dtype);
+/*
+ * Under --amp, before u is emitted: casts its floating inputs as autocast
+ * would for op (to the low dtype for matmuls and convolutions, a parameter's
+ * cast cached until the forward ends; to float32 for softmax, norms and
+ * losses) by emitting the cast units, and sizes its outputs in the dtype the
+ * op then computes in. Nothing without --amp.
+ */
+ti_status mem_amp(mem_builder *b, mem_unit *u, const char *op, ti_error *err);
+/* The casts autocast cached, held until the forward returns (a unit that reads them last). */
+ti_status mem_amp_finish(mem_builder *b, ti_error *err);
 
 /* A rule: turns one event into units. */
 typedef ti_status (*mem_rule_fn)(mem_builder *b, const mem_event *ev, ti_error *err);

@@ -396,6 +396,7 @@ static ti_status plan_plain(mem_builder *b, const mem_event *ev, const plain_row
 		                             : mem_tensor_view(b, u.in[0], mem_meta_bytes(out.t[i]));
 		if (id < 0 || mem_tensor_bind(b, out.t[i], id) < 0)
 			return TI_FAIL(err, TI_E_NOMEM, "out of memory for the ledger");
+		mem_tensor_dtype(b, id, out.t[i]->dtype);
 		u.out[u.nout] = id;
 		if (has_word(row->saves, "result"))
 			u.saved_out |= 1u << u.nout;
@@ -462,7 +463,8 @@ static ti_status plan_plain(mem_builder *b, const mem_event *ev, const plain_row
 		u.differentiable = true;
 	if (x && out.n && !strncmp(row->name, "conv", 4) && b->options->device == TI_MEMORY_CPU)
 		u.fwd_scratch = conv_scratch(row->name, c, x, out.t[0], &u.bwd_scratch);
-	return mem_emit(b, &u, err);
+	ti_status st = mem_amp(b, &u, row->name, err);
+	return st ? st : mem_emit(b, &u, err);
 }
 
 /* ---- rows that expand a module ---- */
@@ -577,7 +579,9 @@ int mem_step(mem_builder *b, const char *op, const int *ins, int nin, unsigned s
 	u.saved_out = save_out ? 1u : 0;
 	u.saved_extra = saved_extra;
 	u.grad_view = kind == MEM_OUT_VIEW ? 1u : 0;
-	if (mem_emit(b, &u, err))
+	if (kind == MEM_OUT_NEW && u.nin && b->tensors[u.in[0]].floating) /* computes in its first input's dtype */
+		b->tensors[id].elsize = b->tensors[u.in[0]].elsize;
+	if (mem_amp(b, &u, op, err) || mem_emit(b, &u, err))
 		return -1;
 	return id;
 }

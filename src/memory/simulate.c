@@ -88,7 +88,7 @@ static int new_tensor(mem_builder *b, int64_t bytes, int storage, const char *na
 	                        b->tensor_count + 1))
 		return -1;
 	int id = (int)b->tensor_count++;
-	b->tensors[id] = (mem_tensor){bytes, storage, false, -1, -1, name};
+	b->tensors[id] = (mem_tensor){bytes, storage, false, -1, -1, 4, true, name};
 	return id;
 }
 
@@ -99,7 +99,20 @@ int mem_tensor_new(mem_builder *b, int64_t bytes, const char *name)
 
 int mem_tensor_view(mem_builder *b, int base, int64_t bytes)
 {
-	return new_tensor(b, bytes, b->tensors[base].storage, b->tensors[base].name);
+	int id = new_tensor(b, bytes, b->tensors[base].storage, b->tensors[base].name);
+	if (id >= 0) {
+		b->tensors[id].elsize = b->tensors[base].elsize;
+		b->tensors[id].floating = b->tensors[base].floating;
+	}
+	return id;
+}
+
+void mem_tensor_dtype(mem_builder *b, int id, ti_dtype dtype)
+{
+	if (id < 0)
+		return;
+	b->tensors[id].elsize = (int)ti_dtype_size(dtype);
+	b->tensors[id].floating = ti_dtype_is_floating(dtype);
 }
 
 int mem_tensor_bind(mem_builder *b, const ti_meta_tensor *t, int id)
@@ -116,6 +129,7 @@ int mem_tensor_of(mem_builder *b, const ti_meta_tensor *t)
 	id = mem_tensor_new(b, mem_meta_bytes(t), "input");
 	if (id < 0 || map_put(b->arena, b->map, t, id))
 		return -1;
+	mem_tensor_dtype(b, id, t->dtype);
 	return id;
 }
 
@@ -887,6 +901,7 @@ static ti_status map_params(sim *s, ti_error *err)
 				return TI_FAIL(err, TI_E_NOMEM, "out of memory");
 			b->tensors[id].param = (int)i;
 			b->tensors[id].grad = trains(s->opt, p);
+			mem_tensor_dtype(b, id, s->opt->dtype && ti_dtype_is_floating(p->dtype) ? s->opt->dtype : p->dtype);
 		}
 		s->param_tensor[i] = id;
 		if (meta && map_put(b->arena, b->map, meta, id))
@@ -1346,6 +1361,8 @@ ti_status ti_memory_estimate(ti_model *model, const ti_memory_options *options, 
 	for (size_t i = 0; i < trace.count && !st; i++)
 		if (trace.events[i].parent < 0)
 			st = walk(&s->b, &ml, &trace, (int)i, err);
+	if (!st)
+		st = mem_amp_finish(&s->b, err);
 	if (st || (st = classify(s, rep, err)) || (st = optimizer_setup(s, err)))
 		goto done;
 	if (options->mode == TI_MEMORY_TRAIN && options->strategy == TI_STRATEGY_ZERO3 && ranks(s) > 1 &&

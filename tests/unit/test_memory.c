@@ -229,3 +229,58 @@ Test(memory, shapes_that_do_not_line_up_are_the_shape_error)
 	cr_assert(strstr(err.message, "mat1 and mat2 shapes cannot be multiplied"), "%s", err.message);
 	ti_model_close(m);
 }
+
+Test(memory, autocast_runs_the_linears_in_bfloat16_with_each_weight_cast_once)
+{
+	ti_model *m = model_of(mlp, 64);
+	ti_memory_options o = {.amp = TI_DT_BFLOAT16};
+	const ti_memory_report *r = estimate(m, &o);
+	/*
+	 * the peak is the second linear's: both linears' weights and biases cast
+	 * and cached (autocast caches a leaf that requires grad, under no_grad
+	 * too), relu's bf16 output and the second linear's bf16 output; x's cast
+	 * died after the first linear
+	 */
+	cr_assert_eq(r->weights, WEIGHTS);
+	cr_assert_eq(r->peak, WEIGHTS + X + (W1 + B1) / 2 + (W2 + B2) / 2 + H / 2 + X / 2, "peak %lld", (long long)r->peak);
+	ti_model_close(m);
+}
+
+Test(memory, zero3_keeps_a_ranks_share_of_the_weights_gradients_and_state)
+{
+	ti_model *m = model_of(mlp, 64);
+	ti_memory_options o = {.mode = TI_MEMORY_TRAIN, .optimizer = TI_OPTIM_MOMENTUM, .strategy = TI_STRATEGY_ZERO3,
+	                       .world_size = 4};
+	const ti_memory_report *r = estimate(m, &o);
+	cr_assert_eq(r->parameters, (W1 + 3) / 4 + (B1 + 3) / 4 + (W2 + 3) / 4 + (B2 + 3) / 4);
+	cr_assert_eq(r->gradients, (WEIGHTS + 3) / 4);
+	cr_assert_eq(r->optimizer_state, (WEIGHTS + 3) / 4);
+	ti_model_close(m);
+}
+
+Test(memory, ddp_keeps_a_bucket_copy_of_every_gradient)
+{
+	ti_model *m = model_of(mlp, 64);
+	ti_memory_options o = {.mode = TI_MEMORY_TRAIN, .optimizer = TI_OPTIM_SGD, .strategy = TI_STRATEGY_DDP,
+	                       .world_size = 2};
+	const ti_memory_report *r = estimate(m, &o);
+	cr_assert_eq(r->communication, WEIGHTS);
+	cr_assert_eq(r->peak, 2 * WEIGHTS + X + (W2 + B2) + H + (W1 + B1), "peak %lld", (long long)r->peak);
+	ti_model_close(m);
+}
+
+Test(memory, checkpointing_a_module_keeps_only_its_input_through_the_forward)
+{
+	ti_model *m = model_of(mlp, 64);
+	const char *globs[] = {"net"};
+	ti_memory_options plain = {.mode = TI_MEMORY_TRAIN, .optimizer = TI_OPTIM_SGD};
+	ti_memory_options ckpt = {.mode = TI_MEMORY_TRAIN, .optimizer = TI_OPTIM_SGD, .checkpoint = globs,
+	                          .checkpoint_count = 1};
+	const ti_memory_report *r = estimate(m, &ckpt);
+	cr_assert_eq(r->activations, 0, "activations %lld", (long long)r->activations); /* x is an input: held already */
+	ti_model_close(m);
+	m = model_of(mlp, 64);
+	const ti_memory_report *p = estimate(m, &plain);
+	cr_assert_eq(p->activations, H);
+	ti_model_close(m);
+}
