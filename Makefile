@@ -99,6 +99,7 @@ test: deps-test
 		$(PYTHON) tests/conformance/roundtrip_conformance.py ./tinspect && \
 		$(PYTHON) tests/conformance/state_dict_conformance.py ./tinspect && \
 		$(PYTHON) tests/conformance/scan_conformance.py ./tinspect && \
+		$(PYTHON) tests/conformance/memory_checkpoint.py ./tinspect && \
 		$(PYTHON) tests/conformance/memory_conformance.py ./tinspect; \
 	else echo "conformance: skipped (python3-torch is not installed)"; fi
 
