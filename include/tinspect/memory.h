@@ -71,6 +71,7 @@ typedef struct ti_memory_options {
 	int kv_cache;                    /* inference: 0 a KV cache when attention is causal, 1 always, -1 never */
 	ti_dtype amp;                    /* torch.autocast to this dtype (bfloat16, float16); 0: none */
 	ti_memory_strategy strategy;     /* training on world_size ranks */
+	int64_t tensor_parallel;         /* Megatron-style tensor parallelism over this many ranks; 0 or 1: none */
 	int64_t world_size;              /* 0 or 1: one rank */
 	int64_t bucket_bytes;            /* DDP's bucket_cap_mb, ZeRO-2's reduce bucket; 0: 25 MiB */
 	const char *const *wrap;         /* ZeRO-3/FSDP units: module path globs; none: each top-level module */

@@ -76,7 +76,8 @@ static const char help[] =
 	"  --world-size W       training on W ranks, with --strategy: per-rank figures\n"
 	"  --strategy NAME      ddp (gradient buckets), zero1 (optimizer state\n"
 	"                       partitioned), zero2 (and gradients), zero3 or fsdp (and\n"
-	"                       parameters, each wrapped unit gathered while it runs)\n"
+	"                       parameters, each wrapped unit gathered while it runs),\n"
+	"                       tp=K (Megatron tensor parallelism over K ranks)\n"
 	"  --bucket SIZE        DDP's bucket_cap / ZeRO-2's reduce bucket (default 25MiB)\n"
 	"  --wrap GLOB          zero3/fsdp units (default: the blocks of the first\n"
 	"                       ModuleList or Sequential, else each top-level module)\n"
@@ -625,9 +626,17 @@ int cmd_memory(int argc, char **argv)
 		}
 		case OPT_STRATEGY: {
 			static const char *const strategies[] = {"none", "ddp", "zero1", "zero2", "zero3", "fsdp", NULL};
-			if (!strncmp(value, "tp=", 3) || !strncmp(value, "pp=", 3))
-				return cli_usage_error("memory: --strategy %s: tensor and pipeline parallelism are not simulated yet "
-				                       "(ddp, zero1, zero2, zero3 and fsdp are)", value);
+			if (!strncmp(value, "tp=", 3)) {
+				char *end;
+				long long v = strtoll(value + 3, &end, 10);
+				if (*end || end == value + 3 || v < 1 || v > 4096)
+					return cli_usage_error("memory: --strategy tp=K wants K from 1 to 4096, not '%s'", value + 3);
+				a.o.tensor_parallel = v;
+				break;
+			}
+			if (!strncmp(value, "pp=", 3))
+				return cli_usage_error("memory: --strategy %s: pipeline parallelism is not simulated yet "
+				                       "(ddp, zero1, zero2, zero3, fsdp and tp=K are)", value);
 			if ((rc = parse_choice("strategy", value, strategies, &choice)))
 				return rc;
 			a.o.strategy = (ti_memory_strategy)(choice == 5 ? TI_STRATEGY_ZERO3 : choice);
@@ -708,6 +717,8 @@ int cmd_memory(int argc, char **argv)
 	if ((a.o.strategy || a.o.world_size || a.o.bucket_bytes || nwrap) && a.o.mode != TI_MEMORY_TRAIN)
 		return cli_usage_error("memory: --%s applies to --mode train only",
 		                       a.o.strategy ? "strategy" : a.o.world_size ? "world-size" : a.o.bucket_bytes ? "bucket" : "wrap");
+	if (a.o.tensor_parallel > 1 && a.o.strategy)
+		return cli_usage_error("memory: give one --strategy: tp=K with a data-parallel strategy is not simulated yet");
 	if (a.o.world_size > 1 && !a.o.strategy)
 		return cli_usage_error("memory: --world-size %lld needs --strategy ddp|zero1|zero2|zero3|fsdp",
 		                       (long long)a.o.world_size);
@@ -741,7 +752,7 @@ int cmd_memory(int argc, char **argv)
 		                  : a.o.accumulate ? "--accumulate" : kv_given ? "--kv-cache" : ntrain ? "--trainable"
 		                  : nfrozen ? "--frozen" : a.o.device == TI_MEMORY_CUDA ? "--device cuda"
 		                  : a.depth ? "--depth" : a.o.strategy ? "--strategy" : a.plot ? "--plot"
-		                  : a.o.amp ? "--amp" : NULL;
+		                  : a.o.amp ? "--amp" : a.o.tensor_parallel ? "--strategy" : NULL;
 		if (needs)
 			return cli_usage_error("memory: %s needs a model description; %s is a checkpoint", needs, a.cm.file);
 		return from_checkpoint(&a, trust);

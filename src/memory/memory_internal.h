@@ -52,6 +52,8 @@ typedef struct mem_tensor {
 	int producer;                /* the unit that made it, -1 none */
 	int elsize;                  /* bytes an element: its dtype's */
 	bool floating;               /* a floating dtype: autocast may cast it */
+	bool split;                  /* tensor parallelism: this rank holds 1/K of it */
+	bool tp_shard;               /* a parameter split over the tensor-parallel ranks */
 	const char *name;            /* what produced it, for the report */
 } mem_tensor;
 
@@ -140,6 +142,8 @@ void mem_tensor_dtype(mem_builder *b, int id, ti_dtype dtype);
  * op then computes in. Nothing without --amp.
  */
 ti_status mem_amp(mem_builder *b, mem_unit *u, const char *op, ti_error *err);
+/* Under --tensor-parallel K, before u is emitted: which of its tensors this rank holds a 1/K share of. */
+void mem_tp(mem_builder *b, mem_unit *u, const char *op);
 /* The casts autocast cached, held until the forward returns (a unit that reads them last). */
 ti_status mem_amp_finish(mem_builder *b, ti_error *err);
 

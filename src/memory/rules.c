@@ -464,6 +464,7 @@ static ti_status plan_plain(mem_builder *b, const mem_event *ev, const plain_row
 	if (x && out.n && !strncmp(row->name, "conv", 4) && b->options->device == TI_MEMORY_CPU)
 		u.fwd_scratch = conv_scratch(row->name, c, x, out.t[0], &u.bwd_scratch);
 	ti_status st = mem_amp(b, &u, row->name, err);
+	mem_tp(b, &u, row->name);
 	return st ? st : mem_emit(b, &u, err);
 }
 
@@ -581,7 +582,10 @@ int mem_step(mem_builder *b, const char *op, const int *ins, int nin, unsigned s
 	u.grad_view = kind == MEM_OUT_VIEW ? 1u : 0;
 	if (kind == MEM_OUT_NEW && u.nin && b->tensors[u.in[0]].floating) /* computes in its first input's dtype */
 		b->tensors[id].elsize = b->tensors[u.in[0]].elsize;
-	if (mem_amp(b, &u, op, err) || mem_emit(b, &u, err))
+	if (mem_amp(b, &u, op, err))
+		return -1;
+	mem_tp(b, &u, op);
+	if (mem_emit(b, &u, err))
 		return -1;
 	return id;
 }

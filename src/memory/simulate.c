@@ -88,7 +88,7 @@ static int new_tensor(mem_builder *b, int64_t bytes, int storage, const char *na
 	                        b->tensor_count + 1))
 		return -1;
 	int id = (int)b->tensor_count++;
-	b->tensors[id] = (mem_tensor){bytes, storage, false, -1, -1, 4, true, name};
+	b->tensors[id] = (mem_tensor){bytes, storage, false, -1, -1, 4, true, false, false, name};
 	return id;
 }
 
@@ -103,6 +103,7 @@ int mem_tensor_view(mem_builder *b, int base, int64_t bytes)
 	if (id >= 0) {
 		b->tensors[id].elsize = b->tensors[base].elsize;
 		b->tensors[id].floating = b->tensors[base].floating;
+		b->tensors[id].split = b->tensors[base].split;
 	}
 	return id;
 }
@@ -915,6 +916,10 @@ static ti_status classify(sim *s, const ti_model_report *rep, ti_error *err)
 {
 	mem_builder *b = &s->b;
 	ti_model *m = b->model;
+	int64_t k = s->opt->tensor_parallel;
+	for (size_t t = 0; t < b->tensor_count && k > 1; t++) /* a rank's share of each split parameter, and of its .grad */
+		if (b->tensors[t].tp_shard)
+			b->tensors[t].bytes = (b->tensors[t].bytes + k - 1) / k;
 	ti_status st = make_storages(s, err);
 	if (st)
 		return st;

@@ -284,3 +284,15 @@ Test(memory, checkpointing_a_module_keeps_only_its_input_through_the_forward)
 	cr_assert_eq(p->activations, H);
 	ti_model_close(m);
 }
+
+Test(memory, tensor_parallel_splits_the_column_then_row_pair_and_what_lies_between)
+{
+	ti_model *m = model_of(mlp, 64);
+	ti_memory_options o = {.mode = TI_MEMORY_TRAIN, .optimizer = TI_OPTIM_SGD, .tensor_parallel = 4};
+	const ti_memory_report *r = estimate(m, &o);
+	/* the first linear is column-parallel (weight and bias split), the second row-parallel (weight split, bias whole) */
+	cr_assert_eq(r->parameters, W1 / 4 + B1 / 4 + W2 / 4 + B2, "parameters %lld", (long long)r->parameters);
+	/* relu's saved output lies between them: split */
+	cr_assert_eq(r->activations, H / 4, "activations %lld", (long long)r->activations);
+	ti_model_close(m);
+}
