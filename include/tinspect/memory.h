@@ -72,6 +72,9 @@ typedef struct ti_memory_options {
 	ti_dtype amp;                    /* torch.autocast to this dtype (bfloat16, float16); 0: none */
 	ti_memory_strategy strategy;     /* training on world_size ranks */
 	int64_t tensor_parallel;         /* Megatron-style tensor parallelism over this many ranks; 0 or 1: none */
+	int64_t pipeline;                /* pipeline parallelism over this many stages (1F1B); 0 or 1: none */
+	int64_t stage;                   /* with pipeline: the stage to simulate, 0 first */
+	int64_t micro_batches;           /* with pipeline: micro-batches a step; 0: as many as stages */
 	int64_t world_size;              /* 0 or 1: one rank */
 	int64_t bucket_bytes;            /* DDP's bucket_cap_mb, ZeRO-2's reduce bucket; 0: 25 MiB */
 	const char *const *wrap;         /* ZeRO-3/FSDP units: module path globs; none: each top-level module */
@@ -137,6 +140,8 @@ typedef struct ti_memory_report {
 	int64_t kv_cache;         /* keys and values of every attention step at the bound length (inference) */
 	int kv_sites, kv_causal;  /* attention steps found; how many mask their scores */
 	int64_t peak;             /* the most bytes live at any moment of the step */
+	int64_t in_flight;        /* pipeline: the micro-batches whose activations this stage holds at once */
+	int64_t stage_first, stage_last; /* pipeline: the stage's ledger units (of the whole model's) */
 	int64_t reserved_peak;    /* cuda: the caching allocator's segments at the most */
 	ti_memory_phase peak_phase;
 	const char *peak_step;

@@ -17,7 +17,7 @@
 enum {
 	OPT_HELP = 1, OPT_JSON, OPT_RAW, OPT_BIND, OPT_MODE, OPT_OPTIMIZER, OPT_IMPL, OPT_DEVICE, OPT_DTYPE,
 	OPT_TRAINABLE, OPT_FROZEN, OPT_DEVICE_MEMORY, OPT_FIT, OPT_TOP, OPT_CHECKPOINT, OPT_ACCUMULATE, OPT_KV_CACHE, OPT_OVERHEAD, OPT_TRUST, OPT_DEPTH, OPT_WORLD, OPT_STRATEGY,
-	OPT_BUCKET, OPT_WRAP, OPT_PLOT, OPT_FORCE, OPT_AMP
+	OPT_BUCKET, OPT_WRAP, OPT_PLOT, OPT_FORCE, OPT_AMP, OPT_MICRO
 };
 
 static const cli_option options[] = {
@@ -47,6 +47,7 @@ static const cli_option options[] = {
 	{"wrap", 0, OPT_VALUE, OPT_WRAP},
 	{"plot", 0, OPT_VALUE, OPT_PLOT},
 	{"amp", 0, OPT_VALUE, OPT_AMP},
+	{"micro-batches", 0, OPT_VALUE, OPT_MICRO},
 	{"force", 'f', OPT_FLAG, OPT_FORCE},
 	{NULL, 0, 0, 0},
 };
@@ -77,7 +78,9 @@ static const char help[] =
 	"  --strategy NAME      ddp (gradient buckets), zero1 (optimizer state\n"
 	"                       partitioned), zero2 (and gradients), zero3 or fsdp (and\n"
 	"                       parameters, each wrapped unit gathered while it runs),\n"
-	"                       tp=K (Megatron tensor parallelism over K ranks)\n"
+	"                       tp=K (Megatron tensor parallelism over K ranks), pp=K\n"
+	"                       (K pipeline stages, 1F1B: the stage that needs the most)\n"
+	"  --micro-batches M    pp=K: micro-batches a step (default K)\n"
 	"  --bucket SIZE        DDP's bucket_cap / ZeRO-2's reduce bucket (default 25MiB)\n"
 	"  --wrap GLOB          zero3/fsdp units (default: the blocks of the first\n"
 	"                       ModuleList or Sequential, else each top-level module)\n"
@@ -127,6 +130,7 @@ typedef struct memory_args {
 	/* cuda: memory outside the allocator's tensors, by name */
 	struct overhead { char name[32]; int64_t bytes; } overheads[16];
 	int overhead_count;
+	int64_t stage_peaks[64]; /* pp=K: each stage's peak (the first 64) */
 } memory_args;
 
 /* PyTorch 2.x on a recent GPU: the context's own memory (driver, kernels; 300-700 MiB by GPU and version), cuBLAS's workspace. */
@@ -283,6 +287,14 @@ static int print_text(const memory_args *a, const ti_memory_report *r)
 		return rc;
 	printf("\npeak %s%s during %s, at %s\n", r->unit_count ? "" : "at least ", cli_bytes(r->peak, b1, sizeof(b1)),
 	       ti_memory_phase_name(r->peak_phase), r->peak_step);
+	if (o->pipeline > 1) {
+		printf("pipeline: stage %lld of %lld needs the most (units %lld to %lld, %lld micro-batches in flight):",
+		       (long long)o->stage, (long long)o->pipeline, (long long)r->stage_first, (long long)r->stage_last,
+		       (long long)r->in_flight);
+		for (int64_t st = 0; st < o->pipeline && st < 64; st++)
+			printf("%s stage %lld %s", st ? "," : "", (long long)st, cli_bytes(a->stage_peaks[st], b2, sizeof(b2)));
+		printf("\n");
+	}
 	if (o->device == TI_MEMORY_CUDA) {
 		printf("reserved %s at the most: the caching allocator's segments (max_memory_reserved)\n",
 		       cli_bytes(r->reserved_peak, b2, sizeof(b2)));
@@ -356,6 +368,15 @@ static int print_json(const memory_args *a, const ti_memory_report *r, int64_t f
 	}
 	cJSON_AddStringToObject(root, "peak_step", r->peak_step);
 	cJSON_AddStringToObject(root, "peak_phase", ti_memory_phase_name(r->peak_phase));
+	if (o->pipeline > 1) {
+		cJSON *p = cJSON_AddObjectToObject(root, "pipeline");
+		cJSON_AddNumberToObject(p, "stages", (double)o->pipeline);
+		cJSON_AddNumberToObject(p, "stage", (double)o->stage);
+		cJSON_AddNumberToObject(p, "in_flight", (double)r->in_flight);
+		cJSON *peaks = cJSON_AddArrayToObject(p, "stage_peaks");
+		for (int64_t st = 0; st < o->pipeline && st < 64; st++)
+			cJSON_AddItemToArray(peaks, cJSON_CreateNumber((double)a->stage_peaks[st]));
+	}
 	cJSON *terms = cJSON_AddArrayToObject(root, "terms");
 	for (size_t i = 0; i < r->term_count; i++) {
 		cJSON *t = cJSON_CreateObject();
@@ -634,9 +655,14 @@ int cmd_memory(int argc, char **argv)
 				a.o.tensor_parallel = v;
 				break;
 			}
-			if (!strncmp(value, "pp=", 3))
-				return cli_usage_error("memory: --strategy %s: pipeline parallelism is not simulated yet "
-				                       "(ddp, zero1, zero2, zero3, fsdp and tp=K are)", value);
+			if (!strncmp(value, "pp=", 3)) {
+				char *end;
+				long long v = strtoll(value + 3, &end, 10);
+				if (*end || end == value + 3 || v < 1 || v > 4096)
+					return cli_usage_error("memory: --strategy pp=K wants K from 1 to 4096, not '%s'", value + 3);
+				a.o.pipeline = v;
+				break;
+			}
 			if ((rc = parse_choice("strategy", value, strategies, &choice)))
 				return rc;
 			a.o.strategy = (ti_memory_strategy)(choice == 5 ? TI_STRATEGY_ZERO3 : choice);
@@ -655,6 +681,14 @@ int cmd_memory(int argc, char **argv)
 				return cli_usage_error("memory: more than 64 --wrap globs");
 			a.wrap[nwrap++] = value;
 			break;
+		case OPT_MICRO: {
+			char *end;
+			long long v = strtoll(value, &end, 10);
+			if (*end || end == value || v < 1 || v > 1000000)
+				return cli_usage_error("memory: --micro-batches wants a number from 1 to 1000000, not '%s'", value);
+			a.o.micro_batches = v;
+			break;
+		}
 		case OPT_AMP: {
 			static const char *const amps[] = {"bf16", "fp16", "bfloat16", "float16", NULL};
 			if ((rc = parse_choice("amp", value, amps, &choice)))
@@ -717,6 +751,12 @@ int cmd_memory(int argc, char **argv)
 	if ((a.o.strategy || a.o.world_size || a.o.bucket_bytes || nwrap) && a.o.mode != TI_MEMORY_TRAIN)
 		return cli_usage_error("memory: --%s applies to --mode train only",
 		                       a.o.strategy ? "strategy" : a.o.world_size ? "world-size" : a.o.bucket_bytes ? "bucket" : "wrap");
+	if (a.o.micro_batches && a.o.pipeline < 2)
+		return cli_usage_error("memory: --micro-batches applies to --strategy pp=K");
+	if ((a.o.tensor_parallel > 1 || a.o.pipeline > 1) && a.o.mode != TI_MEMORY_TRAIN)
+		return cli_usage_error("memory: --strategy %s applies to --mode train only", a.o.pipeline > 1 ? "pp=K" : "tp=K");
+	if (a.o.pipeline > 1 && (a.o.tensor_parallel > 1 || a.o.strategy || a.fit))
+		return cli_usage_error("memory: --strategy pp=K alone, without --fit, is what is simulated yet");
 	if (a.o.tensor_parallel > 1 && a.o.strategy)
 		return cli_usage_error("memory: give one --strategy: tp=K with a data-parallel strategy is not simulated yet");
 	if (a.o.world_size > 1 && !a.o.strategy)
@@ -752,7 +792,7 @@ int cmd_memory(int argc, char **argv)
 		                  : a.o.accumulate ? "--accumulate" : kv_given ? "--kv-cache" : ntrain ? "--trainable"
 		                  : nfrozen ? "--frozen" : a.o.device == TI_MEMORY_CUDA ? "--device cuda"
 		                  : a.depth ? "--depth" : a.o.strategy ? "--strategy" : a.plot ? "--plot"
-		                  : a.o.amp ? "--amp" : a.o.tensor_parallel ? "--strategy" : NULL;
+		                  : a.o.amp ? "--amp" : a.o.tensor_parallel || a.o.pipeline ? "--strategy" : NULL;
 		if (needs)
 			return cli_usage_error("memory: %s needs a model description; %s is a checkpoint", needs, a.cm.file);
 		return from_checkpoint(&a, trust);
@@ -788,6 +828,28 @@ int cmd_memory(int argc, char **argv)
 		}
 		if (!a.json)
 			printf("largest %s that fits: %lld\n\n", a.fit, (long long)fit_value);
+	} else if (a.o.pipeline > 1) {
+		/* every stage; the one that needs the most is printed, the others in a line each */
+		int64_t worst = -1, worst_peak = -1;
+		for (int64_t st = 0; st < a.o.pipeline; st++) {
+			a.o.stage = st;
+			rc = estimate(&a, &r, &err, st > 0);
+			if (rc > 0)
+				return rc;
+			if (rc < 0)
+				goto failed;
+			a.stage_peaks[st < 64 ? st : 63] = r->peak;
+			if (r->peak > worst_peak) {
+				worst_peak = r->peak;
+				worst = st;
+			}
+		}
+		a.o.stage = worst;
+		rc = estimate(&a, &r, &err, true);
+		if (rc > 0)
+			return rc;
+		if (rc < 0)
+			goto failed;
 	} else {
 		rc = estimate(&a, &r, &err, false);
 		if (rc > 0)

@@ -294,6 +294,7 @@ typedef struct storage {
 	bool pinned;        /* weights, buffers, inputs, optimizer state */
 	bool output;        /* a model output */
 	bool prior;         /* a .grad from an earlier micro-batch (gradient accumulation) */
+	bool stage_output;  /* pipeline: sent to the next stage, whose gradient comes back */
 	bool live;
 	int block;          /* cuda: its block in the caching allocator's model */
 	int module;
@@ -413,6 +414,7 @@ typedef struct sim {
 	int fsdp_root;         /* the parameters no unit holds: gathered for the whole forward and backward, -1 none */
 	int *unit_fsdp;        /* per ledger unit: its FSDP unit, -1 none */
 	int64_t comm_bytes;    /* buckets kept for the whole step */
+	bool *sent;            /* pipeline: per builder storage, sent to the next stage */
 	const char *optimizer_rule;
 	ti_memory_point *points;
 	size_t point_count, point_capacity;
@@ -435,7 +437,7 @@ static int add_storage(sim *s, int64_t bytes, ti_memory_kind kind, const char *n
 	if (ti_arena_array_grow(s->l.arena, (void **)&s->l.st, &s->storage_capacity, sizeof(*s->l.st), s->l.count + 1))
 		return -1;
 	int id = (int)s->l.count++;
-	s->l.st[id] = (storage){bytes, kind, name, -1, 0, 0, false, false, false, false, MEM_CUDA_NO_BLOCK, module};
+	s->l.st[id] = (storage){bytes, kind, name, -1, 0, 0, false, false, false, false, false, MEM_CUDA_NO_BLOCK, module};
 	return id;
 }
 
@@ -944,9 +946,20 @@ static ti_status classify(sim *s, const ti_model_report *rep, ti_error *err)
 					s->made_by[st] = (int)k;
 			}
 	}
+	bool *read = ti_arena_calloc(b->arena, (size_t)b->storage_count + 1, sizeof(*read));
+	if (!read)
+		return TI_FAIL(err, TI_E_NOMEM, "out of memory");
+	for (size_t k = 0; k < b->unit_count; k++)
+		for (int i = 0; i < b->units[k].nin; i++)
+			read[b->tensors[b->units[k].in[i]].storage] = true;
 	for (size_t i = 0; i < m->param_count; i++) {
 		int t = s->param_tensor[i];
 		storage *x = &s->l.st[b->tensors[t].storage];
+		if (s->sent && !read[b->tensors[t].storage]) { /* another stage's */
+			made[b->tensors[t].storage] = true;
+			b->tensors[t].grad = false;
+			continue;
+		}
 		if (x->pinned)
 			continue; /* tied: counted once */
 		x->pinned = true;
@@ -958,7 +971,7 @@ static ti_status classify(sim *s, const ti_model_report *rep, ti_error *err)
 		made[b->tensors[t].storage] = true;
 	}
 	for (int i = 0; i < b->storage_count; i++)
-		if (!made[i]) { /* the model's inputs, and what no call made */
+		if (!made[i] && (!s->sent || read[i])) { /* the model's inputs, what no call made, what a stage receives */
 			storage *x = &s->l.st[i];
 			x->pinned = true;
 			x->kind = TI_MEM_INPUT;
@@ -972,7 +985,12 @@ static ti_status classify(sim *s, const ti_model_report *rep, ti_error *err)
 		if (t >= 0)
 			s->l.st[b->tensors[t].storage].name = m->inputs[i].name;
 	}
-	for (size_t i = 0; i < rep->output_count; i++) {
+	for (int i = 0; s->sent && i < b->storage_count; i++)
+		if (s->sent[i]) {
+			s->l.st[i].output = true;
+			s->l.st[i].stage_output = true;
+		}
+	for (size_t i = 0; i < rep->output_count && !s->sent; i++) {
 		int t = rep->outputs[i].meta ? map_get(b->map, rep->outputs[i].meta) : -1;
 		if (t >= 0)
 			s->l.st[b->tensors[t].storage].output = true;
@@ -1126,6 +1144,115 @@ static ti_status fsdp_setup(sim *s, const ti_memory_module *mods, size_t nmods, 
 	return TI_OK;
 }
 
+/* ---- pipeline parallelism: one stage's units ---- */
+
+/*
+ * Splits the units into options->pipeline stages of about equal parameter
+ * bytes (each parameter counted at its first use), cutting only where the
+ * module changes, and keeps the stage's units. A tensor a kept unit reads
+ * but an earlier stage made is received (an input); one it makes that a
+ * later stage reads is sent, and its gradient comes back.
+ */
+/* The block a module belongs to: its path up to its first numbered part ("transformer.h.3"), else its first part. */
+static size_t block_len(const char *path)
+{
+	const char *p = path;
+	while (*p) {
+		const char *dot = strchr(p, '.');
+		size_t len = dot ? (size_t)(dot - p) : strlen(p);
+		if (len && strspn(p, "0123456789") == len)
+			return (size_t)(p - path) + len;
+		p = dot ? dot + 1 : p + len;
+	}
+	const char *dot = strchr(path, '.');
+	return dot ? (size_t)(dot - path) : strlen(path);
+}
+
+static bool same_block(const ti_memory_module *mods, int a, int b)
+{
+	const char *x = mods[a].path, *y = mods[b].path;
+	size_t n = block_len(x);
+	return n == block_len(y) && !strncmp(x, y, n);
+}
+
+static ti_status keep_stage(sim *s, const ti_memory_module *mods, int *first, int *last, ti_error *err)
+{
+	mem_builder *b = &s->b;
+	int64_t stages = s->opt->pipeline, want = s->opt->stage;
+	size_t n = b->unit_count;
+	int64_t *cum = ti_arena_calloc(b->arena, n + 1, sizeof(*cum));
+	bool *seen = ti_arena_calloc(b->arena, b->tensor_count + 1, sizeof(*seen));
+	if (!cum || !seen)
+		return TI_FAIL(err, TI_E_NOMEM, "out of memory");
+	int64_t total = 0;
+	for (size_t k = 0; k < n; k++) {
+		const mem_unit *u = &b->units[k];
+		for (int i = 0; i < u->nin; i++)
+			if (b->tensors[u->in[i]].param >= 0 && !seen[u->in[i]]) {
+				seen[u->in[i]] = true;
+				total += b->tensors[u->in[i]].bytes;
+			}
+		cum[k] = total; /* parameter bytes used by units 0..k */
+	}
+	/* stage s: the units after the cut for s and up to the cut for s + 1; a cut falls where the module changes */
+	int cuts[2] = {0, (int)n};
+	for (int c = 0; c < 2; c++) {
+		int64_t st = want + c;
+		if (st == 0 || st == stages)
+			continue;
+		int64_t goal = total * st / stages;
+		size_t k = 0;
+		while (k < n && cum[k] < goal)
+			k++;
+		while (k + 1 < n && same_block(mods, b->units[k + 1].module, b->units[k].module))
+			k++;
+		cuts[c] = (int)k + 1;
+	}
+	if (cuts[0] >= cuts[1])
+		return TI_FAIL(err, TI_E_INVALID, "stage %lld of %lld holds no operator: the model has too few parts for %lld stages",
+		               (long long)want, (long long)stages, (long long)stages);
+	*first = cuts[0];
+	*last = cuts[1] - 1;
+	/* what later stages read is sent: kept for backward, its gradient received */
+	bool *sent = ti_arena_calloc(b->arena, (size_t)b->storage_count + 1, sizeof(*sent));
+	if (!sent)
+		return TI_FAIL(err, TI_E_NOMEM, "out of memory");
+	for (size_t k = (size_t)cuts[1]; k < n; k++)
+		for (int i = 0; i < b->units[k].nin; i++) {
+			int t = b->units[k].in[i];
+			int p = b->tensors[t].producer;
+			if (p >= cuts[0] && p < cuts[1])
+				sent[b->tensors[t].storage] = true;
+		}
+	for (size_t g = 0; g < b->segment_count; g++) { /* checkpointed modules: their units' new places */
+		struct mem_segment *seg = &b->segments[g];
+		if (seg->last < cuts[0] || seg->first >= cuts[1]) {
+			seg->first = seg->last = -2;
+			continue;
+		}
+		seg->first = (seg->first > cuts[0] ? seg->first : cuts[0]) - cuts[0];
+		seg->last = (seg->last < cuts[1] - 1 ? seg->last : cuts[1] - 1) - cuts[0];
+	}
+	memmove(b->units, b->units + cuts[0], (size_t)(cuts[1] - cuts[0]) * sizeof(*b->units));
+	b->unit_count = (size_t)(cuts[1] - cuts[0]);
+	for (size_t t = 0; t < b->tensor_count; t++)
+		b->tensors[t].producer = b->tensors[t].producer >= cuts[0] && b->tensors[t].producer < cuts[1]
+		                       ? b->tensors[t].producer - cuts[0] : -1;
+	/* a name letting go of what another stage made is that stage's business */
+	for (size_t k = 0; k < b->unit_count; k++) {
+		mem_unit *u = &b->units[k];
+		if (!u->release)
+			continue;
+		int n = 0;
+		for (int i = 0; i < u->nin; i++)
+			if (b->tensors[u->in[i]].producer >= 0)
+				u->in[n++] = u->in[i];
+		u->nin = n;
+	}
+	s->sent = sent;
+	return TI_OK;
+}
+
 /* ---- play ---- */
 
 static void reset(sim *s, long long stop_at)
@@ -1190,7 +1317,7 @@ static void play(sim *s, long long stop_at)
 		memset(s->module_acts, 0, s->module_count * sizeof(*s->module_acts));
 	for (size_t i = 0; i < l->count; i++) {
 		const storage *x = &l->st[i];
-		if (x->live && !x->pinned && !(x->output && !x->saved)) {
+		if (x->live && !x->pinned && !(x->output && !x->saved && !x->stage_output)) {
 			s->activations += x->bytes;
 			if (s->module_acts && x->module >= 0 && (size_t)x->module < s->module_count)
 				s->module_acts[x->module] += x->bytes;
@@ -1200,20 +1327,23 @@ static void play(sim *s, long long stop_at)
 		return;
 	/* loss = sum of the outputs: each output's gradient is an expanded scalar, no allocation */
 	for (size_t i = 0; i < l->count; i++)
-		if (l->st[i].output) {
+		if (l->st[i].output && !l->st[i].stage_output) {
 			if (!l->st[i].saved)
 				free_storage(l, (int)i);
 		}
 	for (size_t t = 0; t < b->tensor_count; t++) {
 		const mem_tensor *x = &b->tensors[t];
 		if (x->grad && x->param < 0 && l->st[x->storage].output) {
-			int g = add_storage(s, 0, TI_MEM_ACT_GRADIENT, "grad of the loss", 0);
+			bool sent = l->st[x->storage].stage_output;
+			int g = add_storage(s, sent ? x->bytes : 0, TI_MEM_ACT_GRADIENT, sent ? "gradient received" : "grad of the loss", 0);
 			if (g < 0) {
 				l->overflow = true;
 				return;
 			}
 			l->st[g].grad_refs = 1;
 			s->pending[t] = g;
+			if (sent)
+				alloc_storage(l, g);
 		}
 	}
 	backward(s);
@@ -1368,6 +1498,9 @@ ti_status ti_memory_estimate(ti_model *model, const ti_memory_options *options, 
 			st = walk(&s->b, &ml, &trace, (int)i, err);
 	if (!st)
 		st = mem_amp_finish(&s->b, err);
+	int stage_first = 0, stage_last = (int)s->b.unit_count - 1;
+	if (!st && options->mode == TI_MEMORY_TRAIN && options->pipeline > 1)
+		st = keep_stage(s, ml.items, &stage_first, &stage_last, err);
 	if (st || (st = classify(s, rep, err)) || (st = optimizer_setup(s, err)))
 		goto done;
 	if (options->mode == TI_MEMORY_TRAIN && options->strategy == TI_STRATEGY_ZERO3 && ranks(s) > 1 &&
@@ -1471,6 +1604,19 @@ ti_status ti_memory_estimate(ti_model *model, const ti_memory_options *options, 
 	if (r->top)
 		qsort(r->top, r->top_count, sizeof(*r->top), by_bytes);
 	r->peak = peak;
+	r->stage_first = stage_first;
+	r->stage_last = stage_last;
+	if (s->sent) {
+		/* 1F1B: stage s holds the saved activations of min(stages - s, micro-batches) micro-batches at once */
+		int64_t m = options->micro_batches > 0 ? options->micro_batches : options->pipeline;
+		int64_t flight = options->pipeline - options->stage < m ? options->pipeline - options->stage : m;
+		int64_t more;
+		r->in_flight = flight;
+		if (!mem_mul(flight - 1, r->activations, &more) || !mem_add(&r->peak, more)) {
+			st = TI_FAIL(err, TI_E_LIMIT, "the stage needs more than 2^62 bytes");
+			goto done;
+		}
+	}
 	r->modules = ml.items;
 	r->module_count = ml.count;
 	if ((st = build_terms(s, r, err)))

@@ -296,3 +296,23 @@ Test(memory, tensor_parallel_splits_the_column_then_row_pair_and_what_lies_betwe
 	cr_assert_eq(r->activations, H / 4, "activations %lld", (long long)r->activations);
 	ti_model_close(m);
 }
+
+Test(memory, a_pipeline_stage_holds_its_own_weights_and_the_micro_batches_in_flight)
+{
+	ti_model *m = model_of(mlp, 64);
+	ti_memory_options o = {.mode = TI_MEMORY_TRAIN, .optimizer = TI_OPTIM_SGD, .pipeline = 2, .stage = 0};
+	const ti_memory_report *r = estimate(m, &o);
+	/* two stages of about equal parameters: the first linear, then relu and the second */
+	cr_assert_eq(r->parameters, W1 + B1, "parameters %lld", (long long)r->parameters);
+	cr_assert_eq(r->in_flight, 2);
+	/* it sends the hidden layer (kept for backward) and holds two micro-batches of it */
+	cr_assert_eq(r->activations, H, "activations %lld", (long long)r->activations);
+	ti_model_close(m);
+	m = model_of(mlp, 64);
+	o.stage = 1;
+	r = estimate(m, &o);
+	cr_assert_eq(r->parameters, W2 + B2);
+	cr_assert_eq(r->in_flight, 1);
+	cr_assert_eq(r->inputs, H, "the received hidden layer: %lld", (long long)r->inputs);
+	ti_model_close(m);
+}
