@@ -3,6 +3,7 @@
  * takes (inference or training), why, whether it fits a device, and the
  * largest batch or sequence that does (--fit).
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -164,6 +165,30 @@ static int parse_choice(const char *option, const char *value, const char *const
 	char hint[160];
 	return cli_usage_error("memory: --%s '%s' is not one of its values%s", option, value,
 	                       cli_did_you_mean(value, names, "", hint, sizeof(hint)));
+}
+
+/* --OPTION N: an integer from lo to hi, or a usage error saying what it wants ("a number of ranks"). */
+static int parse_count(const char *option, const char *what, const char *value, int64_t lo, int64_t hi, int64_t *out)
+{
+	char *end;
+	errno = 0;
+	long long v = strtoll(value, &end, 10);
+	if (errno || *end || end == value || v < lo || v > hi)
+		return cli_usage_error("memory: --%s wants %s from %lld to %lld, not '%s'", option, what, (long long)lo,
+		                       (long long)hi, value);
+	*out = v;
+	return EXIT_OK;
+}
+
+/* --OPTION SIZE: a size above 0, not a GPU name. */
+static int parse_bytes(const char *option, const char *value, int64_t *out)
+{
+	ti_error err;
+	const char *gpu;
+	ti_error_clear(&err);
+	if (ti_memory_parse_size(value, out, &gpu, &err) || gpu || !*out)
+		return cli_usage_error("memory: --%s %s", option, err.message[0] ? err.message : "wants a size above 0");
+	return EXIT_OK;
 }
 
 static const char *const optimizer_names[] = {"sgd", "momentum", "adam", "adamw", "adagrad", "rmsprop",
@@ -476,56 +501,51 @@ static int bind_slot(memory_args *a, const char *symbol)
 }
 
 /*
- * --fit: doubles the symbol from 1 while the peak fits, then halves the gap.
- * A value whose shapes fail is "does not fit" (a batch the model rejects).
+ * One probe of --fit: the step at symbol = v. EXIT_OK with *fits set; a
+ * value whose shapes fail or whose sizes pass the ceiling does not fit (a
+ * batch the model rejects); any other failure is reported.
  */
+static int probe(memory_args *a, int slot, int64_t v, bool *fits, const ti_memory_report **r)
+{
+	ti_error err;
+	ti_error_clear(&err);
+	a->cm.bind_values[slot] = v;
+	int rc = estimate(a, r, &err, true);
+	if (rc > 0)
+		return rc;
+	if (rc < 0 && -rc != TI_E_SHAPE && -rc != TI_E_LIMIT)
+		return cli_report(a->cm.file, &err);
+	*fits = rc == 0 && device_need(a, *r) <= a->device_bytes;
+	return EXIT_OK;
+}
+
+/* --fit: doubles the symbol from 1 while the step fits, then halves the gap. */
 static int fit_search(memory_args *a, int64_t *best, const ti_memory_report **best_report)
 {
 	int slot = bind_slot(a, a->fit);
 	if (slot < 0)
 		return cli_usage_error("memory: more than %d --bind options", CLI_MODEL_MAX_BINDS);
-	ti_error err;
 	const ti_memory_report *r;
-	int64_t lo = 0, hi = 0;
+	int64_t lo = 0, hi = CLI_MODEL_MAX_BIND + 1;
+	bool fits;
+	int rc;
 	for (int64_t v = 1; v <= CLI_MODEL_MAX_BIND; v *= 2) {
-		a->cm.bind_values[slot] = v;
-		ti_error_clear(&err);
-		int rc = estimate(a, &r, &err, true);
-		if (rc > 0)
+		if ((rc = probe(a, slot, v, &fits, &r)))
 			return rc;
-		if (rc < 0 && -rc != TI_E_SHAPE && -rc != TI_E_LIMIT)
-			return cli_report(a->cm.file, &err);
-		if (rc < 0 || device_need(a, r) > a->device_bytes) {
+		if (!fits) {
 			hi = v;
 			break;
 		}
 		lo = v;
 	}
-	if (!hi)
-		hi = CLI_MODEL_MAX_BIND + 1;
 	while (hi - lo > 1) {
 		int64_t mid = lo + (hi - lo) / 2;
-		a->cm.bind_values[slot] = mid;
-		ti_error_clear(&err);
-		int rc = estimate(a, &r, &err, true);
-		if (rc > 0)
+		if ((rc = probe(a, slot, mid, &fits, &r)))
 			return rc;
-		if (rc < 0 && -rc != TI_E_SHAPE && -rc != TI_E_LIMIT)
-			return cli_report(a->cm.file, &err);
-		if (rc == 0 && device_need(a, r) <= a->device_bytes)
-			lo = mid;
-		else
-			hi = mid;
+		*(fits ? &lo : &hi) = mid;
 	}
 	*best = lo;
-	if (!lo)
-		return EXIT_OK;
-	a->cm.bind_values[slot] = lo;
-	ti_error_clear(&err);
-	int rc = estimate(a, best_report, &err, true);
-	if (rc < 0)
-		return cli_report(a->cm.file, &err);
-	return rc;
+	return lo ? probe(a, slot, lo, &fits, best_report) : EXIT_OK;
 }
 
 int cmd_memory(int argc, char **argv)
@@ -637,30 +657,17 @@ int cmd_memory(int argc, char **argv)
 		case OPT_TRUST:
 			trust = true;
 			break;
-		case OPT_WORLD: {
-			char *end;
-			long long v = strtoll(value, &end, 10);
-			if (*end || end == value || v < 1 || v > 1000000)
-				return cli_usage_error("memory: --world-size wants a number of ranks from 1 to 1000000, not '%s'", value);
-			a.o.world_size = v;
+		case OPT_WORLD:
+			if ((rc = parse_count("world-size", "a number of ranks", value, 1, 1000000, &a.o.world_size)))
+				return rc;
 			break;
-		}
+
 		case OPT_STRATEGY: {
 			static const char *const strategies[] = {"none", "ddp", "zero1", "zero2", "zero3", "fsdp", NULL};
-			if (!strncmp(value, "tp=", 3)) {
-				char *end;
-				long long v = strtoll(value + 3, &end, 10);
-				if (*end || end == value + 3 || v < 1 || v > 4096)
-					return cli_usage_error("memory: --strategy tp=K wants K from 1 to 4096, not '%s'", value + 3);
-				a.o.tensor_parallel = v;
-				break;
-			}
-			if (!strncmp(value, "pp=", 3)) {
-				char *end;
-				long long v = strtoll(value + 3, &end, 10);
-				if (*end || end == value + 3 || v < 1 || v > 4096)
-					return cli_usage_error("memory: --strategy pp=K wants K from 1 to 4096, not '%s'", value + 3);
-				a.o.pipeline = v;
+			if (!strncmp(value, "tp=", 3) || !strncmp(value, "pp=", 3)) {
+				if ((rc = parse_count("strategy", value[0] == 't' ? "tp=K with K" : "pp=K with K", value + 3, 1, 4096,
+				                      value[0] == 't' ? &a.o.tensor_parallel : &a.o.pipeline)))
+					return rc;
 				break;
 			}
 			if ((rc = parse_choice("strategy", value, strategies, &choice)))
@@ -668,27 +675,19 @@ int cmd_memory(int argc, char **argv)
 			a.o.strategy = (ti_memory_strategy)(choice == 5 ? TI_STRATEGY_ZERO3 : choice);
 			break;
 		}
-		case OPT_BUCKET: {
-			ti_error err;
-			const char *gpu;
-			ti_error_clear(&err);
-			if (ti_memory_parse_size(value, &a.o.bucket_bytes, &gpu, &err) || gpu || !a.o.bucket_bytes)
-				return cli_usage_error("memory: --bucket %s", err.message[0] ? err.message : "wants a size above 0");
+		case OPT_BUCKET:
+			if ((rc = parse_bytes("bucket", value, &a.o.bucket_bytes)))
+				return rc;
 			break;
-		}
 		case OPT_WRAP:
 			if (nwrap == 64)
 				return cli_usage_error("memory: more than 64 --wrap globs");
 			a.wrap[nwrap++] = value;
 			break;
-		case OPT_MICRO: {
-			char *end;
-			long long v = strtoll(value, &end, 10);
-			if (*end || end == value || v < 1 || v > 1000000)
-				return cli_usage_error("memory: --micro-batches wants a number from 1 to 1000000, not '%s'", value);
-			a.o.micro_batches = v;
+		case OPT_MICRO:
+			if ((rc = parse_count("micro-batches", "a number", value, 1, 1000000, &a.o.micro_batches)))
+				return rc;
 			break;
-		}
 		case OPT_AMP: {
 			static const char *const amps[] = {"bf16", "fp16", "bfloat16", "float16", NULL};
 			if ((rc = parse_choice("amp", value, amps, &choice)))
@@ -715,31 +714,26 @@ int cmd_memory(int argc, char **argv)
 				return cli_usage_error("memory: more than 64 --checkpoint globs");
 			a.checkpoint[ncheck++] = value;
 			break;
-		case OPT_ACCUMULATE: {
-			char *end;
-			long long v = strtoll(value, &end, 10);
-			if (*end || end == value || v < 1 || v > 1000000)
-				return cli_usage_error("memory: --accumulate wants a number of micro-batches from 1 to 1000000, not '%s'",
-				                       value);
-			a.o.accumulate = v;
+		case OPT_ACCUMULATE:
+			if ((rc = parse_count("accumulate", "a number of micro-batches", value, 1, 1000000, &a.o.accumulate)))
+				return rc;
 			break;
-		}
 		case OPT_DEPTH: {
-			char *end;
-			long v = strtol(value, &end, 10);
-			if (*end || end == value || v < 1 || v > 64)
-				return cli_usage_error("memory: --depth wants a number from 1 to 64, not '%s'", value);
+			int64_t v;
+			if ((rc = parse_count("depth", "a number", value, 1, 64, &v)))
+				return rc;
 			a.depth = (int)v;
 			break;
 		}
+
 		case OPT_TOP: {
-			char *end;
-			long v = strtol(value, &end, 10);
-			if (*end || end == value || v < 0 || v > 1000)
-				return cli_usage_error("memory: --top wants a number from 0 to 1000, not '%s'", value);
+			int64_t v;
+			if ((rc = parse_count("top", "a number", value, 0, 1000, &v)))
+				return rc;
 			a.top = (int)v;
 			break;
 		}
+
 		}
 	}
 	if (!a.cm.file)
