@@ -70,6 +70,9 @@ typedef struct ti_memory_options {
 	int64_t accumulate;              /* gradient accumulation over this many micro-batches; 0 or 1: none */
 	int kv_cache;                    /* inference: 0 a KV cache when attention is causal, 1 always, -1 never */
 	ti_dtype amp;                    /* torch.autocast to this dtype (bfloat16, float16); 0: none */
+	const ti_dtype *param_dtypes;    /* per model parameter (ti_model_params order): its dtype as a checkpoint
+	                                    holds it, 0 as described; NULL: all as described (--dtype still wins) */
+	int64_t optimizer_state_bytes;   /* > 0: the optimizer state a checkpoint holds, instead of the rule's */
 	ti_memory_strategy strategy;     /* training on world_size ranks */
 	int64_t tensor_parallel;         /* Megatron-style tensor parallelism over this many ranks; 0 or 1: none */
 	int64_t pipeline;                /* pipeline parallelism over this many stages (1F1B); 0 or 1: none */
@@ -186,5 +189,15 @@ struct ti_arena;
  */
 ti_status ti_memory_from_source(struct ti_source *src, const ti_memory_options *options, struct ti_arena *arena,
                                 const ti_memory_report **out, ti_error *err);
+
+/*
+ * For a description and a checkpoint of it: each model parameter's dtype as
+ * the checkpoint holds it (*dtypes[i], 0 where no tensor of that name is
+ * found, with or without a "model." / "module." / "state_dict." prefix),
+ * how many were found, and the optimizer state the checkpoint holds (0 if
+ * none). The array lives in arena.
+ */
+ti_status ti_memory_weights_from(struct ti_source *src, const ti_model *model, struct ti_arena *arena,
+                                 ti_dtype **dtypes, size_t *matched, int64_t *optimizer_state, ti_error *err);
 
 #endif

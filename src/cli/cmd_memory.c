@@ -18,7 +18,7 @@
 enum {
 	OPT_HELP = 1, OPT_JSON, OPT_RAW, OPT_BIND, OPT_MODE, OPT_OPTIMIZER, OPT_IMPL, OPT_DEVICE, OPT_DTYPE,
 	OPT_TRAINABLE, OPT_FROZEN, OPT_DEVICE_MEMORY, OPT_FIT, OPT_TOP, OPT_CHECKPOINT, OPT_ACCUMULATE, OPT_KV_CACHE, OPT_OVERHEAD, OPT_TRUST, OPT_DEPTH, OPT_WORLD, OPT_STRATEGY,
-	OPT_BUCKET, OPT_WRAP, OPT_PLOT, OPT_FORCE, OPT_AMP, OPT_MICRO
+	OPT_BUCKET, OPT_WRAP, OPT_PLOT, OPT_FORCE, OPT_AMP, OPT_MICRO, OPT_WEIGHTS
 };
 
 static const cli_option options[] = {
@@ -49,6 +49,7 @@ static const cli_option options[] = {
 	{"plot", 0, OPT_VALUE, OPT_PLOT},
 	{"amp", 0, OPT_VALUE, OPT_AMP},
 	{"micro-batches", 0, OPT_VALUE, OPT_MICRO},
+	{"weights", 0, OPT_VALUE, OPT_WEIGHTS},
 	{"force", 'f', OPT_FLAG, OPT_FORCE},
 	{NULL, 0, 0, 0},
 };
@@ -87,6 +88,8 @@ static const char help[] =
 	"                       ModuleList or Sequential, else each top-level module)\n"
 	"  --device cpu|cuda    cpu: tensors as malloc holds them (default); cuda: each\n"
 	"                       rounded up to 512 bytes as the caching allocator does\n"
+	"  --weights CKPT       the parameters in the dtypes a checkpoint of the model holds\n"
+	"                       them, and its optimizer state when it holds one\n"
 	"  --dtype DT           the floating weights in this dtype\n"
 	"  --amp bf16|fp16      torch.autocast: matmuls and convolutions in the low dtype\n"
 	"                       (float32 weights cast once per step and cached), softmax,\n"
@@ -132,6 +135,10 @@ typedef struct memory_args {
 	struct overhead { char name[32]; int64_t bytes; } overheads[16];
 	int overhead_count;
 	int64_t stage_peaks[64]; /* pp=K: each stage's peak (the first 64) */
+	const char *weights;     /* --weights CKPT */
+	ti_source *weights_src;
+	ti_arena arena;          /* what outlives one estimate: the checkpoint's dtypes */
+	size_t matched, param_count;
 } memory_args;
 
 /* PyTorch 2.x on a recent GPU: the context's own memory (driver, kernels; 300-700 MiB by GPU and version), cuBLAS's workspace. */
@@ -235,6 +242,20 @@ static int estimate(memory_args *a, const ti_memory_report **out, ti_error *err,
 		return rc;
 	if (!quiet && (rc = check_globs(a)))
 		return rc;
+	if (a->weights_src && !a->o.param_dtypes) {
+		ti_dtype *dtypes;
+		int64_t state;
+		ti_error werr;
+		ti_error_clear(&werr);
+		if (ti_memory_weights_from(a->weights_src, a->cm.model, &a->arena, &dtypes, &a->matched, &state, &werr))
+			return cli_report(a->weights, &werr);
+		ti_model_params(a->cm.model, &a->param_count);
+		if (!a->matched)
+			return cli_usage_error("memory: --weights %s holds none of %s's parameters", a->weights, a->cm.file);
+		a->o.param_dtypes = dtypes;
+		if (a->o.mode == TI_MEMORY_TRAIN)
+			a->o.optimizer_state_bytes = state;
+	}
 	ti_status st = ti_memory_estimate(a->cm.model, &a->o, out, err);
 	if (st)
 		return -(int)st;
@@ -359,6 +380,9 @@ static int print_text(const memory_args *a, const ti_memory_report *r)
 	sparkline(r, 60);
 	for (size_t i = 0; i < r->note_count; i++)
 		printf("note: %s\n", r->notes[i]);
+	if (a->weights)
+		printf("note: weights as %s holds them: %zu of %zu parameters found there, the others as described\n",
+		       a->weights, a->matched, a->param_count);
 	if (a->device_bytes)
 		print_fit(a, device_need(a, r));
 	return EXIT_OK;
@@ -684,6 +708,9 @@ int cmd_memory(int argc, char **argv)
 				return cli_usage_error("memory: more than 64 --wrap globs");
 			a.wrap[nwrap++] = value;
 			break;
+		case OPT_WEIGHTS:
+			a.weights = value;
+			break;
 		case OPT_MICRO:
 			if ((rc = parse_count("micro-batches", "a number", value, 1, 1000000, &a.o.micro_batches)))
 				return rc;
@@ -786,27 +813,43 @@ int cmd_memory(int argc, char **argv)
 		                  : a.o.accumulate ? "--accumulate" : kv_given ? "--kv-cache" : ntrain ? "--trainable"
 		                  : nfrozen ? "--frozen" : a.o.device == TI_MEMORY_CUDA ? "--device cuda"
 		                  : a.depth ? "--depth" : a.o.strategy ? "--strategy" : a.plot ? "--plot"
-		                  : a.o.amp ? "--amp" : a.o.tensor_parallel || a.o.pipeline ? "--strategy" : NULL;
+		                  : a.o.amp ? "--amp" : a.o.tensor_parallel || a.o.pipeline ? "--strategy"
+		                  : a.weights ? "--weights" : NULL;
 		if (needs)
 			return cli_usage_error("memory: %s needs a model description; %s is a checkpoint", needs, a.cm.file);
 		return from_checkpoint(&a, trust);
 	}
-	if (trust)
+	if (trust && !a.weights)
 		return cli_usage_error("memory: --trust applies to a checkpoint; %s is a model description", a.cm.file);
+	ti_arena_init(&a.arena, (size_t)64 << 20);
+	if (a.weights) {
+		ti_error werr;
+		ti_error_clear(&werr);
+		if ((rc = cli_check_input(a.weights)))
+			goto done;
+		if (ti_source_open(a.weights, &a.weights_src, &werr)) {
+			rc = cli_report_open_failure(a.weights, &werr);
+			goto done;
+		}
+		if ((rc = cli_check_source_safety(a.weights_src, trust)))
+			goto done;
+	}
 	ti_error err;
 	ti_error_clear(&err);
 	const ti_memory_report *r = NULL;
 	int64_t fit_value = 0;
 	if (a.fit) {
 		for (int i = 0; i < a.cm.bind_count; i++)
-			if (!strcmp(a.cm.bind_names[i], a.fit))
-				return cli_usage_error("memory: --fit %s searches its value: do not --bind it too", a.fit);
+			if (!strcmp(a.cm.bind_names[i], a.fit)) {
+				rc = cli_usage_error("memory: --fit %s searches its value: do not --bind it too", a.fit);
+				goto done;
+			}
 		/* read and check the file once, with the symbol at 1 */
 		int slot = bind_slot(&a, a.fit);
 		a.cm.bind_values[slot] = 1;
 		rc = estimate(&a, &r, &err, false);
 		if (rc > 0)
-			return rc;
+			goto done;
 		if (rc < 0 && -rc != TI_E_SHAPE)
 			goto failed;
 		a.cm.bind_count--; /* the search adds it back */
@@ -829,7 +872,7 @@ int cmd_memory(int argc, char **argv)
 			a.o.stage = st;
 			rc = estimate(&a, &r, &err, st > 0);
 			if (rc > 0)
-				return rc;
+				goto done;
 			if (rc < 0)
 				goto failed;
 			a.stage_peaks[st < 64 ? st : 63] = r->peak;
@@ -841,13 +884,13 @@ int cmd_memory(int argc, char **argv)
 		a.o.stage = worst;
 		rc = estimate(&a, &r, &err, true);
 		if (rc > 0)
-			return rc;
+			goto done;
 		if (rc < 0)
 			goto failed;
 	} else {
 		rc = estimate(&a, &r, &err, false);
 		if (rc > 0)
-			return rc;
+			goto done;
 		if (rc < 0)
 			goto failed;
 	}
@@ -872,5 +915,7 @@ failed:
 done:
 	if (a.cm.model)
 		ti_model_close(a.cm.model);
+	ti_source_close(a.weights_src);
+	ti_arena_release(&a.arena);
 	return rc;
 }

@@ -71,13 +71,19 @@ ti_status ti_memory_from_source(ti_source *src, const ti_memory_options *o, ti_a
 		return TI_FAIL(err, TI_E_NOMEM, "out of memory");
 	size_t np = 0;
 	int64_t saved_state = 0;
+	bool *has_grad = ti_arena_calloc(arena, ns + 1, sizeof(*has_grad)); /* a tied parameter is one parameter */
+	if (!has_grad)
+		return TI_FAIL(err, TI_E_NOMEM, "out of memory");
 	for (size_t i = 0; i < nt; i++) {
 		const ti_source_tensor *t = ti_source_tensor_at(src, i);
 		bool state = is_optimizer_state(t->name);
 		if (t->storage < ns)
 			kind[t->storage] = state ? (kind[t->storage] ? kind[t->storage] : 2) : 1;
-		if (state || is_buffer(t->name) || !ti_dtype_is_floating(t->dtype) || t->tie_of)
+		if (state || is_buffer(t->name) || !ti_dtype_is_floating(t->dtype) || t->tie_of ||
+		    (t->storage < ns && has_grad[t->storage]))
 			continue;
+		if (t->storage < ns)
+			has_grad[t->storage] = true;
 		ti_dtype dt = o->dtype ? o->dtype : t->dtype;
 		int64_t bytes;
 		if (!mem_mul(t->numel, (int64_t)ti_dtype_size(dt), &bytes))
@@ -139,5 +145,46 @@ ti_status ti_memory_from_source(ti_source *src, const ti_memory_options *o, ti_a
 	r->notes = notes;
 	r->note_count = 1;
 	*out = r;
+	return TI_OK;
+}
+
+/* The prefixes a training script puts before a state dict's names, tried in order. */
+static const char *const prefixes[] = {"", "model.", "state_dict.", "module.", "model.module.", "_orig_mod.",
+                                       "model._orig_mod.", "net.", "network.", NULL};
+
+ti_status ti_memory_weights_from(ti_source *src, const ti_model *model, ti_arena *arena, ti_dtype **dtypes,
+                                 size_t *matched, int64_t *optimizer_state, ti_error *err)
+{
+	size_t np;
+	const ti_model_param *params = ti_model_params(model, &np);
+	size_t nt = ti_source_tensor_count(src), ns = ti_source_storage_count(src);
+	ti_dtype *out = ti_arena_calloc(arena, np + 1, sizeof(*out));
+	bool *state_storage = ti_arena_calloc(arena, ns + 1, sizeof(*state_storage));
+	if (!out || !state_storage)
+		return TI_FAIL(err, TI_E_NOMEM, "out of memory");
+	*matched = 0;
+	*optimizer_state = 0;
+	for (size_t i = 0; i < nt; i++) {
+		const ti_source_tensor *t = ti_source_tensor_at(src, i);
+		if (is_optimizer_state(t->name) && t->storage < ns && !state_storage[t->storage]) {
+			state_storage[t->storage] = true;
+			if (!mem_add(optimizer_state, (int64_t)ti_source_storage_at(src, t->storage)->nbytes))
+				return TI_FAIL(err, TI_E_LIMIT, "optimizer state past 2^62 bytes");
+		}
+	}
+	for (size_t p = 0; p < np; p++) {
+		for (const char *const *pre = prefixes; *pre && !out[p]; pre++) {
+			size_t n = strlen(*pre);
+			for (size_t i = 0; i < nt; i++) {
+				const char *name = ti_source_tensor_at(src, i)->name;
+				if (!strncmp(name, *pre, n) && !strcmp(name + n, params[p].name)) {
+					out[p] = ti_source_tensor_at(src, i)->dtype;
+					(*matched)++;
+					break;
+				}
+			}
+		}
+	}
+	*dtypes = out;
 	return TI_OK;
 }

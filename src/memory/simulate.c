@@ -868,15 +868,24 @@ static bool trains(const ti_memory_options *o, const ti_model_param *p)
 	return !glob_any(o->frozen, o->frozen_count, p->name);
 }
 
-static int64_t param_bytes(const ti_memory_options *o, const ti_model_param *p)
+/* Parameter i's dtype: --dtype for a floating one, else as a checkpoint holds it, else as described. */
+static ti_dtype param_dtype(const ti_memory_options *o, const ti_model_param *p, size_t i)
+{
+	if (o->dtype && ti_dtype_is_floating(p->dtype))
+		return o->dtype;
+	if (o->param_dtypes && o->param_dtypes[i])
+		return o->param_dtypes[i];
+	return p->dtype;
+}
+
+static int64_t param_bytes(const ti_memory_options *o, const ti_model_param *p, size_t i)
 {
 	int64_t n = 1;
 	for (int k = 0; k < p->ndim; k++)
 		if (!mem_mul(n, p->shape[k], &n))
 			return -1;
-	ti_dtype dt = o->dtype && ti_dtype_is_floating(p->dtype) ? o->dtype : p->dtype;
 	int64_t bytes;
-	return mem_mul(n, (int64_t)ti_dtype_size(dt), &bytes) ? bytes : -1;
+	return mem_mul(n, (int64_t)ti_dtype_size(param_dtype(o, p, i)), &bytes) ? bytes : -1;
 }
 
 static ti_status map_params(sim *s, ti_error *err)
@@ -895,7 +904,7 @@ static ti_status map_params(sim *s, ti_error *err)
 				if (!strcmp(m->params[j].name, p->tied_to))
 					id = s->param_tensor[j];
 		if (id < 0) {
-			int64_t bytes = param_bytes(s->opt, p);
+			int64_t bytes = param_bytes(s->opt, p, i);
 			if (bytes < 0)
 				return TI_FAIL(err, TI_E_LIMIT, "'%s' is larger than %lld bytes", p->name,
 				               (long long)TI_MEMORY_MAX_BYTES);
@@ -904,7 +913,7 @@ static ti_status map_params(sim *s, ti_error *err)
 				return TI_FAIL(err, TI_E_NOMEM, "out of memory");
 			b->tensors[id].param = (int)i;
 			b->tensors[id].grad = trains(s->opt, p);
-			mem_tensor_dtype(b, id, s->opt->dtype && ti_dtype_is_floating(p->dtype) ? s->opt->dtype : p->dtype);
+			mem_tensor_dtype(b, id, param_dtype(s->opt, p, i));
 		}
 		s->param_tensor[i] = id;
 		if (meta && map_put(b->arena, b->map, meta, id))
@@ -1017,7 +1026,7 @@ static ti_status optimizer_setup(sim *s, ti_error *err)
 		for (int k = 0; k < p->ndim; k++)
 			numel *= p->shape[k];
 		info[n++] = (mem_param_info){t->bytes, numel, p->ndim, p->shape,
-		                             s->opt->dtype && ti_dtype_is_floating(p->dtype) ? s->opt->dtype : p->dtype};
+		                             param_dtype(s->opt, p, i)};
 		if (!mem_add(&s->grad_bytes, t->bytes))
 			return TI_FAIL(err, TI_E_LIMIT, "gradients past %lld bytes", (long long)TI_MEMORY_MAX_BYTES);
 	}
@@ -1025,6 +1034,10 @@ static ti_status optimizer_setup(sim *s, ti_error *err)
 	ti_status st = mem_optim_cost_of(s->opt->optimizer, s->opt->impl, info, n, &cost, &s->optimizer_rule, err);
 	if (st)
 		return st;
+	if (s->opt->optimizer_state_bytes > 0) {
+		cost.state = s->opt->optimizer_state_bytes;
+		s->optimizer_rule = "the optimizer state the checkpoint holds";
+	}
 	if (s->opt->strategy >= TI_STRATEGY_ZERO1) { /* each rank steps its own partition */
 		cost.state = shard(s, cost.state);
 		cost.step_scratch = shard(s, cost.step_scratch);
