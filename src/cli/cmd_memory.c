@@ -856,10 +856,9 @@ int cmd_memory(int argc, char **argv)
 		if ((rc = fit_search(&a, &fit_value, &r)))
 			goto done;
 		if (!fit_value) {
-			char need[32], have[32];
+			char have[32];
 			fprintf(stderr, "tinspect: memory: %s=1 does not fit: %s needs more than %s\n", a.fit, a.cm.file,
 			        cli_bytes(a.device_bytes, have, sizeof(have)));
-			(void)need;
 			rc = EXIT_NEGATIVE;
 			goto done;
 		}

@@ -212,7 +212,6 @@ static ti_status shape_of(const ti_meta_tensor *q, const ti_meta_tensor *k, bool
 	return TI_OK;
 }
 
-ti_status mem_expand_mha(mem_builder *b, const mem_event *ev, ti_error *err);
 ti_status mem_expand_mha(mem_builder *b, const mem_event *ev, ti_error *err)
 {
 	const ti_op_call *c = ev->call;
@@ -334,20 +333,17 @@ static ti_status expand_encoder(mem_builder *b, const mem_event *ev, bool stack,
 	return bind_outputs(b, c, ids, 1, err);
 }
 
-ti_status mem_expand_encoder_layer(mem_builder *b, const mem_event *ev, ti_error *err);
 ti_status mem_expand_encoder_layer(mem_builder *b, const mem_event *ev, ti_error *err)
 {
 	return expand_encoder(b, ev, false, err);
 }
 
-ti_status mem_expand_encoder(mem_builder *b, const mem_event *ev, ti_error *err);
 ti_status mem_expand_encoder(mem_builder *b, const mem_event *ev, ti_error *err)
 {
 	return expand_encoder(b, ev, true, err);
 }
 
 /* F.scaled_dot_product_attention, [..., L, E] inputs, by its math kernel (the one every version has on the CPU). */
-ti_status mem_expand_sdpa(mem_builder *b, const mem_event *ev, ti_error *err);
 ti_status mem_expand_sdpa(mem_builder *b, const mem_event *ev, ti_error *err)
 {
 	const ti_op_call *c = ev->call;

@@ -58,7 +58,6 @@ static ti_status bind_new(mem_builder *b, mem_unit *u, const ti_arg *a, ti_error
 	return TI_OK;
 }
 
-ti_status mem_expand_rnn(mem_builder *b, const mem_event *ev, ti_error *err);
 ti_status mem_expand_rnn(mem_builder *b, const mem_event *ev, ti_error *err)
 {
 	const ti_module *m = ev->module;

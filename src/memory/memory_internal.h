@@ -155,6 +155,17 @@ typedef struct mem_rule {
 	const char *saves;           /* in words, for --explain and the man page */
 } mem_rule;
 
+/* The rows that expand a module or operator into the operators PyTorch runs (expand_*.c). */
+ti_status mem_expand_mha(mem_builder *b, const mem_event *ev, ti_error *err);
+ti_status mem_expand_encoder_layer(mem_builder *b, const mem_event *ev, ti_error *err);
+ti_status mem_expand_encoder(mem_builder *b, const mem_event *ev, ti_error *err);
+ti_status mem_expand_sdpa(mem_builder *b, const mem_event *ev, ti_error *err);
+ti_status mem_expand_rnn(mem_builder *b, const mem_event *ev, ti_error *err);
+
+/* Whether an operator has a plain row (what it allocates and saves, in rules.c), and planning by it. */
+bool mem_rule_plain(const char *name);
+ti_status mem_rule_plan_op(mem_builder *b, const mem_event *ev, ti_error *err);
+
 /* The row for an operator or module type; NULL when none. Modules are looked up by type, operators by name. */
 const mem_rule *mem_rule_find(const char *name, bool module);
 /* The row used when an operator has neither a row nor sub-calls: outputs new, inputs saved. */

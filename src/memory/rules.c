@@ -470,11 +470,6 @@ static ti_status plan_plain(mem_builder *b, const mem_event *ev, const plain_row
 
 /* ---- rows that expand a module ---- */
 
-ti_status mem_expand_mha(mem_builder *b, const mem_event *ev, ti_error *err);
-ti_status mem_expand_encoder_layer(mem_builder *b, const mem_event *ev, ti_error *err);
-ti_status mem_expand_encoder(mem_builder *b, const mem_event *ev, ti_error *err);
-ti_status mem_expand_sdpa(mem_builder *b, const mem_event *ev, ti_error *err);
-ti_status mem_expand_rnn(mem_builder *b, const mem_event *ev, ti_error *err);
 
 static const mem_rule module_rules[] = {
 	{"MultiheadAttention", mem_expand_mha, "in-projection input, q/k/v, softmax result, dropout mask, attention output"},
@@ -499,11 +494,8 @@ const mem_rule *mem_rule_find(const char *name, bool module)
 	return NULL;
 }
 
-/* Plain rows are looked up by the caller through this: an operator with a row. */
-bool mem_rule_plain(const char *name);
 bool mem_rule_plain(const char *name) { return plain_find(name) != NULL; }
 
-ti_status mem_rule_plan_op(mem_builder *b, const mem_event *ev, ti_error *err);
 ti_status mem_rule_plan_op(mem_builder *b, const mem_event *ev, ti_error *err)
 {
 	const plain_row *row = plain_find(ev->name);

@@ -157,8 +157,6 @@ static bool glob_any(const char *const *globs, size_t n, const char *name)
 	return false;
 }
 
-bool mem_rule_plain(const char *name);
-ti_status mem_rule_plan_op(mem_builder *b, const mem_event *ev, ti_error *err);
 
 typedef struct module_list {
 	ti_memory_module *items;
@@ -1484,8 +1482,6 @@ ti_status ti_memory_estimate(ti_model *model, const ti_memory_options *options, 
 	}
 	if ((st = check_concrete(model, err)))
 		return st;
-	if (options->mode == TI_MEMORY_TRAIN && options->optimizer == TI_OPTIM_NONE && false)
-		return TI_OK;
 	sim *s = ti_arena_alloc(&model->arena, sizeof(*s));
 	ptr_map *map = ti_arena_alloc(&model->arena, sizeof(*map));
 	if (!s || !map)
@@ -1607,11 +1603,6 @@ ti_status ti_memory_estimate(ti_model *model, const ti_memory_options *options, 
 	long long moment = s->l.peak_moment;
 	int64_t peak = s->l.peak;
 	play(s, moment);
-	for (size_t i = 0; i < s->l.count; i++) {
-		const storage *x = &s->l.st[i];
-		if (x->saved > 0 || (s->extra && 0))
-			continue;
-	}
 	r->top = s->l.snap;
 	r->top_count = s->l.snap_count;
 	if (r->top)
