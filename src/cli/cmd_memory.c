@@ -73,7 +73,8 @@ static const char help[] =
 	"  --bind NAME=N        a value for a symbol of the description (every one is needed)\n"
 	"  --mode infer|train   inference under no_grad (default), or a training step\n"
 	"  --optimizer NAME     training: sgd, momentum, adam, adamw, adagrad, rmsprop,\n"
-	"                       lion, adafactor, adam8bit (default: adam)\n"
+	"                       lion, adafactor, adam8bit (none given: the optimizer's\n"
+	"                       state and step are left out, and the peak is a lower bound)\n"
 	"  --impl NAME          the optimizer's implementation: for-loop (default),\n"
 	"                       foreach, fused\n"
 	"  --world-size W       training on W ranks, with --strategy: per-rank figures\n"
@@ -314,7 +315,9 @@ static int print_text(const memory_args *a, const ti_memory_report *r)
 	char b1[32], b2[32];
 	const ti_memory_options *o = &a->o;
 	printf("%s: %s", a->cm.file, o->mode == TI_MEMORY_TRAIN ? "training step" : "inference");
-	if (o->mode == TI_MEMORY_TRAIN)
+	if (o->mode == TI_MEMORY_TRAIN && o->optimizer == TI_OPTIM_NONE)
+		printf(", no optimizer");
+	else if (o->mode == TI_MEMORY_TRAIN)
 		printf(", %s (%s)", ti_memory_optimizer_name(o->optimizer), ti_memory_impl_name(o->impl));
 	printf(", %s\n\n", o->device == TI_MEMORY_CUDA ? "cuda" : "cpu");
 	cli_table t;
@@ -577,7 +580,6 @@ int cmd_memory(int argc, char **argv)
 	cli_parser p = {argc, 1, argv, options, "memory", false};
 	static memory_args a;
 	memset(&a, 0, sizeof(a));
-	a.o.optimizer = TI_OPTIM_ADAM;
 	a.top = 8;
 	memcpy(a.overheads, default_overheads, sizeof(default_overheads));
 	a.overhead_count = (int)(sizeof(default_overheads) / sizeof(default_overheads[0]));

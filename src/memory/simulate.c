@@ -1454,7 +1454,9 @@ static ti_status build_terms(sim *s, ti_memory_report *r, ti_error *err)
 		 : r->kv_sites ? "none: no attention step masks its scores (not a decoder; --kv-cache on counts one anyway)"
 		 : "none: no attention step",
 		 false, NULL},
-		{"peak", r->peak, "the most live at any moment of the step: the ledger's high-water mark", unknown, unknown_why},
+		{"peak", r->peak, "the most live at any moment of the step: the ledger's high-water mark",
+		 unknown || (train && s->opt->optimizer == TI_OPTIM_NONE),
+		 unknown ? unknown_why : train && s->opt->optimizer == TI_OPTIM_NONE ? "no --optimizer given: its state and step left out" : NULL},
 	};
 	r->terms = ti_arena_calloc(a, sizeof(terms) / sizeof(terms[0]), sizeof(*r->terms));
 	if (!r->terms)
