@@ -327,6 +327,8 @@ def run_tinspect(binary, path, bind, mode, optimizer):
     argv += ["--mode", mode]
     if optimizer:
         argv += ["--optimizer", optimizer]
+    if mode == "infer":  # the measured step is a plain forward: no generation loop holds a KV cache
+        argv += ["--kv-cache", "off"]
     argv += ["--device", "cpu", "--json"]
     try:
         p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
