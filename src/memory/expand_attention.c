@@ -153,6 +153,37 @@ static int mha(mem_builder *b, const ti_module *m, const char *prefix, const att
 	return out;
 }
 
+/*
+ * PyTorch 1.13's inference fast path (eval, no grad, batch_first,
+ * self-attention, no attn_mask): MultiheadAttention runs
+ * _native_multi_head_attention and an encoder layer
+ * _transformer_encoder_layer_fwd, fused kernels whose scratch was measured
+ * (tests/conformance/memory_ops.py) as the attention matrix and twice the
+ * input, A + 2X; an encoder layer's feed-forward takes its hidden layer and
+ * twice the input if that is more. One unit each: a new output of the
+ * input's size.
+ */
+static int fast_path(mem_builder *b, const char *op, int x, const attn_shape *s, int64_t ff, ti_error *err)
+{
+	int64_t tok = bytes_of(s, s->batch, s->target, s->embed);
+	int64_t a = bytes_of(s, s->batch * s->heads, s->target, s->source);
+	int64_t hidden = ff ? bytes_of(s, s->batch, s->target, ff) : 0;
+	if (tok < 0 || a < 0 || hidden < 0)
+		return TI_FAIL(err, TI_E_LIMIT, "attention past 2^62 bytes"), -1;
+	int in[1] = {x};
+	int out = mem_step(b, op, in, 1, 0, tok, MEM_OUT_NEW, false, 0, err);
+	if (out < 0)
+		return -1;
+	mem_unit *u = &b->units[b->unit_count - 1];
+	u->fwd_scratch = a + 2 * tok > hidden + 2 * tok ? a + 2 * tok : hidden + 2 * tok;
+	return out;
+}
+
+static bool takes_fast_path(const mem_builder *b, const ti_module *m, bool self, bool masked)
+{
+	return !mem_training(b) && self && !masked && ti_module_bool(m, "batch_first");
+}
+
 /* The first tensor argument of a call by name, or NULL. */
 static const ti_meta_tensor *arg_tensor(const ti_op_call *c, const char *name)
 {
@@ -225,8 +256,11 @@ ti_status mem_expand_mha(mem_builder *b, const mem_event *ev, ti_error *err)
 	int q = mem_tensor_of(b, qm), k = mem_tensor_of(b, km), v = mem_tensor_of(b, vm);
 	int mk = mask ? mem_tensor_of(b, mask) : -1;
 	double p = mem_training(b) ? ti_module_float(m, "dropout") : 0;
-	int weights;
-	int out = mha(b, m, "", &s, q, k, v, qm == km && km == vm, mk, p, arg_bool(c, "need_weights", true), &weights, err);
+	int weights = -1;
+	bool self = qm == km && km == vm;
+	int out = takes_fast_path(b, m, self, mask != NULL)
+	        ? fast_path(b, "_native_multi_head_attention", q, &s, 0, err)
+	        : mha(b, m, "", &s, q, k, v, self, mk, p, arg_bool(c, "need_weights", true), &weights, err);
 	if (out < 0)
 		return err->code;
 	int ids[2] = {out, weights};
@@ -320,10 +354,12 @@ static ti_status expand_encoder(mem_builder *b, const mem_event *ev, bool stack,
 	const ti_meta_tensor *mask = arg_tensor(c, stack ? "mask" : "src_mask");
 	int x = mem_tensor_of(b, xm), mk = mask ? mem_tensor_of(b, mask) : -1;
 	int64_t layers = stack ? ti_module_dim(m, "num_layers").value : 1;
+	bool fast = takes_fast_path(b, m, true, mask != NULL);
 	for (int64_t i = 0; i < layers && x >= 0; i++) {
 		char prefix[48];
 		snprintf(prefix, sizeof(prefix), stack ? "layers.%lld." : "", (long long)i);
-		x = encoder_layer(b, m, prefix, x, &s, mk, err);
+		x = fast ? fast_path(b, "_transformer_encoder_layer_fwd", x, &s, ti_module_dim(m, "dim_feedforward").value, err)
+		         : encoder_layer(b, m, prefix, x, &s, mk, err);
 	}
 	if (x >= 0 && stack && mem_param(b, m, "norm.weight") >= 0)
 		x = norm(b, m, "", "norm", x, &s, err);
