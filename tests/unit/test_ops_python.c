@@ -416,8 +416,11 @@ static const char *traced =
 	"  {\"out\": \"ok\", \"op\": \"operator.eq\", \"args\": [\"n\", \"n\"]},"
 	"  {\"op\": \"torch._assert\", \"args\": [\"ok\", \"batch\"]},"
 	"  {\"out\": \"cls\", \"op\": \"getitem\", \"args\": [\"x\", [{\"slice\": [null, null, null]}, 0]]},"
-	"  {\"out\": \"rest\", \"op\": \"getitem\", \"args\": [\"x\", [\"...\", {\"slice\": [1, null, 2]}, null]]}],"
-	" \"outputs\": [\"cls\", \"rest\"]}";
+	"  {\"out\": \"rest\", \"op\": \"getitem\", \"args\": [\"x\", [\"...\", {\"slice\": [1, null, 2]}, null]]},"
+	"  {\"out\": [\"b\", \"t\", \"c\"], \"op\": \"size\", \"args\": [\"x\"]},"
+	"  {\"out\": \"h\", \"op\": \"operator.floordiv\", \"args\": [\"c\", 12]},"
+	"  {\"out\": \"head\", \"op\": \"getitem\", \"args\": [\"x\", [\"...\", {\"slice\": [null, \"h\", null]}]]}],"
+	" \"outputs\": [\"cls\", \"rest\", \"head\"]}";
 
 Test(ops_python, a_traced_description_indexes_with_json_slices)
 {
@@ -429,7 +432,7 @@ Test(ops_python, a_traced_description_indexes_with_json_slices)
 	const ti_model_report *rep = NULL;
 	ASSERT_STATUS(ti_model_run(m, &rep, &e), TI_OK, e);
 	cr_assert(!rep->failed, "failed: %s", rep->error.message);
-	ASSERT_INT(rep->output_count, 2);
+	ASSERT_INT(rep->output_count, 3);
 	char buf[64];
 	const ti_model_tensor *cls = &rep->outputs[0], *rest = &rep->outputs[1];
 	ASSERT_INT(cls->ndim, 2);
@@ -439,5 +442,8 @@ Test(ops_python, a_traced_description_indexes_with_json_slices)
 	ASSERT_INT(rest->ndim, 4);
 	EXPECT_STR(ti_dim_format(rest->shape[2], buf, sizeof(buf)), "384");
 	EXPECT_STR(ti_dim_format(rest->shape[3], buf, sizeof(buf)), "1");
+	/* x[..., :h] with h = x.size(2) // 12, a graph name inside the slice */
+	ASSERT_INT(rep->outputs[2].ndim, 3);
+	EXPECT_STR(ti_dim_format(rep->outputs[2].shape[2], buf, sizeof(buf)), "64");
 	ti_model_close(m);
 }
