@@ -118,6 +118,23 @@ def build(factory, kwargs, device, say):
         return model
 
 
+def _on_meta(model):
+    from .meta import model_device
+    return model_device(model).type == "meta"
+
+
+def to_cpu(model):
+    """Give a meta model uninitialised CPU storage, keeping tied parameters tied."""
+    from .modules import tied
+    ties = tied(model)
+    model.to_empty(device="cpu")
+    for name, first in ties.items():
+        owner, _, leaf = name.rpartition(".")
+        src_owner, _, src_leaf = first.rpartition(".")
+        src = getattr(model.get_submodule(src_owner) if src_owner else model, src_leaf)
+        setattr(model.get_submodule(owner) if owner else model, leaf, src)
+
+
 def _module_type():
     import torch
     return torch.nn.Module
@@ -153,7 +170,14 @@ def main(argv=None):
     factory = _factory(a.factory, p)
     try:
         model = build(factory, kwargs, a.device, say)
-        result = export(model, inputs, None, tracer=a.tracer, symbolic=bindings, mode=a.mode)
+        try:
+            result = export(model, inputs, None, tracer=a.tracer, symbolic=bindings, mode=a.mode)
+        except ExportError as e:
+            if not _on_meta(model) or "meta" not in str(e):
+                raise
+            say("tinspect-export: the forward fails on the meta device (%s); running it on the CPU" % e)
+            to_cpu(model)
+            result = export(model, inputs, None, tracer=a.tracer, symbolic=bindings, mode=a.mode)
         from .write import dumps, write_json
         if a.output and a.output != "-":
             write_json(result.description, a.output, force=a.force)

@@ -153,7 +153,8 @@ def export(model, inputs, path=None, *, tracer="auto", symbolic=None, mode=None,
         except Exception as e:
             if tracer == "fx":
                 raise ExportError("fx cannot trace the model: %s: %s" % (type(e).__name__, e)) from None
-            fallback = "%s: %s" % (type(e).__name__, str(e).splitlines()[0] if str(e) else "")
+            first = str(e).splitlines()[0] if str(e) else ""
+            fallback = "%s: %s" % (type(e).__name__, first.split(". ")[0])
             gm = None
         if gm is not None:
             builder = fx_trace.Builder(gm, model, list(specs), tensor_paths, training)

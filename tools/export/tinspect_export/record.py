@@ -244,6 +244,10 @@ class Recorder(TorchFunctionMode):
                 self.suppress += 1
                 try:
                     result = orig(*args, **kwargs)
+                except Exception as e:
+                    if not hasattr(e, "_tinspect_where"):
+                        e._tinspect_where = self.where
+                    raise
                 finally:
                     self.suppress -= 1
                 if kind == "call":
@@ -253,6 +257,10 @@ class Recorder(TorchFunctionMode):
                     self.steps.append(Step("opaque", class_name(m), a, k, out=self.outs(path, result),
                                            values=result, module=path, where=self.where))
                 return result
+            except Exception as e:
+                if not hasattr(e, "_tinspect_where"):
+                    e._tinspect_where = self.where
+                raise
             finally:
                 self.where = outer
         return forward
@@ -317,7 +325,8 @@ def record_model(model, inputs, tensor_paths, training):
     except ExportError:
         raise
     except Exception as e:
-        raise ExportError("%s: %s: %s" % (rec.where or "forward", type(e).__name__, e)) from None
+        where = getattr(e, "_tinspect_where", None) or rec.where or "forward"
+        raise ExportError("%s: %s: %s" % (where, type(e).__name__, e)) from None
     finally:
         unwrap()
     return rec, result

@@ -186,6 +186,10 @@ def _unify_value(vals, runs, where):
         if any(v != first for v in vals):
             raise ExportError("%s: a float changes with the input sizes: %r" % (where, vals))
         return first
+    if isinstance(first, slice):
+        if any(not isinstance(v, slice) for v in vals):
+            raise ExportError("%s: runs at different sizes differ: %r" % (where, vals))
+        return slice(*_unify_value([[v.start, v.stop, v.step] for v in vals], runs, where))
     if isinstance(first, dict):
         if any(not isinstance(v, dict) or list(v) != list(first) for v in vals):
             raise ExportError("%s: runs at different sizes differ" % where)
