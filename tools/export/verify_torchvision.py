@@ -110,12 +110,42 @@ def _param_names(entry, t):
 
 
 def check_tinspect(tinspect, path, result, model):
-    """Compare tinspect's shapes with the reference; '' when they agree."""
-    p = subprocess.run([tinspect, "shapes", path, "--json", "--bind",
-                        ",".join("%s=%d" % kv for kv in result.bindings.items())] if result.bindings else
-                       [tinspect, "shapes", path, "--json"], capture_output=True, text=True)
+    """Compare tinspect's shapes with the reference and its params with the
+    state_dict; '' when they agree, else the first difference."""
+    return compare_with_tinspect(tinspect, path, result, model)
+
+
+def compare_with_tinspect(tinspect, path, result, model):
+    cmd = [tinspect, "shapes", path, "--json"]
+    for kv in result.bindings.items():
+        cmd += ["--bind", "%s=%d" % kv]
+    p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode:
-        return "shapes rc %d: %s" % (p.returncode, p.stderr.strip().splitlines()[-1] if p.stderr.strip() else "")
+        err = p.stderr.strip().splitlines()
+        return "shapes rc %d: %s" % (p.returncode, err[-1] if err else "")
+    rows = json.loads(p.stdout)["steps"]
+    if len(rows) != len(result.reference):
+        return "tinspect has %d rows, the reference %d" % (len(rows), len(result.reference))
+    for row, ref in zip(rows, result.reference):
+        got = [(tuple(o["shape"]), o["dtype"]) if o.get("shape") is not None else None
+               for o in row.get("outputs", [])]
+        want = [r for r in ref]
+        if [g for g in got if g] != [w for w in want if w]:
+            return "step %d (%s): tinspect %s, PyTorch %s" % (row["index"], row.get("op") or row.get("call") or
+                                                              row.get("opaque"), got, want)
+    p = subprocess.run([tinspect, "params", path, "--json"], capture_output=True, text=True)
+    if p.returncode:
+        err = p.stderr.strip().splitlines()
+        return "params rc %d: %s" % (p.returncode, err[-1] if err else "")
+    listed = [(e["name"], e["shape"]) for e in json.loads(p.stdout)["parameters"]
+              if e.get("persistent", True) is not False]
+    sd = [(k, list(v.shape)) for k, v in model.state_dict().items()]
+    if listed != sd:
+        ln, sn = [k for k, _ in listed], [k for k, _ in sd]
+        if ln == sn:
+            bad = [(a, b) for a, b in zip(listed, sd) if a != b]
+            return "params shapes differ: %s" % (bad[:2],)
+        return "params differ: missing %s extra %s" % (sorted(set(sn) - set(ln))[:3], sorted(set(ln) - set(sn))[:3])
     return ""
 
 
