@@ -160,8 +160,8 @@ def export(model, inputs, path=None, *, tracer="auto", symbolic=None, mode=None,
             builder = fx_trace.Builder(gm, model, list(specs), tensor_paths, training)
             tapes, results = [], []
             for run in runs:
-                values = fx_trace.run(gm, make(run))
-                steps, outputs = builder.tape(values)
+                values, snaps = fx_trace.run(gm, make(run))
+                steps, outputs = builder.tape(values, snaps)
                 tapes.append(steps)
                 results.append((outputs, values))
             outputs = _fx_outputs(results[0][0])

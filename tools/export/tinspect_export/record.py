@@ -113,8 +113,11 @@ class Recorder(TorchFunctionMode):
     # -- torch calls --
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        result = func(*args, **kwargs)
         name = getattr(func, "__name__", None)
+        try:
+            result = func(*args, **kwargs)
+        except (RuntimeError, NotImplementedError):
+            result = _meta_retry(func, name, args, kwargs)
         if name == "__iter__":  # iter(x.unbind(0)): keep the items to name them
             result = list(result)
             if not self.suppress:
@@ -270,6 +273,23 @@ class Recorder(TorchFunctionMode):
 
 
 _DEFAULTS = {}
+
+
+def _meta_retry(func, name, args, kwargs):
+    """Run a call that PyTorch 1.13 refuses on meta, when its output size is known.
+
+    repeat_interleave with int repeats needs output_size on meta; it is
+    added for the run only (the step records the call as written).
+    """
+    import sys
+    x = args[0] if args else kwargs.get("input")
+    if name == "repeat_interleave" and isinstance(x, torch.Tensor) and x.device.type == "meta":
+        repeats = args[1] if len(args) > 1 else kwargs.get("repeats")
+        dim = args[2] if len(args) > 2 else kwargs.get("dim")
+        if isinstance(repeats, int) and "output_size" not in kwargs:
+            n = x.numel() if dim is None else x.shape[dim]
+            return func(*args, **dict(kwargs, output_size=n * repeats))
+    raise sys.exc_info()[1]
 
 
 def _explicit_kwargs(func, kwargs):
