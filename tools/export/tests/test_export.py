@@ -49,6 +49,17 @@ class Padded(nn.Module):
         return {"y": self.fc(pad_to_eight(x)), "patches": self.unfold(img)}
 
 
+class Recurrent(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(16, 8, num_layers=2, batch_first=True, bidirectional=True)
+        self.head = nn.Linear(16, 3)
+
+    def forward(self, x, mask=None):
+        o, (hn, cn) = self.lstm(x)
+        return self.head(o), hn.sum(0) + cn.mean(0)
+
+
 def state_dict_names(desc):
     from verify_torchvision import description_state_dict
     return description_state_dict(desc)
@@ -122,6 +133,15 @@ class Export(unittest.TestCase):
         self.assertEqual(opaque[0]["outputs"], [{"shape": ["N", 12, 9], "dtype": "float32"}])
         self.assertEqual([(i, w) for i, w, _ in r.opaque], [(len(ops) - 1, "unfold")])
         self.assertEqual(r.reference[-1], [((2, 12, 9), "float32")])
+        self.check(model, r)
+
+    def test_nested_results_are_taken_by_getitem(self):
+        model = Recurrent().eval()
+        r = export(model, {"x": "N,T,16"}, tracer="record", symbolic={"T": 5})
+        graph = r.description["graph"]
+        self.assertEqual(graph[0]["out"], ["lstm", "lstm_1"])
+        self.assertEqual(r.reference[0], [((2, 5, 16), "float32"), ((4, 2, 8), "float32"), ((4, 2, 8), "float32")])
+        self.assertIn({"out": "lstm_1_0", "op": "getitem", "args": ["lstm_1", 0]}, graph)
         self.check(model, r)
 
     def test_record_matches_fx_reference(self):

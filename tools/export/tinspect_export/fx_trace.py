@@ -89,7 +89,7 @@ class Builder:
             out[n] = name
             used.add(name)
         for n in self.gm.graph.nodes:
-            if n not in out and n.op != "output":
+            if n not in out and n.op not in ("output", "placeholder"):
                 name = n.name
                 while name in used:
                     name += "_"
@@ -127,6 +127,8 @@ class Builder:
             val = snaps.get(n)
             where = _where(self.gm, n)
             if n.op == "placeholder":
+                if n not in names:  # an argument left to its default
+                    folded[n] = n.args[0] if n.args else None
                 continue
             if n.op == "output":
                 outputs = arg(n.args[0])

@@ -44,6 +44,7 @@ class Recorder(TorchFunctionMode):
         self.emitted_attrs = {}
         self.constants = []      # (name, tensor) of tensors from nowhere: root buffers
         self.indexing = 0
+        self.pending = {}        # id -> (tuple name, index, tensor): items of nested results
         self.counter = collections.Counter()
         self.used = set()        # every graph name given out (and reserved ones)
         self.suppress = 0
@@ -72,6 +73,12 @@ class Recorder(TorchFunctionMode):
         """Ref to tensor t, emitting an attr step for a parameter/buffer seen first."""
         if id(t) in self.names and self.alive.get(id(t)) is t:
             return Ref(self.names[id(t)])
+        if id(t) in self.pending and self.pending[id(t)][2] is t:
+            holder, j, _ = self.pending.pop(id(t))
+            name = self.fresh("%s_%d" % (holder, j))
+            self.steps.append(Step("op", "getitem", [Ref(holder), j], out=name, values=t, where=self.where))
+            self.bind(t, name)
+            return Ref(name)
         path = self.tensor_paths.get(id(t))
         if path is None:
             path = "_recorded_constant%d" % sum(1 for n, _ in self.constants if n.startswith("_recorded_"))
@@ -107,6 +114,10 @@ class Recorder(TorchFunctionMode):
             n = self.fresh(base)
             if isinstance(v, torch.Tensor):
                 self.bind(v, n)
+            elif isinstance(v, (tuple, list)):  # LSTM's (h, c): items by getitem when used
+                for j, t in enumerate(v):
+                    if isinstance(t, torch.Tensor):
+                        self.pending[id(t)] = (n, j, t)
             names.append(n)
         return names
 

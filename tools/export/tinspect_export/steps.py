@@ -76,9 +76,17 @@ def _outputs_of(values):
     """The tensors of a step's result as a flat list (None for non-tensors)."""
     if _is_tensor(values):
         return [values]
-    if isinstance(values, (tuple, list)) and any(_is_tensor(v) for v in values):
-        return [v if _is_tensor(v) else None for v in values]
+    if isinstance(values, (tuple, list)) and _has_tensor(values):
+        out = []
+        for v in values:  # nested tuples (LSTM's (out, (h, c))) flatten
+            out.extend(_outputs_of(v) if isinstance(v, (tuple, list)) and _has_tensor(v) else
+                       [v if _is_tensor(v) else None])
+        return out
     return [None]
+
+
+def _has_tensor(values):
+    return any(_is_tensor(v) or (isinstance(v, (tuple, list)) and _has_tensor(v)) for v in values)
 
 
 def reference_of(step):
