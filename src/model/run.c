@@ -86,10 +86,11 @@ static ti_status add_row(runner *r, int index, int depth, int parent, bool is_ca
 	s->index = index;
 	s->depth = depth;
 	s->parent = parent;
+	s->kind = is_call ? TI_STEP_CALL : TI_STEP_OP;
 	s->is_call = is_call;
 	s->target = target;
 	s->type = type;
-	s->macs = s->flops = ti_dim_int(0);
+	s->macs = s->flops = s->flops_torch = s->flops_fvcore = ti_dim_int(0);
 	*row = (int)r->count++;
 	return TI_OK;
 }
@@ -141,14 +142,17 @@ static ti_status fill_row(runner *r, int row, const ti_arg *values, int count, c
 typedef struct result {
 	ti_arg outputs[TI_OP_MAX_OUTPUTS];
 	int output_count;
-	ti_dim macs, flops;
+	ti_dim macs, flops, flops_torch, flops_fvcore;
 	bool counted, uncounted_part;
 } result;
 
-static void add_counts(ti_model *m, result *into, ti_dim macs, ti_dim flops, bool counted, bool uncounted)
+static void add_counts(ti_model *m, result *into, const result *from)
 {
-	into->macs = ti_dim_add(&m->sym, into->macs, macs);
-	into->flops = ti_dim_add(&m->sym, into->flops, flops);
+	bool counted = from->counted, uncounted = from->uncounted_part;
+	into->macs = ti_dim_add(&m->sym, into->macs, from->macs);
+	into->flops = ti_dim_add(&m->sym, into->flops, from->flops);
+	into->flops_torch = ti_dim_add(&m->sym, into->flops_torch, from->flops_torch);
+	into->flops_fvcore = ti_dim_add(&m->sym, into->flops_fvcore, from->flops_fvcore);
 	into->counted |= counted;
 	into->uncounted_part |= uncounted || !counted;
 }
@@ -157,9 +161,11 @@ static void take_call(ti_model *m, result *res, const ti_op_call *call)
 {
 	memcpy(res->outputs, call->outputs, sizeof(res->outputs));
 	res->output_count = call->output_count;
-	res->macs = res->flops = ti_dim_int(0);
+	res->macs = res->flops = res->flops_torch = res->flops_fvcore = ti_dim_int(0);
 	res->counted = res->uncounted_part = false;
-	add_counts(m, res, call->macs, call->flops, call->counted, call->uncounted_part);
+	result from = {.macs = call->macs, .flops = call->flops, .flops_torch = call->flops_torch,
+	               .flops_fvcore = call->flops_fvcore, .counted = call->counted, .uncounted_part = call->uncounted_part};
+	add_counts(m, res, &from);
 }
 
 static ti_status call_module(runner *r, scope *sc, const ti_module *mod, const ti_arg *args, int nargs,
@@ -220,6 +226,8 @@ static ti_status finish_row(runner *r, int row, const result *res, const char *c
 	ti_model_step *s = &r->rows[row];
 	s->macs = res->macs;
 	s->flops = res->flops;
+	s->flops_torch = res->flops_torch;
+	s->flops_fvcore = res->flops_fvcore;
 	s->counted = res->counted && !res->uncounted_part;
 	return fill_row(r, row, res->outputs, res->output_count, names, name_count, err);
 }
@@ -239,11 +247,15 @@ static ti_status call_children(runner *r, scope *sc, const ti_module *mod, const
 		if (st)
 			return st;
 		result sub;
+		bool was_dependent = r->m->ctx.mode_dependent;
+		r->m->ctx.mode_dependent = false;
 		if ((st = call_module(r, sc, child, current, count, depth + 1, child_row, &sub, err)))
 			return st;
 		if ((st = finish_row(r, child_row, &sub, NULL, 0, err)))
 			return st;
-		add_counts(r->m, res, sub.macs, sub.flops, sub.counted, sub.uncounted_part);
+		r->rows[child_row].mode_dependent = r->m->ctx.mode_dependent;
+		r->m->ctx.mode_dependent |= was_dependent;
+		add_counts(r->m, res, &sub);
 		count = sub.output_count;
 		memcpy(current, sub.outputs, (size_t)count * sizeof(*current));
 		for (int k = 0; k < count; k++)
@@ -258,7 +270,7 @@ static ti_status call_module(runner *r, scope *sc, const ti_module *mod, const t
                              int depth, int row, result *res, ti_error *err)
 {
 	memset(res, 0, sizeof(*res));
-	res->macs = res->flops = ti_dim_int(0);
+	res->macs = res->flops = res->flops_torch = res->flops_fvcore = ti_dim_int(0);
 	ti_model *m = r->m;
 	r->rows[row].params = model_module_params(mod);
 	switch (mod->kind) {
@@ -285,8 +297,12 @@ static ti_status call_module(runner *r, scope *sc, const ti_module *mod, const t
 		return st;
 	}
 	case TI_MODULE_DICT:
+	case TI_MODULE_PLAIN:
 		break;
 	}
+	if (mod->kind == TI_MODULE_PLAIN)
+		return TI_FAIL(err, TI_E_CORRUPT, "'%s' (%s) has no forward in the description: call its modules", mod->path,
+		               mod->type);
 	return TI_FAIL(err, TI_E_CORRUPT, "'%s' is a ModuleDict, which cannot be called: call one of its modules", mod->path);
 }
 
@@ -340,24 +356,109 @@ static const char *argument_path(ti_model *m, const model_step *s, const char *m
 	return s->jpath;
 }
 
+/* A parameter or buffer by dotted path from owner ("encoder.pos_embedding"). */
+static const ti_module_tensor *find_attr(const ti_module *owner, const char *path)
+{
+	const char *dot = strrchr(path, '.');
+	const ti_module *mod = owner;
+	if (dot) {
+		char prefix[512];
+		size_t len = (size_t)(dot - path);
+		if (len >= sizeof(prefix))
+			return NULL;
+		memcpy(prefix, path, len);
+		prefix[len] = '\0';
+		mod = find_module(owner, prefix);
+	}
+	const char *name = dot ? dot + 1 : path;
+	for (int i = 0; mod && i < mod->tensor_count; i++)
+		if (!strcmp(mod->tensors[i].name, name))
+			return &mod->tensors[i];
+	return NULL;
+}
+
+/* An "attr" step: the tensor itself, as fx's get_attr hands it on (no new memory). */
+static ti_status run_attr(runner *r, const ti_module *owner, const model_step *s, result *res, ti_error *err)
+{
+	const ti_module_tensor *t = find_attr(owner, s->target);
+	if (!t) {
+		TI_FAIL(err, TI_E_CORRUPT, "no parameter or buffer '%s'", s->target);
+		ti_error_at(err, ti_arena_printf(&r->m->arena, "%s.attr", s->jpath), -1);
+		return TI_E_CORRUPT;
+	}
+	res->outputs[0] = ti_arg_tensor(t->tensor);
+	res->output_count = 1;
+	res->counted = true;
+	return TI_OK;
+}
+
+/*
+ * An "opaque" step: a call tinspect has no rule for, its outputs exactly as
+ * the exporter recorded them from PyTorch. Its arguments are checked to
+ * exist; nothing is counted, and the memory simulation sees an operator
+ * without a rule (a lower bound).
+ */
+static ti_status run_opaque(runner *r, const model_step *s, result *res, ti_error *err)
+{
+	ti_model *m = r->m;
+	for (int i = 0; i < s->arg_count; i++) {
+		const ti_arg *a = &s->args[i];
+		ti_arg v;
+		if (a->kind == TI_ARG_STR && m->ctx.resolve && m->ctx.resolve(m->ctx.resolve_user, a->as.str, &v, err) &&
+		    !ti_dim_parse(&m->sym, a->as.str, &v.as.dim))
+			return err->code;
+	}
+	ti_op_call call;
+	memset(&call, 0, sizeof(call));
+	call.ctx = &m->ctx;
+	call.macs = call.flops = call.flops_torch = call.flops_fvcore = ti_dim_int(0);
+	const ti_run_observer *o = m->ctx.observer;
+	if (o)
+		o->enter(o->user, s->target, NULL);
+	for (int i = 0; i < s->recorded_count; i++) {
+		const ti_model_tensor *t = &s->recorded[i];
+		ti_meta_tensor *out = ti_meta_new(&m->ctx, t->dtype, t->ndim, t->shape);
+		if (!out)
+			return TI_FAIL(err, TI_E_NOMEM, "out of memory for '%s'", s->target);
+		call.outputs[call.output_count++] = ti_arg_tensor(out);
+	}
+	if (o)
+		o->leave(o->user, &call);
+	take_call(m, res, &call);
+	return TI_OK;
+}
+
 static ti_status run_step(runner *r, scope *sc, const ti_module *owner, const model_step *s, int index,
                           int depth, int parent, result *res, ti_error *err)
 {
 	ti_model *m = r->m;
 	int row;
 	const ti_module *mod = NULL;
-	if (s->is_call && !(mod = find_module(owner, s->target))) {
-		TI_FAIL(err, TI_E_CORRUPT, "no module '%s'", s->target);
-		ti_error_at(err, ti_arena_printf(&m->arena, "%s.call", s->jpath), -1);
+	const char *path = s->kind == TI_STEP_CALL ? s->target : s->kind == TI_STEP_OPAQUE ? s->module : NULL;
+	if (path && !(mod = find_module(owner, path))) {
+		TI_FAIL(err, TI_E_CORRUPT, "no module '%s'", path);
+		ti_error_at(err, ti_arena_printf(&m->arena, "%s.%s", s->jpath, s->kind == TI_STEP_CALL ? "call" : "module"), -1);
 		return TI_E_CORRUPT;
 	}
 	ti_status st = add_row(r, index, depth, parent, s->is_call, mod ? mod->path : s->target, mod ? mod->type : NULL,
 	                       &row, err);
 	if (st)
 		return st;
+	r->rows[row].kind = s->kind;
 	r->rows[row].out_names = s->out_names;
 	r->rows[row].out_count = s->out_count;
-	if (mod) {
+	bool was_dependent = m->ctx.mode_dependent;
+	m->ctx.mode_dependent = s->depends_on_mode;
+	if (s->kind == TI_STEP_ATTR) {
+		memset(res, 0, sizeof(*res));
+		st = run_attr(r, owner, s, res, err);
+	} else if (s->kind == TI_STEP_OPAQUE) {
+		memset(res, 0, sizeof(*res));
+		if (mod)
+			r->rows[row].params = model_module_params(mod);
+		r->rows[row].opaque = s->target;
+		st = run_opaque(r, s, res, err);
+	} else if (mod) {
 		st = call_module(r, sc, mod, s->args, s->arg_count, depth, row, res, err);
 	} else {
 		ti_op_call call;
@@ -371,6 +472,8 @@ static ti_status run_step(runner *r, scope *sc, const ti_module *owner, const mo
 		note_failure(r, mod ? mod->path : s->target, mod ? mod->type : NULL, s->args, s->arg_count);
 	if (!st)
 		st = finish_row(r, row, res, s->out_names, s->out_count, err);
+	r->rows[row].mode_dependent = m->ctx.mode_dependent;
+	m->ctx.mode_dependent |= was_dependent;
 	if (st && st != TI_E_SHAPE && !err->member[0])
 		ti_error_at(err, argument_path(m, s, err->message), -1);
 	return st;
@@ -387,7 +490,7 @@ static ti_status run_graph(runner *r, const ti_module *mod, const ti_arg *args, 
 	void *saved_user = m->ctx.resolve_user;
 	ti_status st = TI_OK;
 	memset(res, 0, sizeof(*res));
-	res->macs = res->flops = ti_dim_int(0);
+	res->macs = res->flops = res->flops_torch = res->flops_fvcore = ti_dim_int(0);
 	res->counted = true;
 
 	/* forward's arguments: positional, then by name, each given once */
@@ -433,7 +536,7 @@ static ti_status run_graph(runner *r, const ti_module *mod, const ti_arg *args, 
 			result step;
 			if ((st = run_step(r, &sc, mod, &def->steps[i], i, depth, parent, &step, err)))
 				break;
-			add_counts(m, res, step.macs, step.flops, step.counted, step.uncounted_part);
+			add_counts(m, res, &step);
 			if (i == def->step_count - 1 && !def->output_count) {
 				memcpy(res->outputs, step.outputs, sizeof(res->outputs));
 				res->output_count = step.output_count;
@@ -454,7 +557,7 @@ static ti_status run_graph(runner *r, const ti_module *mod, const ti_arg *args, 
 				break;
 			if ((st = finish_row(r, row, &sub, NULL, 0, err)))
 				break;
-			add_counts(m, res, sub.macs, sub.flops, sub.counted, sub.uncounted_part);
+			add_counts(m, res, &sub);
 			count = sub.output_count;
 			memcpy(current, sub.outputs, (size_t)count * sizeof(*current));
 		}
@@ -504,7 +607,7 @@ static void totals(ti_model *m, ti_model_report *rep)
 {
 	ti_model_totals *t = &rep->totals;
 	ti_symctx *s = &m->sym;
-	t->input_bytes = t->activation_bytes = t->macs = t->flops = ti_dim_int(0);
+	t->input_bytes = t->activation_bytes = t->macs = t->flops = t->flops_torch = t->flops_fvcore = ti_dim_int(0);
 	for (size_t i = 0; i < m->param_count; i++) {
 		const ti_model_param *p = &m->params[i];
 		int64_t numel = 1;
@@ -535,6 +638,8 @@ static void totals(ti_model *m, ti_model_report *rep)
 			continue;
 		t->macs = ti_dim_add(s, t->macs, st->macs);
 		t->flops = ti_dim_add(s, t->flops, st->flops);
+		t->flops_torch = ti_dim_add(s, t->flops_torch, st->flops_torch);
+		t->flops_fvcore = ti_dim_add(s, t->flops_fvcore, st->flops_fvcore);
 		t->uncounted_steps += !st->counted;
 		for (int o = 0; o < st->output_count; o++) {
 			const ti_model_tensor *x = &st->outputs[o];
@@ -613,6 +718,7 @@ ti_status ti_model_run(ti_model *m, const ti_model_report **out, ti_error *err)
 	totals(m, rep);
 	rep->assumptions = m->sym.assumptions;
 	rep->assumption_count = m->sym.assumption_count;
+	rep->training = m->ctx.training;
 	m->ran = true;
 	*out = rep;
 	return ti_sym_ok(&m->sym, err);
