@@ -7,7 +7,7 @@
  * Values here are Python objects, so most parameters are `Any`: a graph name
  * arrives already resolved to its value (a tensor, the tuple size() gave, an
  * int an earlier operator.* gave), and a str that names nothing stays a str:
- * "..." is Ellipsis, an identifier is a symbolic size.
+ * "..." is Ellipsis, an identifier or a formula ("N*197") a symbolic size.
  *
  * Indexing a tensor follows Tensor.__getitem__ (torch/csrc/autograd/
  * python_variable_indexing.cpp, aten/src/ATen/TensorIndexing.h): ints
@@ -75,7 +75,7 @@ typedef struct number {
 	double f;
 } number;
 
-/* a as a number: an int, a bool, a float, or a symbol's name (a size no step computed). */
+/* a as a number: an int, a bool, a float, a symbol's name or a formula of symbols ("N*197"). */
 static bool to_number(ti_shape_ctx *ctx, const ti_arg *a, number *out)
 {
 	*out = (number){false, ti_dim_int(0), 0};
@@ -84,10 +84,11 @@ static bool to_number(ti_shape_ctx *ctx, const ti_arg *a, number *out)
 	case TI_ARG_BOOL: out->i = ti_dim_int(a->as.boolean); return true;
 	case TI_ARG_FLOAT: out->is_float = true; out->f = a->as.real; return true;
 	case TI_ARG_STR:
-		if (!is_identifier(a->as.str))
-			return false;
-		out->i = ti_dim_symbol(ctx->sym, a->as.str);
-		return true;
+		if (is_identifier(a->as.str)) {
+			out->i = ti_dim_symbol(ctx->sym, a->as.str);
+			return true;
+		}
+		return ti_dim_parse(ctx->sym, a->as.str, &out->i);
 	default: return false;
 	}
 }

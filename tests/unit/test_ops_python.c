@@ -57,6 +57,7 @@ static const rule_row views[] = {
 	{"getitem", "{10}, slice(5, 100, None)", "[5]", "[1]", "float32"},
 	{"getitem", "{10}, slice(8, 2, None)", "[0]", "[1]", "float32"},
 	{"getitem", "{10}, slice(-20, 3, None)", "[3]", "[1]", "float32"},
+	{"getitem", "{2*T}, slice('T', None, None)", "[T]", "[1]", "float32"},
 	{"getitem", "{4, 6}, (slice(None, None, 2), slice(1, None, 2))", "[2, 3]", "[12, 2]", "float32"},
 	{"getitem", "{2, 3, 4}, (None, 0, None, slice(None, None, None), 2)", "[1, 1, 3]", "[24, 12, 4]", "float32"},
 	{"getitem", "{3, 2 : 1, 3}, (slice(None, None, None), 0)", "[3]", "[1]", "float32"},
@@ -113,6 +114,7 @@ static const value_row values[] = {
 	{"operator.add", "2, 3", "5"},
 	{"operator.add", "N, 1", "N + 1"},
 	{"operator.add", "True, 1", "2"},
+	{"operator.add", "'2*N', 1", "2*N + 1"},
 	{"operator.add", "2, 0.5", "2.5"},
 	{"operator.sub", "2, 5", "-3"},
 	{"operator.sub", "T, 1", "T - 1"},
@@ -426,7 +428,8 @@ Test(ops_python, a_traced_description_indexes_with_json_slices)
 {
 	ti_error e;
 	ti_error_clear(&e);
-	ti_model_options opts = {NULL, NULL, 0, 0};
+	ti_model_options opts;
+	memset(&opts, 0, sizeof(opts));
 	ti_model *m = NULL;
 	ASSERT_STATUS(ti_model_open(traced, strlen(traced), &opts, &m, &e), TI_OK, e);
 	const ti_model_report *rep = NULL;
