@@ -273,6 +273,20 @@ static const plain_row plain_rows[] = {
 	{"long", CONSTANT, "", EXTRA_NONE, false}, {"int", CONSTANT, "", EXTRA_NONE, false},
 	{"bool", CONSTANT, "", EXTRA_NONE, false}, {"nonzero", CONSTANT, "", EXTRA_NONE, false},
 	{"topk", NEW, "", EXTRA_INDICES, false}, {"sort", NEW, "", EXTRA_INDICES, false},
+	/* Python-level steps of a traced model: ints and tuples, no tensor (an item of a tuple is no new tensor) */
+	{"size", CONSTANT, "", EXTRA_NONE, false}, {"dim", CONSTANT, "", EXTRA_NONE, false},
+	{"numel", CONSTANT, "", EXTRA_NONE, false}, {"_assert", CONSTANT, "", EXTRA_NONE, false},
+	{"operator.add", CONSTANT, "", EXTRA_NONE, false}, {"operator.sub", CONSTANT, "", EXTRA_NONE, false},
+	{"operator.mul", CONSTANT, "", EXTRA_NONE, false}, {"operator.floordiv", CONSTANT, "", EXTRA_NONE, false},
+	{"operator.truediv", CONSTANT, "", EXTRA_NONE, false}, {"operator.mod", CONSTANT, "", EXTRA_NONE, false},
+	{"operator.pow", CONSTANT, "", EXTRA_NONE, false}, {"operator.neg", CONSTANT, "", EXTRA_NONE, false},
+	{"operator.eq", CONSTANT, "", EXTRA_NONE, false}, {"operator.ne", CONSTANT, "", EXTRA_NONE, false},
+	{"operator.lt", CONSTANT, "", EXTRA_NONE, false}, {"operator.le", CONSTANT, "", EXTRA_NONE, false},
+	{"operator.gt", CONSTANT, "", EXTRA_NONE, false}, {"operator.ge", CONSTANT, "", EXTRA_NONE, false},
+	/* basic indexing is a view (a tensor index gathers: counted as a view, a lower bound) */
+	{"getitem", VIEW, "", EXTRA_NONE, false}, {"meshgrid", VIEW, "", EXTRA_NONE, false},
+	/* torchvision's stochastic_depth in training: input * a per-sample noise (tiny), a new output */
+	{"stochastic_depth", NEW, "", EXTRA_NONE, false},
 };
 
 static const plain_row *plain_find(const char *name)
@@ -349,12 +363,27 @@ static int64_t conv_scratch(const char *op, const ti_op_call *c, const ti_meta_t
 	return in > out ? in : out;
 }
 
+/* Every output is one of the inputs itself (an item of a tuple, stochastic_depth in evaluation). */
+static bool passes_inputs_through(const call_tensors *in, const call_tensors *out)
+{
+	for (int i = 0; i < out->n; i++) {
+		bool found = false;
+		for (int k = 0; k < in->n && !found; k++)
+			found = out->t[i] == in->t[k];
+		if (!found)
+			return false;
+	}
+	return true;
+}
+
 static ti_status plan_plain(mem_builder *b, const mem_event *ev, const plain_row *row, ti_error *err)
 {
 	const ti_op_call *c = ev->call;
 	call_tensors in, out;
 	inputs_of(c, &in);
 	outputs_of(c, &out);
+	if (out.n && passes_inputs_through(&in, &out))
+		return TI_OK; /* nothing allocated, nothing saved: the caller holds the same tensor */
 	mem_unit u;
 	memset(&u, 0, sizeof(u));
 	u.label = label_of(b, ev->name);

@@ -871,7 +871,7 @@ static ti_dtype param_dtype(const ti_memory_options *o, const ti_model_param *p,
 {
 	if (o->dtype && ti_dtype_is_floating(p->dtype))
 		return o->dtype;
-	if (o->param_dtypes && o->param_dtypes[i])
+	if (o->param_dtypes && !(p->buffer && !p->persistent) && o->param_dtypes[i]) /* --weights: the state dict's */
 		return o->param_dtypes[i];
 	return p->dtype;
 }
@@ -890,10 +890,10 @@ static ti_status map_params(sim *s, ti_error *err)
 {
 	mem_builder *b = &s->b;
 	ti_model *m = b->model;
-	s->param_tensor = ti_arena_calloc(b->arena, m->param_count + 1, sizeof(*s->param_tensor));
+	s->param_tensor = ti_arena_calloc(b->arena, m->param_count_all + 1, sizeof(*s->param_tensor));
 	if (!s->param_tensor)
 		return TI_FAIL(err, TI_E_NOMEM, "out of memory");
-	for (size_t i = 0; i < m->param_count; i++) {
+	for (size_t i = 0; i < m->param_count_all; i++) {
 		const ti_model_param *p = &m->params[i];
 		const ti_meta_tensor *meta = ti_module_tensor_get(m->param_modules[i], m->param_locals[i]);
 		int id = -1;
@@ -959,7 +959,7 @@ static ti_status classify(sim *s, const ti_model_report *rep, ti_error *err)
 	for (size_t k = 0; k < b->unit_count; k++)
 		for (int i = 0; i < b->units[k].nin; i++)
 			read[b->tensors[b->units[k].in[i]].storage] = true;
-	for (size_t i = 0; i < m->param_count; i++) {
+	for (size_t i = 0; i < m->param_count_all; i++) {
 		int t = s->param_tensor[i];
 		storage *x = &s->l.st[b->tensors[t].storage];
 		if (s->sent && !read[b->tensors[t].storage]) { /* another stage's */
@@ -1011,11 +1011,11 @@ static ti_status optimizer_setup(sim *s, ti_error *err)
 	ti_model *m = b->model;
 	if (s->opt->mode != TI_MEMORY_TRAIN)
 		return TI_OK;
-	mem_param_info *info = ti_arena_calloc(b->arena, m->param_count + 1, sizeof(*info));
+	mem_param_info *info = ti_arena_calloc(b->arena, m->param_count_all + 1, sizeof(*info));
 	if (!info)
 		return TI_FAIL(err, TI_E_NOMEM, "out of memory");
 	size_t n = 0;
-	for (size_t i = 0; i < m->param_count; i++) {
+	for (size_t i = 0; i < m->param_count_all; i++) {
 		const ti_model_param *p = &m->params[i];
 		const mem_tensor *t = &b->tensors[s->param_tensor[i]];
 		if (p->tied_to || !t->grad)
@@ -1121,7 +1121,7 @@ static ti_status fsdp_setup(sim *s, const ti_memory_module *mods, size_t nmods, 
 	size_t units = s->fsdp_count;
 	s->fsdp_root = (int)s->fsdp_count;
 	s->fsdp[s->fsdp_count++] = (struct fsdp_unit){"(root)", 0, 0, (int)b->unit_count - 1, -1};
-	for (size_t i = 0; i < m->param_count; i++) {
+	for (size_t i = 0; i < m->param_count_all; i++) {
 		if (m->params[i].buffer || m->params[i].tied_to)
 			continue;
 		int64_t n = 1;
@@ -1300,7 +1300,7 @@ static void reset(sim *s, long long stop_at)
 			alloc_storage(l, (int)i);
 	/* the last of several micro-batches starts with the .grad the earlier ones left */
 	if (s->opt->mode == TI_MEMORY_TRAIN && s->opt->accumulate > 1)
-		for (size_t i = 0; i < s->b.model->param_count; i++) {
+		for (size_t i = 0; i < s->b.model->param_count_all; i++) {
 			int t = s->param_tensor[i];
 			if (!s->b.tensors[t].grad || s->pending[t] >= 0)
 				continue;
@@ -1578,7 +1578,7 @@ ti_status ti_memory_estimate(ti_model *model, const ti_memory_options *options, 
 	               : r->peak_phase == TI_PHASE_OPTIMIZER ? "optimizer.step()" : "start of the step";
 	r->peak_module = pu >= 0 ? ml.items[s->b.units[pu].module].path : "";
 	/* each module's weights: its parameters' and its children's */
-	for (size_t i = 0; i < model->param_count; i++) {
+	for (size_t i = 0; i < model->param_count_all; i++) {
 		const char *name = model->params[i].name;
 		if (model->params[i].tied_to)
 			continue;

@@ -25,6 +25,8 @@ typedef struct model_step {
 	ti_model_tensor *recorded; /* opaque: the outputs as recorded */
 	int recorded_count;
 	bool depends_on_mode;    /* an argument is "$training" */
+	const char **release;    /* "lifetime": "last_use": names whose value dies after this step */
+	int release_count;
 	const char **out_names;
 	int out_count;
 	ti_arg *args;            /* positional, then named (ti_arg.name set) */
@@ -57,7 +59,8 @@ struct ti_model {
 	ti_model_tensor *inputs; /* main's inputs, with shapes */
 	size_t input_count;
 	ti_model_param *params;
-	size_t param_count;
+	size_t param_count;      /* the state dict's entries; non-persistent buffers follow them */
+	size_t param_count_all;
 	const ti_module **param_modules; /* the module that owns params[i] */
 	const char **param_locals;       /* its name there: "weight", "layers.0.norm1.bias" */
 	ti_model_module *modules;        /* state_dict()._metadata's entries, in its order */

@@ -4,6 +4,7 @@
  */
 #include <ctype.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 #include <cJSON.h>
 
 #include "model/model_internal.h"
+#include "util/strmap.h"
 
 #define DEFAULT_MEMORY_LIMIT ((size_t)1 << 30)
 #define CONFIG_MAX_DEPTH 32
@@ -20,6 +22,7 @@ struct parser {
 	const cJSON *config;
 	const cJSON *defs;
 	bool training;           /* --mode train: the built-in "$training" */
+	bool last_use;           /* "lifetime": "last_use" */
 	const ti_model_options *options;
 };
 typedef struct parser parser;
@@ -775,6 +778,111 @@ static ti_status parse_step(parser *p, const cJSON *j, const char *jpath, model_
 	return TI_OK;
 }
 
+/*
+ * "lifetime": "last_use": each value a name is bound to dies after the last
+ * step that reads it (or right after the step that makes it, when nothing
+ * does), as the code torch.fx generates deletes it; the forward's outputs
+ * live on. A value rebound by the step that last reads it is let go by the
+ * rebinding itself. The plan is a list of names per step.
+ */
+typedef struct binding {
+	const char *name;
+	int made, last;     /* step that bound it (-1: an input), last step that reads it */
+	bool rebound_there; /* the step that last reads it binds the name again */
+} binding;
+
+typedef struct release_plan {
+	binding *b;
+	int count, capacity;
+	ti_strmap current;  /* name -> index into b + 1 */
+	ti_model *m;
+} release_plan;
+
+static bool plan_bind(release_plan *rp, const char *name, int step)
+{
+	if (rp->count == rp->capacity) {
+		int cap = rp->capacity ? 2 * rp->capacity : 64;
+		binding *bigger = ti_arena_calloc(&rp->m->arena, (size_t)cap, sizeof(*bigger));
+		if (!bigger)
+			return false;
+		if (rp->count)
+			memcpy(bigger, rp->b, (size_t)rp->count * sizeof(*bigger));
+		rp->b = bigger;
+		rp->capacity = cap;
+	}
+	binding *old = NULL;
+	uintptr_t idx = (uintptr_t)ti_strmap_get(&rp->current, name);
+	if (idx)
+		old = &rp->b[idx - 1];
+	if (old && old->last == step)
+		old->rebound_there = true;
+	rp->b[rp->count] = (binding){name, step, step, false};
+	rp->count++;
+	if (ti_strmap_put(&rp->current, name, (void *)(uintptr_t)rp->count))
+		return false;
+	return true;
+}
+
+static void plan_read(release_plan *rp, const ti_arg *a, int step)
+{
+	if (a->kind == TI_ARG_LIST || a->kind == TI_ARG_SLICE) {
+		for (int i = 0; i < a->as.list.count; i++)
+			plan_read(rp, &a->as.list.items[i], step);
+		return;
+	}
+	if (a->kind != TI_ARG_STR)
+		return;
+	uintptr_t idx = (uintptr_t)ti_strmap_get(&rp->current, a->as.str);
+	if (idx)
+		rp->b[idx - 1].last = step;
+}
+
+static ti_status plan_releases(parser *p, model_def *def, ti_error *err)
+{
+	ti_model *m = p->model;
+	release_plan rp = {NULL, 0, 0, {0}, m};
+	ti_strmap_init(&rp.current);
+	ti_status st = TI_OK;
+	for (int i = 0; i < def->input_count && !st; i++)
+		if (!plan_bind(&rp, def->inputs[i], -1))
+			st = TI_FAIL(err, TI_E_NOMEM, "out of memory for the description");
+	for (int s = 0; s < def->step_count && !st; s++) {
+		const model_step *step = &def->steps[s];
+		for (int i = 0; i < step->arg_count; i++)
+			plan_read(&rp, &step->args[i], s);
+		for (int i = 0; i < step->out_count && !st; i++)
+			if (!plan_bind(&rp, step->out_names[i], s))
+				st = TI_FAIL(err, TI_E_NOMEM, "out of memory for the description");
+	}
+	for (int i = 0; i < def->output_count; i++) { /* what the forward returns outlives it */
+		uintptr_t idx = (uintptr_t)ti_strmap_get(&rp.current, def->outputs[i]);
+		if (idx)
+			rp.b[idx - 1].last = def->step_count;
+	}
+	if (!def->output_count && def->step_count) /* without "outputs", the last step's values are returned */
+		for (int k = 0; k < rp.count; k++)
+			if (rp.b[k].made == def->step_count - 1)
+				rp.b[k].last = def->step_count;
+	/* inputs belong to the caller; the others die after their last reader */
+	for (int k = 0; k < rp.count && !st; k++) {
+		const binding *b = &rp.b[k];
+		if (b->made < 0 || b->last >= def->step_count || b->rebound_there)
+			continue;
+		model_step *at = &def->steps[b->last];
+		const char **grown = ti_arena_calloc(&m->arena, (size_t)at->release_count + 1, sizeof(*grown));
+		if (!grown) {
+			st = TI_FAIL(err, TI_E_NOMEM, "out of memory for the description");
+			break;
+		}
+		if (at->release_count)
+			memcpy(grown, at->release, (size_t)at->release_count * sizeof(*grown));
+		grown[at->release_count++] = b->name;
+		at->release = grown;
+	}
+	ti_strmap_release(&rp.current);
+	return st;
+}
+
 static ti_status parse_def(parser *p, const cJSON *j, const char *name, const char *jpath,
                            model_def *def, ti_error *err)
 {
@@ -786,11 +894,12 @@ static ti_status parse_def(parser *p, const cJSON *j, const char *name, const ch
 	const cJSON *item;
 	cJSON_ArrayForEach(item, j) {
 		static const char *const known[] = {"inputs", "modules", "graph", "outputs", "config", "defs", "tied", "comment",
-		                                    "description", "parameters", "buffers"};
+		                                    "description", "parameters", "buffers", "lifetime"};
 		bool ok = false;
 		for (size_t k = 0; k < sizeof(known) / sizeof(known[0]); k++)
 			ok |= !strcmp(item->string, known[k]);
-		if (!ok || (name && (!strcmp(item->string, "config") || !strcmp(item->string, "defs") || !strcmp(item->string, "tied"))))
+		if (!ok || (name && (!strcmp(item->string, "config") || !strcmp(item->string, "defs") || !strcmp(item->string, "tied") ||
+		                     !strcmp(item->string, "lifetime"))))
 			return at(TI_FAIL(err, TI_E_CORRUPT, "unknown key '%s'", item->string), err, join(m, jpath, item->string));
 	}
 	const cJSON *inputs = cJSON_GetObjectItemCaseSensitive(j, "inputs");
@@ -828,6 +937,8 @@ static ti_status parse_def(parser *p, const cJSON *j, const char *name, const ch
 	}
 	if (outputs && (st = parse_names(p, outputs, join(m, jpath, "outputs"), &def->outputs, &def->output_count, false, err)))
 		return st;
+	if (p->last_use && def->has_graph)
+		return plan_releases(p, def, err);
 	return TI_OK;
 }
 
@@ -1016,13 +1127,19 @@ static ti_status parse_ties(parser *p, const cJSON *tied, ti_error *err)
 	return TI_OK;
 }
 
-static ti_status collect_params(ti_model *m, const ti_module *mod, size_t *cap, ti_error *err)
+/*
+ * state_dict order: a module's parameters, then its buffers, then its
+ * children. With non_persistent, the buffers state_dict leaves out instead:
+ * they follow the state dict's entries in m->params (the memory simulation
+ * counts them; everything that means the state dict stops at param_count).
+ */
+static ti_status collect_params(ti_model *m, const ti_module *mod, bool non_persistent, size_t *cap, ti_error *err)
 {
-	/* state_dict order: a module's parameters, then its buffers, then its children */
 	for (int pass = 0; pass < 2; pass++)
 		for (int i = 0; i < mod->tensor_count; i++) {
 			const ti_module_tensor *t = &mod->tensors[i];
-			if (t->buffer != (pass == 1) || (t->buffer && !t->persistent))
+			if (non_persistent ? pass == 0 && !(t->buffer && !t->persistent)
+			                   : t->buffer != (pass == 1) || (t->buffer && !t->persistent))
 				continue;
 			if (m->param_count == *cap) {
 				size_t bigger = *cap ? 2 * *cap : 64;
@@ -1059,7 +1176,7 @@ static ti_status collect_params(ti_model *m, const ti_module *mod, size_t *cap, 
 			p->tied_to = t->tied_to;
 		}
 	for (int i = 0; i < mod->child_count; i++) {
-		ti_status st = collect_params(m, mod->children[i], cap, err);
+		ti_status st = collect_params(m, mod->children[i], non_persistent, cap, err);
 		if (st)
 			return st;
 	}
@@ -1178,6 +1295,12 @@ static ti_status open_parsed(parser *p, const cJSON *root, const ti_model_option
 		if (st)
 			return st;
 	}
+	const cJSON *lifetime = cJSON_GetObjectItemCaseSensitive(root, "lifetime");
+	if (lifetime && !(cJSON_IsString(lifetime) && (!strcmp(lifetime->valuestring, "scope") ||
+	                                              !strcmp(lifetime->valuestring, "last_use"))))
+		return at(TI_FAIL(err, TI_E_CORRUPT, "\"lifetime\" is \"scope\" (a Python local's) or \"last_use\" (fx's)"),
+		          err, "lifetime");
+	p->last_use = lifetime && !strcmp(lifetime->valuestring, "last_use");
 	p->config = cJSON_GetObjectItemCaseSensitive(root, "config");
 	if (p->config && !cJSON_IsObject(p->config))
 		return at(TI_FAIL(err, TI_E_CORRUPT, "\"config\" must be an object"), err, "config");
@@ -1221,8 +1344,13 @@ static ti_status open_parsed(parser *p, const cJSON *root, const ti_model_option
 	if (tied && (st = parse_ties(p, tied, err)))
 		return st;
 	size_t cap = 0;
-	if ((st = collect_params(m, m->root, &cap, err)))
+	if ((st = collect_params(m, m->root, false, &cap, err)))
 		return st;
+	size_t persistent = m->param_count;
+	if ((st = collect_params(m, m->root, true, &cap, err)))
+		return st;
+	m->param_count_all = m->param_count;
+	m->param_count = persistent;
 	module_list list = {m, 0, false};
 	collect_modules(&list, m->root);
 	return list.failed ? TI_FAIL(err, TI_E_NOMEM, "out of memory for the module list") : TI_OK;
@@ -1255,7 +1383,7 @@ ti_status ti_model_open(const char *text, size_t size, const ti_model_options *o
 	m->ctx.sym = &m->sym;
 	m->ctx.default_dtype = TI_DT_FLOAT32;
 	m->ctx.training = options && options->training;
-	parser p = {m, NULL, NULL, options && options->training, options};
+	parser p = {m, NULL, NULL, options && options->training, false, options};
 	m->parser = &p; /* composites are built while it lives */
 	/* JSON strings are copied into the arena only where kept: keep the tree until closing instead */
 	ti_status st = open_parsed(&p, root, options, err);

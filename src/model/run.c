@@ -35,6 +35,20 @@ static ti_status resolve(void *user, const char *name, ti_arg *out, ti_error *er
 	return TI_OK;
 }
 
+/* "lifetime": "last_use": the values this step was the last to read die now (their names hold None). */
+static void let_go(scope *sc, const model_step *s)
+{
+	const ti_run_observer *o = sc->m->ctx.observer;
+	for (int i = 0; i < s->release_count; i++) {
+		ti_arg *slot = ti_strmap_get(&sc->names, s->release[i]);
+		if (!slot)
+			continue;
+		if (o)
+			o->release(o->user, slot);
+		*slot = ti_arg_none();
+	}
+}
+
 static ti_status define(scope *sc, const char *name, ti_arg value, ti_error *err)
 {
 	const ti_run_observer *o = sc->m->ctx.observer;
@@ -537,6 +551,7 @@ static ti_status run_graph(runner *r, const ti_module *mod, const ti_arg *args, 
 			if ((st = run_step(r, &sc, mod, &def->steps[i], i, depth, parent, &step, err)))
 				break;
 			add_counts(m, res, &step);
+			let_go(&sc, &def->steps[i]);
 			if (i == def->step_count - 1 && !def->output_count) {
 				memcpy(res->outputs, step.outputs, sizeof(res->outputs));
 				res->output_count = step.output_count;

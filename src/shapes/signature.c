@@ -3,6 +3,7 @@
  * arguments to them as Python binds a call (see ops/op.h).
  */
 #include <ctype.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -327,6 +328,41 @@ static ti_status coerce_int_list(ti_shape_ctx *ctx, const ti_signature *sig, con
 	return TI_OK;
 }
 
+/*
+ * JSON has no infinity: a float argument may be written as Python's repr
+ * spells it, "inf", "-inf" or "nan" (masked_fill(x, m, float("-inf"))).
+ */
+static bool special_float(const ti_arg *a, ti_arg *out)
+{
+	static const struct {
+		const char *text;
+		double value;
+	} specials[] = {{"inf", HUGE_VAL}, {"-inf", -HUGE_VAL}, {"nan", NAN}};
+	if (a->kind != TI_ARG_STR)
+		return false;
+	for (size_t i = 0; i < sizeof(specials) / sizeof(specials[0]); i++)
+		if (!strcmp(a->as.str, specials[i].text)) {
+			*out = ti_arg_float(specials[i].value);
+			return true;
+		}
+	return false;
+}
+
+/* A graph name holding a list of ints (x.shape[-2:]) where an int list is expected. */
+static bool resolve_int_list(ti_shape_ctx *ctx, const ti_arg *a, ti_arg *out)
+{
+	ti_arg v;
+	ti_error ignored;
+	if (a->kind != TI_ARG_STR || !ctx->resolve || ctx->resolve(ctx->resolve_user, a->as.str, &v, &ignored) ||
+	    v.kind != TI_ARG_LIST)
+		return false;
+	for (int i = 0; i < v.as.list.count; i++)
+		if (v.as.list.items[i].kind != TI_ARG_INT)
+			return false;
+	*out = v;
+	return true;
+}
+
 static ti_status coerce(ti_shape_ctx *ctx, const ti_signature *sig, const ti_param *p,
                         const ti_arg *given, ti_arg *out, ti_error *err)
 {
@@ -334,6 +370,17 @@ static ti_status coerce(ti_shape_ctx *ctx, const ti_signature *sig, const ti_par
 	ti_status st;
 	if (p->type == TI_P_ANY)
 		return resolve_any(ctx, given, 0, out, err);
+	bool floats = p->type == TI_P_FLOAT || p->type == TI_P_SCALAR || p->type == TI_P_TENSOR_OR_SCALAR;
+	if (floats && special_float(given, out))
+		return TI_OK;
+	bool int_list = p->type == TI_P_INT_LIST || p->type == TI_P_INT_OR_INT_LIST || p->type == TI_P_INT_LIST_OR_STR;
+	if (int_list && resolve_int_list(ctx, given, &a)) {
+		given = &a;
+		if (p->type == TI_P_INT_OR_INT_LIST) {
+			*out = a;
+			return TI_OK;
+		}
+	}
 	bool wants_tensor = p->type == TI_P_TENSOR || p->type == TI_P_TENSOR_LIST ||
 	                    p->type == TI_P_TENSOR_OR_SCALAR;
 	if (wants_tensor && (st = resolve(ctx, given, &a, err)))

@@ -128,16 +128,15 @@ def to_json(value):
 
     Graph references are handled before this (they are Ref objects); this
     maps dtypes, memory formats, slices, Ellipsis, torch.Size and
-    non-finite floats, which JSON cannot spell (they become +-DBL_MAX:
-    descriptions only carry them for shapes' sake).
+    non-finite floats, which JSON cannot spell: they are written as Python's
+    repr spells them, "inf", "-inf" and "nan", which tinspect reads where a
+    float is expected.
     """
     if value is None or isinstance(value, (bool, int, str)):
         return value
     if isinstance(value, float):
-        if math.isnan(value):
-            return 0.0
-        if math.isinf(value):
-            return 1.7976931348623157e308 if value > 0 else -1.7976931348623157e308
+        if math.isnan(value) or math.isinf(value):
+            return repr(value)
         return value
     if isinstance(value, torch.dtype):
         return dtype_name(value)
