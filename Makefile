@@ -5,6 +5,7 @@
 PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin
 MANDIR ?= $(PREFIX)/share/man
+PYLIBDIR ?= $(PREFIX)/lib/tinspect/python
 DESTDIR ?=
 CC ?= cc
 PYTHON ?= /usr/bin/python3
@@ -180,9 +181,17 @@ install: tinspect
 	chmod 755 $(DESTDIR)$(BINDIR)/tinspect
 	cp man/tinspect.1 $(DESTDIR)$(MANDIR)/man1/tinspect.1
 	chmod 644 $(DESTDIR)$(MANDIR)/man1/tinspect.1
+	mkdir -p $(DESTDIR)$(PYLIBDIR)/tinspect_export
+	cp tools/export/tinspect_export/*.py $(DESTDIR)$(PYLIBDIR)/tinspect_export/
+	chmod 644 $(DESTDIR)$(PYLIBDIR)/tinspect_export/*.py
+	sed 's|^_LIBDIR = ""|_LIBDIR = "$(PYLIBDIR)"|' tools/export/tinspect-export > $(DESTDIR)$(BINDIR)/tinspect-export
+	chmod 755 $(DESTDIR)$(BINDIR)/tinspect-export
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/tinspect $(DESTDIR)$(MANDIR)/man1/tinspect.1
+	rm -f $(DESTDIR)$(BINDIR)/tinspect-export
+	rm -rf $(DESTDIR)$(PYLIBDIR)/tinspect_export
+	-rmdir $(DESTDIR)$(PYLIBDIR) $(DESTDIR)$(PREFIX)/lib/tinspect 2>/dev/null
 
 clean:
 	rm -rf build tinspect

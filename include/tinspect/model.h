@@ -36,6 +36,10 @@ typedef struct ti_model_options {
 	const int64_t *bind_values;
 	size_t bind_count;
 	size_t memory_limit;           /* arena ceiling; 0 for the default (1 GiB) */
+	bool training;                 /* --mode train: module.training, "$training" */
+	const char *const *input_names;/* --input NAME=SPEC: "8x3x224x224", "N,3,224,224:float16" */
+	const char *const *input_specs;
+	size_t input_count;
 } ti_model_options;
 
 ti_status ti_model_open(const char *text, size_t size, const ti_model_options *options,
@@ -87,10 +91,18 @@ typedef struct ti_model_tensor {
 } ti_model_tensor;
 
 /* One row of the report: a top-level step, or a module call nested in one. */
+typedef enum ti_model_step_kind {
+	TI_STEP_OP,            /* an operator */
+	TI_STEP_CALL,          /* a module call */
+	TI_STEP_ATTR,          /* a parameter or buffer taken by path (fx's get_attr) */
+	TI_STEP_OPAQUE         /* a call tinspect has no rule for: outputs as recorded */
+} ti_model_step_kind;
+
 typedef struct ti_model_step {
 	int index;             /* position in the graph the row belongs to (0-based) */
 	int depth;             /* 0 for the description's own graph */
 	int parent;            /* row of the enclosing call, or -1 */
+	ti_model_step_kind kind;
 	bool is_call;          /* a module call (else an operator) */
 	const char *target;    /* module path ("layer1.0") or operator name ("relu") */
 	const char *type;      /* module type ("Conv2d"), or NULL for operators */
@@ -101,6 +113,8 @@ typedef struct ti_model_step {
 	int64_t params;        /* parameters of the called module, children and ties counted once */
 	ti_dim macs, flops;
 	bool counted;          /* false: no counting rule for this row or a part of it */
+	bool mode_dependent;   /* behaves differently in training: dropout, batch statistics */
+	const char *opaque;    /* TI_STEP_OPAQUE: what was called ("torchvision.ops.foo") */
 } ti_model_step;
 
 typedef struct ti_model_totals {
@@ -123,6 +137,7 @@ typedef struct ti_model_report {
 	const char *const *assumptions; /* facts assumed about symbols ("T == 5") */
 	size_t assumption_count;
 	bool failed;               /* a step raised: error and error_step say which */
+	bool training;             /* run as after model.train() */
 	int error_step;            /* index of the top-level step */
 	ti_error error;            /* TI_E_SHAPE with the message, step and shapes */
 } ti_model_report;
@@ -133,6 +148,17 @@ typedef struct ti_model_report {
  * (undefined tensor name, wrong arguments: TI_E_CORRUPT) or on resources.
  */
 ti_status ti_model_run(ti_model *model, const ti_model_report **out, ti_error *err);
+
+/* An operator or module type descriptions may name. */
+typedef struct ti_model_known {
+	bool module;           /* a torch.nn module type (else an operator) */
+	const char *signature; /* "conv2d(Tensor input, Tensor weight, ...)", "Linear(int in_features, ...)" */
+	const char *forward;   /* modules: "forward(Tensor input)" */
+	const char *counting;  /* "rule", "free" (no arithmetic) or "none" (no counting rule) */
+} ti_model_known;
+
+/* Calls fn for every operator, then every module type, in the registries' order. */
+void ti_model_each_known(void (*fn)(void *user, const ti_model_known *k), void *user);
 
 /* After ti_model_run: TI_E_INVALID, listing the description's symbols, when a bound one is none of them. */
 ti_status ti_model_check_binds(const ti_model *model, ti_error *err);

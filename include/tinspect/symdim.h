@@ -90,6 +90,12 @@ bool ti_dim_assume(ti_symctx *ctx, ti_dim a, ti_cmp cmp, ti_dim b);
 /* Exactly equal (same integer or same canonical polynomial). */
 bool ti_dim_same(ti_dim a, ti_dim b);
 
+/*
+ * Parses a formula as ti_dim_format writes it: integers, symbol names, + - *
+ * // % and parentheses ("N*197", "(T - 1)//2 + 1"). False when it is not one;
+ * arithmetic failures (division by zero) are the context's sticky status.
+ */
+bool ti_dim_parse(ti_symctx *ctx, const char *text, ti_dim *out);
 /* Python syntax: "8", "N", "2*N", "(T - 1)//2 + 1". Returns buf; truncates with "...". */
 const char *ti_dim_format(ti_dim d, char *buf, size_t size);
 /* The same, copied into the context's arena (NULL when out of memory). */

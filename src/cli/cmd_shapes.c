@@ -12,7 +12,7 @@
 #include "cli/model_cli.h"
 #include "cli/output.h"
 
-enum { OPT_HELP = 1, OPT_JSON, OPT_BIND, OPT_DEPTH, OPT_RAW };
+enum { OPT_HELP = 1, OPT_JSON, OPT_BIND, OPT_DEPTH, OPT_RAW, OPT_INPUT, OPT_MODE };
 
 static const cli_option options[] = {
 	{"help", 'h', OPT_FLAG, OPT_HELP},
@@ -20,6 +20,8 @@ static const cli_option options[] = {
 	{"bind", 0, OPT_VALUE, OPT_BIND},
 	{"depth", 0, OPT_VALUE, OPT_DEPTH},
 	{"raw", 0, OPT_FLAG, OPT_RAW},
+	{"input", 0, OPT_VALUE, OPT_INPUT},
+	{"mode", 0, OPT_VALUE, OPT_MODE},
 	{NULL, 0, 0, 0},
 };
 
@@ -32,8 +34,14 @@ static const char help[] =
 	"(\"N\") stay formulas unless bound.\n"
 	"\n"
 	"options:\n"
+	"  --input NAME=SHAPE[:DTYPE]\n"
+	"                  the input's shape (8x3x224x224 or N,3,224,224) and dtype,\n"
+	"                  in place of the description's (repeatable)\n"
 	"  --bind NAME=N   give symbol NAME, one the description uses, the value N\n"
 	"                  (0 to 2^40; repeatable, once per symbol)\n"
+	"  --mode eval|train\n"
+	"                  run modules as after model.eval() (default) or model.train():\n"
+	"                  batch statistics, active dropout; rows that differ get a *\n"
 	"  --depth N       show nested module calls down to depth N (default: all)\n"
 	"  --json          print one JSON document instead of tables\n"
 	"  --raw           print counts and sizes as exact integers, not 25.6 M\n"
@@ -43,10 +51,17 @@ static const char help[] =
 
 static void step_label(const ti_model_step *s, char *buf, size_t size)
 {
-	if (s->is_call)
-		snprintf(buf, size, "%*s%s (%s)", 2 * s->depth, "", *s->target ? s->target : "(model)", s->type);
+	const char *mark = s->mode_dependent ? " *" : "";
+	if (s->kind == TI_STEP_OPAQUE && s->type)
+		snprintf(buf, size, "%*s%s (%s, opaque)%s", 2 * s->depth, "", s->target, s->type, mark);
+	else if (s->kind == TI_STEP_OPAQUE)
+		snprintf(buf, size, "%*s%s (opaque)%s", 2 * s->depth, "", s->target, mark);
+	else if (s->kind == TI_STEP_ATTR)
+		snprintf(buf, size, "%*s%s (attr)", 2 * s->depth, "", s->target);
+	else if (s->is_call)
+		snprintf(buf, size, "%*s%s (%s)%s", 2 * s->depth, "", *s->target ? s->target : "(model)", s->type, mark);
 	else
-		snprintf(buf, size, "%*s%s", 2 * s->depth, "", s->target);
+		snprintf(buf, size, "%*s%s%s", 2 * s->depth, "", s->target, mark);
 }
 
 static void step_outputs(const ti_model_step *s, char *buf, size_t size)
@@ -92,13 +107,15 @@ static int print_table(const ti_model_report *rep, int depth)
 		step_label(s, label, sizeof(label));
 		step_names(s, names, sizeof(names));
 		step_outputs(s, shape, sizeof(shape));
-		if (s->is_call)
+		if (s->is_call || (s->kind == TI_STEP_OPAQUE && s->type))
 			cli_human(s->params, "", params, sizeof(params));
 		else
 			snprintf(params, sizeof(params), "-");
 		cli_dim_human(s->macs, "", macs, sizeof(macs));
 		cli_dim_human(s->flops, "", flops, sizeof(flops));
-		if (!s->counted) /* a count without a rule would read as zero work: say so */
+		if (s->kind == TI_STEP_OPAQUE)
+			snprintf(macs, sizeof(macs), "?"), snprintf(flops, sizeof(flops), "? (opaque: not modelled)");
+		else if (!s->counted) /* a count without a rule would read as zero work: say so */
 			snprintf(flops + strlen(flops), sizeof(flops) - strlen(flops), " (no counting rule for a part)");
 		const char *row[] = {index, label, names, shape, params, macs, flops};
 		cli_table_add(&t, row);
@@ -139,6 +156,23 @@ static void print_totals(const ti_model_report *rep)
 				printf(" %d", rep->steps[i].index);
 		printf("\n");
 	}
+	size_t opaque = 0, dependent = 0;
+	for (size_t i = 0; i < rep->step_count; i++) {
+		opaque += rep->steps[i].kind == TI_STEP_OPAQUE;
+		dependent += rep->steps[i].mode_dependent && !rep->steps[i].depth;
+	}
+	if (opaque) {
+		printf("opaque:            %zu step%s not modelled, outputs as the exporter recorded:", opaque,
+		       opaque == 1 ? "" : "s");
+		for (size_t i = 0; i < rep->step_count; i++)
+			if (rep->steps[i].kind == TI_STEP_OPAQUE)
+				printf(" %d", rep->steps[i].index);
+		printf("\n");
+	}
+	if (dependent)
+		printf("mode:              %s; * marks the %zu step%s that behave%s differently in %s\n",
+		       rep->training ? "train" : "eval", dependent, dependent == 1 ? "" : "s", dependent == 1 ? "s" : "",
+		       rep->training ? "evaluation" : "training");
 	for (size_t i = 0; i < rep->assumption_count; i++)
 		printf("assuming:          %s\n", rep->assumptions[i]);
 }
@@ -169,9 +203,14 @@ static cJSON *json_step(const ti_model_report *rep, size_t *i)
 		for (int k = 0; k < s->out_count; k++)
 			cJSON_AddItemToArray(out, cJSON_CreateString(s->out_names[k]));
 	}
-	cJSON_AddStringToObject(o, s->is_call ? "call" : "op", s->target);
+	static const char *const kinds[] = {"op", "call", "attr", "opaque"};
+	cJSON_AddStringToObject(o, s->kind == TI_STEP_OPAQUE && s->type ? "call" : kinds[s->kind], s->target);
 	if (s->type)
 		cJSON_AddStringToObject(o, "type", s->type);
+	if (s->kind == TI_STEP_OPAQUE)
+		cJSON_AddStringToObject(o, "opaque", s->opaque);
+	if (s->mode_dependent)
+		cJSON_AddBoolToObject(o, "mode_dependent", true);
 	cJSON *outputs = cJSON_AddArrayToObject(o, "outputs");
 	for (int k = 0; k < s->output_count; k++)
 		cJSON_AddItemToArray(outputs, json_tensor(&s->outputs[k], true, true));
@@ -193,6 +232,7 @@ static cJSON *json_head(const char *file, const ti_model_report *rep)
 {
 	cJSON *root = cli_json_root();
 	cJSON_AddStringToObject(root, "file", file);
+	cJSON_AddStringToObject(root, "mode", rep->training ? "train" : "eval");
 	if (rep->failed) {
 		cJSON *e = cJSON_AddObjectToObject(root, "error");
 		cJSON_AddNumberToObject(e, "step", rep->error_step);
@@ -279,6 +319,15 @@ int cmd_shapes(int argc, char **argv)
 		case OPT_BIND:
 			if ((rc = cli_model_bind(&cm, value)))
 				return rc;
+			break;
+		case OPT_INPUT:
+			if ((rc = cli_model_input(&cm, "shapes", (char *)value)))
+				return rc;
+			break;
+		case OPT_MODE:
+			if (strcmp(value, "eval") && strcmp(value, "train"))
+				return cli_usage_error("shapes: --mode wants eval or train, not '%s'", value);
+			cm.training = !strcmp(value, "train");
 			break;
 		case OPT_DEPTH: {
 			char *end;

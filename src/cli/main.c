@@ -15,19 +15,21 @@ static const cli_command commands[] = {
 	{"materialize", cmd_materialize, "turn metadata into real tensors on the CPU, a CUDA device or a file"},
 	{"convert", cmd_convert, "write a checkpoint as torch zip or safetensors, selected, renamed, cast"},
 	{"scan", cmd_scan, "say whether files are safe to torch.load, executing nothing"},
+	{"ops", cmd_ops, "list the operators and module types a description may name"},
 };
 
-const char *const cli_command_names[] = {"inspect", "shapes", "params", "memory", "materialize", "convert", "scan", NULL};
+const char *const cli_command_names[] = {"inspect", "shapes", "params", "memory", "materialize", "convert", "scan", "ops", NULL};
 
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: tinspect [inspect] FILE [--device meta] [--json] [--filter GLOB] [--depth N] [--records]\n"
-	           "       tinspect shapes MODEL.json [--bind NAME=N] [--depth N] [--json]\n"
+	           "       tinspect shapes MODEL.json [--input NAME=SHAPE] [--bind NAME=N] [--mode eval|train] [--json]\n"
 	           "       tinspect params MODEL.json [--json]\n"
 	           "       tinspect memory MODEL.json [--mode infer|train] [--optimizer NAME] [--device-memory SIZE] ...\n"
 	           "       tinspect materialize SOURCE [--fill POLICY] [--device cpu|cuda[:N]] [-o OUT] ...\n"
 	           "       tinspect convert IN -o OUT [--dtype DT] [--select GLOB] [--exclude GLOB] ...\n"
 	           "       tinspect scan FILE... [--json] [--allow GLOB] [--quiet]\n"
+	           "       tinspect ops [GLOB] [--json]\n"
 	           "       tinspect COMMAND --help\n"
 	           "       tinspect --version\n\ncommands:\n");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)

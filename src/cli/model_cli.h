@@ -15,11 +15,17 @@ typedef struct cli_model {
 	int64_t bind_values[CLI_MODEL_MAX_BINDS];
 	char bind_storage[CLI_MODEL_MAX_BINDS][64];
 	int bind_count;
+	const char *input_names[CLI_MODEL_MAX_BINDS]; /* --input NAME=SPEC */
+	const char *input_specs[CLI_MODEL_MAX_BINDS];
+	int input_count;
+	bool training;                                /* --mode train */
 	ti_model *model;
 } cli_model;
 
 /* shapes --bind NAME=VALUE; prints the usage error and returns EXIT_USAGE when bad. */
 int cli_model_bind(cli_model *cm, const char *text);
+/* --input NAME=SHAPE[:DTYPE] (text is kept: it points into argv); prints the usage error and returns EXIT_USAGE when bad. */
+int cli_model_input(cli_model *cm, const char *command, char *text);
 /* Reads and opens cm->file; prints the error and returns its exit code when it fails. */
 int cli_model_open(cli_model *cm);
 /*

@@ -42,6 +42,23 @@ int cli_model_bind(cli_model *cm, const char *text)
 	return EXIT_OK;
 }
 
+int cli_model_input(cli_model *cm, const char *command, char *text)
+{
+	char *eq = strchr(text, '=');
+	if (!eq || eq == text || !eq[1])
+		return cli_usage_error("%s: --input wants NAME=SHAPE[:DTYPE] (x=8x3x224x224, x=N,3,224,224:float16), not '%s'",
+		                       command, text);
+	if (cm->input_count == CLI_MODEL_MAX_BINDS)
+		return cli_usage_error("%s: more than %d --input options", command, CLI_MODEL_MAX_BINDS);
+	*eq = '\0';
+	for (int i = 0; i < cm->input_count; i++)
+		if (!strcmp(cm->input_names[i], text))
+			return cli_usage_error("%s: --input %s given twice; give it once", command, text);
+	cm->input_names[cm->input_count] = text;
+	cm->input_specs[cm->input_count++] = eq + 1;
+	return EXIT_OK;
+}
+
 bool cli_is_description(const char *path)
 {
 	FILE *f = fopen(path, "rb");
@@ -122,7 +139,8 @@ int cli_model_open(cli_model *cm)
 		        kind == TI_FILE_UNKNOWN ? "" : ": 'tinspect inspect' reads checkpoints");
 		return cli_report(cm->file, &err);
 	}
-	ti_model_options opts = {cm->bind_names, cm->bind_values, (size_t)cm->bind_count, 0};
+	ti_model_options opts = {cm->bind_names, cm->bind_values, (size_t)cm->bind_count, 0, cm->training,
+	                         cm->input_names, cm->input_specs, (size_t)cm->input_count};
 	ti_status st = ti_model_open(buf, size, &opts, &cm->model, &err);
 	free(buf);
 	if (st)

@@ -12,11 +12,19 @@
 #include "nn/module.h"
 #include "tinspect/model.h"
 
+/* TI_STEP_OP "op", TI_STEP_CALL "call", TI_STEP_ATTR "attr", TI_STEP_OPAQUE "opaque" */
+typedef ti_model_step_kind model_step_kind;
+
 /* One graph step, converted from JSON. */
 typedef struct model_step {
 	const char *jpath;       /* "graph.3" or "defs.Block.graph.1", for errors */
-	bool is_call;
-	const char *target;      /* module path relative to the composite, or operator name */
+	model_step_kind kind;
+	bool is_call;            /* kind == STEP_CALL */
+	const char *target;      /* module path, operator name, attribute path or opaque name */
+	const char *module;      /* opaque: the module it is a call of, or NULL */
+	ti_model_tensor *recorded; /* opaque: the outputs as recorded */
+	int recorded_count;
+	bool depends_on_mode;    /* an argument is "$training" */
 	const char **out_names;
 	int out_count;
 	ti_arg *args;            /* positional, then named (ti_arg.name set) */

@@ -19,6 +19,8 @@ struct parser {
 	ti_model *model;
 	const cJSON *config;
 	const cJSON *defs;
+	bool training;           /* --mode train: the built-in "$training" */
+	const ti_model_options *options;
 };
 typedef struct parser parser;
 
@@ -205,7 +207,10 @@ static ti_status json_to_arg(parser *p, const cJSON *j, const char *jpath, int d
 		else
 			*out = ti_arg_float(d);
 	} else if (cJSON_IsString(j)) {
-		if (j->valuestring[0] == '$') {
+		if (!strcmp(j->valuestring, "$training") &&
+		    !(p->config && cJSON_GetObjectItemCaseSensitive(p->config, "training"))) {
+			*out = ti_arg_bool(p->training); /* module.training, as the mode sets it */
+		} else if (j->valuestring[0] == '$') {
 			number n;
 			ti_status st = eval_reference(p, j->valuestring + 1, 0, &n, err, jpath);
 			if (st)
@@ -315,24 +320,122 @@ static ti_status add_child(ti_model *m, ti_module *parent, const char *name, ti_
 static ti_status build_module(parser *p, const cJSON *j, const char *path, const char *jpath,
                               int depth, ti_module **out, ti_error *err);
 
-static const char *const container_types[] = {"Sequential", "ModuleList", "ModuleDict"};
+static const char *const container_types[] = {"Sequential", "ModuleList", "ModuleDict", "Module"};
+/* Keys every module takes besides its constructor's: tensors it holds itself. */
+static const char *const free_tensor_keys[] = {"parameters", "buffers"};
+
+static bool is_free_tensor_key(const char *key)
+{
+	for (size_t i = 0; i < sizeof(free_tensor_keys) / sizeof(free_tensor_keys[0]); i++)
+		if (!strcmp(key, free_tensor_keys[i]))
+			return true;
+	return false;
+}
+
+/*
+ * A module's own "parameters" and "buffers": tensors registered outside any
+ * constructor (a ViT's class_token, a layer scale, a registered mask), each
+ * {"shape": [...], "dtype": "float32"} with "requires_grad" (parameters) or
+ * "persistent" (buffers), both true by default.
+ */
+static ti_status add_free_tensors(parser *p, const cJSON *j, ti_module *mod, const char *jpath, ti_error *err)
+{
+	ti_model *m = p->model;
+	for (int kind = 0; kind < 2; kind++) {
+		const char *key = free_tensor_keys[kind];
+		const cJSON *set = cJSON_GetObjectItemCaseSensitive(j, key);
+		const char *jset = join(m, jpath, key);
+		if (!set)
+			continue;
+		if (!cJSON_IsObject(set))
+			return at(TI_FAIL(err, TI_E_CORRUPT, "\"%s\" must map names to {\"shape\", \"dtype\"}", key), err, jset);
+		const cJSON *item;
+		cJSON_ArrayForEach(item, set) {
+			const char *jp = join(m, jset, item->string);
+			if (!is_identifier(item->string))
+				return at(TI_FAIL(err, TI_E_CORRUPT, "bad %s name '%s'", kind ? "buffer" : "parameter", item->string),
+				          err, jp);
+			const cJSON *shape = cJSON_GetObjectItemCaseSensitive(item, "shape");
+			const cJSON *dtype = cJSON_GetObjectItemCaseSensitive(item, "dtype");
+			const cJSON *flag = cJSON_GetObjectItemCaseSensitive(item, kind ? "persistent" : "requires_grad");
+			const cJSON *field;
+			cJSON_ArrayForEach(field, item) {
+				if (strcmp(field->string, "shape") && strcmp(field->string, "dtype") &&
+				    strcmp(field->string, kind ? "persistent" : "requires_grad"))
+					return at(TI_FAIL(err, TI_E_CORRUPT, "a %s takes \"shape\", \"dtype\" and \"%s\", not '%s'",
+					                  kind ? "buffer" : "parameter", kind ? "persistent" : "requires_grad",
+					                  field->string), err, join(m, jp, field->string));
+			}
+			if (!cJSON_IsArray(shape) || cJSON_GetArraySize(shape) > TI_META_MAX_DIMS)
+				return at(TI_FAIL(err, TI_E_CORRUPT, "a %s needs a \"shape\" list of at most %d sizes",
+				                  kind ? "buffer" : "parameter", TI_META_MAX_DIMS), err, jp);
+			int64_t dims[TI_META_MAX_DIMS];
+			int ndim = 0;
+			const cJSON *d;
+			cJSON_ArrayForEach(d, shape) {
+				if (!cJSON_IsNumber(d) || d->valuedouble < 0 || d->valuedouble != floor(d->valuedouble) ||
+				    d->valuedouble > 9007199254740992.0)
+					return at(TI_FAIL(err, TI_E_CORRUPT, "a %s's sizes are non-negative integers",
+					                  kind ? "buffer" : "parameter"), err, join(m, jp, "shape"));
+				dims[ndim++] = (int64_t)d->valuedouble;
+			}
+			ti_dtype dt = m->ctx.default_dtype;
+			if (dtype) {
+				const char *dn = cJSON_IsString(dtype) ? dtype->valuestring : "";
+				if (!strncmp(dn, "torch.", 6))
+					dn += 6;
+				if (!(dt = ti_dtype_from_torch_name(dn)))
+					return at(TI_FAIL(err, TI_E_CORRUPT, "unknown dtype '%s'", cJSON_IsString(dtype) ? dtype->valuestring : "?"),
+					          err, join(m, jp, "dtype"));
+			}
+			if (flag && !cJSON_IsBool(flag))
+				return at(TI_FAIL(err, TI_E_CORRUPT, "\"%s\" must be true or false", kind ? "persistent" : "requires_grad"),
+				          err, join(m, jp, kind ? "persistent" : "requires_grad"));
+			bool on = !flag || cJSON_IsTrue(flag);
+			const char *name = ti_arena_strdup(&m->arena, item->string);
+			ti_status st = kind ? ti_module_add_buffer(mod, name, dt, ndim, dims, on, err)
+			                    : ti_module_add_param(mod, name, dt, ndim, dims, err);
+			if (st)
+				return at(st == TI_E_INVALID ? (err->code = TI_E_CORRUPT) : st, err, jp);
+			if (!kind && !on) {
+				ti_module_tensor *t = &mod->tensors[mod->tensor_count - 1];
+				t->trainable = false;
+				t->tensor->requires_grad = false;
+			}
+		}
+	}
+	return TI_OK;
+}
 
 static ti_status build_container(parser *p, const cJSON *j, const char *type, const char *path,
                                  const char *jpath, int depth, ti_module **out, ti_error *err)
 {
 	ti_model *m = p->model;
 	ti_module_kind kind = !strcmp(type, "Sequential") ? TI_MODULE_SEQUENTIAL
-	                    : !strcmp(type, "ModuleList") ? TI_MODULE_LIST : TI_MODULE_DICT;
+	                    : !strcmp(type, "ModuleList") ? TI_MODULE_LIST
+	                    : !strcmp(type, "ModuleDict") ? TI_MODULE_DICT : TI_MODULE_PLAIN;
+	const cJSON *cls = cJSON_GetObjectItemCaseSensitive(j, "class");
+	if (cls && (kind != TI_MODULE_PLAIN || !cJSON_IsString(cls) || !*cls->valuestring))
+		return at(TI_FAIL(err, TI_E_CORRUPT, kind == TI_MODULE_PLAIN ? "\"class\" must be a non-empty string"
+		                                                            : "only a \"Module\" takes \"class\""),
+		          err, join(m, jpath, "class"));
+	if (cls) { /* shown as the class's own name: "torchvision.models.resnet.Bottleneck" -> "Bottleneck" */
+		const char *dot = strrchr(cls->valuestring, '.');
+		type = dot && dot[1] ? dot + 1 : cls->valuestring;
+	}
 	ti_module *mod = new_module(m, path, type, kind);
 	if (!mod)
 		return TI_FAIL(err, TI_E_NOMEM, "out of memory for the description");
 	const cJSON *item;
 	cJSON_ArrayForEach(item, j) {
-		if (strcmp(item->string, "type") && strcmp(item->string, "modules") &&
-		    strcmp(item->string, "repeat") && strcmp(item->string, "module"))
+		if (strcmp(item->string, "type") && strcmp(item->string, "modules") && strcmp(item->string, "class") &&
+		    strcmp(item->string, "repeat") && strcmp(item->string, "module") && !is_free_tensor_key(item->string))
 			return at(TI_FAIL(err, TI_E_CORRUPT, "%s takes 'modules', or 'repeat' and 'module', not '%s'",
-			                  type, item->string), err, join(m, jpath, item->string));
+			                  kind == TI_MODULE_PLAIN ? "Module" : type, item->string), err, join(m, jpath, item->string));
 	}
+	ti_status fst = add_free_tensors(p, j, mod, jpath, err);
+	if (fst)
+		return fst;
 	const cJSON *modules = cJSON_GetObjectItemCaseSensitive(j, "modules");
 	const cJSON *repeat = cJSON_GetObjectItemCaseSensitive(j, "repeat");
 	const cJSON *one = cJSON_GetObjectItemCaseSensitive(j, "module");
@@ -345,8 +448,9 @@ static ti_status build_container(parser *p, const cJSON *j, const char *type, co
 			return st;
 		if (n.kind != TI_ARG_INT || n.as.dim.value < 0 || n.as.dim.value > 100000)
 			return at(TI_FAIL(err, TI_E_CORRUPT, "'repeat' must be an integer from 0 to 100000"), err, join(m, jpath, "repeat"));
-		if (kind == TI_MODULE_DICT)
-			return at(TI_FAIL(err, TI_E_CORRUPT, "ModuleDict cannot repeat: name its modules"), err, jpath);
+		if (kind == TI_MODULE_DICT || kind == TI_MODULE_PLAIN)
+			return at(TI_FAIL(err, TI_E_CORRUPT, "%s cannot repeat: name its modules",
+			                  kind == TI_MODULE_DICT ? "ModuleDict" : "Module"), err, jpath);
 		for (int64_t i = 0; i < n.as.dim.value; i++) {
 			char name[24];
 			snprintf(name, sizeof(name), "%lld", (long long)i);
@@ -358,8 +462,9 @@ static ti_status build_container(parser *p, const cJSON *j, const char *type, co
 				return at(st, err, jpath);
 		}
 	} else if (cJSON_IsArray(modules)) {
-		if (kind == TI_MODULE_DICT)
-			return at(TI_FAIL(err, TI_E_CORRUPT, "ModuleDict's 'modules' must be an object"), err, join(m, jpath, "modules"));
+		if (kind == TI_MODULE_DICT || kind == TI_MODULE_PLAIN)
+			return at(TI_FAIL(err, TI_E_CORRUPT, "%s's 'modules' must be an object",
+			                  kind == TI_MODULE_DICT ? "ModuleDict" : "Module"), err, join(m, jpath, "modules"));
 		int i = 0;
 		cJSON_ArrayForEach(item, modules) {
 			char name[24];
@@ -399,7 +504,7 @@ static ti_status build_leaf(parser *p, const cJSON *j, const char *type, const c
 		return TI_FAIL(err, TI_E_NOMEM, "out of memory for the description");
 	const cJSON *item;
 	cJSON_ArrayForEach(item, j) {
-		if (!strcmp(item->string, "type"))
+		if (!strcmp(item->string, "type") || is_free_tensor_key(item->string))
 			continue;
 		ti_status st = json_to_arg(p, item, join(m, jpath, item->string), depth, &args[k], err);
 		if (st)
@@ -413,7 +518,7 @@ static ti_status build_leaf(parser *p, const cJSON *j, const char *type, const c
 		const char *arg = argument_named_in(m, err->message);
 		return at(st, err, arg ? join(m, jpath, arg) : jpath);
 	}
-	return TI_OK;
+	return add_free_tensors(p, j, *out, jpath, err);
 }
 
 static ti_status build_module(parser *p, const cJSON *j, const char *path, const char *jpath,
@@ -441,8 +546,12 @@ static ti_status build_module(parser *p, const cJSON *j, const char *path, const
 		}
 		return model_build_composite(m, def, path, depth + 1, out, err);
 	}
-	if (!ti_module_find(t))
-		return at(TI_FAIL(err, TI_E_CORRUPT, "unknown module type '%s'", t), err, join(m, jpath, "type"));
+	if (!ti_module_find(t)) {
+		char buf[64];
+		const char *near = ti_module_closest(t, buf, sizeof(buf));
+		return at(near ? TI_FAIL(err, TI_E_CORRUPT, "unknown module type '%s' (did you mean '%s'?)", t, near)
+		               : TI_FAIL(err, TI_E_CORRUPT, "unknown module type '%s'", t), err, join(m, jpath, "type"));
+	}
 	return build_leaf(p, j, t, path, jpath, depth, out, err);
 }
 
@@ -499,7 +608,49 @@ static ti_status parse_names(parser *p, const cJSON *j, const char *jpath, const
 	return TI_OK;
 }
 
-static const char *const step_keys[] = {"out", "call", "op", "args"};
+static const char *const step_keys[] = {"out", "call", "op", "attr", "opaque", "module", "outputs", "args"};
+
+static ti_status parse_shape(parser *p, const cJSON *shape, const char *jp, int *ndim, ti_dim **dims, ti_error *err);
+
+/*
+ * An opaque step's "outputs": the tensors PyTorch returned, recorded by the
+ * exporter, [{"shape": [...], "dtype": "float32"}, ...].
+ */
+static ti_status parse_recorded(parser *p, const cJSON *outputs, const char *jpath, model_step *s, ti_error *err)
+{
+	ti_model *m = p->model;
+	if (!cJSON_IsArray(outputs) || cJSON_GetArraySize(outputs) > TI_OP_MAX_OUTPUTS)
+		return at(TI_FAIL(err, TI_E_CORRUPT, "an opaque step needs \"outputs\": a list of up to %d "
+		                  "{\"shape\", \"dtype\"}", TI_OP_MAX_OUTPUTS), err, jpath);
+	int n = cJSON_GetArraySize(outputs), i = 0;
+	s->recorded = ti_arena_calloc(&m->arena, (size_t)n + 1, sizeof(*s->recorded));
+	if (!s->recorded)
+		return TI_FAIL(err, TI_E_NOMEM, "out of memory for the description");
+	const cJSON *item;
+	cJSON_ArrayForEach(item, outputs) {
+		char sub[24];
+		snprintf(sub, sizeof(sub), "%d", i);
+		const char *jp = join(m, jpath, sub);
+		ti_model_tensor *t = &s->recorded[i++];
+		const cJSON *dtype = cJSON_GetObjectItemCaseSensitive(item, "dtype");
+		t->dtype = m->ctx.default_dtype;
+		if (dtype) {
+			const char *dn = cJSON_IsString(dtype) ? dtype->valuestring : "";
+			if (!strncmp(dn, "torch.", 6))
+				dn += 6;
+			if (!(t->dtype = ti_dtype_from_torch_name(dn)))
+				return at(TI_FAIL(err, TI_E_CORRUPT, "unknown dtype '%s'", cJSON_IsString(dtype) ? dtype->valuestring : "?"),
+				          err, join(m, jp, "dtype"));
+		}
+		ti_dim *dims;
+		ti_status st = parse_shape(p, cJSON_GetObjectItemCaseSensitive(item, "shape"), jp, &t->ndim, &dims, err);
+		if (st)
+			return st;
+		t->shape = dims;
+	}
+	s->recorded_count = n;
+	return TI_OK;
+}
 
 static ti_status parse_step(parser *p, const cJSON *j, const char *jpath, model_step *s, ti_error *err)
 {
@@ -507,20 +658,43 @@ static ti_status parse_step(parser *p, const cJSON *j, const char *jpath, model_
 	if (!cJSON_IsObject(j))
 		return at(TI_FAIL(err, TI_E_CORRUPT, "a step must be an object"), err, jpath);
 	s->jpath = jpath;
-	const cJSON *call = cJSON_GetObjectItemCaseSensitive(j, "call");
-	const cJSON *op = cJSON_GetObjectItemCaseSensitive(j, "op");
-	if (!!call == !!op)
-		return at(TI_FAIL(err, TI_E_CORRUPT, "a step needs exactly one of \"call\" and \"op\""), err, jpath);
-	const cJSON *target = call ? call : op;
+	static const char *const kinds[] = {"op", "call", "attr", "opaque"}; /* as model_step_kind */
+	const cJSON *target = NULL;
+	int found = 0;
+	for (int k = 0; k < 4; k++) {
+		const cJSON *t = cJSON_GetObjectItemCaseSensitive(j, kinds[k]);
+		if (t) {
+			target = t;
+			s->kind = (model_step_kind)k;
+			found++;
+		}
+	}
+	if (found != 1)
+		return at(TI_FAIL(err, TI_E_CORRUPT, "a step needs exactly one of \"call\", \"op\", \"attr\" and \"opaque\""),
+		          err, jpath);
+	const char *kind = kinds[s->kind];
 	if (!cJSON_IsString(target) || !*target->valuestring)
-		return at(TI_FAIL(err, TI_E_CORRUPT, "\"%s\" must be a non-empty string", call ? "call" : "op"), err,
-		          join(m, jpath, call ? "call" : "op"));
-	s->is_call = call != NULL;
+		return at(TI_FAIL(err, TI_E_CORRUPT, "\"%s\" must be a non-empty string", kind), err, join(m, jpath, kind));
+	s->is_call = s->kind == TI_STEP_CALL;
 	s->target = target->valuestring;
-	if (op && !ti_op_find(s->target))
-		return at(TI_FAIL(err, TI_E_CORRUPT, "unknown operator '%s'", s->target), err, join(m, jpath, "op"));
-	const cJSON *outj = cJSON_GetObjectItemCaseSensitive(j, "out");
+	if (s->kind == TI_STEP_OP && !ti_op_find(s->target)) {
+		char buf[64];
+		const char *near = ti_op_closest(s->target, buf, sizeof(buf));
+		return at(near ? TI_FAIL(err, TI_E_CORRUPT, "unknown operator '%s' (did you mean '%s'?)", s->target, near)
+		               : TI_FAIL(err, TI_E_CORRUPT, "unknown operator '%s'", s->target), err, join(m, jpath, "op"));
+	}
+	const cJSON *module = cJSON_GetObjectItemCaseSensitive(j, "module");
+	const cJSON *outputs = cJSON_GetObjectItemCaseSensitive(j, "outputs");
+	if ((module || outputs) && s->kind != TI_STEP_OPAQUE)
+		return at(TI_FAIL(err, TI_E_CORRUPT, "only an opaque step takes \"%s\"", module ? "module" : "outputs"), err,
+		          join(m, jpath, module ? "module" : "outputs"));
+	if (module && (!cJSON_IsString(module) || !*module->valuestring))
+		return at(TI_FAIL(err, TI_E_CORRUPT, "\"module\" must be a module path"), err, join(m, jpath, "module"));
+	s->module = module ? module->valuestring : NULL;
 	ti_status st;
+	if (s->kind == TI_STEP_OPAQUE && (st = parse_recorded(p, outputs, join(m, jpath, "outputs"), s, err)))
+		return st;
+	const cJSON *outj = cJSON_GetObjectItemCaseSensitive(j, "out");
 	if (cJSON_IsString(outj)) {
 		if (!is_identifier(outj->valuestring))
 			return at(TI_FAIL(err, TI_E_CORRUPT, "bad name '%s'", outj->valuestring), err, join(m, jpath, "out"));
@@ -534,6 +708,16 @@ static ti_status parse_step(parser *p, const cJSON *j, const char *jpath, model_
 			return st;
 	}
 	const cJSON *args = cJSON_GetObjectItemCaseSensitive(j, "args");
+	if (s->kind == TI_STEP_ATTR) { /* fx's get_attr: nothing else */
+		const cJSON *item;
+		cJSON_ArrayForEach(item, j)
+			if (strcmp(item->string, "attr") && strcmp(item->string, "out"))
+				return at(TI_FAIL(err, TI_E_CORRUPT, "an attr step takes \"out\" only, not '%s'", item->string),
+				          err, join(m, jpath, item->string));
+		if (s->out_count != 1)
+			return at(TI_FAIL(err, TI_E_CORRUPT, "an attr step needs one \"out\" name"), err, jpath);
+		return TI_OK;
+	}
 	if (args && !cJSON_IsArray(args))
 		return at(TI_FAIL(err, TI_E_CORRUPT, "\"args\" must be a list"), err, join(m, jpath, "args"));
 	int n = cJSON_GetArraySize(j) + (args ? cJSON_GetArraySize(args) : 0);
@@ -545,6 +729,8 @@ static ti_status parse_step(parser *p, const cJSON *j, const char *jpath, model_
 	cJSON_ArrayForEach(item, args) {
 		char sub[24];
 		snprintf(sub, sizeof(sub), "args.%d", i++);
+		if (cJSON_IsString(item) && !strcmp(item->valuestring, "$training"))
+			s->depends_on_mode = true;
 		if (!plain_arg(item, &s->args[s->arg_count]) &&
 		    (st = json_to_arg(p, item, join(m, jpath, sub), 0, &s->args[s->arg_count], err)))
 			return st;
@@ -556,6 +742,8 @@ static ti_status parse_step(parser *p, const cJSON *j, const char *jpath, model_
 			reserved |= !strcmp(item->string, step_keys[k]);
 		if (reserved)
 			continue;
+		if (cJSON_IsString(item) && !strcmp(item->valuestring, "$training"))
+			s->depends_on_mode = true;
 		if (!plain_arg(item, &s->args[s->arg_count]) &&
 		    (st = json_to_arg(p, item, join(m, jpath, item->string), 0, &s->args[s->arg_count], err)))
 			return st;
@@ -620,6 +808,94 @@ static ti_status parse_def(parser *p, const cJSON *j, const char *name, const ch
 
 /* ---- inputs, ties, parameters ---- */
 
+/* A shape: sizes that are integers, symbol names ("N") or formulas of them ("N*197", "(T - 1)//2 + 1"). */
+static ti_status parse_shape(parser *p, const cJSON *shape, const char *jp, int *ndim, ti_dim **out, ti_error *err)
+{
+	ti_model *m = p->model;
+	if (!cJSON_IsArray(shape))
+		return at(TI_FAIL(err, TI_E_CORRUPT, "a tensor needs a \"shape\" list"), err, jp);
+	int n = cJSON_GetArraySize(shape);
+	if (n > TI_META_MAX_DIMS)
+		return at(TI_FAIL(err, TI_E_CORRUPT, "more than %d dimensions", TI_META_MAX_DIMS), err, join(m, jp, "shape"));
+	ti_dim *dims = ti_arena_calloc(&m->arena, (size_t)n + 1, sizeof(*dims));
+	if (!dims)
+		return TI_FAIL(err, TI_E_NOMEM, "out of memory for the description");
+	int k = 0;
+	const cJSON *d;
+	cJSON_ArrayForEach(d, shape) {
+		char sub[24];
+		snprintf(sub, sizeof(sub), "shape.%d", k);
+		ti_arg a;
+		ti_status st = json_to_arg(p, d, join(m, jp, sub), 0, &a, err);
+		if (st)
+			return st;
+		if (a.kind == TI_ARG_STR && is_identifier(a.as.str) && strlen(a.as.str) > TI_SYM_MAX_NAME)
+			return at(TI_FAIL(err, TI_E_CORRUPT, "a symbol name is at most %d characters", TI_SYM_MAX_NAME),
+			          err, join(m, jp, sub));
+		if (a.kind == TI_ARG_STR && ti_dim_parse(&m->sym, a.as.str, &dims[k]) &&
+		    ti_dim_compare(&m->sym, dims[k], TI_CMP_GE, ti_dim_int(0)) != TI_FALSE)
+			;
+		else if (a.kind == TI_ARG_INT && a.as.dim.value >= 0)
+			dims[k] = a.as.dim;
+		else
+			return at(TI_FAIL(err, TI_E_CORRUPT, "a size must be a non-negative integer, a symbol name or a formula"),
+			          err, join(m, jp, sub));
+		k++;
+	}
+	*ndim = n;
+	*out = dims;
+	return ti_sym_ok(&m->sym, err);
+}
+
+/*
+ * --input NAME=SHAPE[:DTYPE]: "8x3x224x224" or "N,3,224,224:float16" in place
+ * of the description's shape (and dtype, when given).
+ */
+static ti_status override_input(parser *p, ti_model_tensor *t, const char *jp, ti_error *err)
+{
+	ti_model *m = p->model;
+	const ti_model_options *o = p->options;
+	const char *spec = NULL;
+	for (size_t i = 0; o && i < o->input_count; i++)
+		if (!strcmp(o->input_names[i], t->name))
+			spec = o->input_specs[i];
+	if (!spec)
+		return TI_OK;
+	char *text = ti_arena_strdup(&m->arena, spec);
+	if (!text)
+		return TI_FAIL(err, TI_E_NOMEM, "out of memory for the description");
+	char *colon = strrchr(text, ':');
+	if (colon) {
+		*colon = '\0';
+		const char *dn = !strncmp(colon + 1, "torch.", 6) ? colon + 7 : colon + 1;
+		if (!(t->dtype = ti_dtype_from_torch_name(dn)))
+			return TI_FAIL(err, TI_E_INVALID, "--input %s: unknown dtype '%s'", t->name, colon + 1);
+	}
+	char sep = strchr(text, ',') ? ',' : 'x';
+	ti_dim *dims = ti_arena_calloc(&m->arena, TI_META_MAX_DIMS + 1, sizeof(*dims));
+	if (!dims)
+		return TI_FAIL(err, TI_E_NOMEM, "out of memory for the description");
+	int n = 0;
+	for (char *item = text; *text; ) {
+		char *end = strchr(item, sep);
+		if (end)
+			*end = '\0';
+		if (n == TI_META_MAX_DIMS)
+			return TI_FAIL(err, TI_E_INVALID, "--input %s: more than %d dimensions", t->name, TI_META_MAX_DIMS);
+		if (!ti_dim_parse(&m->sym, item, &dims[n]) || ti_dim_compare(&m->sym, dims[n], TI_CMP_GE, ti_dim_int(0)) == TI_FALSE)
+			return TI_FAIL(err, TI_E_INVALID, "--input %s: '%s' is not a size (an integer, a symbol or a formula)",
+			               t->name, item);
+		n++;
+		if (!end)
+			break;
+		item = end + 1;
+	}
+	(void)jp;
+	t->ndim = n;
+	t->shape = dims;
+	return ti_sym_ok(&m->sym, err);
+}
+
 static ti_status parse_inputs(parser *p, const cJSON *inputs, ti_error *err)
 {
 	ti_model *m = p->model;
@@ -648,34 +924,13 @@ static ti_status parse_inputs(parser *p, const cJSON *inputs, ti_error *err)
 				return at(TI_FAIL(err, TI_E_CORRUPT, "unknown dtype '%s'", cJSON_IsString(dtype) ? dtype->valuestring : "?"),
 				          err, join(m, jp, "dtype"));
 		}
-		t->ndim = cJSON_GetArraySize(shape);
-		if (t->ndim > TI_META_MAX_DIMS)
-			return at(TI_FAIL(err, TI_E_CORRUPT, "more than %d dimensions", TI_META_MAX_DIMS), err, join(m, jp, "shape"));
-		ti_dim *dims = ti_arena_calloc(&m->arena, (size_t)t->ndim + 1, sizeof(*dims));
-		if (!dims)
-			return TI_FAIL(err, TI_E_NOMEM, "out of memory for the description");
-		int k = 0;
-		const cJSON *d;
-		cJSON_ArrayForEach(d, shape) {
-			char sub[24];
-			snprintf(sub, sizeof(sub), "shape.%d", k);
-			ti_arg a;
-			ti_status st = json_to_arg(p, d, join(m, jp, sub), 0, &a, err);
-			if (st)
-				return st;
-			if (a.kind == TI_ARG_STR && is_identifier(a.as.str) && strlen(a.as.str) > TI_SYM_MAX_NAME)
-				return at(TI_FAIL(err, TI_E_CORRUPT, "a symbol name is at most %d characters", TI_SYM_MAX_NAME),
-				          err, join(m, jp, sub));
-			if (a.kind == TI_ARG_STR && is_identifier(a.as.str))
-				dims[k] = ti_dim_symbol(&m->sym, a.as.str);
-			else if (a.kind == TI_ARG_INT && a.as.dim.value >= 0)
-				dims[k] = a.as.dim;
-			else
-				return at(TI_FAIL(err, TI_E_CORRUPT, "a size must be a non-negative integer or a symbol name"),
-				          err, join(m, jp, sub));
-			k++;
-		}
+		ti_dim *dims;
+		ti_status st = parse_shape(p, shape, jp, &t->ndim, &dims, err);
+		if (st)
+			return st;
 		t->shape = dims;
+		if ((st = override_input(p, t, jp, err)))
+			return st;
 		ti_dim *stride = ti_arena_calloc(&m->arena, (size_t)t->ndim + 1, sizeof(*stride));
 		if (!stride)
 			return TI_FAIL(err, TI_E_NOMEM, "out of memory for the description");
@@ -923,6 +1178,18 @@ static ti_status open_parsed(parser *p, const cJSON *root, const ti_model_option
 		return st;
 	if ((st = parse_inputs(p, cJSON_GetObjectItemCaseSensitive(root, "inputs"), err)))
 		return st;
+	for (size_t i = 0; options && i < options->input_count; i++) {
+		bool known = false;
+		for (size_t k = 0; k < m->input_count; k++)
+			known |= !strcmp(m->inputs[k].name, options->input_names[i]);
+		if (!known) {
+			char names[256] = "";
+			for (size_t k = 0; k < m->input_count; k++)
+				snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s", k ? ", " : "", m->inputs[k].name);
+			return TI_FAIL(err, TI_E_INVALID, "--input %s: the description has no input '%s' (its inputs: %s)",
+			               options->input_names[i], options->input_names[i], names);
+		}
+	}
 	if ((st = model_build_composite(m, m->main, "", 0, &m->root, err)))
 		return st;
 	const cJSON *tied = cJSON_GetObjectItemCaseSensitive(root, "tied");
@@ -962,7 +1229,8 @@ ti_status ti_model_open(const char *text, size_t size, const ti_model_options *o
 	m->ctx.arena = &m->arena;
 	m->ctx.sym = &m->sym;
 	m->ctx.default_dtype = TI_DT_FLOAT32;
-	parser p = {m, NULL, NULL};
+	m->ctx.training = options && options->training;
+	parser p = {m, NULL, NULL, options && options->training, options};
 	m->parser = &p; /* composites are built while it lives */
 	/* JSON strings are copied into the arena only where kept: keep the tree until closing instead */
 	ti_status st = open_parsed(&p, root, options, err);

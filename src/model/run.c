@@ -86,6 +86,7 @@ static ti_status add_row(runner *r, int index, int depth, int parent, bool is_ca
 	s->index = index;
 	s->depth = depth;
 	s->parent = parent;
+	s->kind = is_call ? TI_STEP_CALL : TI_STEP_OP;
 	s->is_call = is_call;
 	s->target = target;
 	s->type = type;
@@ -239,10 +240,14 @@ static ti_status call_children(runner *r, scope *sc, const ti_module *mod, const
 		if (st)
 			return st;
 		result sub;
+		bool was_dependent = r->m->ctx.mode_dependent;
+		r->m->ctx.mode_dependent = false;
 		if ((st = call_module(r, sc, child, current, count, depth + 1, child_row, &sub, err)))
 			return st;
 		if ((st = finish_row(r, child_row, &sub, NULL, 0, err)))
 			return st;
+		r->rows[child_row].mode_dependent = r->m->ctx.mode_dependent;
+		r->m->ctx.mode_dependent |= was_dependent;
 		add_counts(r->m, res, sub.macs, sub.flops, sub.counted, sub.uncounted_part);
 		count = sub.output_count;
 		memcpy(current, sub.outputs, (size_t)count * sizeof(*current));
@@ -285,8 +290,12 @@ static ti_status call_module(runner *r, scope *sc, const ti_module *mod, const t
 		return st;
 	}
 	case TI_MODULE_DICT:
+	case TI_MODULE_PLAIN:
 		break;
 	}
+	if (mod->kind == TI_MODULE_PLAIN)
+		return TI_FAIL(err, TI_E_CORRUPT, "'%s' (%s) has no forward in the description: call its modules", mod->path,
+		               mod->type);
 	return TI_FAIL(err, TI_E_CORRUPT, "'%s' is a ModuleDict, which cannot be called: call one of its modules", mod->path);
 }
 
@@ -340,24 +349,109 @@ static const char *argument_path(ti_model *m, const model_step *s, const char *m
 	return s->jpath;
 }
 
+/* A parameter or buffer by dotted path from owner ("encoder.pos_embedding"). */
+static const ti_module_tensor *find_attr(const ti_module *owner, const char *path)
+{
+	const char *dot = strrchr(path, '.');
+	const ti_module *mod = owner;
+	if (dot) {
+		char prefix[512];
+		size_t len = (size_t)(dot - path);
+		if (len >= sizeof(prefix))
+			return NULL;
+		memcpy(prefix, path, len);
+		prefix[len] = '\0';
+		mod = find_module(owner, prefix);
+	}
+	const char *name = dot ? dot + 1 : path;
+	for (int i = 0; mod && i < mod->tensor_count; i++)
+		if (!strcmp(mod->tensors[i].name, name))
+			return &mod->tensors[i];
+	return NULL;
+}
+
+/* An "attr" step: the tensor itself, as fx's get_attr hands it on (no new memory). */
+static ti_status run_attr(runner *r, const ti_module *owner, const model_step *s, result *res, ti_error *err)
+{
+	const ti_module_tensor *t = find_attr(owner, s->target);
+	if (!t) {
+		TI_FAIL(err, TI_E_CORRUPT, "no parameter or buffer '%s'", s->target);
+		ti_error_at(err, ti_arena_printf(&r->m->arena, "%s.attr", s->jpath), -1);
+		return TI_E_CORRUPT;
+	}
+	res->outputs[0] = ti_arg_tensor(t->tensor);
+	res->output_count = 1;
+	res->counted = true;
+	return TI_OK;
+}
+
+/*
+ * An "opaque" step: a call tinspect has no rule for, its outputs exactly as
+ * the exporter recorded them from PyTorch. Its arguments are checked to
+ * exist; nothing is counted, and the memory simulation sees an operator
+ * without a rule (a lower bound).
+ */
+static ti_status run_opaque(runner *r, const model_step *s, result *res, ti_error *err)
+{
+	ti_model *m = r->m;
+	for (int i = 0; i < s->arg_count; i++) {
+		const ti_arg *a = &s->args[i];
+		ti_arg v;
+		if (a->kind == TI_ARG_STR && m->ctx.resolve && m->ctx.resolve(m->ctx.resolve_user, a->as.str, &v, err) &&
+		    !ti_dim_parse(&m->sym, a->as.str, &v.as.dim))
+			return err->code;
+	}
+	ti_op_call call;
+	memset(&call, 0, sizeof(call));
+	call.ctx = &m->ctx;
+	call.macs = call.flops = ti_dim_int(0);
+	const ti_run_observer *o = m->ctx.observer;
+	if (o)
+		o->enter(o->user, s->target, NULL);
+	for (int i = 0; i < s->recorded_count; i++) {
+		const ti_model_tensor *t = &s->recorded[i];
+		ti_meta_tensor *out = ti_meta_new(&m->ctx, t->dtype, t->ndim, t->shape);
+		if (!out)
+			return TI_FAIL(err, TI_E_NOMEM, "out of memory for '%s'", s->target);
+		call.outputs[call.output_count++] = ti_arg_tensor(out);
+	}
+	if (o)
+		o->leave(o->user, &call);
+	take_call(m, res, &call);
+	return TI_OK;
+}
+
 static ti_status run_step(runner *r, scope *sc, const ti_module *owner, const model_step *s, int index,
                           int depth, int parent, result *res, ti_error *err)
 {
 	ti_model *m = r->m;
 	int row;
 	const ti_module *mod = NULL;
-	if (s->is_call && !(mod = find_module(owner, s->target))) {
-		TI_FAIL(err, TI_E_CORRUPT, "no module '%s'", s->target);
-		ti_error_at(err, ti_arena_printf(&m->arena, "%s.call", s->jpath), -1);
+	const char *path = s->kind == TI_STEP_CALL ? s->target : s->kind == TI_STEP_OPAQUE ? s->module : NULL;
+	if (path && !(mod = find_module(owner, path))) {
+		TI_FAIL(err, TI_E_CORRUPT, "no module '%s'", path);
+		ti_error_at(err, ti_arena_printf(&m->arena, "%s.%s", s->jpath, s->kind == TI_STEP_CALL ? "call" : "module"), -1);
 		return TI_E_CORRUPT;
 	}
 	ti_status st = add_row(r, index, depth, parent, s->is_call, mod ? mod->path : s->target, mod ? mod->type : NULL,
 	                       &row, err);
 	if (st)
 		return st;
+	r->rows[row].kind = s->kind;
 	r->rows[row].out_names = s->out_names;
 	r->rows[row].out_count = s->out_count;
-	if (mod) {
+	bool was_dependent = m->ctx.mode_dependent;
+	m->ctx.mode_dependent = s->depends_on_mode;
+	if (s->kind == TI_STEP_ATTR) {
+		memset(res, 0, sizeof(*res));
+		st = run_attr(r, owner, s, res, err);
+	} else if (s->kind == TI_STEP_OPAQUE) {
+		memset(res, 0, sizeof(*res));
+		if (mod)
+			r->rows[row].params = model_module_params(mod);
+		r->rows[row].opaque = s->target;
+		st = run_opaque(r, s, res, err);
+	} else if (mod) {
 		st = call_module(r, sc, mod, s->args, s->arg_count, depth, row, res, err);
 	} else {
 		ti_op_call call;
@@ -371,6 +465,8 @@ static ti_status run_step(runner *r, scope *sc, const ti_module *owner, const mo
 		note_failure(r, mod ? mod->path : s->target, mod ? mod->type : NULL, s->args, s->arg_count);
 	if (!st)
 		st = finish_row(r, row, res, s->out_names, s->out_count, err);
+	r->rows[row].mode_dependent = m->ctx.mode_dependent;
+	m->ctx.mode_dependent |= was_dependent;
 	if (st && st != TI_E_SHAPE && !err->member[0])
 		ti_error_at(err, argument_path(m, s, err->message), -1);
 	return st;
@@ -613,6 +709,7 @@ ti_status ti_model_run(ti_model *m, const ti_model_report **out, ti_error *err)
 	totals(m, rep);
 	rep->assumptions = m->sym.assumptions;
 	rep->assumption_count = m->sym.assumption_count;
+	rep->training = m->ctx.training;
 	m->ran = true;
 	*out = rep;
 	return ti_sym_ok(&m->sym, err);

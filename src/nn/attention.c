@@ -402,6 +402,8 @@ static ti_status mha_forward(ti_op_call *call, const ti_module *m, ti_error *err
 {
 	mha_config c = config_of(m);
 	mha_inputs in;
+	if (ti_module_float(m, "dropout") > 0) /* attention dropout: same shapes, more memory in training */
+		call->ctx->mode_dependent = true;
 	ti_dim source;
 	ti_status st = gather_inputs(call, &c, &in, err);
 	if (!st)

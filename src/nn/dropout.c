@@ -2,10 +2,10 @@
  * dropout.c - the torch.nn dropout modules (torch/nn/modules/dropout.py):
  * Dropout, Dropout1d/2d/3d, AlphaDropout, FeatureAlphaDropout.
  *
- * Shapes are propagated in eval mode, where a dropout is the identity: each
- * forward runs its functional operator (src/ops/activation.c) with
- * training=False, which checks the input as F.dropout1d & co. do and passes
- * it through. Free: no arithmetic is counted.
+ * Each forward runs its functional operator (src/ops/activation.c) with
+ * training set by the mode: in eval mode (the default) the identity, which
+ * still checks the input as F.dropout1d & co. do; in train mode the input
+ * times a mask. A dropout with p > 0 marks its row as mode-dependent.
  */
 #include "nn/tables.h"
 #include "tinspect/value.h"
@@ -38,13 +38,15 @@ static ti_status dropout_init(ti_module *m, ti_error *err)
 
 static ti_status dropout_forward(ti_op_call *call, const ti_module *m, ti_error *err)
 {
+	if (ti_module_float(m, "p") > 0)
+		call->ctx->mode_dependent = true;
 	const char *op = functional_name(call->ctx, m->type);
 	if (!op)
 		return TI_FAIL(err, TI_E_NOMEM, "out of memory");
 	ti_arg args[] = {
 		*ti_call_arg(call, "input"),
 		ti_arg_named("p", *ti_module_arg(m, "p")),
-		ti_arg_named("training", ti_arg_bool(false)),
+		ti_arg_named("training", ti_arg_bool(call->ctx->training)),
 		ti_arg_named("inplace", *ti_module_arg(m, "inplace")),
 	};
 	return ti_call_forward(call, op, args, 4, err);

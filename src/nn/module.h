@@ -8,8 +8,8 @@
  * outputs from the forward arguments and the parameters, usually by running
  * operators with ti_call_op so that their shape checks and counts apply.
  *
- * Containers (Sequential, ModuleList, ModuleDict) and composite types from a
- * description's `defs` have no row: the model code (src/model/) builds them.
+ * Containers (Sequential, ModuleList, ModuleDict, and "Module" for any other
+ * class an exporter met) and composite types from a description's `defs` have no row: the model code (src/model/) builds them.
  * Modules live in the run's arena.
  */
 #ifndef TINSPECT_NN_MODULE_H
@@ -35,6 +35,7 @@ typedef enum ti_module_kind {
 	TI_MODULE_SEQUENTIAL, /* calling it applies its children in order */
 	TI_MODULE_LIST,       /* ModuleList: the same when called, as descriptions allow */
 	TI_MODULE_DICT,       /* ModuleDict: not callable */
+	TI_MODULE_PLAIN,      /* "Module": any other nn.Module, holding children and tensors; not callable */
 	TI_MODULE_COMPOSITE   /* a type from `defs`: its own graph */
 } ti_module_kind;
 
@@ -67,6 +68,10 @@ struct ti_module_rule {
 
 /* Looks a module type up by its torch.nn class name ("Conv2d"); NULL if unknown. */
 const ti_module_rule *ti_module_find(const char *type);
+/* The known type (torch.nn class or container) nearest to a misspelt one, in buf; NULL when none is close. */
+const char *ti_module_closest(const char *type, char *buf, size_t size);
+/* Calls fn for every module row, in registry order (tinspect ops). */
+void ti_module_each(void (*fn)(void *user, const ti_module_rule *rule), void *user);
 /* The class's _version, as state_dict()._metadata records it: 1 unless the class sets another. */
 int64_t ti_module_version(const char *type);
 

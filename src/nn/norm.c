@@ -71,7 +71,11 @@ static ti_status init_norm_base(ti_module *m, ti_error *err)
 	return TI_OK;
 }
 
-/* _BatchNorm.forward in eval mode: batch statistics only when there are no running ones. */
+/*
+ * _BatchNorm.forward: batch statistics in training (bn_training), and in
+ * evaluation only when there are no running ones. Which it is depends on the
+ * mode whenever running statistics are tracked.
+ */
 static ti_status batch_norm_forward(ti_op_call *call, const ti_module *m, ti_error *err)
 {
 	const ti_meta_tensor *input = ti_call_tensor(call, "input");
@@ -80,10 +84,13 @@ static ti_status batch_norm_forward(ti_op_call *call, const ti_module *m, ti_err
 		return st;
 	const ti_meta_tensor *mean = ti_module_tensor_get(m, "running_mean");
 	const ti_meta_tensor *var = ti_module_tensor_get(m, "running_var");
+	if (mean || var)
+		call->ctx->mode_dependent = true;
 	ti_arg args[] = {
 		ti_arg_tensor(input), tensor_or_none(mean), tensor_or_none(var),
 		tensor_or_none(ti_module_tensor_get(m, "weight")), tensor_or_none(ti_module_tensor_get(m, "bias")),
-		ti_arg_bool(!mean && !var), ti_arg_float(momentum_of(m)), ti_arg_float(ti_module_float(m, "eps")),
+		ti_arg_bool(call->ctx->training || (!mean && !var)), ti_arg_float(momentum_of(m)),
+		ti_arg_float(ti_module_float(m, "eps")),
 	};
 	return ti_call_forward(call, "batch_norm", args, (int)(sizeof(args) / sizeof(args[0])), err);
 }
@@ -118,10 +125,12 @@ static ti_status instance_norm_forward(ti_op_call *call, const ti_module *m, ti_
 			return TI_FAIL(err, TI_E_NOMEM, "out of memory for a view");
 	}
 	const ti_meta_tensor *mean = ti_module_tensor_get(m, "running_mean");
+	if (mean)
+		ctx->mode_dependent = true;
 	ti_arg args[] = {
 		ti_arg_tensor(batched), tensor_or_none(mean), tensor_or_none(ti_module_tensor_get(m, "running_var")),
 		tensor_or_none(ti_module_tensor_get(m, "weight")), tensor_or_none(ti_module_tensor_get(m, "bias")),
-		ti_arg_bool(!ti_module_bool(m, "track_running_stats")), ti_arg_float(momentum_of(m)),
+		ti_arg_bool(call->ctx->training || !ti_module_bool(m, "track_running_stats")), ti_arg_float(momentum_of(m)),
 		ti_arg_float(ti_module_float(m, "eps")),
 	};
 	ti_op_call result;

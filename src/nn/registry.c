@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "nn/tables.h"
+#include "util/closest.h"
 
 static const ti_module_rule *const tables[] = {
 	ti_nn_linear, ti_nn_conv, ti_nn_norm, ti_nn_activation, ti_nn_pooling, ti_nn_embedding,
@@ -20,6 +21,30 @@ const ti_module_rule *ti_module_find(const char *type)
 			if (!strncmp(r->signature, type, n) && r->signature[n] == '(')
 				return r;
 	return NULL;
+}
+
+const char *ti_module_closest(const char *type, char *buf, size_t size)
+{
+	static const char *const containers[] = {"Sequential", "ModuleList", "ModuleDict", "Module"};
+	ti_closest c;
+	ti_closest_init(&c, type);
+	for (size_t i = 0; i < sizeof(containers) / sizeof(containers[0]); i++)
+		ti_closest_offer(&c, containers[i], strlen(containers[i]));
+	for (size_t t = 0; t < sizeof(tables) / sizeof(tables[0]); t++)
+		for (const ti_module_rule *r = tables[t]; r->signature; r++)
+			ti_closest_offer(&c, r->signature, strcspn(r->signature, "("));
+	if (!c.best || c.best_len >= size)
+		return NULL;
+	memcpy(buf, c.best, c.best_len);
+	buf[c.best_len] = '\0';
+	return buf;
+}
+
+void ti_module_each(void (*fn)(void *user, const ti_module_rule *rule), void *user)
+{
+	for (size_t t = 0; t < sizeof(tables) / sizeof(tables[0]); t++)
+		for (const ti_module_rule *r = tables[t]; r->signature; r++)
+			fn(user, r);
 }
 
 /*

@@ -277,6 +277,8 @@ static ti_status rnn_forward(ti_op_call *call, const ti_module *m, ti_error *err
 {
 	ti_shape_ctx *ctx = call->ctx;
 	rnn_config c = config_of(m);
+	if (ti_module_float(m, "dropout") > 0 && ti_module_dim(m, "num_layers").value > 1)
+		ctx->mode_dependent = true; /* dropout between layers in training */
 	rnn_inputs in;
 	ti_status st = gather_inputs(call, &c, &in, err);
 	if (!st)

@@ -405,6 +405,8 @@ static ti_status init_transformer(ti_module *m, ti_error *err)
 static ti_status forward_layers(ti_op_call *call, const ti_module *m, bool decoder, bool single, ti_error *err)
 {
 	tx_run r = {call, m, config_of(m)};
+	if (r.c.dropout > 0) /* same shapes; training adds masks (and turns the inference fast path off) */
+		call->ctx->mode_dependent = true;
 	attention_masks masks[2];
 	const ti_meta_tensor *memory = NULL, *x;
 	ti_status st = TI_OK;
@@ -448,6 +450,8 @@ static ti_status decoder_forward(ti_op_call *call, const ti_module *m, ti_error 
 static ti_status transformer_forward(ti_op_call *call, const ti_module *m, ti_error *err)
 {
 	tx_run r = {call, m, config_of(m)};
+	if (r.c.dropout > 0)
+		call->ctx->mode_dependent = true;
 	ti_symctx *s = call->ctx->sym;
 	const ti_meta_tensor *src = ti_call_tensor(call, "src"), *tgt = ti_call_tensor(call, "tgt");
 	int batch_dim = r.c.batch_first ? 0 : 1, at;

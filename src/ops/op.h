@@ -112,6 +112,10 @@ struct ti_op_rule {
  * list the same function under several names (aliases).
  */
 const ti_op_rule *ti_op_find(const char *name);
+/* The known operator name nearest to a misspelt one, in buf; NULL when none is close. */
+const char *ti_op_closest(const char *name, char *buf, size_t size);
+/* Calls fn for every row of every table, in registry order (tinspect ops). */
+void ti_op_each(void (*fn)(void *user, const ti_op_rule *rule), void *user);
 
 
 #endif

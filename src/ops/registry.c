@@ -7,6 +7,7 @@
 
 #include "ops/op.h"
 #include "ops/tables.h"
+#include "util/closest.h"
 #include "util/strmap.h"
 
 static const ti_op_rule *const tables[] = {
@@ -68,4 +69,25 @@ const ti_op_rule *ti_op_find(const char *name)
 		index_names();
 	const ti_op_rule *r = ti_strmap_get(&by_name, name);
 	return r ? r : scan(name);
+}
+
+const char *ti_op_closest(const char *name, char *buf, size_t size)
+{
+	ti_closest c;
+	ti_closest_init(&c, name);
+	for (size_t t = 0; t < sizeof(tables) / sizeof(tables[0]); t++)
+		for (const ti_op_rule *r = tables[t]; r->signature; r++)
+			ti_closest_offer(&c, r->signature, strcspn(r->signature, "("));
+	if (!c.best || c.best_len >= size)
+		return NULL;
+	memcpy(buf, c.best, c.best_len);
+	buf[c.best_len] = '\0';
+	return buf;
+}
+
+void ti_op_each(void (*fn)(void *user, const ti_op_rule *rule), void *user)
+{
+	for (size_t t = 0; t < sizeof(tables) / sizeof(tables[0]); t++)
+		for (const ti_op_rule *r = tables[t]; r->signature; r++)
+			fn(user, r);
 }

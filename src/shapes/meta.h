@@ -64,6 +64,8 @@ typedef struct ti_shape_ctx {
 	ti_status (*resolve)(void *user, const char *name, ti_arg *out, ti_error *err);
 	void *resolve_user;
 	const ti_run_observer *observer; /* NULL: nobody watches */
+	bool training;                   /* modules run as after model.train() (else eval()) */
+	bool mode_dependent;             /* set by a rule whose result depends on training */
 } ti_shape_ctx;
 
 /* ---- values: arguments bound to a signature, and what steps produce ---- */

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "shapes/meta.h"
+#include "util/closest.h"
 
 /* ---- parsing: our own tables, so a failure is our bug (TI_E_INVALID) ---- */
 
@@ -246,8 +247,25 @@ static ti_status coerce_int(ti_shape_ctx *ctx, const ti_arg *a, ti_arg *out)
 		*out = *a;
 		return TI_OK;
 	}
-	if (a->kind == TI_ARG_STR && is_identifier(a->as.str)) { /* a symbolic size: "N" */
+	if (a->kind != TI_ARG_STR)
+		return TI_E_CORRUPT;
+	if (ctx->resolve) { /* a graph name holding an int: x.size(0) */
+		ti_arg v;
+		ti_error ignored;
+		if (!ctx->resolve(ctx->resolve_user, a->as.str, &v, &ignored)) {
+			if (v.kind != TI_ARG_INT)
+				return TI_E_CORRUPT;
+			*out = v;
+			return TI_OK;
+		}
+	}
+	if (is_identifier(a->as.str)) { /* a symbolic size: "N" */
 		*out = ti_arg_dim(ti_dim_symbol(ctx->sym, a->as.str));
+		return TI_OK;
+	}
+	ti_dim d; /* a formula of symbols: "N*197" */
+	if (ti_dim_parse(ctx->sym, a->as.str, &d)) {
+		*out = ti_arg_dim(d);
 		return TI_OK;
 	}
 	return TI_E_CORRUPT;
@@ -384,7 +402,7 @@ static ti_status coerce(ti_shape_ctx *ctx, const ti_signature *sig, const ti_par
 		}
 		break;
 	case TI_P_SCALAR:
-		if (a.kind == TI_ARG_STR && is_identifier(a.as.str)) /* arange("T"): a symbolic size */
+		if (a.kind == TI_ARG_STR) /* arange("T"): a symbolic size, a graph int, a formula */
 			coerce_int(ctx, &a, &a);
 		if (a.kind != TI_ARG_INT && a.kind != TI_ARG_FLOAT && a.kind != TI_ARG_BOOL)
 			return wrong_type(sig, p, &a, err);
@@ -448,8 +466,16 @@ ti_status ti_bind(ti_shape_ctx *ctx, const ti_signature *sig, const ti_arg *args
 	}
 	for (int i = positional; i < nargs; i++) {
 		int k = param_index(sig, args[i].name);
-		if (k < 0)
+		if (k < 0) {
+			ti_closest c;
+			ti_closest_init(&c, args[i].name);
+			for (int j = 0; j < sig->count; j++)
+				ti_closest_offer(&c, sig->params[j].name, strlen(sig->params[j].name));
+			if (c.best)
+				return TI_FAIL(err, TI_E_CORRUPT, "%s() got an unexpected keyword argument '%s' (did you mean '%s'?)",
+				               sig->name, args[i].name, c.best);
 			return TI_FAIL(err, TI_E_CORRUPT, "%s() got an unexpected keyword argument '%s'", sig->name, args[i].name);
+		}
 		if (raw[k])
 			return TI_FAIL(err, TI_E_CORRUPT, "%s() got multiple values for argument '%s'", sig->name, args[i].name);
 		raw[k] = &args[i];

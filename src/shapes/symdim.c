@@ -1116,3 +1116,116 @@ const char *ti_dim_str(ti_symctx *ctx, ti_dim d)
 		out_of_memory(ctx);
 	return copy;
 }
+
+/* ---- formulas in descriptions: "N*197", "(T - 1)//2 + 1" ---- */
+
+typedef struct formula {
+	ti_symctx *ctx;
+	const char *s;
+	int depth;
+} formula;
+
+static bool formula_sum(formula *f, ti_dim *out);
+
+static void formula_skip(formula *f)
+{
+	while (*f->s == ' ')
+		f->s++;
+}
+
+static bool formula_atom(formula *f, ti_dim *out)
+{
+	formula_skip(f);
+	char c = *f->s;
+	if (c == '-') {
+		f->s++;
+		ti_dim v;
+		if (!formula_atom(f, &v))
+			return false;
+		*out = ti_dim_sub(f->ctx, ti_dim_int(0), v);
+		return true;
+	}
+	if (c == '(') {
+		if (++f->depth > 64)
+			return false;
+		f->s++;
+		if (!formula_sum(f, out))
+			return false;
+		formula_skip(f);
+		if (*f->s != ')')
+			return false;
+		f->s++;
+		f->depth--;
+		return true;
+	}
+	if (c >= '0' && c <= '9') {
+		int64_t v = 0;
+		while (*f->s >= '0' && *f->s <= '9') {
+			if (v > (INT64_MAX - 9) / 10)
+				return false;
+			v = v * 10 + (*f->s++ - '0');
+		}
+		*out = ti_dim_int(v);
+		return true;
+	}
+	char name[MAX_NAME + 1];
+	size_t n = 0;
+	while ((*f->s >= 'A' && *f->s <= 'Z') || (*f->s >= 'a' && *f->s <= 'z') || *f->s == '_' ||
+	       (n > 0 && *f->s >= '0' && *f->s <= '9')) {
+		if (n >= MAX_NAME)
+			return false;
+		name[n++] = *f->s++;
+	}
+	if (!n)
+		return false;
+	name[n] = '\0';
+	*out = ti_dim_symbol(f->ctx, name);
+	return true;
+}
+
+static bool formula_product(formula *f, ti_dim *out)
+{
+	if (!formula_atom(f, out))
+		return false;
+	for (;;) {
+		formula_skip(f);
+		int op = 0;
+		if (f->s[0] == '/' && f->s[1] == '/')
+			op = '/', f->s += 2;
+		else if (f->s[0] == '*' || f->s[0] == '%')
+			op = *f->s++;
+		else
+			return true;
+		ti_dim rhs;
+		if (!formula_atom(f, &rhs))
+			return false;
+		*out = op == '*' ? ti_dim_mul(f->ctx, *out, rhs)
+		     : op == '/' ? ti_dim_floordiv(f->ctx, *out, rhs) : ti_dim_mod(f->ctx, *out, rhs);
+	}
+}
+
+static bool formula_sum(formula *f, ti_dim *out)
+{
+	if (!formula_product(f, out))
+		return false;
+	for (;;) {
+		formula_skip(f);
+		char op = *f->s;
+		if (op != '+' && op != '-')
+			return true;
+		f->s++;
+		ti_dim rhs;
+		if (!formula_product(f, &rhs))
+			return false;
+		*out = op == '+' ? ti_dim_add(f->ctx, *out, rhs) : ti_dim_sub(f->ctx, *out, rhs);
+	}
+}
+
+bool ti_dim_parse(ti_symctx *ctx, const char *text, ti_dim *out)
+{
+	formula f = {ctx, text, 0};
+	if (!formula_sum(&f, out))
+		return false;
+	formula_skip(&f);
+	return *f.s == '\0';
+}
