@@ -11,6 +11,7 @@ concrete here: the tracer runs once per set of symbol values and
 steps.unify turns the ints that change into formulas.
 """
 import collections
+import re
 
 import torch
 from torch.overrides import TorchFunctionMode
@@ -56,7 +57,9 @@ class Recorder(TorchFunctionMode):
         self.alive[id(t)] = t
 
     def fresh(self, base):
-        base = base.replace(".", "_").strip("_") or "v"
+        base = re.sub(r"\W", "_", base).strip("_") or "v"
+        if base[0].isdigit():
+            base = "v" + base
         while True:
             k = self.counter[base]
             self.counter[base] += 1
