@@ -227,14 +227,15 @@ def build_model(case, device):
     return model.eval()
 
 
-def make_input(case, n, device):
+def make_input(case, bindings, device):
+    """The input of `case` at the bindings: token ids (zeros: valid indices) or an image batch."""
     import torch
 
     if case.kind == "lm":
-        return torch.zeros((n,) + case.input_shape, dtype=torch.int64, device=device)
+        return torch.zeros((bindings["N"], bindings["T"]), dtype=torch.int64, device=device)
     if device == "meta":
-        return torch.empty((n,) + case.input_shape, device=device)
-    return torch.randn((n,) + case.input_shape, device=device)
+        return torch.empty((bindings["N"],) + case.input_shape, device=device)
+    return torch.randn((bindings["N"],) + case.input_shape, device=device)
 
 
 def dtype_name(dtype):
@@ -300,7 +301,7 @@ def memory_worker(spec):
 
     case = Case.from_spec(spec["case"])
     model = build_model(case, "cpu")
-    x = make_input(case, spec["batch"], "cpu")
+    x = make_input(case, spec["bindings"], "cpu")
 
     def uniq_bytes(tensors):
         seen = {}
@@ -363,7 +364,7 @@ def memory_worker(spec):
 
 def measure_memory(so, case, bindings, mode, path, binary):
     """(error fraction or None, failure messages, notes) of tinspect memory for one mode."""
-    spec = {"case": case.spec(), "batch": bindings["N"], "mode": mode}
+    spec = {"case": case.spec(), "bindings": bindings, "mode": mode}
     r = memshim_run.run_worker(so, os.path.abspath(__file__), [json.dumps(spec)], timeout=MEMORY_TIMEOUT)
     if "error" in r:
         return None, ["memory (%s): the PyTorch measurement failed: %s" % (mode, r["error"])], []
@@ -400,6 +401,7 @@ def compare_shapes(doc, reference, graph):
         return "tinspect shapes reported an error: %s" % (doc["error"],)
     if len(steps) != len(reference):
         return "tinspect has %d steps, the export recorded %d" % (len(steps), len(reference))
+    compared = 0
     for i, (step, ref) in enumerate(zip(steps, reference)):
         if step.get("index") != i:
             return "step %d: tinspect's row has index %r" % (i, step.get("index"))
@@ -412,8 +414,13 @@ def compare_shapes(doc, reference, graph):
             return "step %d (%s): %d outputs, PyTorch %d: tinspect %s, PyTorch %s" % (
                 i, what, len(got), len(want), got, want)
         for k, (g, w) in enumerate(zip(got, want)):
-            if w is not None and g != w:
-                return "step %d (%s) output %d: tinspect %s %s, PyTorch %s %s" % (i, what, k, g[0], g[1], w[0], w[1])
+            if w is not None:
+                compared += 1
+                if g != w:
+                    return "step %d (%s) output %d: tinspect %s %s, PyTorch %s %s" % (
+                        i, what, k, g[0], g[1], w[0], w[1])
+    if not compared:
+        return "no tensor output was compared (the export recorded no tensor shapes)"
     return None
 
 
@@ -433,67 +440,101 @@ def compare_params(doc, listing):
 # ==========================================================================
 # One model, in a pool worker
 # ==========================================================================
-def symbolic_spec(case):
-    """The exporter's `symbolic` argument: which input dims are symbols."""
-    return {"N": (0, 0)}
+def export_inputs(case, model):
+    """The exporter's inputs ({forward's argument name: (shape with symbols, dtype)}) and bindings."""
+    import inspect
+
+    arg = next(iter(inspect.signature(model.forward).parameters))
+    if case.kind == "lm":
+        return {arg: (["N", "T"], "int64")}, {"N": BATCH, "T": case.input_shape[0]}
+    return {arg: (["N"] + list(case.input_shape), "float32")}, {"N": BATCH}
 
 
 def check_case(args):
-    """Export one model and check it; returns its row as a dict."""
+    """Export one model and check it; returns its row as a dict.
+
+    The checks after the export are independent: one failing (tinspect exiting on an
+    operator it does not know, say) does not hide the others' results.
+    """
     spec, binary, so, scratch = args
     case = Case.from_spec(spec)
-    row = {"model": case.name, "fails": [], "notes": []}
+    row = {"model": case.name, "fails": [], "notes": [], "mem": {}}
+
+    def failed(what):
+        e = sys.exc_info()[1]
+        msg = str(e).strip().splitlines()[0] if str(e).strip() else ""
+        row["fails"].append("%s: %s: %s" % (what, type(e).__name__, msg))
+        row.setdefault("tracebacks", []).append(traceback.format_exc())
+
+    import torch
+    import tinspect_export
+
+    torch.set_num_threads(1)
     try:
-        import torch
-        import tinspect_export
-
-        torch.set_num_threads(1)
         model = build_model(case, "meta")
-        x = make_input(case, BATCH, "meta")
+        row["params"] = sum(p.numel() for p in {id(p): p for p in model.parameters()}.values())
+        inputs, symbolic = export_inputs(case, model)
         path = os.path.join(scratch, case.name + ".json")
-        res = tinspect_export.export(model, (x,), path, symbolic=symbolic_spec(case))
-        bindings = dict(res.bindings)
-        graph = res.description.get("graph", [])
-        row.update(tracer=res.tracer, steps=len(graph), opaque=len(res.opaque), bindings=bindings)
-        if res.opaque:
-            row["fails"].append("opaque steps: %s" % ", ".join(sorted(set(
-                str(o.get("opaque") if isinstance(o, dict) else o) for o in res.opaque))))
-        if "N" not in bindings:
-            row["fails"].append("the export binds no N: %s" % bindings)
+        res = tinspect_export.export(model, inputs, path, symbolic=symbolic)
+    except Exception:
+        failed("export")
+        return row
+    bindings = dict(res.bindings)
+    graph = res.description.get("graph", [])
+    row.update(tracer=res.tracer, steps=len(graph), opaque=len(res.opaque))
+    if getattr(res, "fallback", None):
+        row["notes"].append("fx could not trace it (%s): recorded" % res.fallback)
+    if bindings != symbolic:
+        row["fails"].append("the export's bindings are %s, asked for %s" % (bindings, symbolic))
+    if res.opaque:
+        groups = {}
+        for i, where, why in res.opaque:
+            groups.setdefault((where, why), []).append(i)
+        row["fails"].append("opaque steps: %s" % "; ".join(
+            "%s (%s) at step%s %s" % (where, why, "s" if len(ix) > 1 else "",
+                                      ", ".join(map(str, ix[:5])) + (", ... (%d in all)" % len(ix) if len(ix) > 5 else ""))
+            for (where, why), ix in groups.items()))
+    if len(res.reference) != len(graph):
+        row["fails"].append("the export has %d references for %d steps" % (len(res.reference), len(graph)))
 
+    try:
+        row["macs_ref"] = reference_macs(model, make_input(case, bindings, "meta"))
+    except Exception:
+        failed("reference MACs")
+    try:
         shapes = run_json([binary, "shapes", path, "--json"] + bind_args(bindings))
-        row["shapes_ok"] = None
         why = compare_shapes(shapes, res.reference, graph)
         row["shapes_ok"] = why is None
         if why:
             row["fails"].append("shapes: " + why)
         row["macs"] = shapes.get("totals", {}).get("macs")
-
-        listing = state_dict_listing(model)
-        row["params"] = sum(p.numel() for p in {id(p): p for p in model.parameters()}.values())
-        params = run_json([binary, "params", path, "--json"])
-        why = compare_params(params, listing)
+    except Exception:
+        row["shapes_ok"] = False
+        failed("shapes")
+    try:
+        why = compare_params(run_json([binary, "params", path, "--json"]), state_dict_listing(model))
         row["params_ok"] = why is None
         if why:
             row["fails"].append("state_dict: " + why)
+    except Exception:
+        row["params_ok"] = False
+        failed("params")
 
-        row["macs_ref"] = reference_macs(model, make_input(case, bindings["N"], "meta"))
-
-        limits = MEM_LIMITS[case.full]
-        row["mem"] = {}
-        if row["params"] > limits["params"]:
-            row["mem_skip"] = "over %d M parameters" % (limits["params"] / 1e6)
-        elif row["macs_ref"] > limits["macs"]:
-            row["mem_skip"] = "over %g GMACs at N=%d (CPU time)" % (limits["macs"] / 1e9, bindings["N"])
-        else:
-            for mode in ("infer", "train"):
+    limits = MEM_LIMITS[case.full]
+    if row["params"] > limits["params"]:
+        row["mem_skip"] = "over %d M parameters" % (limits["params"] / 1e6)
+    elif row.get("macs_ref", 0) > limits["macs"]:
+        row["mem_skip"] = "over %g GMACs at the bindings (CPU time)" % (limits["macs"] / 1e9)
+    else:
+        for mode in ("infer", "train"):
+            try:
                 err, fails, notes = measure_memory(so, case, bindings, mode, path, binary)
-                row["mem"][mode] = err
-                row["fails"] += fails
-                row["notes"] += notes
-    except Exception as e:  # one model's failure is a row, not the end of the run
-        row["fails"].append("%s: %s" % (type(e).__name__, str(e).strip().splitlines()[0] if str(e).strip() else ""))
-        row["traceback"] = traceback.format_exc()
+            except Exception:
+                failed("memory (%s)" % mode)
+                continue
+            row["mem"][mode] = err
+            row["fails"] += fails
+            row["notes"] += notes
     return row
 
 
@@ -523,9 +564,9 @@ def fmt_mem(row, mode, footnotes):
         if reason not in footnotes:
             footnotes.append(reason)
         return "— (%s)" % chr(ord("a") + footnotes.index(reason))
-    v = row.get("mem", {}).get(mode)
+    v = row["mem"].get(mode)
     if v is None:
-        return "—" if not row.get("mem") else "**fail**"
+        return "**fail**"
     s = "%+.1f" % (100 * v)
     return s if abs(v) <= mc.PEAK_TOLERANCE else "**%s**" % s
 
@@ -606,8 +647,9 @@ def main():
                 print("%-30s %s%s" % (row["model"], status,
                                       "".join("\n    " + f for f in row["fails"] + row["notes"])),
                       file=sys.stderr, flush=True)
-                if a.verbose and "traceback" in row:
-                    print(row["traceback"], file=sys.stderr)
+                if a.verbose:
+                    for tb in row.get("tracebacks", []):
+                        print(tb, file=sys.stderr)
         shutil.rmtree(shim_tmp, ignore_errors=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
