@@ -16,7 +16,7 @@
 #include "tinspect/source.h"
 
 enum {
-	OPT_HELP = 1, OPT_JSON, OPT_RAW, OPT_BIND, OPT_MODE, OPT_OPTIMIZER, OPT_IMPL, OPT_DEVICE, OPT_DTYPE,
+	OPT_HELP = 1, OPT_JSON, OPT_RAW, OPT_BIND, OPT_INPUT, OPT_MODE, OPT_OPTIMIZER, OPT_IMPL, OPT_DEVICE, OPT_DTYPE,
 	OPT_TRAINABLE, OPT_FROZEN, OPT_DEVICE_MEMORY, OPT_FIT, OPT_TOP, OPT_CHECKPOINT, OPT_ACCUMULATE, OPT_KV_CACHE, OPT_OVERHEAD, OPT_TRUST, OPT_DEPTH, OPT_WORLD, OPT_STRATEGY,
 	OPT_BUCKET, OPT_WRAP, OPT_PLOT, OPT_FORCE, OPT_AMP, OPT_MICRO, OPT_WEIGHTS
 };
@@ -26,6 +26,7 @@ static const cli_option options[] = {
 	{"json", 0, OPT_FLAG, OPT_JSON},
 	{"raw", 0, OPT_FLAG, OPT_RAW},
 	{"bind", 0, OPT_VALUE, OPT_BIND},
+	{"input", 0, OPT_VALUE, OPT_INPUT},
 	{"mode", 0, OPT_VALUE, OPT_MODE},
 	{"optimizer", 0, OPT_VALUE, OPT_OPTIMIZER},
 	{"impl", 0, OPT_VALUE, OPT_IMPL},
@@ -71,6 +72,8 @@ static const char help[] =
 	"\n"
 	"options:\n"
 	"  --bind NAME=N        a value for a symbol of the description (every one is needed)\n"
+	"  --input NAME=SHAPE[:DTYPE]\n"
+	"                       an input's shape (8x3x224x224) and dtype, for the description's\n"
 	"  --mode infer|train   inference under no_grad (default), or a training step\n"
 	"  --optimizer NAME     training: sgd, momentum, adam, adamw, adagrad, rmsprop,\n"
 	"                       lion, adafactor, adam8bit (none given: the optimizer's\n"
@@ -608,10 +611,15 @@ int cmd_memory(int argc, char **argv)
 			if ((rc = cli_model_bind(&a.cm, value)))
 				return rc;
 			break;
+		case OPT_INPUT:
+			if ((rc = cli_model_input(&a.cm, "memory", (char *)value)))
+				return rc;
+			break;
 		case OPT_MODE:
 			if ((rc = parse_choice("mode", value, modes, &choice)))
 				return rc;
 			a.o.mode = (ti_memory_mode)choice;
+			a.cm.training = a.o.mode == TI_MEMORY_TRAIN; /* module.training: "$training", batch statistics */
 			break;
 		case OPT_OPTIMIZER:
 			if ((rc = parse_choice("optimizer", value, optimizer_names, &choice)))

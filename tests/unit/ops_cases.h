@@ -39,7 +39,7 @@ static inline void setup(void)
 	/* a ceiling, not a reservation: the Transformer stacks are the largest */
 	ti_arena_init(&arena, (size_t)1 << 26);
 	ti_symctx_init(&sym, &arena);
-	ctx = (ti_shape_ctx){&arena, &sym, TI_DT_FLOAT32, NULL, NULL, NULL};
+	ctx = (ti_shape_ctx){.arena = &arena, .sym = &sym, .default_dtype = TI_DT_FLOAT32};
 	ti_error_clear(&err);
 	memset(&call, 0, sizeof(call));
 }

@@ -29,7 +29,7 @@ static ti_model *model_of(const char *text, int64_t n)
 {
 	const char *names[] = {"N"};
 	int64_t values[] = {n};
-	ti_model_options o = {names, values, 1, 0};
+	ti_model_options o = {.bind_names = names, .bind_values = values, .bind_count = 1};
 	ti_model *m = NULL;
 	ti_error err;
 	ti_error_clear(&err);
@@ -177,7 +177,7 @@ Test(memory, a_masked_attention_step_is_a_decoder_and_caches_its_keys_and_values
 {
 	const char *names[] = {"T"};
 	int64_t values[] = {128};
-	ti_model_options mo = {names, values, 1, 0};
+	ti_model_options mo = {.bind_names = names, .bind_values = values, .bind_count = 1};
 	ti_model *m = NULL;
 	ti_error err;
 	ti_error_clear(&err);

@@ -12,7 +12,7 @@ static ti_model *open_text(const char *text, const char *const *names, const int
 {
 	ti_error err;
 	ti_error_clear(&err);
-	ti_model_options opts = {names, values, n, 0};
+	ti_model_options opts = {.bind_names = names, .bind_values = values, .bind_count = n};
 	ti_model *m = NULL;
 	ti_status st = ti_model_open(text, strlen(text), &opts, &m, &err);
 	cr_assert(st == TI_OK, "opening failed: %s in '%s'", err.message, err.member);
@@ -232,6 +232,131 @@ Test(model, records_what_it_assumes_about_a_symbol)
 	ti_model_close(m);
 }
 
+/* What an exporter writes: a plain Module with its own tensors, attr and opaque steps, ints and formulas. */
+static const char *exported =
+	"{\"inputs\": {\"x\": {\"shape\": [\"N\", 3, 8, 8]}},"
+	" \"modules\": {\"stem\": {\"type\": \"Conv2d\", \"in_channels\": 3, \"out_channels\": 4, \"kernel_size\": 4,"
+	"                          \"stride\": 4},"
+	"             \"enc\": {\"type\": \"Module\", \"class\": \"lib.models.Encoder\","
+	"                     \"buffers\": {\"ids\": {\"shape\": [5], \"dtype\": \"int64\", \"persistent\": false},"
+	"                                 \"scale\": {\"shape\": [], \"dtype\": \"float64\"}},"
+	"                     \"parameters\": {\"cls\": {\"shape\": [1, 1, 4]},"
+	"                                    \"frozen\": {\"shape\": [4], \"requires_grad\": false}},"
+	"                     \"modules\": {\"norm\": {\"type\": \"LayerNorm\", \"normalized_shape\": 4,"
+	"                                             \"parameters\": {\"gain\": {\"shape\": [4]}}}}}},"
+	" \"graph\": [{\"out\": \"h\", \"call\": \"stem\", \"args\": [\"x\"]},"
+	"           {\"out\": \"h\", \"op\": \"flatten\", \"args\": [\"h\", 2]},"
+	"           {\"out\": \"h\", \"op\": \"transpose\", \"args\": [\"h\", 1, 2]},"
+	"           {\"out\": \"c\", \"attr\": \"enc.cls\"},"
+	"           {\"out\": \"c\", \"op\": \"expand\", \"args\": [\"c\", \"N\", -1, -1]},"
+	"           {\"out\": \"h\", \"op\": \"cat\", \"args\": [[\"c\", \"h\"]], \"dim\": 1},"
+	"           {\"out\": \"h\", \"call\": \"enc.norm\", \"args\": [\"h\"]},"
+	"           {\"out\": \"z\", \"opaque\": \"lib.mix\", \"module\": \"enc\", \"args\": [\"h\"],"
+	"            \"outputs\": [{\"shape\": [\"N*5\", 4]}, {\"shape\": [\"N\"], \"dtype\": \"int64\"}]},"
+	"           {\"out\": \"y\", \"op\": \"view\", \"args\": [\"h\", \"N*5\", -1]}],"
+	" \"outputs\": [\"y\", \"z\"]}";
+
+Test(model, holds_free_parameters_and_buffers_in_state_dict_order)
+{
+	ti_model *m = open_text(exported, NULL, NULL, 0);
+	size_t n;
+	const ti_model_param *p = ti_model_params(m, &n);
+	/* own parameters, then persistent buffers, then children; the non-persistent 'ids' is not there */
+	static const char *const names[] = {"stem.weight", "stem.bias", "enc.cls", "enc.frozen", "enc.scale",
+	                                    "enc.norm.weight", "enc.norm.bias", "enc.norm.gain"};
+	ASSERT_INT(n, 8);
+	for (size_t i = 0; i < n; i++)
+		EXPECT_STR(p[i].name, names[i]);
+	cr_expect(!p[3].trainable, "requires_grad false is a frozen parameter");
+	cr_expect(p[4].buffer && p[4].dtype == TI_DT_FLOAT64 && p[4].ndim == 0, "enc.scale is a 0-dim float64 buffer");
+	const ti_model_report *rep = run(m);
+	EXPECT_INT(rep->totals.params, 4 * 3 * 4 * 4 + 4 + 5 * 4); /* stem's weight and bias; cls, frozen, the norm's three */
+	ti_model_close(m);
+}
+
+Test(model, takes_attributes_runs_opaque_steps_and_sizes_given_as_formulas)
+{
+	ti_model *m = open_text(exported, NULL, NULL, 0);
+	const ti_model_report *rep = run(m);
+	char buf[128];
+	ASSERT_INT(rep->step_count, 9);
+	cr_expect(rep->steps[3].kind == TI_STEP_ATTR, "step 3 is an attr step");
+	EXPECT_STR(shape_text(&rep->steps[3].outputs[0], buf, sizeof(buf)), "[1, 1, 4]");
+	EXPECT_STR(shape_text(&rep->steps[5].outputs[0], buf, sizeof(buf)), "[N, 5, 4]");
+	const ti_model_step *o = &rep->steps[7];
+	cr_expect(o->kind == TI_STEP_OPAQUE && !o->counted, "the opaque step is not counted");
+	EXPECT_STR(o->opaque, "lib.mix");
+	EXPECT_STR(o->type, "Encoder"); /* the class's own name */
+	EXPECT_INT(o->params, 4 + 4 + 4 + 4 + 4); /* cls, frozen, and the norm's three */
+	ASSERT_INT(o->output_count, 2);
+	EXPECT_STR(shape_text(&o->outputs[0], buf, sizeof(buf)), "[5*N, 4]");
+	cr_expect(o->outputs[1].dtype == TI_DT_INT64, "recorded dtypes are kept");
+	EXPECT_STR(shape_text(&rep->steps[8].outputs[0], buf, sizeof(buf)), "[5*N, 4]");
+	ti_model_close(m);
+}
+
+Test(model, replaces_an_input_shape_and_dtype_from_the_command_line)
+{
+	const char *names[] = {"x"}, *specs[] = {"2x3x16x16:float64"};
+	ti_model_options o = {.input_names = names, .input_specs = specs, .input_count = 1};
+	ti_model *m = NULL;
+	ti_error err;
+	ti_error_clear(&err);
+	ASSERT_INT(ti_model_open(issue_example, strlen(issue_example), &o, &m, &err), TI_OK);
+	const ti_model_report *rep;
+	ASSERT_INT(ti_model_run(m, &rep, &err), TI_OK);
+	char buf[128];
+	EXPECT_STR(shape_text(&rep->inputs[0], buf, sizeof(buf)), "[2, 3, 16, 16]");
+	cr_expect(rep->failed, "a float64 input meets float32 weights: PyTorch refuses");
+	EXPECT_CONTAINS(rep->error.message, "Input type (torch.DoubleTensor) and weight type (torch.FloatTensor)");
+	ti_model_close(m);
+
+	specs[0] = "T,3,2*T,2*T"; /* symbols and formulas, comma-separated */
+	ASSERT_INT(ti_model_open(issue_example, strlen(issue_example), &o, &m, &err), TI_OK);
+	ASSERT_INT(ti_model_run(m, &rep, &err), TI_OK);
+	EXPECT_STR(shape_text(&rep->inputs[0], buf, sizeof(buf)), "[T, 3, 2*T, 2*T]");
+	ti_model_close(m);
+
+	names[0] = "image";
+	cr_expect(ti_model_open(issue_example, strlen(issue_example), &o, &m, &err) == TI_E_INVALID,
+	          "an input the description does not have is a usage error");
+	EXPECT_CONTAINS(err.message, "the description has no input 'image' (its inputs: x)");
+}
+
+Test(model, trains_batch_norm_on_batch_statistics_and_marks_what_the_mode_changes)
+{
+	static const char *text =
+		"{\"inputs\": {\"x\": {\"shape\": [\"N\", 8]}},"
+		" \"modules\": {\"bn\": {\"type\": \"BatchNorm1d\", \"num_features\": 8},"
+		"             \"drop\": {\"type\": \"Dropout\", \"p\": 0.5}, \"fc\": {\"type\": \"Linear\","
+		"             \"in_features\": 8, \"out_features\": 2}},"
+		" \"graph\": [{\"out\": \"h\", \"call\": \"bn\", \"args\": [\"x\"]},"
+		"           {\"out\": \"h\", \"call\": \"drop\", \"args\": [\"h\"]},"
+		"           {\"out\": \"h\", \"op\": \"dropout\", \"args\": [\"h\", 0.1], \"training\": \"$training\"},"
+		"           {\"out\": \"y\", \"call\": \"fc\", \"args\": [\"h\"]}]}";
+	const char *names[] = {"N"};
+	int64_t one[] = {1};
+	ti_model_options o = {.bind_names = names, .bind_values = one, .bind_count = 1};
+	ti_model *m = NULL;
+	ti_error err;
+	ti_error_clear(&err);
+	const ti_model_report *rep;
+	ASSERT_INT(ti_model_open(text, strlen(text), &o, &m, &err), TI_OK);
+	ASSERT_INT(ti_model_run(m, &rep, &err), TI_OK);
+	cr_expect(!rep->failed && !rep->training, "in evaluation a batch of one is fine: running statistics");
+	cr_expect(rep->steps[0].mode_dependent && rep->steps[1].mode_dependent && rep->steps[2].mode_dependent &&
+	          !rep->steps[3].mode_dependent, "batch norm, dropout and the $training op are marked, the linear is not");
+	ti_model_close(m);
+
+	o.training = true;
+	ASSERT_INT(ti_model_open(text, strlen(text), &o, &m, &err), TI_OK);
+	ASSERT_INT(ti_model_run(m, &rep, &err), TI_OK);
+	cr_expect(rep->failed && rep->training, "in training a batch of one has one value per channel");
+	EXPECT_CONTAINS(rep->error.message,
+	                "Expected more than 1 value per channel when training, got input size torch.Size([1, 8])");
+	ti_model_close(m);
+}
+
 /* Bad descriptions: each names its JSON path. */
 static const struct {
 	const char *text, *message, *path;
@@ -254,7 +379,27 @@ static const struct {
 	{"{\"inputs\": {\"x\": {\"shape\": [2]}}, \"graph\": [{\"out\": \"y\", \"call\": \"nothing\", \"args\": [\"x\"]}]}",
 	 "no module 'nothing'", "graph.0.call"},
 	{"{\"inputs\": {\"x\": {\"shape\": [-2]}}}",
-	 "a size must be a non-negative integer or a symbol name", "inputs.x.shape.0"},
+	 "a size must be a non-negative integer, a symbol name or a formula", "inputs.x.shape.0"},
+	{"{\"inputs\": {\"x\": {\"shape\": [2]}}, \"modules\": {\"c\": {\"type\": \"Conv2D\"}}}",
+	 "unknown module type 'Conv2D' (did you mean 'Conv2d'?)", "modules.c.type"},
+	{"{\"inputs\": {\"x\": {\"shape\": [2]}}, \"graph\": [{\"out\": \"y\", \"op\": \"rleu\", \"args\": [\"x\"]}]}",
+	 "unknown operator 'rleu' (did you mean 'relu'?)", "graph.0.op"},
+	{"{\"inputs\": {\"x\": {\"shape\": [2]}}, \"graph\": [{\"out\": \"y\", \"op\": \"softmax\", \"args\": [\"x\"], "
+	 "\"dimm\": 0}]}",
+	 "softmax() got an unexpected keyword argument 'dimm' (did you mean 'dim'?)", "graph.0.dimm"},
+	{"{\"inputs\": {\"x\": {\"shape\": [2]}}, \"modules\": {\"b\": {\"type\": \"Module\", \"parameters\": "
+	 "{\"w\": {\"shape\": [2], \"grad\": true}}}}}",
+	 "a parameter takes \"shape\", \"dtype\" and \"requires_grad\", not 'grad'", "modules.b.parameters.w.grad"},
+	{"{\"inputs\": {\"x\": {\"shape\": [2]}}, \"modules\": {\"b\": {\"type\": \"Module\"}}, "
+	 "\"graph\": [{\"out\": \"y\", \"call\": \"b\", \"args\": [\"x\"]}]}",
+	 "'b' (Module) has no forward in the description: call its modules", ""},
+	{"{\"inputs\": {\"x\": {\"shape\": [2]}}, \"graph\": [{\"out\": \"y\", \"attr\": \"nowhere.w\"}]}",
+	 "no parameter or buffer 'nowhere.w'", "graph.0.attr"},
+	{"{\"inputs\": {\"x\": {\"shape\": [2]}}, \"graph\": [{\"out\": \"y\", \"opaque\": \"f\", \"args\": [\"x\"]}]}",
+	 "an opaque step needs \"outputs\"", "graph.0.outputs"},
+	{"{\"inputs\": {\"x\": {\"shape\": [2]}}, \"graph\": [{\"out\": \"y\", \"op\": \"relu\", \"args\": [\"x\"], "
+	 "\"outputs\": []}]}",
+	 "only an opaque step takes \"outputs\"", "graph.0.outputs"},
 	{"{\"inputs\": {\"x\": {\"shape\": [\"N\", \"NNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNN\"]}}}",
 	 "a symbol name is at most 64 characters", "inputs.x.shape.1"},
 	{"{\"inputs\": {\"x\": {\"shape\": [2]}}, \"defs\": {\"A\": {\"inputs\": [\"x\"], \"modules\": {\"a\": {\"type\": \"A\"}}}},"

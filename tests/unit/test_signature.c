@@ -17,7 +17,7 @@ static void setup(fixture *f)
 {
 	ti_arena_init(&f->arena, 1 << 24);
 	ti_symctx_init(&f->sym, &f->arena);
-	f->ctx = (ti_shape_ctx){&f->arena, &f->sym, TI_DT_FLOAT32, NULL, NULL, NULL};
+	f->ctx = (ti_shape_ctx){.arena = &f->arena, .sym = &f->sym, .default_dtype = TI_DT_FLOAT32};
 	ti_error_clear(&f->err);
 }
 

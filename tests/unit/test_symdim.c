@@ -818,3 +818,31 @@ Test(symdim, sym_ok_copies_the_first_failure)
 	EXPECT_INT(err.code, TI_E_LIMIT);
 	EXPECT_STATUS(ti_sym_ok(&ctx, NULL), TI_E_LIMIT, err);
 }
+
+/* ---- ti_dim_parse: formulas as descriptions and --input write them ---- */
+
+Test(symdim, parses_back_every_form_it_prints)
+{
+	static const char *const forms[] = {"8", "N", "2*N", "N*197", "(T - 1)//2 + 1", "N*T + 3", "-N + 10", "T % 4"};
+	for (size_t i = 0; i < sizeof(forms) / sizeof(forms[0]); i++) {
+		ti_dim d;
+		cr_assert(ti_dim_parse(&ctx, forms[i], &d), "'%s' parses", forms[i]);
+		char printed[128];
+		ti_dim_format(d, printed, sizeof(printed));
+		ti_dim again;
+		cr_assert(ti_dim_parse(&ctx, printed, &again), "its printed form '%s' parses", printed);
+		cr_expect(ti_dim_same(d, again), "'%s' reads back as itself from '%s'", forms[i], printed);
+	}
+	ti_dim d;
+	cr_assert(ti_dim_parse(&ctx, "N*197", &d));
+	EXPECT_STR(ti_dim_str(&ctx, d), "197*N");
+}
+
+Test(symdim, refuses_what_is_no_formula)
+{
+	static const char *const bad[] = {"", "N*", "(N", "N)", "2 3", "N + * 2", "x.y", "99999999999999999999"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		ti_dim d;
+		cr_expect(!ti_dim_parse(&ctx, bad[i], &d), "'%s' is not a formula", bad[i]);
+	}
+}

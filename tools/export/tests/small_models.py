@@ -85,9 +85,10 @@ def rotate_half(x):
 
 
 class Attention(nn.Module):
-    def __init__(self, dim, n_heads, n_kv_heads):
+    def __init__(self, dim, n_heads, n_kv_heads, repeat="interleave"):
         super().__init__()
         self.n_heads, self.n_kv_heads, self.head_dim = n_heads, n_kv_heads, dim // n_heads
+        self.repeat = repeat
         self.wq = nn.Linear(dim, n_heads * self.head_dim, bias=False)
         self.wk = nn.Linear(dim, n_kv_heads * self.head_dim, bias=False)
         self.wv = nn.Linear(dim, n_kv_heads * self.head_dim, bias=False)
@@ -101,8 +102,14 @@ class Attention(nn.Module):
         q = q * cos + rotate_half(q) * sin
         k = k * cos + rotate_half(k) * sin
         rep = self.n_heads // self.n_kv_heads
-        k = k.repeat_interleave(rep, dim=1)
-        v = v.repeat_interleave(rep, dim=1)
+        if self.repeat == "interleave":  # fails on meta in PyTorch 1.13
+            k = k.repeat_interleave(rep, dim=1)
+            v = v.repeat_interleave(rep, dim=1)
+        else:  # as Hugging Face's repeat_kv
+            k = k[:, :, None].expand(bsz, self.n_kv_heads, rep, seqlen, self.head_dim).reshape(
+                bsz, self.n_heads, seqlen, self.head_dim)
+            v = v[:, :, None].expand(bsz, self.n_kv_heads, rep, seqlen, self.head_dim).reshape(
+                bsz, self.n_heads, seqlen, self.head_dim)
         scores = torch.matmul(q, k.transpose(2, 3)) / math.sqrt(self.head_dim)
         scores = scores + mask
         scores = F.softmax(scores.float(), dim=-1).type_as(q)
@@ -123,9 +130,9 @@ class FeedForward(nn.Module):
 
 
 class TransformerBlock(nn.Module):
-    def __init__(self, dim, n_heads, n_kv_heads, hidden):
+    def __init__(self, dim, n_heads, n_kv_heads, hidden, repeat):
         super().__init__()
-        self.attention = Attention(dim, n_heads, n_kv_heads)
+        self.attention = Attention(dim, n_heads, n_kv_heads, repeat)
         self.feed_forward = FeedForward(dim, hidden)
         self.attention_norm = RMSNorm(dim)
         self.ffn_norm = RMSNorm(dim)
@@ -136,10 +143,12 @@ class TransformerBlock(nn.Module):
 
 
 class Llama(nn.Module):
-    def __init__(self, vocab_size=1000, dim=64, n_layers=2, n_heads=4, n_kv_heads=2, hidden=172, max_seq_len=128):
+    def __init__(self, vocab_size=1000, dim=64, n_layers=2, n_heads=4, n_kv_heads=2, hidden=172, max_seq_len=128,
+                 repeat="interleave"):
         super().__init__()
         self.tok_embeddings = nn.Embedding(vocab_size, dim)
-        self.layers = nn.ModuleList([TransformerBlock(dim, n_heads, n_kv_heads, hidden) for _ in range(n_layers)])
+        self.layers = nn.ModuleList([TransformerBlock(dim, n_heads, n_kv_heads, hidden, repeat)
+                                     for _ in range(n_layers)])
         self.norm = RMSNorm(dim)
         self.output = nn.Linear(dim, vocab_size, bias=False)
         head_dim = dim // n_heads

@@ -24,6 +24,10 @@ examples:
   tinspect-export mymodels.gpt:GPT --input idx=B,T:int64 --symbolic B=2,T=16 -o gpt.json"""
 
 
+#: Largest model (bytes of tensors) that is moved to the CPU when its forward fails on meta.
+CPU_RETRY_LIMIT = 2 << 30
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message):
         self.print_usage(sys.stderr)
@@ -175,6 +179,10 @@ def main(argv=None):
         except ExportError as e:
             if not _on_meta(model) or "meta" not in str(e):
                 raise
+            size = sum(t.numel() * t.element_size() for t in list(model.parameters()) + list(model.buffers()))
+            if size > CPU_RETRY_LIMIT:
+                raise ExportError("%s; running it on the CPU would take %.1f GiB: export it from Python "
+                                  "with a model that runs on meta" % (e, size / 2**30)) from None
             say("tinspect-export: the forward fails on the meta device (%s); running it on the CPU" % e)
             to_cpu(model)
             result = export(model, inputs, None, tracer=a.tracer, symbolic=bindings, mode=a.mode)

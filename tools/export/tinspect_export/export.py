@@ -34,10 +34,15 @@ class ExportResult:
 
     def summary(self):
         """One line: tracer, steps, parameters, opaque steps."""
-        n = self.parameters
-        ops = ", ".join("%s (%s)" % (where, why) for _, where, why in self.opaque) or "none"
-        return "tracer %s, %d steps, %s parameters, opaque: %s" % (
-            self.tracer, len(self.description["graph"]), format(n, ","), ops)
+        graph = self.description["graph"]
+        seen = {}
+        for i, where, _ in self.opaque:
+            kind = graph[i]["opaque"]
+            label = "%s (%s)" % (where, kind) if where != kind else kind
+            seen[label] = seen.get(label, 0) + 1
+        ops = ", ".join(k if n == 1 else "%s x%d" % (k, n) for k, n in seen.items())
+        return "tracer %s, %d steps, %s parameters, %d opaque%s" % (
+            self.tracer, len(graph), format(self.parameters, ","), len(self.opaque), ": " + ops if ops else "")
 
 
 _DTYPES = {
@@ -160,8 +165,8 @@ def export(model, inputs, path=None, *, tracer="auto", symbolic=None, mode=None,
             builder = fx_trace.Builder(gm, model, list(specs), tensor_paths, training)
             tapes, results = [], []
             for run in runs:
-                values = fx_trace.run(gm, make(run))
-                steps, outputs = builder.tape(values)
+                values, snaps = fx_trace.run(gm, make(run))
+                steps, outputs = builder.tape(values, snaps)
                 tapes.append(steps)
                 results.append((outputs, values))
             outputs = _fx_outputs(results[0][0])

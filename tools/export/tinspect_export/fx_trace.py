@@ -19,7 +19,7 @@ from .known import op_known
 from .modules import class_name, known_type
 from .names import INPLACE_AS, OPERATOR_INT, OPERATOR_TENSOR, TRAINING_ARG, callable_name, op_name, operator_target
 from .record import _mark_training, record_function
-from .steps import Ref, Step
+from .steps import Ref, Step, snapshot
 
 # getattr(x, NAME) results that are constants of the run, not graph values.
 _FOLDED_ATTRS = frozenset(("dtype", "device", "is_cuda", "layout", "requires_grad", "is_sparse", "is_quantized"))
@@ -43,6 +43,7 @@ class _Values(torch.fx.Interpreter):
     def __init__(self, gm):
         super().__init__(gm)
         self.values = {}
+        self.snaps = {}
 
     def run_node(self, n):
         try:
@@ -50,6 +51,7 @@ class _Values(torch.fx.Interpreter):
         except Exception as e:
             raise ExportError("%s: %s: %s" % (_where(self.module, n), type(e).__name__, e)) from None
         self.values[n] = v
+        self.snaps[n] = snapshot(v)
         return v
 
 
@@ -62,10 +64,11 @@ def _where(gm, n):
 
 
 def run(gm, inputs):
-    """Node -> value for one run on inputs (name -> tensor, in order)."""
+    """(node -> value, node -> snapshot of the value when made) for one run
+    on inputs (name -> tensor, in order)."""
     interp = _Values(gm)
     interp.run(*inputs.values())
-    return interp.values
+    return interp.values, interp.snaps
 
 
 class Builder:
@@ -86,7 +89,7 @@ class Builder:
             out[n] = name
             used.add(name)
         for n in self.gm.graph.nodes:
-            if n not in out and n.op != "output":
+            if n not in out and n.op not in ("output", "placeholder"):
                 name = n.name
                 while name in used:
                     name += "_"
@@ -94,7 +97,7 @@ class Builder:
                 used.add(name)
         return out
 
-    def tape(self, values):
+    def tape(self, values, snaps):
         """(steps, outputs) for one run."""
         names = self.names()
         used = set(names.values())
@@ -121,9 +124,11 @@ class Builder:
 
         outputs = None
         for n in self.gm.graph.nodes:
-            val = values.get(n)
+            val = snaps.get(n)
             where = _where(self.gm, n)
             if n.op == "placeholder":
+                if n not in names:  # an argument left to its default
+                    folded[n] = n.args[0] if n.args else None
                 continue
             if n.op == "output":
                 outputs = arg(n.args[0])

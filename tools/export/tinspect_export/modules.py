@@ -161,6 +161,13 @@ def constructor_args(m, tname):
         if p.name in _COLLAPSE and isinstance(v, list) and v and all(x == v[0] for x in v):
             v = v[0]
         args[p.name] = v
+    if tname == "MultiheadAttention":  # kdim=None is stored as embed_dim
+        for k in ("kdim", "vdim"):
+            if args.get(k) == m.embed_dim:
+                del args[k]
+    floats = [t for t in _tensors(m).values() if t.is_floating_point()]
+    if floats and floats[0].dtype != torch.float32 and "dtype" in inspect.signature(cls.__init__).parameters:
+        args["dtype"] = dtype_name(floats[0].dtype)
     return args
 
 
@@ -178,7 +185,7 @@ def _reference_tensors(m, tname, args):
     """Build type tname(**args) on the meta device: its tensors by name."""
     from .meta import meta_factories
     cls = getattr(torch.nn, tname)
-    kwargs = dict(args)
+    kwargs = {k: v for k, v in args.items() if k != "dtype"}
     params = inspect.signature(cls.__init__).parameters
     if tname == "TransformerEncoder" or tname == "TransformerDecoder":
         return None  # tinspect's flat signature; nothing in torch.nn to rebuild it from

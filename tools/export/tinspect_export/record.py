@@ -44,6 +44,7 @@ class Recorder(TorchFunctionMode):
         self.emitted_attrs = {}
         self.constants = []      # (name, tensor) of tensors from nowhere: root buffers
         self.indexing = 0
+        self.pending = {}        # id -> (tuple name, index, tensor): items of nested results
         self.counter = collections.Counter()
         self.used = set()        # every graph name given out (and reserved ones)
         self.suppress = 0
@@ -72,6 +73,12 @@ class Recorder(TorchFunctionMode):
         """Ref to tensor t, emitting an attr step for a parameter/buffer seen first."""
         if id(t) in self.names and self.alive.get(id(t)) is t:
             return Ref(self.names[id(t)])
+        if id(t) in self.pending and self.pending[id(t)][2] is t:
+            holder, j, _ = self.pending.pop(id(t))
+            name = self.fresh("%s_%d" % (holder, j))
+            self.steps.append(Step("op", "getitem", [Ref(holder), j], out=name, values=t, where=self.where))
+            self.bind(t, name)
+            return Ref(name)
         path = self.tensor_paths.get(id(t))
         if path is None:
             path = "_recorded_constant%d" % sum(1 for n, _ in self.constants if n.startswith("_recorded_"))
@@ -107,14 +114,21 @@ class Recorder(TorchFunctionMode):
             n = self.fresh(base)
             if isinstance(v, torch.Tensor):
                 self.bind(v, n)
+            elif isinstance(v, (tuple, list)):  # LSTM's (h, c): items by getitem when used
+                for j, t in enumerate(v):
+                    if isinstance(t, torch.Tensor):
+                        self.pending[id(t)] = (n, j, t)
             names.append(n)
         return names
 
     # -- torch calls --
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        result = func(*args, **kwargs)
         name = getattr(func, "__name__", None)
+        try:
+            result = func(*args, **kwargs)
+        except (RuntimeError, NotImplementedError):
+            result = _meta_retry(func, name, args, kwargs)
         if name == "__iter__":  # iter(x.unbind(0)): keep the items to name them
             result = list(result)
             if not self.suppress:
@@ -270,6 +284,23 @@ class Recorder(TorchFunctionMode):
 
 
 _DEFAULTS = {}
+
+
+def _meta_retry(func, name, args, kwargs):
+    """Run a call that PyTorch 1.13 refuses on meta, when its output size is known.
+
+    repeat_interleave with int repeats needs output_size on meta; it is
+    added for the run only (the step records the call as written).
+    """
+    import sys
+    x = args[0] if args else kwargs.get("input")
+    if name == "repeat_interleave" and isinstance(x, torch.Tensor) and x.device.type == "meta":
+        repeats = args[1] if len(args) > 1 else kwargs.get("repeats")
+        dim = args[2] if len(args) > 2 else kwargs.get("dim")
+        if isinstance(repeats, int) and "output_size" not in kwargs:
+            n = x.numel() if dim is None else x.shape[dim]
+            return func(*args, **dict(kwargs, output_size=n * repeats))
+    raise sys.exc_info()[1]
 
 
 def _explicit_kwargs(func, kwargs):

@@ -31,6 +31,28 @@ class Ref:
         return "Ref(%r)" % self.name
 
 
+class TensorMeta:
+    """A tensor's shape and dtype as they were when a step produced it
+    (later in-place ops such as unsqueeze_ must not change the record)."""
+    __slots__ = ("shape", "dtype")
+
+    def __init__(self, t):
+        self.shape, self.dtype = tuple(t.shape), t.dtype
+
+
+def snapshot(v):
+    """v with every tensor replaced by its TensorMeta."""
+    if isinstance(v, torch.Tensor):
+        return TensorMeta(v)
+    if isinstance(v, (tuple, list)):
+        return [snapshot(x) for x in v] if isinstance(v, list) else tuple(snapshot(x) for x in v)
+    return v
+
+
+def _is_tensor(v):
+    return isinstance(v, (torch.Tensor, TensorMeta))
+
+
 class Step:
     """One description graph step.
 
@@ -44,7 +66,7 @@ class Step:
     def __init__(self, kind, target, args=(), kwargs=None, out=None, values=None, module=None, where=None):
         self.kind, self.target, self.args = kind, target, list(args)
         self.kwargs = dict(kwargs or {})
-        self.out, self.values, self.module, self.where = out, values, module, where
+        self.out, self.values, self.module, self.where = out, snapshot(values), module, where
 
     def describe(self):
         return "%s %s" % (self.kind, self.target) + (" (%s)" % self.where if self.where else "")
@@ -52,11 +74,19 @@ class Step:
 
 def _outputs_of(values):
     """The tensors of a step's result as a flat list (None for non-tensors)."""
-    if isinstance(values, torch.Tensor):
+    if _is_tensor(values):
         return [values]
-    if isinstance(values, (tuple, list)) and any(isinstance(v, torch.Tensor) for v in values):
-        return [v if isinstance(v, torch.Tensor) else None for v in values]
+    if isinstance(values, (tuple, list)) and _has_tensor(values):
+        out = []
+        for v in values:  # nested tuples (LSTM's (out, (h, c))) flatten
+            out.extend(_outputs_of(v) if isinstance(v, (tuple, list)) and _has_tensor(v) else
+                       [v if _is_tensor(v) else None])
+        return out
     return [None]
+
+
+def _has_tensor(values):
+    return any(_is_tensor(v) or (isinstance(v, (tuple, list)) and _has_tensor(v)) for v in values)
 
 
 def reference_of(step):

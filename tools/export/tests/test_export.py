@@ -1,0 +1,198 @@
+"""Tests of tinspect_export on small models (python3 -m unittest in tools/export/tests).
+
+With TINSPECT set to a tinspect binary, the exports also go through
+`tinspect shapes` and `tinspect params` and are compared with PyTorch.
+"""
+import io
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+from contextlib import redirect_stderr, redirect_stdout
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+
+import torch  # noqa: E402
+import torch.fx  # noqa: E402
+import torch.nn as nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+import small_models  # noqa: E402
+from tinspect_export import ExportError, export, parse_input  # noqa: E402
+from tinspect_export.cli import main  # noqa: E402
+from tinspect_export.meta import meta_factories  # noqa: E402
+from tinspect_export.steps import fit  # noqa: E402
+
+TINSPECT = os.environ.get("TINSPECT")
+
+
+def pad_to_eight(x):
+    """A function tinspect does not know, wrapped so fx keeps it whole."""
+    n = x.shape[-1]
+    return F.pad(x, (0, 8 - n % 8 if n % 8 else 0))
+
+
+torch.fx.wrap("pad_to_eight")
+
+
+class Padded(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 4)
+        self.unfold = nn.Unfold(2)   # a torch.nn leaf tinspect does not model
+
+    def forward(self, x, img):
+        return {"y": self.fc(pad_to_eight(x)), "patches": self.unfold(img)}
+
+
+class Recurrent(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(16, 8, num_layers=2, batch_first=True, bidirectional=True)
+        self.head = nn.Linear(16, 3)
+
+    def forward(self, x, mask=None):
+        o, (hn, cn) = self.lstm(x)
+        return self.head(o), hn.sum(0) + cn.mean(0)
+
+
+def state_dict_names(desc):
+    from verify_torchvision import description_state_dict
+    return description_state_dict(desc)
+
+
+class ParseInput(unittest.TestCase):
+    def test_forms(self):
+        self.assertEqual(parse_input("N,3,224,224"), (["N", 3, 224, 224], torch.float32))
+        self.assertEqual(parse_input("8x3x32x32:float16"), ([8, 3, 32, 32], torch.float16))
+        self.assertEqual(parse_input(("B,T", "int64")), (["B", "T"], torch.int64))
+        self.assertEqual(parse_input((2, 3)), ([2, 3], torch.float32))
+        self.assertEqual(parse_input((("N", 3), torch.int32)), (["N", 3], torch.int32))
+        self.assertEqual(parse_input(torch.zeros(2, 5, dtype=torch.long)), ([2, 5], torch.int64))
+        with self.assertRaises(ValueError):
+            parse_input("3x?")
+
+
+class Fit(unittest.TestCase):
+    def test_formulas(self):
+        runs = [{"N": 2, "T": 5}, {"N": 3, "T": 5}, {"N": 4, "T": 5}, {"N": 2, "T": 6}, {"N": 2, "T": 7},
+                {"N": 3, "T": 6}]
+        self.assertEqual(fit([b["N"] * 197 for b in runs], runs), "197*N")
+        self.assertEqual(fit([2 * b["N"] + 1 for b in runs], runs), "2*N + 1")
+        self.assertEqual(fit([b["N"] * b["T"] for b in runs], runs), "N*T")
+        self.assertIsNone(fit([b["T"] ** 2 for b in runs], runs))
+
+
+class Export(unittest.TestCase):
+    def check(self, model, result):
+        self.assertEqual(len(result.reference), len(result.description["graph"]))
+        want = [(k, list(v.shape)) for k, v in model.state_dict().items()]
+        self.assertEqual(state_dict_names(result.description), want)
+        if TINSPECT:
+            from verify_torchvision import compare_with_tinspect
+            with tempfile.TemporaryDirectory() as d:
+                path = os.path.join(d, "m.json")
+                with open(path, "w") as f:
+                    json.dump(result.description, f)
+                self.assertEqual(compare_with_tinspect(TINSPECT, path, result, model), "")
+
+    def test_gpt2_record_keeps_symbols(self):
+        with meta_factories():
+            model = small_models.gpt2().eval()
+        r = export(model, {"idx": ("B,T", "int64")}, symbolic={"T": 8})
+        self.assertEqual(r.tracer, "record")
+        self.assertEqual(r.bindings, {"B": 2, "T": 8})
+        text = json.dumps(r.description)
+        self.assertIn('["split_1", "B", "T", 4, 16]', text.replace("view\", \"args\": ", ""))
+        self.assertEqual(r.description["tied"], {"lm_head.weight": "transformer.wte.weight"})
+        self.assertEqual(r.reference[-1], [((2, 8, 1000), "float32")])
+        self.check(model, r)
+
+    def test_llama_on_cpu(self):
+        model = small_models.llama().eval()
+        r = export(model, {"tokens": ("B,T", torch.int64)}, symbolic={"T": 6})
+        self.assertEqual(r.tracer, "record")
+        self.assertEqual(r.description["buffers"]["inv_freq"]["persistent"], False)
+        self.assertEqual(r.reference[-1], [((2, 6, 1000), "float32")])
+        self.check(model, r)
+
+    def test_fx_expands_unknown_functions_and_opaque_leaves(self):
+        model = Padded().eval()
+        r = export(model, {"x": "N,5", "img": "N,3,4,4"})
+        self.assertEqual(r.tracer, "fx")
+        self.assertEqual(r.description["outputs"], ["y", "patches"])
+        ops = [s.get("op") for s in r.description["graph"]]
+        self.assertIn("pad", ops)
+        opaque = [s for s in r.description["graph"] if "opaque" in s]
+        self.assertEqual(len(opaque), 1)
+        self.assertEqual(opaque[0]["module"], "unfold")
+        self.assertEqual(opaque[0]["outputs"], [{"shape": ["N", 12, 9], "dtype": "float32"}])
+        self.assertEqual([(i, w) for i, w, _ in r.opaque], [(len(ops) - 1, "unfold")])
+        self.assertEqual(r.reference[-1], [((2, 12, 9), "float32")])
+        self.check(model, r)
+
+    def test_nested_results_are_taken_by_getitem(self):
+        model = Recurrent().eval()
+        r = export(model, {"x": "N,T,16"}, tracer="record", symbolic={"T": 5})
+        graph = r.description["graph"]
+        self.assertEqual(graph[0]["out"], ["lstm", "lstm_1"])
+        self.assertEqual(r.reference[0], [((2, 5, 16), "float32"), ((4, 2, 8), "float32"), ((4, 2, 8), "float32")])
+        self.assertIn({"out": "lstm_1_0", "op": "getitem", "args": ["lstm_1", 0]}, graph)
+        self.check(model, r)
+
+    def test_record_matches_fx_reference(self):
+        model = Padded().eval()
+        a = export(model, {"x": "N,5", "img": "N,3,4,4"}, tracer="fx")
+        b = export(model, {"x": "N,5", "img": "N,3,4,4"}, tracer="record")
+        self.assertEqual(a.reference, b.reference)
+
+    def test_fx_only_fails_cleanly(self):
+        with meta_factories():
+            model = small_models.gpt2().eval()
+        with self.assertRaises(ExportError):
+            export(model, {"idx": ("B,T", "int64")}, tracer="fx")
+
+
+class Cli(unittest.TestCase):
+    def run_cli(self, *argv):
+        out, err = io.StringIO(), io.StringIO()
+        with redirect_stdout(out), redirect_stderr(err):
+            try:
+                rc = main(list(argv))
+            except SystemExit as e:
+                rc = e.code
+        return rc, out.getvalue(), err.getvalue()
+
+    def test_usage_and_refusals(self):
+        self.assertEqual(self.run_cli("small_models:gpt2")[0], 2)
+        self.assertEqual(self.run_cli("small_models", "--input", "x=2")[0], 2)
+        self.assertEqual(self.run_cli("small_models:nothing", "--input", "x=2")[0], 2)
+        self.assertEqual(self.run_cli("small_models:gpt2", "--input", "idx=B,T:int64", "--symbolic", "Q=3")[0], 2)
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "gpt.json")
+            rc, _, err = self.run_cli("small_models:gpt2", "--input", "idx=B,T:int64", "-o", path)
+            self.assertEqual(rc, 0, err)
+            self.assertIn("tracer record", err)
+            rc, _, err = self.run_cli("small_models:gpt2", "--input", "idx=B,T:int64", "-o", path)
+            self.assertEqual(rc, 1)
+            self.assertIn("exists", err)
+            self.assertEqual(os.listdir(d), ["gpt.json"])
+
+    def test_error_names_the_module(self):
+        rc, _, err = self.run_cli("small_models:gpt2", "--input", "idx=B,T:float32")
+        self.assertEqual(rc, 1)
+        self.assertIn("transformer.wte (Embedding)", err)
+
+    def test_script_help(self):
+        script = os.path.join(os.path.dirname(HERE), "tinspect-export")
+        p = subprocess.run([sys.executable, script, "--help"], capture_output=True, text=True)
+        self.assertEqual(p.returncode, 0)
+        self.assertIn("--input", p.stdout)
+
+
+if __name__ == "__main__":
+    unittest.main()
