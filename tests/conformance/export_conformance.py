@@ -292,6 +292,9 @@ def memory_worker(spec):
     import gc
     import torch
 
+    import torchvision.models  # noqa: F401  (imported before the baseline: its import allocates)
+    import export_models  # noqa: F401
+
     torch.set_num_threads(1)
     shim = memshim_run.Shim()
     a = torch.randn(64, 64, requires_grad=True)  # lazy library buffers exist before the baseline
@@ -323,38 +326,54 @@ def memory_worker(spec):
             return [t for o in out for t in floating_outputs(o)]
         return []
 
+    def no_mark(_):
+        pass
+
     if spec["mode"] == "infer":
         model.eval()
 
-        def step():
+        def step(mark=no_mark):
             with torch.no_grad():
                 out = model(x)
+            mark("forward")
             del out
     else:
         model.train()
         params = [p for p in model.parameters() if p.requires_grad]
         opt = torch.optim.SGD(params, lr=0.01, foreach=False)
 
-        def step():
+        def step(mark=no_mark):
             out = model(x)
             ts = floating_outputs(out)
             loss = ts[0].sum()
             for t in ts[1:]:
                 loss = loss + t.sum()
+            mark("forward")
             loss.backward()
             res["gradients"] = uniq_bytes(p.grad for p in params)
+            mark("backward")
             opt.step()
             opt.zero_grad(set_to_none=True)
+            mark("optimizer")
 
     step()
     step()
     gc.collect()
-    peaks = []
-    for _ in range(2):  # two measured steps: they must agree (noise check)
+    shim.reset()  # measured step 1: one peak for the whole step
+    step()
+    peaks = [shim.peak() - base]
+    gc.collect()
+    phases = {}
+
+    def mark(phase):  # measured step 2: the peak of each phase, and live at its end
+        phases[phase] = {"peak": shim.peak() - base, "live_after": shim.live(collect=False) - base}
         shim.reset()
-        step()
-        peaks.append(shim.peak() - base)
-        gc.collect()
+
+    phases["before"] = {"live": shim.live() - base}
+    shim.reset()
+    step(mark)
+    peaks.append(max(ph["peak"] for k, ph in phases.items() if k != "before"))
+    res["phases"] = phases
     res["peak"], res["peak_run2"] = peaks
     if spec["mode"] == "train":
         res["optimizer_state"] = res["opt_state_no_step"] = sum(
@@ -375,6 +394,13 @@ def measure_memory(so, case, bindings, mode, path, binary):
     if doc is None:
         return None, ["memory (%s): tinspect: %s" % (mode, why)], notes
     fails, n2, err = mc.compare(r, doc)
+    if fails:
+        ph = r.get("phases", {})
+        notes.append("memory (%s): PyTorch (MiB above the baseline): live before the step %s, %s; tinspect: "
+                     "peak at %s (%s), activations %s MiB" % (
+                         mode, mc.mib(ph.get("before", {}).get("live")),
+                         ", ".join("%s peak %s" % (k, mc.mib(v["peak"])) for k, v in ph.items() if k != "before"),
+                         doc.get("peak_step"), doc.get("peak_phase"), mc.mib(doc.get("activations"))))
     return err, ["memory (%s): %s" % (mode, f) for f in fails], notes + ["memory (%s): %s" % (mode, n) for n in n2]
 
 
@@ -585,7 +611,7 @@ def table(rows):
         lines.append("| " + " | ".join(cells) + " |")
     lines.append("")
     lines.append("Memory: error of tinspect's peak against PyTorch's on the CPU at the bindings (tolerance "
-                 "%d %%); not measured:" % round(100 * mc.PEAK_TOLERANCE))
+                 "%d %%)%s" % (round(100 * mc.PEAK_TOLERANCE), "; not measured:" if footnotes else "."))
     for i, f in enumerate(footnotes):
         lines.append("(%s) %s" % (chr(ord("a") + i), f))
     return "\n".join(lines) + "\n"
