@@ -535,7 +535,7 @@ def check_case(args):
             row["fails"].append("shapes: " + why)
         row["macs"] = shapes.get("totals", {}).get("macs")
     except Exception:
-        row["shapes_ok"] = False
+        row["shapes_ok"] = "error"
         failed("shapes")
     try:
         why = compare_params(run_json([binary, "params", path, "--json"]), state_dict_listing(model))
@@ -543,7 +543,7 @@ def check_case(args):
         if why:
             row["fails"].append("state_dict: " + why)
     except Exception:
-        row["params_ok"] = False
+        row["params_ok"] = "error"
         failed("params")
 
     limits = MEM_LIMITS[case.full]
@@ -581,6 +581,9 @@ def fmt_diff(row):
 
 
 def fmt_bool(v):
+    """yes, **no**, **error** (tinspect failed: not compared) or — (not run)."""
+    if v == "error":
+        return "**error**"
     return "—" if v is None else ("yes" if v else "**no**")
 
 
