@@ -174,13 +174,14 @@ valgrind: deps-test
 # Renders the man page, as a check that it is well formed.
 man:
 	MANWIDTH=80 man -l man/tinspect.1 >/dev/null
+	MANWIDTH=80 man -l man/tinspect-export.1 >/dev/null
 
 install: tinspect
 	mkdir -p $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1
 	cp tinspect $(DESTDIR)$(BINDIR)/tinspect
 	chmod 755 $(DESTDIR)$(BINDIR)/tinspect
-	cp man/tinspect.1 $(DESTDIR)$(MANDIR)/man1/tinspect.1
-	chmod 644 $(DESTDIR)$(MANDIR)/man1/tinspect.1
+	cp man/tinspect.1 man/tinspect-export.1 $(DESTDIR)$(MANDIR)/man1/
+	chmod 644 $(DESTDIR)$(MANDIR)/man1/tinspect.1 $(DESTDIR)$(MANDIR)/man1/tinspect-export.1
 	mkdir -p $(DESTDIR)$(PYLIBDIR)/tinspect_export
 	cp tools/export/tinspect_export/*.py $(DESTDIR)$(PYLIBDIR)/tinspect_export/
 	chmod 644 $(DESTDIR)$(PYLIBDIR)/tinspect_export/*.py
@@ -188,7 +189,7 @@ install: tinspect
 	chmod 755 $(DESTDIR)$(BINDIR)/tinspect-export
 
 uninstall:
-	rm -f $(DESTDIR)$(BINDIR)/tinspect $(DESTDIR)$(MANDIR)/man1/tinspect.1
+	rm -f $(DESTDIR)$(BINDIR)/tinspect $(DESTDIR)$(MANDIR)/man1/tinspect.1 $(DESTDIR)$(MANDIR)/man1/tinspect-export.1
 	rm -f $(DESTDIR)$(BINDIR)/tinspect-export
 	rm -rf $(DESTDIR)$(PYLIBDIR)/tinspect_export
 	-rmdir $(DESTDIR)$(PYLIBDIR) $(DESTDIR)$(PREFIX)/lib/tinspect 2>/dev/null

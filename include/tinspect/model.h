@@ -112,6 +112,8 @@ typedef struct ti_model_step {
 	int output_count;
 	int64_t params;        /* parameters of the called module, children and ties counted once */
 	ti_dim macs, flops;
+	ti_dim flops_torch;    /* as PyTorch's FlopCounterMode counts: 2 per MAC of matrix products only */
+	ti_dim flops_fvcore;   /* as fvcore's FlopCountAnalysis counts: 1 per such MAC, norms, upsampling, pools */
 	bool counted;          /* false: no counting rule for this row or a part of it */
 	bool mode_dependent;   /* behaves differently in training: dropout, batch statistics */
 	const char *opaque;    /* TI_STEP_OPAQUE: what was called ("torchvision.ops.foo") */
@@ -123,6 +125,7 @@ typedef struct ti_model_totals {
 	ti_dim input_bytes;
 	ti_dim activation_bytes;                  /* outputs of the top-level steps */
 	ti_dim macs, flops;
+	ti_dim flops_torch, flops_fvcore;         /* other tools' conventions (see ti_model_step) */
 	size_t uncounted_steps;                   /* top-level steps without a full counting rule */
 } ti_model_totals;
 

@@ -148,6 +148,10 @@ static void print_totals(const ti_model_report *rep)
 	printf("MACs:              %s\n", cli_dim_human(t->macs, "Mac", a, sizeof(a)));
 	printf("FLOPs:             %s (2 per multiply-accumulate, plus other arithmetic)\n",
 	       cli_dim_human(t->flops, "FLOP", a, sizeof(a)));
+	printf("  as PyTorch:      %s (FlopCounterMode: 2 per multiply-accumulate of matrix products)\n",
+	       cli_dim_human(t->flops_torch, "FLOP", a, sizeof(a)));
+	printf("  as fvcore:       %s (FlopCountAnalysis: 1 per multiply-accumulate, norms, upsampling)\n",
+	       cli_dim_human(t->flops_fvcore, "FLOP", a, sizeof(a)));
 	if (t->uncounted_steps) {
 		printf("not counted:       %zu step%s without a counting rule:", t->uncounted_steps,
 		       t->uncounted_steps == 1 ? "" : "s");
@@ -217,6 +221,8 @@ static cJSON *json_step(const ti_model_report *rep, size_t *i)
 	cJSON_AddItemToObject(o, "params", cli_json_dim(ti_dim_int(s->params)));
 	cJSON_AddItemToObject(o, "macs", cli_json_dim(s->macs));
 	cJSON_AddItemToObject(o, "flops", cli_json_dim(s->flops));
+	cJSON_AddItemToObject(o, "flops_torch", cli_json_dim(s->flops_torch));
+	cJSON_AddItemToObject(o, "flops_fvcore", cli_json_dim(s->flops_fvcore));
 	cJSON_AddBoolToObject(o, "counted", s->counted);
 	cJSON *calls = NULL;
 	while (*i < rep->step_count && rep->steps[*i].parent == (int)row) {
@@ -265,6 +271,8 @@ static cJSON *json_tail(const ti_model *model, const ti_model_report *rep)
 	cJSON_AddItemToObject(tot, "activation_bytes", cli_json_dim(t->activation_bytes));
 	cJSON_AddItemToObject(tot, "macs", cli_json_dim(t->macs));
 	cJSON_AddItemToObject(tot, "flops", cli_json_dim(t->flops));
+	cJSON_AddItemToObject(tot, "flops_torch", cli_json_dim(t->flops_torch));
+	cJSON_AddItemToObject(tot, "flops_fvcore", cli_json_dim(t->flops_fvcore));
 	cJSON *unc = cJSON_AddArrayToObject(tot, "uncounted_steps");
 	for (size_t i = 0; i < rep->step_count; i++)
 		if (!rep->steps[i].depth && !rep->steps[i].counted)

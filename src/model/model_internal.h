@@ -38,6 +38,7 @@ typedef struct model_def {
 	const char **inputs;     /* forward's parameters, in order */
 	int input_count;
 	const void *modules_json;/* a cJSON object of child modules, or NULL */
+	const void *json;        /* the whole object: its own "parameters" and "buffers" */
 	model_step *steps;
 	int step_count;
 	bool has_graph;          /* else the modules run in order (Sequential semantics) */

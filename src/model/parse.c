@@ -564,6 +564,10 @@ ti_status model_build_composite(ti_model *m, const model_def *def, const char *p
 	if (!mod)
 		return TI_FAIL(err, TI_E_NOMEM, "out of memory for the description");
 	mod->composite = def;
+	/* the model's own tensors (a ViT's class_token), registered before its children */
+	ti_status fst = add_free_tensors(m->parser, def->json, mod, def->jpath, err);
+	if (fst)
+		return fst;
 	const cJSON *item;
 	const char *jmodules = join(m, def->jpath, "modules");
 	cJSON_ArrayForEach(item, (const cJSON *)def->modules_json) {
@@ -762,7 +766,8 @@ static ti_status parse_def(parser *p, const cJSON *j, const char *name, const ch
 	def->jpath = jpath;
 	const cJSON *item;
 	cJSON_ArrayForEach(item, j) {
-		static const char *const known[] = {"inputs", "modules", "graph", "outputs", "config", "defs", "tied", "comment", "description"};
+		static const char *const known[] = {"inputs", "modules", "graph", "outputs", "config", "defs", "tied", "comment",
+		                                    "description", "parameters", "buffers"};
 		bool ok = false;
 		for (size_t k = 0; k < sizeof(known) / sizeof(known[0]); k++)
 			ok |= !strcmp(item->string, known[k]);
@@ -781,6 +786,7 @@ static ti_status parse_def(parser *p, const cJSON *j, const char *name, const ch
 	if (modules && !cJSON_IsObject(modules))
 		return at(TI_FAIL(err, TI_E_CORRUPT, "\"modules\" must be an object"), err, join(m, jpath, "modules"));
 	def->modules_json = modules;
+	def->json = j;
 	if (graph) {
 		if (!cJSON_IsArray(graph))
 			return at(TI_FAIL(err, TI_E_CORRUPT, "\"graph\" must be a list of steps"), err, join(m, jpath, "graph"));

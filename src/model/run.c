@@ -90,7 +90,7 @@ static ti_status add_row(runner *r, int index, int depth, int parent, bool is_ca
 	s->is_call = is_call;
 	s->target = target;
 	s->type = type;
-	s->macs = s->flops = ti_dim_int(0);
+	s->macs = s->flops = s->flops_torch = s->flops_fvcore = ti_dim_int(0);
 	*row = (int)r->count++;
 	return TI_OK;
 }
@@ -142,14 +142,17 @@ static ti_status fill_row(runner *r, int row, const ti_arg *values, int count, c
 typedef struct result {
 	ti_arg outputs[TI_OP_MAX_OUTPUTS];
 	int output_count;
-	ti_dim macs, flops;
+	ti_dim macs, flops, flops_torch, flops_fvcore;
 	bool counted, uncounted_part;
 } result;
 
-static void add_counts(ti_model *m, result *into, ti_dim macs, ti_dim flops, bool counted, bool uncounted)
+static void add_counts(ti_model *m, result *into, const result *from)
 {
-	into->macs = ti_dim_add(&m->sym, into->macs, macs);
-	into->flops = ti_dim_add(&m->sym, into->flops, flops);
+	bool counted = from->counted, uncounted = from->uncounted_part;
+	into->macs = ti_dim_add(&m->sym, into->macs, from->macs);
+	into->flops = ti_dim_add(&m->sym, into->flops, from->flops);
+	into->flops_torch = ti_dim_add(&m->sym, into->flops_torch, from->flops_torch);
+	into->flops_fvcore = ti_dim_add(&m->sym, into->flops_fvcore, from->flops_fvcore);
 	into->counted |= counted;
 	into->uncounted_part |= uncounted || !counted;
 }
@@ -158,9 +161,11 @@ static void take_call(ti_model *m, result *res, const ti_op_call *call)
 {
 	memcpy(res->outputs, call->outputs, sizeof(res->outputs));
 	res->output_count = call->output_count;
-	res->macs = res->flops = ti_dim_int(0);
+	res->macs = res->flops = res->flops_torch = res->flops_fvcore = ti_dim_int(0);
 	res->counted = res->uncounted_part = false;
-	add_counts(m, res, call->macs, call->flops, call->counted, call->uncounted_part);
+	result from = {.macs = call->macs, .flops = call->flops, .flops_torch = call->flops_torch,
+	               .flops_fvcore = call->flops_fvcore, .counted = call->counted, .uncounted_part = call->uncounted_part};
+	add_counts(m, res, &from);
 }
 
 static ti_status call_module(runner *r, scope *sc, const ti_module *mod, const ti_arg *args, int nargs,
@@ -221,6 +226,8 @@ static ti_status finish_row(runner *r, int row, const result *res, const char *c
 	ti_model_step *s = &r->rows[row];
 	s->macs = res->macs;
 	s->flops = res->flops;
+	s->flops_torch = res->flops_torch;
+	s->flops_fvcore = res->flops_fvcore;
 	s->counted = res->counted && !res->uncounted_part;
 	return fill_row(r, row, res->outputs, res->output_count, names, name_count, err);
 }
@@ -248,7 +255,7 @@ static ti_status call_children(runner *r, scope *sc, const ti_module *mod, const
 			return st;
 		r->rows[child_row].mode_dependent = r->m->ctx.mode_dependent;
 		r->m->ctx.mode_dependent |= was_dependent;
-		add_counts(r->m, res, sub.macs, sub.flops, sub.counted, sub.uncounted_part);
+		add_counts(r->m, res, &sub);
 		count = sub.output_count;
 		memcpy(current, sub.outputs, (size_t)count * sizeof(*current));
 		for (int k = 0; k < count; k++)
@@ -263,7 +270,7 @@ static ti_status call_module(runner *r, scope *sc, const ti_module *mod, const t
                              int depth, int row, result *res, ti_error *err)
 {
 	memset(res, 0, sizeof(*res));
-	res->macs = res->flops = ti_dim_int(0);
+	res->macs = res->flops = res->flops_torch = res->flops_fvcore = ti_dim_int(0);
 	ti_model *m = r->m;
 	r->rows[row].params = model_module_params(mod);
 	switch (mod->kind) {
@@ -404,7 +411,7 @@ static ti_status run_opaque(runner *r, const model_step *s, result *res, ti_erro
 	ti_op_call call;
 	memset(&call, 0, sizeof(call));
 	call.ctx = &m->ctx;
-	call.macs = call.flops = ti_dim_int(0);
+	call.macs = call.flops = call.flops_torch = call.flops_fvcore = ti_dim_int(0);
 	const ti_run_observer *o = m->ctx.observer;
 	if (o)
 		o->enter(o->user, s->target, NULL);
@@ -483,7 +490,7 @@ static ti_status run_graph(runner *r, const ti_module *mod, const ti_arg *args, 
 	void *saved_user = m->ctx.resolve_user;
 	ti_status st = TI_OK;
 	memset(res, 0, sizeof(*res));
-	res->macs = res->flops = ti_dim_int(0);
+	res->macs = res->flops = res->flops_torch = res->flops_fvcore = ti_dim_int(0);
 	res->counted = true;
 
 	/* forward's arguments: positional, then by name, each given once */
@@ -529,7 +536,7 @@ static ti_status run_graph(runner *r, const ti_module *mod, const ti_arg *args, 
 			result step;
 			if ((st = run_step(r, &sc, mod, &def->steps[i], i, depth, parent, &step, err)))
 				break;
-			add_counts(m, res, step.macs, step.flops, step.counted, step.uncounted_part);
+			add_counts(m, res, &step);
 			if (i == def->step_count - 1 && !def->output_count) {
 				memcpy(res->outputs, step.outputs, sizeof(res->outputs));
 				res->output_count = step.output_count;
@@ -550,7 +557,7 @@ static ti_status run_graph(runner *r, const ti_module *mod, const ti_arg *args, 
 				break;
 			if ((st = finish_row(r, row, &sub, NULL, 0, err)))
 				break;
-			add_counts(m, res, sub.macs, sub.flops, sub.counted, sub.uncounted_part);
+			add_counts(m, res, &sub);
 			count = sub.output_count;
 			memcpy(current, sub.outputs, (size_t)count * sizeof(*current));
 		}
@@ -600,7 +607,7 @@ static void totals(ti_model *m, ti_model_report *rep)
 {
 	ti_model_totals *t = &rep->totals;
 	ti_symctx *s = &m->sym;
-	t->input_bytes = t->activation_bytes = t->macs = t->flops = ti_dim_int(0);
+	t->input_bytes = t->activation_bytes = t->macs = t->flops = t->flops_torch = t->flops_fvcore = ti_dim_int(0);
 	for (size_t i = 0; i < m->param_count; i++) {
 		const ti_model_param *p = &m->params[i];
 		int64_t numel = 1;
@@ -631,6 +638,8 @@ static void totals(ti_model *m, ti_model_report *rep)
 			continue;
 		t->macs = ti_dim_add(s, t->macs, st->macs);
 		t->flops = ti_dim_add(s, t->flops, st->flops);
+		t->flops_torch = ti_dim_add(s, t->flops_torch, st->flops_torch);
+		t->flops_fvcore = ti_dim_add(s, t->flops_fvcore, st->flops_fvcore);
 		t->uncounted_steps += !st->counted;
 		for (int o = 0; o < st->output_count; o++) {
 			const ti_model_tensor *x = &st->outputs[o];

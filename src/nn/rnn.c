@@ -259,7 +259,10 @@ static void count_rnn(ti_op_call *call, const rnn_config *c, ti_dim steps_times_
 		macs += gate_rows * (layer_input_size(c, layer) + state_size(c)) + c->proj * c->hidden;
 	int64_t flops = c->layers * c->hidden * (c->kind->gates * (c->bias ? 3 : 1) + c->kind->cell_flops);
 	ti_dim per_step = ti_dim_mul(s, steps_times_batch, ti_dim_int(c->directions));
-	ti_call_macs(call, ti_dim_mul(s, per_step, ti_dim_int(macs)));
+	/* the gates are matrix products (FlopCounterMode sees the addmms); fvcore has no rule for aten::lstm & co. */
+	ti_dim all = ti_dim_mul(s, per_step, ti_dim_int(macs));
+	ti_call_macs_only(call, all);
+	ti_call_count_as(call, ti_dim_mul(s, all, ti_dim_int(2)), ti_dim_int(0));
 	ti_call_flops(call, ti_dim_mul(s, per_step, ti_dim_int(flops)));
 }
 

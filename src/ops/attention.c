@@ -175,10 +175,13 @@ static void count_attention(ti_op_call *call, int n, const ti_dim *out, ti_dim l
 {
 	ti_symctx *sym = call->ctx->sym;
 	ti_dim scores = ti_dim_mul(sym, l, s);
+	ti_dim full = ti_dim_mul(sym, ti_dim_mul(sym, scores, product(call->ctx, out, n - 2)), ti_dim_add(sym, e, ev));
 	if (causal)
 		scores = ti_dim_floordiv(sym, scores, ti_dim_int(2));
 	scores = ti_dim_mul(sym, scores, product(call->ctx, out, n - 2));
-	ti_call_macs(call, ti_dim_mul(sym, scores, ti_dim_add(sym, e, ev)));
+	/* FlopCounterMode's sdpa rule counts every score, causal or not; fvcore has no rule for the op */
+	ti_call_macs_only(call, ti_dim_mul(sym, scores, ti_dim_add(sym, e, ev)));
+	ti_call_count_as(call, ti_dim_mul(sym, full, ti_dim_int(2)), ti_dim_int(0));
 	ti_call_flops(call, ti_dim_mul(sym, scores, ti_dim_int(FLOPS_PER_SCORE + masked)));
 }
 

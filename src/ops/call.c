@@ -40,12 +40,26 @@ ti_status ti_call_output_tensor(ti_op_call *call, const ti_meta_tensor *t, ti_er
 	return ti_call_output(call, ti_arg_tensor(t), err);
 }
 
-void ti_call_macs(ti_op_call *call, ti_dim macs)
+void ti_call_macs_only(ti_op_call *call, ti_dim macs)
 {
 	ti_symctx *s = call->ctx->sym;
 	call->macs = ti_dim_add(s, call->macs, macs);
 	call->flops = ti_dim_add(s, call->flops, ti_dim_mul(s, macs, ti_dim_int(2)));
 	call->counted = true;
+}
+
+void ti_call_count_as(ti_op_call *call, ti_dim flops_torch, ti_dim flops_fvcore)
+{
+	ti_symctx *s = call->ctx->sym;
+	call->flops_torch = ti_dim_add(s, call->flops_torch, flops_torch);
+	call->flops_fvcore = ti_dim_add(s, call->flops_fvcore, flops_fvcore);
+	call->counted = true;
+}
+
+void ti_call_macs(ti_op_call *call, ti_dim macs)
+{
+	ti_call_macs_only(call, macs);
+	ti_call_count_as(call, ti_dim_mul(call->ctx->sym, macs, ti_dim_int(2)), macs);
 }
 
 void ti_call_flops(ti_op_call *call, ti_dim flops)
@@ -99,6 +113,8 @@ ti_status ti_call_op(ti_op_call *call, const char *op, const ti_arg *args, int n
 	ti_symctx *s = call->ctx->sym;
 	call->macs = ti_dim_add(s, call->macs, result->macs);
 	call->flops = ti_dim_add(s, call->flops, result->flops);
+	call->flops_torch = ti_dim_add(s, call->flops_torch, result->flops_torch);
+	call->flops_fvcore = ti_dim_add(s, call->flops_fvcore, result->flops_fvcore);
 	call->counted = true;
 	call->uncounted_part |= result->uncounted_part;
 	return TI_OK;

@@ -359,8 +359,8 @@ static ti_status run_embedding_bag(ti_op_call *call, ti_error *err)
 		               ti_dtype_name(weight->dtype), ti_dtype_name(per_sample_weights->dtype));
 	ti_dim shape[2] = {bags, weight->shape[1]};
 	ti_dim gathered = ti_dim_mul(ctx->sym, ti_meta_numel(ctx, input), weight->shape[1]);
-	if (per_sample_weights)
-		ti_call_macs(call, gathered);
+	if (per_sample_weights) /* gathered and summed, no matrix product: other tools count nothing */
+		ti_call_macs_only(call, gathered);
 	else
 		ti_call_flops(call, gathered);
 	return output_new(call, weight, 2, shape, err);

@@ -143,10 +143,17 @@ static void count_flops(ti_op_call *call, const ti_meta_tensor *t, int64_t per_e
 	ti_call_flops(call, ti_dim_mul(s, ti_meta_numel(call->ctx, t), ti_dim_int(per_element)));
 }
 
-/* See the counting note at the top. */
+/*
+ * See the counting note at the top. fvcore's rules: a norm is 5 FLOPs per
+ * element with an affine weight (else 4), except batch_norm in evaluation,
+ * 2 (else 1); FlopCounterMode counts no norm.
+ */
 static void count_norm(ti_op_call *call, const ti_meta_tensor *input, bool from_input, bool weight, bool bias)
 {
 	count_flops(call, input, from_input ? FLOPS_FROM_INPUT + weight + bias : FLOPS_RUNNING);
+	bool batch_eval = !from_input && !strcmp(call->rule->parsed->name, "batch_norm");
+	int64_t fvcore = batch_eval ? 1 + weight : 4 + weight;
+	ti_call_count_as(call, ti_dim_int(0), ti_dim_mul(call->ctx->sym, ti_meta_numel(call->ctx, input), ti_dim_int(fvcore)));
 }
 
 /*

@@ -52,6 +52,9 @@ struct ti_op_call {
 	ti_arg outputs[TI_OP_MAX_OUTPUTS];
 	int output_count;
 	ti_dim macs, flops; /* multiply-accumulates; floating-point operations */
+	/* the same work as other tools count it (see ti_call_count_as) */
+	ti_dim flops_torch; /* torch.utils.flop_counter.FlopCounterMode: 2 per MAC of a matrix product */
+	ti_dim flops_fvcore;/* fvcore's FlopCountAnalysis: 1 per such MAC, and its norm/upsample/pool rules */
 	bool counted;       /* a counting rule ran (zero is a count too) */
 	bool uncounted_part;/* some sub-call had no counting rule */
 };
@@ -59,9 +62,18 @@ struct ti_op_call {
 /* What a rule returns through: adds one output (a tensor, or a list for tensor lists). */
 ti_status ti_call_output(ti_op_call *call, ti_arg value, ti_error *err);
 ti_status ti_call_output_tensor(ti_op_call *call, const ti_meta_tensor *t, ti_error *err);
-/* Counts: macs adds to MACs and 2*macs to FLOPs; flops adds to FLOPs only. Both mark the call counted. */
+/*
+ * Counts: macs adds to MACs and 2*macs to FLOPs; flops adds to FLOPs only.
+ * Both mark the call counted. ti_call_macs is for matrix products (matmul,
+ * convolution, attention, gates), which PyTorch's FlopCounterMode counts as 2
+ * FLOPs and fvcore as 1 per MAC; ti_call_macs_only counts MACs those tools do
+ * not (interpolation weights, weighted bags), and ti_call_count_as adds what
+ * they count beyond that (fvcore's norms, a causal product counted in full).
+ */
 void ti_call_macs(ti_op_call *call, ti_dim macs);
+void ti_call_macs_only(ti_op_call *call, ti_dim macs);
 void ti_call_flops(ti_op_call *call, ti_dim flops);
+void ti_call_count_as(ti_op_call *call, ti_dim flops_torch, ti_dim flops_fvcore);
 
 /* Shorthands for ti_bound_* on call->in. */
 #define ti_call_tensor(c, n) ti_bound_tensor(&(c)->in, (n))

@@ -537,6 +537,8 @@ static ti_status adaptive_avg(ti_op_call *call, const adaptive_spec *spec, const
 		               "%s: elements of output_size must be greater than or equal to 0 but received {%s%s%s%s%s}",
 		               spec->name, dim_text(ctx, out[0]), ", ", dim_text(ctx, out[1]), d == 3 ? ", " : "",
 		               d == 3 ? dim_text(ctx, out[2]) : "");
+	if (d == 2) /* fvcore counts aten::adaptive_avg_pool2d as 1 per input element */
+		ti_call_count_as(call, ti_dim_int(0), ti_meta_numel(ctx, input));
 	if (ones)
 		return adaptive_mean(call, input, d, squeeze, err);
 	return adaptive_pool(call, spec, input, out, false, squeeze, err);

@@ -232,9 +232,12 @@ static ti_status upsample_output(ti_op_call *call, const ti_meta_tensor *t, cons
 	for (int i = 0; i < spatial; i++)
 		weights *= mode->neighbours;
 	if (mode->neighbours > 1)
-		ti_call_macs(call, ti_dim_mul(ctx->sym, outputs, ti_dim_int(weights)));
+		ti_call_macs_only(call, ti_dim_mul(ctx->sym, outputs, ti_dim_int(weights)));
 	else
 		ti_call_flops(call, ti_dim_int(0));
+	/* fvcore counts upsample_nearest2d as 1 and upsample_bilinear2d as 4 per output; FlopCounterMode nothing */
+	if (spatial == 2 && (mode->neighbours == 1 || mode->neighbours == 2))
+		ti_call_count_as(call, ti_dim_int(0), ti_dim_mul(ctx->sym, outputs, ti_dim_int(mode->neighbours == 1 ? 1 : 4)));
 	return output_new(call, t, t->ndim, shape, mode->keeps_layout && is_channels_last(ctx, t), err);
 }
 

@@ -234,7 +234,7 @@ Test(model, records_what_it_assumes_about_a_symbol)
 
 /* What an exporter writes: a plain Module with its own tensors, attr and opaque steps, ints and formulas. */
 static const char *exported =
-	"{\"inputs\": {\"x\": {\"shape\": [\"N\", 3, 8, 8]}},"
+	"{\"inputs\": {\"x\": {\"shape\": [\"N\", 3, 8, 8]}}, \"parameters\": {\"pos\": {\"shape\": [5, 4]}},"
 	" \"modules\": {\"stem\": {\"type\": \"Conv2d\", \"in_channels\": 3, \"out_channels\": 4, \"kernel_size\": 4,"
 	"                          \"stride\": 4},"
 	"             \"enc\": {\"type\": \"Module\", \"class\": \"lib.models.Encoder\","
@@ -262,15 +262,16 @@ Test(model, holds_free_parameters_and_buffers_in_state_dict_order)
 	size_t n;
 	const ti_model_param *p = ti_model_params(m, &n);
 	/* own parameters, then persistent buffers, then children; the non-persistent 'ids' is not there */
-	static const char *const names[] = {"stem.weight", "stem.bias", "enc.cls", "enc.frozen", "enc.scale",
+	static const char *const names[] = {"pos", "stem.weight", "stem.bias", "enc.cls", "enc.frozen", "enc.scale",
 	                                    "enc.norm.weight", "enc.norm.bias", "enc.norm.gain"};
-	ASSERT_INT(n, 8);
+	ASSERT_INT(n, 9);
 	for (size_t i = 0; i < n; i++)
 		EXPECT_STR(p[i].name, names[i]);
-	cr_expect(!p[3].trainable, "requires_grad false is a frozen parameter");
-	cr_expect(p[4].buffer && p[4].dtype == TI_DT_FLOAT64 && p[4].ndim == 0, "enc.scale is a 0-dim float64 buffer");
+	cr_expect(!p[4].trainable, "requires_grad false is a frozen parameter");
+	cr_expect(p[5].buffer && p[5].dtype == TI_DT_FLOAT64 && p[5].ndim == 0, "enc.scale is a 0-dim float64 buffer");
 	const ti_model_report *rep = run(m);
-	EXPECT_INT(rep->totals.params, 4 * 3 * 4 * 4 + 4 + 5 * 4); /* stem's weight and bias; cls, frozen, the norm's three */
+	/* the model's own pos; stem's weight and bias; cls, frozen, the norm's three */
+	EXPECT_INT(rep->totals.params, 20 + 4 * 3 * 4 * 4 + 4 + 5 * 4);
 	ti_model_close(m);
 }
 
