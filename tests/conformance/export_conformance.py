@@ -14,14 +14,15 @@ plus GPT-2 and LLaMA from export_models.py (small configurations; realistic ones
 
 For each model:
 
-  1. It is built on the meta device (factory functions redirected there, so even
-     regnet_y_128gf and vit_h_14 cost no memory) in evaluation mode, and exported with
-     tinspect_export.export(model, (x,), path, symbolic=...) for an input of shape
-     (N, 3, H, W) with N symbolic (token ids of shape (N, T) for the language models).
+  1. It is built on the meta device in evaluation mode (the factory calls torch.nn modules
+     make with factory_kwargs go to meta, so even regnet_y_128gf and vit_h_14 cost no
+     memory) and exported with tinspect_export.export(model, {name: (["N", 3, H, W],
+     "float32")}, path, symbolic={"N": 2}): N symbolic, the reference run at N=2 (token
+     ids (["N", "T"], "int64") at N=2, T=16 for the language models; T=128 with --full).
      H and W are the smallest the family accepts as torchvision documents it (the
-     weights' meta["min_size"]), but at least FLOOR; vit_*, swin_* and maxvit_t need
-     their fixed or minimum sizes (224, 256 for swin_v2), inception_v3 75. Convolutional
-     families get W = H + 16, so that a rule mixing up height and width shows.
+     weights' meta["min_size"]), but at least FLOOR (64): vit_* and maxvit_t 224, swin_*
+     224, swin_v2_* 256, inception_v3 75. Convolutional families get W = H + 16, so
+     that a rule mixing up height and width shows.
   2. `tinspect shapes FILE --json --bind K=V...` with the exporter's bindings: every graph
      step's output shapes and dtypes (steps[i].outputs, depth 0) must equal what PyTorch
      produced for step i (the export's .reference); the first mismatching step is
@@ -47,11 +48,14 @@ For each model:
      the CPU for the same model at the same bindings, measured as
      memory_conformance.py measures (its tinspect invocation and comparison are
      imported; the plumbing is memshim_run.py's): a child process under
-     LD_PRELOAD=memshim.so with one thread takes the baseline after a warm-up op, builds
-     the model on the CPU, makes the input, runs two warm-up steps and measures the peak
-     of the third above the baseline. infer: model.eval(), forward under no_grad.
+     LD_PRELOAD=memshim.so with one thread imports torchvision, takes the baseline after
+     a warm-up op, builds the model on the CPU, makes the input, runs two warm-up steps,
+     then two measured steps: the peak of the first above the baseline is the figure;
+     the second, measured phase by phase, must agree within 1 % (a NOTE otherwise).
+     infer: model.eval(), forward under no_grad.
      train: model.train(), SGD(lr=0.01, foreach=False); forward, loss = sum of .sum() of
-     the floating outputs, backward, step, zero_grad(set_to_none=True). The peak must be
+     the floating outputs, backward, step, zero_grad(set_to_none=True); tinspect runs the
+     same (eval-mode) description with --mode train. The peak must be
      within memory_conformance.PEAK_TOLERANCE (10 %); weights and optimizer state must
      be exact. Models over MEM_LIMITS (parameters, or reference MACs at the bindings:
      CPU time) are not measured and show "—" with the reason.
