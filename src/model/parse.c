@@ -233,6 +233,25 @@ static ti_status json_to_arg(parser *p, const cJSON *j, const char *jpath, int d
 				return st;
 		}
 		*out = ti_arg_list(items, n);
+	} else if (cJSON_IsObject(j) && cJSON_GetObjectItemCaseSensitive(j, "slice")) {
+		/* {"slice": [start, stop, step]}: Python's slice, each an int (or a name, a formula) or null */
+		const cJSON *bounds = cJSON_GetObjectItemCaseSensitive(j, "slice");
+		const char *spath = join(m, jpath, "slice");
+		if (cJSON_GetArraySize(j) != 1 || !cJSON_IsArray(bounds) || cJSON_GetArraySize(bounds) != 3)
+			return at(TI_FAIL(err, TI_E_CORRUPT, "a slice is {\"slice\": [start, stop, step]}"), err, jpath);
+		ti_arg *items = ti_arena_calloc(&m->arena, 3, sizeof(*items));
+		if (!items)
+			return TI_FAIL(err, TI_E_NOMEM, "out of memory for the description");
+		for (int i = 0; i < 3; i++) {
+			char sub[4] = {(char)('0' + i), '\0'};
+			const char *ipath = join(m, spath, sub);
+			ti_status st = json_to_arg(p, cJSON_GetArrayItem(bounds, i), ipath, depth + 1, &items[i], err);
+			if (st)
+				return st;
+			if (items[i].kind != TI_ARG_INT && items[i].kind != TI_ARG_NONE && items[i].kind != TI_ARG_STR)
+				return at(TI_FAIL(err, TI_E_CORRUPT, "slice indices must be integers or None"), err, ipath);
+		}
+		*out = ti_arg_slice(items);
 	} else {
 		return at(TI_FAIL(err, TI_E_CORRUPT, "expected a number, string, boolean, null or list"), err, jpath);
 	}

@@ -1,6 +1,7 @@
 /*
  * activation.c - torch.nn.functional activations: relu ... softplus, prelu,
- * softmax and log_softmax, glu; and the functional dropouts.
+ * softmax and log_softmax, glu; the functional dropouts, and torchvision's
+ * stochastic_depth (torchvision/ops/stochastic_depth.py).
  *
  * Rules follow aten/src/ATen/native/Activation.cpp, SoftMax.cpp,
  * GatedLinearUnit.cpp, Dropout.cpp and torch/nn/functional.py.
@@ -10,6 +11,7 @@
  *   softmax, log_softmax, softmin                                3 per element (exp, sum, divide)
  *   glu                                                          2 per output element (sigmoid, multiply)
  *   dropout and its variants                                     none (free: identity in eval)
+ *   stochastic_depth in training with p > 0                      1 per element (input * noise); else free
  */
 #include <string.h>
 
@@ -259,10 +261,50 @@ static ti_status dropout_rule(ti_op_call *call, ti_error *err)
 	return ti_call_output_tensor(call, out, err);
 }
 
+/*
+ * torchvision.ops.stochastic_depth: checks p and mode; in eval or with p == 0
+ * the input itself; else input * noise, the noise [N, 1, ...] ("row") or
+ * [1, ...] ("batch") of the input's dtype, divided in place by 1 - p unless
+ * that is 0 (which an integer noise cannot hold).
+ */
+static ti_status stochastic_depth_rule(ti_op_call *call, ti_error *err)
+{
+	const ti_meta_tensor *input = ti_call_tensor(call, "input");
+	double p = ti_call_float(call, "p");
+	const char *mode = ti_call_str(call, "mode");
+	if (p < 0 || p > 1) {
+		char buf[32];
+		ti_format_float(p, buf, sizeof(buf));
+		return TI_FAIL(err, TI_E_SHAPE, "drop probability has to be between 0 and 1, but got %s", buf);
+	}
+	if (strcmp(mode, "batch") != 0 && strcmp(mode, "row") != 0)
+		return TI_FAIL(err, TI_E_SHAPE, "mode has to be either 'batch' or 'row', but got %s", mode);
+	if (!ti_call_bool(call, "training") || p == 0) {
+		ti_call_flops(call, ti_dim_int(0));
+		return ti_call_output_tensor(call, input, err);
+	}
+	if (!strcmp(mode, "row") && input->ndim == 0)
+		return TI_FAIL(err, TI_E_SHAPE, "tuple index out of range"); /* input.shape[0] */
+	ti_dim shape[TI_META_MAX_DIMS];
+	for (int i = 0; i < input->ndim; i++)
+		shape[i] = i == 0 && !strcmp(mode, "row") ? input->shape[0] : ti_dim_int(1);
+	const ti_meta_tensor *noise = ti_meta_new(call->ctx, input->dtype, input->ndim, shape);
+	if (!noise)
+		return TI_FAIL(err, TI_E_NOMEM, "out of memory");
+	if (p < 1 && !ti_dtype_is_floating(input->dtype) && !ti_dtype_is_complex(input->dtype))
+		return TI_FAIL(err, TI_E_SHAPE, "result type Float can't be cast to the desired output type %s",
+		               ti_dtype_torch_name(input->dtype));
+	const ti_meta_tensor *operands[2] = {input, noise};
+	ti_meta_tensor *out;
+	ti_status st = ti_elementwise_new(call->ctx, operands, 2, input->dtype, &out, err);
+	return st ? st : ti_elementwise_output(call, out, 1, err);
+}
+
 /* ---- the table ---- */
 
 #define UNARY(name) name "(Tensor input)"
 #define INPLACE(name) name "(Tensor input, bool inplace=False)"
+#define STOCHASTIC_DEPTH(name) name "(Tensor input, float p, str mode, bool training=True)"
 #define DROPOUT(name, training) name "(Tensor input, float p=0.5, bool training=" training ", bool inplace=False)"
 
 ti_op_rule ti_ops_activation[] = {
@@ -300,5 +342,8 @@ ti_op_rule ti_ops_activation[] = {
 	{DROPOUT("dropout3d", "True"), dropout_rule, TI_COUNT_FREE, NULL},
 	{DROPOUT("alpha_dropout", "False"), dropout_rule, TI_COUNT_FREE, NULL},
 	{DROPOUT("feature_alpha_dropout", "False"), dropout_rule, TI_COUNT_FREE, NULL},
+	{STOCHASTIC_DEPTH("stochastic_depth"), stochastic_depth_rule, TI_COUNT_RULE, NULL},
+	{STOCHASTIC_DEPTH("torchvision.ops.stochastic_depth"), stochastic_depth_rule, TI_COUNT_RULE, NULL},
+	{STOCHASTIC_DEPTH("torchvision.ops.stochastic_depth.stochastic_depth"), stochastic_depth_rule, TI_COUNT_RULE, NULL},
 	{NULL, NULL, TI_COUNT_NONE, NULL},
 };

@@ -1,6 +1,7 @@
 /*
  * join.c - joining and splitting: cat (concat, concatenate), stack, hstack,
- * vstack, dstack, split, split_with_sizes, chunk, tensor_split, unbind.
+ * vstack, dstack, split, split_with_sizes, chunk, tensor_split, unbind;
+ * meshgrid, whose grids are views (each input viewed and expanded).
  *
  * Rules from aten/src/ATen/native/TensorShape.cpp (cat's meta function,
  * stack, split, split_with_sizes, chunk, tensor_split, unbind). Joins make a
@@ -492,6 +493,91 @@ static ti_status run_unbind(ti_op_call *call, ti_error *err)
 	return output_pieces(call, t, dim, NULL, t->shape[dim].value, err);
 }
 
+/* Python's repr of a meta tensor, as torch._refs.meshgrid prints it: tensor(..., device='meta', size=(2, 3)). */
+static const char *meta_repr(ti_shape_ctx *ctx, const ti_meta_tensor *t)
+{
+	const char *shape = ti_meta_shape_str(ctx, t);
+	size_t n = strlen(shape);
+	const char *comma = t->ndim == 1 ? "," : "";
+	return ti_arena_printf(ctx->arena, "tensor(..., device='meta', size=(%.*s%s))", (int)(n - 2), shape + 1, comma);
+}
+
+/*
+ * meshgrid (TensorShape.cpp): every input 0-d or 1-d; grid i is input i
+ * viewed as [1, ..., -1, ..., 1] (-1 at i) and expanded to all the inputs'
+ * numels, so a view with stride 0 along the other dims. "xy" swaps the
+ * first two inputs and then the first two grids; None is "ij" (with a
+ * warning in torch.meshgrid).
+ */
+static ti_status run_meshgrid(ti_op_call *call, ti_error *err)
+{
+	ti_shape_ctx *ctx = call->ctx;
+	int n;
+	const ti_meta_tensor **ts = list_tensors(call, 0, &n, err);
+	if (!ts)
+		return err->code;
+	if (n == 0)
+		return TI_FAIL(err, TI_E_SHAPE, "meshgrid expects a non-empty TensorList");
+	if (n > TI_META_MAX_DIMS)
+		return TI_FAIL(err, TI_E_LIMIT, "more than %d dimensions", TI_META_MAX_DIMS);
+	for (int i = 0; i + 1 < n; i++)
+		if (ts[i]->dtype != ts[i + 1]->dtype)
+			return TI_FAIL(err, TI_E_SHAPE, "meshgrid expects all tensors to have the same dtype");
+	const char *indexing = ti_call_str(call, "indexing");
+	bool swap = false;
+	if (indexing && !strcmp(indexing, "xy"))
+		swap = n >= 2;
+	else if (indexing && strcmp(indexing, "ij") != 0)
+		return TI_FAIL(err, TI_E_SHAPE, "torch.meshgrid: indexing must be one of \"xy\" or \"ij\", but received: %s",
+		               indexing);
+	if (swap) {
+		const ti_meta_tensor *first = ts[0];
+		ts[0] = ts[1];
+		ts[1] = first;
+	}
+	ti_arg *shape = ti_arena_calloc(ctx->arena, (size_t)n, sizeof(*shape));
+	ti_arg *grids = ti_arena_calloc(ctx->arena, (size_t)n, sizeof(*grids));
+	if (!shape || !grids)
+		return TI_FAIL(err, TI_E_NOMEM, "out of memory for meshgrid");
+	for (int i = 0; i < n; i++) {
+		if (ts[i]->ndim > 1)
+			return TI_FAIL(err, TI_E_SHAPE, "torch.meshgrid: Expected 0D or 1D tensor in the tensor list but got: %s",
+			               meta_repr(ctx, ts[i]));
+		shape[i] = ti_arg_dim(ti_meta_numel(ctx, ts[i]));
+	}
+	for (int i = 0; i < n; i++) {
+		ti_arg *view_shape = ti_arena_calloc(ctx->arena, (size_t)n, sizeof(*view_shape));
+		if (!view_shape)
+			return TI_FAIL(err, TI_E_NOMEM, "out of memory for meshgrid");
+		for (int k = 0; k < n; k++)
+			view_shape[k] = ti_arg_int(k == i ? -1 : 1);
+		ti_arg args[2] = {ti_arg_tensor(ts[i]), ti_arg_list(view_shape, n)};
+		ti_op_call viewed, expanded;
+		ti_status st = ti_call_op(call, "view", args, 2, &viewed, err);
+		if (st)
+			return st;
+		args[0] = viewed.outputs[0];
+		args[1] = ti_arg_list(shape, n);
+		if ((st = ti_call_op(call, "expand", args, 2, &expanded, err)))
+			return st;
+		grids[i] = expanded.outputs[0];
+	}
+	if (swap) {
+		ti_arg first = grids[0];
+		grids[0] = grids[1];
+		grids[1] = first;
+	}
+	/* like the splits: one output per grid, or one list when there are more than a step unpacks */
+	if (n > TI_OP_MAX_OUTPUTS)
+		return ti_call_output(call, ti_arg_list(grids, n), err);
+	for (int i = 0; i < n; i++) {
+		ti_status st = ti_call_output(call, grids[i], err);
+		if (st)
+			return st;
+	}
+	return TI_OK;
+}
+
 ti_op_rule ti_ops_join[] = {
 	{"cat(Tensor[] tensors, int dim=0)", run_cat, TI_COUNT_FREE, NULL},
 	{"concat(Tensor[] tensors, int dim=0)", run_cat, TI_COUNT_FREE, NULL},
@@ -505,5 +591,6 @@ ti_op_rule ti_ops_join[] = {
 	{"chunk(Tensor input, int chunks, int dim=0)", run_chunk, TI_COUNT_FREE, NULL},
 	{"tensor_split(Tensor input, int|int[] indices_or_sections, int dim=0)", run_tensor_split, TI_COUNT_FREE, NULL},
 	{"unbind(Tensor input, int dim=0)", run_unbind, TI_COUNT_FREE, NULL},
+	{"meshgrid(Tensor[]... tensors, *, str? indexing=None)", run_meshgrid, TI_COUNT_FREE, NULL},
 	{NULL, NULL, TI_COUNT_NONE, NULL},
 };

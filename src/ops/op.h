@@ -13,7 +13,9 @@
  * Types: Tensor, Tensor[], int (a ti_dim: may be symbolic), int[] and int[N]
  * (a single int is repeated N times, as torch's _pair does), float, float[],
  * bool, str, ScalarType (a dtype name), Scalar (an int or float number),
- * Tensor|Scalar, int[N]|str, int|int[] (split sizes). A trailing `?` admits
+ * Tensor|Scalar, int[N]|str, int|int[] (split sizes), Any (a Python object:
+ * whatever is given, None included, a name of a graph value resolved to that
+ * value, in lists and slices too; Python-level ops). A trailing `?` admits
  * None (`int?[]`: None as an item); `int[]...` also takes the rest of the positional ints (x.view(2, 3));
  * `*` starts keyword-only arguments.
  *

@@ -14,7 +14,7 @@ static const ti_op_rule *const tables[] = {
 	ti_ops_elementwise, ti_ops_activation, ti_ops_linalg, ti_ops_conv, ti_ops_pooling,
 	ti_ops_resize, ti_ops_shape, ti_ops_join, ti_ops_index, ti_ops_reduce, ti_ops_norm,
 	ti_ops_attention, ti_ops_create, ti_ops_scan, ti_ops_sort, ti_ops_triangular,
-	ti_ops_data_dependent,
+	ti_ops_data_dependent, ti_ops_python,
 };
 
 static const char *const prefixes[] = {"torch.nn.functional.", "torch.Tensor.", "torch.", "F.", "Tensor."};

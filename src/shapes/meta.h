@@ -79,7 +79,14 @@ typedef enum ti_arg_kind {
 	TI_ARG_FLOAT,
 	TI_ARG_BOOL,
 	TI_ARG_STR,
-	TI_ARG_DTYPE
+	TI_ARG_DTYPE,
+	/*
+	 * A Python slice: as.list holds exactly three items, start, stop and
+	 * step, each a TI_ARG_INT or TI_ARG_NONE (a graph name, a TI_ARG_STR,
+	 * until bound). A description writes {"slice": [start, stop, step]};
+	 * Ellipsis is the str "...".
+	 */
+	TI_ARG_SLICE
 } ti_arg_kind;
 
 struct ti_arg {
@@ -105,6 +112,8 @@ static inline ti_arg ti_arg_str(const char *s) { ti_arg a = {TI_ARG_STR, {.str =
 static inline ti_arg ti_arg_dtype(ti_dtype d) { ti_arg a = {TI_ARG_DTYPE, {.dtype = d}, 0}; return a; }
 static inline ti_arg ti_arg_none(void) { ti_arg a = {TI_ARG_NONE, {.tensor = 0}, 0}; return a; }
 static inline ti_arg ti_arg_list(const ti_arg *items, int n) { ti_arg a = {TI_ARG_LIST, {.list = {items, n}}, 0}; return a; }
+/* slice(items[0], items[1], items[2]): the three items, kept by pointer. */
+static inline ti_arg ti_arg_slice(const ti_arg *items) { ti_arg a = {TI_ARG_SLICE, {.list = {items, 3}}, 0}; return a; }
 static inline ti_arg ti_arg_named(const char *name, ti_arg a) { a.name = name; return a; }
 
 /* ---- signatures ---- */
@@ -112,7 +121,8 @@ static inline ti_arg ti_arg_named(const char *name, ti_arg a) { a.name = name; r
 typedef enum ti_param_type {
 	TI_P_TENSOR, TI_P_TENSOR_LIST, TI_P_INT, TI_P_INT_LIST, TI_P_FLOAT, TI_P_FLOAT_LIST,
 	TI_P_BOOL, TI_P_STR, TI_P_DTYPE, TI_P_SCALAR, TI_P_TENSOR_OR_SCALAR,
-	TI_P_INT_LIST_OR_STR, TI_P_INT_OR_INT_LIST
+	TI_P_INT_LIST_OR_STR, TI_P_INT_OR_INT_LIST,
+	TI_P_ANY /* any value, None included: a str naming a graph value is that value */
 } ti_param_type;
 
 typedef struct ti_param {

@@ -21,6 +21,7 @@ static const struct {
 	{"bool", TI_P_BOOL}, {"str", TI_P_STR}, {"ScalarType", TI_P_DTYPE},
 	{"Scalar", TI_P_SCALAR}, {"Tensor|Scalar", TI_P_TENSOR_OR_SCALAR},
 	{"int[]|str", TI_P_INT_LIST_OR_STR}, {"int|int[]", TI_P_INT_OR_INT_LIST},
+	{"Any", TI_P_ANY},
 };
 
 static const char *skip_space(const char *s)
@@ -200,6 +201,7 @@ static const char *arg_kind_name(const ti_arg *a)
 		[TI_ARG_ABSENT] = "nothing", [TI_ARG_NONE] = "NoneType", [TI_ARG_TENSOR] = "Tensor",
 		[TI_ARG_LIST] = "list", [TI_ARG_INT] = "int", [TI_ARG_FLOAT] = "float",
 		[TI_ARG_BOOL] = "bool", [TI_ARG_STR] = "str", [TI_ARG_DTYPE] = "torch.dtype",
+		[TI_ARG_SLICE] = "slice",
 	};
 	return names[a->kind];
 }
@@ -212,6 +214,7 @@ static const char *param_type_name(const ti_param *p)
 		[TI_P_BOOL] = "bool", [TI_P_STR] = "str", [TI_P_DTYPE] = "torch.dtype",
 		[TI_P_SCALAR] = "Number", [TI_P_TENSOR_OR_SCALAR] = "Tensor or Number",
 		[TI_P_INT_LIST_OR_STR] = "tuple of ints or str", [TI_P_INT_OR_INT_LIST] = "int or tuple of ints",
+		[TI_P_ANY] = "object",
 	};
 	return names[p->type];
 }
@@ -238,6 +241,34 @@ static ti_status resolve(ti_shape_ctx *ctx, const ti_arg *a, ti_arg *out, ti_err
 	if (a->kind == TI_ARG_STR && ctx->resolve)
 		return ctx->resolve(ctx->resolve_user, a->as.str, out, err);
 	*out = *a;
+	return TI_OK;
+}
+
+/*
+ * Any: a str that names a graph value is that value, inside lists and slices
+ * too (getitem's tuple index may hold a tensor); any other str stays a str
+ * ("...", a symbol, a mode), so a failed lookup is no error.
+ */
+static ti_status resolve_any(ti_shape_ctx *ctx, const ti_arg *a, int depth, ti_arg *out, ti_error *err)
+{
+	*out = *a;
+	if (a->kind == TI_ARG_STR && ctx->resolve) {
+		ti_error ignored;
+		ti_arg v;
+		if (!ctx->resolve(ctx->resolve_user, a->as.str, &v, &ignored))
+			*out = v;
+	} else if ((a->kind == TI_ARG_LIST || a->kind == TI_ARG_SLICE) && a->as.list.count > 0 && depth < 32) {
+		ti_arg *items = ti_arena_calloc(ctx->arena, (size_t)a->as.list.count, sizeof(*items));
+		if (!items)
+			return TI_FAIL(err, TI_E_NOMEM, "out of memory binding a value");
+		for (int i = 0; i < a->as.list.count; i++) {
+			ti_status st = resolve_any(ctx, &a->as.list.items[i], depth + 1, &items[i], err);
+			if (st)
+				return st;
+		}
+		out->as.list.items = items;
+	}
+	out->name = NULL;
 	return TI_OK;
 }
 
@@ -301,6 +332,8 @@ static ti_status coerce(ti_shape_ctx *ctx, const ti_signature *sig, const ti_par
 {
 	ti_arg a;
 	ti_status st;
+	if (p->type == TI_P_ANY)
+		return resolve_any(ctx, given, 0, out, err);
 	bool wants_tensor = p->type == TI_P_TENSOR || p->type == TI_P_TENSOR_LIST ||
 	                    p->type == TI_P_TENSOR_OR_SCALAR;
 	if (wants_tensor && (st = resolve(ctx, given, &a, err)))
@@ -410,6 +443,8 @@ static ti_status coerce(ti_shape_ctx *ctx, const ti_signature *sig, const ti_par
 	case TI_P_TENSOR_OR_SCALAR:
 		if (a.kind != TI_ARG_TENSOR && a.kind != TI_ARG_INT && a.kind != TI_ARG_FLOAT && a.kind != TI_ARG_BOOL)
 			return wrong_type(sig, p, &a, err);
+		break;
+	case TI_P_ANY: /* bound above */
 		break;
 	}
 	*out = a;

@@ -9,7 +9,8 @@
  * one, "{N, 3}" or "{3*N}" one with a symbolic size, "grad {4, 5}" or
  * "grad float64{4}" one that requires grad; then lists [..] or (..), 'str',
  * None, True, False, numbers, names (symbolic sizes, or dtypes such as
- * torch.float64 written as 'float64'), and name=value keywords.
+ * torch.float64 written as 'float64'), slice(start, stop, step), ... (Ellipsis,
+ * the str "..."), and name=value keywords.
  *
  * Everything parsed lives in the fixture's arena, which teardown frees.
  * Everything is static: each test file that includes this gets its own copy.
@@ -184,6 +185,16 @@ static inline ti_arg parse_value(const char **text)
 	cr_assert(!requires_grad, "grad marks a tensor, not \"%s\"", s);
 	if (*s == '[' || *s == '(')
 		return parse_list(text);
+	if (!strncmp(s, "...", 3)) {
+		*text = s + 3;
+		return ti_arg_str("...");
+	}
+	if (!strncmp(s, "slice(", 6)) {
+		*text = s + 5;
+		ti_arg bounds = parse_list(text);
+		cr_assert(bounds.as.list.count == 3, "slice(start, stop, step) at \"%s\"", s);
+		return ti_arg_slice(bounds.as.list.items);
+	}
 	if (*s == '\'') {
 		const char *end = strchr(s + 1, '\'');
 		cr_assert(end != NULL, "a string not closed at \"%s\"", s);
