@@ -70,8 +70,9 @@ error, any memory error beyond the tolerance, or when no model ran; 2 on usage e
 Exits 0 with "skipped" when torch or torchvision is not importable.
 
 The default run (88 models, memory for 45 of them) takes about 4.5 minutes on two idle
-cores (--jobs 2), most of it in the memory measurements; --full adds GPT-2 124M at T=128
-to the measured models and takes about 10 minutes more.
+cores (--jobs 2), most of it in the memory measurements. --full (realistic LMs, memory up
+to 400 M parameters and 40 GMACs) takes far longer: its GPT-2 124M at T=128 alone takes
+about 6 minutes; the whole --full run has not been timed.
 """
 import argparse
 import json
