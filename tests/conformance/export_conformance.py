@@ -69,7 +69,7 @@ Exits 1 on any shape or state_dict mismatch, any opaque step, any export or tins
 error, any memory error beyond the tolerance, or when no model ran; 2 on usage errors.
 Exits 0 with "skipped" when torch or torchvision is not importable.
 
-The default run (88 models, memory for 45 of them) takes about 4.5 minutes on two idle
+The default run (88 models, memory for 42 of them) takes about 4.5 minutes on two idle
 cores (--jobs 2), most of it in the memory measurements. --full (realistic LMs, memory up
 to 400 M parameters and 40 GMACs) takes far longer: its GPT-2 124M at T=128 alone takes
 about 6 minutes; the whole --full run has not been timed.
