@@ -632,7 +632,8 @@ def fmt_mem(row, mode, footnotes):
     v = row["mem"].get(mode)
     if v is None:
         return "**fail**"
-    s = "%+.0f" % (100 * v)  # whole percents: memshim's figures vary by a few KiB between runs
+    pct = round(100 * v)  # whole percents: memshim's figures vary by a few KiB between runs
+    s = "%+d" % pct if pct else "0"
     return s if abs(v) <= mc.PEAK_TOLERANCE else "**%s**" % s
 
 
