@@ -1138,7 +1138,7 @@ static ti_status collect_params(ti_model *m, const ti_module *mod, bool non_pers
 	for (int pass = 0; pass < 2; pass++)
 		for (int i = 0; i < mod->tensor_count; i++) {
 			const ti_module_tensor *t = &mod->tensors[i];
-			if (non_persistent ? pass == 0 && !(t->buffer && !t->persistent)
+			if (non_persistent ? pass == 1 || !(t->buffer && !t->persistent)
 			                   : t->buffer != (pass == 1) || (t->buffer && !t->persistent))
 				continue;
 			if (m->param_count == *cap) {

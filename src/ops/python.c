@@ -469,6 +469,32 @@ static ti_status run_getitem(ti_op_call *call, ti_error *err)
 	return TI_FAIL(err, TI_E_CORRUPT, "'%s' object is not subscriptable", py_type(self));
 }
 
+/*
+ * x[index] = value (Tensor.__setitem__): in place. The indexed view takes
+ * value as copy_ does, expanded to the view's shape (PyTorch's expand error
+ * when it cannot be) and cast to its dtype; x itself is the result.
+ */
+static ti_status run_setitem(ti_op_call *call, ti_error *err)
+{
+	const ti_arg *self = ti_call_arg(call, "self"), *value = ti_call_arg(call, "value");
+	ti_arg args[2] = {*self, *ti_call_arg(call, "index")};
+	ti_op_call view;
+	ti_status st = ti_call_op(call, "getitem", args, 2, &view, err);
+	if (st)
+		return st;
+	if (value->kind == TI_ARG_TENSOR && view.output_count == 1 && view.outputs[0].kind == TI_ARG_TENSOR) {
+		const ti_meta_tensor *dst = view.outputs[0].as.tensor;
+		ti_arg sizes[TI_META_MAX_DIMS];
+		for (int i = 0; i < dst->ndim; i++)
+			sizes[i] = ti_arg_dim(dst->shape[i]);
+		ti_arg expand[2] = {*value, ti_arg_list(sizes, dst->ndim)};
+		ti_op_call expanded;
+		if ((st = ti_call_op(call, "expand", expand, 2, &expanded, err)))
+			return st;
+	}
+	return ti_call_output(call, *self, err);
+}
+
 /* ---- the operator module ---- */
 
 typedef enum py_op {
@@ -748,6 +774,8 @@ ti_op_rule ti_ops_python[] = {
 	{"numel(Tensor self)", run_numel, TI_COUNT_FREE, NULL},
 	{"getitem(Any self, Any index)", run_getitem, TI_COUNT_FREE, NULL},
 	{"operator.getitem(Any self, Any index)", run_getitem, TI_COUNT_FREE, NULL},
+	{"setitem(Tensor self, Any index, Tensor|Scalar value)", run_setitem, TI_COUNT_FREE, NULL},
+	{"operator.setitem(Tensor self, Any index, Tensor|Scalar value)", run_setitem, TI_COUNT_FREE, NULL},
 	{BINARY("operator.add"), run_binary, TI_COUNT_FREE, NULL},
 	{BINARY("operator.sub"), run_binary, TI_COUNT_FREE, NULL},
 	{BINARY("operator.mul"), run_binary, TI_COUNT_FREE, NULL},

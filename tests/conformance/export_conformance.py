@@ -38,11 +38,12 @@ For each model:
          aten.bmm, baddbmm  batch * M * N * K
          aten.mv, addmv, dot  M * K
      nn.Linear, F.linear, matmul, @, einsum and nn.MultiheadAttention reach the dispatcher
-     as these, so they are counted by the same rules. The difference is printed, not
-     failed: tinspect's COUNTING rules (man tinspect) count more as MACs than this, e.g.
-     interpolate (bilinear: 4 per output element, so the segmentation models differ) and
-     scaled_dot_product_attention's causal halving (PyTorch 2.x only). Models made only of
-     convolutions, linear layers and matmuls should match exactly.
+     as these, so they are counted by the same rules. That is PyTorch's FlopCounterMode
+     convention halved, so tinspect's totals.flops_torch must be exactly twice the
+     reference, for every model (a failure otherwise). Against totals.macs the difference
+     is printed, not failed: tinspect's own COUNTING rules (man tinspect) count more as
+     MACs, e.g. interpolate (bilinear: 4 per output element, so the segmentation models
+     differ) and scaled_dot_product_attention's causal halving (PyTorch 2.x only).
   5. Memory, for the models under the cost limits below: `tinspect memory FILE --bind ...
      --mode infer` and `--mode train --optimizer sgd` against what PyTorch allocates on
      the CPU for the same model at the same bindings, measured as
@@ -76,6 +77,7 @@ to 400 M parameters and 40 GMACs) takes far longer: its GPT-2 124M at T=128 alon
 about 6 minutes; the whole --full run has not been timed.
 """
 import argparse
+import difflib
 import json
 import math
 import os
@@ -570,6 +572,10 @@ def check_case(args):
         if why:
             row["fails"].append("shapes: " + why)
         row["macs"] = shapes.get("totals", {}).get("macs")
+        row["flops_torch"] = shapes.get("totals", {}).get("flops_torch")
+        if isinstance(row.get("macs_ref"), int) and row["flops_torch"] != 2 * row["macs_ref"]:
+            row["fails"].append("FLOPs as FlopCounterMode counts them: tinspect %s, 2 x the reference %d" % (
+                row["flops_torch"], 2 * row["macs_ref"]))
     except Exception:
         row["shapes_ok"] = "error"
         failed("shapes")
@@ -637,15 +643,67 @@ def fmt_mem(row, mode, footnotes):
     return s if abs(v) <= mc.PEAK_TOLERANCE else "**%s**" % s
 
 
+README_BEGIN = "<!-- export-coverage: begin (tests/conformance/export_conformance.py --regen-readme) -->"
+README_END = "<!-- export-coverage: end -->"
+
+
+def readme_table(rows):
+    """The README's table: the same rows without run-to-run figures (memory within tolerance or not)."""
+    head = ["model", "tracer", "steps", "parameters", "MACs", "FLOPs as FlopCounterMode", "shapes",
+            "state_dict", "opaque", "memory infer", "memory train"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
+    footnotes = []
+
+    def mem(r, mode):
+        cell = fmt_mem(r, mode, footnotes)
+        if cell.startswith("—") or cell == "**fail**":
+            return cell
+        return "**no**" if cell.startswith("**") else "yes"
+
+    def exact(v):
+        return "exact" if v is True else fmt_bool(v)
+
+    for r in rows:
+        flops_ok = (r["flops_torch"] == 2 * r["macs_ref"]) if isinstance(r.get("flops_torch"), int) and \
+            isinstance(r.get("macs_ref"), int) else None
+        cells = [r["model"], r.get("tracer", "—"), str(r.get("steps", "—")),
+                 "{:,}".format(r["params"]) if "params" in r else "—", fmt_macs(r.get("macs")),
+                 exact(flops_ok), exact(r.get("shapes_ok")), exact(r.get("params_ok")),
+                 str(r.get("opaque", "—")), mem(r, "infer"), mem(r, "train")]
+        lines.append("| " + " | ".join(cells) + " |")
+    lines.append("")
+    lines.append("Shapes: every step's output shapes and dtypes against PyTorch's meta run; state_dict: "
+                 "names, shapes, dtypes and order; FLOPs: tinspect's FlopCounterMode count against an "
+                 "independent count of the aten matrix products PyTorch ran; memory: tinspect's peak within "
+                 "%d %% of what PyTorch allocates on the CPU%s" % (
+                     round(100 * mc.PEAK_TOLERANCE), "; not measured:" if footnotes else "."))
+    for i, f in enumerate(footnotes):
+        lines.append("(%s) %s" % (chr(ord("a") + i), f))
+    return "\n".join(lines) + "\n"
+
+
+def readme_block(path):
+    """The README's text before, inside and after the coverage markers."""
+    with open(path) as f:
+        text = f.read()
+    i, j = text.find(README_BEGIN), text.find(README_END)
+    if i < 0 or j < i:
+        raise ValueError("%s has no %s ... %s block" % (path, README_BEGIN, README_END))
+    i += len(README_BEGIN) + 1
+    return text[:i], text[i:j], text[j:]
+
+
 def table(rows):
     head = ["model", "tracer", "steps", "parameters", "MACs (tinspect)", "MACs ref", "MACs diff",
-            "shapes exact?", "state_dict exact?", "opaque steps", "memory infer err %", "train err %"]
+            "FlopCounterMode FLOPs exact?", "shapes exact?", "state_dict exact?", "opaque steps", "memory infer err %", "train err %"]
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
     footnotes = []
     for r in rows:
         cells = [r["model"], r.get("tracer", "—"), str(r.get("steps", "—")),
                  "{:,}".format(r["params"]) if "params" in r else "—",
                  fmt_macs(r.get("macs")), fmt_macs(r.get("macs_ref")), fmt_diff(r),
+                 fmt_bool(r["flops_torch"] == 2 * r["macs_ref"]) if isinstance(r.get("flops_torch"), int) and
+                 isinstance(r.get("macs_ref"), int) else "—",
                  fmt_bool(r.get("shapes_ok")), fmt_bool(r.get("params_ok")), str(r.get("opaque", "—")),
                  fmt_mem(r, "infer", footnotes), fmt_mem(r, "train", footnotes)]
         lines.append("| " + " | ".join(cells) + " |")
@@ -667,6 +725,9 @@ def main():
     ap.add_argument("--only", metavar="NAME", action="append",
                     help="run only the model NAME (repeatable); an unknown name is an error")
     ap.add_argument("--table-out", metavar="FILE")
+    ap.add_argument("--check-readme", metavar="README",
+                    help="fail unless README's coverage block is this run's table (default runs only)")
+    ap.add_argument("--regen-readme", metavar="README", help="rewrite README's coverage block from this run")
     ap.add_argument("--jobs", type=int, default=2, help="worker processes (default 2)")
     ap.add_argument("-v", "--verbose", action="store_true", help="tracebacks of failures")
     a = ap.parse_args()
@@ -731,6 +792,24 @@ def main():
         with open(a.table_out, "w") as f:
             f.write(text)
     failed = [r for r in ordered if r["fails"]]
+    readme_bad = False
+    readme = a.check_readme or a.regen_readme
+    if readme and (a.only or a.full):
+        print("error: the README's table comes from a default run (no --only, no --full)")
+        return 2
+    if readme:
+        before, block, after = readme_block(readme)
+        want = readme_table(ordered)
+        if a.regen_readme:
+            with open(readme, "w") as f:
+                f.write(before + want + after)
+            print("rewrote the coverage table in %s" % readme)
+        elif block != want:
+            readme_bad = True
+            print("FAIL %s: the coverage table differs from this run's; rerun with --regen-readme and read the diff"
+                  % readme)
+            for line in difflib.unified_diff(block.splitlines(), want.splitlines(), "README", "this run", lineterm=""):
+                print("    " + line)
     for r in failed:
         print("FAIL %s" % r["model"])
         for f in r["fails"]:
@@ -742,7 +821,7 @@ def main():
         print("FAIL no result for: %s" % ", ".join(missing))
     print("%d models, %d passed, %d failed (%.0f s)" % (len(cases), len(ordered) - len(failed), len(failed),
                                                          time.time() - t0), file=sys.stderr)
-    return 1 if failed or missing or not ordered else 0
+    return 1 if failed or missing or not ordered or readme_bad else 0
 
 
 if __name__ == "__main__":

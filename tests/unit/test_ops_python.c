@@ -450,3 +450,15 @@ Test(ops_python, a_traced_description_indexes_with_json_slices)
 	EXPECT_STR(ti_dim_format(rep->outputs[2].shape[2], buf, sizeof(buf)), "64");
 	ti_model_close(m);
 }
+
+Test(ops_python, setitem_writes_into_the_indexed_view_and_returns_the_tensor_itself)
+{
+	ASSERT_STATUS(run("setitem", "{4, 4}, (slice(0, 2, None), slice(0, 2, None)), 1.0"), TI_OK, err);
+	cr_expect(output(0) == call.in.args[0].as.tensor, "x[...] = 1.0 leaves x itself");
+	ASSERT_STATUS(run("setitem", "{4, 4}, (slice(0, 2, None), slice(0, 2, None)), {2}"), TI_OK, err);
+	cr_expect(output(0) == call.in.args[0].as.tensor, "a value that broadcasts to the view is fine");
+	EXPECT_FAILS(run("setitem", "{4, 4}, (slice(0, 2, None), slice(0, 2, None)), {3}"),
+	             "The expanded size of the tensor (2) must match the existing size (3) at non-singleton dimension 1."
+	             "  Target sizes: [2, 2].  Tensor sizes: [3]");
+	EXPECT_FAILS(run("setitem", "{4, 4}, 7, 1.0"), "index 7 is out of bounds for dimension 0 with size 4");
+}

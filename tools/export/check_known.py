@@ -5,8 +5,8 @@ usage: check_known.py TINSPECT
 
 Fails (exit 1) when tinspect_export.known names a module type or operator
 that `TINSPECT ops --json` does not list; says which tinspect knows that the
-list lacks (those are exported as opaque until added). PENDING_OPS (the
-format's Python-level ops) are checked too, and reported apart.
+list lacks (those are exported as opaque until added). PYTHON_OPS (the
+Python-level steps of traced models) are checked too.
 """
 import json
 import os
@@ -15,7 +15,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from tinspect_export.known import KNOWN_MODULES, KNOWN_OPS, PENDING_OPS  # noqa: E402
+from tinspect_export.known import KNOWN_MODULES, KNOWN_OPS, PYTHON_OPS  # noqa: E402
 
 
 def main(argv):
@@ -30,17 +30,17 @@ def main(argv):
     ops = {o["name"] for o in listed["ops"]}
     modules = {m["type"] for m in listed["modules"]}
     bad = 0
-    for what, mine, theirs in (("module type", KNOWN_MODULES, modules), ("operator", KNOWN_OPS, ops)):
+    for what, mine, theirs in (("module type", KNOWN_MODULES, modules), ("operator", KNOWN_OPS | PYTHON_OPS, ops)):
         for name in sorted(mine - theirs):
             print("check_known: tinspect does not know the %s %s" % (what, name))
             bad += 1
         for name in sorted(theirs - mine):
             print("check_known: note: tinspect knows the %s %s, which the exporter's list lacks" % (what, name))
-    for name in sorted(PENDING_OPS - ops):
-        print("check_known: tinspect does not know the pending operator %s" % name)
+    for name in sorted(PYTHON_OPS - ops):
+        print("check_known: tinspect does not know the Python-level operator %s" % name)
         bad += 1
-    print("check_known: %d module types, %d operators, %d pending; %d unknown to tinspect" % (
-        len(KNOWN_MODULES), len(KNOWN_OPS), len(PENDING_OPS), bad))
+    print("check_known: %d module types, %d operators, %d Python-level; %d unknown to tinspect" % (
+        len(KNOWN_MODULES), len(KNOWN_OPS), len(PYTHON_OPS), bad))
     return 1 if bad else 0
 
 

@@ -2,8 +2,8 @@
 
 A static copy, so the exporter works where the tinspect binary is not at hand;
 tools/export/check_known.py checks it against `tinspect ops --json`.
-PENDING_OPS are the Python-level ops and torchvision functions that the
-format additions (issue 13) bring; they are used as if known.
+PYTHON_OPS are the Python-level steps a traced model records (sizes, items,
+int arithmetic, indexing) and torchvision's stochastic_depth.
 """
 
 KNOWN_MODULES = frozenset((
@@ -69,11 +69,11 @@ KNOWN_OPS = frozenset((
     'var', 'var_mean', 'view', 'view_as', 'vstack', 'where', 'xlogy', 'zeros', 'zeros_like',
 ))
 
-PENDING_OPS = frozenset((
-    "size", "dim", "numel", "getitem", "_assert", "stochastic_depth",
-    "operator.add", "operator.sub", "operator.mul", "operator.floordiv",
-    "operator.mod", "operator.neg", "operator.eq", "operator.ne", "operator.lt",
-    "operator.le", "operator.gt", "operator.ge",
+PYTHON_OPS = frozenset((
+    "size", "dim", "numel", "getitem", "setitem", "_assert", "stochastic_depth", "meshgrid",
+    "operator.add", "operator.sub", "operator.mul", "operator.floordiv", "operator.truediv",
+    "operator.mod", "operator.pow", "operator.neg", "operator.eq", "operator.ne", "operator.lt",
+    "operator.le", "operator.gt", "operator.ge", "operator.getitem", "operator.setitem",
 ))
 
 #: Containers tinspect runs element by element; not leaves.
@@ -82,4 +82,4 @@ CONTAINERS = frozenset(("Sequential", "ModuleList", "ModuleDict"))
 
 def op_known(name):
     """True when tinspect models the operator `name`."""
-    return name in KNOWN_OPS or name in PENDING_OPS
+    return name in KNOWN_OPS or name in PYTHON_OPS

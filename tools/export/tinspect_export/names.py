@@ -37,12 +37,13 @@ OPERATOR_TENSOR = {
     "mod": "remainder", "pow": "pow", "ipow": "pow", "matmul": "matmul", "neg": "neg",
     "pos": "positive", "invert": "bitwise_not", "inv": "bitwise_not", "and_": "bitwise_and",
     "or_": "bitwise_or", "xor": "bitwise_xor", "eq": "eq", "ne": "ne", "lt": "lt", "le": "le",
-    "gt": "gt", "ge": "ge", "getitem": "getitem", "abs": "abs",
+    "gt": "gt", "ge": "ge", "getitem": "getitem", "setitem": "setitem", "abs": "abs",
 }
 OPERATOR_INT = {
     "add": "operator.add", "iadd": "operator.add", "sub": "operator.sub", "isub": "operator.sub",
     "mul": "operator.mul", "imul": "operator.mul", "floordiv": "operator.floordiv",
     "ifloordiv": "operator.floordiv", "mod": "operator.mod", "neg": "operator.neg",
+    "truediv": "operator.truediv", "pow": "operator.pow", "setitem": "setitem",
     "eq": "operator.eq", "ne": "operator.ne", "lt": "operator.lt", "le": "operator.le",
     "gt": "operator.gt", "ge": "operator.ge", "getitem": "getitem",
 }

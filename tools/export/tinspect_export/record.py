@@ -182,7 +182,8 @@ class Recorder(TorchFunctionMode):
         if name == "__setitem__":
             self_t = args[0]
             a = [self.arg(x) for x in args]
-            self.steps.append(Step("opaque", "torch.Tensor.__setitem__", a, out=self.names.get(id(self_t)) or
+            # x[index] = value: tinspect's setitem, in place; the name keeps the tensor
+            self.steps.append(Step("op", "setitem", a, out=self.names.get(id(self_t)) or
                                    self.ref(self_t).name, values=self_t, where=self.where))
             return
         if not has_tensor or name in _NOT_RECORDED:
