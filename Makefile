@@ -89,6 +89,7 @@ test: deps-test
 	sh tests/scan/run.sh ./tinspect
 	sh tests/torture/run.sh ./tinspect
 	$(PYTHON) tests/conformance/inspect_formats.py ./tinspect
+	$(PYTHON) tools/export/check_known.py ./tinspect
 	sh tests/docs/run.sh ./tinspect
 	@if $(PYTHON) -c 'import torch' 2>/dev/null; then \
 		$(PYTHON) tests/conformance/conformance.py ./tinspect && \
@@ -101,7 +102,9 @@ test: deps-test
 		$(PYTHON) tests/conformance/state_dict_conformance.py ./tinspect && \
 		$(PYTHON) tests/conformance/scan_conformance.py ./tinspect && \
 		$(PYTHON) tests/conformance/memory_checkpoint.py ./tinspect && \
-		$(PYTHON) tests/conformance/memory_conformance.py ./tinspect; \
+		$(PYTHON) tests/conformance/memory_conformance.py ./tinspect && \
+		(cd tools/export/tests && TINSPECT=$(CURDIR)/tinspect $(PYTHON) -m unittest -q test_export) && \
+		$(PYTHON) tests/conformance/export_conformance.py ./tinspect --check-readme README.md; \
 	else echo "conformance: skipped (python3-torch is not installed)"; fi
 
 # The whole suite under AddressSanitizer and UndefinedBehaviorSanitizer.

@@ -103,6 +103,14 @@ SEQ = {False: 16, True: 128}  # the language models' sequence length (default ru
 FLOOR = 64            # the least height of an image input
 # Memory is measured only below these (default run, --full): the CPU time of a
 # measurement grows with the MACs, its memory with the parameters.
+# Memory gaps we know and have not explained yet: the table shows them as a miss ("**no**"), the run
+# prints them as KNOWN, and they do not fail it. Each needs a measured explanation before it goes.
+KNOWN_MEMORY_GAPS = {
+    "deeplabv3_mobilenet_v3_large": "ASPP's 3x3 convolutions at dilation 12-36 on an 8x14 map: PyTorch 1.13's CPU "
+                                    "kernel takes more scratch in backward than the convolution rule models "
+                                    "(a lone such convolution measured 14.2 MiB against 5.7 MiB at dilation 2)",
+}
+
 MEM_LIMITS = {False: {"params": 40e6, "macs": 1.0e9}, True: {"params": 400e6, "macs": 40e9}}
 TINSPECT_TIMEOUT = 300
 MEMORY_TIMEOUT = 600
@@ -601,7 +609,10 @@ def check_case(args):
                 failed("memory (%s)" % mode)
                 continue
             row["mem"][mode] = err
-            row["fails"] += fails
+            if fails and case.name in KNOWN_MEMORY_GAPS:
+                row["notes"] += ["KNOWN GAP " + f for f in fails] + ["known gap: " + KNOWN_MEMORY_GAPS[case.name]]
+            else:
+                row["fails"] += fails
             row["notes"] += notes
     return row
 
@@ -680,6 +691,22 @@ def readme_table(rows):
     for i, f in enumerate(footnotes):
         lines.append("(%s) %s" % (chr(ord("a") + i), f))
     return "\n".join(lines) + "\n"
+
+
+def check_readme_example():
+    """fixtures/models/resnet50.json, the README's worked example, must be what the README's
+    tinspect-export command writes today (to stdout here). None, or what is wrong."""
+    cmd = [sys.executable, os.path.join(ROOT, "tools", "export", "tinspect-export"), "torchvision.models:resnet50",
+           "--input", "x=N,3,224,224"]
+    p = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+    if p.returncode:
+        return "tinspect-export resnet50 failed: %s" % p.stderr.strip()
+    with open(os.path.join(ROOT, "fixtures", "models", "resnet50.json")) as f:
+        if f.read() != p.stdout:
+            return ("fixtures/models/resnet50.json is not what tinspect-export writes now: rerun "
+                    "tools/export/tinspect-export torchvision.models:resnet50 --input x=N,3,224,224 "
+                    "-o fixtures/models/resnet50.json --force")
+    return None
 
 
 def readme_block(path):
@@ -798,6 +825,10 @@ def main():
         print("error: the README's table comes from a default run (no --only, no --full)")
         return 2
     if readme:
+        why = check_readme_example()
+        if why:
+            readme_bad = True
+            print("FAIL README example: " + why)
         before, block, after = readme_block(readme)
         want = readme_table(ordered)
         if a.regen_readme:
