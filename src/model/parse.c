@@ -354,6 +354,22 @@ static bool is_free_tensor_key(const char *key)
 	return false;
 }
 
+/* A tensor's "dtype" ("float32", "torch.int64"): the default when absent. */
+static ti_status parse_dtype(parser *p, const cJSON *dtype, const char *jp, ti_dtype *out, ti_error *err)
+{
+	ti_model *m = p->model;
+	*out = m->ctx.default_dtype;
+	if (!dtype)
+		return TI_OK;
+	const char *dn = cJSON_IsString(dtype) ? dtype->valuestring : "";
+	if (!strncmp(dn, "torch.", 6))
+		dn += 6;
+	if (!(*out = ti_dtype_from_torch_name(dn)))
+		return at(TI_FAIL(err, TI_E_CORRUPT, "unknown dtype '%s'", cJSON_IsString(dtype) ? dtype->valuestring : "?"),
+		          err, join(m, jp, "dtype"));
+	return TI_OK;
+}
+
 /*
  * A module's own "parameters" and "buffers": tensors registered outside any
  * constructor (a ViT's class_token, a layer scale, a registered mask), each
@@ -401,15 +417,10 @@ static ti_status add_free_tensors(parser *p, const cJSON *j, ti_module *mod, con
 					                  kind ? "buffer" : "parameter"), err, join(m, jp, "shape"));
 				dims[ndim++] = (int64_t)d->valuedouble;
 			}
-			ti_dtype dt = m->ctx.default_dtype;
-			if (dtype) {
-				const char *dn = cJSON_IsString(dtype) ? dtype->valuestring : "";
-				if (!strncmp(dn, "torch.", 6))
-					dn += 6;
-				if (!(dt = ti_dtype_from_torch_name(dn)))
-					return at(TI_FAIL(err, TI_E_CORRUPT, "unknown dtype '%s'", cJSON_IsString(dtype) ? dtype->valuestring : "?"),
-					          err, join(m, jp, "dtype"));
-			}
+			ti_dtype dt;
+			ti_status dst = parse_dtype(p, dtype, jp, &dt, err);
+			if (dst)
+				return dst;
 			if (flag && !cJSON_IsBool(flag))
 				return at(TI_FAIL(err, TI_E_CORRUPT, "\"%s\" must be true or false", kind ? "persistent" : "requires_grad"),
 				          err, join(m, jp, kind ? "persistent" : "requires_grad"));
@@ -659,15 +670,9 @@ static ti_status parse_recorded(parser *p, const cJSON *outputs, const char *jpa
 		const char *jp = join(m, jpath, sub);
 		ti_model_tensor *t = &s->recorded[i++];
 		const cJSON *dtype = cJSON_GetObjectItemCaseSensitive(item, "dtype");
-		t->dtype = m->ctx.default_dtype;
-		if (dtype) {
-			const char *dn = cJSON_IsString(dtype) ? dtype->valuestring : "";
-			if (!strncmp(dn, "torch.", 6))
-				dn += 6;
-			if (!(t->dtype = ti_dtype_from_torch_name(dn)))
-				return at(TI_FAIL(err, TI_E_CORRUPT, "unknown dtype '%s'", cJSON_IsString(dtype) ? dtype->valuestring : "?"),
-				          err, join(m, jp, "dtype"));
-		}
+		ti_status dst = parse_dtype(p, dtype, jp, &t->dtype, err);
+		if (dst)
+			return dst;
 		ti_dim *dims;
 		ti_status st = parse_shape(p, cJSON_GetObjectItemCaseSensitive(item, "shape"), jp, &t->ndim, &dims, err);
 		if (st)
@@ -1051,15 +1056,9 @@ static ti_status parse_inputs(parser *p, const cJSON *inputs, ti_error *err)
 		const cJSON *dtype = cJSON_GetObjectItemCaseSensitive(item, "dtype");
 		if (!cJSON_IsArray(shape))
 			return at(TI_FAIL(err, TI_E_CORRUPT, "an input needs a \"shape\" list"), err, jp);
-		t->dtype = m->ctx.default_dtype;
-		if (dtype) {
-			const char *dn = cJSON_IsString(dtype) ? dtype->valuestring : "";
-			if (!strncmp(dn, "torch.", 6))
-				dn += 6;
-			if (!(t->dtype = ti_dtype_from_torch_name(dn)))
-				return at(TI_FAIL(err, TI_E_CORRUPT, "unknown dtype '%s'", cJSON_IsString(dtype) ? dtype->valuestring : "?"),
-				          err, join(m, jp, "dtype"));
-		}
+		ti_status dst = parse_dtype(p, dtype, jp, &t->dtype, err);
+		if (dst)
+			return dst;
 		ti_dim *dims;
 		ti_status st = parse_shape(p, shape, jp, &t->ndim, &dims, err);
 		if (st)
