@@ -408,20 +408,14 @@ static ti_status run_attr(runner *r, const ti_module *owner, const model_step *s
 
 /*
  * An "opaque" step: a call tinspect has no rule for, its outputs exactly as
- * the exporter recorded them from PyTorch. Its arguments are checked to
- * exist; nothing is counted, and the memory simulation sees an operator
- * without a rule (a lower bound).
+ * the exporter recorded them from PyTorch. Its arguments are what the call
+ * was given, for the reader and for values' lifetimes (any string may be a
+ * constant, so none is required to be a name); nothing is counted, and the
+ * memory simulation sees an operator without a rule (a lower bound).
  */
 static ti_status run_opaque(runner *r, const model_step *s, result *res, ti_error *err)
 {
 	ti_model *m = r->m;
-	for (int i = 0; i < s->arg_count; i++) {
-		const ti_arg *a = &s->args[i];
-		ti_arg v;
-		if (a->kind == TI_ARG_STR && m->ctx.resolve && m->ctx.resolve(m->ctx.resolve_user, a->as.str, &v, err) &&
-		    !ti_dim_parse(&m->sym, a->as.str, &v.as.dim))
-			return err->code;
-	}
 	ti_op_call call;
 	memset(&call, 0, sizeof(call));
 	call.ctx = &m->ctx;

@@ -187,6 +187,15 @@ class Cli(unittest.TestCase):
         self.assertEqual(rc, 1)
         self.assertIn("transformer.wte (Embedding)", err)
 
+    def test_an_error_is_one_line_and_writes_nothing(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "cnn.json")
+            rc, _, err = self.run_cli("torchvision.models:resnet18", "--input", "x=1x5x64x64", "-o", path)
+            self.assertEqual(rc, 1)
+            self.assertEqual(err.count("\n"), 1, err)  # fx's "While executing ..." is left out
+            self.assertIn("conv1 (Conv2d)", err)
+            self.assertEqual(os.listdir(d), [])
+
     def test_script_help(self):
         script = os.path.join(os.path.dirname(HERE), "tinspect-export")
         p = subprocess.run([sys.executable, script, "--help"], capture_output=True, text=True)

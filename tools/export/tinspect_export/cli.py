@@ -195,7 +195,9 @@ def main(argv=None):
         say("tinspect-export: %s" % e)
         return 1
     except ExportError as e:
-        say("tinspect-export: %s" % e)
+        # one line: PyTorch's message, without what fx appends ("While executing %conv1 ...")
+        lines = [l for l in str(e).splitlines() if l.strip()]
+        say("tinspect-export: %s" % (lines[0] if lines else "the model cannot be exported"))
         return 1
     if result.fallback:
         say("tinspect-export: fx cannot trace the model (%s); used the record tracer" % result.fallback)
