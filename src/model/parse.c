@@ -899,14 +899,18 @@ static ti_status parse_def(parser *p, const cJSON *j, const char *name, const ch
 	const cJSON *item;
 	cJSON_ArrayForEach(item, j) {
 		static const char *const known[] = {"inputs", "modules", "graph", "outputs", "config", "defs", "tied", "comment",
-		                                    "description", "parameters", "buffers", "lifetime"};
+		                                    "description", "parameters", "buffers", "lifetime", "class"};
 		bool ok = false;
 		for (size_t k = 0; k < sizeof(known) / sizeof(known[0]); k++)
 			ok |= !strcmp(item->string, known[k]);
 		if (!ok || (name && (!strcmp(item->string, "config") || !strcmp(item->string, "defs") || !strcmp(item->string, "tied") ||
-		                     !strcmp(item->string, "lifetime"))))
+		                     !strcmp(item->string, "lifetime") || !strcmp(item->string, "class"))))
 			return at(TI_FAIL(err, TI_E_CORRUPT, "unknown key '%s'", item->string), err, join(m, jpath, item->string));
 	}
+	/* the top level's "class": the model's Python class, "torchvision.models.resnet.ResNet" */
+	const cJSON *cls = cJSON_GetObjectItemCaseSensitive(j, "class");
+	if (cls && (!cJSON_IsString(cls) || !*cls->valuestring))
+		return at(TI_FAIL(err, TI_E_CORRUPT, "\"class\" must be a non-empty string"), err, join(m, jpath, "class"));
 	const cJSON *inputs = cJSON_GetObjectItemCaseSensitive(j, "inputs");
 	const cJSON *modules = cJSON_GetObjectItemCaseSensitive(j, "modules");
 	const cJSON *graph = cJSON_GetObjectItemCaseSensitive(j, "graph");

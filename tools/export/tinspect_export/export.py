@@ -224,9 +224,11 @@ def _finish(model, specs, runs, tapes, outputs, tracer, constants, expanded, fal
             name = key
         names.append(name)
     modules, root_free = describe_root(model)
-    # fx's generated code deletes each value after its last use; the record
-    # tracer's graph has the same data flow: tinspect lets values go there too
-    desc = {"inputs": {n: {"shape": shape, "dtype": dtype_name(dt)} for n, (shape, dt) in specs.items()},
+    # "class": the model's class (tinspect check names it as load_state_dict
+    # does). fx's generated code deletes each value after its last use; the
+    # record tracer's graph has the same data flow: tinspect lets values go there too
+    desc = {"class": type(model).__module__ + "." + type(model).__qualname__,
+            "inputs": {n: {"shape": shape, "dtype": dtype_name(dt)} for n, (shape, dt) in specs.items()},
             "lifetime": "last_use", "modules": modules}
     desc.update(root_free)
     for cname, t in constants:
