@@ -899,12 +899,12 @@ static ti_status parse_def(parser *p, const cJSON *j, const char *name, const ch
 	const cJSON *item;
 	cJSON_ArrayForEach(item, j) {
 		static const char *const known[] = {"inputs", "modules", "graph", "outputs", "config", "defs", "tied", "comment",
-		                                    "description", "parameters", "buffers", "lifetime"};
+		                                    "description", "parameters", "buffers", "lifetime", "class"};
 		bool ok = false;
 		for (size_t k = 0; k < sizeof(known) / sizeof(known[0]); k++)
 			ok |= !strcmp(item->string, known[k]);
 		if (!ok || (name && (!strcmp(item->string, "config") || !strcmp(item->string, "defs") || !strcmp(item->string, "tied") ||
-		                     !strcmp(item->string, "lifetime"))))
+		                     !strcmp(item->string, "lifetime") || !strcmp(item->string, "class"))))
 			return at(TI_FAIL(err, TI_E_CORRUPT, "unknown key '%s'", item->string), err, join(m, jpath, item->string));
 	}
 	const cJSON *inputs = cJSON_GetObjectItemCaseSensitive(j, "inputs");
@@ -1300,6 +1300,13 @@ static ti_status open_parsed(parser *p, const cJSON *root, const ti_model_option
 		return at(TI_FAIL(err, TI_E_CORRUPT, "\"lifetime\" is \"scope\" (a Python local's) or \"last_use\" (fx's)"),
 		          err, "lifetime");
 	p->last_use = lifetime && !strcmp(lifetime->valuestring, "last_use");
+	const cJSON *cls = cJSON_GetObjectItemCaseSensitive(root, "class");
+	if (cls && (!cJSON_IsString(cls) || !*cls->valuestring))
+		return at(TI_FAIL(err, TI_E_CORRUPT, "\"class\" must be the model's class name"), err, "class");
+	if (cls) { /* "torchvision.models.resnet.ResNet" -> "ResNet", as load_state_dict names it */
+		const char *dot = strrchr(cls->valuestring, '.');
+		m->class_name = dot && dot[1] ? dot + 1 : cls->valuestring;
+	}
 	p->config = cJSON_GetObjectItemCaseSensitive(root, "config");
 	if (p->config && !cJSON_IsObject(p->config))
 		return at(TI_FAIL(err, TI_E_CORRUPT, "\"config\" must be an object"), err, "config");
