@@ -64,6 +64,7 @@ struct ti_model {
 	const ti_module **param_modules; /* the module that owns params[i] */
 	const char **param_locals;       /* its name there: "weight", "layers.0.norm1.bias" */
 	ti_model_module *modules;        /* state_dict()._metadata's entries, in its order */
+	const char *class_name;          /* the description's "class" ("ResNet"), or NULL */
 	size_t module_count;
 	ti_model_report report;
 	bool ran;

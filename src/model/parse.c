@@ -1304,6 +1304,13 @@ static ti_status open_parsed(parser *p, const cJSON *root, const ti_model_option
 		return at(TI_FAIL(err, TI_E_CORRUPT, "\"lifetime\" is \"scope\" (a Python local's) or \"last_use\" (fx's)"),
 		          err, "lifetime");
 	p->last_use = lifetime && !strcmp(lifetime->valuestring, "last_use");
+	const cJSON *cls = cJSON_GetObjectItemCaseSensitive(root, "class");
+	if (cls && (!cJSON_IsString(cls) || !*cls->valuestring))
+		return at(TI_FAIL(err, TI_E_CORRUPT, "\"class\" must be the model's class name"), err, "class");
+	if (cls) { /* "torchvision.models.resnet.ResNet" -> "ResNet", as load_state_dict names it */
+		const char *dot = strrchr(cls->valuestring, '.');
+		m->class_name = dot && dot[1] ? dot + 1 : cls->valuestring;
+	}
 	p->config = cJSON_GetObjectItemCaseSensitive(root, "config");
 	if (p->config && !cJSON_IsObject(p->config))
 		return at(TI_FAIL(err, TI_E_CORRUPT, "\"config\" must be an object"), err, "config");

@@ -1,0 +1,373 @@
+/*
+ * load.c - model.load_state_dict(state_dict, strict) decided without
+ * running it (see tinspect/check.h).
+ *
+ * PyTorch 1.13's Module.load_state_dict walks the modules in order, a module
+ * before its children. At each module, _load_from_state_dict looks up the
+ * module's own parameters and persistent buffers under its prefix: a key the
+ * state dict lacks is missing, one of another shape is a "size mismatch"
+ * message; then every state-dict key under the prefix whose next name is
+ * neither a child module nor one of the module's own tensors is unexpected.
+ * The messages are joined with missing keys first, unexpected second (strict
+ * only), size mismatches after, as load_state_dict inserts them.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "model/model_internal.h"
+#include "tinspect/check.h"
+#include "util/strmap.h"
+
+/* The keys a training script nests a state dict under, in the order they are tried. */
+static const char *const nest_keys[] = {"state_dict", "model", "model_state_dict", "module", "ema", "net"};
+/* Prefixes a wrapper puts on every key: DataParallel/DDP, torch.compile. */
+static const struct {
+	const char *prefix, *why;
+} wrappers[] = {{"module.", "DataParallel/DistributedDataParallel"}, {"_orig_mod.", "torch.compile"}};
+
+typedef struct entry {
+	const char *key;              /* as load_state_dict sees it */
+	const ti_source_tensor *t;
+	bool used;
+} entry;
+
+typedef struct checker {
+	const ti_model *model;
+	ti_arena *arena;
+	ti_check_report *r;
+	entry *e;
+	size_t count;
+	ti_strmap by_key;             /* key -> entry index + 1 */
+	ti_strmap modules;            /* module prefix ("" for the root) -> 1 */
+	ti_error *err;
+	/* dtypes load_state_dict casts: a count and the first name per (checkpoint, model) pair */
+	struct cast { ti_dtype from, to; size_t count; const char *first; } casts[16];
+	size_t cast_count;
+} checker;
+
+static ti_status no_memory(ti_error *err) { return TI_FAIL(err, TI_E_NOMEM, "out of memory checking the load"); }
+
+static bool push(ti_arena *a, const char ***items, size_t *count, const char *s)
+{
+	const char **more = ti_arena_calloc(a, *count + 1, sizeof(*more));
+	if (!more || !s)
+		return false;
+	if (*count)
+		memcpy(more, *items, *count * sizeof(*more));
+	more[(*count)++] = s;
+	*items = more;
+	return true;
+}
+
+static bool note(checker *c, const char *fmt, ...)
+{
+	char buf[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	return push(c->arena, &c->r->notes, &c->r->note_count, ti_arena_strdup(c->arena, buf));
+}
+
+static bool starts(const char *s, const char *prefix) { return !strncmp(s, prefix, strlen(prefix)); }
+
+/* How many of the model's state-dict names the source holds under prefix ("" or "model."). */
+static size_t matches_under(const ti_model *m, const ti_source *src, const char *prefix, ti_strmap *names)
+{
+	size_t n = 0, plen = strlen(prefix);
+	for (size_t i = 0; i < ti_source_tensor_count(src); i++) {
+		const char *name = ti_source_tensor_at(src, i)->name;
+		if (starts(name, prefix) && ti_strmap_get(names, name + plen))
+			n++;
+	}
+	(void)m;
+	return n;
+}
+
+/* Chooses the entries that are the state dict: a given key, else the nesting that matches most names. */
+static ti_status choose_entries(checker *c, const ti_source *src, const ti_check_options *o)
+{
+	const ti_model *m = c->model;
+	ti_strmap names;
+	ti_strmap_init(&names);
+	for (size_t i = 0; i < m->param_count; i++)
+		if (ti_strmap_put(&names, m->params[i].name, (void *)1)) {
+			ti_strmap_release(&names);
+			return no_memory(c->err);
+		}
+	const char *prefix = "";
+	if (o->key) {
+		prefix = ti_arena_printf(c->arena, "%s.", o->key);
+		bool any = false;
+		for (size_t i = 0; i < ti_source_tensor_count(src) && !any; i++)
+			any = starts(ti_source_tensor_at(src, i)->name, prefix);
+		if (!any) {
+			ti_strmap_release(&names);
+			return TI_FAIL(c->err, TI_E_INVALID, "--key %s: the checkpoint holds no tensor under '%s'", o->key, o->key);
+		}
+	} else {
+		size_t best = matches_under(m, src, "", &names);
+		for (size_t k = 0; k < sizeof(nest_keys) / sizeof(nest_keys[0]); k++) {
+			const char *p = ti_arena_printf(c->arena, "%s.", nest_keys[k]);
+			size_t n = p ? matches_under(m, src, p, &names) : 0;
+			/* a wrapper prefix inside the nesting counts too */
+			for (size_t w = 0; p && w < sizeof(wrappers) / sizeof(wrappers[0]); w++) {
+				const char *pw = ti_arena_printf(c->arena, "%s%s", p, wrappers[w].prefix);
+				size_t nw = pw ? matches_under(m, src, pw, &names) : 0;
+				n = nw > n ? nw : n;
+			}
+			if (n > best) {
+				best = n;
+				prefix = p;
+			}
+		}
+		if (*prefix && !note(c, "the state dict is the checkpoint's '%.*s' entry", (int)strlen(prefix) - 1, prefix)) {
+			ti_strmap_release(&names);
+			return no_memory(c->err);
+		}
+	}
+	ti_strmap_release(&names);
+	size_t plen = strlen(prefix);
+	c->e = ti_arena_calloc(c->arena, ti_source_tensor_count(src) + 1, sizeof(*c->e));
+	if (!c->e)
+		return no_memory(c->err);
+	for (size_t i = 0; i < ti_source_tensor_count(src); i++) {
+		const ti_source_tensor *t = ti_source_tensor_at(src, i);
+		if (starts(t->name, prefix) && t->name[plen])
+			c->e[c->count++] = (entry){t->name + plen, t, false};
+	}
+	return TI_OK;
+}
+
+/* Every key starting with prefix (and the model's names not): the wrapper's prefix comes off. */
+static ti_status strip_wrappers(checker *c, const ti_check_options *o)
+{
+	for (size_t w = 0; w < sizeof(wrappers) / sizeof(wrappers[0]) && c->count; w++) {
+		const char *p = wrappers[w].prefix;
+		bool all = true, model_has = false;
+		for (size_t i = 0; i < c->count && all; i++)
+			all = starts(c->e[i].key, p);
+		for (size_t i = 0; i < c->model->param_count && !model_has; i++)
+			model_has = starts(c->model->params[i].name, p);
+		if (!all || model_has)
+			continue;
+		for (size_t i = 0; i < c->count; i++)
+			c->e[i].key += strlen(p);
+		if (!note(c, "every key had the prefix '%s' (%s): taken off", p, wrappers[w].why))
+			return no_memory(c->err);
+	}
+	if (o->strip_prefix)
+		for (size_t i = 0; i < c->count; i++)
+			if (starts(c->e[i].key, o->strip_prefix))
+				c->e[i].key += strlen(o->strip_prefix);
+	if (o->add_prefix)
+		for (size_t i = 0; i < c->count; i++)
+			if (!(c->e[i].key = ti_arena_printf(c->arena, "%s%s", o->add_prefix, c->e[i].key)))
+				return no_memory(c->err);
+	ti_strmap_init(&c->by_key);
+	for (size_t i = 0; i < c->count; i++) {
+		void *existing;
+		int added = ti_strmap_add(&c->by_key, c->e[i].key, (void *)(uintptr_t)(i + 1), &existing);
+		if (added < 0)
+			return no_memory(c->err);
+		if (added == 1)
+			return TI_FAIL(c->err, TI_E_INVALID, "two tensors load as '%s' after the prefixes are applied", c->e[i].key);
+	}
+	return TI_OK;
+}
+
+/* "torch.Size([10, 512])" */
+static const char *size_text(ti_arena *a, int ndim, const int64_t *shape)
+{
+	char buf[512];
+	size_t n = (size_t)snprintf(buf, sizeof(buf), "torch.Size([");
+	for (int i = 0; i < ndim && n < sizeof(buf); i++)
+		n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%s%lld", i ? ", " : "", (long long)shape[i]);
+	if (n < sizeof(buf))
+		snprintf(buf + n, sizeof(buf) - n, "])");
+	return ti_arena_strdup(a, buf);
+}
+
+/* The module a state-dict name belongs to: the longest module prefix before its last component. */
+static const char *owner_of(checker *c, const char *name)
+{
+	size_t len = strlen(name);
+	char buf[1024];
+	if (len >= sizeof(buf))
+		return "";
+	memcpy(buf, name, len + 1);
+	for (;;) {
+		char *dot = strrchr(buf, '.');
+		if (!dot)
+			return "";
+		*dot = '\0';
+		if (ti_strmap_get(&c->modules, buf))
+			return ti_arena_strdup(c->arena, buf);
+	}
+}
+
+static bool same_shape(const ti_source_tensor *t, const ti_model_param *p)
+{
+	if (t->ndim != p->ndim)
+		return false;
+	for (int k = 0; k < p->ndim; k++)
+		if (t->shape[k] != p->shape[k])
+			return false;
+	return true;
+}
+
+/* One module's turn: its own tensors (missing, size mismatch), then the keys under it nothing takes. */
+static ti_status visit(checker *c, const char *module, const char **owners)
+{
+	const ti_model *m = c->model;
+	ti_check_report *r = c->r;
+	size_t mlen = strlen(module);
+	for (size_t i = 0; i < m->param_count; i++) {
+		if (strcmp(owners[i], module))
+			continue;
+		const ti_model_param *p = &m->params[i];
+		uintptr_t idx = (uintptr_t)ti_strmap_get(&c->by_key, p->name);
+		if (!idx) {
+			if (!push(c->arena, &r->missing, &r->missing_count, p->name))
+				return no_memory(c->err);
+			continue;
+		}
+		entry *e = &c->e[idx - 1];
+		e->used = true;
+		if (!same_shape(e->t, p)) {
+			ti_check_mismatch *more = ti_arena_calloc(c->arena, r->mismatch_count + 1, sizeof(*more));
+			if (!more)
+				return no_memory(c->err);
+			if (r->mismatch_count)
+				memcpy(more, r->mismatches, r->mismatch_count * sizeof(*more));
+			int64_t *shape = ti_arena_calloc(c->arena, (size_t)e->t->ndim + 1, sizeof(*shape));
+			if (!shape)
+				return no_memory(c->err);
+			if (e->t->ndim)
+				memcpy(shape, e->t->shape, (size_t)e->t->ndim * sizeof(*shape));
+			more[r->mismatch_count++] = (ti_check_mismatch){p->name, e->t->ndim, p->ndim, shape, p->shape};
+			r->mismatches = more;
+			continue;
+		}
+		r->matched++;
+		if (e->t->dtype != p->dtype) {
+			size_t k = 0;
+			while (k < c->cast_count && !(c->casts[k].from == e->t->dtype && c->casts[k].to == p->dtype))
+				k++;
+			if (k == c->cast_count && k < sizeof(c->casts) / sizeof(c->casts[0]))
+				c->casts[c->cast_count++] = (struct cast){e->t->dtype, p->dtype, 0, p->name};
+			if (k < c->cast_count)
+				c->casts[k].count++;
+		}
+	}
+	/* keys under this module whose next name is no child module and no tensor of its own */
+	for (size_t i = 0; i < c->count; i++) {
+		const char *key = c->e[i].key;
+		if (mlen && !(starts(key, module) && key[mlen] == '.'))
+			continue;
+		const char *rest = mlen ? key + mlen + 1 : key;
+		const char *dot = strchr(rest, '.');
+		size_t first = dot ? (size_t)(dot - rest) : strlen(rest);
+		char child[1024];
+		if (mlen + 1 + first >= sizeof(child))
+			continue;
+		snprintf(child, sizeof(child), "%s%s%.*s", module, mlen ? "." : "", (int)first, rest);
+		if (ti_strmap_get(&c->modules, child))
+			continue;
+		bool local = false;
+		for (size_t k = 0; k < m->param_count && !local; k++)
+			local = !strcmp(owners[k], module) && !strcmp(m->params[k].name, child);
+		/* the report outlives the source: its names are copied */
+		if (!local && !push(c->arena, &r->unexpected, &r->unexpected_count, ti_arena_strdup(c->arena, key)))
+			return no_memory(c->err);
+	}
+	return TI_OK;
+}
+
+/* PyTorch's words: the RuntimeError's text, or the repr of what load_state_dict returns. */
+static ti_status words(checker *c, bool strict)
+{
+	ti_check_report *r = c->r;
+	ti_arena *a = c->arena;
+	size_t cap = 256;
+	for (size_t i = 0; i < r->missing_count; i++)
+		cap += strlen(r->missing[i]) + 8;
+	for (size_t i = 0; i < r->unexpected_count; i++)
+		cap += strlen(r->unexpected[i]) + 8;
+	cap += r->mismatch_count * 1400;
+	char *msg = ti_arena_alloc(a, cap);
+	if (!msg)
+		return no_memory(c->err);
+	size_t n = 0;
+	bool error = r->mismatch_count || (strict && (r->missing_count || r->unexpected_count));
+#define PUT(...) (n += (size_t)snprintf(msg + n, n < cap ? cap - n : 0, __VA_ARGS__))
+	if (error) {
+		PUT("Error(s) in loading state_dict for %s:", r->class_name);
+		for (int list = 0; strict && list < 2; list++) {
+			size_t count = list ? r->unexpected_count : r->missing_count;
+			const char **keys = list ? r->unexpected : r->missing;
+			if (!count)
+				continue;
+			PUT("\n\t%s key(s) in state_dict: ", list ? "Unexpected" : "Missing");
+			for (size_t i = 0; i < count; i++)
+				PUT("%s\"%s\"", i ? ", " : "", keys[i]);
+			PUT(". ");
+		}
+		for (size_t i = 0; i < r->mismatch_count; i++) {
+			const ti_check_mismatch *x = &r->mismatches[i];
+			PUT("\n\tsize mismatch for %s: copying a param with shape %s from checkpoint, the shape in current model is "
+			    "%s.", x->name, size_text(a, x->ckpt_ndim, x->ckpt_shape), size_text(a, x->model_ndim, x->model_shape));
+		}
+		r->message = msg;
+		return n < cap ? TI_OK : no_memory(c->err);
+	}
+	if (!r->missing_count && !r->unexpected_count) {
+		r->result = "<All keys matched successfully>";
+		return TI_OK;
+	}
+	PUT("_IncompatibleKeys(missing_keys=[");
+	for (size_t i = 0; i < r->missing_count; i++)
+		PUT("%s'%s'", i ? ", " : "", r->missing[i]);
+	PUT("], unexpected_keys=[");
+	for (size_t i = 0; i < r->unexpected_count; i++)
+		PUT("%s'%s'", i ? ", " : "", r->unexpected[i]);
+	PUT("])");
+#undef PUT
+	r->result = msg;
+	return n < cap ? TI_OK : no_memory(c->err);
+}
+
+ti_status ti_check_load(const ti_model *model, const ti_source *src, const ti_check_options *options,
+                        ti_arena *arena, ti_check_report *out, ti_error *err)
+{
+	memset(out, 0, sizeof(*out));
+	out->class_name = model->class_name ? model->class_name : "Model";
+	checker c = {model, arena, out, NULL, 0, {0}, {0}, err, {{0}}, 0};
+	ti_strmap_init(&c.by_key);
+	ti_strmap_init(&c.modules);
+	ti_status st = choose_entries(&c, src, options);
+	if (!st)
+		st = strip_wrappers(&c, options);
+	for (size_t i = 0; !st && i < model->module_count; i++)
+		if (ti_strmap_put(&c.modules, model->modules[i].prefix, (void *)1))
+			st = no_memory(err);
+	const char **owners = st ? NULL : ti_arena_calloc(arena, model->param_count + 1, sizeof(*owners));
+	if (!st && !owners)
+		st = no_memory(err);
+	for (size_t i = 0; !st && i < model->param_count; i++)
+		if (!(owners[i] = owner_of(&c, model->params[i].name)))
+			st = no_memory(err);
+	for (size_t i = 0; !st && i < model->module_count; i++)
+		st = visit(&c, model->modules[i].prefix, owners);
+	for (size_t k = 0; !st && k < c.cast_count; k++) /* a warning, as PyTorch casts without a word */
+		if (!note(&c, "%s%s: %s in the checkpoint, cast to the model's %s as load_state_dict does", c.casts[k].first,
+		          c.casts[k].count > 1 ? ti_arena_printf(arena, " and %zu more", c.casts[k].count - 1) : "",
+		          ti_dtype_name(c.casts[k].from), ti_dtype_name(c.casts[k].to)))
+			st = no_memory(err);
+	if (!st)
+		st = words(&c, options->strict);
+	ti_strmap_release(&c.by_key);
+	ti_strmap_release(&c.modules);
+	return st;
+}
