@@ -907,10 +907,6 @@ static ti_status parse_def(parser *p, const cJSON *j, const char *name, const ch
 		                     !strcmp(item->string, "lifetime") || !strcmp(item->string, "class"))))
 			return at(TI_FAIL(err, TI_E_CORRUPT, "unknown key '%s'", item->string), err, join(m, jpath, item->string));
 	}
-	/* the top level's "class": the model's Python class, "torchvision.models.resnet.ResNet" */
-	const cJSON *cls = cJSON_GetObjectItemCaseSensitive(j, "class");
-	if (cls && (!cJSON_IsString(cls) || !*cls->valuestring))
-		return at(TI_FAIL(err, TI_E_CORRUPT, "\"class\" must be a non-empty string"), err, join(m, jpath, "class"));
 	const cJSON *inputs = cJSON_GetObjectItemCaseSensitive(j, "inputs");
 	const cJSON *modules = cJSON_GetObjectItemCaseSensitive(j, "modules");
 	const cJSON *graph = cJSON_GetObjectItemCaseSensitive(j, "graph");
