@@ -54,7 +54,7 @@ typedef struct ti_check_report {
  * Binds src's tensors to model's state dict. TI_OK with the report filled,
  * whatever it says; the report lives in arena and outlives src (not model).
  */
-ti_status ti_check_load(const ti_model *model, const ti_source *src, const ti_check_options *options,
+ti_status ti_check_load(const ti_model *model, ti_source *src, const ti_check_options *options,
                         ti_arena *arena, ti_check_report *out, ti_error *err);
 
 #endif

@@ -17,6 +17,8 @@
 
 #include "model/model_internal.h"
 #include "tinspect/check.h"
+#include "tinspect/checkpoint.h"
+#include "tinspect/value.h"
 #include "util/strmap.h"
 
 /* The keys a training script nests a state dict under, in the order they are tried. */
@@ -41,6 +43,9 @@ typedef struct checker {
 	ti_strmap by_key;             /* key -> entry index + 1 */
 	ti_strmap modules;            /* module prefix ("" for the root) -> 1 */
 	ti_error *err;
+	const ti_value *metadata;     /* the state dict's _metadata, or NULL (a plain dict, safetensors) */
+	const char *wrapper;          /* the prefix taken off every key ("module."), or "" */
+	const char *nest;             /* the key the state dict is under, or NULL */
 	/* dtypes load_state_dict casts: a count and the first name per (checkpoint, model) pair */
 	struct cast { ti_dtype from, to; size_t count; const char *first; } casts[16];
 	size_t cast_count;
@@ -73,7 +78,7 @@ static bool note(checker *c, const char *fmt, ...)
 static bool starts(const char *s, const char *prefix) { return !strncmp(s, prefix, strlen(prefix)); }
 
 /* How many of the model's state-dict names the source holds under prefix ("" or "model."). */
-static size_t matches_under(const ti_model *m, const ti_source *src, const char *prefix, ti_strmap *names)
+static size_t matches_under(const ti_model *m, ti_source *src, const char *prefix, ti_strmap *names)
 {
 	size_t n = 0, plen = strlen(prefix);
 	for (size_t i = 0; i < ti_source_tensor_count(src); i++) {
@@ -85,8 +90,16 @@ static size_t matches_under(const ti_model *m, const ti_source *src, const char 
 	return n;
 }
 
+/* Whether the checkpoint's top-level object holds a dict under key (names alone cannot tell {"module": sd} from DDP). */
+static bool nested_dict(ti_source *src, const char *key)
+{
+	ti_ckpt *ck = ti_source_file_count(src) == 1 ? ti_source_checkpoint(src, 0) : NULL;
+	const ti_value *v = ck ? ti_dict_get(ti_ckpt_root(ck), key) : NULL;
+	return v && v->kind == TI_DICT;
+}
+
 /* Chooses the entries that are the state dict: a given key, else the nesting that matches most names. */
-static ti_status choose_entries(checker *c, const ti_source *src, const ti_check_options *o)
+static ti_status choose_entries(checker *c, ti_source *src, const ti_check_options *o)
 {
 	const ti_model *m = c->model;
 	ti_strmap names;
@@ -99,6 +112,7 @@ static ti_status choose_entries(checker *c, const ti_source *src, const ti_check
 	const char *prefix = "";
 	if (o->key) {
 		prefix = ti_arena_printf(c->arena, "%s.", o->key);
+		c->nest = o->key;
 		bool any = false;
 		for (size_t i = 0; i < ti_source_tensor_count(src) && !any; i++)
 			any = starts(ti_source_tensor_at(src, i)->name, prefix);
@@ -109,6 +123,8 @@ static ti_status choose_entries(checker *c, const ti_source *src, const ti_check
 	} else {
 		size_t best = matches_under(m, src, "", &names);
 		for (size_t k = 0; k < sizeof(nest_keys) / sizeof(nest_keys[0]); k++) {
+			if (!nested_dict(src, nest_keys[k]))
+				continue;
 			const char *p = ti_arena_printf(c->arena, "%s.", nest_keys[k]);
 			size_t n = p ? matches_under(m, src, p, &names) : 0;
 			/* a wrapper prefix inside the nesting counts too */
@@ -122,6 +138,7 @@ static ti_status choose_entries(checker *c, const ti_source *src, const ti_check
 				prefix = p;
 			}
 		}
+		c->nest = *prefix ? ti_arena_strndup(c->arena, prefix, strlen(prefix) - 1) : NULL;
 		if (*prefix && !note(c, "the state dict is the checkpoint's '%.*s' entry", (int)strlen(prefix) - 1, prefix)) {
 			ti_strmap_release(&names);
 			return no_memory(c->err);
@@ -154,6 +171,7 @@ static ti_status strip_wrappers(checker *c, const ti_check_options *o)
 			continue;
 		for (size_t i = 0; i < c->count; i++)
 			c->e[i].key += strlen(p);
+		c->wrapper = p;
 		if (!note(c, "every key had the prefix '%s' (%s): taken off", p, wrappers[w].why))
 			return no_memory(c->err);
 	}
@@ -207,8 +225,39 @@ static const char *owner_of(checker *c, const char *name)
 	}
 }
 
+/*
+ * The state dict's OrderedDict keeps _metadata (each module's _version);
+ * a plain dict or a safetensors file has none, and load_state_dict then sees
+ * every module's version as None.
+ */
+static const ti_value *metadata_of(ti_source *src, const char *nest)
+{
+	ti_ckpt *ck = ti_source_file_count(src) == 1 ? ti_source_checkpoint(src, 0) : NULL;
+	const ti_value *d = ck ? ti_ckpt_root(ck) : NULL;
+	if (d && nest)
+		d = ti_dict_get(d, nest);
+	if (!d || d->kind != TI_DICT || !d->as.dict->attributes)
+		return NULL;
+	return ti_dict_get(d->as.dict->attributes, "_metadata");
+}
+
+/* _NormBase._load_from_state_dict: before version 2 (None too) a missing num_batches_tracked is filled with 0. */
+static bool filled_by_norm(checker *c, const char *module, const char *name)
+{
+	const char *local = name + (*module ? strlen(module) + 1 : 0);
+	if (strcmp(local, "num_batches_tracked"))
+		return false;
+	const char *key = ti_arena_printf(c->arena, "%s%s", c->wrapper, module);
+	const ti_value *entry = c->metadata && key ? ti_dict_get(c->metadata, key) : NULL;
+	const ti_value *version = entry ? ti_dict_get(entry, "version") : NULL;
+	return !version || version->kind != TI_INT || version->as.integer < 2;
+}
+
+/* Shapes as load_state_dict compares them: a 1-d tensor loads into a 0-dim one through its first element. */
 static bool same_shape(const ti_source_tensor *t, const ti_model_param *p)
 {
+	if (p->ndim == 0 && t->ndim == 1)
+		return true;
 	if (t->ndim != p->ndim)
 		return false;
 	for (int k = 0; k < p->ndim; k++)
@@ -229,6 +278,8 @@ static ti_status visit(checker *c, const char *module, const char **owners)
 		const ti_model_param *p = &m->params[i];
 		uintptr_t idx = (uintptr_t)ti_strmap_get(&c->by_key, p->name);
 		if (!idx) {
+			if (filled_by_norm(c, module, p->name))
+				continue;
 			if (!push(c->arena, &r->missing, &r->missing_count, p->name))
 				return no_memory(c->err);
 			continue;
@@ -338,17 +389,18 @@ static ti_status words(checker *c, bool strict)
 	return n < cap ? TI_OK : no_memory(c->err);
 }
 
-ti_status ti_check_load(const ti_model *model, const ti_source *src, const ti_check_options *options,
+ti_status ti_check_load(const ti_model *model, ti_source *src, const ti_check_options *options,
                         ti_arena *arena, ti_check_report *out, ti_error *err)
 {
 	memset(out, 0, sizeof(*out));
 	out->class_name = model->class_name ? model->class_name : "Model";
-	checker c = {model, arena, out, NULL, 0, {0}, {0}, err, {{0}}, 0};
+	checker c = {model, arena, out, NULL, 0, {0}, {0}, err, NULL, "", NULL, {{0}}, 0};
 	ti_strmap_init(&c.by_key);
 	ti_strmap_init(&c.modules);
 	ti_status st = choose_entries(&c, src, options);
 	if (!st)
 		st = strip_wrappers(&c, options);
+	c.metadata = st ? NULL : metadata_of(src, c.nest);
 	for (size_t i = 0; !st && i < model->module_count; i++)
 		if (ti_strmap_put(&c.modules, model->modules[i].prefix, (void *)1))
 			st = no_memory(err);
