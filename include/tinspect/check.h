@@ -27,6 +27,10 @@ typedef struct ti_check_options {
 	const char *key;          /* the state dict is the entry under this key; NULL: look for it */
 	const char *strip_prefix; /* removed from every key that starts with it */
 	const char *add_prefix;   /* put before every key */
+	const char *const *renames; /* "s/OLD/NEW/" (any delimiter): the first OLD in each key becomes NEW, in order */
+	size_t rename_count;
+	const char *const *ignores; /* globs: names neither missing nor unexpected */
+	size_t ignore_count;
 } ti_check_options;
 
 typedef struct ti_check_mismatch {

@@ -11,6 +11,7 @@
  * The messages are joined with missing keys first, unexpected second (strict
  * only), size mismatches after, as load_state_dict inserts them.
  */
+#include <fnmatch.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -46,6 +47,8 @@ typedef struct checker {
 	const ti_value *metadata;     /* the state dict's _metadata, or NULL (a plain dict, safetensors) */
 	const char *wrapper;          /* the prefix taken off every key ("module."), or "" */
 	const char *nest;             /* the key the state dict is under, or NULL */
+	const char *const *ignores;   /* --ignore: names never missing */
+	size_t ignore_count;
 	/* dtypes load_state_dict casts: a count and the first name per (checkpoint, model) pair */
 	struct cast { ti_dtype from, to; size_t count; const char *first; } casts[16];
 	size_t cast_count;
@@ -183,6 +186,40 @@ static ti_status strip_wrappers(checker *c, const ti_check_options *o)
 		for (size_t i = 0; i < c->count; i++)
 			if (!(c->e[i].key = ti_arena_printf(c->arena, "%s%s", o->add_prefix, c->e[i].key)))
 				return no_memory(c->err);
+	for (size_t k = 0; k < o->rename_count; k++) {
+		/* s/OLD/NEW/: the character after 's' delimits */
+		const char *r = o->renames[k];
+		char d = r[0] == 's' ? r[1] : '\0';
+		const char *mid = d ? strchr(r + 2, d) : NULL;
+		const char *end = mid ? strchr(mid + 1, d) : NULL;
+		if (!end || end[1] || mid == r + 2)
+			return TI_FAIL(c->err, TI_E_INVALID, "--rename wants s/OLD/NEW/, not '%s'", r);
+		size_t olen = (size_t)(mid - (r + 2)), nlen = (size_t)(end - (mid + 1));
+		for (size_t i = 0; i < c->count; i++) {
+			const char *key = c->e[i].key, *at = NULL;
+			for (const char *s = key; *s && !at; s++)
+				if (!strncmp(s, r + 2, olen))
+					at = s;
+			if (at && !(c->e[i].key = ti_arena_printf(c->arena, "%.*s%.*s%s", (int)(at - key), key, (int)nlen, mid + 1,
+			                                          at + olen)))
+				return no_memory(c->err);
+		}
+	}
+	size_t kept = 0, dropped = 0;
+	for (size_t i = 0; i < c->count; i++) {
+		bool ignored = false;
+		for (size_t k = 0; k < o->ignore_count && !ignored; k++)
+			ignored = !fnmatch(o->ignores[k], c->e[i].key, 0);
+		if (ignored)
+			dropped++;
+		else
+			c->e[kept++] = c->e[i];
+	}
+	c->count = kept;
+	c->ignores = o->ignores;
+	c->ignore_count = o->ignore_count;
+	if (dropped && !note(c, "%zu of the checkpoint's tensors ignored (--ignore)", dropped))
+		return no_memory(c->err);
 	ti_strmap_init(&c->by_key);
 	for (size_t i = 0; i < c->count; i++) {
 		void *existing;
@@ -190,7 +227,7 @@ static ti_status strip_wrappers(checker *c, const ti_check_options *o)
 		if (added < 0)
 			return no_memory(c->err);
 		if (added == 1)
-			return TI_FAIL(c->err, TI_E_INVALID, "two tensors load as '%s' after the prefixes are applied", c->e[i].key);
+			return TI_FAIL(c->err, TI_E_INVALID, "two tensors load as '%s' after prefixes and renames", c->e[i].key);
 	}
 	return TI_OK;
 }
@@ -279,6 +316,11 @@ static ti_status visit(checker *c, const char *module, const char **owners)
 		uintptr_t idx = (uintptr_t)ti_strmap_get(&c->by_key, p->name);
 		if (!idx) {
 			if (filled_by_norm(c, module, p->name))
+				continue;
+			bool ignored = false;
+			for (size_t k = 0; k < c->ignore_count && !ignored; k++)
+				ignored = !fnmatch(c->ignores[k], p->name, 0);
+			if (ignored)
 				continue;
 			if (!push(c->arena, &r->missing, &r->missing_count, p->name))
 				return no_memory(c->err);
@@ -394,7 +436,7 @@ ti_status ti_check_load(const ti_model *model, ti_source *src, const ti_check_op
 {
 	memset(out, 0, sizeof(*out));
 	out->class_name = model->class_name ? model->class_name : "Model";
-	checker c = {model, arena, out, NULL, 0, {0}, {0}, err, NULL, "", NULL, {{0}}, 0};
+	checker c = {model, arena, out, NULL, 0, {0}, {0}, err, NULL, "", NULL, NULL, 0, {{0}}, 0};
 	ti_strmap_init(&c.by_key);
 	ti_strmap_init(&c.modules);
 	ti_status st = choose_entries(&c, src, options);

@@ -13,7 +13,12 @@
 #include "cli/output.h"
 #include "tinspect/check.h"
 
-enum { OPT_HELP = 1, OPT_JSON, OPT_NO_STRICT, OPT_KEY, OPT_STRIP, OPT_ADD, OPT_BIND, OPT_INPUT, OPT_TRUST };
+enum {
+	OPT_HELP = 1, OPT_JSON, OPT_NO_STRICT, OPT_KEY, OPT_STRIP, OPT_ADD, OPT_RENAME, OPT_IGNORE, OPT_BIND, OPT_INPUT,
+	OPT_TRUST
+};
+
+#define CHECK_MAX_LIST 64 /* --rename and --ignore, each */
 
 static const cli_option options[] = {
 	{"help", 'h', OPT_FLAG, OPT_HELP},
@@ -22,6 +27,8 @@ static const cli_option options[] = {
 	{"key", 0, OPT_VALUE, OPT_KEY},
 	{"strip-prefix", 0, OPT_VALUE, OPT_STRIP},
 	{"add-prefix", 0, OPT_VALUE, OPT_ADD},
+	{"rename", 0, OPT_VALUE, OPT_RENAME},
+	{"ignore", 0, OPT_VALUE, OPT_IGNORE},
 	{"bind", 0, OPT_VALUE, OPT_BIND},
 	{"input", 0, OPT_VALUE, OPT_INPUT},
 	{"trust", 0, OPT_FLAG, OPT_TRUST},
@@ -45,6 +52,10 @@ static const char help[] =
 	"  --key K            the state dict is the checkpoint's entry K\n"
 	"  --strip-prefix P   take P off every key that starts with it\n"
 	"  --add-prefix P     put P before every key\n"
+	"  --rename s/OLD/NEW/\n"
+	"                     the first OLD in every key becomes NEW (repeatable)\n"
+	"  --ignore GLOB      names matching GLOB are neither missing nor unexpected\n"
+	"                     (repeatable)\n"
 	"  --input NAME=SHAPE[:DTYPE], --bind NAME=N\n"
 	"                     sizes for the shape propagation, as with shapes\n"
 	"  --trust            read a checkpoint whose pickle scan finds dangerous\n"
@@ -106,7 +117,8 @@ int cmd_check(int argc, char **argv)
 	cli_parser p = {argc, 1, argv, options, "check", false};
 	cli_model cm = {0};
 	const char *ckpt = NULL, *value;
-	ti_check_options o = {true, NULL, NULL, NULL};
+	const char *renames[CHECK_MAX_LIST], *ignores[CHECK_MAX_LIST];
+	ti_check_options o = {true, NULL, NULL, NULL, renames, 0, ignores, 0};
 	bool json = false, trust = false;
 	int id, rc;
 	while ((id = cli_next(&p, &value)) != -1) {
@@ -138,6 +150,15 @@ int cmd_check(int argc, char **argv)
 		case OPT_ADD:
 			o.add_prefix = value;
 			break;
+		case OPT_RENAME:
+		case OPT_IGNORE: {
+			size_t *n = id == OPT_RENAME ? &o.rename_count : &o.ignore_count;
+			if (*n == CHECK_MAX_LIST)
+				return cli_usage_error("check: more than %d --%s options", CHECK_MAX_LIST,
+				                       id == OPT_RENAME ? "rename" : "ignore");
+			(id == OPT_RENAME ? renames : ignores)[(*n)++] = value;
+			break;
+		}
 		case OPT_TRUST:
 			trust = true;
 			break;
