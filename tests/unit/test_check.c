@@ -41,7 +41,7 @@ static ti_model *check(const char *ckpt_text, bool strict, ti_arena *arena, ti_c
 	ti_source *src = checkpoint_of(ckpt_text, &other);
 	ti_error err;
 	ti_error_clear(&err);
-	ti_check_options o = {strict, NULL, NULL, NULL};
+	ti_check_options o = {.strict = strict};
 	cr_assert(ti_check_load(m, src, &o, arena, r, &err) == TI_OK, "%s", err.message);
 	ti_source_close(src);
 	ti_model_close(other);
