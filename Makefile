@@ -47,11 +47,11 @@ build/asan/%.o: %.c
 # The random draw loops call sqrtf: without errno to set, gcc -O2 vectorises them (src/materialize/draw.h).
 build/src/materialize/draw.o build/asan/src/materialize/draw.o: BASE_CFLAGS += -fno-math-errno
 
-# The CLI's progress bar, output helpers and memory chart are tested as units (the chart
+# The CLI's progress bar, output helpers, memory chart and CI reports are tested as units (the chart
 # writes through outfile.c, which reports through common.c); the fake CUDA driver lets the
 # CUDA code run its whole path without a GPU (tests/unit/fake/).
 UNIT_CLI_OBJ := build/src/cli/progress.o build/src/cli/output.o build/src/cli/memory_plot.o \
-	build/src/cli/outfile.o build/src/cli/common.o
+	build/src/cli/outfile.o build/src/cli/common.o build/src/cli/ci_report.o
 ASAN_UNIT_CLI_OBJ := $(UNIT_CLI_OBJ:build/%=build/asan/%)
 
 build/unit-tests: $(TEST_OBJ) $(LIB_OBJ) $(UNIT_CLI_OBJ) build/fake_libcuda.so

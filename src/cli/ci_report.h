@@ -37,6 +37,11 @@ typedef struct ci_case {
  * Text and attributes are escaped; bytes that XML 1.0 forbids are written
  * as U+FFFD. Valid against tests/ci/junit.xsd. Returns 0, or -1 when a
  * write failed.
+ * Details: name NULL is "tinspect", and a case's suite NULL is name;
+ * classname= is the suite and type= (failure, error) the case's name; a
+ * case without a message gets an empty element (<failure .../>); times
+ * are whole milliseconds ("0.042"), negative and NaN ones 0; an outcome
+ * outside the enum counts as an error. No timestamp= or hostname=.
  */
 int ci_write_junit(FILE *out, const char *name, const ci_case *cases, size_t count);
 
@@ -46,6 +51,8 @@ int ci_write_junit(FILE *out, const char *name, const ci_case *cases, size_t cou
  * and LF escaped as GitHub requires in the message, and also ":" and ","
  * in the properties; then, for passed cases, nothing. Returns 0, or -1
  * when a write failed.
+ * A case without a message repeats its title as the message (an empty
+ * annotation body shows nothing); bytes that are not UTF-8 are U+FFFD.
  */
 int ci_write_github(FILE *out, const ci_case *cases, size_t count);
 
