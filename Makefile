@@ -80,7 +80,8 @@ run: deps
 	./tinspect fixtures/resnet18_small.pt --device meta
 
 # Unit tests (Criterion), CLI tests (expected output files), the man page's and
-# README's examples run as shown (tests/docs/), then conformance with
+# README's examples run as shown (tests/docs/), the JUnit XML against its schema
+# (tests/ci/), then conformance with
 # real PyTorch when python3-torch is installed.
 test: deps-test
 	@$(MAKE) --no-print-directory all build/unit-tests
@@ -91,6 +92,7 @@ test: deps-test
 	$(PYTHON) tests/conformance/inspect_formats.py ./tinspect
 	$(PYTHON) tools/export/check_known.py ./tinspect
 	sh tests/docs/run.sh ./tinspect
+	sh tests/ci/run.sh ./tinspect
 	@if $(PYTHON) -c 'import torch' 2>/dev/null; then \
 		$(PYTHON) tests/conformance/conformance.py ./tinspect && \
 		$(PYTHON) tests/conformance/shapes_conformance.py ./tinspect && \
@@ -118,6 +120,7 @@ asan: deps-test
 	ASAN_OPTIONS=detect_leaks=1 sh tests/scan/run.sh ./build/asan/tinspect
 	ASAN_OPTIONS=detect_leaks=1 sh tests/torture/run.sh ./build/asan/tinspect
 	ASAN_OPTIONS=detect_leaks=1 sh tests/docs/run.sh ./build/asan/tinspect
+	ASAN_OPTIONS=detect_leaks=1 UNIT_TESTS=./build/asan/unit-tests sh tests/ci/run.sh ./build/asan/tinspect
 	@$(MAKE) --no-print-directory fuzz-replay
 
 bench: deps

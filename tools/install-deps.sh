@@ -2,7 +2,8 @@
 # Installs the Debian packages tinspect needs, when they are missing.
 # Usage: install-deps.sh build|test|ci|fuzz
 #   build: compiler, libzip, cJSON
-#   test:  build + Criterion, valgrind (make valgrind), groff, mandoc and jq (the docs test)
+#   test:  build + Criterion, valgrind (make valgrind), groff, mandoc and jq (the docs test),
+#          xmllint (libxml2-utils: the JUnit XML against tests/ci/junit.xsd)
 #   ci:    test + PyTorch for the conformance test and the benchmark
 #   fuzz:  build + clang with libFuzzer's runtime, python3 for the seeds (make fuzz)
 # As root it runs apt-get; otherwise it prints the exact command and fails.
@@ -11,8 +12,8 @@ what=${1:-build}
 pkgs="gcc make pkg-config libzip-dev libcjson-dev"
 case $what in
 build) ;;
-test) pkgs="$pkgs libcriterion-dev valgrind groff-base mandoc jq" ;;
-ci) pkgs="$pkgs libcriterion-dev valgrind groff-base mandoc jq python3-torch python3-torchvision unzip" ;;
+test) pkgs="$pkgs libcriterion-dev valgrind groff-base mandoc jq libxml2-utils" ;;
+ci) pkgs="$pkgs libcriterion-dev valgrind groff-base mandoc jq libxml2-utils python3-torch python3-torchvision unzip" ;;
 fuzz) pkgs="$pkgs clang libclang-rt-dev python3" ;;
 *) echo "install-deps.sh: unknown set '$what' (build, test, ci or fuzz)" >&2; exit 2 ;;
 esac
