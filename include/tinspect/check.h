@@ -7,8 +7,10 @@
  * it over: at the top, or nested under "state_dict", "model",
  * "model_state_dict", "module", "ema" or "net" (or a key given), with a
  * DataParallel/DDP "module." or torch.compile "_orig_mod." prefix on every
- * key stripped; each such finding is a note. Everything lives in the arena
- * given.
+ * key stripped; each such finding is a note. Ties the model declares are
+ * checked too (two tensors in the file must be one, or of one shape), and
+ * optionally that every floating tensor has one dtype. Everything lives in
+ * the arena given.
  */
 #ifndef TINSPECT_CHECK_H
 #define TINSPECT_CHECK_H
@@ -18,6 +20,7 @@
 #include <stdint.h>
 
 #include "tinspect/arena.h"
+#include "tinspect/dtype.h"
 #include "tinspect/error.h"
 #include "tinspect/model.h"
 #include "tinspect/source.h"
@@ -31,6 +34,7 @@ typedef struct ti_check_options {
 	size_t rename_count;
 	const char *const *ignores; /* globs: names neither missing nor unexpected */
 	size_t ignore_count;
+	ti_dtype dtype;             /* every floating tensor of the state dict must be this; TI_DT_INVALID: any */
 } ti_check_options;
 
 typedef struct ti_check_mismatch {
@@ -50,6 +54,10 @@ typedef struct ti_check_report {
 	const char **notes;             /* where the state dict was, prefixes taken off, dtypes cast */
 	size_t note_count;
 	size_t matched;                 /* model entries the checkpoint gives a tensor of the right shape */
+	const char **tie_errors;        /* ties the model declares that the checkpoint cannot keep (its two differ in shape) */
+	size_t tie_error_count;
+	const char **dtype_errors;      /* options->dtype: "fc.weight (float32)", in the checkpoint's order */
+	size_t dtype_error_count;
 	const char *message;            /* PyTorch's RuntimeError text, or NULL when it would load */
 	const char *result;             /* what load_state_dict returns, as its repr, when it loads */
 } ti_check_report;

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "model/model_internal.h"
+#include "shapes/meta.h"
 #include "tinspect/check.h"
 #include "tinspect/checkpoint.h"
 #include "tinspect/value.h"
@@ -378,6 +379,107 @@ static ti_status visit(checker *c, const char *module, const char **owners)
 	return TI_OK;
 }
 
+static bool ignored(const checker *c, const char *name)
+{
+	for (size_t k = 0; k < c->ignore_count; k++)
+		if (!fnmatch(c->ignores[k], name, 0))
+			return true;
+	return false;
+}
+
+/* The entry a state-dict name loads from, or NULL. */
+static const entry *entry_of(checker *c, const char *name)
+{
+	uintptr_t idx = (uintptr_t)ti_strmap_get(&c->by_key, name);
+	return idx ? &c->e[idx - 1] : NULL;
+}
+
+/* Whether two tensors of the file are one: the same view of one storage, or named so by safetensors' "tie.". */
+static bool one_tensor(const ti_source_tensor *a, const ti_source_tensor *b)
+{
+	if ((a->tie_of && !strcmp(a->tie_of, b->name)) || (b->tie_of && !strcmp(b->tie_of, a->name)))
+		return true;
+	if (a->storage != b->storage || a->offset != b->offset || a->ndim != b->ndim)
+		return false;
+	for (int k = 0; k < a->ndim; k++)
+		if (a->shape[k] != b->shape[k] || a->stride[k] != b->stride[k])
+			return false;
+	return true;
+}
+
+static bool equal_shapes(const ti_source_tensor *a, const ti_source_tensor *b)
+{
+	if (a->ndim != b->ndim)
+		return false;
+	for (int k = 0; k < a->ndim; k++)
+		if (a->shape[k] != b->shape[k])
+			return false;
+	return true;
+}
+
+/*
+ * The ties the model declares (one Parameter under two names): the file
+ * must hold them as one tensor, or as two of one shape, which
+ * load_state_dict copies into the one in turn (the later name's values
+ * stay). When it holds only one, the other is missing as PyTorch says; the
+ * note says the tie would fill it.
+ */
+static ti_status check_ties(checker *c)
+{
+	const ti_model *m = c->model;
+	ti_check_report *r = c->r;
+	for (size_t i = 0; i < m->param_count; i++) {
+		const ti_model_param *p = &m->params[i];
+		if (!p->tied_to)
+			continue;
+		const entry *a = entry_of(c, p->name), *b = entry_of(c, p->tied_to);
+		const char *text = NULL;
+		if (a && b && one_tensor(a->t, b->t))
+			continue;
+		if (a && b && !equal_shapes(a->t, b->t)) {
+			text = ti_arena_printf(c->arena,
+			                       "'%s' is tied to '%s' in the model, but the checkpoint holds two tensors of different "
+			                       "shapes: %s and %s", p->name, p->tied_to,
+			                       size_text(c->arena, a->t->ndim, a->t->shape),
+			                       size_text(c->arena, b->t->ndim, b->t->shape));
+			if (!push(c->arena, &r->tie_errors, &r->tie_error_count, text))
+				return no_memory(c->err);
+			continue;
+		}
+		bool later = i > 0; /* whether p loads after its target, in state-dict order */
+		for (size_t k = 0; k < m->param_count; k++)
+			if (!strcmp(m->params[k].name, p->tied_to))
+				later = i > k;
+		if (a && b)
+			text = ti_arena_printf(c->arena,
+			                       "'%s' is tied to '%s' in the model, but the checkpoint holds them as two tensors: "
+			                       "load_state_dict copies both into the one, and '%s''s values stay", p->name,
+			                       p->tied_to, later ? p->name : p->tied_to);
+		else if ((a || b) && !ignored(c, a ? p->tied_to : p->name))
+			text = ti_arena_printf(c->arena,
+			                       "'%s' is tied to '%s', which the checkpoint holds: --ignore '%s' loads it, "
+			                       "the tie filling it", a ? p->tied_to : p->name, a ? p->name : p->tied_to,
+			                       a ? p->tied_to : p->name);
+		if (text && !push(c->arena, &r->notes, &r->note_count, text))
+			return no_memory(c->err);
+	}
+	return TI_OK;
+}
+
+/* options->dtype: each floating tensor of the state dict in another dtype, in the file's order. */
+static ti_status check_dtypes(checker *c, ti_dtype want)
+{
+	for (size_t i = 0; want && i < c->count; i++) {
+		const ti_source_tensor *t = c->e[i].t;
+		if (!ti_dtype_is_floating(t->dtype) || t->dtype == want)
+			continue;
+		const char *text = ti_arena_printf(c->arena, "%s (%s)", c->e[i].key, ti_dtype_name(t->dtype));
+		if (!push(c->arena, &c->r->dtype_errors, &c->r->dtype_error_count, text))
+			return no_memory(c->err);
+	}
+	return TI_OK;
+}
+
 /* PyTorch's words: the RuntimeError's text, or the repr of what load_state_dict returns. */
 static ti_status words(checker *c, bool strict)
 {
@@ -454,6 +556,10 @@ ti_status ti_check_load(const ti_model *model, ti_source *src, const ti_check_op
 			st = no_memory(err);
 	for (size_t i = 0; !st && i < model->module_count; i++)
 		st = visit(&c, model->modules[i].prefix, owners);
+	if (!st)
+		st = check_ties(&c);
+	if (!st)
+		st = check_dtypes(&c, options->dtype);
 	for (size_t k = 0; !st && k < c.cast_count; k++) /* a warning, as PyTorch casts without a word */
 		if (!note(&c, "%s%s: %s in the checkpoint, cast to the model's %s as load_state_dict does", c.casts[k].first,
 		          c.casts[k].count > 1 ? ti_arena_printf(arena, " and %zu more", c.casts[k].count - 1) : "",

@@ -102,13 +102,18 @@ fi
 # command `TINSPECT ARGS` must exit STATUS and write a valid report to the
 # word OUT (replaced by a file in a scratch folder). Arguments are split at
 # blanks, so no argument may hold one.
-# check and diff are getting --junit: each gets its lines here, guarded by
-# its --help naming the option, so that they run from the commit that adds
-# it on; drop the guard when both have it.
+# diff is getting --junit: its lines are guarded by its --help naming the
+# option, so that they run from the commit that adds it on.
 commands() {
-	if "$bin" check --help 2>&1 | grep -q -- --junit; then
-		echo "check_ok 0 check tests/cli/models/check_small.json fixtures/check/ok.pt --junit OUT"
-		echo "check_bad 1 check tests/cli/models/check_small.json fixtures/check/bad.pt --junit OUT"
+	echo "check_ok 0 check tests/cli/models/check_small.json fixtures/check/ok.pt --junit OUT"
+	echo "check_bad 1 check tests/cli/models/check_small.json fixtures/check/bad.pt --junit OUT"
+	echo "check_gates 1 check tests/cli/models/check_small.json fixtures/check/ok.pt --dtype float16 --max-params 9 --junit OUT"
+	echo "check_shapes 1 check tests/cli/models/check_small.json fixtures/check/ok.pt --input x=2x5 --junit OUT"
+	echo "check_memory 1 check tests/cli/models/check_small.json fixtures/check/ok.pt --device-memory 256B --bind N=64 --junit OUT"
+	echo "check_unreadable 4 check tests/cli/models/check_small.json fixtures/check/no_such.pt --junit OUT"
+	echo "check_manifest 4 check --manifest tests/cli/models/check_manifest.json --junit OUT --format github"
+	if "$bin" diff --help 2>&1 | grep -q -- --junit; then
+		:
 	fi
 }
 commands >"$work/commands"

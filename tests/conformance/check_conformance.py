@@ -18,6 +18,7 @@ PyTorch loads that same file into the model, and:
     --no-strict -- exit 0;
 
 and, after an error, every stdout line after those starts with "note:"
+or "ties: " (a tie the file breaks)
 (after a success tinspect may say more). A case that needs
 tinspect to find the state dict itself (nested under a key, a DDP
 "module." or torch.compile "_orig_mod." prefix) must print a note naming
@@ -35,7 +36,11 @@ model, not the file); nested under each of "state_dict", "model",
 and prefixed at once); a float16 checkpoint (PyTorch casts); --no-strict
 with missing + unexpected keys, with none, and with a size mismatch (which
 still raises); safetensors, exact and with problems; and model-specific
-ones: a tied weight missing, a non-persistent buffer present in the file
+ones: a tied weight missing (a note says the tie would fill it), saved as
+two tensors (it loads, and the note names the name whose values stay, which
+PyTorch is asserted to keep), and as two tensors of different shapes (a
+"ties:" line besides PyTorch's size mismatch); a storage the file shares
+between two names the model keeps apart (resnet18); a non-persistent buffer present in the file
 (unexpected), a BatchNorm num_batches_tracked missing from a plain dict
 (PyTorch fills it in: no _metadata means version 1) and from a state dict
 that keeps _metadata (missing), a 1-element num_batches_tracked (PyTorch
@@ -265,7 +270,22 @@ def cases(name, model):
     add("safetensors_problems", st, how="safetensors")
 
     if name == "tied":
-        add("tied_missing", copy_sd(sd, [(k, v) for k, v in sd.items() if k != "lm_head.weight"]))
+        add("tied_missing", copy_sd(sd, [(k, v) for k, v in sd.items() if k != "lm_head.weight"]),
+            note="'lm_head.weight' is tied to 'embed.weight', which the checkpoint holds")
+        # saved untied: two tensors of one shape load, the later name's values staying in the one
+        two = copy_sd(sd, [(k, v.clone() + (1 if k == "lm_head.weight" else 0)) for k, v in sd.items()])
+        probe = TiedLM()
+        probe.load_state_dict(two)
+        assert torch.equal(probe.embed.weight, two["lm_head.weight"]), "PyTorch kept the earlier name's values"
+        add("tied_two_tensors", two, note="and 'lm_head.weight''s values stay")
+        apart = copy_sd(sd)
+        apart["lm_head.weight"] = grown(sd["lm_head.weight"])
+        add("tied_apart", apart, note="ties: 'lm_head.weight' is tied to 'embed.weight' in the model, but the "
+            "checkpoint holds two tensors of different shapes")
+    if name == "resnet18":  # a storage the file shares between two names the model keeps apart
+        shared = copy_sd(sd)
+        shared["layer1.0.conv2.weight"] = shared["layer1.0.conv1.weight"]
+        add("shared_storage", shared)
     if name == "nonpersistent":
         extra = copy_sd(sd)
         extra["scale"] = model.scale.clone()
@@ -299,7 +319,7 @@ def compare(want, want_rc, got, rc, note):
     if lines[:len(want_lines)] != want_lines:
         return "the first lines differ"
     rest = lines[len(want_lines):]
-    bad = [ln for ln in rest if not ln.startswith("note:")]
+    bad = [ln for ln in rest if not ln.startswith(("note:", "ties: "))]
     if bad and want_rc:  # after a success tinspect may go on (its own summary)
         return "a line after PyTorch's text is not a note: %r" % bad[0]
     if note and not any(note in ln for ln in rest):

@@ -84,6 +84,11 @@ setup_scratch() {
 	ln -s "$root/fixtures/docs/gpt2.pt" "$1/gpt2.pt"                 # names with 'attn'
 	ln -s "$root/fixtures/docs/ddp.pt" "$1/ddp.pt"                   # names under 'module.'
 	ln -s "$root/fixtures/models/lstm_tagger.json" "$1/model.json"
+	# check: a model, a checkpoint that loads into it, a manifest of pairs
+	ln -s "$root/tests/cli/models/check_small.json" "$1/small.json"
+	ln -s "$root/fixtures/check/ok.pt" "$1/small.pt"
+	printf '{"checks": [{"name": "small", "model": "small.json", "checkpoint": "small.pt"},\n%s\n' \
+		' {"name": "nested", "model": "small.json", "checkpoint": "fixtures/check/nested_ddp.pt"}]}' >"$1/checks.json"
 	# Two checkpoints of a project: one clean, one holding an argparse.Namespace.
 	ln -s "$root/fixtures/resnet18_small.pt" "$1/checkpoints/resnet.pt"
 	ln -s "$root/fixtures/training_ckpt.pt" "$1/checkpoints/last.pt"
