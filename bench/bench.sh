@@ -68,6 +68,7 @@ fi
 "$mpy" "$here/gen_models.py" "$cache" >/dev/null || exit 1
 "$mpy" "$here/measure_shapes.py" --tinspect "$tinspect" --python "$PYTHON" \
 	--runs "$RUNS" $extra "$cache" || status=1
+"$mpy" "$here/measure_check.py" --tinspect "$tinspect" --python "$PYTHON" --runs "$RUNS" $extra "$cache" || status=1  # check: ResNet-50 against torch.load + load_state_dict
 
 # memory: mlp100.json (gen_models.py) and fixtures/models/gpt2_small.json against
 # a measured PyTorch training step on the CPU (and, for --fit, a computed search)
