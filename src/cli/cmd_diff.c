@@ -13,6 +13,7 @@
 #include "cli/cli.h"
 #include "cli/output.h"
 #include "tinspect/diff.h"
+#include "tinspect/value.h"
 
 enum { OPT_HELP = 1, OPT_JSON, OPT_VALUES, OPT_ATOL, OPT_RTOL, OPT_TRUST };
 
@@ -56,14 +57,20 @@ static int parse_tolerance(const char *name, const char *text, double *out)
 	return EXIT_OK;
 }
 
-/* Non-finite numbers as strings: JSON has no inf or nan. */
+/*
+ * Non-finite numbers as strings: JSON has no inf or nan. Finite ones with
+ * the shortest digits that read back as the same double (Python's repr):
+ * cJSON's own printing stops at 15 digits when they compare close enough.
+ */
 static cJSON *json_number(double v)
 {
 	if (isnan(v))
 		return cJSON_CreateString("nan");
 	if (isinf(v))
 		return cJSON_CreateString(v > 0 ? "inf" : "-inf");
-	return cJSON_CreateNumber(v);
+	char buf[64];
+	ti_format_float(v, buf, sizeof(buf));
+	return cJSON_CreateRaw(buf);
 }
 
 static cJSON *json_side(ti_dtype dtype, int ndim, const int64_t *shape, const char *tie)
