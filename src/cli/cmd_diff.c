@@ -10,12 +10,13 @@
 
 #include <cJSON.h>
 
+#include "cli/ci_report.h"
 #include "cli/cli.h"
 #include "cli/output.h"
 #include "tinspect/diff.h"
 #include "tinspect/value.h"
 
-enum { OPT_HELP = 1, OPT_JSON, OPT_VALUES, OPT_ATOL, OPT_RTOL, OPT_TRUST };
+enum { OPT_HELP = 1, OPT_JSON, OPT_VALUES, OPT_ATOL, OPT_RTOL, OPT_TRUST, OPT_JUNIT, OPT_FORMAT };
 
 static const cli_option options[] = {
 	{"help", 'h', OPT_FLAG, OPT_HELP},
@@ -24,6 +25,8 @@ static const cli_option options[] = {
 	{"atol", 0, OPT_VALUE, OPT_ATOL},
 	{"rtol", 0, OPT_VALUE, OPT_RTOL},
 	{"trust", 0, OPT_FLAG, OPT_TRUST},
+	{"junit", 0, OPT_VALUE, OPT_JUNIT},
+	{"format", 0, OPT_VALUE, OPT_FORMAT},
 	{NULL, 0, 0, 0},
 };
 
@@ -44,6 +47,11 @@ static const char help[] =
 	"                     (torch.allclose); both 0 by default: exactly equal\n"
 	"  --trust            read a checkpoint whose pickle scan finds dangerous\n"
 	"  --json             print one JSON document\n"
+	"  --junit FILE       also write a JUnit XML report: a test case per kind of\n"
+	"                     difference (names, shapes, dtypes, ties, values, other\n"
+	"                     values)\n"
+	"  --format text|github\n"
+	"                     github: also print GitHub Actions ::error annotations\n"
 	"  -h, --help         show this help\n";
 
 static int parse_tolerance(const char *name, const char *text, double *out)
@@ -270,12 +278,115 @@ static void print_text(const char *a, const char *b, const ti_diff_options *opt,
 	fflush(stdout);
 }
 
+/* The kinds of difference, each a test case of the CI report: a line per tensor (or value) it holds. */
+enum { KIND_NAMES, KIND_SHAPES, KIND_DTYPES, KIND_TIES, KIND_VALUES, KIND_OTHER, KIND_COUNT };
+static const char *const kind_names[KIND_COUNT] = {"names", "shapes", "dtypes", "ties", "values", "other values"};
+static const char *const kind_titles[KIND_COUNT] = {
+	"%zu tensors added, removed or renamed", "%zu tensors changed shape", "%zu tensors changed dtype",
+	"%zu tensors changed ties", "%zu tensors' values differ", "%zu other values differ"};
+
+static void kind_lines(const ti_diff_report *r, FILE *f[KIND_COUNT], size_t count[KIND_COUNT])
+{
+	char x[256], y[256];
+	for (size_t i = 0; i < r->tensor_count; i++) {
+		const ti_diff_tensor *e = &r->tensors[i];
+		if (e->changes & (TI_DIFF_REMOVED | TI_DIFF_ADDED | TI_DIFF_RENAMED)) {
+			if (e->changes & TI_DIFF_RENAMED)
+				fprintf(f[KIND_NAMES], "%srenamed %s -> %s", count[KIND_NAMES] ? "\n" : "", e->name, e->renamed_to);
+			else
+				fprintf(f[KIND_NAMES], "%s%s %s", count[KIND_NAMES] ? "\n" : "",
+				        e->changes & TI_DIFF_ADDED ? "added" : "removed", e->name);
+			count[KIND_NAMES]++;
+		}
+		if (e->changes & TI_DIFF_SHAPE)
+			fprintf(f[KIND_SHAPES], "%s%s: %s -> %s", count[KIND_SHAPES]++ ? "\n" : "", e->name,
+			        cli_dims(e->shape_a, e->ndim_a, x, sizeof(x)), cli_dims(e->shape_b, e->ndim_b, y, sizeof(y)));
+		if (e->changes & TI_DIFF_DTYPE)
+			fprintf(f[KIND_DTYPES], "%s%s: %s -> %s", count[KIND_DTYPES]++ ? "\n" : "", e->name,
+			        ti_dtype_name(e->dtype_a), ti_dtype_name(e->dtype_b));
+		if (e->changes & TI_DIFF_TIES)
+			fprintf(f[KIND_TIES], "%s%s: %s in A, %s in B", count[KIND_TIES]++ ? "\n" : "", e->name,
+			        tie_text(e->tie_a, x, sizeof(x)), tie_text(e->tie_b, y, sizeof(y)));
+		if (e->changes & TI_DIFF_VALUES) {
+			fprintf(f[KIND_VALUES], "%s%s: %llu of %lld elements not close", count[KIND_VALUES]++ ? "\n" : "",
+			        e->name, (unsigned long long)e->not_close, (long long)e->numel);
+			if (e->has_max)
+				fprintf(f[KIND_VALUES], ", max abs %s, max rel %s", number(e->max_abs, x, sizeof(x)),
+				        number(e->max_rel, y, sizeof(y)));
+		}
+	}
+	for (size_t i = 0; i < r->value_count; i++) {
+		const ti_diff_value *v = &r->values[i];
+		fprintf(f[KIND_OTHER], "%s%s: %s -> %s", count[KIND_OTHER]++ ? "\n" : "", v->name, v->a ? v->a : "(none)",
+		        v->b ? v->b : "(none)");
+	}
+}
+
+/*
+ * --junit and --format github: a case per kind of difference (values only
+ * with --values), or one error case when an input could not be read
+ * (error is its message then).
+ */
+static int ci_output(const char *files[2], const ti_diff_options *o, const ti_diff_report *r, const char *error,
+                     const char *junit, bool github)
+{
+	char suite[1024];
+	snprintf(suite, sizeof(suite), "%s <-> %s", files[0], files[1]);
+	ci_case cases[KIND_COUNT];
+	char *text[KIND_COUNT] = {NULL};
+	size_t len[KIND_COUNT], count[KIND_COUNT] = {0}, n = 0;
+	char titles[KIND_COUNT][96];
+	FILE *f[KIND_COUNT];
+	int rc = EXIT_OK;
+	if (error) {
+		cases[n++] = (ci_case){.suite = suite, .name = "read", .file = files[1], .outcome = CI_ERROR,
+		                       .title = error, .message = error};
+	} else {
+		bool ok = true;
+		for (int k = 0; k < KIND_COUNT; k++)
+			ok = (f[k] = open_memstream(&text[k], &len[k])) != NULL && ok;
+		if (ok)
+			kind_lines(r, f, count);
+		for (int k = 0; k < KIND_COUNT; k++)
+			if (f[k])
+				fclose(f[k]);
+		if (!ok) {
+			for (int k = 0; k < KIND_COUNT; k++)
+				free(text[k]);
+			fprintf(stderr, "tinspect: diff: out of memory writing the CI report\n");
+			return EXIT_RESOURCE;
+		}
+		for (int k = 0; k < KIND_COUNT; k++) {
+			if (k == KIND_VALUES && !o->values)
+				continue;
+			if (count[k]) /* "3 tensors changed shape" */
+				snprintf(titles[k], sizeof(titles[k]), kind_titles[k], count[k]);
+			else
+				snprintf(titles[k], sizeof(titles[k]), "the same %s", kind_names[k]);
+			cases[n++] = (ci_case){.suite = suite, .name = kind_names[k], .file = files[1],
+			                       .outcome = count[k] ? CI_FAIL : CI_PASS, .title = titles[k],
+			                       .message = count[k] ? text[k] : NULL};
+		}
+	}
+	if (github && ci_write_github(stdout, cases, n))
+		rc = EXIT_RESOURCE;
+	fflush(stdout);
+	if (junit) {
+		int jrc = ci_write_junit_file(junit, "tinspect diff", cases, n);
+		rc = jrc ? jrc : rc;
+	}
+	for (int k = 0; k < KIND_COUNT; k++)
+		free(text[k]);
+	return rc;
+}
+
 int cmd_diff(int argc, char **argv)
 {
 	cli_parser p = {.argc = argc, .index = 1, .argv = argv, .options = options, .command = "diff"};
 	const char *files[2] = {NULL, NULL}, *value;
 	ti_diff_options o = {.values = false, .atol = 0, .rtol = 0};
-	bool json = false, trust = false;
+	bool json = false, trust = false, github = false;
+	const char *junit = NULL;
 	int id, rc;
 	while ((id = cli_next(&p, &value)) != -1) {
 		switch (id) {
@@ -305,6 +416,14 @@ int cmd_diff(int argc, char **argv)
 		case OPT_TRUST:
 			trust = true;
 			break;
+		case OPT_JUNIT:
+			junit = value;
+			break;
+		case OPT_FORMAT:
+			if (strcmp(value, "text") && strcmp(value, "github"))
+				return cli_usage_error("diff: --format is text or github, not '%s'", value);
+			github = !strcmp(value, "github");
+			break;
 		}
 	}
 	if (!files[1])
@@ -314,19 +433,27 @@ int cmd_diff(int argc, char **argv)
 	ti_error err;
 	ti_error_clear(&err);
 	ti_source *src[2] = {NULL, NULL};
+	char why[TI_ERROR_MESSAGE_MAX + 1100];
 	for (int i = 0; i < 2; i++) {
 		if (ti_source_open(files[i], &src[i], &err)) {
 			rc = cli_report_open_failure(files[i], &err);
-			goto done;
+			snprintf(why, sizeof(why), "%s: %s", files[i], err.message);
+			goto failed;
 		}
-		if ((rc = cli_check_source_safety(src[i], trust)))
-			goto done;
+		if ((rc = cli_check_source_safety(src[i], trust))) {
+			snprintf(why, sizeof(why), "%s: refused: its pickle calls something dangerous (tinspect scan %s)",
+			         files[i], files[i]);
+			goto failed;
+		}
 	}
 	ti_arena arena;
 	ti_arena_init(&arena, (size_t)1 << 30);
 	ti_diff_report r;
 	if (ti_diff_run(src[0], src[1], &o, &arena, &r, &err)) {
 		rc = cli_report(files[r.failed_input], &err);
+		snprintf(why, sizeof(why), "%s: %s", files[r.failed_input], err.message);
+		if (junit || github)
+			ci_output(files, &o, NULL, why, junit, github);
 	} else {
 		if (json)
 			rc = print_json(files[0], files[1], &o, &r);
@@ -334,10 +461,16 @@ int cmd_diff(int argc, char **argv)
 			print_text(files[0], files[1], &o, &r);
 			rc = EXIT_OK;
 		}
+		if (!rc && (junit || github))
+			rc = ci_output(files, &o, &r, NULL, junit, github);
 		if (!rc && !r.same)
 			rc = EXIT_NEGATIVE;
 	}
 	ti_arena_release(&arena);
+	goto done;
+failed:
+	if (junit || github)
+		ci_output(files, &o, NULL, why, junit, github);
 done:
 	ti_source_close(src[0]);
 	ti_source_close(src[1]);
