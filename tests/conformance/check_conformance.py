@@ -54,7 +54,6 @@ Needs python3-torch (1.13) and torchvision; prints "skipped" without them.
 import collections
 import json
 import os
-import struct
 import subprocess
 import sys
 import tempfile
@@ -71,6 +70,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "tools", "export"))
 from tinspect_export import export  # noqa: E402
+from safetensors_io import load_safetensors, save_safetensors  # noqa: E402
 
 NESTING_KEYS = ("state_dict", "model", "model_state_dict", "module", "ema", "net")
 PREFIXES = ("module.", "_orig_mod.")
@@ -128,53 +128,6 @@ def models():
 
 
 # ---- safetensors --------------------------------------------------------
-
-SAFETENSORS_DTYPES = {torch.float64: "F64", torch.float32: "F32", torch.float16: "F16", torch.bfloat16: "BF16",
-                      torch.int64: "I64", torch.int32: "I32", torch.int16: "I16", torch.int8: "I8",
-                      torch.uint8: "U8", torch.bool: "BOOL"}
-
-
-def save_safetensors(sd, path):
-    """8-byte little-endian header length, the JSON header
-    {name: {dtype, shape, data_offsets}} (padded with spaces to a multiple
-    of 8), then the tensors' bytes, in sd's order."""
-    header, blobs, offset = {}, [], 0
-    for name, t in sd.items():
-        t = t.detach().contiguous().cpu()
-        data = t.reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b""
-        header[name] = {"dtype": SAFETENSORS_DTYPES[t.dtype], "shape": list(t.shape),
-                        "data_offsets": [offset, offset + len(data)]}
-        blobs.append(data)
-        offset += len(data)
-    text = json.dumps(header, separators=(",", ":")).encode()
-    text += b" " * (-len(text) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(text)))
-        f.write(text)
-        for b in blobs:
-            f.write(b)
-
-
-def load_safetensors(path):
-    """The file back as a plain dict (the header's order), as PyTorch sees it."""
-    with open(path, "rb") as f:
-        n = struct.unpack("<Q", f.read(8))[0]
-        header = json.loads(f.read(n))
-        base = 8 + n
-        raw = f.read()
-    inverse = {v: k for k, v in SAFETENSORS_DTYPES.items()}
-    out = {}
-    for name, h in header.items():
-        if name == "__metadata__":
-            continue
-        a, b = h["data_offsets"]
-        dt = inverse[h["dtype"]]
-        buf = bytearray(raw[a:b])
-        t = torch.frombuffer(buf, dtype=dt) if buf else torch.empty(0, dtype=dt)
-        out[name] = t.reshape(h["shape"]).clone()
-    assert base > 0
-    return out
-
 
 # ---- checkpoints ----------------------------------------------------------
 

@@ -20,32 +20,16 @@ was built to have. Exits 1 on any disagreement.
 import json
 import math
 import os
-import struct
 import subprocess
 import sys
 import tempfile
 
 import torch
 
-ST_DTYPE = {torch.float32: "F32", torch.float16: "F16", torch.bfloat16: "BF16", torch.int64: "I64",
-            torch.float64: "F64", torch.int32: "I32", torch.uint8: "U8", torch.bool: "BOOL", torch.int8: "I8"}
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from safetensors_io import save_safetensors  # noqa: E402
+
 failures = []
-
-
-def save_safetensors(tensors, path):
-    header, blobs, offset = {}, [], 0
-    for name, t in tensors.items():
-        t = t.contiguous()
-        raw = t.view(torch.int16) if t.dtype == torch.bfloat16 else t
-        data = raw.numpy().tobytes()
-        header[name] = {"dtype": ST_DTYPE[t.dtype], "shape": list(t.shape),
-                        "data_offsets": [offset, offset + len(data)]}
-        blobs.append(data)
-        offset += len(data)
-    text = json.dumps(header, separators=(",", ":")).encode()
-    text += b" " * (-len(text) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
 
 
 def expected_rel(a, b):
