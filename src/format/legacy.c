@@ -345,8 +345,10 @@ ti_status ti_legacy_read(const char *path, ti_arena *arena, const ti_limits *lim
 		uint64_t start = pos;
 		if (pos + 2 <= size && !read_at(fd, pos, head, 2, err))
 			out->pickle_protocol = head[0] == 0x80 ? head[1] : 1;
-		if (findings)
+		if (findings) { /* named as scan names them: the pickle, and offsets in the file */
 			scan_findings_record(findings, ti_legacy_pickle_names[3]);
+			findings->offset_base = (int64_t)pos;
+		}
 		lt.torch.findings = findings;
 		ti_pickle_hooks hooks;
 		ti_torch_hooks(&lt.torch, &hooks);
