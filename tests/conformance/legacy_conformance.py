@@ -212,6 +212,17 @@ def main(argv):
             r = run([tinspect, "check", "tests/cli/models/legacy_cnn.json", os.path.join(tmp, name)])
             if r.returncode != 0:
                 fail(f"check {name} exited {r.returncode}: {r.stdout.strip()} {r.stderr.strip()}")
+        # a Lightning checkpoint's nested state dict: convert --key state_dict gives exactly it
+        ckpt = os.path.join(ROOT, "fixtures", "lightning.ckpt")
+        out = os.path.join(tmp, "lightning_state_dict.pt")
+        r = run([tinspect, "convert", ckpt, "--key", "state_dict", "-o", out])
+        want = torch.load(ckpt)["state_dict"]
+        if r.returncode != 0:
+            fail(f"convert lightning.ckpt --key state_dict exited {r.returncode}: {r.stderr.strip()}")
+        else:
+            got = torch.load(out)
+            if list(got) != list(want) or not all(torch.equal(got[k], want[k]) for k in want):
+                fail(f"convert lightning.ckpt --key state_dict gives {list(got)}, not {list(want)}")
         # whole modules, both formats
         import torchvision
         models = {"resnet18": torchvision.models.resnet18(), "custom": Custom(), "cnn": small_cnn()}
