@@ -20,7 +20,7 @@ BASE_CFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L -D_FILE_OFFSET_BITS=64 -Wall -W
 CPPFLAGS_ALL = -Iinclude -Isrc $(DEPS_CFLAGS)
 SAN_FLAGS = -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 
-LIB_SRC := $(wildcard src/util/*.c src/core/*.c src/format/*.c src/source/*.c src/shapes/*.c src/ops/*.c src/nn/*.c src/model/*.c src/memory/*.c src/materialize/*.c src/convert/*.c src/scan/*.c src/check/*.c)
+LIB_SRC := $(wildcard src/util/*.c src/core/*.c src/format/*.c src/source/*.c src/shapes/*.c src/ops/*.c src/nn/*.c src/model/*.c src/memory/*.c src/materialize/*.c src/convert/*.c src/scan/*.c src/check/*.c src/diff/*.c)
 CLI_SRC := $(wildcard src/cli/*.c)
 TEST_SRC := $(wildcard tests/unit/*.c)
 
@@ -108,6 +108,7 @@ test: deps-test
 		(cd tools/export/tests && TINSPECT=$(CURDIR)/tinspect $(PYTHON) -m unittest -q test_export) && \
 		$(PYTHON) tests/conformance/export_conformance.py ./tinspect --check-readme README.md && \
 		$(PYTHON) tests/conformance/check_conformance.py ./tinspect && \
+		$(PYTHON) tests/conformance/diff_conformance.py ./tinspect && \
 		$(PYTHON) tests/conformance/legacy_conformance.py ./tinspect; \
 	else echo "conformance: skipped (python3-torch is not installed)"; fi
 

@@ -79,4 +79,5 @@ fi
 # random fills randn and rand against torch.randn and torch.rand (need no checkpoint)
 "$mpy" "$here/measure_convert.py" --tinspect "$tinspect" --python "$PYTHON" \
 	--runs "$RUNS" $extra "$cache" || status=1
+"$mpy" "$here/measure_diff.py" --tinspect "$tinspect" --python "$PYTHON" --runs "$RUNS" $extra "$cache" || status=1
 exit $status

@@ -16,7 +16,6 @@
 
 #include "cli/check_cli.h"
 #include "cli/cli.h"
-#include "cli/outfile.h"
 #include "cli/subrun.h"
 #include "tinspect/arena.h"
 
@@ -96,21 +95,6 @@ static const char *first_line(ti_arena *arena, const char *text)
 		text += 10;
 	const char *nl = strchr(text, '\n');
 	return ti_arena_strndup(arena, text, nl ? (size_t)(nl - text) : strlen(text));
-}
-
-static int write_junit(const char *path, const ci_case *cases, size_t n)
-{
-	cli_outfile f;
-	int rc = cli_outfile_open(&f, path, NULL, 0, true);
-	if (rc)
-		return rc;
-	FILE *out = fdopen(dup(f.fd), "w");
-	if (!out || ci_write_junit(out, "tinspect check", cases, n) || fclose(out)) {
-		fprintf(stderr, "tinspect: %s: cannot write the JUnit report: %s\n", path, strerror(errno));
-		cli_outfile_abort(&f);
-		return EXIT_RESOURCE;
-	}
-	return cli_outfile_commit(&f);
 }
 
 int check_pairs_in_children(const check_pair_spec *pairs, size_t count, const char *const *common, int common_count,
@@ -231,7 +215,7 @@ int check_pairs_in_children(const check_pair_spec *pairs, size_t count, const ch
 		rc = rc > EXIT_RESOURCE ? rc : EXIT_RESOURCE;
 	fflush(stdout);
 	if (junit) {
-		int jrc = write_junit(junit, cases, ncases);
+		int jrc = ci_write_junit_file(junit, "tinspect check", cases, ncases);
 		rc = jrc > rc ? jrc : rc;
 	}
 	for (size_t i = 0; i < count; i++)

@@ -1,9 +1,14 @@
 /* ci_report.c - check's and diff's results as JUnit XML and GitHub workflow commands (see ci_report.h). */
 #include "cli/ci_report.h"
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "cli/outfile.h"
 
 /* U+FFFD REPLACEMENT CHARACTER in UTF-8, written for what cannot be written as it is. */
 #define REPLACEMENT "\xEF\xBF\xBD"
@@ -317,4 +322,25 @@ int ci_write_github(FILE *out, const ci_case *cases, size_t count)
 		fputc('\n', out);
 	}
 	return fflush(out) || ferror(out) ? -1 : 0;
+}
+
+int ci_write_junit_file(const char *path, const char *name, const ci_case *cases, size_t count)
+{
+	cli_outfile f;
+	int rc = cli_outfile_open(&f, path, NULL, 0, true);
+	if (rc)
+		return rc;
+	int fd = dup(f.fd);
+	FILE *out = fd >= 0 ? fdopen(fd, "w") : NULL;
+	bool ok = out && !ci_write_junit(out, name, cases, count);
+	if (out && fclose(out))
+		ok = false;
+	else if (!out && fd >= 0)
+		close(fd);
+	if (!ok) {
+		fprintf(stderr, "tinspect: %s: cannot write the JUnit report: %s\n", path, strerror(errno));
+		cli_outfile_abort(&f);
+		return EXIT_RESOURCE;
+	}
+	return cli_outfile_commit(&f);
 }

@@ -46,6 +46,13 @@ typedef struct ci_case {
 int ci_write_junit(FILE *out, const char *name, const ci_case *cases, size_t count);
 
 /*
+ * ci_write_junit into the file path, written whole or not at all
+ * (outfile.h; an existing report is replaced). EXIT_OK, or the exit code of
+ * the failure, printed.
+ */
+int ci_write_junit_file(const char *path, const char *name, const ci_case *cases, size_t count);
+
+/*
  * GitHub Actions workflow commands: one "::error file=F,title=T::MESSAGE"
  * per failed or errored case (without file= when file is NULL), "%", CR
  * and LF escaped as GitHub requires in the message, and also ":" and ","

@@ -16,10 +16,11 @@ static const cli_command commands[] = {
 	{"convert", cmd_convert, "write a checkpoint as torch zip or safetensors, selected, renamed, cast"},
 	{"scan", cmd_scan, "say whether files are safe to torch.load, executing nothing"},
 	{"check", cmd_check, "say whether a checkpoint loads into a described model, as load_state_dict would"},
+	{"diff", cmd_diff, "compare two checkpoints by name: added, removed, renamed, changed, values"},
 	{"ops", cmd_ops, "list the operators and module types a description may name"},
 };
 
-const char *const cli_command_names[] = {"inspect", "shapes", "params", "memory", "materialize", "convert", "scan", "check", "ops", NULL};
+const char *const cli_command_names[] = {"inspect", "shapes", "params", "memory", "materialize", "convert", "scan", "check", "diff", "ops", NULL};
 
 static void usage(FILE *f)
 {
@@ -31,6 +32,7 @@ static void usage(FILE *f)
 	           "       tinspect convert IN -o OUT [--dtype DT] [--select GLOB] [--exclude GLOB] ...\n"
 	           "       tinspect scan FILE... [--json] [--allow GLOB] [--quiet]\n"
 	           "       tinspect check MODEL.json CHECKPOINT [--no-strict] [--key K] [--json]\n"
+	           "       tinspect diff A B [--values] [--atol X] [--rtol X] [--json]\n"
 	           "       tinspect ops [GLOB] [--json]\n"
 	           "       tinspect COMMAND --help\n"
 	           "       tinspect --version\n\ncommands:\n");

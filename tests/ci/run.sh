@@ -102,8 +102,6 @@ fi
 # command `TINSPECT ARGS` must exit STATUS and write a valid report to the
 # word OUT (replaced by a file in a scratch folder). Arguments are split at
 # blanks, so no argument may hold one.
-# diff is getting --junit: its lines are guarded by its --help naming the
-# option, so that they run from the commit that adds it on.
 commands() {
 	echo "check_ok 0 check tests/cli/models/check_small.json fixtures/check/ok.pt --junit OUT"
 	echo "check_bad 1 check tests/cli/models/check_small.json fixtures/check/bad.pt --junit OUT"
@@ -112,9 +110,9 @@ commands() {
 	echo "check_memory 1 check tests/cli/models/check_small.json fixtures/check/ok.pt --device-memory 256B --bind N=64 --junit OUT"
 	echo "check_unreadable 4 check tests/cli/models/check_small.json fixtures/check/no_such.pt --junit OUT"
 	echo "check_manifest 4 check --manifest tests/cli/models/check_manifest.json --junit OUT --format github"
-	if "$bin" diff --help 2>&1 | grep -q -- --junit; then
-		:
-	fi
+	echo "diff_same 0 diff fixtures/diff/plain.pt fixtures/diff/same.safetensors --values --junit OUT"
+	echo "diff_changed 1 diff fixtures/diff/base.pt fixtures/diff/changed.pt --values --junit OUT"
+	echo "diff_unreadable 4 diff fixtures/diff/base.pt fixtures/diff/no_such.pt --junit OUT"
 }
 commands >"$work/commands"
 while read -r name want args; do

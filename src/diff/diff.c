@@ -1,0 +1,674 @@
+/*
+ * diff.c - two sources compared by name (diff.h).
+ *
+ * Reading: a contiguous view is one pread per chunk of each side; any other
+ * view is gathered element by element, from one read of the bytes its chunk
+ * spans when that span fits the window, else one read per element
+ * (correct, slow, and only for views that skip most of their storage).
+ * The comparison loop has a plain-C body per dtype pair that matters
+ * (float32, float64); everything else is cast to float64 by ti_cast first.
+ */
+#include <fcntl.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tinspect/cast.h"
+#include "tinspect/checkpoint.h"
+#include "tinspect/diff.h"
+#include "tinspect/value.h"
+#include "util/strmap.h"
+
+/* Each side's raw buffer: TI_DIFF_CHUNK float64 values, or fewer of a wider dtype. */
+#define RAW_BYTES (TI_DIFF_CHUNK * 8)
+/* The most bytes read at once to gather a strided chunk; a chunk spanning more is read element by element. */
+#define WINDOW_BYTES ((size_t)16 << 20)
+/* A non-tensor value's repr is compared up to this many characters. */
+#define REPR_MAX 4096
+
+typedef struct scratch {
+	unsigned char *raw[2];
+	double *dbl[2];
+	int64_t *offsets;   /* a strided chunk's element offsets */
+	unsigned char *window;
+} scratch;
+
+static void scratch_release(scratch *s)
+{
+	for (int i = 0; i < 2; i++) {
+		free(s->raw[i]);
+		free(s->dbl[i]);
+	}
+	free(s->offsets);
+	free(s->window);
+	memset(s, 0, sizeof(*s));
+}
+
+static ti_status scratch_need(scratch *s, bool doubles, ti_error *err)
+{
+	for (int i = 0; i < 2; i++) {
+		if (!s->raw[i] && !(s->raw[i] = malloc(RAW_BYTES)))
+			return TI_FAIL(err, TI_E_NOMEM, "out of memory for a %zu-byte read buffer", (size_t)RAW_BYTES);
+		if (doubles && !s->dbl[i] && !(s->dbl[i] = malloc(TI_DIFF_CHUNK * sizeof(double))))
+			return TI_FAIL(err, TI_E_NOMEM, "out of memory for the comparison buffers");
+	}
+	return TI_OK;
+}
+
+/* A view must lie inside its storage: checked before any read, overflow included. */
+static ti_status check_view(ti_source *src, const ti_source_tensor *t, ti_error *err)
+{
+	if (t->numel == 0)
+		return TI_OK;
+	const ti_source_storage *s = ti_source_storage_at(src, t->storage);
+	uint64_t es = ti_dtype_size(t->dtype), last;
+	if (!s || es == 0 || t->offset < 0)
+		return TI_FAIL(err, TI_E_CORRUPT, "tensor '%s' has no readable storage", t->name);
+	last = (uint64_t)t->offset;
+	for (int i = 0; i < t->ndim; i++) {
+		if (t->shape[i] <= 0 || t->stride[i] < 0)
+			return TI_FAIL(err, TI_E_CORRUPT, "tensor '%s' has a negative stride", t->name);
+		uint64_t step;
+		if (__builtin_mul_overflow((uint64_t)(t->shape[i] - 1), (uint64_t)t->stride[i], &step) ||
+		    __builtin_add_overflow(last, step, &last))
+			return TI_FAIL(err, TI_E_CORRUPT, "tensor '%s' reaches past its storage", t->name);
+	}
+	uint64_t end;
+	if (__builtin_add_overflow(last, 1, &end) || __builtin_mul_overflow(end, es, &end) || end > s->nbytes)
+		return TI_FAIL(err, TI_E_CORRUPT, "tensor '%s' reaches past its storage (%llu bytes)", t->name,
+		               (unsigned long long)s->nbytes);
+	return TI_OK;
+}
+
+static ti_status read_storage(ti_source *src, const ti_source_tensor *t, uint64_t offset, void *buf, size_t n,
+                              ti_error *err)
+{
+	ti_status st = ti_source_read(src, t->storage, offset, buf, n, err);
+	if (st == TI_E_INVALID) /* past the end: the file's fault, not the caller's */
+		st = err->code = TI_E_CORRUPT;
+	return st;
+}
+
+/* Elements first .. first+n-1 of view t, in logical (row-major) order, into out. */
+static ti_status read_view(ti_source *src, const ti_source_tensor *t, int64_t first, size_t n, unsigned char *out,
+                           scratch *s, ti_error *err)
+{
+	size_t es = ti_dtype_size(t->dtype);
+	if (n == 0)
+		return TI_OK;
+	if (ti_source_tensor_contiguous(t))
+		return read_storage(src, t, (uint64_t)(t->offset + first) * es, out, n * es, err);
+	if (!s->offsets && !(s->offsets = malloc(TI_DIFF_CHUNK * sizeof(int64_t))))
+		return TI_FAIL(err, TI_E_NOMEM, "out of memory for a strided read");
+	int64_t idx[TI_MAX_DIMS], pos = t->offset, rem = first;
+	int nd = t->ndim;
+	for (int d = nd - 1; d >= 0; d--) {
+		idx[d] = rem % t->shape[d];
+		rem /= t->shape[d];
+		pos += idx[d] * t->stride[d];
+	}
+	int64_t lo = pos, hi = pos;
+	for (size_t k = 0; k < n; k++) {
+		s->offsets[k] = pos;
+		lo = pos < lo ? pos : lo;
+		hi = pos > hi ? pos : hi;
+		for (int d = nd - 1; d >= 0; d--) { /* the next index, the last dimension fastest */
+			if (++idx[d] < t->shape[d]) {
+				pos += t->stride[d];
+				break;
+			}
+			pos -= (t->shape[d] - 1) * t->stride[d];
+			idx[d] = 0;
+		}
+	}
+	uint64_t span = (uint64_t)(hi - lo + 1) * es;
+	if (span <= WINDOW_BYTES) {
+		if (!s->window && !(s->window = malloc(WINDOW_BYTES)))
+			return TI_FAIL(err, TI_E_NOMEM, "out of memory for a strided read");
+		ti_status st = read_storage(src, t, (uint64_t)lo * es, s->window, span, err);
+		if (st)
+			return st;
+		for (size_t k = 0; k < n; k++)
+			memcpy(out + k * es, s->window + (uint64_t)(s->offsets[k] - lo) * es, es);
+		return TI_OK;
+	}
+	for (size_t k = 0; k < n; k++) {
+		ti_status st = read_storage(src, t, (uint64_t)s->offsets[k] * es, out + k * es, es, err);
+		if (st)
+			return st;
+	}
+	return TI_OK;
+}
+
+/*
+ * Asks the kernel to start reading the next chunk of a contiguous view while
+ * this one is compared: without it, reading and comparing take turns and
+ * the disk idles half the time. A hint only; nothing fails with it.
+ */
+static void prefetch(ti_source *src, const ti_source_tensor *t, int64_t first, size_t n)
+{
+	int fd;
+	uint64_t base;
+	if (n == 0 || !ti_source_tensor_contiguous(t) || !ti_source_file_place(src, t->storage, &fd, &base))
+		return;
+	size_t es = ti_dtype_size(t->dtype);
+	(void)posix_fadvise(fd, (off_t)(base + (uint64_t)(t->offset + first) * es), (off_t)(n * es),
+	                    POSIX_FADV_WILLNEED);
+}
+
+/* How many elements of each side one chunk holds. */
+static size_t chunk_elements(ti_dtype a, ti_dtype b)
+{
+	size_t es = ti_dtype_size(a) > ti_dtype_size(b) ? ti_dtype_size(a) : ti_dtype_size(b);
+	size_t n = RAW_BYTES / es;
+	return n < TI_DIFF_CHUNK ? n : TI_DIFF_CHUNK;
+}
+
+typedef struct stats {
+	double max_abs, max_rel;
+	uint64_t not_close;
+	bool nan;
+} stats;
+
+/*
+ * The comparison loop, one body per element type: equal elements (and two
+ * NaNs) count nothing, so identical data costs one compare an element.
+ */
+#define COMPARE_LOOP(TYPE)                                                                                    \
+	static void compare_##TYPE(const TYPE *a, const TYPE *b, size_t n, double atol, double rtol, stats *s) \
+	{                                                                                                     \
+		double max_abs = s->max_abs, max_rel = s->max_rel;                                            \
+		uint64_t not_close = 0;                                                                       \
+		for (size_t i = 0; i < n; i++) {                                                              \
+			double x = a[i], y = b[i];                                                            \
+			if (x == y)                                                                           \
+				continue;                                                                     \
+			if (isnan(x) || isnan(y)) {                                                           \
+				if (!(isnan(x) && isnan(y))) {                                                \
+					s->nan = true;                                                        \
+					not_close++;                                                          \
+				}                                                                             \
+				continue;                                                                     \
+			}                                                                                     \
+			double d = fabs(x - y), ay = fabs(y);                                                 \
+			double r = ay == 0 ? INFINITY : d / ay;                                               \
+			max_abs = d > max_abs ? d : max_abs;                                                  \
+			max_rel = r > max_rel ? r : max_rel;                                                  \
+			not_close += !(d <= atol + rtol * ay);                                                \
+		}                                                                                             \
+		s->max_abs = max_abs;                                                                         \
+		s->max_rel = max_rel;                                                                         \
+		s->not_close += not_close;                                                                    \
+	}
+COMPARE_LOOP(float)
+COMPARE_LOOP(double)
+
+/* A 64-bit hash of bytes, for pairing renamed tensors (a match is then compared byte for byte). */
+static uint64_t hash_bytes(uint64_t h, const unsigned char *p, size_t n)
+{
+	size_t i = 0;
+	for (; i + 8 <= n; i += 8) {
+		uint64_t w;
+		memcpy(&w, p + i, 8);
+		h = (h ^ w) * 0x9E3779B97F4A7C15ull;
+		h ^= h >> 29;
+	}
+	for (; i < n; i++)
+		h = (h ^ p[i]) * 0x100000001B3ull;
+	return h;
+}
+
+static ti_status hash_view(ti_source *src, const ti_source_tensor *t, scratch *s, uint64_t *out, ti_error *err)
+{
+	ti_status st = scratch_need(s, false, err);
+	if (st || (st = check_view(src, t, err)))
+		return st;
+	size_t n = chunk_elements(t->dtype, t->dtype), es = ti_dtype_size(t->dtype);
+	uint64_t h = 0xCBF29CE484222325ull;
+	for (int64_t first = 0; first < t->numel; first += (int64_t)n) {
+		size_t k = (uint64_t)(t->numel - first) < n ? (size_t)(t->numel - first) : n;
+		if ((st = read_view(src, t, first, k, s->raw[0], s, err)))
+			return st;
+		h = hash_bytes(h, s->raw[0], k * es);
+	}
+	*out = h;
+	return TI_OK;
+}
+
+/*
+ * Reads ta (of a) and tb (of b), same numel, chunk by chunk and compares
+ * them into e. which is set to the side whose read failed.
+ */
+static ti_status compare_values(ti_source *a, const ti_source_tensor *ta, ti_source *b, const ti_source_tensor *tb,
+                                const ti_diff_options *o, scratch *s, ti_diff_tensor *e, int *which,
+                                ti_error *err)
+{
+	bool same_dtype = ta->dtype == tb->dtype;
+	bool fast = same_dtype && (ta->dtype == TI_DT_FLOAT32 || ta->dtype == TI_DT_FLOAT64);
+	bool numeric = fast || (ti_cast_supported(ta->dtype, TI_DT_FLOAT64) && ti_cast_supported(tb->dtype, TI_DT_FLOAT64));
+	ti_status st = scratch_need(s, numeric && !fast, err);
+	if (st)
+		return st;
+	*which = 0;
+	if ((st = check_view(a, ta, err)))
+		return st;
+	*which = 1;
+	if ((st = check_view(b, tb, err)))
+		return st;
+	size_t n = chunk_elements(ta->dtype, tb->dtype), esa = ti_dtype_size(ta->dtype), esb = ti_dtype_size(tb->dtype);
+	stats acc = {.max_abs = 0, .max_rel = 0};
+	bool identical = same_dtype;
+	for (int64_t first = 0; first < ta->numel; first += (int64_t)n) {
+		size_t k = (uint64_t)(ta->numel - first) < n ? (size_t)(ta->numel - first) : n;
+		*which = 0;
+		if ((st = read_view(a, ta, first, k, s->raw[0], s, err)))
+			return st;
+		*which = 1;
+		if ((st = read_view(b, tb, first, k, s->raw[1], s, err)))
+			return st;
+		int64_t next = first + (int64_t)k;
+		size_t after = (uint64_t)(ta->numel - next) < n ? (size_t)(ta->numel - next) : n;
+		prefetch(a, ta, next, after);
+		prefetch(b, tb, next, after);
+		if (same_dtype && !memcmp(s->raw[0], s->raw[1], k * esa))
+			continue; /* the same bytes: the same values, NaNs included */
+		identical = false;
+		if (fast && ta->dtype == TI_DT_FLOAT32) {
+			compare_float((const float *)(void *)s->raw[0], (const float *)(void *)s->raw[1], k, o->atol, o->rtol,
+			              &acc);
+		} else if (fast) {
+			compare_double((const double *)(void *)s->raw[0], (const double *)(void *)s->raw[1], k, o->atol,
+			               o->rtol, &acc);
+		} else if (numeric) {
+			*which = 0;
+			if ((st = ti_cast(ta->dtype, s->raw[0], TI_DT_FLOAT64, s->dbl[0], k, 0, err)))
+				return st;
+			*which = 1;
+			if ((st = ti_cast(tb->dtype, s->raw[1], TI_DT_FLOAT64, s->dbl[1], k, 0, err)))
+				return st;
+			compare_double(s->dbl[0], s->dbl[1], k, o->atol, o->rtol, &acc);
+		} else { /* same dtype that has no float64 reading (complex, float8, quantized): bytes only */
+			for (size_t i = 0; i < k; i++)
+				acc.not_close += memcmp(s->raw[0] + i * esa, s->raw[1] + i * esb, esa) != 0;
+		}
+	}
+	e->compared = true;
+	e->bit_identical = identical;
+	e->has_max = numeric;
+	e->max_abs = acc.nan ? NAN : acc.max_abs;
+	e->max_rel = acc.nan ? NAN : acc.max_rel;
+	e->not_close = acc.not_close;
+	if (acc.not_close)
+		e->changes |= TI_DIFF_VALUES;
+	return TI_OK;
+}
+
+static bool same_shape(const ti_source_tensor *x, const ti_source_tensor *y)
+{
+	if (x->ndim != y->ndim)
+		return false;
+	for (int i = 0; i < x->ndim; i++)
+		if (x->shape[i] != y->shape[i])
+			return false;
+	return true;
+}
+
+static bool has_data(ti_source *src, const ti_source_tensor *t)
+{
+	const ti_source_storage *s = ti_source_storage_at(src, t->storage);
+	return s && (s->has_data || ti_source_generator_of(src, t->storage, NULL));
+}
+
+/* Why the values of a pair cannot be compared, or NULL. */
+static const char *why_not_comparable(ti_source *a, const ti_source_tensor *ta, ti_source *b,
+                                      const ti_source_tensor *tb)
+{
+	if (!same_shape(ta, tb))
+		return "shape changed";
+	if (ta->unsupported || tb->unsupported)
+		return ta->unsupported ? ta->unsupported : tb->unsupported;
+	if (!has_data(a, ta))
+		return "no data in A";
+	if (!has_data(b, tb))
+		return "no data in B";
+	if (ta->dtype != tb->dtype &&
+	    !(ti_cast_supported(ta->dtype, TI_DT_FLOAT64) && ti_cast_supported(tb->dtype, TI_DT_FLOAT64)))
+		return "dtypes cannot be compared as numbers";
+	return NULL;
+}
+
+static const int64_t *copy_dims(ti_arena *arena, const int64_t *d, int n)
+{
+	int64_t *c = ti_arena_calloc(arena, n > 0 ? (size_t)n : 1, sizeof(int64_t));
+	if (c && n > 0)
+		memcpy(c, d, (size_t)n * sizeof(int64_t));
+	return c;
+}
+
+static ti_status fill_side(ti_diff_tensor *e, const ti_source_tensor *t, bool side_b, ti_arena *arena, ti_error *err)
+{
+	const int64_t *shape = copy_dims(arena, t->shape, t->ndim);
+	if (!shape)
+		return TI_FAIL(err, TI_E_NOMEM, "out of memory for the diff");
+	if (side_b) {
+		e->in_b = true;
+		e->dtype_b = t->dtype;
+		e->ndim_b = t->ndim;
+		e->shape_b = shape;
+	} else {
+		e->in_a = true;
+		e->dtype_a = t->dtype;
+		e->ndim_a = t->ndim;
+		e->shape_a = shape;
+	}
+	return TI_OK;
+}
+
+/* name -> index + 1 of src's tensors. */
+static ti_status index_names(ti_source *src, ti_strmap *map, ti_error *err)
+{
+	size_t n = ti_source_tensor_count(src);
+	for (size_t i = 0; i < n; i++) {
+		void *old;
+		if (ti_strmap_add(map, ti_source_tensor_at(src, i)->name, (void *)(uintptr_t)(i + 1), &old) < 0)
+			return TI_FAIL(err, TI_E_NOMEM, "out of memory for the tensor names");
+	}
+	return TI_OK;
+}
+
+static size_t lookup(const ti_strmap *map, const char *name)
+{
+	return (size_t)(uintptr_t)ti_strmap_get(map, name); /* 0: absent */
+}
+
+/*
+ * Ties: for each tensor in both, the first tensor in both (A's order) that
+ * shares its storage in A, and in B. first[] maps a storage to it.
+ */
+static ti_status find_ties(ti_source *src, const size_t *tensor_of, size_t n, ti_diff_tensor *rows, bool side_b,
+                           ti_error *err)
+{
+	size_t ns = ti_source_storage_count(src);
+	size_t *first = malloc((ns ? ns : 1) * sizeof(size_t));
+	if (!first)
+		return TI_FAIL(err, TI_E_NOMEM, "out of memory for the ties");
+	for (size_t i = 0; i < ns; i++)
+		first[i] = SIZE_MAX;
+	for (size_t r = 0; r < n; r++) {
+		if (!rows[r].in_a || !rows[r].in_b || tensor_of[r] == SIZE_MAX)
+			continue;
+		size_t storage = ti_source_tensor_at(src, tensor_of[r])->storage;
+		if (storage >= ns)
+			continue;
+		if (first[storage] == SIZE_MAX)
+			first[storage] = r;
+		else if (side_b)
+			rows[r].tie_b = rows[first[storage]].name;
+		else
+			rows[r].tie_a = rows[first[storage]].name;
+	}
+	free(first);
+	return TI_OK;
+}
+
+static bool same_str(const char *x, const char *y)
+{
+	return x == y || (x && y && !strcmp(x, y));
+}
+
+/* Non-tensor values of src by name, as reprs, into names[]/reprs[] (arena). */
+typedef struct value_list {
+	const char **names, **reprs;
+	size_t count;
+} value_list;
+
+static ti_status list_values(ti_source *src, ti_arena *arena, value_list *out, ti_error *err)
+{
+	size_t n_entries = 0, n_meta = ti_source_metadata_count(src);
+	const ti_entry *entries = ti_source_entries(src, &n_entries, err);
+	if (!entries && err->code)
+		return err->code;
+	size_t cap = n_entries + n_meta;
+	out->names = ti_arena_calloc(arena, cap ? cap : 1, sizeof(char *));
+	out->reprs = ti_arena_calloc(arena, cap ? cap : 1, sizeof(char *));
+	out->count = 0;
+	if (!out->names || !out->reprs)
+		return TI_FAIL(err, TI_E_NOMEM, "out of memory for the values");
+	char *buf = malloc(REPR_MAX + 1);
+	if (!buf)
+		return TI_FAIL(err, TI_E_NOMEM, "out of memory for the values");
+	for (size_t i = 0; i < n_entries; i++) {
+		if (entries[i].value->kind == TI_TENSOR)
+			continue;
+		out->names[out->count] = entries[i].name;
+		out->reprs[out->count] = ti_arena_strdup(arena, ti_value_repr(entries[i].value, buf, REPR_MAX + 1, REPR_MAX));
+		if (!out->reprs[out->count++]) {
+			free(buf);
+			return TI_FAIL(err, TI_E_NOMEM, "out of memory for the values");
+		}
+	}
+	free(buf);
+	for (size_t i = 0; i < n_meta; i++) {
+		const ti_source_pair *p = ti_source_metadata_at(src, i);
+		out->names[out->count] = ti_arena_printf(arena, "__metadata__.%s", p->key);
+		out->reprs[out->count] = p->value;
+		if (!out->names[out->count++])
+			return TI_FAIL(err, TI_E_NOMEM, "out of memory for the values");
+	}
+	return TI_OK;
+}
+
+static ti_status diff_values(ti_source *a, ti_source *b, ti_arena *arena, ti_diff_report *r, ti_error *err)
+{
+	value_list va, vb;
+	ti_status st;
+	r->failed_input = 0;
+	if ((st = list_values(a, arena, &va, err)))
+		return st;
+	r->failed_input = 1;
+	if ((st = list_values(b, arena, &vb, err)))
+		return st;
+	ti_strmap in_a, in_b;
+	ti_strmap_init(&in_a);
+	ti_strmap_init(&in_b);
+	r->values = ti_arena_calloc(arena, va.count + vb.count + 1, sizeof(ti_diff_value));
+	if (!r->values)
+		goto nomem;
+	for (size_t i = 0; i < va.count; i++)
+		if (ti_strmap_put(&in_a, va.names[i], (void *)(uintptr_t)(i + 1)) < 0)
+			goto nomem;
+	for (size_t i = 0; i < vb.count; i++)
+		if (ti_strmap_put(&in_b, vb.names[i], (void *)(uintptr_t)(i + 1)) < 0)
+			goto nomem;
+	for (size_t i = 0; i < va.count; i++) {
+		size_t j = lookup(&in_b, va.names[i]);
+		const char *other = j ? vb.reprs[j - 1] : NULL;
+		if (lookup(&in_a, va.names[i]) != i + 1 || same_str(va.reprs[i], other))
+			continue; /* a name given twice is compared once */
+		r->values[r->value_count++] = (ti_diff_value){.name = va.names[i], .a = va.reprs[i], .b = other};
+	}
+	for (size_t j = 0; j < vb.count; j++)
+		if (!lookup(&in_a, vb.names[j]) && lookup(&in_b, vb.names[j]) == j + 1)
+			r->values[r->value_count++] = (ti_diff_value){.name = vb.names[j], .a = NULL, .b = vb.reprs[j]};
+	ti_strmap_release(&in_a);
+	ti_strmap_release(&in_b);
+	return TI_OK;
+nomem:
+	ti_strmap_release(&in_a);
+	ti_strmap_release(&in_b);
+	return TI_FAIL(err, TI_E_NOMEM, "out of memory for the values");
+}
+
+/* Pairs removed and added tensors with the same dtype, shape and bytes. */
+static ti_status find_renames(ti_source *a, ti_source *b, ti_diff_tensor *rows, const size_t *ta_of,
+                              const size_t *tb_of, size_t n, scratch *s, ti_diff_report *r, ti_error *err)
+{
+	ti_status st = TI_OK;
+	uint64_t *hash = calloc(n ? n : 1, sizeof(uint64_t));
+	bool *hashed = calloc(n ? n : 1, sizeof(bool));
+	if (!hash || !hashed) {
+		st = TI_FAIL(err, TI_E_NOMEM, "out of memory for the renames");
+		goto done;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (!(rows[i].changes & TI_DIFF_REMOVED))
+			continue;
+		const ti_source_tensor *x = ti_source_tensor_at(a, ta_of[i]);
+		if (!has_data(a, x) || x->unsupported)
+			continue;
+		for (size_t j = 0; j < n; j++) {
+			if (!(rows[j].changes & TI_DIFF_ADDED) || rows[j].renamed_to)
+				continue;
+			const ti_source_tensor *y = ti_source_tensor_at(b, tb_of[j]);
+			if (y->dtype != x->dtype || !same_shape(x, y) || !has_data(b, y) || y->unsupported)
+				continue;
+			r->failed_input = 0;
+			if (!hashed[i] && (st = hash_view(a, x, s, &hash[i], err)))
+				goto done;
+			hashed[i] = true;
+			r->failed_input = 1;
+			if (!hashed[j] && (st = hash_view(b, y, s, &hash[j], err)))
+				goto done;
+			hashed[j] = true;
+			if (hash[i] != hash[j])
+				continue;
+			ti_diff_tensor probe = {.name = x->name};
+			ti_diff_options exact = {.values = true};
+			if ((st = compare_values(a, x, b, y, &exact, s, &probe, &r->failed_input, err)))
+				goto done;
+			if (!probe.bit_identical)
+				continue;
+			rows[i].changes = TI_DIFF_RENAMED;
+			rows[i].renamed_to = y->name;
+			rows[j].renamed_to = x->name; /* marks it taken; the row is dropped */
+			break;
+		}
+	}
+done:
+	free(hash);
+	free(hashed);
+	return st;
+}
+
+ti_status ti_diff_run(ti_source *a, ti_source *b, const ti_diff_options *options, ti_arena *arena,
+                      ti_diff_report *out, ti_error *err)
+{
+	ti_diff_options o = *options;
+	memset(out, 0, sizeof(*out));
+	if (!(o.atol >= 0) || !(o.rtol >= 0) || isinf(o.atol) || isinf(o.rtol))
+		return TI_FAIL(err, TI_E_INVALID, "a tolerance must be a finite number of 0 or more");
+	size_t na = ti_source_tensor_count(a), nb = ti_source_tensor_count(b), n = 0;
+	ti_strmap names_a, names_b;
+	ti_strmap_init(&names_a);
+	ti_strmap_init(&names_b);
+	scratch s = {0};
+	ti_status st;
+	ti_diff_tensor *rows = ti_arena_calloc(arena, na + nb + 1, sizeof(ti_diff_tensor));
+	size_t *ta_of = malloc((na + nb + 1) * sizeof(size_t)), *tb_of = malloc((na + nb + 1) * sizeof(size_t));
+	if (!rows || !ta_of || !tb_of) {
+		st = TI_FAIL(err, TI_E_NOMEM, "out of memory for the diff");
+		goto done;
+	}
+	if ((st = index_names(a, &names_a, err)) || (st = index_names(b, &names_b, err)))
+		goto done;
+	/* Rows: A's tensors in order (a name given twice counts once), then B's additions. */
+	for (size_t i = 0; i < na; i++) {
+		const ti_source_tensor *t = ti_source_tensor_at(a, i);
+		if (lookup(&names_a, t->name) != i + 1)
+			continue;
+		ti_diff_tensor *e = &rows[n];
+		e->name = t->name;
+		e->numel = t->numel;
+		ta_of[n] = i;
+		tb_of[n] = SIZE_MAX;
+		if ((st = fill_side(e, t, false, arena, err)))
+			goto done;
+		size_t j = lookup(&names_b, t->name);
+		if (j) {
+			const ti_source_tensor *u = ti_source_tensor_at(b, j - 1);
+			tb_of[n] = j - 1;
+			if ((st = fill_side(e, u, true, arena, err)))
+				goto done;
+			if (!same_shape(t, u))
+				e->changes |= TI_DIFF_SHAPE;
+			if (t->dtype != u->dtype)
+				e->changes |= TI_DIFF_DTYPE;
+		} else {
+			e->changes = TI_DIFF_REMOVED;
+		}
+		n++;
+	}
+	for (size_t j = 0; j < nb; j++) {
+		const ti_source_tensor *u = ti_source_tensor_at(b, j);
+		if (lookup(&names_a, u->name) || lookup(&names_b, u->name) != j + 1)
+			continue;
+		ti_diff_tensor *e = &rows[n];
+		e->name = u->name;
+		e->numel = u->numel;
+		e->changes = TI_DIFF_ADDED;
+		ta_of[n] = SIZE_MAX;
+		tb_of[n] = j;
+		if ((st = fill_side(e, u, true, arena, err)))
+			goto done;
+		n++;
+	}
+	if ((st = find_ties(a, ta_of, n, rows, false, err)) || (st = find_ties(b, tb_of, n, rows, true, err)))
+		goto done;
+	for (size_t i = 0; i < n; i++)
+		if (rows[i].in_a && rows[i].in_b && !same_str(rows[i].tie_a, rows[i].tie_b))
+			rows[i].changes |= TI_DIFF_TIES;
+	if ((st = find_renames(a, b, rows, ta_of, tb_of, n, &s, out, err)))
+		goto done;
+	if (o.values) {
+		for (size_t i = 0; i < n; i++) {
+			if (!rows[i].in_a || !rows[i].in_b)
+				continue;
+			const ti_source_tensor *x = ti_source_tensor_at(a, ta_of[i]), *y = ti_source_tensor_at(b, tb_of[i]);
+			if ((rows[i].not_compared = why_not_comparable(a, x, b, y)))
+				continue;
+			/* the next pair's first chunks come in while this pair is compared */
+			for (size_t j = i + 1; j < n && j <= i + 2; j++) {
+				if (!rows[j].in_a || !rows[j].in_b)
+					continue;
+				const ti_source_tensor *nx = ti_source_tensor_at(a, ta_of[j]), *ny = ti_source_tensor_at(b, tb_of[j]);
+				if (same_shape(nx, ny)) {
+					size_t k = (uint64_t)nx->numel < TI_DIFF_CHUNK ? (size_t)nx->numel : TI_DIFF_CHUNK;
+					prefetch(a, nx, 0, k);
+					prefetch(b, ny, 0, k);
+				}
+			}
+			if ((st = compare_values(a, x, b, y, &o, &s, &rows[i], &out->failed_input, err)))
+				goto done;
+		}
+	}
+	/* Keep the rows that stand for a tensor: an added one paired as a rename goes. */
+	size_t kept = 0;
+	for (size_t i = 0; i < n; i++) {
+		ti_diff_tensor *e = &rows[i];
+		if ((e->changes & TI_DIFF_ADDED) && e->renamed_to)
+			continue;
+		out->common += e->in_a && e->in_b;
+		out->added += !!(e->changes & TI_DIFF_ADDED);
+		out->removed += !!(e->changes & TI_DIFF_REMOVED);
+		out->renamed += !!(e->changes & TI_DIFF_RENAMED);
+		out->shape += !!(e->changes & TI_DIFF_SHAPE);
+		out->dtype += !!(e->changes & TI_DIFF_DTYPE);
+		out->ties += !!(e->changes & TI_DIFF_TIES);
+		out->changed_values += !!(e->changes & TI_DIFF_VALUES);
+		out->bit_different += e->compared && !e->bit_identical;
+		rows[kept++] = *e;
+	}
+	out->tensors = rows;
+	out->tensor_count = kept;
+	if ((st = diff_values(a, b, arena, out, err)))
+		goto done;
+	out->same = !out->added && !out->removed && !out->renamed && !out->shape && !out->dtype && !out->ties &&
+	            !out->changed_values && !out->value_count;
+done:
+	scratch_release(&s);
+	free(ta_of);
+	free(tb_of);
+	ti_strmap_release(&names_a);
+	ti_strmap_release(&names_b);
+	return st;
+}

@@ -1,0 +1,276 @@
+/*
+ * test_diff.c - two checkpoints compared by name: what is added, removed,
+ * renamed and changed, and with --values the largest differences, as
+ * torch.allclose and (a-b).abs().max() would put them. The checkpoints are
+ * small safetensors files written from C bytes into a temporary folder.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "unit.h"
+
+#include "tinspect/diff.h"
+
+static char tmpdir[64];
+
+static void make_tmpdir(void)
+{
+	snprintf(tmpdir, sizeof(tmpdir), "%s/tinspect-diff-XXXXXX", "/tmp");
+	cr_assert(mkdtemp(tmpdir) != NULL, "cannot make a temporary folder");
+}
+
+static void remove_tmpdir(void)
+{
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+	cr_expect(system(cmd) == 0);
+}
+
+TestSuite(diff, .init = make_tmpdir, .fini = remove_tmpdir);
+
+/* One tensor of a safetensors file: its name, safetensors dtype, 1-d length and bytes. */
+typedef struct st_tensor {
+	const char *name, *dtype;
+	size_t count, size; /* elements, bytes per element */
+	const void *data;
+} st_tensor;
+
+/* Writes NAME in the temporary folder as safetensors (header padded to 8) and returns its path. */
+static const char *write_st(const char *name, const st_tensor *t, size_t n, const char *metadata)
+{
+	static char path[4][256];
+	static int turn;
+	char *p = path[turn++ % 4];
+	snprintf(p, 256, "%s/%s", tmpdir, name);
+	char header[4096];
+	size_t len = (size_t)snprintf(header, sizeof(header), "{%s%s", metadata ? metadata : "", metadata ? "," : "");
+	uint64_t off = 0;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t bytes = t[i].count * t[i].size;
+		len += (size_t)snprintf(header + len, sizeof(header) - len,
+		                        "%s\"%s\":{\"dtype\":\"%s\",\"shape\":[%zu],\"data_offsets\":[%llu,%llu]}",
+		                        i ? "," : "", t[i].name, t[i].dtype, t[i].count, (unsigned long long)off,
+		                        (unsigned long long)(off + bytes));
+		off += bytes;
+	}
+	header[len++] = '}';
+	while (len % 8)
+		header[len++] = ' ';
+	FILE *f = fopen(p, "wb");
+	cr_assert(f, "cannot write %s", p);
+	uint64_t hl = len; /* little-endian on every machine this runs on; the format says u64 LE */
+	cr_assert(fwrite(&hl, 8, 1, f) == 1 && fwrite(header, 1, len, f) == len);
+	for (size_t i = 0; i < n; i++)
+		cr_assert(fwrite(t[i].data, t[i].size, t[i].count, f) == t[i].count);
+	cr_assert(fclose(f) == 0);
+	return p;
+}
+
+typedef struct pair {
+	ti_source *a, *b;
+	ti_arena arena;
+	ti_diff_report r;
+} pair;
+
+static void run(pair *p, const char *a, const char *b, ti_diff_options o)
+{
+	ti_error err;
+	ti_error_clear(&err);
+	ASSERT_STATUS(ti_source_open(a, &p->a, &err), TI_OK, err);
+	ASSERT_STATUS(ti_source_open(b, &p->b, &err), TI_OK, err);
+	ti_arena_init(&p->arena, 1 << 24);
+	ASSERT_STATUS(ti_diff_run(p->a, p->b, &o, &p->arena, &p->r, &err), TI_OK, err);
+}
+
+static void done(pair *p)
+{
+	ti_source_close(p->a);
+	ti_source_close(p->b);
+	ti_arena_release(&p->arena);
+}
+
+static const ti_diff_tensor *row(const pair *p, const char *name)
+{
+	for (size_t i = 0; i < p->r.tensor_count; i++)
+		if (!strcmp(p->r.tensors[i].name, name))
+			return &p->r.tensors[i];
+	cr_assert_fail("no row for '%s'", name);
+	return NULL;
+}
+
+static const ti_diff_options with_values = {.values = true};
+
+Test(diff, the_same_tensors_in_two_files_are_the_same_bit_for_bit)
+{
+	float w[4] = {1, -2, 3.5f, 0};
+	st_tensor t[] = {{"w", "F32", 4, 4, w}};
+	pair p;
+	run(&p, write_st("a.safetensors", t, 1, NULL), write_st("b.safetensors", t, 1, NULL), with_values);
+	cr_expect(p.r.same);
+	EXPECT_INT(p.r.common, 1);
+	cr_expect(row(&p, "w")->compared && row(&p, "w")->bit_identical);
+	EXPECT_DOUBLE(row(&p, "w")->max_abs, 0);
+	done(&p);
+}
+
+Test(diff, a_changed_element_gives_max_abs_and_max_rel_and_is_not_equal_without_tolerance)
+{
+	float a[3] = {1, 2, 4}, b[3] = {1, 2.5f, 4};
+	st_tensor ta[] = {{"w", "F32", 3, 4, a}}, tb[] = {{"w", "F32", 3, 4, b}};
+	pair p;
+	run(&p, write_st("a.safetensors", ta, 1, NULL), write_st("b.safetensors", tb, 1, NULL), with_values);
+	cr_expect(!p.r.same);
+	const ti_diff_tensor *e = row(&p, "w");
+	EXPECT_DOUBLE(e->max_abs, 0.5);
+	EXPECT_DOUBLE(e->max_rel, 0.2); /* |2 - 2.5| / |2.5| */
+	EXPECT_INT(e->not_close, 1);
+	cr_expect(e->changes & TI_DIFF_VALUES);
+	done(&p);
+}
+
+Test(diff, values_within_atol_are_close_but_not_bit_identical)
+{
+	float a[2] = {1, 2}, b[2] = {1, 2.5f};
+	st_tensor ta[] = {{"w", "F32", 2, 4, a}}, tb[] = {{"w", "F32", 2, 4, b}};
+	pair p;
+	run(&p, write_st("a.safetensors", ta, 1, NULL), write_st("b.safetensors", tb, 1, NULL),
+	    (ti_diff_options){.values = true, .atol = 0.5});
+	cr_expect(p.r.same);
+	cr_expect(!row(&p, "w")->bit_identical);
+	EXPECT_INT(p.r.bit_different, 1);
+	done(&p);
+}
+
+Test(diff, nan_against_the_same_nan_is_equal_and_against_a_number_is_not)
+{
+	float a[2] = {NAN, 1}, b[2] = {NAN, 1}, c[2] = {1, 1};
+	st_tensor ta[] = {{"w", "F32", 2, 4, a}}, tb[] = {{"w", "F32", 2, 4, b}}, tc[] = {{"w", "F32", 2, 4, c}};
+	pair p;
+	run(&p, write_st("a.safetensors", ta, 1, NULL), write_st("b.safetensors", tb, 1, NULL), with_values);
+	cr_expect(p.r.same);
+	done(&p);
+	run(&p, write_st("a.safetensors", ta, 1, NULL), write_st("c.safetensors", tc, 1, NULL), with_values);
+	cr_expect(!p.r.same);
+	cr_expect(isnan(row(&p, "w")->max_abs), "a one-sided NaN makes max_abs NaN");
+	EXPECT_INT(row(&p, "w")->not_close, 1);
+	done(&p);
+}
+
+Test(diff, a_difference_against_zero_is_infinitely_relative_and_zero_against_zero_counts_nothing)
+{
+	float a[2] = {0, 0.25f}, b[2] = {0, 0};
+	st_tensor ta[] = {{"w", "F32", 2, 4, a}}, tb[] = {{"w", "F32", 2, 4, b}};
+	pair p;
+	run(&p, write_st("a.safetensors", ta, 1, NULL), write_st("b.safetensors", tb, 1, NULL), with_values);
+	EXPECT_DOUBLE(row(&p, "w")->max_abs, 0.25);
+	cr_expect(isinf(row(&p, "w")->max_rel));
+	done(&p);
+}
+
+Test(diff, different_dtypes_are_compared_as_values)
+{
+	float a[2] = {1.5f, -2};
+	uint16_t h[2] = {0x3E00, 0xC000}; /* float16 1.5 and -2 */
+	st_tensor ta[] = {{"w", "F32", 2, 4, a}}, tb[] = {{"w", "F16", 2, 2, h}};
+	pair p;
+	run(&p, write_st("a.safetensors", ta, 1, NULL), write_st("b.safetensors", tb, 1, NULL), with_values);
+	const ti_diff_tensor *e = row(&p, "w");
+	EXPECT_INT(e->changes, TI_DIFF_DTYPE); /* a dtype change, but no value changed */
+	cr_expect(e->compared && e->has_max);
+	EXPECT_DOUBLE(e->max_abs, 0);
+	done(&p);
+}
+
+Test(diff, a_removed_and_an_added_tensor_with_the_same_bytes_are_a_rename)
+{
+	float w[3] = {1, 2, 3}, other[3] = {1, 2, 4};
+	st_tensor ta[] = {{"old", "F32", 3, 4, w}, {"gone", "F32", 3, 4, w}};
+	st_tensor tb[] = {{"fresh", "F32", 3, 4, other}, {"new", "F32", 3, 4, w}};
+	pair p;
+	run(&p, write_st("a.safetensors", ta, 2, NULL), write_st("b.safetensors", tb, 2, NULL),
+	    (ti_diff_options){.values = false});
+	EXPECT_INT(p.r.renamed, 1);
+	EXPECT_INT(p.r.removed, 1);
+	EXPECT_INT(p.r.added, 1);
+	EXPECT_STR(row(&p, "old")->renamed_to, "new");
+	cr_expect(row(&p, "gone")->changes & TI_DIFF_REMOVED);
+	cr_expect(row(&p, "fresh")->changes & TI_DIFF_ADDED);
+	EXPECT_INT(p.r.tensor_count, 3); /* the renamed tensor is one row */
+	done(&p);
+}
+
+Test(diff, a_tensor_longer_than_a_chunk_is_compared_across_chunks)
+{
+	size_t n = TI_DIFF_CHUNK * 2 + 3;
+	float *a = calloc(n, sizeof(float)), *b = calloc(n, sizeof(float));
+	cr_assert(a && b);
+	b[TI_DIFF_CHUNK + 5] = 0.125f;
+	b[n - 1] = -1;
+	st_tensor ta[] = {{"big", "F32", n, 4, a}}, tb[] = {{"big", "F32", n, 4, b}};
+	pair p;
+	run(&p, write_st("a.safetensors", ta, 1, NULL), write_st("b.safetensors", tb, 1, NULL), with_values);
+	EXPECT_DOUBLE(row(&p, "big")->max_abs, 1);
+	EXPECT_INT(row(&p, "big")->not_close, 2);
+	done(&p);
+	free(a);
+	free(b);
+}
+
+Test(diff, shape_changes_are_reported_and_not_read)
+{
+	float a[2] = {1, 2}, b[3] = {1, 2, 3};
+	st_tensor ta[] = {{"w", "F32", 2, 4, a}}, tb[] = {{"w", "F32", 3, 4, b}};
+	pair p;
+	run(&p, write_st("a.safetensors", ta, 1, NULL), write_st("b.safetensors", tb, 1, NULL), with_values);
+	EXPECT_INT(row(&p, "w")->changes, TI_DIFF_SHAPE);
+	cr_expect(!row(&p, "w")->compared);
+	EXPECT_STR(row(&p, "w")->not_compared, "shape changed");
+	done(&p);
+}
+
+Test(diff, safetensors_metadata_is_compared_by_key)
+{
+	float w[1] = {1};
+	st_tensor t[] = {{"w", "F32", 1, 4, w}};
+	pair p;
+	run(&p, write_st("a.safetensors", t, 1, "\"__metadata__\":{\"format\":\"pt\",\"step\":\"1\"}"),
+	    write_st("b.safetensors", t, 1, "\"__metadata__\":{\"format\":\"pt\",\"step\":\"2\"}"), with_values);
+	ASSERT_INT(p.r.value_count, 1);
+	EXPECT_STR(p.r.values[0].name, "__metadata__.step");
+	EXPECT_STR(p.r.values[0].a, "1");
+	EXPECT_STR(p.r.values[0].b, "2");
+	done(&p);
+}
+
+Test(diff, a_negative_or_nan_tolerance_is_a_usage_error)
+{
+	float w[1] = {1};
+	st_tensor t[] = {{"w", "F32", 1, 4, w}};
+	const char *path = write_st("a.safetensors", t, 1, NULL);
+	ti_error err;
+	ti_error_clear(&err);
+	ti_source *s;
+	ASSERT_STATUS(ti_source_open(path, &s, &err), TI_OK, err);
+	ti_arena arena;
+	ti_arena_init(&arena, 1 << 20);
+	ti_diff_report r;
+	EXPECT_STATUS(ti_diff_run(s, s, &(ti_diff_options){.values = true, .atol = -1}, &arena, &r, &err), TI_E_INVALID,
+	              err);
+	EXPECT_STATUS(ti_diff_run(s, s, &(ti_diff_options){.values = true, .rtol = NAN}, &arena, &r, &err),
+	              TI_E_INVALID, err);
+	ti_arena_release(&arena);
+	ti_source_close(s);
+}
+
+Test(diff, torch_views_read_through_their_strides_equal_their_contiguous_copies)
+{
+	pair p;
+	run(&p, "fixtures/diff/views.pt", "fixtures/diff/views.safetensors", with_values);
+	EXPECT_INT(p.r.common, 4);
+	EXPECT_INT(p.r.changed_values, 0);
+	EXPECT_INT(p.r.bit_different, 0);
+	for (size_t i = 0; i < p.r.tensor_count; i++)
+		cr_expect(p.r.tensors[i].compared && p.r.tensors[i].bit_identical, "%s", p.r.tensors[i].name);
+	done(&p);
+}
