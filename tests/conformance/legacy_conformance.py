@@ -14,7 +14,9 @@ formats. For each legacy file:
   - `TINSPECT convert FILE -o out.pt` and `-o out.safetensors` give values
     equal (torch.equal) to torch.load's;
   - `TINSPECT check MODEL.json FILE` says the state dict loads, for the small
-    CNN (tests/cli/models/legacy_cnn.json).
+    CNN (tests/cli/models/legacy_cnn.json);
+  - `TINSPECT diff FILE ZIP --values` says identical, ZIP being the same
+    object saved in the zip format.
 For whole modules (torchvision resnet18 and a custom module, zip and
 legacy), tinspect's tensor names and shapes equal model.state_dict()'s.
 Needs Debian's python3-torch; prints "skipped" and exits 0 without it.
@@ -206,6 +208,12 @@ def main(argv):
             torch.save(obj, path, _use_new_zipfile_serialization=False)
             check_listing(tinspect, path)
             check_convert(tinspect, path, tmp)
+            # diff: the same object saved in the zip format is identical, values and all
+            zipped = os.path.join(tmp, "zip_" + name)
+            torch.save(obj, zipped)
+            r = run([tinspect, "diff", path, zipped, "--values"])
+            if r.returncode != 0 or "identical" not in r.stdout:
+                fail(f"diff {name} against its zip save: exit {r.returncode}: {r.stdout.strip()} {r.stderr.strip()}")
             count += 1
         # a storage view as PyTorch before 1.0 wrote it (fixtures/gen_legacy.py build_storage_views)
         views = os.path.join(ROOT, "fixtures", "legacy_storage_views.pt")
