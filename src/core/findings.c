@@ -207,6 +207,25 @@ ti_status scan_persistent_load(void *ctx, ti_arena *arena, ti_value *pid, ti_val
 	return TI_OK;
 }
 
+ti_status scan_build(void *ctx, ti_arena *arena, ti_value *object, ti_value *state, int *handled, ti_error *err)
+{
+	(void)arena;
+	(void)err;
+	scan_findings *f = ctx;
+	*handled = 0; /* the machine still records the state */
+	if (object->kind != TI_OBJECT || object->as.object->callable->kind != TI_GLOBAL || !state || state->kind != TI_DICT ||
+	    !ti_dict_get(state, "_parameters") || !ti_dict_get(state, "_modules"))
+		return TI_OK;
+	const ti_global *g = object->as.object->callable->as.global;
+	const char *why = NULL;
+	ti_scan_severity s = user_allowed(f, g) ? TI_SCAN_SAFE : ti_scan_classify_global(g->module, g->name, &why);
+	if (s != TI_SCAN_SAFE || (f->opt && f->opt->include_safe))
+		scan_add(f, s, "pickle", -1, "BUILD", g->module, g->name,
+		         "BUILD of a %s.%s with _parameters and _modules: a whole pickled module, so loading needs that "
+		         "class's code", g->module, g->name);
+	return TI_OK;
+}
+
 ti_status scan_observe(void *ctx, uint8_t opcode, const ti_value *target, int64_t offset, ti_error *err)
 {
 	(void)err;

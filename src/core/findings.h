@@ -55,6 +55,13 @@ void scan_add(scan_findings *f, ti_scan_severity severity, const char *kind, int
  */
 ti_status scan_persistent_load(void *ctx, ti_arena *arena, ti_value *pid, ti_value **out, ti_error *err);
 
+/*
+ * A BUILD hook that only judges: the state of an nn.Module (a dict with
+ * _parameters and _modules) built on an instance of a class says the file is
+ * a whole pickled module, whose loading needs that class's code.
+ */
+ti_status scan_build(void *ctx, ti_arena *arena, ti_value *object, ti_value *state, int *handled, ti_error *err);
+
 /* The pickle machine's observe hook, with a scan_findings as its context. */
 ti_status scan_observe(void *ctx, uint8_t opcode, const ti_value *target, int64_t offset, ti_error *err);
 
