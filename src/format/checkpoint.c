@@ -343,7 +343,8 @@ static ti_status read_legacy(ti_ckpt *c, const char *path, const ti_limits *lim,
 	c->info.format = "torch-legacy";
 	c->info.root = "";
 	c->info.version = l.protocol_version;
-	c->info.byteorder = l.little_endian ? "little" : "big";
+	/* THPStorage_writeFileRaw writes counts and elements little-endian whatever the writer's own order */
+	c->info.byteorder = "little";
 	c->info.has_byteorder = true;
 	c->info.format_version = c->info.storage_alignment = -1;
 	c->info.pickle_size = l.pickle_size;

@@ -30,7 +30,7 @@ typedef struct ti_legacy {
 	ti_record *records;      /* one per storage, "data/<key>": where its bytes are */
 	uint64_t *offsets;       /* records[i]'s bytes begin at offsets[i] in the file */
 	int64_t protocol_version;/* 1001 */
-	bool little_endian;      /* sys_info's: the writer's byte order */
+	bool little_endian;      /* sys_info's: the writer's order; storages are little-endian whatever it is */
 	int pickle_protocol;     /* the object pickle's PROTO */
 	uint64_t pickle_size;    /* bytes of the object pickle */
 } ti_legacy;
