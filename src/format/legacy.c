@@ -152,6 +152,151 @@ static ti_status persistent_load(void *ctx, ti_arena *arena, ti_value *pid, ti_v
 	return TI_OK;
 }
 
+/*
+ * ---- where a pickle ends ----
+ *
+ * The pickle machine looks over all of its source before it runs (for memo
+ * lookups), so a pickle that is followed by gigabytes of storages must be
+ * handed over cut to its own length. The length comes from walking its
+ * opcodes (Lib/pickletools.py gives each one's argument), skipping over the
+ * bytes of counted strings without reading them.
+ */
+enum {
+	ARG_NONE, ARG_1, ARG_2, ARG_4, ARG_8,     /* fixed sizes */
+	ARG_COUNT1, ARG_COUNT4, ARG_COUNT8,       /* a little-endian length, then that many bytes */
+	ARG_LINE, ARG_LINE2,                      /* text up to a newline; GLOBAL and INST have two */
+	ARG_BAD
+};
+
+static unsigned char arg_kind(uint8_t op)
+{
+	switch (op) {
+	case '(': case '.': case '0': case '1': case '2': case 'N': case 'R': case 'a': case 'b': case 'd': case '}':
+	case 'e': case 'l': case ']': case 'o': case 's': case 't': case ')': case 'u': case 'Q': case 0x81: case 0x85:
+	case 0x86: case 0x87: case 0x88: case 0x89: case 0x8f: case 0x90: case 0x91: case 0x92: case 0x93: case 0x94:
+	case 0x97: case 0x98:
+		return ARG_NONE;
+	case 'K': case 'h': case 'q': case 0x80: case 0x82:
+		return ARG_1;
+	case 'M': case 0x83:
+		return ARG_2;
+	case 'J': case 'j': case 'r': case 0x84:
+		return ARG_4;
+	case 'G': case 0x95: /* FRAME: its length, then opcodes that walk on as any others */
+		return ARG_8;
+	case 'U': case 0x8c: case 'C': case 0x8a:
+		return ARG_COUNT1;
+	case 'T': case 'X': case 'B': case 0x8b:
+		return ARG_COUNT4;
+	case 0x8d: case 0x8e: case 0x96:
+		return ARG_COUNT8;
+	case 'I': case 'L': case 'F': case 'S': case 'V': case 'P': case 'g': case 'p':
+		return ARG_LINE;
+	case 'c': case 'i':
+		return ARG_LINE2;
+	default:
+		return ARG_BAD;
+	}
+}
+
+typedef struct walk_buf {
+	const ti_pickle_source *src;
+	uint8_t data[1 << 16];
+	uint64_t base;
+	size_t avail;
+} walk_buf;
+
+/* The byte at pos, or -1 with err set past the end. */
+static int byte_at(walk_buf *w, uint64_t pos, ti_error *err)
+{
+	if (pos >= w->src->size) {
+		TI_FAIL(err, TI_E_CORRUPT, "pickle ends without STOP");
+		err->offset = (int64_t)w->src->size;
+		return -1;
+	}
+	if (pos < w->base || pos >= w->base + w->avail) {
+		uint64_t left = w->src->size - pos;
+		w->avail = left < sizeof(w->data) ? (size_t)left : sizeof(w->data);
+		w->base = pos;
+		if (w->src->read(w->src->ctx, pos, w->data, w->avail, err)) {
+			w->avail = 0;
+			return -1;
+		}
+	}
+	return w->data[pos - w->base];
+}
+
+enum { LINE_MAX_BYTES = 1 << 20 }; /* a text argument: a number, a module or class name */
+
+ti_status ti_legacy_pickle_extent(const ti_pickle_source *src, uint64_t *extent, ti_error *err)
+{
+	walk_buf *w = calloc(1, sizeof(*w));
+	if (!w)
+		return TI_FAIL(err, TI_E_NOMEM, "out of memory");
+	w->src = src;
+	uint64_t pos = 0;
+	ti_status s = TI_OK;
+	for (;;) {
+		uint64_t at = pos;
+		int op = byte_at(w, pos++, err);
+		if (op < 0) {
+			s = err->code;
+			break;
+		}
+		if (op == '.') {
+			*extent = pos;
+			break;
+		}
+		unsigned char kind = arg_kind((uint8_t)op);
+		static const unsigned char fixed[] = {[ARG_NONE] = 0, [ARG_1] = 1, [ARG_2] = 2, [ARG_4] = 4, [ARG_8] = 8,
+		                                      [ARG_COUNT1] = 1, [ARG_COUNT4] = 4, [ARG_COUNT8] = 8};
+		if (kind == ARG_BAD) {
+			s = TI_FAIL(err, TI_E_CORRUPT, "bad pickle opcode 0x%02x", op);
+			err->offset = (int64_t)at;
+			break;
+		}
+		if (kind <= ARG_COUNT8) {
+			uint64_t count = 0;
+			for (unsigned i = 0; i < fixed[kind]; i++) {
+				int b = byte_at(w, pos + i, err);
+				if (b < 0) {
+					s = err->code;
+					break;
+				}
+				count |= (uint64_t)b << (8 * i);
+			}
+			if (s)
+				break;
+			pos += fixed[kind];
+			if (kind >= ARG_COUNT1) {
+				if (count > src->size - pos) { /* the bytes are skipped, never read */
+					s = TI_FAIL(err, TI_E_CORRUPT, "argument of %llu bytes passes the end of the pickle",
+					            (unsigned long long)count);
+					err->offset = (int64_t)at;
+					break;
+				}
+				pos += count;
+			}
+			continue;
+		}
+		for (int lines = kind == ARG_LINE2 ? 2 : 1; lines && !s; lines--) {
+			uint64_t start = pos;
+			int b;
+			while ((b = byte_at(w, pos++, err)) != '\n')
+				if (b < 0 || pos - start > LINE_MAX_BYTES) {
+					s = b < 0 ? err->code : TI_FAIL(err, TI_E_LIMIT, "text argument longer than %d bytes", LINE_MAX_BYTES);
+					if (b >= 0)
+						err->offset = (int64_t)at;
+					break;
+				}
+		}
+		if (s)
+			break;
+	}
+	free(w);
+	return s;
+}
+
 /* Runs one pickle from pos; *end gets where it stopped. */
 static ti_status load_one(int fd, uint64_t size, uint64_t pos, int which, ti_arena *arena, const ti_pickle_hooks *hooks,
                           const ti_limits *lim, ti_value **out, uint64_t *end, ti_error *err)
@@ -165,7 +310,10 @@ static ti_status load_one(int fd, uint64_t size, uint64_t pos, int which, ti_are
 		ti_error_at(err, NULL, (int64_t)pos);
 		return err->code;
 	}
-	ti_status s = ti_pickle_load_source(&src, arena, hooks, &lim->pickle, out, &consumed, err);
+	/* cut to its own length: the storages after it are never looked at */
+	ti_status s = ti_legacy_pickle_extent(&src, &src.size, err);
+	if (!s)
+		s = ti_pickle_load_source(&src, arena, hooks, &lim->pickle, out, &consumed, err);
 	if (s) {
 		/* the offset is the file's: the legacy stream has no members */
 		int64_t at = err->offset >= 0 ? err->offset + (int64_t)pos : (int64_t)pos;

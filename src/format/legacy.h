@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "tinspect/checkpoint.h"
+#include "tinspect/pickle.h"
 
 struct scan_findings;
 
@@ -37,6 +38,13 @@ typedef struct ti_legacy {
 
 /* What findings call the five pickles, in order: "pickle 4 (object)". */
 extern const char *const ti_legacy_pickle_names[5];
+
+/*
+ * Where the pickle at the start of src ends (just past its STOP), found by
+ * walking its opcodes: counted strings are skipped, not read. What follows
+ * a legacy file's pickles (gigabytes of storages) is then never read.
+ */
+ti_status ti_legacy_pickle_extent(const ti_pickle_source *src, uint64_t *extent, ti_error *err);
 
 /*
  * Reads the legacy file at path. Findings about the object pickle's globals

@@ -203,6 +203,10 @@ static uint64_t scan_pickles(scanner *sc, const ti_pickle_source *src, const cha
 		}
 		scan_findings_record(&sc->r->f, in);
 		sc->r->f.offset_base = (int64_t)pos;
+		uint64_t extent;
+		if (legacy && !ti_legacy_pickle_extent(&part, &extent, &err))
+			part.size = extent; /* the storages after the pickles are never read */
+		ti_error_clear(&err);
 		if (k == 0 || max) {
 			if (run_pickle(&part, &sc->r->f, &consumed, legacy, &err)) {
 				err.offset = err.offset >= 0 ? err.offset + (int64_t)pos : -1;

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "format/legacy.h"
 #include "unit.h"
 
 static ti_error err;
@@ -152,4 +153,30 @@ Test(legacy, a_cut_in_the_object_pickle_names_the_pickle)
 	EXPECT_CONTAINS(err.message, "pickle 4 (object)");
 	cr_expect(err.offset > 137 && err.offset <= 200, "offset %lld is in the file", (long long)err.offset);
 	free(file);
+}
+
+static ti_status read_memory(void *ctx, uint64_t offset, void *buf, size_t n, ti_error *e)
+{
+	(void)e;
+	memcpy(buf, (const char *)ctx + offset, n);
+	return TI_OK;
+}
+
+Test(legacy, a_pickle_ends_at_its_stop_whatever_follows)
+{
+	/* PROTO 2, BINUNICODE 'a.c' (a '.' inside a counted string is no STOP), GLOBAL, TUPLE2, STOP, then storage bytes */
+	static const char bytes[] = "\x80\x02X\x03\x00\x00\x00" "a.cctorch\nFloatStorage\n\x86.\x18\x00\x00\x00\x00\x00\x00\x00.";
+	ti_pickle_source src = {sizeof(bytes) - 1, read_memory, (void *)bytes};
+	uint64_t extent = 0;
+	ASSERT_STATUS(ti_legacy_pickle_extent(&src, &extent, &err), TI_OK, err);
+	EXPECT_INT(extent, 32);
+	/* a counted string longer than what is left, and a pickle with no STOP */
+	static const char long_string[] = "\x80\x02X\xff\xff\xff\x00" "abc";
+	src = (ti_pickle_source){sizeof(long_string) - 1, read_memory, (void *)long_string};
+	EXPECT_STATUS(ti_legacy_pickle_extent(&src, &extent, &err), TI_E_CORRUPT, err);
+	EXPECT_CONTAINS(err.message, "passes the end of the pickle");
+	EXPECT_INT(err.offset, 2);
+	src = (ti_pickle_source){4, read_memory, (void *)"\x80\x02K\x01"};
+	EXPECT_STATUS(ti_legacy_pickle_extent(&src, &extent, &err), TI_E_CORRUPT, err);
+	EXPECT_CONTAINS(err.message, "without STOP");
 }
