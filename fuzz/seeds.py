@@ -205,7 +205,7 @@ def pickle_dict():
 
 def checkpoint_seeds(out):
     n = 0
-    for path in rel("fixtures/*.pt") + rel("fixtures/broken/*"):
+    for path in rel("fixtures/*.pt") + rel("fixtures/*.ckpt") + rel("fixtures/broken/*"):
         with open(path, "rb") as f:
             write(os.path.join(out, "corpus", "checkpoint", seed_name(path)), f.read())
         n += 1
@@ -224,11 +224,15 @@ ZIP_WORDS = [b"PK\x03\x04", b"PK\x01\x02", b"PK\x05\x06", b"PK\x06\x06", b"PK\x0
 RECORD_WORDS = ["archive/", "data.pkl", "version", ".data/version", "byteorder", ".format_version",
                 ".storage_alignment", ".data/serialization_id", "constants.pkl", "data/0", "data/",
                 "little", "big", "3\n", "64"]
+# The legacy stream (fixtures/legacy_*.pt): its magic number pickle, protocol 1001,
+# persistent-id tags and an int64 element count.
+LEGACY_WORDS = [b"\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19.", b"\x80\x02M\xe9\x03.",
+                b"Xstorage", b"Xmodule", b"little_endian", b"\x18\x00\x00\x00\x00\x00\x00\x00"]
 
 
 def scan_seeds(out):
     n = 0
-    for path in rel("fixtures/*.pt") + rel("fixtures/broken/*") + rel("fixtures/malicious/*"):
+    for path in rel("fixtures/*.pt") + rel("fixtures/*.ckpt") + rel("fixtures/broken/*") + rel("fixtures/malicious/*"):
         with open(path, "rb") as f:
             write(os.path.join(out, "corpus", "scan", seed_name(path)), f.read())
         n += 1
@@ -236,7 +240,7 @@ def scan_seeds(out):
 
 
 def checkpoint_dict():
-    return [dict_line(w) for w in ZIP_WORDS + RECORD_WORDS] + pickle_dict()
+    return [dict_line(w) for w in ZIP_WORDS + RECORD_WORDS + LEGACY_WORDS] + pickle_dict()
 
 
 # ---- safetensors -----------------------------------------------------------

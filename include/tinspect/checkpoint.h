@@ -1,5 +1,7 @@
 /*
  * checkpoint.h - a PyTorch zip checkpoint, opened onto the meta device.
+ * A legacy torch.save file (before 1.6) opens alike, each storage a made
+ * record "data/<key>" whose payload offset is where its bytes begin.
  *
  * ti_ckpt_open() reads the archive's directory and its data.pkl, runs the
  * pickle through the torch interpreter, checks every storage against its
@@ -42,7 +44,7 @@ typedef struct ti_record {
 } ti_record;
 
 typedef struct ti_ckpt_info {
-	const char *format;     /* "torch-zip" or "torchscript-zip" */
+	const char *format;     /* "torch-zip", "torchscript-zip", or "torch-legacy" (no root, version 1001) */
 	const char *root;       /* the archive's root folder: "model", "archive" */
 	int64_t version;        /* the version record */
 	const char *byteorder;  /* "little" or "big"; "little" when absent, as torch assumes */

@@ -37,7 +37,8 @@ typedef enum ti_source_format {
 	TI_SOURCE_TORCH_ZIP,
 	TI_SOURCE_SAFETENSORS,
 	TI_SOURCE_HF_SHARDED,
-	TI_SOURCE_MODEL        /* a model description's parameters: no data until filled */
+	TI_SOURCE_MODEL,       /* a model description's parameters: no data until filled */
+	TI_SOURCE_TORCH_LEGACY /* torch.save's legacy stream (before 1.6): read as a torch zip is */
 } ti_source_format;
 
 typedef struct ti_source_storage {
@@ -145,9 +146,9 @@ const char *ti_source_file_at(const ti_source *src, size_t i);
  */
 const ti_entry *ti_source_entries(ti_source *src, size_t *count, ti_error *err);
 
-/* File i's torch checkpoint (its pickle's values and records), or NULL when file i is not a torch zip. */
+/* File i's torch checkpoint (its pickle's values and records), or NULL when file i is not a torch zip or legacy file. */
 ti_ckpt *ti_source_checkpoint(ti_source *src, size_t i);
-const char *ti_source_format_name(ti_source_format format); /* "torch-zip", "safetensors", "hf-sharded" */
+const char *ti_source_format_name(ti_source_format format); /* "torch-zip", "safetensors", "hf-sharded", "torch-legacy" */
 
 size_t ti_source_tensor_count(const ti_source *src);
 const ti_source_tensor *ti_source_tensor_at(const ti_source *src, size_t i);

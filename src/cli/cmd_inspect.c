@@ -366,6 +366,98 @@ static int print_folded(inspect *in)
 	return ok ? 0 : -1;
 }
 
+/*
+ * What a checkpoint's top-level keys say it is, a row a key: training
+ * scripts, Lightning's Trainer.save_checkpoint and torch.save(model) each
+ * have their layout. The summary names what it found in that order.
+ */
+typedef enum key_role { ROLE_WEIGHTS, ROLE_OPTIMIZER, ROLE_SCHEDULER, ROLE_COUNTER, ROLE_LIGHTNING } key_role;
+
+static const struct known_key {
+	const char *key;
+	key_role role;
+} known_keys[] = {
+	{"pytorch-lightning_version", ROLE_LIGHTNING},
+	{"state_dict", ROLE_WEIGHTS}, {"model", ROLE_WEIGHTS}, {"model_state_dict", ROLE_WEIGHTS},
+	{"module", ROLE_WEIGHTS}, {"ema", ROLE_WEIGHTS}, {"net", ROLE_WEIGHTS},
+	{"optimizer", ROLE_OPTIMIZER}, {"optimizer_state_dict", ROLE_OPTIMIZER}, {"optimizer_states", ROLE_OPTIMIZER},
+	{"lr_schedulers", ROLE_SCHEDULER}, {"lr_scheduler", ROLE_SCHEDULER}, {"scheduler", ROLE_SCHEDULER},
+	{"epoch", ROLE_COUNTER}, {"global_step", ROLE_COUNTER}, {"step", ROLE_COUNTER}, {"iteration", ROLE_COUNTER},
+};
+
+/* Tensors named under key: "key.*". */
+static size_t tensors_under(const inspect *in, const char *key)
+{
+	size_t n = 0, len = strlen(key);
+	for (size_t i = 0; i < in->entry_count; i++)
+		if (in->entries[i].value->kind == TI_TENSOR && !strncmp(in->entries[i].name, key, len) &&
+		    in->entries[i].name[len] == '.')
+			n++;
+	return n;
+}
+
+/* "holds": a whole module's class, or a training checkpoint's parts; nothing for a plain state dict. */
+static void print_contents(inspect *in)
+{
+	cli_out *o = &in->out;
+	const ti_value *root = in->ckpt ? ti_ckpt_root(in->ckpt) : NULL;
+	char line[1024] = "";
+	size_t at = 0, parts = 0;
+	if (root && root->kind == TI_OBJECT && root->as.object->callable->kind == TI_GLOBAL) {
+		for (size_t i = 0; i < in->entry_count; i++)
+			if (!strcmp(in->entries[i].name, "__class__")) {
+				const ti_global *g = root->as.object->callable->as.global;
+				cli_out_printf(o, "  holds          a whole module, %s.%s: its state_dict() (loading it needs the class's code)\n",
+				               g->module, g->name);
+				return;
+			}
+	}
+	if (!root || root->kind != TI_DICT)
+		return;
+	bool weights = false, lightning = false;
+	for (size_t k = 0; k < sizeof(known_keys) / sizeof(known_keys[0]) && at < sizeof(line) - 128; k++) {
+		const ti_value *v = ti_dict_get(root, known_keys[k].key);
+		if (!v)
+			continue;
+		const char *key = known_keys[k].key;
+		int n = 0;
+		switch (known_keys[k].role) {
+		case ROLE_LIGHTNING:
+			lightning = v->kind == TI_STR;
+			if (lightning)
+				n = snprintf(line + at, sizeof(line) - at, "a Lightning %.32s checkpoint:", v->as.bytes.data);
+			break;
+		case ROLE_WEIGHTS:
+			if (v->kind == TI_DICT && !weights && tensors_under(in, key)) {
+				weights = true;
+				size_t count = tensors_under(in, key);
+				n = snprintf(line + at, sizeof(line) - at, "%s state dict '%s' (%zu tensor%s)", parts ? "," : "", key,
+				             count, count == 1 ? "" : "s");
+			}
+			break;
+		case ROLE_OPTIMIZER:
+			if (v->kind == TI_DICT || v->kind == TI_LIST)
+				n = snprintf(line + at, sizeof(line) - at, "%s optimizer '%s'", parts ? "," : "", key);
+			break;
+		case ROLE_SCHEDULER:
+			if (v->kind == TI_DICT || v->kind == TI_LIST)
+				n = snprintf(line + at, sizeof(line) - at, "%s scheduler '%s'", parts ? "," : "", key);
+			break;
+		case ROLE_COUNTER:
+			if (v->kind == TI_INT)
+				n = snprintf(line + at, sizeof(line) - at, "%s %s %" PRId64, parts ? "," : "", key, v->as.integer);
+			break;
+		}
+		if (n > 0 && (size_t)n < sizeof(line) - at) {
+			at += (size_t)n;
+			parts += known_keys[k].role != ROLE_LIGHTNING;
+		}
+	}
+	/* a training checkpoint has weights and something beside them; a state dict alone says nothing here */
+	if ((weights && parts > 1) || lightning)
+		cli_out_printf(o, "  holds         %s%s\n", lightning ? " " : "", line);
+}
+
 /* The summary's last lines: the container's format and details. */
 static void print_format(inspect *in)
 {
@@ -471,6 +563,7 @@ static int print_text(inspect *in, const totals *t)
 	}
 	cli_out_printf(o, "  unique bytes   %s in %" PRId64 " %s (%" PRId64 " shared)\n", cli_bytes(t->unique_nbytes, num, sizeof(num)),
 	               t->storages, t->storages == 1 ? "storage" : "storages", t->shared_storages);
+	print_contents(in);
 	print_format(in);
 	return 0;
 }

@@ -253,6 +253,77 @@ static ti_status walk_object(walker *w, const char *name, const ti_value *v)
 	return TI_OK;
 }
 
+/*
+ * A whole nn.Module saved by torch.save(model): an object whose state is a
+ * dict with the dicts _parameters, _buffers and _modules. Its state dict is
+ * named as Module.state_dict() names it: its parameters that are not None,
+ * its buffers not in _non_persistent_buffers_set, then each submodule's
+ * under its name. The class comes first, as NAME.__class__ (the root's
+ * plain __class__): loading the module needs that class's code.
+ */
+static const ti_value *module_part(const ti_value *v, const char *key)
+{
+	if (v->kind != TI_OBJECT || !v->as.object->state || v->as.object->state->kind != TI_DICT)
+		return NULL;
+	const ti_value *part = ti_dict_get(v->as.object->state, key);
+	return part && part->kind == TI_DICT ? part : NULL;
+}
+
+static bool is_module(const ti_value *v)
+{
+	return module_part(v, "_parameters") && module_part(v, "_buffers") && module_part(v, "_modules");
+}
+
+static bool in_set(const ti_value *set, const ti_value *key)
+{
+	if (!set || (set->kind != TI_SET && set->kind != TI_FROZENSET) || key->kind != TI_STR)
+		return false;
+	for (size_t i = 0; i < set->as.seq.count; i++) {
+		const ti_value *x = set->as.seq.items[i];
+		if (x->kind == TI_STR && x->as.bytes.size == key->as.bytes.size &&
+		    !memcmp(x->as.bytes.data, key->as.bytes.data, key->as.bytes.size))
+			return true;
+	}
+	return false;
+}
+
+static ti_status walk_module(walker *w, const char *name, const ti_value *v)
+{
+	for (size_t i = 0; i < w->depth; i++)
+		if (w->path[i] == v)
+			return add(w, name, v); /* a module inside itself: named once, as a value */
+	if (w->depth >= w->depth_max)
+		return TI_FAIL(w->err, TI_E_LIMIT, "containers nest deeper than %zu levels", w->depth_max);
+	static const ti_value class_key = {.kind = TI_STR, .as.bytes = {"__class__", 9}};
+	const char *class_name = child_name(w, name, &class_key, 0);
+	if (!class_name)
+		return TI_FAIL(w->err, TI_E_LIMIT, "metadata exceeds the memory ceiling");
+	if (add(w, class_name, v->as.object->callable))
+		return w->err->code;
+	const ti_value *skip = ti_dict_get(v->as.object->state, "_non_persistent_buffers_set");
+	const char *parts[] = {"_parameters", "_buffers", "_modules"};
+	w->path[w->depth++] = v;
+	for (size_t p = 0; p < 3; p++) {
+		const ti_value *d = module_part(v, parts[p]);
+		for (size_t i = 0; i < d->as.dict->count; i++) {
+			const ti_value *key = d->as.dict->keys[i], *item = d->as.dict->values[i];
+			if (item->kind == TI_NONE || (p == 1 && in_set(skip, key)))
+				continue; /* state_dict() leaves out None and non-persistent buffers */
+			const char *n = child_name(w, name, key, i);
+			if (!n) {
+				w->depth--;
+				return TI_FAIL(w->err, TI_E_LIMIT, "metadata exceeds the memory ceiling");
+			}
+			if (walk(w, n, item)) {
+				w->depth--;
+				return w->err->code;
+			}
+		}
+	}
+	w->depth--;
+	return TI_OK;
+}
+
 static bool is_container(const ti_value *v)
 {
 	switch (v->kind) {
@@ -315,6 +386,8 @@ static ti_status walk(walker *w, const char *name, const ti_value *v)
 		return TI_FAIL(w->err, TI_E_LIMIT, "checkpoint's values are shared too often to name (over %zu visits)", w->visits_max);
 	if (!is_container(v))
 		return add(w, name, v);
+	if (is_module(v))
+		return walk_module(w, name, v);
 	bool holds;
 	if (holds_tensor(w, v, w->depth, &holds))
 		return w->err->code;

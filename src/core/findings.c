@@ -183,6 +183,49 @@ static bool is_storage_id(const ti_value *pid)
 	return tag->kind == TI_STR && tag->as.bytes.size == 7 && !memcmp(tag->as.bytes.data, "storage", 7);
 }
 
+/*
+ * The legacy format's ('module', cls, source_file, source): what old
+ * torch.save wrote for every nn.Module of a whole-model save.
+ */
+static const ti_global *module_id_class(const ti_value *pid)
+{
+	if (pid->kind != TI_TUPLE || pid->as.seq.count != 4)
+		return NULL;
+	const ti_value *tag = pid->as.seq.items[0], *cls = pid->as.seq.items[1];
+	if (tag->kind != TI_STR || tag->as.bytes.size != 6 || memcmp(tag->as.bytes.data, "module", 6) || cls->kind != TI_GLOBAL)
+		return NULL;
+	return cls->as.global;
+}
+
+ti_status scan_persistent_load(void *ctx, ti_arena *arena, ti_value *pid, ti_value **out, ti_error *err)
+{
+	(void)ctx;
+	(void)arena;
+	(void)err;
+	if (module_id_class(pid))
+		*out = pid->as.seq.items[1]; /* _legacy_load's persistent_load returns data[0], the class */
+	return TI_OK;
+}
+
+ti_status scan_build(void *ctx, ti_arena *arena, ti_value *object, ti_value *state, int *handled, ti_error *err)
+{
+	(void)arena;
+	(void)err;
+	scan_findings *f = ctx;
+	*handled = 0; /* the machine still records the state */
+	if (object->kind != TI_OBJECT || object->as.object->callable->kind != TI_GLOBAL || !state || state->kind != TI_DICT ||
+	    !ti_dict_get(state, "_parameters") || !ti_dict_get(state, "_modules"))
+		return TI_OK;
+	const ti_global *g = object->as.object->callable->as.global;
+	const char *why = NULL;
+	ti_scan_severity s = user_allowed(f, g) ? TI_SCAN_SAFE : ti_scan_classify_global(g->module, g->name, &why);
+	if (s != TI_SCAN_SAFE || (f->opt && f->opt->include_safe))
+		scan_add(f, s, "pickle", -1, "BUILD", g->module, g->name,
+		         "BUILD of a %s.%s with _parameters and _modules: a whole pickled module, so loading needs that "
+		         "class's code", g->module, g->name);
+	return TI_OK;
+}
+
 ti_status scan_observe(void *ctx, uint8_t opcode, const ti_value *target, int64_t offset, ti_error *err)
 {
 	(void)err;
@@ -214,7 +257,17 @@ ti_status scan_observe(void *ctx, uint8_t opcode, const ti_value *target, int64_
 		return TI_OK;
 	case 'P': /* PERSID */
 	case 'Q': /* BINPERSID */
-		if (!is_storage_id(target))
+		if (module_id_class(target)) {
+			/* judged as its class is: the global itself was judged when it was named */
+			const ti_global *g = module_id_class(target);
+			const char *why = NULL;
+			ti_scan_severity s = user_allowed(f, g) ? TI_SCAN_SAFE : ti_scan_classify_global(g->module, g->name, &why);
+			if (s != TI_SCAN_SAFE || (f->opt && f->opt->include_safe))
+				scan_add(f, s, "pickle", offset, op, g->module, g->name,
+				         "%s ('module', %s.%s, ...): a whole pickled module; torch.load returns the class and "
+				         "builds the module with it, so loading needs that class's code",
+				         op, g->module, g->name);
+		} else if (!is_storage_id(target))
 			scan_add(f, TI_SCAN_SUSPICIOUS, "pickle", offset, op, NULL, NULL,
 			         "%s of a %s that is not a ('storage', ...) tuple: weights_only=True refuses it, torch's "
 			         "full loader looks it up", op, ti_kind_name(target->kind));

@@ -48,6 +48,20 @@ void scan_add(scan_findings *f, ti_scan_severity severity, const char *kind, int
               const char *opcode, const char *module, const char *name, const char *fmt, ...)
 	__attribute__((format(printf, 8, 9)));
 
+/*
+ * A persistent_load hook for the legacy format's pickles: a ('module', cls,
+ * source_file, source) id becomes cls, as torch's legacy loader makes it,
+ * so the NEWOBJ that follows calls the class; other ids stay as they are.
+ */
+ti_status scan_persistent_load(void *ctx, ti_arena *arena, ti_value *pid, ti_value **out, ti_error *err);
+
+/*
+ * A BUILD hook that only judges: the state of an nn.Module (a dict with
+ * _parameters and _modules) built on an instance of a class says the file is
+ * a whole pickled module, whose loading needs that class's code.
+ */
+ti_status scan_build(void *ctx, ti_arena *arena, ti_value *object, ti_value *state, int *handled, ti_error *err);
+
 /* The pickle machine's observe hook, with a scan_findings as its context. */
 ti_status scan_observe(void *ctx, uint8_t opcode, const ti_value *target, int64_t offset, ti_error *err);
 

@@ -17,6 +17,7 @@
 
 #include "core/entries.h"
 #include "core/torch_unpickle.h"
+#include "format/legacy.h"
 #include "format/zip_archive.h"
 #include "core/findings.h"
 
@@ -31,6 +32,7 @@ struct ti_ckpt {
 	ti_value *root;
 	ti_entry_list entries;
 	scan_findings findings; /* data.pkl's globals and calls, judged as scan judges them */
+	const uint64_t *payload_offsets; /* a legacy file's: where each storage's bytes begin */
 };
 
 /* torch writes format versions 1..3 for torch.save; the reader accepts up to kMaxSupportedFileFormatVersion. */
@@ -46,8 +48,11 @@ void ti_limits_default(ti_limits *limits)
 	ti_pickle_limits_default(&limits->pickle);
 }
 
-/* Tells what a file is when it is not a zip, from its first bytes (torch-formats.md section 0). */
-static ti_status sniff(const char *path, ti_error *err)
+/*
+ * Tells what a file is when it is not a zip, from its first bytes
+ * (torch-formats.md section 0); *is_legacy when it is a legacy torch.save.
+ */
+static ti_status sniff(const char *path, bool *is_legacy, ti_error *err)
 {
 	FILE *f = fopen(path, "rb");
 	if (!f)
@@ -65,8 +70,10 @@ static ti_status sniff(const char *path, ti_error *err)
 		return TI_OK;
 	if (n >= 4 && !memcmp(head, "PK\5\6", 4))
 		return TI_FAIL(err, TI_E_CORRUPT, "empty zip archive");
-	if (n >= sizeof(legacy) && !memcmp(head, legacy, sizeof(legacy)))
-		return TI_FAIL(err, TI_E_UNSUPPORTED, "legacy torch.save format (PyTorch before 1.6) is not supported yet");
+	if (n >= sizeof(legacy) && !memcmp(head, legacy, sizeof(legacy))) {
+		*is_legacy = true;
+		return TI_OK;
+	}
 	if (n >= 9 && head[8] == '{')
 		return TI_FAIL(err, TI_E_UNSUPPORTED, "safetensors files are not supported yet");
 	if (n >= 262 && !memcmp(head + 257, "ustar", 5))
@@ -317,6 +324,34 @@ static ti_status check_storages(ti_ckpt *c, ti_error *err)
 	return s;
 }
 
+/*
+ * A legacy torch.save file: its records are made, one "data/<key>" per
+ * storage, at the offset its bytes begin; it has no archive and no root.
+ */
+static ti_status read_legacy(ti_ckpt *c, const char *path, const ti_limits *lim, ti_error *err)
+{
+	ti_legacy l;
+	ti_status s = ti_legacy_read(path, &c->arena, lim, &c->findings, &l, err);
+	if (s)
+		return s;
+	c->root = l.root;
+	c->storages = l.storages;
+	c->storage_count = l.storage_count;
+	c->records = l.records;
+	c->record_count = l.storage_count;
+	c->payload_offsets = l.offsets;
+	c->info.format = "torch-legacy";
+	c->info.root = "";
+	c->info.version = l.protocol_version;
+	/* THPStorage_writeFileRaw writes counts and elements little-endian whatever the writer's own order */
+	c->info.byteorder = "little";
+	c->info.has_byteorder = true;
+	c->info.format_version = c->info.storage_alignment = -1;
+	c->info.pickle_size = l.pickle_size;
+	c->info.pickle_protocol = l.pickle_protocol;
+	return TI_OK;
+}
+
 ti_status ti_ckpt_open(const char *path, const ti_limits *limits, ti_ckpt **out, ti_error *err)
 {
 	ti_limits defaults;
@@ -326,7 +361,8 @@ ti_status ti_ckpt_open(const char *path, const ti_limits *limits, ti_ckpt **out,
 	}
 	ti_error_clear(err);
 	*out = NULL;
-	if (sniff(path, err))
+	bool legacy = false;
+	if (sniff(path, &legacy, err))
 		return err->code;
 	ti_ckpt *c = calloc(1, sizeof(*c));
 	if (!c)
@@ -334,8 +370,9 @@ ti_status ti_ckpt_open(const char *path, const ti_limits *limits, ti_ckpt **out,
 	ti_arena_init(&c->arena, limits->arena_max);
 	scan_findings_init(&c->findings, NULL);
 	ti_status s;
-	if ((s = read_directory(c, path, limits, err)) || (s = read_small_records(c, err)) ||
-	    (s = read_pickle(c, limits, err)) || (s = check_storages(c, err)) ||
+	if ((legacy ? (s = read_legacy(c, path, limits, err)) != TI_OK
+	            : ((s = read_directory(c, path, limits, err)) || (s = read_small_records(c, err)) ||
+	               (s = read_pickle(c, limits, err)) || (s = check_storages(c, err)))) ||
 	    (s = ti_entries_collect(c->root, &c->arena, limits->depth_max, limits->entries_max, &c->entries, err))) {
 		ti_ckpt_close(c);
 		return s;
@@ -378,5 +415,11 @@ ti_scan_severity ti_ckpt_safety(const ti_ckpt *c, const ti_scan_finding **findin
 
 ti_status ti_ckpt_record_payload_offset(ti_ckpt *c, size_t i, uint64_t *offset, ti_error *err)
 {
+	if (c->payload_offsets) {
+		if (i >= c->record_count)
+			return TI_FAIL(err, TI_E_INVALID, "no record %zu", i);
+		*offset = c->payload_offsets[i];
+		return TI_OK;
+	}
 	return ti_zip_payload_offset(c->zip, i, offset, err);
 }

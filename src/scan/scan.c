@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "core/findings.h"
+#include "format/legacy.h"
 #include "scan/zip_walk.h"
 #include "tinspect/checkpoint.h"
 #include "tinspect/pickle.h"
@@ -124,11 +125,14 @@ static void zip_report(void *ctx, ti_scan_severity severity, const char *record,
  * Findings go to into (a scratch set when the caller is not sure it is a
  * pickle at all). *consumed gets the bytes up to STOP.
  */
-static ti_status run_pickle(const ti_pickle_source *src, scan_findings *into, size_t *consumed, ti_error *err)
+static ti_status run_pickle(const ti_pickle_source *src, scan_findings *into, size_t *consumed, bool legacy,
+                            ti_error *err)
 {
 	ti_arena arena;
 	ti_arena_init(&arena, PICKLE_ARENA_MAX);
-	ti_pickle_hooks hooks = {.ctx = into, .observe = scan_observe};
+	/* a legacy file's ('module', cls, ...) ids are their class, as its loader makes them */
+	ti_pickle_hooks hooks = {.ctx = into, .observe = scan_observe, .persistent_load = legacy ? scan_persistent_load : NULL,
+	                         .build = legacy ? NULL : scan_build};
 	ti_limits lim;
 	ti_limits_default(&lim);
 	ti_value *out = NULL;
@@ -151,7 +155,7 @@ static size_t try_pickle(scanner *sc, const ti_pickle_source *src, const char *r
 	ti_error err;
 	ti_error_clear(&err);
 	size_t consumed = 0;
-	if (run_pickle(src, &scratch, &consumed, &err))
+	if (run_pickle(src, &scratch, &consumed, false, &err))
 		consumed = 0;
 	for (size_t i = 0; consumed && i < scratch.count; i++) {
 		const ti_scan_finding *x = &scratch.items[i];
@@ -180,7 +184,7 @@ static ti_pickle_source tail_of(const ti_pickle_source *src, uint64_t offset, wi
  * be a pickle; later ones end the stream quietly when they are not.
  * Returns the bytes consumed.
  */
-static uint64_t scan_pickles(scanner *sc, const ti_pickle_source *src, const char *record, size_t max)
+static uint64_t scan_pickles(scanner *sc, const ti_pickle_source *src, const char *record, size_t max, bool legacy)
 {
 	uint64_t pos = 0;
 	sc->r->f.offset_base = 0;
@@ -190,12 +194,23 @@ static uint64_t scan_pickles(scanner *sc, const ti_pickle_source *src, const cha
 		ti_error err;
 		ti_error_clear(&err);
 		size_t consumed = 0;
-		scan_findings_record(&sc->r->f, record);
+		/* a legacy file's findings name their pickle: "pickle 4 (object)", offsets the file's */
+		char named[TI_ERROR_MEMBER_MAX + 64];
+		const char *in = record;
+		if (legacy && k < 5) {
+			snprintf(named, sizeof(named), "%s%s%s", record ? record : "", record ? "!" : "", ti_legacy_pickle_names[k]);
+			in = named;
+		}
+		scan_findings_record(&sc->r->f, in);
 		sc->r->f.offset_base = (int64_t)pos;
+		uint64_t extent;
+		if (legacy && !ti_legacy_pickle_extent(&part, &extent, &err))
+			part.size = extent; /* the storages after the pickles are never read */
+		ti_error_clear(&err);
 		if (k == 0 || max) {
-			if (run_pickle(&part, &sc->r->f, &consumed, &err)) {
+			if (run_pickle(&part, &sc->r->f, &consumed, legacy, &err)) {
 				err.offset = err.offset >= 0 ? err.offset + (int64_t)pos : -1;
-				unreadable(sc, &err, record);
+				unreadable(sc, &err, in);
 				return pos;
 			}
 			sc->r->pub.pickles++;
@@ -296,7 +311,7 @@ static void scan_record(scanner *sc, const ti_pickle_source *zsrc, const zw_arch
 			scan_source(sc, &src, record, depth + 1, NULL);
 		}
 	} else if (pickle_by_name(e->name)) {
-		uint64_t used = scan_pickles(sc, &src, record, 1);
+		uint64_t used = scan_pickles(sc, &src, record, 1, false);
 		if (used && used < src.size && (ends_with(e->name, "/data.pkl") || ends_with(e->name, "/constants.pkl"))) {
 			scan_findings_record(&sc->r->f, record);
 			scan_add(&sc->r->f, TI_SCAN_SUSPICIOUS, "pickle", (int64_t)used, NULL, NULL, NULL,
@@ -391,7 +406,7 @@ static bool parses_as_pickle(scanner *sc, const ti_pickle_source *src)
 	size_t consumed = 0;
 	ti_error err;
 	ti_error_clear(&err);
-	bool ok = !run_pickle(src, &scratch, &consumed, &err);
+	bool ok = !run_pickle(src, &scratch, &consumed, false, &err);
 	scan_findings_release(&scratch);
 	return ok;
 }
@@ -424,7 +439,7 @@ static const char *scan_source(scanner *sc, const ti_pickle_source *src, const c
 	case TI_FILE_ZIP:
 		return scan_zip(sc, src, prefix, depth);
 	case TI_FILE_LEGACY_TORCH:
-		scan_pickles(sc, src, prefix, 5);
+		scan_pickles(sc, src, prefix, 5, true);
 		return "legacy";
 	case TI_FILE_SAFETENSORS: /* nothing in it is ever code: its header is checked as inspect reads it */
 		if (path)
@@ -440,7 +455,7 @@ static const char *scan_source(scanner *sc, const ti_pickle_source *src, const c
 	/* protocol 0 pickles are text: a text file is text only when it is no pickle */
 	if (kind == TI_FILE_TEXT && depth == 0 && !parses_as_pickle(sc, src))
 		return scan_text(sc, path, kind);
-	uint64_t used = scan_pickles(sc, src, prefix, 0);
+	uint64_t used = scan_pickles(sc, src, prefix, 0, false);
 	if (!used)
 		return "unknown";
 	if (depth == 0)

@@ -20,14 +20,15 @@ static const source_row *const rows[] = {
 	&source_safetensors,
 	&source_hf_index,
 	&source_hf_directory,
+	&source_torch_legacy,
 };
 
 enum { ARENA_MAX = (size_t)4 << 30 };
 
 const char *ti_source_format_name(ti_source_format format)
 {
-	static const char *const names[] = {"torch-zip", "safetensors", "hf-sharded", "model"};
-	return (unsigned)format < 4 ? names[format] : "?";
+	static const char *const names[] = {"torch-zip", "safetensors", "hf-sharded", "model", "torch-legacy"};
+	return (unsigned)format < sizeof(names) / sizeof(names[0]) ? names[format] : "?";
 }
 
 /* ---- building: what rows call ---- */
@@ -206,9 +207,6 @@ static ti_status no_reader(ti_file_kind kind, uint64_t size, ti_error *err)
 	switch (kind) {
 	case TI_FILE_EMPTY:
 		return TI_FAIL(err, TI_E_CORRUPT, "empty file");
-	case TI_FILE_LEGACY_TORCH:
-		return TI_FAIL(err, TI_E_UNSUPPORTED, "a torch.save file in the legacy format (before PyTorch 1.6): "
-		               "not read yet; torch.save(obj, path) with PyTorch 1.6 or later writes one tinspect reads");
 	case TI_FILE_PICKLE:
 		return TI_FAIL(err, TI_E_UNSUPPORTED, "a bare pickle, not a torch.save file: torch.load cannot load it "
 		               "either ('tinspect scan' says what it would call)");

@@ -82,6 +82,7 @@ typedef struct source_row {
 } source_row;
 
 extern const source_row source_torch_zip, source_safetensors, source_hf_index, source_hf_directory;
+extern const source_row source_torch_legacy;
 
 /* Opens path with the row its content names: what rows that hold other files (an index, a folder) call. */
 ti_status source_open_file(ti_source *s, const char *path, ti_error *err);

@@ -217,6 +217,8 @@ def flatten(obj, prefix="", out=None, memo=None):
     keys as Python's str() renders them."""
     if out is None:
         out, memo = {}, {}
+    if isinstance(obj, torch.nn.Module):  # a whole pickled module: tinspect lists its state_dict()
+        obj = obj.state_dict()
     if isinstance(obj, (torch.Tensor, Raw)):
         out[prefix] = to_val(obj)
     elif not holds_tensor(obj, memo):

@@ -147,7 +147,7 @@ Test(source, a_file_of_no_model_format_says_what_it_is)
 		{"", 0, TI_E_CORRUPT, "empty file"},
 		{"epoch 3, loss 0.25\n", 19, TI_E_UNSUPPORTED, "a text file, not a model file"},
 		{"\x80\x04}\x94.", 5, TI_E_UNSUPPORTED, "a bare pickle, not a torch.save file"},
-		{"\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19.", 15, TI_E_UNSUPPORTED, "legacy format"},
+		{"\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19.", 15, TI_E_CORRUPT, "the file ends before pickle 2"},
 		{"\x7f" "ELF\x02\x01\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00", 16, TI_E_UNSUPPORTED,
 		 "not a model file tinspect reads"},
 		{"\x08\0\0\0\0", 5, TI_E_CORRUPT, "a file of 5 bytes, too short to be any model file"},

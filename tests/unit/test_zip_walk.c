@@ -504,8 +504,14 @@ Test(zip_walk, walks_and_reads_every_fixture_without_a_report)
 		size_t n = strlen(d->d_name);
 		if (n < 4 || strcmp(d->d_name + n - 3, ".pt"))
 			continue;
-		char path[512];
+		char path[512], head[4] = {0};
 		snprintf(path, sizeof(path), "fixtures/%s", d->d_name);
+		FILE *f = fopen(path, "rb");
+		size_t got = f ? fread(head, 1, sizeof(head), f) : 0;
+		if (f)
+			fclose(f);
+		if (got < 4 || memcmp(head, "PK", 2)) /* a legacy torch.save file is no zip */
+			continue;
 		walk_fixture(path);
 		cr_expect(report_count == 0, "%s: want no report; got:%s", path, all_reports());
 		for (size_t i = 0; i < archive.count; i++) {
