@@ -87,5 +87,8 @@ const char *ti_dcp_version(const ti_dcp *dcp);
  * above), for scan: what a DCP folder's .metadata is judged by.
  */
 bool ti_dcp_global_allowed(const char *module, const char *name);
+/* The classes and functions of that list, one at a time: the module, and the name in *name; NULL past the end. */
+size_t ti_dcp_class_count(void);
+const char *ti_dcp_class_at(size_t i, const char **name);
 
 #endif

@@ -1,9 +1,13 @@
 /*
  * dcp.c - reading a DCP folder's .metadata (see tinspect/dcp.h).
  *
- * The pickle runs with no interpretation and one observer: every global it
- * names must be on the table below, every call must call a global, and no
- * persistent id may occur. The raw values it leaves (NEWOBJ + BUILD for the
+ * The pickle runs with no interpretation, only checks: every global it
+ * names must be on the table below; every call must be one a Metadata is
+ * built with (NEWOBJ of its dataclasses; REDUCE of torch.Size, a layout,
+ * an enum, a path, OrderedDict; getattr of an enum class and a member
+ * name); BUILD may only set a NEWOBJ-made object's state; and no
+ * persistent id may occur. So what it accepts is data, whatever Python
+ * would do with it. The raw values it leaves (NEWOBJ + BUILD for the
  * dataclasses, REDUCE for torch.Size and the enums) are then read by field
  * name, each checked for kind, rank, bounds and overflow, and the chunks of
  * each tensor paired with the _StorageInfo that Metadata.storage_data keys
@@ -43,6 +47,9 @@ void ti_dcp_limits_default(ti_dcp_limits *limits)
 	};
 }
 
+/* How a global of the table may be called. */
+enum { CALL_NONE, CALL_NEWOBJ, CALL_REDUCE, CALL_GETATTR, CALL_ENUM };
+
 /*
  * The globals a Metadata is made of. Modules moved between versions:
  * TensorProperties and its enum lived in torch.distributed._shard
@@ -53,36 +60,58 @@ void ti_dcp_limits_default(ti_dcp_limits *limits)
  */
 static const struct {
 	const char *module, *name;
+	int call;
 } allowed[] = {
-	{"torch.distributed.checkpoint.metadata", "Metadata"},
-	{"torch.distributed.checkpoint.metadata", "TensorStorageMetadata"},
-	{"torch.distributed.checkpoint.metadata", "ChunkStorageMetadata"},
-	{"torch.distributed.checkpoint.metadata", "BytesStorageMetadata"},
-	{"torch.distributed.checkpoint.metadata", "MetadataIndex"},
-	{"torch.distributed.checkpoint.metadata", "TensorProperties"},
-	{"torch.distributed.checkpoint.metadata", "_MEM_FORMAT_ENCODING"},
-	{"torch.distributed.checkpoint.metadata", "StorageMeta"},
-	{"torch.distributed._shard.sharded_tensor.metadata", "TensorProperties"},
-	{"torch.distributed._shard.sharded_tensor.metadata", "MEM_FORMAT_ENCODING"},
-	{"torch.distributed.checkpoint.filesystem", "_StorageInfo"},
-	{"torch", "Size"},
-	{"torch.serialization", "_get_layout"},
-	{"collections", "OrderedDict"},
-	{"builtins", "getattr"},
-	{"pathlib", "PosixPath"},
-	{"pathlib", "PurePosixPath"},
-	{"pathlib", "WindowsPath"},
-	{"pathlib", "PureWindowsPath"},
+	{"torch.distributed.checkpoint.metadata", "Metadata", CALL_NEWOBJ},
+	{"torch.distributed.checkpoint.metadata", "TensorStorageMetadata", CALL_NEWOBJ},
+	{"torch.distributed.checkpoint.metadata", "ChunkStorageMetadata", CALL_NEWOBJ},
+	{"torch.distributed.checkpoint.metadata", "BytesStorageMetadata", CALL_NEWOBJ},
+	{"torch.distributed.checkpoint.metadata", "MetadataIndex", CALL_NEWOBJ},
+	{"torch.distributed.checkpoint.metadata", "TensorProperties", CALL_NEWOBJ},
+	{"torch.distributed.checkpoint.metadata", "StorageMeta", CALL_NEWOBJ},
+	{"torch.distributed.checkpoint.metadata", "_MEM_FORMAT_ENCODING", CALL_ENUM},
+	{"torch.distributed._shard.sharded_tensor.metadata", "TensorProperties", CALL_NEWOBJ},
+	{"torch.distributed._shard.sharded_tensor.metadata", "MEM_FORMAT_ENCODING", CALL_ENUM},
+	{"torch.distributed.checkpoint.filesystem", "_StorageInfo", CALL_NEWOBJ},
+	{"torch", "Size", CALL_REDUCE},
+	{"torch.serialization", "_get_layout", CALL_REDUCE},
+	{"collections", "OrderedDict", CALL_REDUCE},
+	{"builtins", "getattr", CALL_GETATTR},
+	{"pathlib", "PosixPath", CALL_REDUCE},
+	{"pathlib", "PurePosixPath", CALL_REDUCE},
+	{"pathlib", "WindowsPath", CALL_REDUCE},
+	{"pathlib", "PureWindowsPath", CALL_REDUCE},
 };
 
-bool ti_dcp_global_allowed(const char *module, const char *name)
+/* The table's row for module.name: how it may be called (CALL_NONE for a dtype or layout), or -1 if it is not there. */
+static int allowed_call(const char *module, const char *name)
 {
 	for (size_t i = 0; i < sizeof(allowed) / sizeof(allowed[0]); i++)
 		if (!strcmp(allowed[i].module, module) && !strcmp(allowed[i].name, name))
-			return true;
+			return allowed[i].call;
 	/* torch.float32 ... and the layouts torch.strided ... (a bare global in some writers) */
-	return !strcmp(module, "torch") && (ti_dtype_from_torch_name(name) != TI_DT_INVALID ||
-	                                    ti_layout_from_name(name) != TI_LAYOUT_COUNT);
+	if (!strcmp(module, "torch") &&
+	    (ti_dtype_from_torch_name(name) != TI_DT_INVALID || ti_layout_from_name(name) != TI_LAYOUT_COUNT))
+		return CALL_NONE;
+	return -1;
+}
+
+bool ti_dcp_global_allowed(const char *module, const char *name)
+{
+	return allowed_call(module, name) >= 0;
+}
+
+size_t ti_dcp_class_count(void)
+{
+	return sizeof(allowed) / sizeof(allowed[0]);
+}
+
+const char *ti_dcp_class_at(size_t i, const char **name)
+{
+	if (i >= sizeof(allowed) / sizeof(allowed[0]))
+		return NULL;
+	*name = allowed[i].name;
+	return allowed[i].module;
 }
 
 /* ---- the pickle, run with the observer only ---- */
@@ -102,13 +131,20 @@ static ti_status observe(void *ctx, uint8_t opcode, const ti_value *target, int6
 		TI_FAIL(err, TI_E_UNSUPPORTED, "names '%.100s.%.100s', which no DCP metadata holds: refused, never run",
 		        target->as.global->module, target->as.global->name);
 		break;
-	case 'R': case 0x81: case 0x92: case 'o': /* REDUCE NEWOBJ NEWOBJ_EX OBJ */
-		if (target && target->kind == TI_GLOBAL)
+	case 'R': case 0x81: { /* REDUCE NEWOBJ: the call hook checks the arguments */
+		int how = target && target->kind == TI_GLOBAL
+		              ? allowed_call(target->as.global->module, target->as.global->name) : -1;
+		if (how == (opcode == 'R' ? CALL_REDUCE : CALL_NEWOBJ) || (opcode == 'R' && how >= CALL_GETATTR))
 			return TI_OK;
-		TI_FAIL(err, TI_E_UNSUPPORTED, "%s calls a %s, not a class DCP metadata holds", op ? op : "?",
-		        target ? ti_kind_name(target->kind) : "nothing");
+		if (target && target->kind == TI_GLOBAL)
+			TI_FAIL(err, TI_E_UNSUPPORTED, "%s of '%.100s.%.100s': not how DCP metadata builds it", op,
+			        target->as.global->module, target->as.global->name);
+		else
+			TI_FAIL(err, TI_E_UNSUPPORTED, "%s calls a %s, not a class DCP metadata holds", op,
+			        target ? ti_kind_name(target->kind) : "nothing");
 		break;
-	case 'b': /* BUILD */
+	}
+	case 'b': /* BUILD: the build hook checks the object */
 		return TI_OK;
 	default: /* PERSID, BINPERSID: DCP metadata has none */
 		TI_FAIL(err, TI_E_UNSUPPORTED, "%s: DCP metadata holds no persistent ids", op ? op : "?");
@@ -116,6 +152,36 @@ static ti_status observe(void *ctx, uint8_t opcode, const ti_value *target, int6
 	}
 	err->offset = offset;
 	return err->code;
+}
+
+/* getattr(EnumClass, 'MEMBER') is the only getattr: an attribute of anything else could be code. */
+static ti_status check_call(void *ctx, ti_arena *arena, ti_value *callable, ti_value *args, ti_call_kind how,
+                            ti_value **out, ti_error *err)
+{
+	(void)ctx, (void)arena, (void)how;
+	*out = NULL;
+	const ti_global *g = callable->as.global; /* the observer let only globals through */
+	if (allowed_call(g->module, g->name) != CALL_GETATTR)
+		return TI_OK;
+	const ti_value *cls = args->kind == TI_TUPLE && args->as.seq.count == 2 ? args->as.seq.items[0] : NULL;
+	if (cls && cls->kind == TI_GLOBAL &&
+	    allowed_call(cls->as.global->module, cls->as.global->name) == CALL_ENUM &&
+	    args->as.seq.items[1]->kind == TI_STR)
+		return TI_OK;
+	return TI_FAIL(err, TI_E_UNSUPPORTED, "getattr of anything but a DCP enum's member: refused, never run");
+}
+
+/* BUILD sets the fields of an object NEWOBJ made (a dataclass of the table), and nothing else. */
+static ti_status check_build(void *ctx, ti_arena *arena, ti_value *object, ti_value *state, int *handled,
+                             ti_error *err)
+{
+	(void)ctx, (void)arena;
+	*handled = 0;
+	if (object->kind == TI_OBJECT && (object->flags & TI_F_NEWOBJ) && !object->as.object->state &&
+	    (state->kind == TI_DICT || state->kind == TI_TUPLE))
+		return TI_OK;
+	return TI_FAIL(err, TI_E_UNSUPPORTED, "BUILD of a %s: DCP metadata only sets a new dataclass's fields",
+	               ti_kind_name(object->kind));
 }
 
 /* ---- reading the values, by field ---- */
@@ -457,7 +523,7 @@ ti_status ti_dcp_parse(const uint8_t *data, size_t size, const ti_dcp_limits *li
 		return TI_FAIL(err, TI_E_NOMEM, "out of memory");
 	/* every value the pickle makes is a few dozen bytes per input byte at most */
 	ti_arena_init(&d->arena, (size_t)1 << 31);
-	ti_pickle_hooks hooks = {.observe = observe};
+	ti_pickle_hooks hooks = {.call = check_call, .build = check_build, .observe = observe};
 	ti_pickle_limits plim;
 	ti_pickle_limits_default(&plim);
 	ti_value *root = NULL;
