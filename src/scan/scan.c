@@ -553,6 +553,9 @@ static const char *scan_path(scanner *sc, const char *path, const char *prefix)
  * A DCP folder's .metadata when tinspect's own reader refused it: run
  * through the observer as any pickle, with the classes a Metadata is made
  * of allowed beside the caller's, so that what is left is what refused it.
+ * getattr is among them (Python 3.11 pickles an enum member with it): a
+ * chain that reaches code through it must call what it returned, and that
+ * call is itself dangerous to the observer.
  */
 static void scan_refused_metadata(scanner *sc, const char *path, const ti_error *why)
 {
@@ -570,8 +573,6 @@ static void scan_refused_metadata(scanner *sc, const char *path, const ti_error 
 	size_t n = own;
 	for (size_t i = 0; i < extra; i++) {
 		const char *name, *module = ti_dcp_class_at(i, &name);
-		if (!strcmp(module, "builtins")) /* getattr is allowed only as an enum's lookup, which the reader checks */
-			continue;
 		snprintf(names + i * 256, 256, "%s.%s", module, name);
 		allow[n++] = names + i * 256;
 	}
