@@ -576,7 +576,8 @@ static void scan_refused_metadata(scanner *sc, const char *path, const ti_error 
 		snprintf(names + i * 256, 256, "%s.%s", module, name);
 		allow[n++] = names + i * 256;
 	}
-	ti_scan_options dcp_opt = {.allow = allow, .allow_count = n, .include_safe = sc->opt ? sc->opt->include_safe : 0};
+	/* not listed as safe: "allowed by --allow" would not be what allowed them */
+	ti_scan_options dcp_opt = {.allow = allow, .allow_count = n, .include_safe = 0};
 	const ti_scan_options *saved = sc->r->f.opt;
 	sc->r->f.opt = &dcp_opt;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -591,11 +592,9 @@ static void scan_refused_metadata(scanner *sc, const char *path, const ti_error 
 	sc->r->f.opt = saved;
 	free(allow);
 	free(names);
-	char text[TI_ERROR_MESSAGE_MAX + 64];
-	ti_error_format(why, text, sizeof(text));
 	scan_findings_record(&sc->r->f, ".metadata");
 	scan_add(&sc->r->f, TI_SCAN_UNKNOWN, "pickle", why->offset, NULL, NULL, NULL,
-	         "not what DCP writes, so not read: %s", text);
+	         "not what DCP writes, so not read: %s", why->message);
 }
 
 /*

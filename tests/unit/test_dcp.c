@@ -110,7 +110,7 @@ typedef struct broken_case {
 } broken_case;
 
 static broken_case broken_cases[] = {
-	{"overlap", TI_E_CORRUPT, "no storage record holds a chunk"}, /* moved: its record no longer matches */
+	{"overlap", TI_E_CORRUPT, "'weight': chunks 0 and 1 overlap"},
 	{"outside", TI_E_CORRUPT, "lies outside the tensor in dimension 1"},
 	{"gap", TI_E_CORRUPT, "its chunks hold 16 of its 24 elements"},
 	{"rank", TI_E_CORRUPT, "chunk 0 has 2 and 1 dimensions"},
