@@ -109,7 +109,8 @@ test: deps-test
 		$(PYTHON) tests/conformance/export_conformance.py ./tinspect --check-readme README.md && \
 		$(PYTHON) tests/conformance/check_conformance.py ./tinspect && \
 		$(PYTHON) tests/conformance/diff_conformance.py ./tinspect && \
-		$(PYTHON) tests/conformance/legacy_conformance.py ./tinspect; \
+		$(PYTHON) tests/conformance/legacy_conformance.py ./tinspect && \
+		$(PYTHON) tests/conformance/dcp_conformance.py ./tinspect; \
 	else echo "conformance: skipped (python3-torch is not installed)"; fi
 
 # The whole suite under AddressSanitizer and UndefinedBehaviorSanitizer.
@@ -138,10 +139,10 @@ bench: deps
 # libFuzzer (gcc, ASan, UBSan) on the crash fixtures and on the fixtures.
 CLANG ?= clang
 FUZZ_SECONDS ?= 60
-FUZZ_HARNESSES ?= pickle checkpoint safetensors model scan
+FUZZ_HARNESSES ?= pickle checkpoint safetensors model scan dcp
 FUZZ_CFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L -D_FILE_OFFSET_BITS=64 -Wall -Wextra -Werror -O1 -g \
 	-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
-FUZZ_ALL := pickle checkpoint safetensors model scan
+FUZZ_ALL := pickle checkpoint safetensors model scan dcp
 FUZZ_LIB_OBJ := $(LIB_SRC:%.c=build/fuzz/%.o)
 FUZZ_BIN := $(FUZZ_ALL:%=build/fuzz/fuzz_%)
 FUZZ_REPLAY_BIN := $(FUZZ_ALL:%=build/asan/fuzz-replay-%)

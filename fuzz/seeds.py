@@ -14,6 +14,7 @@ Writes, from the repository the script lives in:
   OUT/corpus/model/        fixtures/models/*.json, tests/cli/models/*.json,
                            and one small description per operator and module
                            signature found in src/ops/ and src/nn/
+  OUT/corpus/dcp/         the .metadata of fixtures/dcp*/ and fixtures/dcp_broken/*/
   OUT/dict/HARNESS.dict    libFuzzer dictionaries: pickle globals in both
                            GLOBAL and STACK_GLOBAL spelling, zip signatures
                            and record names, safetensors and index keys and
@@ -440,6 +441,40 @@ def model_dict(ops, modules):
     return [dict_line('"%s"' % w) for w in sorted(words)]
 
 
+# ---- DCP .metadata ---------------------------------------------------------
+
+
+def dcp_seeds(out):
+    n = 0
+    for path in rel("fixtures/dcp*/.metadata") + rel("fixtures/dcp_broken/*/.metadata"):
+        with open(path, "rb") as f:
+            name = os.path.basename(os.path.dirname(path))
+            write(os.path.join(out, "corpus", "dcp", "dcp-" + name + ".metadata"), f.read())
+        n += 1
+    return n
+
+
+DCP_GLOBALS = [("torch.distributed.checkpoint.metadata", n) for n in (
+    "Metadata", "TensorStorageMetadata", "ChunkStorageMetadata", "BytesStorageMetadata", "MetadataIndex",
+    "TensorProperties", "_MEM_FORMAT_ENCODING", "StorageMeta")] + [
+    ("torch.distributed._shard.sharded_tensor.metadata", "TensorProperties"),
+    ("torch.distributed._shard.sharded_tensor.metadata", "MEM_FORMAT_ENCODING"),
+    ("torch.distributed.checkpoint.filesystem", "_StorageInfo"), ("torch", "Size"), ("torch", "float32"),
+    ("torch.serialization", "_get_layout"), ("builtins", "getattr"), ("pathlib", "PosixPath")]
+DCP_WORDS = ["state_dict_metadata", "storage_data", "planner_data", "storage_meta", "version", "properties",
+             "size", "chunks", "offsets", "sizes", "fqn", "offset", "index", "relative_path", "length",
+             "transform_descriptors", "__0_0.distcp", "__1_0.distcp", "torch.strided", "TORCH_CONTIGUOUS_FORMAT"]
+
+
+def dcp_dict():
+    lines = []
+    for mod, name in DCP_GLOBALS:
+        lines.append(dict_line("c%s\n%s\n" % (mod, name)))
+        lines.append(dict_line(short_str(mod) + b"\x94" + short_str(name) + b"\x94\x93"))
+    lines += [dict_line(short_str(w)) for w in DCP_WORDS]
+    return lines + pickle_dict()
+
+
 def main():
     if len(sys.argv) != 2:
         sys.stderr.write("usage: python3 fuzz/seeds.py OUT\n")
@@ -452,12 +487,14 @@ def main():
         "scan": scan_seeds(out),
     }
     counts["model"], ops, modules = model_seeds(out)
+    counts["dcp"] = dcp_seeds(out)
     dicts = {
         "pickle": pickle_dict(),
         "checkpoint": checkpoint_dict(),
         "safetensors": safetensors_dict(),
         "model": model_dict(ops, modules),
         "scan": checkpoint_dict(),
+        "dcp": dcp_dict(),
     }
     for name, lines in dicts.items():
         write(os.path.join(out, "dict", name + ".dict"), "\n".join(lines) + "\n")

@@ -38,7 +38,8 @@ typedef enum ti_source_format {
 	TI_SOURCE_SAFETENSORS,
 	TI_SOURCE_HF_SHARDED,
 	TI_SOURCE_MODEL,       /* a model description's parameters: no data until filled */
-	TI_SOURCE_TORCH_LEGACY /* torch.save's legacy stream (before 1.6): read as a torch zip is */
+	TI_SOURCE_TORCH_LEGACY,/* torch.save's legacy stream (before 1.6): read as a torch zip is */
+	TI_SOURCE_DCP          /* a torch.distributed.checkpoint folder (dcp.h): .metadata and its __R_N.distcp files */
 } ti_source_format;
 
 typedef struct ti_source_storage {
@@ -68,6 +69,9 @@ typedef struct ti_source_tensor {
 	const char *unsupported;/* why it cannot be moved (quantized, sparse), or NULL */
 	const char *tie_of;     /* named only by a "tie.NAME" of safetensors __metadata__: the tensor whose data it is */
 	bool conj, neg;         /* saved as a lazy conjugate/negative view (dtype.h): its storage reads resolved */
+	/* A DCP tensor's chunks (dcp.h); chunk file i is ti_source_file_at(i + 1), after .metadata. Else none. */
+	const struct ti_dcp_chunk *chunks;
+	size_t chunk_count;
 } ti_source_tensor;
 
 /* A module of a description, as state_dict()._metadata records it: its prefix and class _version. */

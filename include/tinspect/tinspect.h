@@ -13,6 +13,7 @@
 #include "tinspect/checkpoint.h"
 #include "tinspect/convert.h"
 #include "tinspect/cuda.h"
+#include "tinspect/dcp.h"
 #include "tinspect/dtype.h"
 #include "tinspect/error.h"
 #include "tinspect/fill.h"

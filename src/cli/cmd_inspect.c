@@ -218,6 +218,46 @@ static const char *next_tie(const inspect *in, const char *name, size_t *at)
 	return NULL;
 }
 
+/*
+ * A DCP tensor's source tensor, which lists its chunks: a DCP folder makes
+ * one storage per tensor, in order, so the storage's index finds it.
+ */
+static const ti_source_tensor *chunked(const inspect *in, const ti_tensor *x)
+{
+	if (in->ckpt || !x->storage || ti_source_get_format(in->src) != TI_SOURCE_DCP)
+		return NULL;
+	const ti_source_tensor *t = ti_source_tensor_at(in->src, x->storage->index);
+	return t && t->storage == x->storage->index && t->chunk_count ? t : NULL;
+}
+
+/* The name of a chunk's file, as .metadata gives it. */
+static const char *chunk_file(const inspect *in, const ti_dcp_chunk *c)
+{
+	const char *path = ti_source_file_at(in->src, c->file + 1), *slash = path ? strrchr(path, '/') : NULL;
+	return slash ? slash + 1 : path ? path : "?";
+}
+
+/* Adds where a DCP tensor's chunks lie to a row's notes: "sharded in 3 chunks over 2 files", "in '__0_0.distcp'". */
+static void add_chunks(const inspect *in, const ti_tensor *x, char *notes, size_t size)
+{
+	const ti_source_tensor *t = chunked(in, x);
+	size_t n = strlen(notes);
+	if (!t || n >= size)
+		return;
+	size_t files = 0;
+	for (size_t i = 0; i < t->chunk_count; i++) {
+		size_t k = 0;
+		while (k < i && t->chunks[k].file != t->chunks[i].file)
+			k++;
+		files += k == i;
+	}
+	if (t->chunk_count == 1)
+		snprintf(notes + n, size - n, "%sin '%s'", n ? " " : "", chunk_file(in, &t->chunks[0]));
+	else
+		snprintf(notes + n, size - n, "%ssharded in %zu chunks over %zu file%s", n ? " " : "", t->chunk_count, files,
+		         files == 1 ? "" : "s");
+}
+
 /* Adds "tied to 'NAME'" to a row's notes for each name tied to tensor `name`. */
 static void add_ties(const inspect *in, const char *name, char *notes, size_t size)
 {
@@ -509,6 +549,7 @@ static int print_text(inspect *in, const totals *t)
 			/* written piece by piece: printf costs more than the rest */
 			describe(x, notes, sizeof(notes));
 			add_ties(in, e->name, notes, sizeof(notes));
+			add_chunks(in, x, notes, sizeof(notes));
 			cli_out_cell(o, e->name, w.name, CLI_LEFT, false);
 			cli_out_put(o, "  ", CLI_GAP);
 			cli_out_left(o, ti_dtype_name(x->dtype), w.dtype);
@@ -774,6 +815,24 @@ static bool json_tensor(const inspect *in, cli_out *o, const char *name, const t
 			if (!first)
 				cli_out_put(o, ",", 1);
 			cli_out_json_string(o, tie);
+		}
+		cli_out_put(o, "]", 1);
+	}
+	const ti_source_tensor *sharded = name ? chunked(in, x) : NULL;
+	if (sharded) { /* a DCP tensor: where each chunk of it lies */
+		key(&r, K("chunks"));
+		cli_out_put(o, "[", 1);
+		for (size_t i = 0; i < sharded->chunk_count; i++) {
+			const ti_dcp_chunk *c = &sharded->chunks[i];
+			if (i)
+				cli_out_put(o, ",", 1);
+			row ch = row_open(o);
+			put_dims(&ch, K("offsets"), c->offsets, x->ndim);
+			put_dims(&ch, K("sizes"), c->sizes, x->ndim);
+			put_str(&ch, K("file"), chunk_file(in, c));
+			put_int(&ch, K("offset"), (int64_t)c->offset);
+			put_int(&ch, K("length"), (int64_t)c->length);
+			row_close(&ch);
 		}
 		cli_out_put(o, "]", 1);
 	}

@@ -197,7 +197,7 @@ bool cli_is_checkpoint_directory(const char *path)
 	char weights[4096];
 	ti_error err;
 	ti_error_clear(&err);
-	return !ti_source_folder_weights(path, weights, sizeof(weights), &err);
+	return !ti_source_folder_weights(path, weights, sizeof(weights), &err) || ti_dcp_is_folder(path);
 }
 
 static int input_error(const char *path, const char *reason)

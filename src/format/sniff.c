@@ -81,6 +81,7 @@ const char *ti_file_kind_name(ti_file_kind kind)
 		[TI_FILE_JSON] = "a JSON file",
 		[TI_FILE_TEXT] = "a text file",
 		[TI_FILE_DIRECTORY] = "a directory",
+		[TI_FILE_DCP] = "a torch.distributed.checkpoint directory",
 		[TI_FILE_UNKNOWN] = "of no format tinspect knows",
 	};
 	return (unsigned)kind <= TI_FILE_UNKNOWN ? names[kind] : names[TI_FILE_UNKNOWN];

@@ -357,7 +357,9 @@ static ti_status expand_encoder(mem_builder *b, const mem_event *ev, bool stack,
 	bool fast = takes_fast_path(b, m, true, mask != NULL);
 	for (int64_t i = 0; i < layers && x >= 0; i++) {
 		char prefix[48];
-		snprintf(prefix, sizeof(prefix), stack ? "layers.%lld." : "", (long long)i);
+		prefix[0] = '\0';
+		if (stack)
+			snprintf(prefix, sizeof(prefix), "layers.%lld.", (long long)i);
 		x = fast ? fast_path(b, "_transformer_encoder_layer_fwd", x, &s, ti_module_dim(m, "dim_feedforward").value, err)
 		         : encoder_layer(b, m, prefix, x, &s, mk, err);
 	}

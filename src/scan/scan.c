@@ -17,6 +17,7 @@
 #include "tinspect/scan.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -29,6 +30,7 @@
 #include "format/legacy.h"
 #include "scan/zip_walk.h"
 #include "tinspect/checkpoint.h"
+#include "tinspect/dcp.h"
 #include "tinspect/pickle.h"
 #include "tinspect/hf_index.h"
 #include "tinspect/safetensors.h"
@@ -562,6 +564,122 @@ static const char *scan_path(scanner *sc, const char *path, const char *prefix)
 	return format;
 }
 
+/*
+ * A DCP folder's .metadata when tinspect's own reader refused it: run
+ * through the observer as any pickle, with the classes a Metadata is made
+ * of allowed beside the caller's, so that what is left is what refused it.
+ * getattr is among them (Python 3.11 pickles an enum member with it): a
+ * chain that reaches code through it must call what it returned, and that
+ * call is itself dangerous to the observer.
+ */
+static void scan_refused_metadata(scanner *sc, const char *path, const ti_error *why)
+{
+	size_t extra = ti_dcp_class_count(), own = sc->opt ? sc->opt->allow_count : 0;
+	const char **allow = calloc(own + extra + 1, sizeof(*allow));
+	char *names = calloc(extra, 256);
+	if (!allow || !names) {
+		free(allow);
+		free(names);
+		sc->r->f.failed = true;
+		return;
+	}
+	for (size_t i = 0; i < own; i++)
+		allow[i] = sc->opt->allow[i];
+	size_t n = own;
+	for (size_t i = 0; i < extra; i++) {
+		const char *name, *module = ti_dcp_class_at(i, &name);
+		snprintf(names + i * 256, 256, "%s.%s", module, name);
+		allow[n++] = names + i * 256;
+	}
+	/* not listed as safe: "allowed by --allow" would not be what allowed them */
+	ti_scan_options dcp_opt = {.allow = allow, .allow_count = n, .include_safe = 0};
+	const ti_scan_options *saved = sc->r->f.opt;
+	sc->r->f.opt = &dcp_opt;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	if (fd >= 0 && !fstat(fd, &st)) {
+		file_src f = {fd};
+		ti_pickle_source src = {(uint64_t)st.st_size, file_read, &f};
+		scan_pickles(sc, &src, ".metadata", 1, false);
+	}
+	if (fd >= 0)
+		close(fd);
+	sc->r->f.opt = saved;
+	free(allow);
+	free(names);
+	scan_findings_record(&sc->r->f, ".metadata");
+	scan_add(&sc->r->f, TI_SCAN_UNKNOWN, "pickle", why->offset, NULL, NULL, NULL,
+	         "not what DCP writes, so not read: %s", why->message);
+}
+
+/*
+ * A torch.distributed.checkpoint folder: its .metadata, read by the DCP
+ * reader (dcp.h: only the classes a Metadata is made of, only as DCP
+ * builds them); then every chunk and bytes item, each a torch.save blob
+ * inside a data file, scanned as an archive of its own, named
+ * "FILE@OFFSET". torch.distributed.checkpoint.load unpickles them all.
+ */
+static const char *scan_dcp(scanner *sc, const char *dir)
+{
+	size_t len = strlen(dir);
+	while (len > 1 && dir[len - 1] == '/')
+		len--;
+	char meta[4096];
+	snprintf(meta, sizeof(meta), "%.*s/.metadata", (int)len, dir);
+	ti_dcp *dcp = NULL;
+	ti_error err;
+	ti_error_clear(&err);
+	ti_status s = ti_dcp_open(meta, NULL, &dcp, &err);
+	if (s == TI_E_UNSUPPORTED) {
+		scan_refused_metadata(sc, meta, &err);
+		return "dcp";
+	}
+	if (s) {
+		unreadable(sc, &err, ".metadata");
+		return "dcp";
+	}
+	sc->r->pub.pickles++;
+	for (size_t f = 0; f < ti_dcp_file_count(dcp); f++) {
+		char path[4096];
+		snprintf(path, sizeof(path), "%.*s/%s", (int)len, dir, ti_dcp_file_at(dcp, f));
+		int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+		struct stat st;
+		ti_error_clear(&err);
+		if (fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+			TI_FAIL(&err, TI_E_IO, "cannot open: %s", fd < 0 ? strerror(errno) : "not a regular file");
+			unreadable(sc, &err, ti_dcp_file_at(dcp, f));
+			if (fd >= 0)
+				close(fd);
+			continue;
+		}
+		file_src fs = {fd};
+		ti_pickle_source whole = {(uint64_t)st.st_size, file_read, &fs};
+		for (size_t i = 0; i < ti_dcp_item_count(dcp); i++) {
+			const ti_dcp_item *item = ti_dcp_item_at(dcp, i);
+			for (size_t k = 0; k < item->chunk_count; k++) {
+				const ti_dcp_chunk *c = &item->chunks[k];
+				if (c->file != f)
+					continue;
+				char record[512];
+				snprintf(record, sizeof(record), "%s@%" PRIu64, ti_dcp_file_at(dcp, f), c->offset);
+				if (c->offset > whole.size || c->length > whole.size - c->offset) {
+					ti_error_clear(&err);
+					TI_FAIL(&err, TI_E_CORRUPT, "'%.200s' holds bytes %" PRIu64 " to %" PRIu64 " of a file of %" PRIu64,
+					        item->name, c->offset, c->offset + c->length, whole.size);
+					unreadable(sc, &err, record);
+					continue;
+				}
+				window_src w = {&whole, c->offset};
+				ti_pickle_source blob = {c->length, window_read, &w};
+				scan_source(sc, &blob, record, 1, NULL);
+			}
+		}
+		close(fd);
+	}
+	ti_dcp_close(dcp);
+	return "dcp";
+}
+
 ti_status ti_scan_file(const char *path, const ti_scan_options *opt, ti_scan_report **out, ti_error *err)
 {
 	*out = NULL;
@@ -571,6 +689,8 @@ ti_status ti_scan_file(const char *path, const ti_scan_options *opt, ti_scan_rep
 	if (!sc.r)
 		return TI_FAIL(err, TI_E_NOMEM, "out of memory");
 	struct stat st;
+	if (!stat(path, &st) && S_ISDIR(st.st_mode) && ti_dcp_is_folder(path))
+		return finish(&sc, scan_dcp(&sc, path), out, err);
 	if (!stat(path, &st) && S_ISDIR(st.st_mode)) {
 		/* a Hugging Face folder: what from_pretrained would load from it */
 		char weights[4096];

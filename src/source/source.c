@@ -8,6 +8,8 @@
  */
 #include "source/source_internal.h"
 
+#include "tinspect/dcp.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -21,13 +23,14 @@ static const source_row *const rows[] = {
 	&source_hf_index,
 	&source_hf_directory,
 	&source_torch_legacy,
+	&source_dcp,
 };
 
 enum { ARENA_MAX = (size_t)4 << 30 };
 
 const char *ti_source_format_name(ti_source_format format)
 {
-	static const char *const names[] = {"torch-zip", "safetensors", "hf-sharded", "model", "torch-legacy"};
+	static const char *const names[] = {"torch-zip", "safetensors", "hf-sharded", "model", "torch-legacy", "dcp"};
 	return (unsigned)format < sizeof(names) / sizeof(names[0]) ? names[format] : "?";
 }
 
@@ -177,7 +180,7 @@ static ti_status sniff_path(const char *path, ti_file_kind *kind, uint64_t *size
 		return TI_FAIL(err, TI_E_IO, "cannot open: %s", strerror(errno));
 	*size = (uint64_t)sb.st_size;
 	if (S_ISDIR(sb.st_mode)) {
-		*kind = TI_FILE_DIRECTORY;
+		*kind = ti_dcp_is_folder(path) ? TI_FILE_DCP : TI_FILE_DIRECTORY;
 		return TI_OK;
 	}
 	if (!S_ISREG(sb.st_mode)) /* a FIFO or a device: reading it could block forever */
@@ -260,6 +263,7 @@ void ti_source_close(ti_source *s)
 		if (s->parts[i].fd >= 0)
 			close(s->parts[i].fd);
 	}
+	ti_dcp_close(s->dcp);
 	ti_arena_release(&s->arena);
 	free(s);
 }

@@ -72,6 +72,7 @@ struct ti_source {
 	source_part *unlisted;
 	ti_status list_status;
 	ti_error list_error;
+	struct ti_dcp *dcp;         /* a DCP folder's metadata, closed with the source */
 };
 
 /* A row of the format table: the kind of file it reads, and how. */
@@ -83,6 +84,7 @@ typedef struct source_row {
 
 extern const source_row source_torch_zip, source_safetensors, source_hf_index, source_hf_directory;
 extern const source_row source_torch_legacy;
+extern const source_row source_dcp;
 
 /* Opens path with the row its content names: what rows that hold other files (an index, a folder) call. */
 ti_status source_open_file(ti_source *s, const char *path, ti_error *err);

@@ -13,7 +13,11 @@
 # with a whole document on stdout and nothing but warnings on stderr, or exits
 # 3 with exactly one line on stderr that starts with 'tinspect: ', or exits 1
 # refusing a dangerous pickle (a damaged global name) in one line; scan may
-# exit 0, 1 or 3, always with its JSON report. Anything else fails: a sanitizer
+# exit 0, 1 or 3, always with its JSON report.
+# The DCP folders fixtures/dcp and fixtures/dcp_v22 are damaged one file at a
+# time (dcp_copies: .metadata and each .distcp cut and changed) and each copy
+# also goes through `TINSPECT convert --force DIR -o OUT.safetensors`, which
+# reads every tensor from its chunks: exit 0 or 3 as above. Anything else fails: a sanitizer
 # report, 4 (an I/O or resource error from a damaged byte), 124 (timeout),
 # 128+N (a signal).
 #
@@ -125,6 +129,41 @@ mutate_without_python() {
 	done
 }
 
+# ---- DCP folders: each file of the folder damaged in turn, with head and dd ----
+
+# dcp_copies SRC DEST: damaged copies of the DCP folder SRC, each a folder
+# DEST/STEM.FILE.cut.N or DEST/STEM.FILE.flip.K: .metadata cut at every
+# length of cut_lengths and 20 times with a few bytes changed; each data
+# file cut at 40 lengths and 10 times with bytes changed.
+dcp_copies() {
+	src=$1 dest=$2
+	stem=$(basename "$src")
+	for part in "$src"/.metadata "$src"/*.distcp; do
+		name=$(basename "$part")
+		size=$(wc -c <"$part" | tr -d ' ')
+		if [ "$name" = .metadata ]; then
+			lengths=$(cut_lengths "$size") flips=20
+		else
+			lengths=$(awk -v n="$size" 'BEGIN { for (i = 1; i <= 40; i++) print int(n * i / 41) }' | sort -n -u)
+			flips=10
+		fi
+		for n in $lengths; do
+			cp -R "$src" "$dest/$stem.$name.cut.$n"
+			head -c "$n" "$part" >"$dest/$stem.$name.cut.$n/$name"
+		done
+		awk -v seed="$seed" -v size="$size" -v flips="$flips" -v salt="${#name}$size" 'BEGIN {
+			srand(seed * 7919 + salt % 1000003)
+			for (k = 0; k < flips; k++)
+				for (f = 1 + int(rand() * 4); f > 0; f--) print k, int(rand() * size), int(rand() * 256)
+		}' | while read -r k offset value; do
+			out=$dest/$stem.$name.flip.$k
+			[ -d "$out" ] || cp -R "$src" "$out"
+			# shellcheck disable=SC2059
+			printf "\\$(printf %03o "$value")" | dd of="$out/$name" bs=1 seek="$offset" conv=notrunc 2>/dev/null
+		done
+	done
+}
+
 # ---- running ----
 
 # check FILE ARGS...: one run; prints a report and returns 1 when it fails.
@@ -134,6 +173,8 @@ check() {
 	shift
 	if [ "${1:-}" = scan ]; then
 		$run_timeout "$bin" scan --json "$file" >"$dir/out" 2>"$dir/err" </dev/null
+	elif [ "${1:-}" = convert ]; then # reads every byte of every tensor
+		$run_timeout "$bin" convert --force "$file" -o "$dir/converted.safetensors" >"$dir/out" 2>"$dir/err" </dev/null
 	else
 		$run_timeout "$bin" "$file" "$@" >"$dir/out" 2>"$dir/err" </dev/null
 	fi
@@ -228,6 +269,20 @@ shard() {
 				check "$file" --depth 2 --records
 				;;
 			esac
+		done
+	done
+	# DCP folders: inspected, scanned and converted (which assembles every tensor from its chunks)
+	for fixture in fixtures/dcp fixtures/dcp_v22; do
+		i=$((i + 1))
+		[ $((i % jobs)) -eq "$j" ] || continue
+		dir=$work/shard$j
+		rm -rf "$dir"
+		mkdir -p "$dir/in"
+		dcp_copies "$fixture" "$dir/in"
+		for file in "$dir"/in/*; do
+			check "$file" --json
+			check "$file" scan
+			check "$file" convert
 		done
 	done
 	echo "$passed $failed" >"$work/count$j"
