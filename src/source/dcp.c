@@ -129,7 +129,7 @@ static ti_status chunk_tensor(dcp_tensor *t, size_t i, const ti_pickle_source *s
 			s = err->code;
 		} else if (!rec || !rec->readable || rec->method != 0 || rec->size != (uint64_t)x->storage->nbytes ||
 		           rec->data_offset > src->size || rec->size > src->size - rec->data_offset ||
-		           (uint64_t)extent > (uint64_t)x->storage->numel) {
+		           (uint64_t)extent > (uint64_t)x->storage->nbytes / ti_dtype_size(x->dtype)) {
 			s = TI_FAIL(err, TI_E_CORRUPT, "its torch.save blob has no stored record of its storage's %" PRId64
 			            " bytes", x->storage->nbytes);
 		} else {
@@ -347,7 +347,8 @@ static ti_status list_items(ti_source *s, const ti_dcp *dcp, source_part *meta, 
 		*t = (ti_source_tensor){.name = item->name, .dtype = item->dtype, .ndim = item->ndim, .shape = item->shape,
 		                        .stride = stride, .numel = item->numel, .storage = s->storage_count - 1,
 		                        .requires_grad = item->requires_grad, .chunks = item->chunks,
-		                        .chunk_count = item->chunk_count};
+		                        .chunk_count = item->chunk_count,
+		                        .unsupported = ti_dtype_is_quantized(item->dtype) ? "a quantized tensor" : NULL};
 	}
 	meta->entries = entries;
 	meta->entry_count = n;
