@@ -20,6 +20,8 @@
  *                 sum of squared deviations from it), chunks combined with
  *                 Chan, Golub and LeVeque's pairwise update: stable however
  *                 large the tensor or its mean. std needs 2 finite values.
+ *                 float64 values past about 1e154 overflow the squares (and
+ *                 past 1.8e308 / n the sum) to inf, as torch.std's do.
  *   nan, posinf, neginf   counts; integers and bool have none.
  *   zeros         values == 0 (-0.0 counts), of all elements.
  *   checksum      XXH64, seed 0 (cuda.h's ti_checksum), of the tensor's bytes

@@ -34,6 +34,12 @@ static void merge(acc *a, uint64_t nb, double mean_b, double m2_b)
 {
 	if (!nb)
 		return;
+	if (!a->finite) { /* the first: no cross term, which could be inf * 0 */
+		a->finite = nb;
+		a->mean = mean_b;
+		a->m2 = m2_b;
+		return;
+	}
 	uint64_t n = a->finite + nb;
 	double d = mean_b - a->mean;
 	a->mean += d * ((double)nb / (double)n);
