@@ -63,4 +63,12 @@ ti_status ti_view_check(ti_source *src, const ti_source_tensor *t, ti_error *err
 ti_status ti_view_read(ti_view_reader *r, ti_source *src, const ti_source_tensor *t, int64_t first, size_t n,
                        void *out, ti_error *err);
 
+/*
+ * Asks the kernel to start reading elements first .. first+n-1 of a
+ * contiguous view of a file's bytes while the caller works on the current
+ * chunk: without it, reading and computing take turns and the disk idles
+ * half the time. A hint only (posix_fadvise); nothing fails with it.
+ */
+void ti_view_prefetch(ti_source *src, const ti_source_tensor *t, int64_t first, size_t n);
+
 #endif

@@ -6,7 +6,6 @@
  * The comparison loop has a plain-C body per dtype pair that matters
  * (float32, float64); everything else is cast to float64 by ti_cast first.
  */
-#include <fcntl.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,22 +59,6 @@ static ti_status read_view(ti_source *src, const ti_source_tensor *t, int64_t fi
                            scratch *s, ti_error *err)
 {
 	return ti_view_read(&s->view, src, t, first, n, out, err);
-}
-
-/*
- * Asks the kernel to start reading the next chunk of a contiguous view while
- * this one is compared: without it, reading and comparing take turns and
- * the disk idles half the time. A hint only; nothing fails with it.
- */
-static void prefetch(ti_source *src, const ti_source_tensor *t, int64_t first, size_t n)
-{
-	int fd;
-	uint64_t base;
-	if (n == 0 || !ti_source_tensor_contiguous(t) || !ti_source_file_place(src, t->storage, &fd, &base))
-		return;
-	size_t es = ti_dtype_size(t->dtype);
-	(void)posix_fadvise(fd, (off_t)(base + (uint64_t)(t->offset + first) * es), (off_t)(n * es),
-	                    POSIX_FADV_WILLNEED);
 }
 
 /* How many elements of each side one chunk holds. */
@@ -190,8 +173,8 @@ static ti_status compare_values(ti_source *a, const ti_source_tensor *ta, ti_sou
 			return st;
 		int64_t next = first + (int64_t)k;
 		size_t after = (uint64_t)(ta->numel - next) < n ? (size_t)(ta->numel - next) : n;
-		prefetch(a, ta, next, after);
-		prefetch(b, tb, next, after);
+		ti_view_prefetch(a, ta, next, after);
+		ti_view_prefetch(b, tb, next, after);
 		if (same_dtype && !memcmp(s->raw[0], s->raw[1], k * esa))
 			continue; /* the same bytes: the same values, NaNs included */
 		identical = false;
@@ -555,8 +538,8 @@ ti_status ti_diff_run(ti_source *a, ti_source *b, const ti_diff_options *options
 				const ti_source_tensor *nx = ti_source_tensor_at(a, ta_of[j]), *ny = ti_source_tensor_at(b, tb_of[j]);
 				if (same_shape(nx, ny)) {
 					size_t k = (uint64_t)nx->numel < TI_DIFF_CHUNK ? (size_t)nx->numel : TI_DIFF_CHUNK;
-					prefetch(a, nx, 0, k);
-					prefetch(b, ny, 0, k);
+					ti_view_prefetch(a, nx, 0, k);
+					ti_view_prefetch(b, ny, 0, k);
 				}
 			}
 			if ((st = compare_values(a, x, b, y, &o, &s, &rows[i], &out->failed_input, err)))

@@ -3,6 +3,7 @@
  */
 #include "tinspect/view.h"
 
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -103,4 +104,15 @@ ti_status ti_view_read(ti_view_reader *r, ti_source *src, const ti_source_tensor
 			return st;
 	}
 	return TI_OK;
+}
+
+void ti_view_prefetch(ti_source *src, const ti_source_tensor *t, int64_t first, size_t n)
+{
+	int fd;
+	uint64_t base;
+	if (n == 0 || !ti_source_tensor_contiguous(t) || !ti_source_file_place(src, t->storage, &fd, &base))
+		return;
+	size_t es = ti_dtype_size(t->dtype);
+	(void)posix_fadvise(fd, (off_t)(base + (uint64_t)(t->offset + first) * es), (off_t)(n * es),
+	                    POSIX_FADV_WILLNEED);
 }

@@ -288,6 +288,10 @@ static ti_status stats_view(ti_source *src, const ti_source_tensor *t, ti_view_r
 		size_t k = (uint64_t)(t->numel - first) < chunk ? (size_t)(t->numel - first) : chunk;
 		if ((st = ti_view_read(r, src, t, first, k, raw, err)))
 			break;
+		if (!r->read) { /* the next chunk comes in while this one is counted */
+			int64_t next = first + (int64_t)k;
+			ti_view_prefetch(src, t, next, (uint64_t)(t->numel - next) < chunk ? (size_t)(t->numel - next) : chunk);
+		}
 		ti_checksum_update(&sum, raw, k * es);
 		switch (how) {
 		case R_FLOAT32: {
@@ -430,7 +434,7 @@ static ti_status run_cuda(ti_source *src, const size_t *which, size_t n, const t
 			if ((st = ti_cuda_alloc(cuda, dev.nbytes, &dev.ptr, err)))
 				break;
 			placed = true;
-			if ((st = ti_place_upload(cuda, src, t->storage, dev.ptr, false, NULL, count_upload, pr, err)))
+			if (dev.nbytes && (st = ti_place_upload(cuda, src, t->storage, dev.ptr, false, NULL, count_upload, pr, err)))
 				break;
 		}
 		st = stats_view(src, t, &r, s, NULL, err);

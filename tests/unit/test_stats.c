@@ -274,6 +274,30 @@ Test(stats, on_cuda_the_bytes_read_back_give_the_same_statistics)
 	EXPECT_DOUBLE(cuda.std, cpu.std);
 }
 
+Test(stats, on_cuda_views_of_shared_storages_and_empty_tensors_agree_with_the_cpu)
+{
+	cr_assert(access(fake_path(), R_OK) == 0, "the fake driver %s is missing", fake_path());
+	setenv(TI_CUDA_LIBRARY_ENV, fake_path(), 1);
+	ti_error err;
+	ti_error_clear(&err);
+	ASSERT_STATUS(ti_source_open("fixtures/views.pt", &src, &err), TI_OK, err);
+	size_t n = ti_source_tensor_count(src), which[16];
+	cr_assert(n <= 16);
+	for (size_t i = 0; i < n; i++)
+		which[i] = n - 1 - i; /* not in storage order */
+	ti_tensor_stats cpu[16], cuda[16];
+	ti_stats_options o = {.cuda = false};
+	ASSERT_STATUS(ti_stats_run(src, which, n, &o, cpu, &err), TI_OK, err);
+	o.cuda = true;
+	ASSERT_STATUS(ti_stats_run(src, which, n, &o, cuda, &err), TI_OK, err);
+	for (size_t i = 0; i < n; i++) {
+		const char *name = ti_source_tensor_at(src, which[i])->name;
+		cr_expect(cuda[i].checksum == cpu[i].checksum, "%s: checksum differs", name);
+		cr_expect(cuda[i].count == cpu[i].count && cuda[i].zeros == cpu[i].zeros, "%s: counts differ", name);
+		cr_expect(cuda[i].finite < 1 || cuda[i].mean == cpu[i].mean, "%s: mean differs", name);
+	}
+}
+
 Test(stats, without_a_driver_cuda_is_not_available)
 {
 	setenv(TI_CUDA_LIBRARY_ENV, "/nonexistent/libcuda.so.1", 1);
