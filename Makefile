@@ -20,7 +20,7 @@ BASE_CFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L -D_FILE_OFFSET_BITS=64 -Wall -W
 CPPFLAGS_ALL = -Iinclude -Isrc $(DEPS_CFLAGS)
 SAN_FLAGS = -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 
-LIB_SRC := $(wildcard src/util/*.c src/core/*.c src/format/*.c src/source/*.c src/shapes/*.c src/ops/*.c src/nn/*.c src/model/*.c src/memory/*.c src/materialize/*.c src/convert/*.c src/scan/*.c src/check/*.c src/diff/*.c)
+LIB_SRC := $(wildcard src/util/*.c src/core/*.c src/format/*.c src/source/*.c src/shapes/*.c src/ops/*.c src/nn/*.c src/model/*.c src/memory/*.c src/materialize/*.c src/convert/*.c src/scan/*.c src/check/*.c src/diff/*.c src/stats/*.c)
 CLI_SRC := $(wildcard src/cli/*.c)
 TEST_SRC := $(wildcard tests/unit/*.c)
 
@@ -110,7 +110,8 @@ test: deps-test
 		$(PYTHON) tests/conformance/check_conformance.py ./tinspect && \
 		$(PYTHON) tests/conformance/diff_conformance.py ./tinspect && \
 		$(PYTHON) tests/conformance/legacy_conformance.py ./tinspect && \
-		$(PYTHON) tests/conformance/dcp_conformance.py ./tinspect; \
+		$(PYTHON) tests/conformance/dcp_conformance.py ./tinspect && \
+		$(PYTHON) tests/conformance/stats_conformance.py ./tinspect; \
 	else echo "conformance: skipped (python3-torch is not installed)"; fi
 
 # The whole suite under AddressSanitizer and UndefinedBehaviorSanitizer.

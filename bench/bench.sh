@@ -80,4 +80,5 @@ fi
 "$mpy" "$here/measure_convert.py" --tinspect "$tinspect" --python "$PYTHON" \
 	--runs "$RUNS" $extra "$cache" || status=1
 "$mpy" "$here/measure_diff.py" --tinspect "$tinspect" --python "$PYTHON" --runs "$RUNS" $extra "$cache" || status=1
+"$mpy" "$here/measure_stats.py" --tinspect "$tinspect" --python "$PYTHON" --runs "$RUNS" $extra "$cache" || status=1  # inspect --device cpu on vit_l_16.pt against torch.load + the same statistics
 exit $status

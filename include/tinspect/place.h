@@ -49,6 +49,21 @@ ti_status ti_source_set_fill(ti_source *src, size_t storage, const struct ti_fil
 /* The fill set on storage i, or NULL when its bytes come from a file. */
 const struct ti_fill_policy *ti_source_fill(const ti_source *src, size_t storage);
 
+struct ti_cuda;
+
+/* ti_cuda_open, with TI_E_IO's message "CUDA not available: WHY", as ti_place says it. */
+ti_status ti_place_cuda_open(int index, struct ti_cuda **out, ti_error *err);
+
+/*
+ * Streams storage i's bytes (its file's, or the fill set on it) into ptr,
+ * which the caller allocated on cuda with the storage's nbytes, through the
+ * driver's staging buffers, as ti_place does. *checksum (may be NULL) gets
+ * the XXH64 of the bytes sent when want_checksum; on_piece (may be NULL)
+ * hears of each piece's size as it goes. stats.h uploads with it.
+ */
+ti_status ti_place_upload(struct ti_cuda *cuda, ti_source *src, size_t i, uint64_t ptr, bool want_checksum,
+                          uint64_t *checksum, void (*on_piece)(void *user, size_t n), void *user, ti_error *err);
+
 /* Places every storage of src. TI_E_IO "CUDA not available: ..." when the driver or device is missing. */
 ti_status ti_place(ti_source *src, const ti_place_options *options, ti_place_stats *stats, ti_error *err);
 

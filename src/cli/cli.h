@@ -132,6 +132,13 @@ int cli_report_open_failure(const char *file, const ti_error *err);
 int cli_check_globs(const char *command, const char *option, const char *file, const char *const *globs, size_t count,
                     const char *(*name_at)(const void *ctx, size_t i), const void *ctx, size_t n);
 
+/*
+ * --device VALUE: cpu, cuda or cuda:N (N < 1024), and meta where allowed
+ * (*meta set). Otherwise prints "COMMAND: --device wants ..., not 'VALUE'"
+ * with the closest name and returns EXIT_USAGE.
+ */
+int cli_parse_device(const char *command, const char *value, bool allow_meta, bool *meta, bool *cuda, int *index);
+
 /* Writes s with control characters escaped, so names cannot drive the terminal. */
 void cli_put_safe(FILE *f, const char *s, int width);
 

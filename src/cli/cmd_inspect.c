@@ -6,13 +6,17 @@
 #include <cJSON.h>
 #include <fnmatch.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
 #include "cli/output.h"
+#include "cli/progress.h"
+#include "tinspect/stats.h"
+#include "util/strmap.h"
 
-enum { OPT_HELP = 1, OPT_DEVICE, OPT_JSON, OPT_FILTER, OPT_DEPTH, OPT_RECORDS, OPT_TRUST, OPT_RAW };
+enum { OPT_HELP = 1, OPT_DEVICE, OPT_JSON, OPT_FILTER, OPT_DEPTH, OPT_RECORDS, OPT_TRUST, OPT_RAW, OPT_CHECK_FINITE };
 
 static const cli_option options[] = {
 	{"help", 'h', OPT_FLAG, OPT_HELP},
@@ -23,6 +27,7 @@ static const cli_option options[] = {
 	{"records", 0, OPT_FLAG, OPT_RECORDS},
 	{"trust", 0, OPT_FLAG, OPT_TRUST},
 	{"raw", 0, OPT_FLAG, OPT_RAW},
+	{"check-finite", 0, OPT_FLAG, OPT_CHECK_FINITE},
 	{NULL, 0, 0, 0},
 };
 
@@ -36,7 +41,10 @@ static const char help[] =
 	"the same table, summary and JSON keys, from their headers.\n"
 	"\n"
 	"options:\n"
-	"  --device meta   the device to load onto; inspect reads metadata only (default)\n"
+	"  --device DEV    meta (default): metadata only; cpu or cuda[:N]: also read every\n"
+	"                  tensor's data and add its statistics (finite min, max, mean,\n"
+	"                  std; NaN and inf counts, zeros, an XXH64 checksum)\n"
+	"  --check-finite  exit 1 when any tensor holds NaN or inf (implies --device cpu)\n"
 	"  --json          print one JSON document instead of tables\n"
 	"  --filter GLOB   keep tensors and values whose name matches GLOB (repeatable)\n"
 	"  --depth N       fold names deeper than N components into their prefix, with totals\n"
@@ -64,6 +72,12 @@ typedef struct inspect {
 	const ti_source_tensor **ties; /* safetensors: tensors named only by a __metadata__ tie */
 	size_t tie_count;
 	cli_out out; /* all of stdout goes through it */
+	/* --device cpu|cuda[:N]: the statistics of each tensor entry, or NULL */
+	bool stats, cuda, check_finite;
+	int cuda_index;
+	const ti_tensor_stats **entry_stats; /* per entry */
+	ti_tensor_stats *results;
+	size_t stats_count, nonfinite;
 } inspect;
 
 static bool wanted(const inspect *in, const char *name)
@@ -771,8 +785,66 @@ static bool put_double(row *r, const char *k, size_t n, double v)
 	return true;
 }
 
+/* A statistic: the shortest digits that read back (Python's repr), or null. */
+static void put_stat(row *r, const char *k, size_t n, double v, bool valid)
+{
+	char buf[64];
+	if (!valid) {
+		put_null(r, k, n);
+		return;
+	}
+	if (!isfinite(v)) { /* a float64 sum or square past 1.8e308: inf, as torch's own; JSON has no inf */
+		put_name(r, k, n, isnan(v) ? "nan" : v > 0 ? "inf" : "-inf");
+		return;
+	}
+	ti_format_float(v, buf, sizeof(buf));
+	put_raw(r, k, n, buf);
+}
+
+static void put_count(row *r, const char *k, size_t n, uint64_t v, bool valid)
+{
+	if (valid)
+		put_int(r, k, n, (int64_t)v);
+	else
+		put_null(r, k, n);
+}
+
+/* "stats": the same keys for every tensor, null where there is no answer. */
+static void json_stats(cli_out *o, row *r, const ti_tensor_stats *s)
+{
+	char sum[24];
+	bool v = s->has_values && s->finite;
+	key(r, K("stats"));
+	row w = row_open(o);
+	if (s->integer && v) {
+		put_int(&w, K("min"), s->min_int);
+		put_int(&w, K("max"), s->max_int);
+	} else {
+		put_stat(&w, K("min"), s->min, v);
+		put_stat(&w, K("max"), s->max, v);
+	}
+	put_stat(&w, K("mean"), s->mean, v);
+	put_stat(&w, K("std"), s->std, v && s->finite > 1);
+	put_count(&w, K("nan"), s->nan, s->has_values);
+	put_count(&w, K("posinf"), s->posinf, s->has_values);
+	put_count(&w, K("neginf"), s->neginf, s->has_values);
+	put_stat(&w, K("zero_fraction"), s->count ? (double)s->zeros / (double)s->count : 0, s->has_values && s->count);
+	if (s->skipped) {
+		put_null(&w, K("checksum"));
+	} else {
+		snprintf(sum, sizeof(sum), "%016" PRIx64, s->checksum);
+		put_name(&w, K("checksum"), sum);
+	}
+	if (s->skipped || !s->has_values)
+		put_str(&w, K("note"), s->skipped ? s->skipped : "checksum only");
+	else
+		put_null(&w, K("note"));
+	row_close(&w);
+}
+
 /* One tensor object; name NULL for the components and quantizer tensors inside another. */
-static bool json_tensor(const inspect *in, cli_out *o, const char *name, const ti_tensor *x)
+static bool json_tensor(const inspect *in, cli_out *o, const char *name, const ti_tensor *x,
+                        const ti_tensor_stats *stats)
 {
 	size_t at = 0;
 	const char *tie = name ? next_tie(in, name, &at) : NULL;
@@ -849,9 +921,9 @@ static bool json_tensor(const inspect *in, cli_out *o, const char *name, const t
 		if (xe->quant.scales) {
 			put_int(&q, K("axis"), xe->quant.axis);
 			key(&q, K("scales"));
-			ok = json_tensor(in, o, NULL, xe->quant.scales);
+			ok = json_tensor(in, o, NULL, xe->quant.scales, NULL);
 			key(&q, K("zero_points"));
-			ok = json_tensor(in, o, NULL, xe->quant.zero_points) && ok;
+			ok = json_tensor(in, o, NULL, xe->quant.zero_points, NULL) && ok;
 		} else {
 			ok = put_double(&q, K("scale"), xe->quant.scale);
 			put_int(&q, K("zero_point"), xe->quant.zero_point);
@@ -863,12 +935,14 @@ static bool json_tensor(const inspect *in, cli_out *o, const char *name, const t
 		row c = row_open(o);
 		for (size_t i = 0; i < xe->component_count; i++) {
 			key_named(&c, xe->component_names[i]);
-			ok = json_tensor(in, o, NULL, xe->components[i]) && ok;
+			ok = json_tensor(in, o, NULL, xe->components[i], NULL) && ok;
 		}
 		row_close(&c);
 		if (x->layout == TI_LAYOUT_SPARSE_COO)
 			put_bool(&r, K("coalesced"), xe->coalesced);
 	}
+	if (stats)
+		json_stats(o, &r, stats);
 	row_close(&r);
 	return ok;
 }
@@ -1004,6 +1078,22 @@ static bool emit_header(inspect *in)
 	return ok && emit_member(o, ",\n  ", "files", files) && emit_member(o, ",\n  ", "metadata", meta);
 }
 
+/* What --device cpu|cuda read, once: the device, how many tensors, which hold NaN or inf. */
+static cJSON *json_stats_summary(const inspect *in)
+{
+	char where[32] = "cpu";
+	if (in->cuda)
+		snprintf(where, sizeof(where), "cuda:%d", in->cuda_index);
+	cJSON *s = cJSON_CreateObject();
+	cJSON_AddStringToObject(s, "device", where);
+	add_int(s, "tensors", (int64_t)in->stats_count);
+	cJSON *list = cJSON_AddArrayToObject(s, "nonfinite");
+	for (size_t i = 0; list && i < in->entry_count; i++)
+		if (in->entry_stats[i] && ti_stats_nonfinite(in->entry_stats[i]))
+			cJSON_AddItemToArray(list, cJSON_CreateString(in->entries[i].name));
+	return s;
+}
+
 static int print_json(inspect *in, const totals *t)
 {
 	cli_out *o = &in->out;
@@ -1018,7 +1108,7 @@ static int print_json(inspect *in, const totals *t)
 				continue;
 			array_row(o, rows++);
 			if (!pass) {
-				ok = json_tensor(in, o, e->name, e->value->as.tensor);
+				ok = json_tensor(in, o, e->name, e->value->as.tensor, in->entry_stats ? in->entry_stats[i] : NULL);
 			} else {
 				row w = row_open(o);
 				put_str(&w, K("name"), e->name);
@@ -1030,6 +1120,8 @@ static int print_json(inspect *in, const totals *t)
 		array_close(o, rows);
 	}
 	ok = ok && emit_member(o, ",\n  ", "summary", json_summary(t));
+	if (ok && in->entry_stats)
+		ok = emit_member(o, ",\n  ", "stats", json_stats_summary(in));
 	if (ok && in->records) {
 		int rc = emit_records(in);
 		if (rc)
@@ -1045,12 +1137,174 @@ static int print_json(inspect *in, const totals *t)
 	return EXIT_OK;
 }
 
+/* ---- statistics (--device cpu|cuda[:N]) ---- */
+
+static void on_progress(void *user, uint64_t done, uint64_t total)
+{
+	cli_progress *bar = user;
+	bar->total = total;
+	cli_progress_add(bar, done - bar->done);
+}
+
+/* Reads every wanted tensor entry's data; prints the error and returns an exit code. */
+static int compute_stats(inspect *in)
+{
+	size_t nt = ti_source_tensor_count(in->src), n = 0;
+	ti_strmap by_name;
+	ti_strmap_init(&by_name);
+	size_t *which = malloc((in->entry_count + 1) * sizeof(*which));
+	size_t *entry_of = malloc((in->entry_count + 1) * sizeof(*entry_of));
+	in->entry_stats = calloc(in->entry_count + 1, sizeof(*in->entry_stats));
+	in->results = calloc(in->entry_count + 1, sizeof(*in->results));
+	int rc = which && entry_of && in->entry_stats && in->results ? EXIT_OK : EXIT_RESOURCE;
+	for (size_t i = 0; i < nt && !rc; i++) {
+		void *old;
+		if (ti_strmap_add(&by_name, ti_source_tensor_at(in->src, i)->name, (void *)(uintptr_t)(i + 1), &old) < 0)
+			rc = EXIT_RESOURCE;
+	}
+	for (size_t i = 0; i < in->entry_count && !rc; i++) {
+		const ti_entry *e = &in->entries[i];
+		size_t t = (size_t)(uintptr_t)ti_strmap_get(&by_name, e->name);
+		if (e->value->kind != TI_TENSOR || !wanted(in, e->name) || !t)
+			continue;
+		which[n] = t - 1;
+		entry_of[n++] = i;
+	}
+	ti_strmap_release(&by_name);
+	if (rc) {
+		fprintf(stderr, "tinspect: out of memory\n");
+	} else {
+		ti_error err;
+		ti_error_clear(&err);
+		cli_progress bar;
+		cli_progress_begin(&bar, stderr, "inspect", 0, true);
+		ti_stats_options o = {.cuda = in->cuda, .cuda_index = in->cuda_index, .progress = on_progress,
+		                      .progress_user = &bar};
+		ti_status st = ti_stats_run(in->src, which, n, &o, in->results, &err);
+		cli_progress_end(&bar);
+		if (st) {
+			rc = cli_report(in->file, &err);
+		} else {
+			for (size_t k = 0; k < n; k++) {
+				in->entry_stats[entry_of[k]] = &in->results[k];
+				in->nonfinite += ti_stats_nonfinite(&in->results[k]);
+			}
+			in->stats_count = n;
+		}
+	}
+	free(which);
+	free(entry_of);
+	return rc;
+}
+
+/* A statistic for a person: 6 significant digits, an integer tensor's exactly; "-" when there is none. */
+static const char *stat_text(const ti_tensor_stats *s, double v, int64_t exact, bool valid, char *buf, size_t size)
+{
+	if (!valid)
+		return "-";
+	if (s->integer)
+		snprintf(buf, size, "%" PRId64, exact);
+	else
+		snprintf(buf, size, "%.6g", v);
+	return buf;
+}
+
+static const char *zeros_text(const ti_tensor_stats *s, char *buf, size_t size)
+{
+	if (!s->has_values || !s->count)
+		return "-";
+	double pct = 100.0 * (double)s->zeros / (double)s->count;
+	if (s->zeros == 0 || s->zeros == s->count)
+		snprintf(buf, size, "%s", s->zeros ? "100%" : "0%");
+	else if (pct < 0.1)
+		snprintf(buf, size, "<0.1%%");
+	else if (pct > 99.9)
+		snprintf(buf, size, ">99.9%%");
+	else
+		snprintf(buf, size, "%.1f%%", pct);
+	return buf;
+}
+
+static const cli_column stats_columns[] = {
+	{"NAME", CLI_LEFT, 60}, {"MIN", CLI_RIGHT, 0},   {"MAX", CLI_RIGHT, 0},   {"MEAN", CLI_RIGHT, 0},
+	{"STD", CLI_RIGHT, 0},  {"NAN", CLI_RIGHT, 0},   {"INF", CLI_RIGHT, 0},   {"ZEROS", CLI_RIGHT, 0},
+	{"CHECKSUM", CLI_LEFT, 0}, {"NOTE", CLI_LEFT, 0},
+};
+
+/* The names of the tensors that hold NaN or inf, quoted: the first five and how many more. */
+static void nonfinite_names(const inspect *in, char *buf, size_t size)
+{
+	size_t len = 0, shown = 0;
+	buf[0] = '\0';
+	for (size_t i = 0; i < in->entry_count; i++) {
+		const ti_tensor_stats *s = in->entry_stats[i];
+		if (!s || !ti_stats_nonfinite(s))
+			continue;
+		if (shown++ == 5)
+			break;
+		int w = snprintf(buf + len, size - len, "%s'%.100s'", len ? ", " : "", in->entries[i].name);
+		len += w > 0 && (size_t)w < size - len ? (size_t)w : 0;
+	}
+	if (in->nonfinite > 5)
+		snprintf(buf + len, size - len, " and %zu more", in->nonfinite - 5);
+}
+
+static int print_stats_text(inspect *in)
+{
+	char lo[32], hi[32], mean[32], std[32], nan[24], inf[24], zeros[16], sum[24], names[1024];
+	cli_table t;
+	cli_table_init(&t, stats_columns, 10);
+	for (size_t i = 0; i < in->entry_count; i++) {
+		const ti_tensor_stats *s = in->entry_stats[i];
+		if (!s)
+			continue;
+		bool v = s->has_values && s->finite;
+		snprintf(nan, sizeof(nan), "%" PRIu64, s->nan);
+		snprintf(inf, sizeof(inf), "%" PRIu64, s->posinf + s->neginf);
+		snprintf(sum, sizeof(sum), "%016" PRIx64, s->checksum);
+		const char *note = s->skipped ? s->skipped : !s->has_values ? "checksum only" : "";
+		const char *row[] = {in->entries[i].name,
+		                     stat_text(s, s->min, s->min_int, v, lo, sizeof(lo)),
+		                     stat_text(s, s->max, s->max_int, v, hi, sizeof(hi)),
+		                     v ? (snprintf(mean, sizeof(mean), "%.6g", s->mean), mean) : "-",
+		                     v && s->finite > 1 ? (snprintf(std, sizeof(std), "%.6g", s->std), std) : "-",
+		                     s->has_values ? nan : "-",
+		                     s->has_values ? inf : "-",
+		                     zeros_text(s, zeros, sizeof(zeros)),
+		                     s->skipped ? "-" : sum,
+		                     note};
+		cli_table_add(&t, row);
+	}
+	char where[32] = "cpu";
+	if (in->cuda)
+		snprintf(where, sizeof(where), "cuda:%d", in->cuda_index);
+	cli_out_printf(&in->out, "\nstatistics (%s):\n", where);
+	bool ok = cli_table_print(&t, &in->out);
+	cli_table_free(&t);
+	if (!ok)
+		return -1;
+	size_t read = 0;
+	for (size_t i = 0; i < in->entry_count; i++)
+		read += in->entry_stats[i] && !in->entry_stats[i]->skipped;
+	char unread[48] = "";
+	if (read < in->stats_count)
+		snprintf(unread, sizeof(unread), " (%zu not read)", in->stats_count - read);
+	if (!in->nonfinite) {
+		cli_out_printf(&in->out, "no NaN or inf in %zu tensor%s%s\n", read, read == 1 ? "" : "s", unread);
+		return 0;
+	}
+	nonfinite_names(in, names, sizeof(names));
+	cli_out_printf(&in->out, "%zu tensor%s NaN or inf: %s\n", in->nonfinite, in->nonfinite == 1 ? " holds" : "s hold",
+	               names);
+	return 0;
+}
+
 static const char *entry_name(const void *in, size_t i) { return ((const inspect *)in)->entries[i].name; }
 
 int cmd_inspect(int argc, char **argv)
 {
 	inspect in = {0};
-	bool trust = false;
+	bool trust = false, device_given = false;
 	cli_parser p = {argc, 1, argv, options, "inspect", false};
 	const char *value;
 	int id;
@@ -1068,9 +1322,17 @@ int cmd_inspect(int argc, char **argv)
 			break;
 		case OPT_HELP:
 			return cli_help(help);
-		case OPT_DEVICE:
-			if (strcmp(value, "meta"))
-				return cli_usage_error("inspect: --device %s: inspect loads onto the meta device only (use --device meta)", value);
+		case OPT_DEVICE: {
+			bool meta;
+			int rc = cli_parse_device("inspect", value, true, &meta, &in.cuda, &in.cuda_index);
+			if (rc)
+				return rc;
+			in.stats = !meta;
+			device_given = true;
+			break;
+		}
+		case OPT_CHECK_FINITE:
+			in.check_finite = true;
 			break;
 		case OPT_JSON:
 			in.json = true;
@@ -1100,6 +1362,10 @@ int cmd_inspect(int argc, char **argv)
 	}
 	if (!in.file)
 		return cli_usage_error("inspect: no FILE given (usage: tinspect FILE [--json]; see --help)");
+	if (in.check_finite && device_given && !in.stats)
+		return cli_usage_error("inspect: --check-finite reads the data; --device meta reads none (give --device cpu "
+		                       "or cuda)");
+	in.stats |= in.check_finite;
 	int checked = cli_check_input(in.file);
 	if (checked)
 		return checked;
@@ -1138,17 +1404,23 @@ int cmd_inspect(int argc, char **argv)
 	if (compute_totals(&in, &t)) {
 		fprintf(stderr, "tinspect: out of memory\n");
 		rc = EXIT_RESOURCE;
+	} else if (in.stats && (rc = compute_stats(&in))) {
+		/* reported */
 	} else if (in.json) {
 		rc = print_json(&in, &t);
 	} else {
-		if (print_text(&in, &t)) {
+		if (print_text(&in, &t) || (in.stats && print_stats_text(&in))) {
 			fprintf(stderr, "tinspect: out of memory\n");
 			rc = EXIT_RESOURCE;
 		} else if (in.records) {
 			rc = print_records_text(&in);
 		}
 	}
+	if (rc == EXIT_OK && in.check_finite && in.nonfinite)
+		rc = EXIT_NEGATIVE;
 	cli_out_close(&in.out);
+	free(in.entry_stats);
+	free(in.results);
 	free(in.ties);
 	ti_source_close(src);
 	if (rc == EXIT_OK && (fflush(stdout) || ferror(stdout))) {

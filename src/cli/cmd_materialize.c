@@ -330,32 +330,6 @@ static int print_placed(const job *j, const ti_place_stats *s, double seconds, b
 	return EXIT_OK;
 }
 
-static int parse_device(const char *value, bool *cuda, int *index)
-{
-	if (!strcmp(value, "cpu")) {
-		*cuda = false;
-		return EXIT_OK;
-	}
-	if (!strcmp(value, "cuda")) {
-		*cuda = true;
-		*index = 0;
-		return EXIT_OK;
-	}
-	char *end;
-	if (!strncmp(value, "cuda:", 5) && value[5] >= '0' && value[5] <= '9') {
-		long n = strtol(value + 5, &end, 10);
-		if (!*end && n < 1024) {
-			*cuda = true;
-			*index = (int)n;
-			return EXIT_OK;
-		}
-	}
-	static const char *const devices[] = {"cpu", "cuda", NULL};
-	char hint[128];
-	return cli_usage_error("materialize: --device wants cpu, cuda or cuda:N, not '%s'%s", value,
-	                       cli_did_you_mean(value, devices, "", hint, sizeof(hint)));
-}
-
 static int run(job *j, const char *out, const char *format, bool dry_run, bool verify, bool force, bool quiet,
                bool json, bool cuda, int cuda_index)
 {
@@ -449,7 +423,7 @@ int cmd_materialize(int argc, char **argv)
 			ti_arena_release(&j.arena);
 			return cli_help(help);
 		case OPT_DEVICE:
-			rc = parse_device(value, &cuda, &cuda_index);
+			rc = cli_parse_device("materialize", value, false, NULL, &cuda, &cuda_index);
 			break;
 		case OPT_FILL:
 			if (strchr(value, '=') ? ti_fill_table_add(&j.table, value, &err)

@@ -6,6 +6,7 @@
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -328,3 +329,33 @@ int cli_check_globs(const char *command, const char *option, const char *file, c
 	return EXIT_OK;
 }
 
+int cli_parse_device(const char *command, const char *value, bool allow_meta, bool *meta, bool *cuda, int *index)
+{
+	*cuda = false;
+	if (meta)
+		*meta = false;
+	if (allow_meta && !strcmp(value, "meta")) {
+		*meta = true;
+		return EXIT_OK;
+	}
+	if (!strcmp(value, "cpu"))
+		return EXIT_OK;
+	if (!strcmp(value, "cuda")) {
+		*cuda = true;
+		*index = 0;
+		return EXIT_OK;
+	}
+	char *end;
+	if (!strncmp(value, "cuda:", 5) && value[5] >= '0' && value[5] <= '9') {
+		long n = strtol(value + 5, &end, 10);
+		if (!*end && n < 1024) {
+			*cuda = true;
+			*index = (int)n;
+			return EXIT_OK;
+		}
+	}
+	static const char *const devices[] = {"cpu", "cuda", NULL}, *const with_meta[] = {"meta", "cpu", "cuda", NULL};
+	char hint[128];
+	return cli_usage_error("%s: --device wants %scpu, cuda or cuda:N, not '%s'%s", command, allow_meta ? "meta, " : "",
+	                       value, cli_did_you_mean(value, allow_meta ? with_meta : devices, "", hint, sizeof(hint)));
+}

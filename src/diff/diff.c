@@ -1,14 +1,11 @@
 /*
  * diff.c - two sources compared by name (diff.h).
  *
- * Reading: a contiguous view is one pread per chunk of each side; any other
- * view is gathered element by element, from one read of the bytes its chunk
- * spans when that span fits the window, else one read per element
- * (correct, slow, and only for views that skip most of their storage).
+ * Reading: views are read in chunks through view.h (one pread per chunk of
+ * a contiguous view, gathered through the strides otherwise).
  * The comparison loop has a plain-C body per dtype pair that matters
  * (float32, float64); everything else is cast to float64 by ti_cast first.
  */
-#include <fcntl.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,20 +14,18 @@
 #include "tinspect/checkpoint.h"
 #include "tinspect/diff.h"
 #include "tinspect/value.h"
+#include "tinspect/view.h"
 #include "util/strmap.h"
 
 /* Each side's raw buffer: TI_DIFF_CHUNK float64 values, or fewer of a wider dtype. */
 #define RAW_BYTES (TI_DIFF_CHUNK * 8)
-/* The most bytes read at once to gather a strided chunk; a chunk spanning more is read element by element. */
-#define WINDOW_BYTES ((size_t)16 << 20)
 /* A non-tensor value's repr is compared up to this many characters. */
 #define REPR_MAX 4096
 
 typedef struct scratch {
 	unsigned char *raw[2];
 	double *dbl[2];
-	int64_t *offsets;   /* a strided chunk's element offsets */
-	unsigned char *window;
+	ti_view_reader view; /* both sides' strided reads, one at a time */
 } scratch;
 
 static void scratch_release(scratch *s)
@@ -39,8 +34,7 @@ static void scratch_release(scratch *s)
 		free(s->raw[i]);
 		free(s->dbl[i]);
 	}
-	free(s->offsets);
-	free(s->window);
+	ti_view_reader_release(&s->view);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -55,105 +49,16 @@ static ti_status scratch_need(scratch *s, bool doubles, ti_error *err)
 	return TI_OK;
 }
 
-/* A view must lie inside its storage: checked before any read, overflow included. */
 static ti_status check_view(ti_source *src, const ti_source_tensor *t, ti_error *err)
 {
-	if (t->numel == 0)
-		return TI_OK;
-	const ti_source_storage *s = ti_source_storage_at(src, t->storage);
-	uint64_t es = ti_dtype_size(t->dtype), last;
-	if (!s || es == 0 || t->offset < 0)
-		return TI_FAIL(err, TI_E_CORRUPT, "tensor '%s' has no readable storage", t->name);
-	last = (uint64_t)t->offset;
-	for (int i = 0; i < t->ndim; i++) {
-		if (t->shape[i] <= 0 || t->stride[i] < 0)
-			return TI_FAIL(err, TI_E_CORRUPT, "tensor '%s' has a negative stride", t->name);
-		uint64_t step;
-		if (__builtin_mul_overflow((uint64_t)(t->shape[i] - 1), (uint64_t)t->stride[i], &step) ||
-		    __builtin_add_overflow(last, step, &last))
-			return TI_FAIL(err, TI_E_CORRUPT, "tensor '%s' reaches past its storage", t->name);
-	}
-	uint64_t end;
-	if (__builtin_add_overflow(last, 1, &end) || __builtin_mul_overflow(end, es, &end) || end > s->nbytes)
-		return TI_FAIL(err, TI_E_CORRUPT, "tensor '%s' reaches past its storage (%llu bytes)", t->name,
-		               (unsigned long long)s->nbytes);
-	return TI_OK;
-}
-
-static ti_status read_storage(ti_source *src, const ti_source_tensor *t, uint64_t offset, void *buf, size_t n,
-                              ti_error *err)
-{
-	ti_status st = ti_source_read(src, t->storage, offset, buf, n, err);
-	if (st == TI_E_INVALID) /* past the end: the file's fault, not the caller's */
-		st = err->code = TI_E_CORRUPT;
-	return st;
+	return ti_view_check(src, t, err);
 }
 
 /* Elements first .. first+n-1 of view t, in logical (row-major) order, into out. */
 static ti_status read_view(ti_source *src, const ti_source_tensor *t, int64_t first, size_t n, unsigned char *out,
                            scratch *s, ti_error *err)
 {
-	size_t es = ti_dtype_size(t->dtype);
-	if (n == 0)
-		return TI_OK;
-	if (ti_source_tensor_contiguous(t))
-		return read_storage(src, t, (uint64_t)(t->offset + first) * es, out, n * es, err);
-	if (!s->offsets && !(s->offsets = malloc(TI_DIFF_CHUNK * sizeof(int64_t))))
-		return TI_FAIL(err, TI_E_NOMEM, "out of memory for a strided read");
-	int64_t idx[TI_MAX_DIMS], pos = t->offset, rem = first;
-	int nd = t->ndim;
-	for (int d = nd - 1; d >= 0; d--) {
-		idx[d] = rem % t->shape[d];
-		rem /= t->shape[d];
-		pos += idx[d] * t->stride[d];
-	}
-	int64_t lo = pos, hi = pos;
-	for (size_t k = 0; k < n; k++) {
-		s->offsets[k] = pos;
-		lo = pos < lo ? pos : lo;
-		hi = pos > hi ? pos : hi;
-		for (int d = nd - 1; d >= 0; d--) { /* the next index, the last dimension fastest */
-			if (++idx[d] < t->shape[d]) {
-				pos += t->stride[d];
-				break;
-			}
-			pos -= (t->shape[d] - 1) * t->stride[d];
-			idx[d] = 0;
-		}
-	}
-	uint64_t span = (uint64_t)(hi - lo + 1) * es;
-	if (span <= WINDOW_BYTES) {
-		if (!s->window && !(s->window = malloc(WINDOW_BYTES)))
-			return TI_FAIL(err, TI_E_NOMEM, "out of memory for a strided read");
-		ti_status st = read_storage(src, t, (uint64_t)lo * es, s->window, span, err);
-		if (st)
-			return st;
-		for (size_t k = 0; k < n; k++)
-			memcpy(out + k * es, s->window + (uint64_t)(s->offsets[k] - lo) * es, es);
-		return TI_OK;
-	}
-	for (size_t k = 0; k < n; k++) {
-		ti_status st = read_storage(src, t, (uint64_t)s->offsets[k] * es, out + k * es, es, err);
-		if (st)
-			return st;
-	}
-	return TI_OK;
-}
-
-/*
- * Asks the kernel to start reading the next chunk of a contiguous view while
- * this one is compared: without it, reading and comparing take turns and
- * the disk idles half the time. A hint only; nothing fails with it.
- */
-static void prefetch(ti_source *src, const ti_source_tensor *t, int64_t first, size_t n)
-{
-	int fd;
-	uint64_t base;
-	if (n == 0 || !ti_source_tensor_contiguous(t) || !ti_source_file_place(src, t->storage, &fd, &base))
-		return;
-	size_t es = ti_dtype_size(t->dtype);
-	(void)posix_fadvise(fd, (off_t)(base + (uint64_t)(t->offset + first) * es), (off_t)(n * es),
-	                    POSIX_FADV_WILLNEED);
+	return ti_view_read(&s->view, src, t, first, n, out, err);
 }
 
 /* How many elements of each side one chunk holds. */
@@ -268,8 +173,8 @@ static ti_status compare_values(ti_source *a, const ti_source_tensor *ta, ti_sou
 			return st;
 		int64_t next = first + (int64_t)k;
 		size_t after = (uint64_t)(ta->numel - next) < n ? (size_t)(ta->numel - next) : n;
-		prefetch(a, ta, next, after);
-		prefetch(b, tb, next, after);
+		ti_view_prefetch(a, ta, next, after);
+		ti_view_prefetch(b, tb, next, after);
 		if (same_dtype && !memcmp(s->raw[0], s->raw[1], k * esa))
 			continue; /* the same bytes: the same values, NaNs included */
 		identical = false;
@@ -633,8 +538,8 @@ ti_status ti_diff_run(ti_source *a, ti_source *b, const ti_diff_options *options
 				const ti_source_tensor *nx = ti_source_tensor_at(a, ta_of[j]), *ny = ti_source_tensor_at(b, tb_of[j]);
 				if (same_shape(nx, ny)) {
 					size_t k = (uint64_t)nx->numel < TI_DIFF_CHUNK ? (size_t)nx->numel : TI_DIFF_CHUNK;
-					prefetch(a, nx, 0, k);
-					prefetch(b, ny, 0, k);
+					ti_view_prefetch(a, nx, 0, k);
+					ti_view_prefetch(b, ny, 0, k);
 				}
 			}
 			if ((st = compare_values(a, x, b, y, &o, &s, &rows[i], &out->failed_input, err)))

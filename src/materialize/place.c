@@ -101,10 +101,22 @@ static bool constant_fill(const ti_fill_policy *p)
 	       p->zero_begin == p->zero_end;
 }
 
-static ti_status upload(ti_cuda *cuda, ti_source *src, size_t i, ti_cuda_ptr ptr, uint64_t bytes, bool verify,
-                        ti_place_stats *stats, const ti_place_options *o, uint64_t total, ti_error *err)
+ti_status ti_place_cuda_open(int index, ti_cuda **out, ti_error *err)
 {
-	ti_status st = ti_cuda_upload_begin(cuda, ptr, bytes, verify, err);
+	ti_status st = ti_cuda_open(index, out, err);
+	if (st == TI_E_IO) {
+		char why[TI_ERROR_MESSAGE_MAX];
+		snprintf(why, sizeof(why), "%s", err->message);
+		TI_FAIL(err, TI_E_IO, "CUDA not available: %s", why);
+	}
+	return st;
+}
+
+ti_status ti_place_upload(ti_cuda *cuda, ti_source *src, size_t i, ti_cuda_ptr ptr, bool want_checksum,
+                          uint64_t *checksum, void (*on_piece)(void *user, size_t n), void *user, ti_error *err)
+{
+	uint64_t bytes = ti_source_storage_at(src, i)->nbytes;
+	ti_status st = ti_cuda_upload_begin(cuda, ptr, bytes, want_checksum, err);
 	size_t esize = ti_dtype_size(ti_source_storage_at(src, i)->dtype);
 	for (uint64_t at = 0; !st && at < bytes;) {
 		void *window;
@@ -117,16 +129,38 @@ static ti_status upload(ti_cuda *cuda, ti_source *src, size_t i, ti_cuda_ptr ptr
 		if (!(st = ti_source_read(src, i, at, window, m, err)))
 			st = ti_cuda_upload_commit(cuda, m, err);
 		at += m;
-		stats->bytes += m;
-		if (o->progress)
-			o->progress(o->progress_user, stats->bytes, total);
+		if (on_piece)
+			on_piece(user, m);
 	}
 	if (st) {
 		ti_cuda_upload_abort(cuda);
 		return st;
 	}
+	return ti_cuda_upload_end(cuda, checksum, err);
+}
+
+/* materialize's progress: each piece uploaded counts into the figures and the bar. */
+typedef struct placing {
+	ti_place_stats *stats;
+	const ti_place_options *o;
+	uint64_t total;
+} placing;
+
+static void count_piece(void *user, size_t n)
+{
+	placing *p = user;
+	p->stats->bytes += n;
+	if (p->o->progress)
+		p->o->progress(p->o->progress_user, p->stats->bytes, p->total);
+}
+
+static ti_status upload(ti_cuda *cuda, ti_source *src, size_t i, ti_cuda_ptr ptr, uint64_t bytes, bool verify,
+                        ti_place_stats *stats, const ti_place_options *o, uint64_t total, ti_error *err)
+{
+	placing p = {.stats = stats, .o = o, .total = total};
 	uint64_t sent, back;
-	if ((st = ti_cuda_upload_end(cuda, &sent, err)) || !verify)
+	ti_status st = ti_place_upload(cuda, src, i, ptr, verify, &sent, count_piece, &p, err);
+	if (st || !verify)
 		return st;
 	if ((st = ti_cuda_checksum(cuda, ptr, bytes, &back, err)))
 		return st;
@@ -138,15 +172,9 @@ static ti_status place_cuda(ti_source *src, const bool *used, const ti_place_opt
                             uint64_t total, ti_error *err)
 {
 	ti_cuda *cuda;
-	ti_status st = ti_cuda_open(o->cuda_index, &cuda, err);
-	if (st) {
-		if (st == TI_E_IO) {
-			char why[TI_ERROR_MESSAGE_MAX];
-			snprintf(why, sizeof(why), "%s", err->message);
-			TI_FAIL(err, TI_E_IO, "CUDA not available: %s", why);
-		}
+	ti_status st = ti_place_cuda_open(o->cuda_index, &cuda, err);
+	if (st)
 		return st;
-	}
 	const ti_cuda_info *info = ti_cuda_device_info(cuda);
 	snprintf(stats->device, sizeof(stats->device), "cuda:%d (%.200s)", info->index, info->name);
 	st = ti_cuda_mem_info(cuda, &stats->free_before, &stats->total, err);

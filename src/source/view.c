@@ -1,0 +1,118 @@
+/*
+ * view.c - a view's elements in logical order, in chunks (view.h).
+ */
+#include "tinspect/view.h"
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tinspect/tensor.h"
+
+void ti_view_reader_init(ti_view_reader *r) { memset(r, 0, sizeof(*r)); }
+
+void ti_view_reader_release(ti_view_reader *r)
+{
+	free(r->offsets);
+	free(r->window);
+	r->offsets = NULL;
+	r->window = NULL;
+}
+
+ti_status ti_view_check(ti_source *src, const ti_source_tensor *t, ti_error *err)
+{
+	if (t->numel == 0)
+		return TI_OK;
+	const ti_source_storage *s = ti_source_storage_at(src, t->storage);
+	uint64_t es = ti_dtype_size(t->dtype), last;
+	if (!s || es == 0 || t->offset < 0)
+		return TI_FAIL(err, TI_E_CORRUPT, "tensor '%s' has no readable storage", t->name);
+	last = (uint64_t)t->offset;
+	for (int i = 0; i < t->ndim; i++) {
+		if (t->shape[i] <= 0 || t->stride[i] < 0)
+			return TI_FAIL(err, TI_E_CORRUPT, "tensor '%s' has a negative stride", t->name);
+		uint64_t step;
+		if (__builtin_mul_overflow((uint64_t)(t->shape[i] - 1), (uint64_t)t->stride[i], &step) ||
+		    __builtin_add_overflow(last, step, &last))
+			return TI_FAIL(err, TI_E_CORRUPT, "tensor '%s' reaches past its storage", t->name);
+	}
+	uint64_t end;
+	if (__builtin_add_overflow(last, 1, &end) || __builtin_mul_overflow(end, es, &end) || end > s->nbytes)
+		return TI_FAIL(err, TI_E_CORRUPT, "tensor '%s' reaches past its storage (%llu bytes)", t->name,
+		               (unsigned long long)s->nbytes);
+	return TI_OK;
+}
+
+static ti_status read_storage(ti_view_reader *r, ti_source *src, const ti_source_tensor *t, uint64_t offset,
+                              void *buf, size_t n, ti_error *err)
+{
+	ti_status st = r->read ? r->read(r->read_ctx, src, t->storage, offset, buf, n, err)
+	                       : ti_source_read(src, t->storage, offset, buf, n, err);
+	if (st == TI_E_INVALID) /* past the end: the file's fault, not the caller's */
+		st = err->code = TI_E_CORRUPT;
+	return st;
+}
+
+ti_status ti_view_read(ti_view_reader *r, ti_source *src, const ti_source_tensor *t, int64_t first, size_t n,
+                       void *buf, ti_error *err)
+{
+	unsigned char *out = buf;
+	size_t es = ti_dtype_size(t->dtype);
+	if (n == 0)
+		return TI_OK;
+	if (n > TI_VIEW_CHUNK_MAX)
+		return TI_FAIL(err, TI_E_INVALID, "a view read of %zu elements (at most %zu)", n, TI_VIEW_CHUNK_MAX);
+	if (ti_source_tensor_contiguous(t))
+		return read_storage(r, src, t, (uint64_t)(t->offset + first) * es, out, n * es, err);
+	if (!r->offsets && !(r->offsets = malloc(TI_VIEW_CHUNK_MAX * sizeof(int64_t))))
+		return TI_FAIL(err, TI_E_NOMEM, "out of memory for a strided read");
+	int64_t idx[TI_MAX_DIMS], pos = t->offset, rem = first;
+	int nd = t->ndim;
+	for (int d = nd - 1; d >= 0; d--) {
+		idx[d] = rem % t->shape[d];
+		rem /= t->shape[d];
+		pos += idx[d] * t->stride[d];
+	}
+	int64_t lo = pos, hi = pos;
+	for (size_t k = 0; k < n; k++) {
+		r->offsets[k] = pos;
+		lo = pos < lo ? pos : lo;
+		hi = pos > hi ? pos : hi;
+		for (int d = nd - 1; d >= 0; d--) { /* the next index, the last dimension fastest */
+			if (++idx[d] < t->shape[d]) {
+				pos += t->stride[d];
+				break;
+			}
+			pos -= (t->shape[d] - 1) * t->stride[d];
+			idx[d] = 0;
+		}
+	}
+	uint64_t span = (uint64_t)(hi - lo + 1) * es;
+	if (span <= TI_VIEW_WINDOW_BYTES) {
+		if (!r->window && !(r->window = malloc(TI_VIEW_WINDOW_BYTES)))
+			return TI_FAIL(err, TI_E_NOMEM, "out of memory for a strided read");
+		ti_status st = read_storage(r, src, t, (uint64_t)lo * es, r->window, span, err);
+		if (st)
+			return st;
+		for (size_t k = 0; k < n; k++)
+			memcpy(out + k * es, r->window + (uint64_t)(r->offsets[k] - lo) * es, es);
+		return TI_OK;
+	}
+	for (size_t k = 0; k < n; k++) {
+		ti_status st = read_storage(r, src, t, (uint64_t)r->offsets[k] * es, out + k * es, es, err);
+		if (st)
+			return st;
+	}
+	return TI_OK;
+}
+
+void ti_view_prefetch(ti_source *src, const ti_source_tensor *t, int64_t first, size_t n)
+{
+	int fd;
+	uint64_t base;
+	if (n == 0 || !ti_source_tensor_contiguous(t) || !ti_source_file_place(src, t->storage, &fd, &base))
+		return;
+	size_t es = ti_dtype_size(t->dtype);
+	(void)posix_fadvise(fd, (off_t)(base + (uint64_t)(t->offset + first) * es), (off_t)(n * es),
+	                    POSIX_FADV_WILLNEED);
+}

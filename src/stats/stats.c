@@ -1,0 +1,472 @@
+/*
+ * stats.c - per-tensor statistics, streamed in chunks (stats.h).
+ *
+ * Each chunk of a view is read in logical order (view.h), hashed as read,
+ * and widened: float32 as it is, float16 and bfloat16 to float32 by bits
+ * in a plain loop, integers and bool to int64 and float64 to itself
+ * (ti_cast for those). The float loops assume every value finite and
+ * check that on the way (one compare an element, no branch); a chunk
+ * that holds a NaN or an infinity is done again by the careful loop.
+ */
+#include "tinspect/stats.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tinspect/cast.h"
+#include "tinspect/cuda.h"
+#include "tinspect/place.h"
+
+/* Independent partial sums: the additions of one chunk are not one chain. */
+#define LANES 8
+
+/* The running totals of one tensor: finite values' count, mean and squared deviations. */
+typedef struct acc {
+	uint64_t finite, nan, posinf, neginf, zeros;
+	double min, max, mean, m2;
+	int64_t min_int, max_int;
+} acc;
+
+/* Chan, Golub and LeVeque: a chunk of nb finite values (its mean and m2) joins the totals. */
+static void merge(acc *a, uint64_t nb, double mean_b, double m2_b)
+{
+	if (!nb)
+		return;
+	if (!a->finite) { /* the first: no cross term, which could be inf * 0 */
+		a->finite = nb;
+		a->mean = mean_b;
+		a->m2 = m2_b;
+		return;
+	}
+	uint64_t n = a->finite + nb;
+	double d = mean_b - a->mean;
+	a->mean += d * ((double)nb / (double)n);
+	a->m2 += m2_b + d * d * ((double)a->finite * (double)nb / (double)n);
+	a->finite = n;
+}
+
+/*
+ * One chunk of floats of TYPE: the fast body when every value is finite
+ * (returns false, changing nothing, when one is not), and the careful one.
+ */
+#define FLOAT_CHUNK(TYPE, NAME, MAXV)                                                                      \
+	static bool fast_##NAME(const TYPE *p, size_t n, acc *a)                                             \
+	{                                                                                                    \
+		double s[LANES] = {0};                                                                           \
+		TYPE lo = p[0], hi = p[0];                                                                       \
+		uint64_t zeros = 0;                                                                              \
+		int bad = 0;                                                                                     \
+		size_t i = 0;                                                                                    \
+		for (; i + LANES <= n; i += LANES)                                                               \
+			for (int k = 0; k < LANES; k++) {                                                            \
+				TYPE x = p[i + k];                                                                       \
+				bad |= !(x <= MAXV && x >= -MAXV);                                                       \
+				lo = x < lo ? x : lo;                                                                    \
+				hi = x > hi ? x : hi;                                                                    \
+				zeros += x == 0;                                                                         \
+				s[k] += (double)x;                                                                       \
+			}                                                                                            \
+		for (; i < n; i++) {                                                                             \
+			TYPE x = p[i];                                                                               \
+			bad |= !(x <= MAXV && x >= -MAXV);                                                           \
+			lo = x < lo ? x : lo;                                                                        \
+			hi = x > hi ? x : hi;                                                                        \
+			zeros += x == 0;                                                                             \
+			s[0] += (double)x;                                                                           \
+		}                                                                                                \
+		if (bad)                                                                                         \
+			return false;                                                                                \
+		double sum = 0, m2[LANES] = {0};                                                                 \
+		for (int k = 0; k < LANES; k++)                                                                  \
+			sum += s[k];                                                                                 \
+		double mean = sum / (double)n;                                                                   \
+		for (i = 0; i + LANES <= n; i += LANES)                                                          \
+			for (int k = 0; k < LANES; k++) {                                                            \
+				double d = (double)p[i + k] - mean;                                                      \
+				m2[k] += d * d;                                                                          \
+			}                                                                                            \
+		for (; i < n; i++) {                                                                             \
+			double d = (double)p[i] - mean;                                                              \
+			m2[0] += d * d;                                                                              \
+		}                                                                                                \
+		double m2sum = 0;                                                                                \
+		for (int k = 0; k < LANES; k++)                                                                  \
+			m2sum += m2[k];                                                                              \
+		if (!a->finite || lo < a->min)                                                                   \
+			a->min = lo;                                                                                 \
+		if (!a->finite || hi > a->max)                                                                   \
+			a->max = hi;                                                                                 \
+		a->zeros += zeros;                                                                               \
+		merge(a, n, mean, m2sum);                                                                        \
+		return true;                                                                                     \
+	}                                                                                                    \
+	static void careful_##NAME(const TYPE *p, size_t n, acc *a)                                          \
+	{                                                                                                    \
+		double sum = 0, m2 = 0;                                                                          \
+		uint64_t finite = 0;                                                                             \
+		for (size_t i = 0; i < n; i++) {                                                                 \
+			double x = (double)p[i];                                                                     \
+			if (isnan(x)) {                                                                              \
+				a->nan++;                                                                                \
+				continue;                                                                                \
+			}                                                                                            \
+			if (isinf(x)) {                                                                              \
+				if (x > 0)                                                                               \
+					a->posinf++;                                                                         \
+				else                                                                                     \
+					a->neginf++;                                                                         \
+				continue;                                                                                \
+			}                                                                                            \
+			a->zeros += x == 0;                                                                          \
+			if (!a->finite && !finite) {                                                                 \
+				a->min = a->max = x;                                                                     \
+			} else {                                                                                     \
+				a->min = x < a->min ? x : a->min;                                                        \
+				a->max = x > a->max ? x : a->max;                                                        \
+			}                                                                                            \
+			sum += x;                                                                                    \
+			finite++;                                                                                    \
+		}                                                                                                \
+		if (!finite)                                                                                     \
+			return;                                                                                      \
+		double mean = sum / (double)finite;                                                              \
+		for (size_t i = 0; i < n; i++) {                                                                 \
+			double x = (double)p[i];                                                                     \
+			if (isfinite(x))                                                                             \
+				m2 += (x - mean) * (x - mean);                                                           \
+		}                                                                                                \
+		merge(a, finite, mean, m2);                                                                      \
+	}                                                                                                    \
+	static void chunk_##NAME(const TYPE *p, size_t n, acc *a)                                            \
+	{                                                                                                    \
+		if (n && !fast_##NAME(p, n, a))                                                                  \
+			careful_##NAME(p, n, a);                                                                     \
+	}
+FLOAT_CHUNK(float, float, 3.40282347e38f)
+FLOAT_CHUNK(double, double, 1.7976931348623157e308)
+
+/* Integers and bool, as int64: min and max exact, sums in float64. */
+static void chunk_int(const int64_t *p, size_t n, acc *a)
+{
+	if (!n)
+		return;
+	double s[LANES] = {0}, m2[LANES] = {0};
+	int64_t lo = p[0], hi = p[0];
+	uint64_t zeros = 0;
+	size_t i = 0;
+	for (; i + LANES <= n; i += LANES)
+		for (int k = 0; k < LANES; k++) {
+			int64_t x = p[i + k];
+			lo = x < lo ? x : lo;
+			hi = x > hi ? x : hi;
+			zeros += x == 0;
+			s[k] += (double)x;
+		}
+	for (; i < n; i++) {
+		lo = p[i] < lo ? p[i] : lo;
+		hi = p[i] > hi ? p[i] : hi;
+		zeros += p[i] == 0;
+		s[0] += (double)p[i];
+	}
+	double sum = 0, m2sum = 0;
+	for (int k = 0; k < LANES; k++)
+		sum += s[k];
+	double mean = sum / (double)n;
+	for (i = 0; i < n; i++) {
+		double d = (double)p[i] - mean;
+		m2[i % LANES] += d * d;
+	}
+	for (int k = 0; k < LANES; k++)
+		m2sum += m2[k];
+	if (!a->finite || lo < a->min_int)
+		a->min_int = lo;
+	if (!a->finite || hi > a->max_int)
+		a->max_int = hi;
+	a->min = (double)a->min_int;
+	a->max = (double)a->max_int;
+	a->zeros += zeros;
+	merge(a, n, mean, m2sum);
+}
+
+/* float16 to float32 from the bits: exact (every float16 is a float32). */
+static inline float half_to_float(uint16_t h)
+{
+	uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1Fu, man = h & 0x3FFu, bits;
+	if (exp == 0x1F) {
+		bits = sign | 0x7F800000u | (man << 13); /* inf, NaN */
+	} else if (exp == 0) {
+		float f = (float)man * 0x1p-24f; /* zero and subnormals: man * 2^-24, exact */
+		memcpy(&bits, &f, 4);
+		bits |= sign;
+	} else {
+		bits = sign | ((exp + 112) << 23) | (man << 13); /* rebias 15 -> 127 */
+	}
+	float f;
+	memcpy(&f, &bits, 4);
+	return f;
+}
+
+static void widen_half(const unsigned char *raw, float *out, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		uint16_t h;
+		memcpy(&h, raw + 2 * i, 2);
+		out[i] = half_to_float(h);
+	}
+}
+
+/* bfloat16 is the top half of a float32. */
+static void widen_bfloat16(const unsigned char *raw, float *out, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		uint16_t h;
+		memcpy(&h, raw + 2 * i, 2);
+		uint32_t bits = (uint32_t)h << 16;
+		memcpy(&out[i], &bits, 4);
+	}
+}
+
+typedef enum reading { R_BYTES, R_FLOAT32, R_FLOAT16, R_BFLOAT16, R_FLOAT64, R_INT, R_CAST_DOUBLE } reading;
+
+static reading reading_of(ti_dtype dt)
+{
+	switch (dt) {
+	case TI_DT_FLOAT32: return R_FLOAT32;
+	case TI_DT_FLOAT16: return R_FLOAT16;
+	case TI_DT_BFLOAT16: return R_BFLOAT16;
+	case TI_DT_FLOAT64: return R_FLOAT64;
+	case TI_DT_INT64: case TI_DT_INT32: case TI_DT_INT16: case TI_DT_INT8: case TI_DT_UINT8:
+	case TI_DT_UINT16: case TI_DT_UINT32: case TI_DT_BOOL:
+		return R_INT;
+	case TI_DT_UINT64: return R_CAST_DOUBLE; /* past INT64_MAX: float64 holds it, int64 would not */
+	default: return R_BYTES;                 /* complex, float8, bits: the checksum only */
+	}
+}
+
+/* Why tensor t has nothing to read, or NULL. */
+static const char *why_skipped(ti_source *src, const ti_source_tensor *t)
+{
+	if (t->unsupported)
+		return t->unsupported;
+	const ti_source_storage *s = ti_source_storage_at(src, t->storage);
+	if (!s || (!s->has_data && !ti_source_generator_of(src, t->storage, NULL)))
+		return "no data";
+	return NULL;
+}
+
+typedef struct progress {
+	void (*fn)(void *user, uint64_t done, uint64_t total);
+	void *user;
+	uint64_t done, total;
+} progress;
+
+static ti_status stats_view(ti_source *src, const ti_source_tensor *t, ti_view_reader *r, ti_tensor_stats *out,
+                            progress *pr, ti_error *err)
+{
+	memset(out, 0, sizeof(*out));
+	if ((out->skipped = why_skipped(src, t)))
+		return TI_OK;
+	ti_status st = ti_view_check(src, t, err);
+	if (st)
+		return st;
+	size_t es = ti_dtype_size(t->dtype);
+	reading how = reading_of(t->dtype);
+	size_t chunk = (uint64_t)t->numel < TI_STATS_CHUNK ? (size_t)t->numel : TI_STATS_CHUNK;
+	unsigned char *raw = malloc((chunk ? chunk : 1) * es);
+	void *wide = how == R_BYTES || how == R_FLOAT32 || how == R_FLOAT64 ? NULL : malloc((chunk ? chunk : 1) * 8);
+	if (!raw || (!wide && how != R_BYTES && how != R_FLOAT32 && how != R_FLOAT64)) {
+		free(raw);
+		free(wide);
+		return TI_FAIL(err, TI_E_NOMEM, "out of memory for the statistics of '%s'", t->name);
+	}
+	acc a = {.finite = 0};
+	ti_checksum sum;
+	ti_checksum_init(&sum);
+	for (int64_t first = 0; first < t->numel; first += (int64_t)chunk) {
+		size_t k = (uint64_t)(t->numel - first) < chunk ? (size_t)(t->numel - first) : chunk;
+		if ((st = ti_view_read(r, src, t, first, k, raw, err)))
+			break;
+		if (!r->read) { /* the next chunk comes in while this one is counted */
+			int64_t next = first + (int64_t)k;
+			ti_view_prefetch(src, t, next, (uint64_t)(t->numel - next) < chunk ? (size_t)(t->numel - next) : chunk);
+		}
+		ti_checksum_update(&sum, raw, k * es);
+		switch (how) {
+		case R_FLOAT32: {
+			/* the chunk, copied if the read left it unaligned (it never does: malloc) */
+			chunk_float((const float *)(void *)raw, k, &a);
+			break;
+		}
+		case R_FLOAT16:
+			widen_half(raw, wide, k);
+			chunk_float(wide, k, &a);
+			break;
+		case R_BFLOAT16:
+			widen_bfloat16(raw, wide, k);
+			chunk_float(wide, k, &a);
+			break;
+		case R_FLOAT64:
+			chunk_double((const double *)(void *)raw, k, &a);
+			break;
+		case R_INT:
+			if (!(st = ti_cast(t->dtype, raw, TI_DT_INT64, wide, k, 0, err)))
+				chunk_int(wide, k, &a);
+			break;
+		case R_CAST_DOUBLE:
+			if (!(st = ti_cast(t->dtype, raw, TI_DT_FLOAT64, wide, k, 0, err)))
+				chunk_double(wide, k, &a);
+			break;
+		case R_BYTES:
+			break;
+		}
+		if (st)
+			break;
+		if (pr && pr->fn) {
+			pr->done += k * es;
+			pr->fn(pr->user, pr->done, pr->total);
+		}
+	}
+	free(raw);
+	free(wide);
+	if (st)
+		return st;
+	out->has_values = how != R_BYTES;
+	out->integer = how == R_INT;
+	out->count = (uint64_t)t->numel;
+	out->finite = out->has_values ? a.finite : 0;
+	out->nan = a.nan;
+	out->posinf = a.posinf;
+	out->neginf = a.neginf;
+	out->zeros = a.zeros;
+	out->min = a.finite ? a.min : NAN;
+	out->max = a.finite ? a.max : NAN;
+	out->min_int = a.min_int;
+	out->max_int = a.max_int;
+	out->mean = a.finite ? a.mean : NAN;
+	out->std = a.finite > 1 ? sqrt(a.m2 / (double)(a.finite - 1)) : NAN;
+	out->checksum = ti_checksum_final(&sum);
+	return TI_OK;
+}
+
+ti_status ti_stats_tensor(ti_source *src, const ti_source_tensor *t, ti_view_reader *r, ti_tensor_stats *out,
+                          ti_error *err)
+{
+	return stats_view(src, t, r, out, NULL, err);
+}
+
+/* ---- CUDA: what the device holds, read back ---- */
+
+typedef struct device_bytes {
+	ti_cuda *cuda;
+	ti_cuda_ptr ptr;
+	uint64_t nbytes;
+} device_bytes;
+
+static ti_status read_device(void *ctx, ti_source *src, size_t storage, uint64_t offset, void *buf, size_t n,
+                             ti_error *err)
+{
+	(void)src;
+	(void)storage;
+	const device_bytes *d = ctx;
+	if (offset > d->nbytes || n > d->nbytes - offset)
+		return TI_FAIL(err, TI_E_INVALID, "a read past the end of a storage on the device");
+	return ti_cuda_read(d->cuda, d->ptr + offset, buf, n, err);
+}
+
+/* The order to visit tensors on CUDA: by storage, so that each storage goes up once. */
+typedef struct visit {
+	size_t storage, at;
+} visit;
+
+static int by_storage(const void *x, const void *y)
+{
+	const visit *a = x, *b = y;
+	if (a->storage != b->storage)
+		return a->storage < b->storage ? -1 : 1;
+	return a->at < b->at ? -1 : a->at > b->at;
+}
+
+static void count_upload(void *user, size_t n)
+{
+	progress *pr = user;
+	if (pr->fn) {
+		pr->done += n;
+		pr->fn(pr->user, pr->done, pr->total);
+	}
+}
+
+static ti_status run_cuda(ti_source *src, const size_t *which, size_t n, const ti_stats_options *o,
+                          ti_tensor_stats *out, progress *pr, ti_error *err)
+{
+	ti_cuda *cuda;
+	ti_status st = ti_place_cuda_open(o->cuda_index, &cuda, err);
+	if (st)
+		return st;
+	visit *order = malloc((n ? n : 1) * sizeof(*order));
+	if (!order) {
+		ti_cuda_close(cuda);
+		return TI_FAIL(err, TI_E_NOMEM, "out of memory for the statistics");
+	}
+	for (size_t i = 0; i < n; i++)
+		order[i] = (visit){.storage = ti_source_tensor_at(src, which[i])->storage, .at = i};
+	qsort(order, n, sizeof(*order), by_storage);
+	ti_view_reader r;
+	ti_view_reader_init(&r);
+	device_bytes dev = {.cuda = cuda};
+	r.read = read_device;
+	r.read_ctx = &dev;
+	bool placed = false;
+	for (size_t k = 0; k < n && !st; k++) {
+		const ti_source_tensor *t = ti_source_tensor_at(src, which[order[k].at]);
+		ti_tensor_stats *s = &out[order[k].at];
+		memset(s, 0, sizeof(*s));
+		if ((s->skipped = why_skipped(src, t)))
+			continue;
+		if ((st = ti_view_check(src, t, err)))
+			break;
+		if (!placed || k == 0 || order[k - 1].storage != t->storage) {
+			if (placed && (st = ti_cuda_free(cuda, dev.ptr, err)))
+				break;
+			placed = false;
+			dev.nbytes = ti_source_storage_at(src, t->storage)->nbytes;
+			if ((st = ti_cuda_alloc(cuda, dev.nbytes, &dev.ptr, err)))
+				break;
+			placed = true;
+			if (dev.nbytes && (st = ti_place_upload(cuda, src, t->storage, dev.ptr, false, NULL, count_upload, pr, err)))
+				break;
+		}
+		st = stats_view(src, t, &r, s, NULL, err);
+		if (st)
+			ti_error_at(err, t->name, -1);
+	}
+	ti_view_reader_release(&r);
+	free(order);
+	ti_cuda_close(cuda); /* frees what is still allocated */
+	return st;
+}
+
+ti_status ti_stats_run(ti_source *src, const size_t *which, size_t n, const ti_stats_options *o,
+                       ti_tensor_stats *out, ti_error *err)
+{
+	progress pr = {.fn = o->progress, .user = o->progress_user};
+	for (size_t i = 0; i < n; i++) {
+		const ti_source_tensor *t = ti_source_tensor_at(src, which[i]);
+		if (!why_skipped(src, t))
+			pr.total += o->cuda ? ti_source_storage_at(src, t->storage)->nbytes
+			                    : (uint64_t)t->numel * ti_dtype_size(t->dtype);
+	}
+	if (o->cuda)
+		return run_cuda(src, which, n, o, out, &pr, err);
+	ti_view_reader r;
+	ti_view_reader_init(&r);
+	ti_status st = TI_OK;
+	for (size_t i = 0; i < n && !st; i++) {
+		const ti_source_tensor *t = ti_source_tensor_at(src, which[i]);
+		if ((st = stats_view(src, t, &r, &out[i], &pr, err)))
+			ti_error_at(err, t->name, -1);
+	}
+	ti_view_reader_release(&r);
+	return st;
+}
