@@ -929,7 +929,7 @@ ti_status ti_run_execute(ti_model *model, const ti_run_options *options, ti_run 
 	ex->model = model;
 	ex->opt = options;
 	ex->threads = options->threads > 0 ? options->threads : machine_cores();
-	ti_arena_init(&ex->arena, 0);
+	ti_arena_init(&ex->arena, (size_t)1 << 30); /* report strings and rows */
 	rt_blas_threads(ex->threads);
 	ti_status st = mem_trace_run(model, &ex->trace, &ex->rep, err);
 	if (!st && ex->rep->failed) {
