@@ -867,6 +867,8 @@ static ti_status report_tensor(rt_exec *ex, const ti_model_tensor *mt, ti_run_te
 		rt_release(ex, e->t);
 		e->t = copy;
 	}
+	if (e->t && !e->t->storage->data && e->t->storage->bytes)
+		return TI_OK; /* the walk stopped before its real run */
 	if (e->t && !e->has_stats) { /* a weight or an input handed on: nothing computed, nothing to check */
 		ti_status st = stats_of(ex, e->t, &e->stats, err);
 		if (st)
@@ -918,6 +920,23 @@ static ti_status fill_report(ti_run *run, ti_error *err)
 	return st;
 }
 
+/* Every size must be a number: a symbol left (batch "N", a length "T") is bound with --bind. */
+static ti_status check_concrete(rt_exec *ex, ti_error *err)
+{
+	const ti_model_report *rep = ex->rep;
+	for (size_t i = 0; i < rep->step_count; i++) {
+		const ti_model_step *s = &rep->steps[i];
+		for (int k = 0; k < s->output_count; k++)
+			for (int d = 0; d < s->outputs[k].ndim; d++)
+				if (s->outputs[k].shape[d].sym) {
+					TI_FAIL(err, TI_E_INVALID, "step %d (%s) has an output of symbolic size: give its symbols with --bind",
+					        s->index, s->target ? s->target : "?");
+					return TI_E_INVALID;
+				}
+	}
+	return TI_OK;
+}
+
 ti_status ti_run_execute(ti_model *model, const ti_run_options *options, ti_run **out, const ti_run_report **report,
                          ti_error *err)
 {
@@ -936,6 +955,8 @@ ti_status ti_run_execute(ti_model *model, const ti_run_options *options, ti_run 
 		*err = ex->rep->error;
 		st = TI_E_SHAPE;
 	}
+	if (!st)
+		st = check_concrete(ex, err);
 	ti_check_report load = {0};
 	if (!st && options->weights) {
 		ti_check_options co = {.strict = false, .dtype = TI_DT_INVALID};
