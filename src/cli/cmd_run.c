@@ -90,10 +90,27 @@ typedef struct args {
 	int depth;
 } args;
 
+/* --list-kernels: "operators:" then "modules:", names wrapped at 78 columns. */
+typedef struct lister {
+	int column;
+	int section; /* -1 before the first name, 0 operators, 1 modules */
+} lister;
+
 static void list_kernel(void *user, const char *name, bool module)
 {
-	(void)user;
-	printf("%s %s\n", module ? "module  " : "operator", name);
+	lister *l = user;
+	if (l->section != (int)module) {
+		if (l->section >= 0)
+			putchar('\n');
+		l->column = printf("%s", module ? "modules:" : "operators:");
+		l->section = module;
+	}
+	int width = (int)strlen(name) + 1;
+	if (l->column + width > 78) {
+		printf("\n ");
+		l->column = 1;
+	}
+	l->column += printf(" %s", name);
 }
 
 /* --input NAME=POLICY or NAME=FILE.safetensors[:TENSOR]: a tensor input also gives its shape to propagation. */
@@ -424,8 +441,12 @@ int cmd_run(int argc, char **argv)
 		case OPT_SAVE_ALL: a.save_all = true; break;
 		case OPT_FORCE: a.force = true; break;
 		case OPT_LIST:
-			ti_run_each_kernel(list_kernel, NULL);
+		{
+			lister l = {0, -1};
+			ti_run_each_kernel(list_kernel, &l);
+			putchar('\n');
 			return EXIT_OK;
+		}
 		case OPT_BIND: rc = cli_model_bind(&a.cm, value); break;
 		case OPT_INPUT: rc = parse_input(&a, (char *)value); break;
 		case OPT_WEIGHTS: a.weights = value; break;

@@ -256,12 +256,13 @@ static ti_status k_masked_fill(rt_call *c, ti_error *err)
 
 /* ---- activations: y = f(x), elementwise, float32 ---- */
 
-typedef enum unop { U_RELU, U_GELU, U_GELU_TANH, U_SILU, U_SIGMOID, U_TANH, U_EXP, U_NEG, U_SQRT, U_RSQRT, U_ABS, U_IDENTITY } unop;
+typedef enum unop { U_RELU, U_GELU, U_GELU_TANH, U_SILU, U_SIGMOID, U_TANH, U_EXP, U_NEG, U_SQRT, U_RSQRT, U_ABS, U_IDENTITY, U_CLAMP, U_LEAKY, U_HARDSWISH, U_HARDSIGMOID } unop;
 
 typedef struct unary_job {
 	unop op;
 	const float *x;
 	float *y;
+	float lo, hi;  /* U_CLAMP's bounds; U_LEAKY's slope in lo */
 } unary_job;
 
 static void unary_range(void *user, int64_t begin, int64_t end)
@@ -319,10 +320,31 @@ static void unary_range(void *user, int64_t begin, int64_t end)
 	case U_IDENTITY:
 		memcpy(y + begin, x + begin, (size_t)(end - begin) * sizeof(*y));
 		break;
+	case U_CLAMP: /* NaN passes through, as in PyTorch's hardtanh */
+		for (int64_t i = begin; i < end; i++)
+			y[i] = x[i] < j->lo ? j->lo : x[i] > j->hi ? j->hi : x[i];
+		break;
+	case U_LEAKY:
+		for (int64_t i = begin; i < end; i++)
+			y[i] = x[i] > 0 ? x[i] : x[i] * j->lo;
+		break;
+	case U_HARDSWISH: /* x * relu6(x + 3) / 6 */
+		for (int64_t i = begin; i < end; i++) {
+			float r = x[i] + 3.0f;
+			r = r < 0 ? 0 : r > 6 ? 6 : r;
+			y[i] = x[i] * r / 6.0f;
+		}
+		break;
+	case U_HARDSIGMOID:
+		for (int64_t i = begin; i < end; i++) {
+			float r = x[i] / 6.0f + 0.5f;
+			y[i] = r < 0 ? 0 : r > 1 ? 1 : r;
+		}
+		break;
 	}
 }
 
-static ti_status unary(rt_call *c, unop op, ti_error *err)
+static ti_status unary_with(rt_call *c, unop op, float lo, float hi, ti_error *err)
 {
 	rt_tensor *in, *xc, *y;
 	ti_status st = rt_arg(c, "input", &in, err);
@@ -336,13 +358,26 @@ static ti_status unary(rt_call *c, unop op, ti_error *err)
 		rt_release(c->ex, xc);
 		return st;
 	}
-	unary_job j = {op, rt_f32(xc), rt_f32(y)};
+	unary_job j = {op, rt_f32(xc), rt_f32(y), lo, hi};
 	rt_parallel(c, rt_numel(y), 1 << 15, unary_range, &j);
 	rt_release(c->ex, xc);
 	return rt_output(c, y, err);
 }
 
+static ti_status unary(rt_call *c, unop op, ti_error *err) { return unary_with(c, op, 0, 0, err); }
+
 static ti_status k_relu(rt_call *c, ti_error *err) { return unary(c, U_RELU, err); }
+static ti_status k_relu6(rt_call *c, ti_error *err) { return unary_with(c, U_CLAMP, 0, 6, err); }
+static ti_status k_hardtanh(rt_call *c, ti_error *err)
+{
+	return unary_with(c, U_CLAMP, (float)rt_float(c, "min_val"), (float)rt_float(c, "max_val"), err);
+}
+static ti_status k_leaky_relu(rt_call *c, ti_error *err)
+{
+	return unary_with(c, U_LEAKY, (float)rt_float(c, "negative_slope"), 0, err);
+}
+static ti_status k_hardswish(rt_call *c, ti_error *err) { return unary(c, U_HARDSWISH, err); }
+static ti_status k_hardsigmoid(rt_call *c, ti_error *err) { return unary(c, U_HARDSIGMOID, err); }
 static ti_status k_gelu(rt_call *c, ti_error *err)
 {
 	const char *approximate = c->module ? NULL : ti_bound_str(&c->call->in, "approximate");
@@ -432,7 +467,9 @@ const rt_kernel rt_kernels_elementwise[] = {
 	{"ge", false, k_ge, false}, {"le", false, k_le, false}, {"eq", false, k_eq, false},
 	{"ne", false, k_ne, false}, {"maximum", false, k_maximum, false}, {"minimum", false, k_minimum, false},
 	{"pow", false, k_pow, false}, {"masked_fill", false, k_masked_fill, false},
-	{"relu", false, k_relu, false}, {"gelu", false, k_gelu, false}, {"silu", false, k_silu, false},
+	{"relu", false, k_relu, false}, {"relu6", false, k_relu6, false}, {"hardtanh", false, k_hardtanh, false},
+	{"leaky_relu", false, k_leaky_relu, false}, {"hardswish", false, k_hardswish, false},
+	{"hardsigmoid", false, k_hardsigmoid, false}, {"gelu", false, k_gelu, false}, {"silu", false, k_silu, false},
 	{"sigmoid", false, k_sigmoid, false}, {"tanh", false, k_tanh, false}, {"exp", false, k_exp, false},
 	{"neg", false, k_neg, false}, {"sqrt", false, k_sqrt, false}, {"rsqrt", false, k_rsqrt, false},
 	{"abs", false, k_abs, false}, {"softmax", false, k_softmax, false}, {"log_softmax", false, k_log_softmax, false},
