@@ -80,4 +80,5 @@ fi
 "$mpy" "$here/measure_convert.py" --tinspect "$tinspect" --python "$PYTHON" \
 	--runs "$RUNS" $extra "$cache" || status=1
 "$mpy" "$here/measure_diff.py" --tinspect "$tinspect" --python "$PYTHON" --runs "$RUNS" $extra "$cache" || status=1
+"$mpy" "$here/measure_run.py" --tinspect "$tinspect" --python "$PYTHON" --runs 3 $extra || status=1  # run: ResNet-50 and GPT-2 forward against PyTorch CPU
 exit $status

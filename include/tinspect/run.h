@@ -87,7 +87,7 @@ typedef struct ti_run_report {
 	ti_run_tensor *outputs;      /* the description's outputs, data kept */
 	size_t output_count;
 	size_t peak_bytes;           /* the walk's peak, computed before running: weights, inputs, live values */
-	size_t weight_bytes;
+	double forward_seconds;      /* the real walk alone: weights and inputs ready, statistics included */
 	const char *mismatch;        /* a kernel's output differs from the propagated shape or dtype: the bug, or NULL */
 } ti_run_report;
 

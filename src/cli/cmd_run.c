@@ -281,6 +281,7 @@ static int print_json(const char *file, const ti_run_report *r, double seconds)
 	cli_json_member(&d, "peak_bytes", cJSON_CreateNumber((double)r->peak_bytes));
 	char buf[64];
 	cli_json_member(&d, "seconds", cJSON_CreateRaw(cli_json_seconds(seconds, buf, sizeof(buf))));
+	cli_json_member(&d, "forward_seconds", cJSON_CreateRaw(cli_json_seconds(r->forward_seconds, buf, sizeof(buf))));
 	if (r->mismatch)
 		cli_json_member(&d, "mismatch", cJSON_CreateString(r->mismatch));
 	return cli_json_end(&d);

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "memory/memory_internal.h"
@@ -62,6 +63,7 @@ struct rt_exec {
 	int threads;
 	ti_arena arena;
 	char *mismatch;
+	struct timespec started;  /* the last walk's start, after weights and inputs */
 };
 
 struct ti_run {
@@ -401,39 +403,127 @@ void rt_parallel(rt_call *c, int64_t n, int64_t grain, void (*fn)(void *user, in
 
 /* ---- statistics ---- */
 
-void ti_run_stats_of(const float *x, size_t n, ti_run_stats *out)
+/*
+ * One pass: count, min, max, and sums of v - shift and its square in double
+ * (shift: the chunk's first finite value, so the variance does not cancel).
+ */
+typedef struct moments {
+	int64_t count, nan, inf;
+	double lo, hi, shift, sum, sq;
+} moments;
+
+static void moments_of(const float *x, int64_t n, moments *m)
 {
-	memset(out, 0, sizeof(*out));
-	double sum = 0, sq = 0, lo = 0, hi = 0;
-	int64_t count = 0;
-	for (size_t i = 0; i < n; i++) {
+	memset(m, 0, sizeof(*m));
+	bool first = true;
+	for (int64_t i = 0; i < n; i++) {
 		float v = x[i];
 		if (v != v) {
-			out->nan++;
+			m->nan++;
 			continue;
 		}
 		if (v - v != 0) {
-			out->inf++;
+			m->inf++;
 			continue;
 		}
-		if (!count || v < lo)
-			lo = v;
-		if (!count || v > hi)
-			hi = v;
-		sum += v;
-		count++;
+		if (first) {
+			m->lo = m->hi = m->shift = v;
+			first = false;
+		}
+		m->lo = v < m->lo ? v : m->lo;
+		m->hi = v > m->hi ? v : m->hi;
+		double d = (double)v - m->shift;
+		m->sum += d;
+		m->sq += d * d;
+		m->count++;
 	}
-	double mean = count ? sum / (double)count : 0;
-	for (size_t i = 0; i < n; i++) {
-		float v = x[i];
-		if (v == v && v - v == 0)
-			sq += (v - mean) * (v - mean);
+}
+
+/* Chan et al.'s pairwise combination of two partial moments. */
+static void moments_add(moments *into, const moments *m)
+{
+	into->nan += m->nan;
+	into->inf += m->inf;
+	if (!m->count)
+		return;
+	if (!into->count) {
+		int64_t nan = into->nan, inf = into->inf;
+		*into = *m;
+		into->nan = nan;
+		into->inf = inf;
+		return;
 	}
-	out->min = lo;
-	out->max = hi;
+	double na = (double)into->count, nb = (double)m->count;
+	double mean_a = into->shift + into->sum / na, mean_b = m->shift + m->sum / nb;
+	double m2a = into->sq - into->sum * into->sum / na, m2b = m->sq - m->sum * m->sum / nb;
+	double delta = mean_b - mean_a, n = na + nb;
+	double m2 = m2a + m2b + delta * delta * na * nb / n;
+	double mean = mean_a + delta * nb / n;
+	into->count += m->count;
+	into->lo = m->lo < into->lo ? m->lo : into->lo;
+	into->hi = m->hi > into->hi ? m->hi : into->hi;
+	into->shift = mean;
+	into->sum = 0;
+	into->sq = m2;
+}
+
+static void moments_stats(const moments *m, ti_run_stats *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->nan = m->nan;
+	out->inf = m->inf;
+	out->count = m->count;
+	if (!m->count)
+		return;
+	double mean = m->shift + m->sum / (double)m->count;
+	double m2 = m->sq - m->sum * m->sum / (double)m->count;
+	out->min = m->lo;
+	out->max = m->hi;
 	out->mean = mean;
-	out->std = count > 1 ? sqrt(sq / (double)(count - 1)) : 0; /* torch.std: unbiased */
-	out->count = count;
+	out->std = m->count > 1 && m2 > 0 ? sqrt(m2 / (double)(m->count - 1)) : 0; /* torch.std: unbiased */
+}
+
+void ti_run_stats_of(const float *x, size_t n, ti_run_stats *out)
+{
+	moments m;
+	moments_of(x, (int64_t)n, &m);
+	moments_stats(&m, out);
+}
+
+#define STATS_CHUNKS 64
+
+typedef struct stats_job {
+	const float *x;
+	int64_t n;
+	moments parts[STATS_CHUNKS];
+} stats_job;
+
+static void stats_chunks(void *user, int64_t begin, int64_t end)
+{
+	stats_job *j = user;
+	for (int64_t c = begin; c < end; c++)
+		moments_of(j->x + j->n * c / STATS_CHUNKS, j->n * (c + 1) / STATS_CHUNKS - j->n * c / STATS_CHUNKS,
+		           &j->parts[c]);
+}
+
+/* The statistics of n values, in chunks over the run's threads (the same numbers whatever the thread count). */
+static void stats_parallel(rt_exec *ex, const float *x, int64_t n, ti_run_stats *out)
+{
+	stats_job *j = malloc(sizeof(*j));
+	if (!j || n < (1 << 16)) {
+		free(j);
+		ti_run_stats_of(x, (size_t)n, out);
+		return;
+	}
+	j->x = x;
+	j->n = n;
+	rt_call c = {.ex = ex, .threads = ex->threads};
+	rt_parallel(&c, STATS_CHUNKS, 1, stats_chunks, j);
+	moments all = j->parts[0];
+	for (int k = 1; k < STATS_CHUNKS; k++)
+		moments_add(&all, &j->parts[k]);
+	moments_stats(&all, out);
+	free(j);
 }
 
 /* Statistics of any tensor the kernels make (float32, int64, bool), over its elements. */
@@ -467,8 +557,7 @@ static ti_status stats_of(rt_exec *ex, const rt_tensor *t, ti_run_stats *out, ti
 		}
 		x = tmp;
 	}
-	(void)ex;
-	ti_run_stats_of(x, (size_t)n, out);
+	stats_parallel(ex, x, n, out);
 	free(tmp);
 	return TI_OK;
 }
@@ -822,6 +911,7 @@ static ti_status walk_all(rt_exec *ex, walk_mode mode, const ti_check_report *lo
 	ti_status st = bind_weights(ex, load, err);
 	if (!st)
 		st = bind_inputs(ex, err);
+	clock_gettime(CLOCK_MONOTONIC, &ex->started);
 	for (size_t i = 0; i < ex->trace.count && !st && !ex->mismatch; i++)
 		if (ex->trace.events[i].parent < 0)
 			st = walk(ex, (int)i, err);
@@ -978,8 +1068,13 @@ ti_status ti_run_execute(ti_model *model, const ti_run_options *options, ti_run 
 			st = TI_FAIL(err, TI_E_LIMIT, "the run needs %zu bytes at its peak, more than the %zu bytes %s", ex->peak,
 			             limit, options->max_memory ? "--max-memory allows" : "of this machine's memory");
 	}
-	if (!st && !ex->mismatch)
+	if (!st && !ex->mismatch) {
 		st = walk_all(ex, WALK_REAL, options->weights ? &load : NULL, err);
+		struct timespec now;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		run->report.forward_seconds =
+			(double)(now.tv_sec - ex->started.tv_sec) + (double)(now.tv_nsec - ex->started.tv_nsec) * 1e-9;
+	}
 	if (!st)
 		st = fill_report(run, err);
 	if (st) {
