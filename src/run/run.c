@@ -1051,8 +1051,18 @@ ti_status ti_run_execute(ti_model *model, const ti_run_options *options, ti_run 
 	if (!st && options->weights) {
 		ti_check_options co = {.strict = false, .dtype = TI_DT_INVALID};
 		st = ti_check_load(model, options->weights, &co, &ex->arena, &load, err);
-		if (!st && load.mismatch_count)
-			st = TI_FAIL(err, TI_E_CORRUPT, "%s", load.message);
+		if (!st && load.mismatch_count) {
+			/* PyTorch's message, on one line: "...for Model: size mismatch for ..." */
+			char one[TI_ERROR_MESSAGE_MAX];
+			size_t n = 0;
+			for (const char *p = load.message; *p && n + 1 < sizeof(one); p++)
+				if (*p == '\n' || *p == '\t')
+					n += n && one[n - 1] != ' ' ? (one[n] = ' ', 1) : 0;
+				else
+					one[n++] = *p;
+			one[n] = '\0';
+			st = TI_FAIL(err, TI_E_CORRUPT, "%s", one);
+		}
 		for (size_t i = 0; !st && i < model->param_count; i++)
 			if (!load.bound[i])
 				st = TI_FAIL(err, TI_E_CORRUPT, "the weights have no tensor for parameter '%s'", model->params[i].name);
