@@ -851,6 +851,13 @@ static ti_status bind_inputs(rt_exec *ex, ti_error *err)
 {
 	const ti_model_report *rep = ex->rep;
 	bool real = ex->mode == WALK_REAL;
+	for (size_t k = 0; k < ex->opt->input_count; k++) {
+		bool known = false;
+		for (size_t i = 0; i < rep->input_count && !known; i++)
+			known = !strcmp(ex->opt->inputs[k].name, rep->inputs[i].name);
+		if (!known)
+			return TI_FAIL(err, TI_E_INVALID, "the description has no input '%s'", ex->opt->inputs[k].name);
+	}
 	for (size_t i = 0; i < rep->input_count; i++) {
 		const ti_model_tensor *x = &rep->inputs[i];
 		if (!held_dtype(x->dtype))
