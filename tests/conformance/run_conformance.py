@@ -154,6 +154,8 @@ OP_CASES = [
                {"x": X}),
     graph_case("transpose contiguous", [{"out": "t", "op": "transpose", "args": ["x", 1, 3]},
                                         {"out": "y", "op": "contiguous", "args": ["t"]}], ["y"], EXACT, {"x": X}),
+    op_case("select", "select", ["x", 2, -2], EXACT, {"x": X}),
+    op_case("narrow", "narrow", ["x", 3, 1, 3], EXACT, {"x": X}),
     op_case("cat", "cat", [["x", "w"]], EXACT, {"x": X, "w": [2, 3, 2, 5]}, dim=2),
     op_case("stack", "stack", [["x", "w"]], EXACT, {"x": X, "w": X}, dim=1),
     graph_case("split", [{"out": ["a", "b", "c"], "op": "split", "args": ["x", 2], "dim": 2}], ["a", "b", "c"],

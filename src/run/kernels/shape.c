@@ -204,6 +204,51 @@ static ti_status k_pieces(rt_call *c, ti_error *err)
 	return st;
 }
 
+/* select(input, dim, index): the view without dim, at index (negative from the end). */
+static ti_status k_select(rt_call *c, ti_error *err)
+{
+	rt_tensor *in, *y;
+	ti_status st = first_input(c, &in, err);
+	if (st)
+		return st;
+	int dim = wrap(rt_int(c, "dim"), in->ndim);
+	int64_t index = rt_int(c, "index");
+	if (index < 0)
+		index += in->shape[dim];
+	if (index < 0 || index >= in->shape[dim])
+		return TI_FAIL(err, TI_E_SHAPE, "select(): index %lld out of range for tensor of size %lld at dimension %d",
+		               (long long)rt_int(c, "index"), (long long)in->shape[dim], dim);
+	int64_t shape[RT_MAX_DIMS], stride[RT_MAX_DIMS];
+	for (int d = 0, k = 0; d < in->ndim; d++)
+		if (d != dim) {
+			shape[k] = in->shape[d];
+			stride[k++] = in->stride[d];
+		}
+	st = rt_view(c, in, in->ndim - 1, shape, stride, in->offset + index * in->stride[dim], &y, err);
+	return st ? st : rt_output(c, y, err);
+}
+
+/* narrow(input, dim, start, length): the view of length elements from start along dim. */
+static ti_status k_narrow(rt_call *c, ti_error *err)
+{
+	rt_tensor *in, *y;
+	ti_status st = first_input(c, &in, err);
+	if (st)
+		return st;
+	int dim = wrap(rt_int(c, "dim"), in->ndim);
+	int64_t start = rt_int(c, "start"), length = rt_int(c, "length");
+	if (start < 0)
+		start += in->shape[dim];
+	if (start < 0 || length < 0 || start + length > in->shape[dim])
+		return TI_FAIL(err, TI_E_SHAPE, "start (%lld) + length (%lld) exceeds dimension size (%lld).",
+		               (long long)start, (long long)length, (long long)in->shape[dim]);
+	int64_t shape[RT_MAX_DIMS];
+	memcpy(shape, in->shape, sizeof(shape));
+	shape[dim] = length;
+	st = rt_view(c, in, in->ndim, shape, in->stride, in->offset + start * in->stride[dim], &y, err);
+	return st ? st : rt_output(c, y, err);
+}
+
 /* Copies src into dst elementwise (same shape, same element size, any strides). */
 static void copy_into(rt_tensor *dst, const rt_tensor *src)
 {
@@ -384,6 +429,7 @@ const rt_kernel rt_kernels_shape[] = {
 	{"feature_alpha_dropout", false, k_dropout, true},
 	{"split", false, k_pieces, true}, {"split_with_sizes", false, k_pieces, true}, {"chunk", false, k_pieces, true},
 	{"tensor_split", false, k_pieces, true}, {"unbind", false, k_pieces, true},
+	{"select", false, k_select, true}, {"narrow", false, k_narrow, true},
 	{"cat", false, k_cat, false}, {"concat", false, k_cat, false}, {"concatenate", false, k_cat, false},
 	{"stack", false, k_stack, false}, {"triu", false, k_triu, false}, {"tril", false, k_tril, false},
 	{"zeros_like", false, k_zeros_like, false}, {"ones_like", false, k_ones_like, false},
