@@ -201,6 +201,12 @@ OP_CASES = [
                 args=("x", "x", "x"), need_weights=False),
     module_case("MultiheadAttention weights", {"type": "MultiheadAttention", "embed_dim": 8, "num_heads": 2}, GEMM,
                 {"x": [5, 2, 8]}, args=("x", "x", "x")),
+    module_case("TransformerEncoderLayer", {"type": "TransformerEncoderLayer", "d_model": 16, "nhead": 4,
+                                            "dim_feedforward": 32}, GEMM, {"x": [5, 2, 16]}),
+    module_case("TransformerEncoderLayer norm_first gelu", {"type": "TransformerEncoderLayer", "d_model": 16,
+                                                            "nhead": 2, "dim_feedforward": 24, "norm_first": True,
+                                                            "activation": "gelu", "batch_first": True}, GEMM,
+                {"x": [2, 5, 16]}),
 ]
 
 
