@@ -400,8 +400,8 @@ static int execute(args *a)
 		rc = print_json(a->cm.file, r, seconds);
 	} else {
 		rc = print_table(r, a->depth);
-		char peak[32];
-		printf("planned peak: %s   time: %.3f s\n", cli_bytes((int64_t)r->peak_bytes, peak, sizeof(peak)), seconds);
+		char peak[32]; /* no time here: --json has it (seconds, forward_seconds), a table stays reproducible */
+		printf("planned peak: %s\n", cli_bytes((int64_t)r->peak_bytes, peak, sizeof(peak)));
 	}
 	if (r->mismatch) {
 		fprintf(stderr, "tinspect: %s: %s\n", a->cm.file, r->mismatch);
