@@ -14,13 +14,16 @@ PKG_CONFIG ?= pkg-config
 DEPS_CFLAGS := $(shell $(PKG_CONFIG) --cflags libzip libcjson 2>/dev/null)
 DEPS_LIBS := $(shell $(PKG_CONFIG) --libs libzip libcjson 2>/dev/null) -lm -ldl -lpthread
 TEST_LIBS := $(shell $(PKG_CONFIG) --libs criterion 2>/dev/null)
+# OpenBLAS (tinspect run): Debian's .pc points at the pthread variant's cblas.h; plain -lopenblas without one.
+DEPS_CFLAGS += $(shell $(PKG_CONFIG) --cflags openblas 2>/dev/null)
+DEPS_LIBS += $(shell $(PKG_CONFIG) --libs openblas 2>/dev/null || echo -lopenblas)
 
 # Ours first, the user's CFLAGS last so they can override.
 BASE_CFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L -D_FILE_OFFSET_BITS=64 -Wall -Wextra -Werror -O2 -g
 CPPFLAGS_ALL = -Iinclude -Isrc $(DEPS_CFLAGS)
 SAN_FLAGS = -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 
-LIB_SRC := $(wildcard src/util/*.c src/core/*.c src/format/*.c src/source/*.c src/shapes/*.c src/ops/*.c src/nn/*.c src/model/*.c src/memory/*.c src/materialize/*.c src/convert/*.c src/scan/*.c src/check/*.c src/diff/*.c src/stats/*.c)
+LIB_SRC := $(wildcard src/util/*.c src/core/*.c src/format/*.c src/source/*.c src/shapes/*.c src/ops/*.c src/nn/*.c src/model/*.c src/memory/*.c src/materialize/*.c src/convert/*.c src/scan/*.c src/check/*.c src/diff/*.c src/stats/*.c src/run/*.c src/run/kernels/*.c)
 CLI_SRC := $(wildcard src/cli/*.c)
 TEST_SRC := $(wildcard tests/unit/*.c)
 
@@ -111,7 +114,8 @@ test: deps-test
 		$(PYTHON) tests/conformance/diff_conformance.py ./tinspect && \
 		$(PYTHON) tests/conformance/legacy_conformance.py ./tinspect && \
 		$(PYTHON) tests/conformance/dcp_conformance.py ./tinspect && \
-		$(PYTHON) tests/conformance/stats_conformance.py ./tinspect; \
+		$(PYTHON) tests/conformance/stats_conformance.py ./tinspect && \
+		$(PYTHON) tests/conformance/run_conformance.py ./tinspect; \
 	else echo "conformance: skipped (python3-torch is not installed)"; fi
 
 # The whole suite under AddressSanitizer and UndefinedBehaviorSanitizer.

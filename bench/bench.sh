@@ -81,4 +81,5 @@ fi
 	--runs "$RUNS" $extra "$cache" || status=1
 "$mpy" "$here/measure_diff.py" --tinspect "$tinspect" --python "$PYTHON" --runs "$RUNS" $extra "$cache" || status=1
 "$mpy" "$here/measure_stats.py" --tinspect "$tinspect" --python "$PYTHON" --runs "$RUNS" $extra "$cache" || status=1  # inspect --device cpu on vit_l_16.pt against torch.load + the same statistics
+"$mpy" "$here/measure_run.py" --tinspect "$tinspect" --python "$PYTHON" --runs 3 $extra || status=1  # run: ResNet-50 and GPT-2 forward against PyTorch CPU
 exit $status

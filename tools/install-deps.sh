@@ -1,7 +1,7 @@
 #!/bin/sh
 # Installs the Debian packages tinspect needs, when they are missing.
 # Usage: install-deps.sh build|test|ci|fuzz
-#   build: compiler, libzip, cJSON
+#   build: compiler, libzip, cJSON, OpenBLAS
 #   test:  build + Criterion, valgrind (make valgrind), groff, mandoc and jq (the docs test),
 #          xmllint (libxml2-utils: the JUnit XML against tests/ci/junit.xsd)
 #   ci:    test + PyTorch for the conformance test and the benchmark
@@ -9,7 +9,7 @@
 # As root it runs apt-get; otherwise it prints the exact command and fails.
 set -eu
 what=${1:-build}
-pkgs="gcc make pkg-config libzip-dev libcjson-dev"
+pkgs="gcc make pkg-config libzip-dev libcjson-dev libopenblas-dev"
 case $what in
 build) ;;
 test) pkgs="$pkgs libcriterion-dev valgrind groff-base mandoc jq libxml2-utils" ;;

@@ -60,6 +60,7 @@ typedef struct ti_check_report {
 	size_t dtype_error_count;
 	const char *message;            /* PyTorch's RuntimeError text, or NULL when it would load */
 	const char *result;             /* what load_state_dict returns, as its repr, when it loads */
+	const ti_source_tensor **bound; /* per model entry (ti_model_params order): the tensor it loads, or NULL */
 } ti_check_report;
 
 /*

@@ -345,6 +345,7 @@ static ti_status visit(checker *c, const char *module, const char **owners)
 			continue;
 		}
 		r->matched++;
+		r->bound[i] = e->t;
 		if (e->t->dtype != p->dtype) {
 			size_t k = 0;
 			while (k < c->cast_count && !(c->casts[k].from == e->t->dtype && c->casts[k].to == p->dtype))
@@ -549,7 +550,8 @@ ti_status ti_check_load(const ti_model *model, ti_source *src, const ti_check_op
 		if (ti_strmap_put(&c.modules, model->modules[i].prefix, (void *)1))
 			st = no_memory(err);
 	const char **owners = st ? NULL : ti_arena_calloc(arena, model->param_count + 1, sizeof(*owners));
-	if (!st && !owners)
+	out->bound = st ? NULL : ti_arena_calloc(arena, model->param_count + 1, sizeof(*out->bound));
+	if (!st && (!owners || !out->bound))
 		st = no_memory(err);
 	for (size_t i = 0; !st && i < model->param_count; i++)
 		if (!(owners[i] = owner_of(&c, model->params[i].name)))

@@ -80,6 +80,7 @@ int cmd_scan(int argc, char **argv);
 int cmd_ops(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
+int cmd_run(int argc, char **argv);
 
 /* Options: a table per command; values come as --opt=V or --opt V. */
 typedef enum { OPT_FLAG, OPT_VALUE } cli_opt_kind;

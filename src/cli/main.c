@@ -18,9 +18,10 @@ static const cli_command commands[] = {
 	{"check", cmd_check, "say whether a checkpoint loads into a described model, as load_state_dict would"},
 	{"diff", cmd_diff, "compare two checkpoints by name: added, removed, renamed, changed, values"},
 	{"ops", cmd_ops, "list the operators and module types a description may name"},
+	{"run", cmd_run, "execute a described model for real on the CPU: real shapes checked, statistics"},
 };
 
-const char *const cli_command_names[] = {"inspect", "shapes", "params", "memory", "materialize", "convert", "scan", "check", "diff", "ops", NULL};
+const char *const cli_command_names[] = {"inspect", "shapes", "params", "memory", "materialize", "convert", "scan", "check", "diff", "ops", "run", NULL};
 
 static void usage(FILE *f)
 {
@@ -34,6 +35,7 @@ static void usage(FILE *f)
 	           "       tinspect check MODEL.json CHECKPOINT [--no-strict] [--key K] [--json]\n"
 	           "       tinspect diff A B [--values] [--atol X] [--rtol X] [--json]\n"
 	           "       tinspect ops [GLOB] [--json]\n"
+	           "       tinspect run MODEL.json [--input NAME=SPEC] [--weights CKPT] [--save OUT] ...\n"
 	           "       tinspect COMMAND --help\n"
 	           "       tinspect --version\n\ncommands:\n");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)

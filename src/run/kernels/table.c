@@ -1,0 +1,50 @@
+/*
+ * table.c - the one kernel table: every family's rows, looked up by the
+ * operator's name (as its shape rule's signature spells it) or by module
+ * type. An operator or module without a row runs through its parts, or
+ * fails with "no CPU kernel yet for 'X'".
+ */
+#include <string.h>
+
+#include "run/run_internal.h"
+
+extern const rt_kernel rt_kernels_elementwise[], rt_kernels_shape[], rt_kernels_norm[], rt_kernels_pool[],
+	rt_kernels_embedding[], rt_kernels_attention[];
+
+static const rt_kernel linalg[] = {
+	{"linear", false, rt_k_linear, false},
+	{"matmul", false, rt_k_matmul, false},
+	{"bmm", false, rt_k_bmm, false},
+	{"mm", false, rt_k_bmm, false},
+	{"addmm", false, rt_k_addmm, false},
+	{"conv1d", false, rt_k_conv, false},
+	{"conv2d", false, rt_k_conv, false},
+	{NULL, false, NULL, false},
+};
+
+static const rt_kernel *const families[] = {
+	linalg, rt_kernels_elementwise, rt_kernels_shape, rt_kernels_norm, rt_kernels_pool, rt_kernels_embedding,
+	rt_kernels_attention,
+};
+
+const rt_kernel *rt_kernel_find(const char *name, bool module)
+{
+	if (!name)
+		return NULL;
+	for (size_t f = 0; f < sizeof(families) / sizeof(families[0]); f++)
+		for (const rt_kernel *k = families[f]; k->name; k++)
+			if (k->module == module && !strcmp(k->name, name))
+				return k;
+	return NULL;
+}
+
+bool ti_run_has_kernel(const char *name, bool module) { return rt_kernel_find(name, module) != NULL; }
+
+void ti_run_each_kernel(void (*fn)(void *user, const char *name, bool module), void *user)
+{
+	for (int module = 0; module < 2; module++)
+		for (size_t f = 0; f < sizeof(families) / sizeof(families[0]); f++)
+			for (const rt_kernel *k = families[f]; k->name; k++)
+				if (k->module == (module == 1))
+					fn(user, k->name, k->module);
+}

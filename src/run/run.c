@@ -1,0 +1,1116 @@
+/*
+ * run.c - the executor (see tinspect/run.h): the traced calls of a shape
+ * run, walked again with real tensors.
+ *
+ * The walk is the memory simulation's trace (src/memory/trace.c): a tree of
+ * calls, each with its bound arguments and its outputs on the meta device.
+ * At each call the executor runs the kernel of the module type or operator
+ * when there is one (its parts are then not run), else walks into its parts;
+ * a call whose outputs all have values already (Identity, a forward that is
+ * one operator) needs nothing. Real tensors are found by the meta tensor
+ * they stand for, so a module's parameters and the graph's names need no
+ * bookkeeping of their own.
+ *
+ * The same walk runs three times: to find each value's last reader, then
+ * without data to find the peak (refused before anything is allocated when
+ * it passes the ceiling), then for real, freeing each value after its last
+ * reader.
+ */
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "memory/memory_internal.h"
+#include "model/model_internal.h"
+#include "run/run_internal.h"
+#include "tinspect/cast.h"
+#include "tinspect/check.h"
+
+typedef enum walk_mode {
+	WALK_USES,  /* no data: who reads what, last */
+	WALK_PLAN,  /* no data: bytes held, peak */
+	WALK_REAL
+} walk_mode;
+
+typedef struct entry {
+	const void *meta;
+	rt_tensor *t;            /* NULL once freed */
+	int last_use;            /* the last kernel (sequence number) that reads it; -1: none */
+	bool permanent;          /* weights, the description's outputs, --save-all */
+	bool has_stats, checked;
+	ti_run_stats stats;
+} entry;
+
+struct rt_exec {
+	ti_model *model;
+	const ti_run_options *opt;
+	const ti_model_report *rep;
+	mem_trace trace;
+	walk_mode mode;
+	int seq;                 /* kernels run so far in this walk */
+	/* meta tensor -> entry */
+	entry *entries;
+	size_t count, cap;
+	const void **keys;
+	int *slots;
+	size_t key_cap;
+	size_t live, peak;       /* bytes of storages held */
+	const char *peak_at;
+	int threads;
+	ti_arena arena;
+	char *mismatch;
+	struct timespec started;  /* the last walk's start, after weights and inputs */
+};
+
+struct ti_run {
+	rt_exec ex;
+	ti_run_report report;
+};
+
+/* ---- the value map ---- */
+
+static size_t hash_ptr(const void *p)
+{
+	uint64_t x = (uint64_t)(uintptr_t)p;
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	return (size_t)x;
+}
+
+static entry *find(rt_exec *ex, const void *meta)
+{
+	if (!ex->key_cap)
+		return NULL;
+	for (size_t i = hash_ptr(meta) & (ex->key_cap - 1);; i = (i + 1) & (ex->key_cap - 1)) {
+		if (!ex->keys[i])
+			return NULL;
+		if (ex->keys[i] == meta)
+			return &ex->entries[ex->slots[i]];
+	}
+}
+
+static entry *find_or_add(rt_exec *ex, const void *meta)
+{
+	entry *e = find(ex, meta);
+	if (e)
+		return e;
+	if (2 * (ex->count + 1) > ex->key_cap) {
+		size_t cap = ex->key_cap ? 2 * ex->key_cap : 1024;
+		const void **keys = calloc(cap, sizeof(*keys));
+		int *slots = calloc(cap, sizeof(*slots));
+		if (!keys || !slots) {
+			free(keys);
+			free(slots);
+			return NULL;
+		}
+		for (size_t k = 0; k < ex->count; k++) {
+			size_t i = hash_ptr(ex->entries[k].meta) & (cap - 1);
+			while (keys[i])
+				i = (i + 1) & (cap - 1);
+			keys[i] = ex->entries[k].meta;
+			slots[i] = (int)k;
+		}
+		free(ex->keys);
+		free(ex->slots);
+		ex->keys = keys;
+		ex->slots = slots;
+		ex->key_cap = cap;
+	}
+	if (ex->count == ex->cap) {
+		size_t cap = ex->cap ? 2 * ex->cap : 512;
+		entry *more = realloc(ex->entries, cap * sizeof(*more));
+		if (!more)
+			return NULL;
+		ex->entries = more;
+		ex->cap = cap;
+	}
+	size_t i = hash_ptr(meta) & (ex->key_cap - 1);
+	while (ex->keys[i])
+		i = (i + 1) & (ex->key_cap - 1);
+	ex->keys[i] = meta;
+	ex->slots[i] = (int)ex->count;
+	e = &ex->entries[ex->count++];
+	*e = (entry){.meta = meta, .last_use = -1};
+	return e;
+}
+
+/* ---- tensors and storages ---- */
+
+int64_t rt_numel(const rt_tensor *t)
+{
+	int64_t n = 1;
+	for (int i = 0; i < t->ndim; i++)
+		n *= t->shape[i];
+	return n;
+}
+
+void rt_contiguous_strides(int ndim, const int64_t *shape, int64_t *stride)
+{
+	int64_t s = 1;
+	for (int i = ndim - 1; i >= 0; i--) {
+		stride[i] = s;
+		s *= shape[i] > 1 ? shape[i] : 1;
+	}
+}
+
+bool rt_is_contiguous(const rt_tensor *t)
+{
+	int64_t s = 1;
+	for (int i = t->ndim - 1; i >= 0; i--) {
+		if (t->shape[i] != 1 && t->stride[i] != s)
+			return false;
+		s *= t->shape[i];
+	}
+	return true;
+}
+
+static void storage_drop(rt_exec *ex, rt_storage *s)
+{
+	if (--s->refs > 0)
+		return;
+	ex->live -= s->bytes;
+	free(s->data);
+	free(s);
+}
+
+void rt_release(rt_exec *ex, rt_tensor *t)
+{
+	if (!t || --t->refs > 0)
+		return;
+	storage_drop(ex, t->storage);
+	free(t);
+}
+
+static ti_status new_tensor(rt_exec *ex, ti_dtype dtype, int ndim, const int64_t *shape, bool data, rt_tensor **out,
+                            ti_error *err)
+{
+	if (ndim > RT_MAX_DIMS)
+		return TI_FAIL(err, TI_E_UNSUPPORTED, "no CPU kernel yet for tensors of %d dimensions", ndim);
+	rt_tensor *t = calloc(1, sizeof(*t));
+	rt_storage *s = calloc(1, sizeof(*s));
+	if (!t || !s) {
+		free(t);
+		free(s);
+		return TI_FAIL(err, TI_E_NOMEM, "out of memory");
+	}
+	t->dtype = dtype;
+	t->ndim = ndim;
+	if (ndim)
+		memcpy(t->shape, shape, (size_t)ndim * sizeof(*shape));
+	rt_contiguous_strides(ndim, t->shape, t->stride);
+	t->storage = s;
+	t->refs = 1;
+	s->refs = 1;
+	s->bytes = (size_t)rt_numel(t) * ti_dtype_size(dtype);
+	if (data && s->bytes) {
+		/* 64-byte lines: sgemm and the vector loops like them aligned */
+		size_t bytes = (s->bytes + 63) & ~(size_t)63;
+		if (posix_memalign(&s->data, 64, bytes)) {
+			free(t);
+			free(s);
+			return TI_FAIL(err, TI_E_NOMEM, "out of memory for a tensor of %zu bytes", bytes);
+		}
+	}
+	ex->live += s->bytes;
+	if (ex->live > ex->peak)
+		ex->peak = ex->live;
+	*out = t;
+	return TI_OK;
+}
+
+ti_status rt_new(rt_call *c, ti_dtype dtype, int ndim, const int64_t *shape, rt_tensor **out, ti_error *err)
+{
+	return new_tensor(c->ex, dtype, ndim, shape, c->ex->mode == WALK_REAL, out, err);
+}
+
+ti_status rt_view(rt_call *c, rt_tensor *base, int ndim, const int64_t *shape, const int64_t *stride, int64_t offset,
+                  rt_tensor **out, ti_error *err)
+{
+	if (ndim > RT_MAX_DIMS)
+		return TI_FAIL(err, TI_E_UNSUPPORTED, "no CPU kernel yet for tensors of %d dimensions", ndim);
+	rt_tensor *t = calloc(1, sizeof(*t));
+	if (!t)
+		return TI_FAIL(err, TI_E_NOMEM, "out of memory");
+	t->dtype = base->dtype;
+	t->ndim = ndim;
+	if (ndim) {
+		memcpy(t->shape, shape, (size_t)ndim * sizeof(*shape));
+		memcpy(t->stride, stride, (size_t)ndim * sizeof(*stride));
+	}
+	t->offset = offset;
+	t->storage = base->storage;
+	t->storage->refs++;
+	t->refs = 1;
+	(void)c;
+	*out = t;
+	return TI_OK;
+}
+
+/* Copies src (any strides) into dst (contiguous, same shape and dtype size). */
+static void copy_strided(const rt_tensor *src, void *dst)
+{
+	size_t es = ti_dtype_size(src->dtype);
+	int64_t n = rt_numel(src);
+	if (!n)
+		return;
+	const char *base = (const char *)src->storage->data + (size_t)src->offset * es;
+	int64_t idx[RT_MAX_DIMS] = {0};
+	int nd = src->ndim;
+	/* the innermost dimension as a run */
+	int64_t inner = nd ? src->shape[nd - 1] : 1, istride = nd ? src->stride[nd - 1] : 1;
+	char *out = dst;
+	for (int64_t done = 0; done < n; done += inner) {
+		int64_t off = 0;
+		for (int d = 0; d < nd - 1; d++)
+			off += idx[d] * src->stride[d];
+		const char *p = base + (size_t)off * es;
+		if (istride == 1) {
+			memcpy(out, p, (size_t)inner * es);
+		} else if (es == 4) {
+			for (int64_t i = 0; i < inner; i++)
+				((float *)out)[i] = ((const float *)p)[i * istride];
+		} else {
+			for (int64_t i = 0; i < inner; i++)
+				memcpy(out + (size_t)i * es, p + (size_t)(i * istride) * es, es);
+		}
+		out += (size_t)inner * es;
+		for (int d = nd - 2; d >= 0; d--) {
+			if (++idx[d] < src->shape[d])
+				break;
+			idx[d] = 0;
+		}
+	}
+}
+
+ti_status rt_contiguous(rt_call *c, rt_tensor *t, rt_tensor **out, ti_error *err)
+{
+	if (rt_is_contiguous(t)) {
+		t->refs++;
+		*out = t;
+		return TI_OK;
+	}
+	ti_status st = rt_new(c, t->dtype, t->ndim, t->shape, out, err);
+	if (!st && c->ex->mode == WALK_REAL)
+		copy_strided(t, (*out)->storage->data);
+	return st;
+}
+
+ti_status rt_output(rt_call *c, rt_tensor *t, ti_error *err)
+{
+	if (c->out_count == TI_OP_MAX_OUTPUTS) {
+		rt_release(c->ex, t);
+		return TI_FAIL(err, TI_E_LIMIT, "more than %d outputs", TI_OP_MAX_OUTPUTS);
+	}
+	c->out[c->out_count++] = t;
+	return TI_OK;
+}
+
+ti_status rt_of(rt_call *c, const ti_meta_tensor *meta, rt_tensor **out, ti_error *err)
+{
+	entry *e = find(c->ex, meta);
+	if (!e || !e->t)
+		return TI_FAIL(err, TI_E_UNSUPPORTED, "a tensor has no value here");
+	*out = e->t;
+	return TI_OK;
+}
+
+ti_status rt_arg(rt_call *c, const char *name, rt_tensor **out, ti_error *err)
+{
+	const ti_meta_tensor *meta = ti_bound_tensor(&c->call->in, name);
+	*out = NULL;
+	return meta ? rt_of(c, meta, out, err) : TI_OK;
+}
+
+ti_status rt_param(rt_call *c, const char *name, rt_tensor **out, ti_error *err)
+{
+	const ti_meta_tensor *meta = c->module ? ti_module_tensor_get(c->module, name) : NULL;
+	*out = NULL;
+	return meta ? rt_of(c, meta, out, err) : TI_OK;
+}
+
+int64_t rt_int(rt_call *c, const char *name) { return ti_bound_dim(&c->call->in, name).value; }
+double rt_float(rt_call *c, const char *name) { return ti_bound_float(&c->call->in, name); }
+
+int rt_ints(rt_call *c, const char *name, int64_t *out, int max)
+{
+	int n = 0;
+	const ti_arg *items = ti_bound_list(&c->call->in, name, &n);
+	if (n > max)
+		return -1;
+	for (int i = 0; i < n; i++)
+		out[i] = items[i].kind == TI_ARG_INT ? items[i].as.dim.value : 0;
+	return n;
+}
+
+bool rt_scalar(const ti_arg *a, double *out)
+{
+	if (!a)
+		return false;
+	switch (a->kind) {
+	case TI_ARG_INT: *out = (double)a->as.dim.value; return true;
+	case TI_ARG_FLOAT: *out = a->as.real; return true;
+	case TI_ARG_BOOL: *out = a->as.boolean; return true;
+	default: return false;
+	}
+}
+
+/* ---- threads ---- */
+
+typedef struct chunk {
+	void (*fn)(void *, int64_t, int64_t);
+	void *user;
+	int64_t begin, end;
+} chunk;
+
+static void *run_chunk(void *p)
+{
+	chunk *k = p;
+	k->fn(k->user, k->begin, k->end);
+	return NULL;
+}
+
+void rt_parallel(rt_call *c, int64_t n, int64_t grain, void (*fn)(void *user, int64_t begin, int64_t end), void *user)
+{
+	int threads = c->threads > 64 ? 64 : c->threads;
+	if (grain < 1)
+		grain = 1;
+	if (threads > n / grain)
+		threads = (int)(n / grain);
+	if (threads <= 1) {
+		fn(user, 0, n);
+		return;
+	}
+	chunk parts[64];
+	pthread_t ids[64];
+	bool started[64] = {0};
+	for (int i = 0; i < threads; i++)
+		parts[i] = (chunk){fn, user, n * i / threads, n * (i + 1) / threads};
+	for (int i = 1; i < threads; i++)
+		started[i] = !pthread_create(&ids[i], NULL, run_chunk, &parts[i]);
+	run_chunk(&parts[0]);
+	for (int i = 1; i < threads; i++) {
+		if (started[i])
+			pthread_join(ids[i], NULL);
+		else
+			run_chunk(&parts[i]); /* no thread to spare: this one does it */
+	}
+}
+
+/* ---- statistics ---- */
+
+/*
+ * One pass: count, min, max, and sums of v - shift and its square in double
+ * (shift: the chunk's first finite value, so the variance does not cancel).
+ */
+typedef struct moments {
+	int64_t count, nan, inf;
+	double lo, hi, shift, sum, sq;
+} moments;
+
+static void moments_of(const float *x, int64_t n, moments *m)
+{
+	memset(m, 0, sizeof(*m));
+	bool first = true;
+	for (int64_t i = 0; i < n; i++) {
+		float v = x[i];
+		if (v != v) {
+			m->nan++;
+			continue;
+		}
+		if (v - v != 0) {
+			m->inf++;
+			continue;
+		}
+		if (first) {
+			m->lo = m->hi = m->shift = v;
+			first = false;
+		}
+		m->lo = v < m->lo ? v : m->lo;
+		m->hi = v > m->hi ? v : m->hi;
+		double d = (double)v - m->shift;
+		m->sum += d;
+		m->sq += d * d;
+		m->count++;
+	}
+}
+
+/* Chan et al.'s pairwise combination of two partial moments. */
+static void moments_add(moments *into, const moments *m)
+{
+	into->nan += m->nan;
+	into->inf += m->inf;
+	if (!m->count)
+		return;
+	if (!into->count) {
+		int64_t nan = into->nan, inf = into->inf;
+		*into = *m;
+		into->nan = nan;
+		into->inf = inf;
+		return;
+	}
+	double na = (double)into->count, nb = (double)m->count;
+	double mean_a = into->shift + into->sum / na, mean_b = m->shift + m->sum / nb;
+	double m2a = into->sq - into->sum * into->sum / na, m2b = m->sq - m->sum * m->sum / nb;
+	double delta = mean_b - mean_a, n = na + nb;
+	double m2 = m2a + m2b + delta * delta * na * nb / n;
+	double mean = mean_a + delta * nb / n;
+	into->count += m->count;
+	into->lo = m->lo < into->lo ? m->lo : into->lo;
+	into->hi = m->hi > into->hi ? m->hi : into->hi;
+	into->shift = mean;
+	into->sum = 0;
+	into->sq = m2;
+}
+
+static void moments_stats(const moments *m, ti_run_stats *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->nan = m->nan;
+	out->inf = m->inf;
+	out->count = m->count;
+	if (!m->count)
+		return;
+	double mean = m->shift + m->sum / (double)m->count;
+	double m2 = m->sq - m->sum * m->sum / (double)m->count;
+	out->min = m->lo;
+	out->max = m->hi;
+	out->mean = mean;
+	out->std = m->count > 1 && m2 > 0 ? sqrt(m2 / (double)(m->count - 1)) : 0; /* torch.std: unbiased */
+}
+
+void ti_run_stats_of(const float *x, size_t n, ti_run_stats *out)
+{
+	moments m;
+	moments_of(x, (int64_t)n, &m);
+	moments_stats(&m, out);
+}
+
+#define STATS_CHUNKS 64
+
+typedef struct stats_job {
+	const float *x;
+	int64_t n;
+	moments parts[STATS_CHUNKS];
+} stats_job;
+
+static void stats_chunks(void *user, int64_t begin, int64_t end)
+{
+	stats_job *j = user;
+	for (int64_t c = begin; c < end; c++)
+		moments_of(j->x + j->n * c / STATS_CHUNKS, j->n * (c + 1) / STATS_CHUNKS - j->n * c / STATS_CHUNKS,
+		           &j->parts[c]);
+}
+
+/* The statistics of n values, in chunks over the run's threads (the same numbers whatever the thread count). */
+static void stats_parallel(rt_exec *ex, const float *x, int64_t n, ti_run_stats *out)
+{
+	stats_job *j = malloc(sizeof(*j));
+	if (!j || n < (1 << 16)) {
+		free(j);
+		ti_run_stats_of(x, (size_t)n, out);
+		return;
+	}
+	j->x = x;
+	j->n = n;
+	rt_call c = {.ex = ex, .threads = ex->threads};
+	rt_parallel(&c, STATS_CHUNKS, 1, stats_chunks, j);
+	moments all = j->parts[0];
+	for (int k = 1; k < STATS_CHUNKS; k++)
+		moments_add(&all, &j->parts[k]);
+	moments_stats(&all, out);
+	free(j);
+}
+
+/* Statistics of any tensor the kernels make (float32, int64, bool), over its elements. */
+static ti_status stats_of(rt_exec *ex, const rt_tensor *t, ti_run_stats *out, ti_error *err)
+{
+	int64_t n = rt_numel(t);
+	float *tmp = NULL;
+	const float *x;
+	if (t->dtype == TI_DT_FLOAT32 && rt_is_contiguous(t)) {
+		x = rt_f32(t);
+	} else {
+		tmp = malloc((size_t)(n ? n : 1) * sizeof(float));
+		if (!tmp)
+			return TI_FAIL(err, TI_E_NOMEM, "out of memory for statistics");
+		if (t->dtype == TI_DT_FLOAT32) {
+			copy_strided(t, tmp);
+		} else {
+			size_t es = ti_dtype_size(t->dtype);
+			void *raw = malloc((size_t)(n ? n : 1) * es);
+			if (!raw) {
+				free(tmp);
+				return TI_FAIL(err, TI_E_NOMEM, "out of memory for statistics");
+			}
+			copy_strided(t, raw);
+			ti_status st = ti_cast(t->dtype, raw, TI_DT_FLOAT32, tmp, (size_t)n, 0, err);
+			free(raw);
+			if (st) {
+				free(tmp);
+				return st;
+			}
+		}
+		x = tmp;
+	}
+	stats_parallel(ex, x, n, out);
+	free(tmp);
+	return TI_OK;
+}
+
+/* The tensors of a value, lists flattened, into out[max]; returns how many there are. */
+static int tensors_of(const ti_arg *a, const ti_meta_tensor **out, int n, int max)
+{
+	if (a->kind == TI_ARG_TENSOR) {
+		if (n < max)
+			out[n] = a->as.tensor;
+		return n + 1;
+	}
+	if (a->kind == TI_ARG_LIST)
+		for (int i = 0; i < a->as.list.count; i++)
+			n = tensors_of(&a->as.list.items[i], out, n, max);
+	return n;
+}
+
+#define RT_MAX_IO 256 /* tensors in or out of one call: cat of more is refused */
+
+static int call_inputs(const ti_op_call *call, const ti_meta_tensor **out)
+{
+	int n = 0;
+	for (int i = 0; call->in.sig && i < call->in.sig->count; i++)
+		n = tensors_of(&call->in.args[i], out, n, RT_MAX_IO);
+	return n;
+}
+
+static int call_outputs(const ti_op_call *call, const ti_meta_tensor **out)
+{
+	int n = 0;
+	for (int i = 0; i < call->output_count; i++)
+		n = tensors_of(&call->outputs[i], out, n, RT_MAX_IO);
+	return n;
+}
+
+static bool is_final_output(rt_exec *ex, const void *meta)
+{
+	for (size_t i = 0; i < ex->rep->output_count; i++)
+		if (ex->rep->outputs[i].meta == meta)
+			return true;
+	return false;
+}
+
+static const char *shape_text(rt_exec *ex, int ndim, const int64_t *shape)
+{
+	char buf[512];
+	size_t n = 0;
+	n += (size_t)snprintf(buf + n, sizeof(buf) - n, "[");
+	for (int i = 0; i < ndim && n < sizeof(buf) - 24; i++)
+		n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%s%lld", i ? ", " : "", (long long)shape[i]);
+	snprintf(buf + n, sizeof(buf) - n, "]");
+	return ti_arena_strdup(&ex->arena, buf);
+}
+
+/* The kernel's output against the propagated one: false (and ex->mismatch) when they differ. */
+static bool same_as_meta(rt_exec *ex, const char *name, int k, const ti_meta_tensor *meta, const rt_tensor *t)
+{
+	bool same = meta->ndim == t->ndim && meta->dtype == t->dtype;
+	for (int i = 0; same && i < t->ndim; i++)
+		same = !meta->shape[i].sym && meta->shape[i].value == t->shape[i];
+	if (same)
+		return true;
+	int64_t want[TI_META_MAX_DIMS];
+	for (int i = 0; i < meta->ndim; i++)
+		want[i] = meta->shape[i].value;
+	ex->mismatch = ti_arena_printf(&ex->arena,
+	                               "'%s' output %d: the CPU kernel made %s %s, shape propagation says %s %s "
+	                               "(a bug of tinspect: please report it)",
+	                               name, k, shape_text(ex, t->ndim, t->shape), ti_dtype_name(t->dtype),
+	                               shape_text(ex, meta->ndim, want), ti_dtype_name(meta->dtype));
+	return false;
+}
+
+static ti_status bind_value(rt_exec *ex, const void *meta, rt_tensor *t, bool permanent, ti_error *err)
+{
+	entry *e = find_or_add(ex, meta);
+	if (!e) {
+		rt_release(ex, t);
+		return TI_FAIL(err, TI_E_NOMEM, "out of memory");
+	}
+	rt_release(ex, e->t);
+	e->t = t;
+	e->permanent = permanent || e->permanent || ex->opt->keep_all || is_final_output(ex, meta);
+	return TI_OK;
+}
+
+/* The dtypes kernels hold: float32 values, int64 indices, bool masks. */
+static bool held_dtype(ti_dtype dt) { return dt == TI_DT_FLOAT32 || dt == TI_DT_INT64 || dt == TI_DT_BOOL; }
+
+static ti_status run_kernel(rt_exec *ex, const mem_event *ev, const rt_kernel *k, ti_error *err)
+{
+	const ti_op_call *call = ev->call;
+	const ti_meta_tensor *ins[RT_MAX_IO], *outs[RT_MAX_IO];
+	int nin = call_inputs(call, ins), nout = call_outputs(call, outs);
+	if (nin > RT_MAX_IO || nout > RT_MAX_IO)
+		return TI_FAIL(err, TI_E_UNSUPPORTED, "no CPU kernel yet for '%s' with more than %d tensors", ev->name,
+		               RT_MAX_IO);
+	for (int i = 0; i < nin; i++) {
+		entry *e = find(ex, ins[i]);
+		if (!e || !e->t)
+			return TI_FAIL(err, TI_E_UNSUPPORTED, "a tensor '%s' reads has no value", ev->name);
+		if (!held_dtype(e->t->dtype))
+			return TI_FAIL(err, TI_E_UNSUPPORTED, "no CPU kernel yet for '%s' on %s", ev->name,
+			               ti_dtype_name(e->t->dtype));
+		if (ex->mode == WALK_USES)
+			e->last_use = ex->seq;
+	}
+	for (int i = 0; i < nout; i++)
+		if (!held_dtype(outs[i]->dtype))
+			return TI_FAIL(err, TI_E_UNSUPPORTED, "no CPU kernel yet for '%s' making %s", ev->name,
+			               ti_dtype_name(outs[i]->dtype));
+	rt_call c = {.ex = ex, .call = call, .module = k->module ? ev->module : NULL, .threads = ex->threads};
+	ti_status st = TI_OK;
+	if (ex->mode == WALK_REAL) {
+		st = k->run(&c, err);
+	} else {
+		/* no data: outputs as propagated, views on their first input */
+		for (int i = 0; i < nout && !st; i++) {
+			int64_t shape[TI_META_MAX_DIMS];
+			for (int d = 0; d < outs[i]->ndim; d++)
+				shape[d] = outs[i]->shape[d].value;
+			rt_tensor *t;
+			entry *base = k->view && nin ? find(ex, ins[0]) : NULL;
+			st = base ? rt_view(&c, base->t, outs[i]->ndim, shape, base->t->stride, 0, &t, err)
+			          : rt_new(&c, outs[i]->dtype, outs[i]->ndim, shape, &t, err);
+			if (!st)
+				st = rt_output(&c, t, err);
+		}
+	}
+	if (!st && c.out_count != nout) {
+		ex->mismatch = ti_arena_printf(&ex->arena,
+		                               "'%s': the CPU kernel made %d outputs, shape propagation says %d "
+		                               "(a bug of tinspect: please report it)", ev->name, c.out_count, nout);
+	}
+	for (int i = 0; i < c.out_count; i++) {
+		if (st || ex->mismatch || !same_as_meta(ex, ev->name, i, outs[i], c.out[i])) {
+			rt_release(ex, c.out[i]);
+			continue;
+		}
+		entry *e = find_or_add(ex, outs[i]);
+		if (ex->mode == WALK_REAL && e) {
+			if ((st = stats_of(ex, c.out[i], &e->stats, err))) {
+				rt_release(ex, c.out[i]);
+				continue;
+			}
+			e->has_stats = e->checked = true;
+		}
+		st = bind_value(ex, outs[i], c.out[i], false, err);
+	}
+	if (st || ex->mismatch)
+		return st;
+	/* values this kernel read last, and outputs nobody reads, let go */
+	if (ex->mode != WALK_USES) {
+		for (int i = 0; i < nin + nout; i++) {
+			entry *e = find(ex, i < nin ? (const void *)ins[i] : (const void *)outs[i - nin]);
+			if (e && e->t && !e->permanent && e->last_use <= ex->seq) {
+				rt_release(ex, e->t);
+				e->t = NULL;
+			}
+		}
+	}
+	ex->seq++;
+	return TI_OK;
+}
+
+static bool outputs_have_values(rt_exec *ex, const ti_op_call *call)
+{
+	const ti_meta_tensor *outs[RT_MAX_IO];
+	int n = call_outputs(call, outs);
+	for (int i = 0; i < n && i < RT_MAX_IO; i++) {
+		entry *e = find(ex, outs[i]);
+		if (!e || !e->t)
+			return false;
+	}
+	return true;
+}
+
+static ti_status walk(rt_exec *ex, int id, ti_error *err)
+{
+	const mem_event *ev = &ex->trace.events[id];
+	if (ev->released || !ev->name)
+		return TI_OK;
+	const ti_op_call *call = ev->call;
+	if (call && outputs_have_values(ex, call))
+		return TI_OK; /* Identity, a forward that hands on its operator's outputs */
+	const rt_kernel *k = rt_kernel_find(ev->module ? ev->module->type : ev->name, ev->module != NULL);
+	if (k && call)
+		return run_kernel(ex, ev, k, err);
+	ti_status st = TI_OK;
+	for (int child = ev->first_child; child >= 0 && !st; child = ex->trace.events[child].next_sibling)
+		st = walk(ex, child, err);
+	if (st == TI_E_UNSUPPORTED && call && !strstr(err->message, "no CPU kernel yet for '")) {
+		char why[TI_ERROR_MESSAGE_MAX];
+		snprintf(why, sizeof(why), "%s", err->message);
+		return TI_FAIL(err, TI_E_UNSUPPORTED, "no CPU kernel yet for '%s' (%s)", ev->name, why);
+	}
+	if (!st && call && !outputs_have_values(ex, call))
+		return TI_FAIL(err, TI_E_UNSUPPORTED, "no CPU kernel yet for '%s'", ev->name);
+	return st;
+}
+
+/* ---- weights and inputs ---- */
+
+/* Reads a source tensor's values into t (contiguous, same numel), cast to t's dtype. */
+static ti_status read_source(ti_source *src, const ti_source_tensor *st_t, rt_tensor *t, ti_error *err)
+{
+	if (!ti_source_tensor_contiguous(st_t))
+		return TI_FAIL(err, TI_E_UNSUPPORTED, "'%s' is a strided view: not read yet", st_t->name);
+	size_t es = ti_dtype_size(st_t->dtype), n = (size_t)st_t->numel;
+	uint64_t offset = (uint64_t)st_t->offset * es;
+	if (st_t->dtype == t->dtype)
+		return ti_source_read(src, st_t->storage, offset, t->storage->data, n * es, err);
+	void *raw = malloc((n * es) != 0 ? n * es : 1);
+	if (!raw)
+		return TI_FAIL(err, TI_E_NOMEM, "out of memory reading '%s'", st_t->name);
+	ti_status st = ti_source_read(src, st_t->storage, offset, raw, n * es, err);
+	if (!st)
+		st = ti_cast(st_t->dtype, raw, t->dtype, t->storage->data, n, 0, err); /* load_state_dict's copy_ casts */
+	free(raw);
+	return st;
+}
+
+static ti_status fill_tensor(rt_exec *ex, const ti_fill_policy *policy, const char *name, rt_tensor *t, ti_error *err)
+{
+	ti_status st = ti_fill(policy, t->dtype, ti_fill_key_of(ex->opt->seed, name), 0, (size_t)rt_numel(t),
+	                       t->storage->data, err);
+	if (st)
+		ti_error_at(err, name, -1);
+	return st;
+}
+
+static ti_status bind_weights(rt_exec *ex, const ti_check_report *load, ti_error *err)
+{
+	ti_model *m = ex->model;
+	rt_tensor **made = calloc(m->param_count_all + 1, sizeof(*made));
+	if (!made)
+		return TI_FAIL(err, TI_E_NOMEM, "out of memory");
+	ti_status st = TI_OK;
+	bool real = ex->mode == WALK_REAL;
+	for (size_t i = 0; i < m->param_count_all && !st; i++) {
+		const ti_model_param *p = &m->params[i];
+		const ti_meta_tensor *meta = ti_module_tensor_get(m->param_modules[i], m->param_locals[i]);
+		rt_tensor *t = NULL;
+		for (size_t j = 0; p->tied_to && j < i && !t; j++)
+			if (!strcmp(m->params[j].name, p->tied_to) && made[j]) {
+				t = made[j];
+				t->refs++;
+			}
+		if (!t) {
+			if (!held_dtype(p->dtype)) {
+				st = TI_FAIL(err, TI_E_UNSUPPORTED, "no CPU kernel yet for %s parameters ('%s')",
+				             ti_dtype_name(p->dtype), p->name);
+				break;
+			}
+			if ((st = new_tensor(ex, p->dtype, p->ndim, p->shape, real, &t, err)))
+				break;
+			ex->peak_at = "the weights";
+			if (real) {
+				const ti_source_tensor *from = load && i < m->param_count ? load->bound[i] : NULL;
+				ti_fill_policy policy = ex->opt->fill;
+				if (from) {
+					st = read_source(ex->opt->weights, from, t, err);
+				} else if (load && i < m->param_count) {
+					st = TI_FAIL(err, TI_E_CORRUPT, "the weights have no tensor for parameter '%s'", p->name);
+				} else {
+					if (policy.kind == TI_FILL_INIT)
+						st = i < m->param_count ? ti_model_param_init(m, i, &policy, NULL, err)
+						                        : (policy = ti_fill_constant(TI_FILL_ZEROS), TI_OK);
+					if (!st && policy.kind != TI_FILL_ZEROS && policy.kind != TI_FILL_ONES &&
+					    policy.kind != TI_FILL_FULL && p->dtype != TI_DT_FLOAT32)
+						policy = ti_fill_constant(TI_FILL_ZEROS); /* counters, indices: PyTorch starts them at 0 */
+					if (!st)
+						st = fill_tensor(ex, &policy, p->name, t, err);
+				}
+			}
+		}
+		made[i] = t;
+		if (!st && meta) {
+			t->refs++;
+			st = bind_value(ex, meta, t, true, err);
+		}
+	}
+	for (size_t i = 0; i < m->param_count_all; i++)
+		rt_release(ex, made[i]);
+	free(made);
+	return st;
+}
+
+static ti_status bind_inputs(rt_exec *ex, ti_error *err)
+{
+	const ti_model_report *rep = ex->rep;
+	bool real = ex->mode == WALK_REAL;
+	for (size_t k = 0; k < ex->opt->input_count; k++) {
+		bool known = false;
+		for (size_t i = 0; i < rep->input_count && !known; i++)
+			known = !strcmp(ex->opt->inputs[k].name, rep->inputs[i].name);
+		if (!known)
+			return TI_FAIL(err, TI_E_INVALID, "the description has no input '%s'", ex->opt->inputs[k].name);
+	}
+	for (size_t i = 0; i < rep->input_count; i++) {
+		const ti_model_tensor *x = &rep->inputs[i];
+		if (!held_dtype(x->dtype))
+			return TI_FAIL(err, TI_E_UNSUPPORTED, "no CPU kernel yet for %s inputs ('%s')", ti_dtype_name(x->dtype),
+			               x->name);
+		int64_t shape[TI_META_MAX_DIMS];
+		for (int d = 0; d < x->ndim; d++) {
+			if (x->shape[d].sym)
+				return TI_FAIL(err, TI_E_INVALID, "input '%s' has a symbolic size: give it with --bind", x->name);
+			shape[d] = x->shape[d].value;
+		}
+		const ti_run_input *given = NULL;
+		for (size_t k = 0; k < ex->opt->input_count; k++)
+			if (!strcmp(ex->opt->inputs[k].name, x->name))
+				given = &ex->opt->inputs[k];
+		rt_tensor *t;
+		ti_status st = new_tensor(ex, x->dtype, x->ndim, shape, real, &t, err);
+		if (st)
+			return st;
+		if (real && given && given->kind == TI_RUN_INPUT_TENSOR) {
+			const ti_source_tensor *s = ti_source_tensor_at(given->source, given->tensor);
+			bool same = s->ndim == x->ndim;
+			for (int d = 0; same && d < x->ndim; d++)
+				same = s->shape[d] == shape[d];
+			st = same ? read_source(given->source, s, t, err)
+			          : TI_FAIL(err, TI_E_CORRUPT, "input '%s': the tensor '%s' is %s, the description's input is %s",
+			                    x->name, s->name, shape_text(ex, s->ndim, s->shape), shape_text(ex, x->ndim, shape));
+		} else if (real) {
+			ti_fill_policy policy = given ? given->fill
+			                              : ti_fill_constant(x->dtype == TI_DT_FLOAT32 ? TI_FILL_RANDN : TI_FILL_ZEROS);
+			st = fill_tensor(ex, &policy, x->name, t, err);
+		}
+		if (!st)
+			st = bind_value(ex, x->meta, t, false, err);
+		else
+			rt_release(ex, t);
+		if (st)
+			return st;
+	}
+	return TI_OK;
+}
+
+static void let_all_go(rt_exec *ex)
+{
+	for (size_t i = 0; i < ex->count; i++) {
+		rt_release(ex, ex->entries[i].t);
+		ex->entries[i].t = NULL;
+		ex->entries[i].permanent = false;
+	}
+}
+
+static ti_status walk_all(rt_exec *ex, walk_mode mode, const ti_check_report *load, ti_error *err)
+{
+	let_all_go(ex);
+	ex->mode = mode;
+	ex->seq = 0;
+	ex->live = ex->peak = 0;
+	ti_status st = bind_weights(ex, load, err);
+	if (!st)
+		st = bind_inputs(ex, err);
+	clock_gettime(CLOCK_MONOTONIC, &ex->started);
+	for (size_t i = 0; i < ex->trace.count && !st && !ex->mismatch; i++)
+		if (ex->trace.events[i].parent < 0)
+			st = walk(ex, (int)i, err);
+	return st;
+}
+
+/* ---- the run ---- */
+
+static size_t machine_memory(void)
+{
+	long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+	return pages > 0 && size > 0 ? (size_t)pages * (size_t)size : (size_t)-1;
+}
+
+static int machine_cores(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	return n > 0 ? (int)n : 1;
+}
+
+/* A report tensor for a meta one: shape as propagated, statistics, data when kept (made contiguous). */
+static ti_status report_tensor(rt_exec *ex, const ti_model_tensor *mt, ti_run_tensor *t, bool *ran, ti_error *err)
+{
+	entry *e = find(ex, mt->meta);
+	t->name = mt->name;
+	t->dtype = mt->dtype;
+	t->ndim = mt->ndim;
+	int64_t *shape = ti_arena_calloc(&ex->arena, (size_t)mt->ndim + 1, sizeof(*shape));
+	if (!shape)
+		return TI_FAIL(err, TI_E_NOMEM, "out of memory");
+	for (int d = 0; d < mt->ndim; d++)
+		shape[d] = mt->shape[d].value;
+	t->shape = shape;
+	*ran = e && (e->has_stats || e->t);
+	if (!e)
+		return TI_OK;
+	if (e->t && !rt_is_contiguous(e->t)) {
+		rt_call c = {.ex = ex, .threads = ex->threads};
+		rt_tensor *copy;
+		ti_status st = rt_contiguous(&c, e->t, &copy, err);
+		if (st)
+			return st;
+		rt_release(ex, e->t);
+		e->t = copy;
+	}
+	if (e->t && !e->t->storage->data && e->t->storage->bytes)
+		return TI_OK; /* the walk stopped before its real run */
+	if (e->t && !e->has_stats) { /* a weight or an input handed on: nothing computed, nothing to check */
+		ti_status st = stats_of(ex, e->t, &e->stats, err);
+		if (st)
+			return st;
+		e->has_stats = e->checked = true;
+	}
+	t->stats = e->stats;
+	t->checked = e->checked;
+	if (e->t) {
+		t->data = (const char *)e->t->storage->data + (size_t)e->t->offset * ti_dtype_size(e->t->dtype);
+		t->nbytes = (size_t)rt_numel(e->t) * ti_dtype_size(e->t->dtype);
+	}
+	return TI_OK;
+}
+
+static ti_status fill_report(ti_run *run, ti_error *err)
+{
+	rt_exec *ex = &run->ex;
+	ti_run_report *r = &run->report;
+	const ti_model_report *rep = ex->rep;
+	r->shapes = rep;
+	r->mismatch = ex->mismatch;
+	r->steps = ti_arena_calloc(&ex->arena, rep->step_count + 1, sizeof(*r->steps));
+	r->outputs = ti_arena_calloc(&ex->arena, rep->output_count + 1, sizeof(*r->outputs));
+	if (!r->steps || !r->outputs)
+		return TI_FAIL(err, TI_E_NOMEM, "out of memory");
+	r->step_count = rep->step_count;
+	ti_status st = TI_OK;
+	for (size_t i = 0; i < rep->step_count && !st; i++) {
+		const ti_model_step *s = &rep->steps[i];
+		ti_run_step *o = &r->steps[i];
+		o->step = s;
+		o->output_count = s->output_count;
+		o->outputs = ti_arena_calloc(&ex->arena, (size_t)s->output_count + 1, sizeof(*o->outputs));
+		if (!o->outputs)
+			return TI_FAIL(err, TI_E_NOMEM, "out of memory");
+		o->ran = true;
+		for (int k = 0; k < s->output_count && !st; k++) {
+			bool ran;
+			st = report_tensor(ex, &s->outputs[k], &o->outputs[k], &ran, err);
+			o->ran &= ran;
+		}
+	}
+	r->output_count = rep->output_count;
+	for (size_t i = 0; i < rep->output_count && !st; i++) {
+		bool ran;
+		st = report_tensor(ex, &rep->outputs[i], &r->outputs[i], &ran, err);
+	}
+	return st;
+}
+
+/* Every size must be a number: a symbol left (batch "N", a length "T") is bound with --bind. */
+static ti_status check_concrete(rt_exec *ex, ti_error *err)
+{
+	const ti_model_report *rep = ex->rep;
+	for (size_t i = 0; i < rep->step_count; i++) {
+		const ti_model_step *s = &rep->steps[i];
+		for (int k = 0; k < s->output_count; k++)
+			for (int d = 0; d < s->outputs[k].ndim; d++)
+				if (s->outputs[k].shape[d].sym) {
+					TI_FAIL(err, TI_E_INVALID, "step %d (%s) has an output of symbolic size: give its symbols with --bind",
+					        s->index, s->target ? s->target : "?");
+					return TI_E_INVALID;
+				}
+	}
+	return TI_OK;
+}
+
+ti_status ti_run_execute(ti_model *model, const ti_run_options *options, ti_run **out, const ti_run_report **report,
+                         ti_error *err)
+{
+	*out = NULL;
+	ti_run *run = calloc(1, sizeof(*run));
+	if (!run)
+		return TI_FAIL(err, TI_E_NOMEM, "out of memory");
+	rt_exec *ex = &run->ex;
+	ex->model = model;
+	ex->opt = options;
+	ex->threads = options->threads > 0 ? options->threads : machine_cores();
+	ti_arena_init(&ex->arena, (size_t)1 << 30); /* report strings and rows */
+	rt_blas_threads(ex->threads);
+	ti_status st = mem_trace_run(model, &ex->trace, &ex->rep, err);
+	if (!st && ex->rep->failed) {
+		*err = ex->rep->error;
+		st = TI_E_SHAPE;
+	}
+	if (!st)
+		st = check_concrete(ex, err);
+	ti_check_report load = {0};
+	if (!st && options->weights) {
+		ti_check_options co = {.strict = false, .dtype = TI_DT_INVALID};
+		st = ti_check_load(model, options->weights, &co, &ex->arena, &load, err);
+		if (!st && load.mismatch_count) {
+			/* PyTorch's message, on one line: "...for Model: size mismatch for ..." */
+			char one[TI_ERROR_MESSAGE_MAX];
+			size_t n = 0;
+			for (const char *p = load.message; *p && n + 1 < sizeof(one); p++)
+				if (*p == '\n' || *p == '\t')
+					n += n && one[n - 1] != ' ' ? (one[n] = ' ', 1) : 0;
+				else
+					one[n++] = *p;
+			one[n] = '\0';
+			st = TI_FAIL(err, TI_E_CORRUPT, "%s", one);
+		}
+		for (size_t i = 0; !st && i < model->param_count; i++)
+			if (!load.bound[i])
+				st = TI_FAIL(err, TI_E_CORRUPT, "the weights have no tensor for parameter '%s'", model->params[i].name);
+	}
+	if (!st)
+		st = walk_all(ex, WALK_USES, NULL, err);
+	if (!st && !ex->mismatch)
+		st = walk_all(ex, WALK_PLAN, NULL, err);
+	if (!st && !ex->mismatch) {
+		run->report.peak_bytes = ex->peak;
+		size_t limit = options->max_memory ? options->max_memory : machine_memory();
+		if (ex->peak > limit)
+			st = TI_FAIL(err, TI_E_LIMIT, "the run needs %zu bytes at its peak, more than the %zu bytes %s", ex->peak,
+			             limit, options->max_memory ? "--max-memory allows" : "of this machine's memory");
+	}
+	if (!st && !ex->mismatch) {
+		st = walk_all(ex, WALK_REAL, options->weights ? &load : NULL, err);
+		struct timespec now;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		run->report.forward_seconds =
+			(double)(now.tv_sec - ex->started.tv_sec) + (double)(now.tv_nsec - ex->started.tv_nsec) * 1e-9;
+	}
+	if (!st)
+		st = fill_report(run, err);
+	if (st) {
+		ti_run_free(run);
+		return st;
+	}
+	*out = run;
+	*report = &run->report;
+	return TI_OK;
+}
+
+void ti_run_free(ti_run *run)
+{
+	if (!run)
+		return;
+	let_all_go(&run->ex);
+	free(run->ex.entries);
+	free(run->ex.keys);
+	free(run->ex.slots);
+	ti_arena_release(&run->ex.arena);
+	free(run);
+}

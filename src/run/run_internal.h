@@ -1,0 +1,111 @@
+/*
+ * run_internal.h - what the executor (run.c) and its kernels
+ * (kernels/<family>.c, one table in kernels/table.c) share: real tensors,
+ * and a kernel's view of one call.
+ *
+ * A real tensor is a shape, strides in elements and an offset into a
+ * refcounted storage, as PyTorch's: views share the storage. Storages are
+ * malloc'd by the executor, which counts their bytes; a kernel allocates only
+ * through rt_new (outputs) and rt_scratch (its own temporaries, freed by
+ * rt_release before it returns). Kernels compute in float32; indices are
+ * int64, masks bool.
+ */
+#ifndef TINSPECT_RUN_INTERNAL_H
+#define TINSPECT_RUN_INTERNAL_H
+
+#include "nn/module.h"
+#include "ops/op.h"
+#include "tinspect/run.h"
+
+#define RT_MAX_DIMS 16 /* tensors the kernels take; more is "no CPU kernel" */
+
+typedef struct rt_storage {
+	void *data;
+	size_t bytes;
+	int refs;
+} rt_storage;
+
+typedef struct rt_tensor {
+	ti_dtype dtype;
+	int ndim;
+	int64_t shape[RT_MAX_DIMS];
+	int64_t stride[RT_MAX_DIMS]; /* elements */
+	int64_t offset;              /* elements into the storage */
+	rt_storage *storage;
+	int refs;                    /* holders: the value map, a kernel's temporaries */
+} rt_tensor;
+
+typedef struct rt_exec rt_exec;
+
+/* One call of a kernel: the traced call's bound arguments, and the outputs the kernel makes. */
+typedef struct rt_call {
+	rt_exec *ex;
+	const ti_op_call *call;      /* arguments bound as the shape rule bound them; its outputs are the meta ones */
+	const ti_module *module;     /* a module kernel's module, else NULL */
+	rt_tensor *out[TI_OP_MAX_OUTPUTS];
+	int out_count;
+	int threads;
+} rt_call;
+
+typedef ti_status (*rt_kernel_fn)(rt_call *c, ti_error *err);
+
+typedef struct rt_kernel {
+	const char *name;            /* operator name as the registry spells it, or a module type */
+	bool module;
+	rt_kernel_fn run;
+	bool view;                   /* its output shares its first input's storage (memory plan) */
+} rt_kernel;
+
+/* kernels/table.c: the one table (each family's rows), and lookup. */
+const rt_kernel *rt_kernel_find(const char *name, bool module);
+
+/* ---- for kernels (run.c) ---- */
+
+/* The real tensor of a bound tensor argument ("input"); NULL when None. TI_E_INVALID if it has no value. */
+ti_status rt_arg(rt_call *c, const char *name, rt_tensor **out, ti_error *err);
+/* The real tensor of a meta tensor (a list item, a module's parameter). */
+ti_status rt_of(rt_call *c, const ti_meta_tensor *meta, rt_tensor **out, ti_error *err);
+/* The module's parameter or buffer by local name, or NULL when it has none (bias=False). */
+ti_status rt_param(rt_call *c, const char *name, rt_tensor **out, ti_error *err);
+/* A new contiguous tensor (uninitialised). */
+ti_status rt_new(rt_call *c, ti_dtype dtype, int ndim, const int64_t *shape, rt_tensor **out, ti_error *err);
+/* A view of base (shares its storage). */
+ti_status rt_view(rt_call *c, rt_tensor *base, int ndim, const int64_t *shape, const int64_t *stride, int64_t offset,
+                  rt_tensor **out, ti_error *err);
+/* t itself (a new reference) when contiguous, else a contiguous copy. */
+ti_status rt_contiguous(rt_call *c, rt_tensor *t, rt_tensor **out, ti_error *err);
+/* Drops a reference a kernel holds (rt_new, rt_view, rt_contiguous results not given as outputs). */
+void rt_release(rt_exec *ex, rt_tensor *t);
+/* Appends an output (the call takes the reference). */
+ti_status rt_output(rt_call *c, rt_tensor *t, ti_error *err);
+
+int64_t rt_numel(const rt_tensor *t);
+bool rt_is_contiguous(const rt_tensor *t);
+static inline float *rt_f32(const rt_tensor *t) { return (float *)t->storage->data + t->offset; }
+static inline int64_t *rt_i64(const rt_tensor *t) { return (int64_t *)t->storage->data + t->offset; }
+static inline bool *rt_bool(const rt_tensor *t) { return (bool *)t->storage->data + t->offset; }
+void rt_contiguous_strides(int ndim, const int64_t *shape, int64_t *stride);
+
+/* Bound arguments as plain values (the run's dims are concrete). */
+int64_t rt_int(rt_call *c, const char *name);
+/* An int list (int[N] expanded) into out[max]; returns the count, or -1 when too long. */
+int rt_ints(rt_call *c, const char *name, int64_t *out, int max);
+double rt_float(rt_call *c, const char *name);
+/* A Scalar or Tensor|Scalar that is a number: its value (true), or false when it is a tensor or None. */
+bool rt_scalar(const ti_arg *a, double *out);
+
+/* ---- parallel loops (run.c): fn(user, begin, end) over [0, n) split on the run's threads ---- */
+void rt_parallel(rt_call *c, int64_t n, int64_t grain, void (*fn)(void *user, int64_t begin, int64_t end), void *user);
+
+/* ---- kernel families: their rows, in kernels/table.c ---- */
+ti_status rt_k_linear(rt_call *c, ti_error *err);
+ti_status rt_k_matmul(rt_call *c, ti_error *err);
+ti_status rt_k_bmm(rt_call *c, ti_error *err);
+ti_status rt_k_addmm(rt_call *c, ti_error *err);
+ti_status rt_k_conv(rt_call *c, ti_error *err);
+/* sgemm on row-major float32: C[m,n] = alpha * op(A) op(B) + beta * C (cblas_sgemm; the only BLAS call site) */
+void rt_sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
+              const float *b, int64_t ldb, float beta, float *cmat, int64_t ldc);
+void rt_blas_threads(int threads);
+
+#endif

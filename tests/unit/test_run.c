@@ -1,0 +1,204 @@
+/*
+ * test_run.c - the CPU executor (tinspect/run.h) on tiny hand-computed
+ * cases: inputs and weights filled with arange/ones so every value is known.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <string.h>
+
+#include "tinspect/run.h"
+
+typedef struct ran {
+	ti_model *model;
+	ti_run *run;
+	const ti_run_report *report;
+	ti_status status;
+	ti_error err;
+} ran;
+
+/* Opens text, fills the weights with fill and every input with input, runs on one thread. */
+static ran run_text(const char *text, const char *fill, const char *input, size_t max_memory)
+{
+	ran r = {0};
+	ti_error_clear(&r.err);
+	ti_model_options mo = {0};
+	cr_assert(ti_model_open(text, strlen(text), &mo, &r.model, &r.err) == TI_OK, "open: %s", r.err.message);
+	ti_run_options o = {.threads = 1, .max_memory = max_memory};
+	cr_assert(ti_fill_parse(fill, &o.fill, &r.err) == TI_OK);
+	ti_run_input inputs[4];
+	const char *names[] = {"\"x\": {", "\"w\": {", "\"ids\": {", "\"q\": {"};
+	size_t n = 0;
+	for (int i = 0; i < 4; i++) {
+		if (!strstr(text, names[i]))
+			continue; /* an input the description lacks is an error */
+		inputs[n] = (ti_run_input){.name = i == 0 ? "x" : i == 1 ? "w" : i == 2 ? "ids" : "q", .kind = TI_RUN_INPUT_FILL};
+		cr_assert(ti_fill_parse(input, &inputs[n++].fill, &r.err) == TI_OK);
+	}
+	o.inputs = inputs;
+	o.input_count = n;
+	r.status = ti_run_execute(r.model, &o, &r.run, &r.report, &r.err);
+	return r;
+}
+
+static void done(ran *r)
+{
+	ti_run_free(r->run);
+	ti_model_close(r->model);
+}
+
+static void expect_values(const ti_run_tensor *t, const float *want, size_t n)
+{
+	cr_assert(t->data, "output '%s' has no data", t->name);
+	cr_assert_eq(t->nbytes, n * sizeof(float), "output '%s' holds %zu bytes, want %zu", t->name, t->nbytes,
+	             n * sizeof(float));
+	const float *got = t->data;
+	for (size_t i = 0; i < n; i++)
+		cr_expect(fabsf(got[i] - want[i]) <= 1e-5f * (1 + fabsf(want[i])), "element %zu: got %.7g, want %.7g", i,
+		          (double)got[i], (double)want[i]);
+}
+
+Test(run, computes_linear_with_bias_by_sgemm)
+{
+	/* W = [[0,1,2],[3,4,5]], b = [0,1], x = [[0,1,2],[3,4,5]]: x W^T + b */
+	ran r = run_text("{\"inputs\": {\"x\": {\"shape\": [2, 3]}}, \"modules\": {\"fc\": {\"type\": \"Linear\", "
+	                 "\"in_features\": 3, \"out_features\": 2}}}", "arange", "arange", 0);
+	cr_assert_eq(r.status, TI_OK, "%s", r.err.message);
+	const float want[] = {5, 15, 14, 51};
+	expect_values(&r.report->outputs[0], want, 4);
+	cr_expect(r.report->outputs[0].checked, "the real shape is checked against the propagated one");
+	done(&r);
+}
+
+Test(run, convolves_with_im2col)
+{
+	/* ones 2x2 kernel over 0..8 in 3x3: sums of each window */
+	ran r = run_text("{\"inputs\": {\"x\": {\"shape\": [1, 1, 3, 3]}}, \"modules\": {\"c\": {\"type\": \"Conv2d\", "
+	                 "\"in_channels\": 1, \"out_channels\": 1, \"kernel_size\": 2, \"bias\": false}}}",
+	                 "ones", "arange", 0);
+	cr_assert_eq(r.status, TI_OK, "%s", r.err.message);
+	const float want[] = {8, 12, 20, 24};
+	expect_values(&r.report->outputs[0], want, 4);
+	done(&r);
+}
+
+Test(run, broadcasts_elementwise_operands)
+{
+	ran r = run_text("{\"inputs\": {\"x\": {\"shape\": [2, 3]}, \"w\": {\"shape\": [3]}}, "
+	                 "\"graph\": [{\"out\": \"y\", \"op\": \"add\", \"args\": [\"x\", \"w\"]}], \"outputs\": [\"y\"]}",
+	                 "zeros", "arange", 0);
+	cr_assert_eq(r.status, TI_OK, "%s", r.err.message);
+	const float want[] = {0, 2, 4, 3, 5, 7};
+	expect_values(&r.report->outputs[0], want, 6);
+	done(&r);
+}
+
+Test(run, softmax_is_stable_and_normalised)
+{
+	ran r = run_text("{\"inputs\": {\"x\": {\"shape\": [1, 3]}}, "
+	                 "\"graph\": [{\"out\": \"y\", \"op\": \"softmax\", \"args\": [\"x\"], \"dim\": -1}], "
+	                 "\"outputs\": [\"y\"]}", "zeros", "arange", 0);
+	cr_assert_eq(r.status, TI_OK, "%s", r.err.message);
+	double s = 1 + exp(1) + exp(2);
+	const float want[] = {(float)(1 / s), (float)(exp(1) / s), (float)(exp(2) / s)};
+	expect_values(&r.report->outputs[0], want, 3);
+	done(&r);
+}
+
+Test(run, max_pools_windows)
+{
+	ran r = run_text("{\"inputs\": {\"x\": {\"shape\": [1, 1, 4, 4]}}, \"modules\": {\"p\": {\"type\": \"MaxPool2d\", "
+	                 "\"kernel_size\": 2}}}", "zeros", "arange", 0);
+	cr_assert_eq(r.status, TI_OK, "%s", r.err.message);
+	const float want[] = {5, 7, 13, 15};
+	expect_values(&r.report->outputs[0], want, 4);
+	done(&r);
+}
+
+Test(run, gathers_embedding_rows_by_int64_index)
+{
+	ran r = run_text("{\"inputs\": {\"ids\": {\"shape\": [3], \"dtype\": \"int64\"}}, \"modules\": {\"e\": "
+	                 "{\"type\": \"Embedding\", \"num_embeddings\": 4, \"embedding_dim\": 2}}}", "arange", "arange", 0);
+	cr_assert_eq(r.status, TI_OK, "%s", r.err.message);
+	const float want[] = {0, 1, 2, 3, 4, 5};
+	expect_values(&r.report->outputs[0], want, 6);
+	done(&r);
+}
+
+Test(run, normalises_layers_with_default_affine)
+{
+	/* init: weight ones, bias zeros; [0, 1, 2]: mean 1, variance 2/3 */
+	ran r = run_text("{\"inputs\": {\"x\": {\"shape\": [1, 3]}}, \"modules\": {\"n\": {\"type\": \"LayerNorm\", "
+	                 "\"normalized_shape\": 3}}}", "init", "arange", 0);
+	cr_assert_eq(r.status, TI_OK, "%s", r.err.message);
+	float z = (float)(1 / sqrt(2.0 / 3 + 1e-5));
+	const float want[] = {-z, 0, z};
+	expect_values(&r.report->outputs[0], want, 3);
+	done(&r);
+}
+
+Test(run, multiplies_through_a_transposed_view_without_a_copy)
+{
+	ran r = run_text("{\"inputs\": {\"x\": {\"shape\": [2, 3]}}, \"graph\": ["
+	                 "{\"out\": \"t\", \"op\": \"transpose\", \"args\": [\"x\", 0, 1]},"
+	                 "{\"out\": \"y\", \"op\": \"matmul\", \"args\": [\"x\", \"t\"]}], \"outputs\": [\"y\"]}",
+	                 "zeros", "arange", 0);
+	cr_assert_eq(r.status, TI_OK, "%s", r.err.message);
+	const float want[] = {5, 14, 14, 50};
+	expect_values(&r.report->outputs[0], want, 4);
+	done(&r);
+}
+
+Test(run, refuses_before_allocating_past_the_memory_ceiling)
+{
+	ran r = run_text("{\"inputs\": {\"x\": {\"shape\": [64, 1024]}}, \"modules\": {\"fc\": {\"type\": \"Linear\", "
+	                 "\"in_features\": 1024, \"out_features\": 1024}}}", "zeros", "zeros", 1 << 20);
+	cr_expect_eq(r.status, TI_E_LIMIT, "got %d: %s", r.status, r.err.message);
+	cr_expect(strstr(r.err.message, "bytes at its peak"), "the message says why: %s", r.err.message);
+	done(&r);
+}
+
+Test(run, names_the_module_without_a_cpu_kernel)
+{
+	ran r = run_text("{\"inputs\": {\"x\": {\"shape\": [5, 2, 4]}}, \"modules\": {\"rnn\": {\"type\": \"LSTM\", "
+	                 "\"input_size\": 4, \"hidden_size\": 3}}}", "zeros", "zeros", 0);
+	cr_expect_eq(r.status, TI_E_UNSUPPORTED);
+	cr_expect(strstr(r.err.message, "no CPU kernel yet for 'LSTM'"), "got: %s", r.err.message);
+	done(&r);
+}
+
+Test(run, refuses_an_input_the_description_lacks)
+{
+	ti_error err;
+	ti_error_clear(&err);
+	const char *text = "{\"inputs\": {\"x\": {\"shape\": [2]}}, \"graph\": [{\"out\": \"y\", \"op\": \"relu\", "
+	                   "\"args\": [\"x\"]}], \"outputs\": [\"y\"]}";
+	ti_model *m;
+	ti_model_options mo = {0};
+	cr_assert(ti_model_open(text, strlen(text), &mo, &m, &err) == TI_OK);
+	ti_run_input in = {.name = "image", .kind = TI_RUN_INPUT_FILL, .fill = ti_fill_constant(TI_FILL_ZEROS)};
+	ti_run_options o = {.threads = 1, .inputs = &in, .input_count = 1, .fill = ti_fill_constant(TI_FILL_ZEROS)};
+	ti_run *run = NULL;
+	const ti_run_report *rep;
+	cr_expect_eq(ti_run_execute(m, &o, &run, &rep, &err), TI_E_INVALID);
+	cr_expect(strstr(err.message, "no input 'image'"), "got: %s", err.message);
+	ti_run_free(run);
+	ti_model_close(m);
+}
+
+Test(run, kernel_table_answers_by_operator_and_module)
+{
+	cr_expect(ti_run_has_kernel("conv2d", false));
+	cr_expect(ti_run_has_kernel("MultiheadAttention", true));
+	cr_expect(!ti_run_has_kernel("LSTM", true));
+	cr_expect(!ti_run_has_kernel("conv2d", true), "operators and module types are separate names");
+}
+
+Test(run, statistics_leave_nan_and_inf_out_of_the_moments)
+{
+	const float x[] = {1, 2, NAN, INFINITY, 3};
+	ti_run_stats s;
+	ti_run_stats_of(x, 5, &s);
+	cr_expect(s.min == 1 && s.max == 3 && s.mean == 2 && s.std == 1, "min %g max %g mean %g std %g", s.min, s.max,
+	          s.mean, s.std);
+	cr_expect(s.nan == 1 && s.inf == 1 && s.count == 3);
+}
