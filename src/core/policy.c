@@ -43,6 +43,9 @@ typedef struct rule {
 #define IMPORTS "imports or resolves arbitrary names"
 #define LOADS "loads another pickle or code"
 #define SYSTEM "touches files, processes or the network"
+#define TORCHSCRIPT_DATA "builds a TorchScript list or tensor reference (torch.jit.load's own unpickler)"
+#define TORCHSCRIPT_CLASS "a TorchScript class: loading runs its compiled TorchScript from the archive's code/, " \
+	"not Python; only torch.jit.load reads it"
 
 static const rule rules[] = {
 	/* The allow-list. */
@@ -61,6 +64,19 @@ static const rule rules[] = {
 	{NAME_PREFIX, "torch._utils", "_rebuild_", TI_SCAN_SAFE, ALLOWED},
 	{NAME_PREFIX, "torch", "per_tensor_", TI_SCAN_SAFE, ALLOWED},
 	{NAME_PREFIX, "torch", "per_channel_", TI_SCAN_SAFE, ALLOWED},
+	/*
+	 * TorchScript's pickles (torch.jit.save): its unpickler (unpickler.cpp
+	 * readGlobal) takes these torch.jit._pickle names as typed lists and
+	 * tensor references, and nothing else of torch.jit; a __torch__ class
+	 * is compiled from the archive's code/, TorchScript rather than Python.
+	 */
+	{EXACT, "torch.jit._pickle", "build_intlist", TI_SCAN_SAFE, TORCHSCRIPT_DATA},
+	{EXACT, "torch.jit._pickle", "build_tensorlist", TI_SCAN_SAFE, TORCHSCRIPT_DATA},
+	{EXACT, "torch.jit._pickle", "build_doublelist", TI_SCAN_SAFE, TORCHSCRIPT_DATA},
+	{EXACT, "torch.jit._pickle", "build_boollist", TI_SCAN_SAFE, TORCHSCRIPT_DATA},
+	{EXACT, "torch.jit._pickle", "build_tensor_from_id", TI_SCAN_SAFE, TORCHSCRIPT_DATA},
+	{EXACT, "torch.jit._pickle", "restore_type_tag", TI_SCAN_SAFE, TORCHSCRIPT_DATA},
+	{MODULE_TREE, "__torch__", NULL, TI_SCAN_UNKNOWN, TORCHSCRIPT_CLASS},
 	/* torch's own ways to load more: a nested load is not weights_only. */
 	{EXACT, "torch", "load", TI_SCAN_DANGEROUS, LOADS},
 	{EXACT, "torch.serialization", "load", TI_SCAN_DANGEROUS, LOADS},
@@ -358,6 +374,8 @@ ti_scan_severity ti_scan_classify_call(const char *module, const char *name, con
 	ti_scan_severity s = ti_scan_classify_global(module, name, why);
 	if (s != TI_SCAN_UNKNOWN)
 		return s;
+	if (in_tree(module, "__torch__")) /* REDUCE and BUILD both hand the state to the class (unpickler.cpp) */
+		return s;
 	bool newobj = opcode && !strncmp(opcode, "NEWOBJ", 6);
 	if (newobj || is_data_constructor(module, name)) {
 		if (why)
@@ -368,3 +386,4 @@ ti_scan_severity ti_scan_classify_call(const char *module, const char *name, con
 		*why = "calls a function the file chose, outside the allow-list";
 	return TI_SCAN_DANGEROUS;
 }
+
