@@ -107,7 +107,8 @@ test: deps-test
 		$(PYTHON) tests/conformance/memory_conformance.py ./tinspect && \
 		(cd tools/export/tests && TINSPECT=$(CURDIR)/tinspect $(PYTHON) -m unittest -q test_export) && \
 		$(PYTHON) tests/conformance/export_conformance.py ./tinspect --check-readme README.md && \
-		$(PYTHON) tests/conformance/check_conformance.py ./tinspect; \
+		$(PYTHON) tests/conformance/check_conformance.py ./tinspect && \
+		$(PYTHON) tests/conformance/jit_conformance.py ./tinspect; \
 	else echo "conformance: skipped (python3-torch is not installed)"; fi
 
 # The whole suite under AddressSanitizer and UndefinedBehaviorSanitizer.
