@@ -50,5 +50,8 @@ void scan_add(scan_findings *f, ti_scan_severity severity, const char *kind, int
 
 /* The pickle machine's observe hook, with a scan_findings as its context. */
 ti_status scan_observe(void *ctx, uint8_t opcode, const ti_value *target, int64_t offset, ti_error *err);
+/* Its observe_call hook: a call judged with its arguments (an Enum member looked up by value). */
+ti_status scan_observe_call(void *ctx, uint8_t opcode, const ti_value *callable, const ti_value *args, int64_t offset,
+                            ti_error *err);
 
 #endif

@@ -128,7 +128,7 @@ static ti_status run_pickle(const ti_pickle_source *src, scan_findings *into, si
 {
 	ti_arena arena;
 	ti_arena_init(&arena, PICKLE_ARENA_MAX);
-	ti_pickle_hooks hooks = {.ctx = into, .observe = scan_observe};
+	ti_pickle_hooks hooks = {.ctx = into, .observe = scan_observe, .observe_call = scan_observe_call};
 	ti_limits lim;
 	ti_limits_default(&lim);
 	ti_value *out = NULL;
