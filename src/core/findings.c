@@ -167,8 +167,8 @@ static void on_call(scan_findings *f, const char *op, uint8_t opcode, const ti_v
 		if (s == TI_SCAN_DANGEROUS &&
 		    ti_scan_is_enum_lookup(g->module, g->name, op, args, package, sizeof(package))) {
 			scan_add(f, TI_SCAN_UNKNOWN, "call", offset, op, g->module, g->name,
-			         "%s calls %s.%s with one constant: an Enum member looked up by value, by its look "
-			         "(a class outside the standard library); unknown: needs %s to load", op, g->module, g->name,
+			         "%s calls %s.%s with one constant: by all its name shows, an Enum member looked up "
+			         "by value; unknown: needs %s to load", op, g->module, g->name,
 			         package);
 			return;
 		}
