@@ -43,9 +43,15 @@
 /*
  * Ceilings: a code record read whole (resnet18's largest is 3 KiB; big
  * language models' are a few MiB), the nesting of modules (Python's
- * recursion limit), and the names listed.
+ * recursion limit), the names listed and the modules visited: a module
+ * may be shared (state_dict names it under each of its names), so a
+ * file whose every module holds the next one twice would be walked
+ * 2^depth times.
  */
-enum { CODE_MAX = 64 << 20, CONSTANTS_MAX = 1 << 30, MODULE_DEPTH_MAX = 1000, NAMES_MAX = 1 << 22 };
+enum {
+	CODE_MAX = 64 << 20, CONSTANTS_MAX = 256 << 20, MODULE_DEPTH_MAX = 1000, NAMES_MAX = 1 << 22,
+	MODULES_MAX = 1 << 20, /* a large language model has some ten thousand */
+};
 
 typedef struct ts_attr {
 	const char *name, *type;
@@ -68,6 +74,7 @@ typedef struct ts_reader {
 	ti_strmap files;   /* code record read -> (void *)1 */
 	ti_entry *entries;
 	size_t entry_count, entry_capacity;
+	size_t visits;      /* modules walked, shared ones each time */
 	const char *member; /* the code record being parsed, for errors */
 } ts_reader;
 
@@ -96,7 +103,10 @@ static ti_status string_literal(ts_reader *r, const char **p, const char *end, c
 	if (q >= end || (*q != '"' && *q != '\''))
 		return code_error(r, line, "a name is not a string", err);
 	char quote = *q++;
-	char *buf = ti_arena_alloc(&r->s->arena, (size_t)(end - q) + 1);
+	const char *close = q; /* sized to the literal, not the rest of the line: a line may hold a million names */
+	while (close < end && *close != quote)
+		close += *close == '\\' && close + 1 < end ? 2 : 1;
+	char *buf = ti_arena_alloc(&r->s->arena, (size_t)(close - q) + 1);
 	if (!buf)
 		return no_memory(err);
 	size_t n = 0;
@@ -364,9 +374,14 @@ static ti_status walk_module(ts_reader *r, const ti_value *obj, const char *pref
 	const ti_global *g = obj->as.object->callable->as.global;
 	if (depth > MODULE_DEPTH_MAX)
 		return TI_FAIL(err, TI_E_LIMIT, "modules nested more than %d deep", MODULE_DEPTH_MAX);
+	if (++r->visits > MODULES_MAX)
+		return TI_FAIL(err, TI_E_LIMIT, "more than %d modules, counting a shared one under each name", MODULES_MAX);
 	ts_class *c = find_class(r, g, err);
 	if (!c)
 		return err->code;
+	if (!depth && !c->is_module) /* torch.jit.load's root is a ScriptModule */
+		return TI_FAIL(err, TI_E_UNSUPPORTED, "data.pkl holds an object of '%.200s.%.200s', a TorchScript class that is "
+		               "no module", g->module, g->name);
 	const ti_value *state = obj->as.object->state;
 	if (state && state->kind != TI_DICT)
 		return TI_FAIL(err, TI_E_UNSUPPORTED, "module '%.200s.%.200s' is restored by its __setstate__ from a %s: "

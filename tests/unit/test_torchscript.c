@@ -140,3 +140,40 @@ Test(torchscript, a_declared_parameter_names_the_attribute_whatever_the_order)
 	ti_source_close(src);
 	remove("/tmp/tinspect-jit-order.pt");
 }
+
+/* Adds a record of n bytes to a new zip being written. */
+static void add_record(zip_t *z, const char *name, const void *data, size_t n)
+{
+	zip_source_t *s = zip_source_buffer(z, data, n, 0);
+	cr_assert(s);
+	cr_assert(zip_file_add(z, name, s, ZIP_FL_OVERWRITE) >= 0);
+}
+
+Test(torchscript, modules_shared_at_every_level_stop_at_a_ceiling_not_after_2_to_the_depth)
+{
+	/* 40 levels, each module holding the one below under two names (a memo reference): 2^40 paths */
+	static char pkl[8192];
+	size_t n = 0;
+	n += (size_t)snprintf(pkl + n, sizeof(pkl) - n, "\x80\x02" "c__torch__\nM\n)\x81}(ubq%c", 0);
+	for (int i = 1; i < 40; i++)
+		n += (size_t)snprintf(pkl + n, sizeof(pkl) - n,
+		                      "c__torch__\nM\n)\x81}(X\x01%c%c%ca" "h%c" "X\x01%c%c%cb" "h%c" "ubq%c",
+		                      0, 0, 0, i - 1, 0, 0, 0, i - 1, i);
+	pkl[n++] = '.';
+	static const char code[] = "class M(Module):\n  __parameters__ = []\n  __buffers__ = []\n"
+	                           "  a : __torch__.M\n  b : __torch__.M\n";
+	const char *path = "/tmp/tinspect-jit-dag.pt";
+	remove(path);
+	int zerr;
+	zip_t *z = zip_open(path, ZIP_CREATE, &zerr);
+	cr_assert(z);
+	add_record(z, "dag/data.pkl", pkl, n);
+	add_record(z, "dag/code/__torch__.py", code, sizeof(code) - 1);
+	add_record(z, "dag/constants.pkl", "\x80\x02).", 4);
+	add_record(z, "dag/version", "3\n", 2);
+	cr_assert(zip_close(z) == 0);
+	ti_error err;
+	EXPECT_INT(open_fails(path, &err), TI_E_LIMIT);
+	cr_expect(strstr(err.message, "modules"), "message: %s", err.message);
+	remove(path);
+}
