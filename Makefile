@@ -115,7 +115,8 @@ test: deps-test
 		$(PYTHON) tests/conformance/legacy_conformance.py ./tinspect && \
 		$(PYTHON) tests/conformance/dcp_conformance.py ./tinspect && \
 		$(PYTHON) tests/conformance/stats_conformance.py ./tinspect && \
-		$(PYTHON) tests/conformance/run_conformance.py ./tinspect; \
+		$(PYTHON) tests/conformance/run_conformance.py ./tinspect && \
+		$(PYTHON) tests/conformance/jit_conformance.py ./tinspect; \
 	else echo "conformance: skipped (python3-torch is not installed)"; fi
 
 # The whole suite under AddressSanitizer and UndefinedBehaviorSanitizer.

@@ -217,14 +217,23 @@ def checkpoint_seeds(out):
         for info in src.infolist():
             dst.writestr(info.filename, src.read(info))
     write(os.path.join(out, "corpus", "checkpoint", "deflated-training_ckpt.pt"), buf.getvalue())
-    return n + 1
+    # A TorchScript archive with its code stored, not deflated: mutations then reach the class declarations.
+    buf = io.BytesIO()
+    with zipfile.ZipFile(os.path.join(ROOT, "fixtures", "jit_tied_scripted.pt")) as src, \
+            zipfile.ZipFile(buf, "w", zipfile.ZIP_STORED) as dst:
+        for info in src.infolist():
+            dst.writestr(info.filename, src.read(info))
+    write(os.path.join(out, "corpus", "checkpoint", "stored-jit_tied_scripted.pt"), buf.getvalue())
+    return n + 2
 
 
 ZIP_WORDS = [b"PK\x03\x04", b"PK\x01\x02", b"PK\x05\x06", b"PK\x06\x06", b"PK\x06\x07",
              b"\x01\x00\x18\x00", b"\xff\xff\xff\xff", b"\xff\xff", b"FB"]
 RECORD_WORDS = ["archive/", "data.pkl", "version", ".data/version", "byteorder", ".format_version",
                 ".storage_alignment", ".data/serialization_id", "constants.pkl", "data/0", "data/",
-                "little", "big", "3\n", "64"]
+                "little", "big", "3\n", "64",
+                "code/__torch__.py", "class ", "(Module):", "__parameters__ = [", "__buffers__ = [",
+                "__annotations__[\"", " : Tensor", " : Final[int] = ", "constants/0"]
 # The legacy stream (fixtures/legacy_*.pt): its magic number pickle, protocol 1001,
 # persistent-id tags and an int64 element count.
 LEGACY_WORDS = [b"\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19.", b"\x80\x02M\xe9\x03.",

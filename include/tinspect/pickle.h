@@ -58,6 +58,13 @@ typedef struct ti_pickle_hooks {
 	 */
 	ti_status (*observe)(void *ctx, uint8_t opcode, const ti_value *target, int64_t offset,
 	                     ti_error *err);
+	/*
+	 * For scanning a call with what it is given: when set, sees every call
+	 * (REDUCE, NEWOBJ, NEWOBJ_EX, INST, OBJ) in observe's place, with the
+	 * tuple of its arguments too.
+	 */
+	ti_status (*observe_call)(void *ctx, uint8_t opcode, const ti_value *callable, const ti_value *args,
+	                          int64_t offset, ti_error *err);
 } ti_pickle_hooks;
 
 typedef struct ti_pickle_limits {

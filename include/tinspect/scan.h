@@ -14,6 +14,7 @@
 #ifndef TINSPECT_SCAN_H
 #define TINSPECT_SCAN_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -45,6 +46,16 @@ ti_scan_severity ti_scan_classify_global(const char *module, const char *name, c
  */
 ti_scan_severity ti_scan_classify_call(const char *module, const char *name, const char *opcode,
                                        const char **why);
+
+struct ti_value;
+/*
+ * Whether a call looks up an Enum member by value: REDUCE of a class-named
+ * global outside the standard library with one str or int (policy.c says
+ * exactly which). Such a call is unknown, not dangerous: it needs the
+ * class's package (its top-level name written to package) to load.
+ */
+bool ti_scan_is_enum_lookup(const char *module, const char *name, const char *opcode, const struct ti_value *args,
+                            char *package, size_t size);
 
 typedef struct ti_scan_finding {
 	ti_scan_severity severity;

@@ -134,7 +134,16 @@ static void remember_safe(scan_findings *f, const ti_global *g)
 	f->safe[f->safe_next++ % (sizeof(f->safe) / sizeof(f->safe[0]))] = g;
 }
 
-static void on_call(scan_findings *f, const char *op, uint8_t opcode, const ti_value *callable, int64_t offset)
+/* What an Enum lookup by value made (ti_scan_is_enum_lookup): a value, which nothing may call or BUILD on. */
+static bool enum_member(const ti_value *v)
+{
+	const ti_value *c = v && v->kind == TI_OBJECT ? v->as.object->callable : NULL;
+	return c && c->kind == TI_GLOBAL && !(v->flags & (TI_F_NEWOBJ | TI_F_INST)) &&
+	       ti_scan_is_enum_lookup(c->as.global->module, c->as.global->name, "REDUCE", v->as.object->args, NULL, 0);
+}
+
+static void on_call(scan_findings *f, const char *op, uint8_t opcode, const ti_value *callable, const ti_value *args,
+                    int64_t offset)
 {
 	if (!callable) /* STACK_GLOBAL of values that are not strings */
 		return;
@@ -154,6 +163,15 @@ static void on_call(scan_findings *f, const char *op, uint8_t opcode, const ti_v
 			remember_safe(f, g);
 			return;
 		}
+		char package[128];
+		if (s == TI_SCAN_DANGEROUS &&
+		    ti_scan_is_enum_lookup(g->module, g->name, op, args, package, sizeof(package))) {
+			scan_add(f, TI_SCAN_UNKNOWN, "call", offset, op, g->module, g->name,
+			         "%s calls %s.%s with one constant: by all its name shows, an Enum member looked up "
+			         "by value; unknown: needs %s to load", op, g->module, g->name,
+			         package);
+			return;
+		}
 		/* INST names and calls at once; otherwise the call is news only when it is worse than the name. */
 		if (opcode == 'i' || s > as_global)
 			scan_add(f, s, "call", offset, op, g->module, g->name, "%s calls %s.%s: %s", op, g->module, g->name, why);
@@ -161,6 +179,12 @@ static void on_call(scan_findings *f, const char *op, uint8_t opcode, const ti_v
 	}
 	if (callable->kind == TI_OBJECT) {
 		const ti_value *inner = callable->as.object->callable;
+		if (enum_member(callable)) {
+			scan_add(f, TI_SCAN_DANGEROUS, "call", offset, op, NULL, NULL,
+			         "%s calls what %s.%s returned for one constant: no Enum member is called", op,
+			         inner->as.global->module, inner->as.global->name);
+			return;
+		}
 		if (inner && inner->kind == TI_GLOBAL)
 			scan_add(f, TI_SCAN_DANGEROUS, "call", offset, op, NULL, NULL,
 			         "%s calls what %s.%s returned: the function is chosen at load time", op,
@@ -250,6 +274,10 @@ ti_status scan_observe(void *ctx, uint8_t opcode, const ti_value *target, int64_
 			on_global(f, op, target->as.global, offset);
 		return TI_OK;
 	case 'b': /* BUILD */
+		if (enum_member(target))
+			scan_add(f, TI_SCAN_DANGEROUS, "build", offset, op, NULL, NULL,
+			         "BUILD sets state on what %s.%s returned for one constant: no Enum member takes state",
+			         target->as.object->callable->as.global->module, target->as.object->callable->as.global->name);
 		if (target->kind == TI_GLOBAL)
 			scan_add(f, TI_SCAN_DANGEROUS, "build", offset, op, target->as.global->module, target->as.global->name,
 			         "BUILD sets attributes on %s.%s itself, changing it for everything that uses it",
@@ -274,10 +302,22 @@ ti_status scan_observe(void *ctx, uint8_t opcode, const ti_value *target, int64_
 		return TI_OK;
 	case 'i': /* INST: names the global and calls it */
 		f->globals++;
-		on_call(f, op, opcode, target, offset);
+		on_call(f, op, opcode, target, NULL, offset);
 		return TI_OK;
 	default: /* REDUCE, NEWOBJ, NEWOBJ_EX, OBJ */
-		on_call(f, op, opcode, target, offset);
+		on_call(f, op, opcode, target, NULL, offset);
 		return TI_OK;
 	}
+}
+
+ti_status scan_observe_call(void *ctx, uint8_t opcode, const ti_value *callable, const ti_value *args, int64_t offset,
+                            ti_error *err)
+{
+	(void)err;
+	scan_findings *f = ctx;
+	const char *op = ti_pickle_opcode_name(opcode);
+	if (opcode == 'i') /* INST names the global as it calls it */
+		f->globals++;
+	on_call(f, op ? op : "?", opcode, callable, args, offset + f->offset_base);
+	return TI_OK;
 }

@@ -64,5 +64,8 @@ ti_status scan_build(void *ctx, ti_arena *arena, ti_value *object, ti_value *sta
 
 /* The pickle machine's observe hook, with a scan_findings as its context. */
 ti_status scan_observe(void *ctx, uint8_t opcode, const ti_value *target, int64_t offset, ti_error *err);
+/* Its observe_call hook: a call judged with its arguments (an Enum member looked up by value). */
+ti_status scan_observe_call(void *ctx, uint8_t opcode, const ti_value *callable, const ti_value *args, int64_t offset,
+                            ti_error *err);
 
 #endif

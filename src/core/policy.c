@@ -20,6 +20,7 @@
  * Rows are matched in order and the first match wins.
  */
 #include "tinspect/scan.h"
+#include "tinspect/value.h"
 
 #include <stdbool.h>
 #include <stdio.h>
@@ -43,6 +44,9 @@ typedef struct rule {
 #define IMPORTS "imports or resolves arbitrary names"
 #define LOADS "loads another pickle or code"
 #define SYSTEM "touches files, processes or the network"
+#define TORCHSCRIPT_DATA "builds a TorchScript list or tensor reference (torch.jit.load's own unpickler)"
+#define TORCHSCRIPT_CLASS "a TorchScript class: loading runs its compiled TorchScript from the archive's code/, " \
+	"not Python; only torch.jit.load reads it"
 
 static const rule rules[] = {
 	/* The allow-list. */
@@ -61,6 +65,19 @@ static const rule rules[] = {
 	{NAME_PREFIX, "torch._utils", "_rebuild_", TI_SCAN_SAFE, ALLOWED},
 	{NAME_PREFIX, "torch", "per_tensor_", TI_SCAN_SAFE, ALLOWED},
 	{NAME_PREFIX, "torch", "per_channel_", TI_SCAN_SAFE, ALLOWED},
+	/*
+	 * TorchScript's pickles (torch.jit.save): its unpickler (unpickler.cpp
+	 * readGlobal) takes these torch.jit._pickle names as typed lists and
+	 * tensor references, and nothing else of torch.jit; a __torch__ class
+	 * is compiled from the archive's code/, TorchScript rather than Python.
+	 */
+	{EXACT, "torch.jit._pickle", "build_intlist", TI_SCAN_SAFE, TORCHSCRIPT_DATA},
+	{EXACT, "torch.jit._pickle", "build_tensorlist", TI_SCAN_SAFE, TORCHSCRIPT_DATA},
+	{EXACT, "torch.jit._pickle", "build_doublelist", TI_SCAN_SAFE, TORCHSCRIPT_DATA},
+	{EXACT, "torch.jit._pickle", "build_boollist", TI_SCAN_SAFE, TORCHSCRIPT_DATA},
+	{EXACT, "torch.jit._pickle", "build_tensor_from_id", TI_SCAN_SAFE, TORCHSCRIPT_DATA},
+	{EXACT, "torch.jit._pickle", "restore_type_tag", TI_SCAN_SAFE, TORCHSCRIPT_DATA},
+	{MODULE_TREE, "__torch__", NULL, TI_SCAN_UNKNOWN, TORCHSCRIPT_CLASS},
 	/* torch's own ways to load more: a nested load is not weights_only. */
 	{EXACT, "torch", "load", TI_SCAN_DANGEROUS, LOADS},
 	{EXACT, "torch.serialization", "load", TI_SCAN_DANGEROUS, LOADS},
@@ -358,6 +375,8 @@ ti_scan_severity ti_scan_classify_call(const char *module, const char *name, con
 	ti_scan_severity s = ti_scan_classify_global(module, name, why);
 	if (s != TI_SCAN_UNKNOWN)
 		return s;
+	if (in_tree(module, "__torch__")) /* REDUCE and BUILD both hand the state to the class (unpickler.cpp) */
+		return s;
 	bool newobj = opcode && !strncmp(opcode, "NEWOBJ", 6);
 	if (newobj || is_data_constructor(module, name)) {
 		if (why)
@@ -367,4 +386,103 @@ ti_scan_severity ti_scan_classify_call(const char *module, const char *name, con
 	if (why)
 		*why = "calls a function the file chose, outside the allow-list";
 	return TI_SCAN_DANGEROUS;
+}
+
+/*
+ * An Enum member, pickled by value: REDUCE of its class with one constant,
+ * IntervalStrategy('steps') (Enum.__reduce_ex__ returns (cls, (value,))).
+ * Calling it only looks a member up; but without importing the class
+ * nothing proves it is an Enum, and a class called with one constant can
+ * do anything its constructor does: logging.FileHandler('x') creates a
+ * file, imaplib.IMAP4('host') connects. So the pattern is taken narrowly,
+ * and as unknown (it needs the class's package, whose import runs its
+ * code), never as safe: a REDUCE, of exactly one str or int, of a global
+ * the lists above do not already judge, named like a class (CapWords), in
+ * a module path of plain identifiers with no dunder, outside Python's
+ * standard library (Enums of no checkpoint's, and home of the constructors
+ * above) and outside the third-party packages known to open files or
+ * connections on construction (below). Its result must stay a value:
+ * findings.c calls BUILD on it or a call of it dangerous.
+ */
+static const char *const standard_library[] = { /* sys.stdlib_module_names of CPython 3.11, public ones */
+	"abc", "aifc", "antigravity", "argparse", "array", "ast", "asynchat", "asyncio", "asyncore", "atexit",
+	"audioop", "base64", "bdb", "binascii", "bisect", "builtins", "bz2", "cProfile", "calendar", "cgi", "cgitb",
+	"chunk", "cmath", "cmd", "code", "codecs", "codeop", "collections", "colorsys", "compileall", "concurrent",
+	"configparser", "contextlib", "contextvars", "copy", "copyreg", "crypt", "csv", "ctypes", "curses",
+	"dataclasses", "datetime", "dbm", "decimal", "difflib", "dis", "distutils", "doctest", "email", "encodings",
+	"ensurepip", "enum", "errno", "faulthandler", "fcntl", "filecmp", "fileinput", "fnmatch", "fractions",
+	"ftplib", "functools", "gc", "genericpath", "getopt", "getpass", "gettext", "glob", "graphlib", "grp",
+	"gzip", "hashlib", "heapq", "hmac", "html", "http", "idlelib", "imaplib", "imghdr", "imp", "importlib",
+	"inspect", "io", "ipaddress", "itertools", "json", "keyword", "lib2to3", "linecache", "locale", "logging",
+	"lzma", "mailbox", "mailcap", "marshal", "math", "mimetypes", "mmap", "modulefinder", "msilib", "msvcrt",
+	"multiprocessing", "netrc", "nis", "nntplib", "nt", "ntpath", "nturl2path", "numbers", "opcode", "operator",
+	"optparse", "os", "ossaudiodev", "pathlib", "pdb", "pickle", "pickletools", "pipes", "pkgutil", "platform",
+	"plistlib", "poplib", "posix", "posixpath", "pprint", "profile", "pstats", "pty", "pwd", "py_compile",
+	"pyclbr", "pydoc", "pydoc_data", "pyexpat", "queue", "quopri", "random", "re", "readline", "reprlib",
+	"resource", "rlcompleter", "runpy", "sched", "secrets", "select", "selectors", "shelve", "shlex", "shutil",
+	"signal", "site", "smtpd", "smtplib", "sndhdr", "socket", "socketserver", "spwd", "sqlite3", "sre_compile",
+	"sre_constants", "sre_parse", "ssl", "stat", "statistics", "string", "stringprep", "struct", "subprocess",
+	"sunau", "symtable", "sys", "sysconfig", "syslog", "tabnanny", "tarfile", "telnetlib", "tempfile",
+	"termios", "textwrap", "this", "threading", "time", "timeit", "tkinter", "token", "tokenize", "tomllib",
+	"trace", "traceback", "tracemalloc", "tty", "turtle", "turtledemo", "types", "typing", "unicodedata",
+	"unittest", "urllib", "uu", "uuid", "venv", "warnings", "wave", "weakref", "webbrowser", "winreg",
+	"winsound", "wsgiref", "xdrlib", "xml", "xmlrpc", "zipapp", "zipfile", "zipimport", "zlib", "zoneinfo",
+};
+
+static const char *const io_packages[] = { /* classes that open files or connections from one string */
+	"pandas", "h5py", "tables", "sqlalchemy", "zmq", "paramiko", "fabric", "boto3", "botocore", "fsspec",
+	"smart_open", "urllib3", "httpx", "tornado", "twisted", "IPython", "jupyter_client", "docker", "git",
+	"wandb", "mlflow", "redis", "pymongo", "psycopg2", "serial",
+};
+
+static bool plain_identifier(const char *s, size_t n)
+{
+	if (!n || (s[0] >= '0' && s[0] <= '9') || (n >= 2 && s[0] == '_' && s[1] == '_'))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '_'))
+			return false;
+	return true;
+}
+
+bool ti_scan_is_enum_lookup(const char *module, const char *name, const char *opcode, const ti_value *args,
+                            char *package, size_t size)
+{
+	if (!module || !name || !opcode || strcmp(opcode, "REDUCE") || !args || args->kind != TI_TUPLE ||
+	    args->as.seq.count != 1)
+		return false;
+	const ti_value *a = args->as.seq.items[0];
+	if (a->kind != TI_STR && a->kind != TI_INT)
+		return false;
+	if (ti_scan_classify_global(module, name, NULL) != TI_SCAN_UNKNOWN || is_data_constructor(module, name) ||
+	    in_tree(module, "__torch__"))
+		return false;
+	size_t nl = strlen(name);
+	bool lower = false;
+	for (size_t i = 0; i < nl; i++)
+		lower |= name[i] >= 'a' && name[i] <= 'z';
+	if (!plain_identifier(name, nl) || name[0] < 'A' || name[0] > 'Z' || !lower)
+		return false;
+	char top[128];
+	const char *p = module;
+	for (bool first = true;; first = false) {
+		const char *dot = strchr(p, '.');
+		size_t n = dot ? (size_t)(dot - p) : strlen(p);
+		if (!plain_identifier(p, n))
+			return false;
+		if (first) {
+			if (n >= sizeof(top))
+				return false;
+			memcpy(top, p, n);
+			top[n] = '\0';
+		}
+		if (!dot)
+			break;
+		p = dot + 1;
+	}
+	if (listed(standard_library, COUNT(standard_library), top) || listed(io_packages, COUNT(io_packages), top))
+		return false;
+	if (package && size)
+		snprintf(package, size, "%s", top);
+	return true;
 }

@@ -794,6 +794,13 @@ static ti_status observe(void *ctx, uint8_t opcode, const ti_value *target, int6
 	return scan_observe(t->findings, opcode, target, offset, err);
 }
 
+static ti_status observe_call(void *ctx, uint8_t opcode, const ti_value *callable, const ti_value *args,
+                              int64_t offset, ti_error *err)
+{
+	ti_torch *t = ctx;
+	return scan_observe_call(t->findings, opcode, callable, args, offset, err);
+}
+
 void ti_torch_hooks(ti_torch *t, ti_pickle_hooks *hooks)
 {
 	hooks->ctx = t;
@@ -802,4 +809,5 @@ void ti_torch_hooks(ti_torch *t, ti_pickle_hooks *hooks)
 	hooks->build = build;
 	hooks->persistent_load = persistent_load;
 	hooks->observe = t->findings ? observe : NULL;
+	hooks->observe_call = t->findings ? observe_call : NULL;
 }

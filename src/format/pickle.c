@@ -337,7 +337,9 @@ static ti_status observe(vm *m, const ti_value *target)
 static ti_status call(vm *m, ti_value *callable, ti_value *args, ti_value *kwargs, ti_call_kind how)
 {
 	ti_value *out = NULL;
-	ti_status seen = observe(m, callable);
+	ti_status seen = m->hooks && m->hooks->observe_call
+	                     ? m->hooks->observe_call(m->hooks->ctx, m->op, callable, args, (int64_t)m->op_pos, m->err)
+	                     : observe(m, callable);
 	if (seen)
 		return seen;
 	if (m->hooks && m->hooks->call && !kwargs) {

@@ -133,8 +133,8 @@ static ti_status run_pickle(const ti_pickle_source *src, scan_findings *into, si
 	ti_arena arena;
 	ti_arena_init(&arena, PICKLE_ARENA_MAX);
 	/* a legacy file's ('module', cls, ...) ids are their class, as its loader makes them */
-	ti_pickle_hooks hooks = {.ctx = into, .observe = scan_observe, .persistent_load = legacy ? scan_persistent_load : NULL,
-	                         .build = legacy ? NULL : scan_build};
+	ti_pickle_hooks hooks = {.ctx = into, .observe = scan_observe, .observe_call = scan_observe_call,
+	                         .persistent_load = legacy ? scan_persistent_load : NULL, .build = legacy ? NULL : scan_build};
 	ti_limits lim;
 	ti_limits_default(&lim);
 	ti_value *out = NULL;

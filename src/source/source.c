@@ -26,12 +26,22 @@ static const source_row *const rows[] = {
 	&source_dcp,
 };
 
+/* Rows that take files of a kind above by what they hold, asked first. */
+static const source_claim *const claims[] = {
+	&source_torchscript,
+};
+
 enum { ARENA_MAX = (size_t)4 << 30 };
 
 const char *ti_source_format_name(ti_source_format format)
 {
-	static const char *const names[] = {"torch-zip", "safetensors", "hf-sharded", "model", "torch-legacy", "dcp"};
-	return (unsigned)format < sizeof(names) / sizeof(names[0]) ? names[format] : "?";
+	static const char *const names[] = {
+		[TI_SOURCE_TORCH_ZIP] = "torch-zip", [TI_SOURCE_SAFETENSORS] = "safetensors",
+		[TI_SOURCE_HF_SHARDED] = "hf-sharded", [TI_SOURCE_MODEL] = "model",
+		[TI_SOURCE_TORCH_LEGACY] = "torch-legacy", [TI_SOURCE_DCP] = "dcp",
+		[TI_SOURCE_TORCHSCRIPT] = "torchscript-zip",
+	};
+	return (unsigned)format < sizeof(names) / sizeof(names[0]) && names[format] ? names[format] : "?";
 }
 
 /* ---- building: what rows call ---- */
@@ -227,12 +237,17 @@ ti_status source_open_file(ti_source *s, const char *path, ti_error *err)
 	ti_status st = sniff_path(path, &kind, &size, err);
 	if (st)
 		return st;
-	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
-		if (rows[i]->kind == kind) {
-			s->format = rows[i]->format;
-			return rows[i]->open(s, path, err);
-		}
-	return no_reader(kind, size, err);
+	const source_row *row = NULL;
+	for (size_t i = 0; i < sizeof(claims) / sizeof(claims[0]) && !row; i++)
+		if (claims[i]->row->kind == kind && claims[i]->claims(path))
+			row = claims[i]->row;
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]) && !row; i++)
+		if (rows[i]->kind == kind)
+			row = rows[i];
+	if (!row)
+		return no_reader(kind, size, err);
+	s->format = row->format;
+	return row->open(s, path, err);
 }
 
 ti_status ti_source_open(const char *path, ti_source **out, ti_error *err)
@@ -363,6 +378,11 @@ ti_scan_severity ti_source_safety(const ti_source *s, size_t i, const ti_scan_fi
 {
 	*findings = NULL;
 	*count = 0;
+	if (i < s->part_count && s->parts[i].judged) {
+		*findings = s->parts[i].findings;
+		*count = s->parts[i].finding_count;
+		return s->parts[i].worst;
+	}
 	if (i >= s->part_count || !s->parts[i].ckpt)
 		return TI_SCAN_SAFE;
 	return ti_ckpt_safety(s->parts[i].ckpt, findings, count);

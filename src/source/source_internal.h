@@ -46,6 +46,11 @@ typedef struct source_part {
 	const char *path;
 	const ti_entry *entries;
 	size_t entry_count;
+	/* When judged: what all of its pickles name and call, in place of its checkpoint's data.pkl alone. */
+	bool judged;
+	ti_scan_severity worst;
+	const ti_scan_finding *findings;
+	size_t finding_count;
 } source_part;
 
 struct ti_source {
@@ -86,6 +91,17 @@ extern const source_row source_torch_zip, source_safetensors, source_hf_index, s
 extern const source_row source_torch_legacy;
 extern const source_row source_dcp;
 
+/*
+ * A row for files of a kind another row reads too (a zip), and whether a
+ * file is its own: source.c asks these before the kind's row in its table.
+ */
+typedef struct source_claim {
+	const source_row *row;
+	bool (*claims)(const char *path);
+} source_claim;
+
+extern const source_claim source_torchscript; /* a zip with constants.pkl */
+
 /* Opens path with the row its content names: what rows that hold other files (an index, a folder) call. */
 ti_status source_open_file(ti_source *s, const char *path, ti_error *err);
 
@@ -105,6 +121,8 @@ ti_status source_out_of_memory(ti_error *err);
 /* Adds the tensors of an opened part: a torch zip's (torch_zip.c), a safetensors file's (safetensors.c). */
 ti_status source_add_torch_zip(ti_source *s, source_part *p, ti_error *err);
 ti_status source_list_torch_zip(ti_source *s, source_part *p, ti_error *err);
+/* Lists p's checkpoint's storages, and the tensors of these entries (values of that checkpoint) in s. */
+ti_status source_list_ckpt_entries(ti_source *s, source_part *p, const ti_entry *entries, size_t count, ti_error *err);
 ti_status source_add_safetensors(ti_source *s, source_part *p, bool keep_metadata, ti_error *err);
 
 #endif

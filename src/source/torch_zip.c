@@ -48,8 +48,13 @@ ti_status source_list_torch_zip(ti_source *s, source_part *p, ti_error *err)
 {
 	p->entries = ti_ckpt_entry(p->ckpt, 0);
 	p->entry_count = ti_ckpt_entry_count(p->ckpt);
+	return source_list_ckpt_entries(s, p, p->entries, p->entry_count, err);
+}
+
+ti_status source_list_ckpt_entries(ti_source *s, source_part *p, const ti_entry *entries, size_t count, ti_error *err)
+{
 	size_t first = s->storage_count, n = ti_ckpt_storage_count(p->ckpt);
-	ti_status st = source_reserve(s, n, ti_ckpt_entry_count(p->ckpt), err);
+	ti_status st = source_reserve(s, n, count, err);
 	if (st)
 		return st;
 	bool big = !strcmp(ti_ckpt_get_info(p->ckpt)->byteorder, "big");
@@ -66,8 +71,8 @@ ti_status source_list_torch_zip(ti_source *s, source_part *p, ti_error *err)
 	}
 	ti_strmap resolved;
 	ti_strmap_init(&resolved);
-	for (size_t i = 0; i < ti_ckpt_entry_count(p->ckpt) && !st; i++) {
-		const ti_entry *e = ti_ckpt_entry(p->ckpt, i);
+	for (size_t i = 0; i < count && !st; i++) {
+		const ti_entry *e = &entries[i];
 		if (e->value->kind != TI_TENSOR)
 			continue;
 		const ti_tensor *x = e->value->as.tensor;

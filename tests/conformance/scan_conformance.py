@@ -4,7 +4,8 @@ Conformance test: `tinspect scan` verdicts against torch.load(weights_only=True)
 
 Usage:  /usr/bin/python3 tests/conformance/scan_conformance.py [./tinspect] [-v]
 
-Takes every .pt/.pth file in fixtures/, fixtures/broken/ and, of
+Takes every .pt/.pth file in fixtures/ (and fixtures/training_args.bin),
+fixtures/broken/ and, of
 fixtures/malicious/, the torch zips and legacy torch.save files (not the bare
 pickles, which torch.load does not take).  For each file it runs
 `tinspect scan FILE`. It also runs, in a child process of its own,
@@ -132,6 +133,8 @@ def candidates():
                 head = f.read(len(LEGACY_MAGIC))
             if head.startswith(b"PK\x03\x04") or head == LEGACY_MAGIC:
                 files.append((p, "malicious"))
+    # a Hugging Face training_args.bin: Enum members by value, unknown (they need transformers)
+    files.append((os.path.join(FIXTURES, "training_args.bin"), "fixtures"))
     return sorted((os.path.relpath(p, ROOT), group) for p, group in files)
 
 

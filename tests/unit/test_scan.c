@@ -378,3 +378,65 @@ Test(scan, names_a_record_inside_a_nested_archive_through_its_outer_one)
 	cr_assert(f);
 	EXPECT_STR(f->record, "archive/extra/inner.pt!archive/data.pkl");
 }
+
+/* ---- TorchScript, and Enum members by value ---- */
+
+static const policy_row torchscript_globals[] = {
+	/* what TorchScript's unpickler takes of torch.jit (unpickler.cpp readGlobal), and nothing else */
+	{"torch.jit._pickle", "build_intlist", TI_SCAN_SAFE},
+	{"torch.jit._pickle", "build_tensorlist", TI_SCAN_SAFE},
+	{"torch.jit._pickle", "build_tensor_from_id", TI_SCAN_SAFE},
+	{"torch.jit._pickle", "restore_type_tag", TI_SCAN_SAFE},
+	{"torch.jit._pickle", "build_anything", TI_SCAN_DANGEROUS},
+	{"torch.jit", "load", TI_SCAN_DANGEROUS},
+	{"__torch__.torch.nn.modules.linear", "Linear", TI_SCAN_UNKNOWN},
+	{"__torch__", "Net", TI_SCAN_UNKNOWN},
+};
+
+Test(scan_policy, torchscript_builders_are_safe_by_name_and_its_classes_unknown)
+{
+	for (size_t i = 0; i < sizeof(torchscript_globals) / sizeof(torchscript_globals[0]); i++) {
+		const policy_row *row = &torchscript_globals[i];
+		ti_scan_severity got = ti_scan_classify_global(row->module, row->name, NULL);
+		cr_expect(got == row->want, "%s.%s: got %s, want %s", row->module, row->name, ti_scan_severity_name(got),
+		          ti_scan_severity_name(row->want));
+	}
+	/* REDUCE and BUILD both hand the state to a TorchScript class */
+	cr_expect(ti_scan_classify_call("__torch__", "Net", "REDUCE", NULL) == TI_SCAN_UNKNOWN);
+}
+
+Test(scan, an_enum_member_by_value_is_unknown_and_names_its_package)
+{
+	ti_scan_report *r = SCAN("\x80\x02" "ctransformers.trainer_utils\nIntervalStrategy\n"
+	                         "X\x05\x00\x00\x00steps\x85R.");
+	EXPECT_PICKLE_VERDICT(r, TI_SCAN_UNKNOWN);
+	bool said = false;
+	for (size_t i = 0; i < r->count; i++)
+		said |= !strcmp(r->findings[i].kind, "call") && strstr(r->findings[i].message, "needs transformers to load");
+	cr_expect(said, "no finding says the file needs transformers");
+	r = SCAN("\x80\x02" "cmypkg.options\nLevel\nK\x02\x85R.");
+	EXPECT_PICKLE_VERDICT(r, TI_SCAN_UNKNOWN);
+}
+
+Test(scan, a_call_of_one_constant_that_is_no_enum_lookup_stays_dangerous)
+{
+	/* the standard library's constructors open files and connections */
+	EXPECT_PICKLE_VERDICT(SCAN("\x80\x02" "clogging\nFileHandler\nX\x01\x00\x00\x00x\x85R."), TI_SCAN_DANGEROUS);
+	EXPECT_PICKLE_VERDICT(SCAN("\x80\x02" "cimaplib\nIMAP4\nX\x01\x00\x00\x00h\x85R."), TI_SCAN_DANGEROUS);
+	/* so do some packages' */
+	EXPECT_PICKLE_VERDICT(SCAN("\x80\x02" "cpandas\nHDFStore\nX\x01\x00\x00\x00x\x85R."), TI_SCAN_DANGEROUS);
+	/* a function, not a class */
+	EXPECT_PICKLE_VERDICT(SCAN("\x80\x02" "ctransformers\npipeline\nX\x01\x00\x00\x00x\x85R."), TI_SCAN_DANGEROUS);
+	/* two arguments, or one that is no constant */
+	EXPECT_PICKLE_VERDICT(SCAN("\x80\x02" "cmypkg\nLevel\nK\x01K\x02\x86R."), TI_SCAN_DANGEROUS);
+	EXPECT_PICKLE_VERDICT(SCAN("\x80\x02" "cmypkg\nLevel\n]\x85R."), TI_SCAN_DANGEROUS);
+	/* a dunder in the module path */
+	EXPECT_PICKLE_VERDICT(SCAN("\x80\x02" "cmypkg.__init__\nLevel\nK\x01\x85R."), TI_SCAN_DANGEROUS);
+}
+
+Test(scan, an_enum_member_that_is_called_or_built_on_is_dangerous)
+{
+	/* Level(1)() and Level(1).__setstate__({}): no Enum member is either */
+	EXPECT_PICKLE_VERDICT(SCAN("\x80\x02" "cmypkg\nLevel\nK\x01\x85R)R."), TI_SCAN_DANGEROUS);
+	EXPECT_PICKLE_VERDICT(SCAN("\x80\x02" "cmypkg\nLevel\nK\x01\x85R}b."), TI_SCAN_DANGEROUS);
+}
