@@ -24,6 +24,7 @@ typedef enum ti_file_kind {
 	TI_FILE_JSON,         /* a JSON object or array: a checkpoint index, or a config */
 	TI_FILE_TEXT,         /* printable text that is none of the above */
 	TI_FILE_DIRECTORY,    /* not bytes: a folder (a Hugging Face checkpoint directory, perhaps) */
+	TI_FILE_GGUF,         /* "GGUF": a ggml/llama.cpp model file */
 	TI_FILE_UNKNOWN
 } ti_file_kind;
 

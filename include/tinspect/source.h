@@ -37,7 +37,8 @@ typedef enum ti_source_format {
 	TI_SOURCE_TORCH_ZIP,
 	TI_SOURCE_SAFETENSORS,
 	TI_SOURCE_HF_SHARDED,
-	TI_SOURCE_MODEL        /* a model description's parameters: no data until filled */
+	TI_SOURCE_MODEL,       /* a model description's parameters: no data until filled */
+	TI_SOURCE_GGUF         /* a GGUF file (llama.cpp): shapes in PyTorch's order, ggml's reversed */
 } ti_source_format;
 
 typedef struct ti_source_storage {

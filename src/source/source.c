@@ -7,6 +7,7 @@
  * new row and one new file, and every command reads it the day it lands.
  */
 #include "source/source_internal.h"
+#include "tinspect/gguf.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -20,14 +21,15 @@ static const source_row *const rows[] = {
 	&source_safetensors,
 	&source_hf_index,
 	&source_hf_directory,
+	&source_gguf,
 };
 
 enum { ARENA_MAX = (size_t)4 << 30 };
 
 const char *ti_source_format_name(ti_source_format format)
 {
-	static const char *const names[] = {"torch-zip", "safetensors", "hf-sharded", "model"};
-	return (unsigned)format < 4 ? names[format] : "?";
+	static const char *const names[] = {"torch-zip", "safetensors", "hf-sharded", "model", "gguf"};
+	return (unsigned)format < sizeof(names) / sizeof(names[0]) ? names[format] : "?";
 }
 
 /* ---- building: what rows call ---- */
@@ -259,6 +261,7 @@ void ti_source_close(ti_source *s)
 	for (size_t i = 0; i < s->part_count; i++) {
 		ti_ckpt_close(s->parts[i].ckpt);
 		ti_st_close(s->parts[i].st);
+		ti_gguf_close(s->parts[i].gguf);
 		if (s->parts[i].fd >= 0)
 			close(s->parts[i].fd);
 	}
