@@ -574,8 +574,8 @@ static ti_status parse(parser *p)
 		return st;
 	uint32_t v = f->info.version;
 	if (v == 1) {
-		TI_FAIL(p->err, TI_E_UNSUPPORTED, "GGUF version 1 (32-bit counts, before September 2023): not read; "
-		        "llama.cpp's gguf tools rewrite it as version 3");
+		TI_FAIL(p->err, TI_E_UNSUPPORTED, "GGUF version 1, with 32-bit counts and lengths: not read (only versions "
+		        "2 and 3)");
 		return fail_at(p->err, TI_E_UNSUPPORTED, 4);
 	}
 	if (v != 2 && v != 3) {
@@ -662,7 +662,7 @@ static ti_status parse(parser *p)
 	qsort(order, f->tensor_count, sizeof(*order), compare_tensor_offsets);
 	for (size_t i = 0; i < f->tensor_count && !st; i++) {
 		ti_gguf_tensor *t = &f->tensors[order[i]->index];
-		uint64_t field = t->info_offset; /* the offset field is the info's last 8 bytes */
+		uint64_t field = t->info_offset; /* errors point at the tensor's info */
 		if (t->data_offset % align) {
 			TI_FAIL(p->err, TI_E_CORRUPT, "GGUF tensor '%s' at data offset %" PRIu64 " is not aligned to %" PRIu64,
 			        t->name, t->data_offset, align);

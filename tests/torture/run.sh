@@ -3,7 +3,7 @@
 #
 # usage: sh tests/torture/run.sh TINSPECT
 #
-# For each fixtures/*.pt it writes damaged copies (tests/torture/mutate.py, or
+# For each fixtures/*.pt and fixtures/gguf/*.gguf it writes damaged copies (tests/torture/mutate.py, or
 # head/dd when there is no python3): the file cut at every length in its first
 # and last 64 bytes and at 40 more; data.pkl cut short inside a whole zip; and
 # 20 copies with a few bytes changed, most of them inside data.pkl. Each copy
@@ -207,7 +207,7 @@ check() {
 # shard J: the fixtures whose position modulo $jobs is J, one at a time.
 shard() {
 	j=$1 passed=0 failed=0 i=0
-	for fixture in fixtures/*.pt; do
+	for fixture in fixtures/*.pt fixtures/gguf/*.gguf; do
 		i=$((i + 1))
 		[ $((i % jobs)) -eq "$j" ] || continue
 		dir=$work/shard$j
