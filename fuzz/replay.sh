@@ -33,6 +33,7 @@ inputs() {
 	safetensors) find fixtures/safetensors -type f ! -name '*.py' ! -name '*.md' | sort ;;
 	model) ls fixtures/models/*.json tests/cli/models/*.json ;;
 	scan) ls fixtures/*.pt fixtures/broken/* fixtures/malicious/* ;;
+	gguf) find fixtures/gguf -name '*.gguf' | sort ;;
 	esac
 	for f in fixtures/crashes/"$1"-*; do
 		[ -f "$f" ] && echo "$f"
@@ -51,7 +52,7 @@ trap 'rm -f "$log"; sweep_scratch' EXIT
 
 passed=0
 failed=0
-for h in pickle checkpoint safetensors model scan; do
+for h in pickle checkpoint safetensors model scan gguf; do
 	bin=$prefix$h
 	if [ ! -x "$bin" ]; then
 		echo "FAIL $h: no $bin"

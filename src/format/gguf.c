@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "format/json_scan.h"
 #include "tinspect/arena.h"
 
 /*
@@ -256,6 +257,30 @@ static ti_status read_string(reader *r, ti_arena *a, uint64_t max, size_t keep_m
 		TI_FAIL(err, TI_E_CORRUPT, "GGUF %s holds a NUL byte", what);
 		return fail_at(err, TI_E_CORRUPT, at);
 	}
+	if (!nul_ok && !ti_utf8_valid(s, kept)) {
+		TI_FAIL(err, TI_E_CORRUPT, "GGUF %s is not UTF-8", what);
+		return fail_at(err, TI_E_CORRUPT, at);
+	}
+	if (nul_ok && (strlen(s) != kept || !ti_utf8_valid(s, kept))) {
+		/* a value is shown, as JSON too: a NUL or a byte that is no UTF-8 becomes U+FFFD */
+		char *clean = ti_arena_alloc(a, 3 * kept + 1), *o = clean;
+		if (!clean)
+			return TI_FAIL(err, TI_E_NOMEM, "out of memory reading the GGUF header");
+		for (size_t i = 0; i < kept;) {
+			size_t len = s[i] ? ti_utf8_sequence((const unsigned char *)s + i, kept - i) : 0;
+			if (len) {
+				memcpy(o, s + i, len);
+				o += len;
+				i += len;
+			} else {
+				memcpy(o, "\xef\xbf\xbd", 3);
+				o += 3;
+				i++;
+			}
+		}
+		*o = '\0';
+		s = clean;
+	}
 	*keep = s;
 	return TI_OK;
 }
@@ -425,7 +450,7 @@ static ti_status read_value(parser *p, uint32_t type, int depth, bool shown, tex
 			quoted(t, s, strlen(s));
 		else
 			text_add(t, s, strlen(s));
-		if (n > keep || strlen(s) < n)
+		if (n > keep)
 			t->cut = true;
 		return TI_OK;
 	}

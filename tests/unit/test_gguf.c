@@ -454,3 +454,16 @@ Test(gguf, source_lists_the_fixture_with_quantized_types_refused_or_dequantized)
 	EXPECT_INT(count, 13);
 	ti_source_close(src);
 }
+
+Test(gguf, shows_a_value_that_is_not_utf8_with_replacements_and_refuses_such_a_name)
+{
+	header(3, 0, 1);
+	str("s"), le(TI_GGUF_STRING, 4), le(4, 8), put("a\xff\0b", 4);
+	ASSERT_STATUS(open_built(), TI_OK, err);
+	EXPECT_STR(ti_gguf_kv_at(file, 0)->text, "a\xef\xbf\xbd\xef\xbf\xbd" "b");
+	header(3, 1, 0);
+	info("w\xc3", 1, (uint64_t[]){4}, TI_GGML_F32, 0);
+	pad(32);
+	zeros(16);
+	refused(TI_E_CORRUPT, "not UTF-8");
+}
