@@ -44,6 +44,7 @@ typedef struct plan {
 	out_storage *storages;
 	size_t storage_count;
 	uint64_t total_bytes, done_bytes;
+	uint64_t file_bytes;  /* GGUF: the tensor bytes the file holds (Q8_0 blocks, not the floats streamed) */
 } plan;
 
 /* ---- names ---- */
@@ -613,6 +614,8 @@ static ti_status write_gguf(plan *p, int fd, sink *k, char *buf, ti_error *err)
 			return TI_FAIL(err, TI_E_UNSUPPORTED, "cannot cast %s to %s", ti_dtype_name(s->from), ti_dtype_name(s->to));
 		types[i] = (uint32_t)type;
 		specs[i] = (ti_gguf_spec){o->name, (uint32_t)type, o->src->ndim, o->src->shape};
+		const ti_ggml_type *ty = ti_ggml_type_of((uint32_t)type);
+		p->file_bytes += (uint64_t)o->src->numel / ty->block_size * ty->block_bytes;
 	}
 	p->total_bytes = 0; /* what streams to the writer: Q8_0 tensors as float32 */
 	for (size_t i = 0; i < p->tensor_count; i++)
@@ -699,7 +702,7 @@ ti_status ti_convert(ti_source *src, int fd, const ti_convert_options *o, ti_con
 		memset(stats, 0, sizeof(*stats));
 		stats->tensors = p.tensor_count;
 		stats->storages = p.storage_count;
-		stats->data_bytes = p.done_bytes;
+		stats->data_bytes = o->format == TI_OUT_GGUF ? p.file_bytes : p.done_bytes;
 		for (size_t i = 0; i < p.tensor_count; i++) {
 			stats->ties += p.tensors[i].tied_to != NULL;
 			stats->cast += p.tensors[i].dtype != p.tensors[i].src->dtype;
