@@ -34,6 +34,7 @@ inputs() {
 	model) ls fixtures/models/*.json tests/cli/models/*.json ;;
 	scan) ls fixtures/*.pt fixtures/broken/* fixtures/malicious/* ;;
 	dcp) ls fixtures/dcp*/.metadata fixtures/dcp_broken/*/.metadata ;;
+	gguf) find fixtures/gguf -name '*.gguf' | sort ;;
 	esac
 	for f in fixtures/crashes/"$1"-*; do
 		[ -f "$f" ] && echo "$f"
@@ -52,7 +53,7 @@ trap 'rm -f "$log"; sweep_scratch' EXIT
 
 passed=0
 failed=0
-for h in pickle checkpoint safetensors model scan dcp; do
+for h in pickle checkpoint safetensors model scan dcp gguf; do
 	bin=$prefix$h
 	if [ ! -x "$bin" ]; then
 		echo "FAIL $h: no $bin"

@@ -11,6 +11,7 @@ Writes, from the repository the script lives in:
                            training_ckpt.pt with deflated records (libzip)
   OUT/corpus/safetensors/  every file under fixtures/safetensors/ but the
                            generator and the README (shard indexes included)
+  OUT/corpus/gguf/         fixtures/gguf/**/*.gguf (the damaged ones too)
   OUT/corpus/model/        fixtures/models/*.json, tests/cli/models/*.json,
                            and one small description per operator and module
                            signature found in src/ops/ and src/nn/
@@ -278,6 +279,25 @@ def safetensors_dict():
     return [dict_line('"%s"' % d) for d in ST_DTYPES] + [dict_line(w) for w in ST_WORDS]
 
 
+# ---- GGUF ------------------------------------------------------------------
+
+
+def gguf_seeds(out):
+    n = 0
+    for path in rel("fixtures/gguf/**/*.gguf"):
+        with open(path, "rb") as f:
+            write(os.path.join(out, "corpus", "gguf", seed_name(path)), f.read())
+        n += 1
+    return n
+
+
+def gguf_dict():
+    words = ["GGUF", "general.alignment", "general.architecture", "tokenizer.ggml.tokens"]
+    ints = [b"\x03\x00\x00\x00", b"\x02\x00\x00\x00", b"\x09\x00\x00\x00", b"\x08\x00\x00\x00",
+            b"\xff\xff\xff\xff\xff\xff\xff\x7f", b"\x00\x00\x00\x00\x00\x00\x00\x80", b"\x20\x00\x00\x00"]
+    return [dict_line(w) for w in words] + [dict_line(b) for b in ints]
+
+
 # ---- model descriptions ----------------------------------------------------
 
 
@@ -494,6 +514,7 @@ def main():
         "checkpoint": checkpoint_seeds(out),
         "safetensors": safetensors_seeds(out),
         "scan": scan_seeds(out),
+        "gguf": gguf_seeds(out),
     }
     counts["model"], ops, modules = model_seeds(out)
     counts["dcp"] = dcp_seeds(out)
@@ -504,6 +525,7 @@ def main():
         "model": model_dict(ops, modules),
         "scan": checkpoint_dict(),
         "dcp": dcp_dict(),
+        "gguf": gguf_dict(),
     }
     for name, lines in dicts.items():
         write(os.path.join(out, "dict", name + ".dict"), "\n".join(lines) + "\n")

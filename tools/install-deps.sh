@@ -4,7 +4,8 @@
 #   build: compiler, libzip, cJSON, OpenBLAS
 #   test:  build + Criterion, valgrind (make valgrind), groff, mandoc and jq (the docs test),
 #          xmllint (libxml2-utils: the JUnit XML against tests/ci/junit.xsd)
-#   ci:    test + PyTorch for the conformance test and the benchmark
+#   ci:    test + PyTorch for the conformance test and the benchmark, node and npm
+#          for the GGUF conformance (@huggingface/gguf)
 #   fuzz:  build + clang with libFuzzer's runtime, python3 for the seeds (make fuzz)
 # As root it runs apt-get; otherwise it prints the exact command and fails.
 set -eu
@@ -13,7 +14,7 @@ pkgs="gcc make pkg-config libzip-dev libcjson-dev libopenblas-dev"
 case $what in
 build) ;;
 test) pkgs="$pkgs libcriterion-dev valgrind groff-base mandoc jq libxml2-utils" ;;
-ci) pkgs="$pkgs libcriterion-dev valgrind groff-base mandoc jq libxml2-utils python3-torch python3-torchvision unzip" ;;
+ci) pkgs="$pkgs libcriterion-dev valgrind groff-base mandoc jq libxml2-utils python3-torch python3-torchvision unzip nodejs npm" ;;
 fuzz) pkgs="$pkgs clang libclang-rt-dev python3" ;;
 *) echo "install-deps.sh: unknown set '$what' (build, test, ci or fuzz)" >&2; exit 2 ;;
 esac

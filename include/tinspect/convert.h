@@ -27,7 +27,7 @@
 #include "tinspect/error.h"
 #include "tinspect/source.h"
 
-typedef enum ti_output_format { TI_OUT_TORCH_ZIP, TI_OUT_SAFETENSORS } ti_output_format;
+typedef enum ti_output_format { TI_OUT_TORCH_ZIP, TI_OUT_SAFETENSORS, TI_OUT_GGUF } ti_output_format;
 
 typedef struct ti_rename {
 	const char *from, *to; /* name prefix FROM becomes TO */
@@ -45,6 +45,12 @@ typedef struct ti_convert_options {
 	size_t exclude_count;
 	ti_dtype dtype;             /* cast floating tensors to this; TI_DT_INVALID: keep */
 	bool keep_storage;          /* torch output: the source's storages as they are */
+	/*
+	 * GGUF output: floating tensors of two or more dimensions whose last is
+	 * a multiple of 32 are written as Q8_0 (the rest as --dtype says).
+	 * GGUF has no aliasing: a tied tensor is written in full under each name.
+	 */
+	bool gguf_q8_0;
 	/* added to the refusal of a tensor that cannot be written ("leave it out with --exclude"); NULL: nothing */
 	const char *refusal_hint;
 	size_t buffer_bytes;        /* streaming buffer; 0: 8 MiB; at least 4 KiB */

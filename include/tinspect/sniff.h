@@ -25,6 +25,7 @@ typedef enum ti_file_kind {
 	TI_FILE_TEXT,         /* printable text that is none of the above */
 	TI_FILE_DIRECTORY,    /* not bytes: a folder (a Hugging Face checkpoint directory, perhaps) */
 	TI_FILE_DCP,          /* a folder that holds '.metadata': a torch.distributed.checkpoint (dcp.h) */
+	TI_FILE_GGUF,         /* "GGUF": a ggml/llama.cpp model file */
 	TI_FILE_UNKNOWN
 } ti_file_kind;
 

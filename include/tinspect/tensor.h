@@ -63,6 +63,12 @@ typedef struct ti_tensor_ext {
 	const char *component_names[TI_MAX_COMPONENTS];
 	const ti_tensor *components[TI_MAX_COMPONENTS];
 	bool coalesced;
+	/* a GGUF tensor: its ggml type ("F16", "Q4_K") and its offset from the data section; NULL otherwise */
+	const char *ggml_type;
+	int64_t data_offset;
+	/* a GGUF tensor of quantized blocks (no PyTorch dtype): its ggml type, and bits per weight; NULL otherwise */
+	const char *block_type;
+	double bits_per_weight;
 } ti_tensor_ext;
 
 struct ti_tensor {

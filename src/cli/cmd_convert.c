@@ -6,6 +6,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "cli/cli.h"
 #include "cli/model_cli.h"
@@ -16,7 +17,8 @@
 
 enum {
 	OPT_HELP = 1, OPT_OUTPUT, OPT_FORMAT, OPT_DTYPE, OPT_SELECT, OPT_EXCLUDE, OPT_RENAME, OPT_STRIP,
-	OPT_KEY, OPT_KEEP, OPT_FORCE, OPT_QUIET, OPT_JSON, OPT_TRUST, OPT_RAW
+	OPT_KEY, OPT_KEEP, OPT_FORCE, OPT_QUIET, OPT_JSON, OPT_TRUST, OPT_RAW,
+	OPT_QUANTIZE
 };
 
 static const cli_option options[] = {
@@ -35,6 +37,7 @@ static const cli_option options[] = {
 	{"json", 0, OPT_FLAG, OPT_JSON},
 	{"trust", 0, OPT_FLAG, OPT_TRUST},
 	{"raw", 0, OPT_FLAG, OPT_RAW},
+	{"quantize", 0, OPT_VALUE, OPT_QUANTIZE},
 	{NULL, 0, 0, 0},
 };
 
@@ -48,7 +51,7 @@ static const char help[] =
 	"\n"
 	"options:\n"
 	"  -o, --output OUT     the file to write (required)\n"
-	"  --format FMT         torch or safetensors (default: from OUT's extension)\n"
+	"  --format FMT         torch, safetensors or gguf (default: from OUT's extension)\n"
 	"  --dtype DT           cast floating tensors: float16, bfloat16, float32, float64\n"
 	"  --select GLOB        keep only tensors whose name matches (repeatable)\n"
 	"  --exclude GLOB       leave out tensors whose name matches (repeatable)\n"
@@ -56,6 +59,7 @@ static const char help[] =
 	"  --strip-prefix P     remove the name prefix P, e.g. DDP's 'module.'\n"
 	"  --key K              take the tensors under K, e.g. 'model' of a training checkpoint\n"
 	"  --keep-storage       keep shared storages and views as they are (torch output)\n"
+	"  --quantize q8_0      gguf output: float matrices as ggml's Q8_0 blocks\n"
 	"  -f, --force          replace OUT if it exists\n"
 	"  --trust              convert a file whose pickle calls something dangerous,\n"
 	"                       which is refused otherwise (it is never executed)\n"
@@ -88,7 +92,7 @@ int cmd_convert(int argc, char **argv)
 	ti_convert_options o = {0};
 	bool force = false, quiet = false, json = false, trust = false;
 	static const char *const dtypes[] = {"float16", "bfloat16", "float32", "float64", NULL};
-	static const char *const formats[] = {"torch", "safetensors", NULL};
+	static const char *const formats[] = {"torch", "safetensors", "gguf", NULL};
 	char hint[128];
 	int id;
 	const char *value;
@@ -164,21 +168,32 @@ int cmd_convert(int argc, char **argv)
 		case OPT_RAW:
 			cli_raw_numbers = true;
 			break;
+		case OPT_QUANTIZE:
+			if (strcasecmp(value, "q8_0"))
+				return cli_usage_error("convert: --quantize wants q8_0, not '%s'", value);
+			o.gguf_q8_0 = true;
+			break;
 		}
 	}
 	if (!in || !out)
 		return cli_usage_error("convert: give IN and -o OUT (see 'tinspect convert --help')");
 	if (!format)
-		format = ends_with(out, ".safetensors") ? "safetensors" : "torch";
+		format = ends_with(out, ".safetensors") ? "safetensors" : ends_with(out, ".gguf") ? "gguf" : "torch";
 	if (!strcmp(format, "safetensors"))
 		o.format = TI_OUT_SAFETENSORS;
+	else if (!strcmp(format, "gguf"))
+		o.format = TI_OUT_GGUF;
 	else if (!strcmp(format, "torch") || !strcmp(format, "pt"))
 		o.format = TI_OUT_TORCH_ZIP;
 	else
-		return cli_usage_error("convert: --format wants torch or safetensors, not '%s'%s", format,
+		return cli_usage_error("convert: --format wants torch, safetensors or gguf, not '%s'%s", format,
 		                       cli_did_you_mean(format, formats, "", hint, sizeof(hint)));
 	if (o.keep_storage && o.format == TI_OUT_SAFETENSORS)
 		return cli_usage_error("convert: --keep-storage needs a torch output: safetensors forbids shared storage");
+	if (o.keep_storage && o.format == TI_OUT_GGUF)
+		return cli_usage_error("convert: --keep-storage needs a torch output: GGUF has no shared storage");
+	if (o.gguf_q8_0 && o.format != TI_OUT_GGUF)
+		return cli_usage_error("convert: --quantize q8_0 needs a gguf output (-o OUT.gguf or --format gguf)");
 	o.select = selects;
 	o.exclude = excludes;
 	o.renames = renames;
@@ -228,7 +243,7 @@ int cmd_convert(int argc, char **argv)
 		cJSON *j = cli_json_root();
 		cJSON_AddStringToObject(j, "file", in);
 		cJSON_AddStringToObject(j, "output", out);
-		cJSON_AddStringToObject(j, "format", o.format == TI_OUT_SAFETENSORS ? "safetensors" : "torch-zip");
+		cJSON_AddStringToObject(j, "format", o.format == TI_OUT_SAFETENSORS ? "safetensors" : o.format == TI_OUT_GGUF ? "gguf" : "torch-zip");
 		cJSON_AddItemToObject(j, "tensors", cli_json_dim(ti_dim_int((int64_t)stats.tensors)));
 		cJSON_AddItemToObject(j, "storages", cli_json_dim(ti_dim_int((int64_t)stats.storages)));
 		cJSON_AddItemToObject(j, "ties", cli_json_dim(ti_dim_int((int64_t)stats.ties)));
@@ -238,6 +253,6 @@ int cmd_convert(int argc, char **argv)
 	}
 	printf("wrote %s: %zu tensors (%zu tied, %zu cast), %s of data, %s\n", out, stats.tensors, stats.ties, stats.cast,
 	       cli_quantity((int64_t)stats.data_bytes, true, bytes, sizeof(bytes)),
-	       o.format == TI_OUT_SAFETENSORS ? "safetensors" : "torch zip");
+	       o.format == TI_OUT_SAFETENSORS ? "safetensors" : o.format == TI_OUT_GGUF ? "gguf" : "torch zip");
 	return EXIT_OK;
 }

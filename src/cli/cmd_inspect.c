@@ -96,10 +96,37 @@ typedef struct dtype_total {
 	int64_t tensors, numel, nbytes;
 } dtype_total;
 
+enum { BLOCK_TYPES_MAX = 48 }; /* ggml has fewer types */
+
 typedef struct totals {
 	int64_t tensors, numel, nbytes, unique_nbytes, storages, shared_storages, values;
 	dtype_total by_dtype[TI_DT_COUNT];
+	/* GGUF quantized tensors, by ggml type: no PyTorch dtype is theirs */
+	const char *block_names[BLOCK_TYPES_MAX];
+	dtype_total by_block[BLOCK_TYPES_MAX];
+	int block_types;
 } totals;
+
+/* What the DTYPE column says: the dtype, or a GGUF tensor's ggml block type ("Q4_K"). */
+static const char *dtype_label(const ti_tensor *x)
+{
+	const char *block = ti_tensor_ext_of(x)->block_type;
+	return block ? block : ti_dtype_name(x->dtype);
+}
+
+/* The totals of a tensor's dtype, or of its ggml block type. */
+static dtype_total *total_of(totals *t, const ti_tensor *x)
+{
+	const char *block = ti_tensor_ext_of(x)->block_type;
+	if (!block)
+		return &t->by_dtype[x->dtype];
+	int i = 0;
+	while (i < t->block_types && strcmp(t->block_names[i], block))
+		i++;
+	if (i == t->block_types && i < BLOCK_TYPES_MAX)
+		t->block_names[t->block_types++] = block;
+	return i < BLOCK_TYPES_MAX ? &t->by_block[i] : &t->by_dtype[x->dtype];
+}
 
 /*
  * The storages counted so far, by address: a sharded checkpoint's files
@@ -159,7 +186,7 @@ static int compute_totals(const inspect *in, totals *t)
 		t->tensors++;
 		t->numel += x->numel;
 		t->nbytes += x->nbytes;
-		dtype_total *d = &t->by_dtype[x->dtype];
+		dtype_total *d = total_of(t, x);
 		d->tensors++;
 		d->numel += x->numel;
 		d->nbytes += x->nbytes;
@@ -218,6 +245,8 @@ static void describe(const ti_tensor *x, char *buf, size_t size)
 	}
 	if (xe->subclass)
 		ADD("%s ", xe->subclass);
+	if (xe->block_type)
+		ADD("%.2f bits/weight%s ", xe->bits_per_weight, x->dtype == TI_DT_FLOAT32 ? ", reads as float32" : "");
 #undef ADD
 	if (n && n <= size)
 		buf[n - 1] = '\0';
@@ -306,7 +335,7 @@ static widths column_widths(const inspect *in)
 		if (e->value->kind != TI_TENSOR)
 			continue;
 		const ti_tensor *x = e->value->as.tensor;
-		int d = (int)strlen(ti_dtype_name(x->dtype));
+		int d = (int)strlen(dtype_label(x));
 		int s = (int)strlen(cli_dims(x->shape, x->ndim, dims, sizeof(dims)));
 		int b = (int)strlen(cli_bytes(x->nbytes, num, sizeof(num)));
 		if (d > w.dtype)
@@ -566,7 +595,7 @@ static int print_text(inspect *in, const totals *t)
 			add_chunks(in, x, notes, sizeof(notes));
 			cli_out_cell(o, e->name, w.name, CLI_LEFT, false);
 			cli_out_put(o, "  ", CLI_GAP);
-			cli_out_left(o, ti_dtype_name(x->dtype), w.dtype);
+			cli_out_left(o, dtype_label(x), w.dtype);
 			cli_out_put(o, "  ", CLI_GAP);
 			cli_out_cell(o, cli_dims(x->shape, x->ndim, dims, sizeof(dims)), w.shape, CLI_LEFT, false);
 			cli_out_put(o, "  ", CLI_GAP);
@@ -612,6 +641,13 @@ static int print_text(inspect *in, const totals *t)
 		if (!dt->tensors)
 			continue;
 		cli_out_printf(o, "%s%-16s %6" PRId64 " %-7s  %8s elements  %10s\n", label, ti_dtype_name((ti_dtype)d), dt->tensors,
+		               dt->tensors == 1 ? "tensor" : "tensors",
+		               cli_human(dt->numel, "", num, sizeof(num)), cli_bytes(dt->nbytes, num2, sizeof(num2)));
+		label = "                 ";
+	}
+	for (int b = 0; b < t->block_types; b++) {
+		const dtype_total *dt = &t->by_block[b];
+		cli_out_printf(o, "%s%-16s %6" PRId64 " %-7s  %8s elements  %10s\n", label, t->block_names[b], dt->tensors,
 		               dt->tensors == 1 ? "tensor" : "tensors",
 		               cli_human(dt->numel, "", num, sizeof(num)), cli_bytes(dt->nbytes, num2, sizeof(num2)));
 		label = "                 ";
@@ -853,7 +889,7 @@ static bool json_tensor(const inspect *in, cli_out *o, const char *name, const t
 	row r = row_open(o);
 	if (name)
 		put_str(&r, K("name"), name);
-	put_name(&r, K("dtype"), ti_dtype_name(x->dtype));
+	put_name(&r, K("dtype"), dtype_label(x));
 	put_dims(&r, K("shape"), x->shape, x->ndim);
 	if (x->stride)
 		put_dims(&r, K("stride"), x->stride, x->ndim);
@@ -914,6 +950,12 @@ static bool json_tensor(const inspect *in, cli_out *o, const char *name, const t
 		put_bool(&r, K("neg"), true);
 	if (xe->subclass)
 		put_str(&r, K("subclass"), xe->subclass);
+	if (xe->ggml_type) { /* a GGUF tensor: its type and place as the file records them */
+		put_name(&r, K("ggml_type"), xe->ggml_type);
+		put_int(&r, K("data_offset"), xe->data_offset);
+	}
+	if (xe->block_type) /* quantized blocks: the dtype is the ggml type */
+		ok = put_double(&r, K("bits_per_weight"), xe->bits_per_weight) && ok;
 	if (xe->quant.scheme != TI_QS_NONE) {
 		key(&r, K("quantization"));
 		row q = row_open(o);
@@ -987,6 +1029,12 @@ static cJSON *json_summary(const totals *t)
 		add_int(o, "tensors", dt->tensors);
 		add_int(o, "numel", dt->numel);
 		add_int(o, "nbytes", dt->nbytes);
+	}
+	for (int b = 0; b < t->block_types; b++) {
+		cJSON *o = cJSON_AddObjectToObject(by, t->block_names[b]);
+		add_int(o, "tensors", t->by_block[b].tensors);
+		add_int(o, "numel", t->by_block[b].numel);
+		add_int(o, "nbytes", t->by_block[b].nbytes);
 	}
 	return s;
 }

@@ -13,6 +13,7 @@
 
 #include "tinspect/arena.h"
 #include "tinspect/cast.h"
+#include "tinspect/gguf.h"
 #include "tinspect/safetensors.h"
 #include "tinspect/torch_writer.h"
 #include "util/strmap.h"
@@ -43,6 +44,7 @@ typedef struct plan {
 	out_storage *storages;
 	size_t storage_count;
 	uint64_t total_bytes, done_bytes;
+	uint64_t file_bytes;  /* GGUF: the tensor bytes the file holds (Q8_0 blocks, not the floats streamed) */
 } plan;
 
 /* ---- names ---- */
@@ -266,7 +268,7 @@ static ti_status make_plan(plan *p, ti_error *err)
 		/* compact: a tie shares the storage of the first tensor that is the same view; only
 		   tensors of the same source storage can be, and they are chained */
 		size_t self = p->tensor_count - 1;
-		for (size_t k = last_of[t->storage]; k; k = previous[k - 1])
+		for (size_t k = p->o->format == TI_OUT_GGUF ? 0 : last_of[t->storage]; k; k = previous[k - 1])
 			if (same_view(p->tensors[k - 1].src, t) && !p->tensors[k - 1].tied_to) {
 				o->storage = p->tensors[k - 1].storage;
 				o->tied_to = p->tensors[k - 1].name;
@@ -531,6 +533,130 @@ static ti_status write_safetensors(plan *p, int fd, sink *k, char *buf, ti_error
 	return st;
 }
 
+/* ---- GGUF ---- */
+
+typedef struct gguf_sink {
+	ti_gguf_writer *w;
+	size_t tensor;
+} gguf_sink;
+
+static ti_status put_gguf(void *w, size_t storage, const void *bytes, size_t n, ti_error *err)
+{
+	gguf_sink *g = w;
+	(void)storage;
+	return ti_gguf_writer_put(g->w, g->tensor, bytes, n, err);
+}
+
+static bool floating(ti_dtype dt)
+{
+	return dt == TI_DT_FLOAT32 || dt == TI_DT_FLOAT64 || dt == TI_DT_FLOAT16 || dt == TI_DT_BFLOAT16;
+}
+
+/* Whether output tensor o becomes Q8_0: a floating matrix (or more) whose rows are whole blocks of 32. */
+static bool to_q8_0(const plan *p, const out_tensor *o)
+{
+	const ti_source_tensor *t = o->src;
+	return p->o->gguf_q8_0 && floating(t->dtype) && t->ndim >= 2 && t->shape[t->ndim - 1] % 32 == 0;
+}
+
+/* The source's metadata string value of key, or NULL. */
+static const char *source_meta(const ti_source *src, const char *key)
+{
+	for (size_t i = 0; i < ti_source_metadata_count(src); i++)
+		if (!strcmp(ti_source_metadata_at(src, i)->key, key))
+			return ti_source_metadata_at(src, i)->value;
+	return NULL;
+}
+
+/*
+ * general.file_type as llama.cpp numbers it (enum llama_ftype): what most
+ * weights are. ALL_F32 0, MOSTLY_F16 1, MOSTLY_Q8_0 7, MOSTLY_BF16 32;
+ * -1 when the floating tensors are of mixed types (it is then left out).
+ */
+static int64_t file_type(const plan *p, const uint32_t *types)
+{
+	int64_t found = -2;
+	for (size_t i = 0; i < p->tensor_count; i++) {
+		if (!floating(p->tensors[i].src->dtype) || p->tensors[i].src->ndim < 2)
+			continue; /* vectors (norms, biases) stay float32 in llama.cpp's files too */
+		int64_t ft = types[i] == TI_GGML_Q8_0 ? 7 : types[i] == TI_GGML_F16 ? 1 : types[i] == TI_GGML_BF16 ? 32
+		             : types[i] == TI_GGML_F32 ? 0 : -1;
+		if (found != -2 && ft != found)
+			return -1;
+		found = ft;
+	}
+	return found == -2 ? 0 : found;
+}
+
+static ti_status write_gguf(plan *p, int fd, sink *k, char *buf, ti_error *err)
+{
+	ti_gguf_spec *specs = ti_arena_calloc(&p->arena, p->tensor_count + 1, sizeof(*specs));
+	uint32_t *types = ti_arena_calloc(&p->arena, p->tensor_count + 1, sizeof(*types));
+	if (!specs || !types)
+		return TI_FAIL(err, TI_E_NOMEM, "out of memory planning the output");
+	for (size_t i = 0; i < p->tensor_count; i++) {
+		out_tensor *o = &p->tensors[i];
+		out_storage *s = &p->storages[o->storage];
+		int type = ti_ggml_type_from_dtype(o->dtype);
+		if (to_q8_0(p, o)) {
+			type = TI_GGML_Q8_0;
+			s->to = TI_DT_FLOAT32; /* the writer quantizes floats */
+		}
+		if (type < 0)
+			return TI_FAIL(err, TI_E_UNSUPPORTED, "'%s' is %s, which GGUF cannot hold%s%s", o->src->name,
+			               ti_dtype_name(o->dtype), p->o->refusal_hint ? "; " : "",
+			               p->o->refusal_hint ? p->o->refusal_hint : "");
+		if (o->src->ndim > TI_GGUF_MAX_DIMS)
+			return TI_FAIL(err, TI_E_UNSUPPORTED, "'%s' has %d dimensions; GGUF holds at most %d%s%s", o->src->name,
+			               o->src->ndim, TI_GGUF_MAX_DIMS, p->o->refusal_hint ? "; " : "",
+			               p->o->refusal_hint ? p->o->refusal_hint : "");
+		if (s->from != s->to && !ti_cast_supported(s->from, s->to))
+			return TI_FAIL(err, TI_E_UNSUPPORTED, "cannot cast %s to %s", ti_dtype_name(s->from), ti_dtype_name(s->to));
+		types[i] = (uint32_t)type;
+		specs[i] = (ti_gguf_spec){o->name, (uint32_t)type, o->src->ndim, o->src->shape};
+		const ti_ggml_type *ty = ti_ggml_type_of((uint32_t)type);
+		p->file_bytes += (uint64_t)o->src->numel / ty->block_size * ty->block_bytes;
+	}
+	p->total_bytes = 0; /* what streams to the writer: Q8_0 tensors as float32 */
+	for (size_t i = 0; i < p->tensor_count; i++)
+		p->total_bytes += p->storages[p->tensors[i].storage].numel * ti_dtype_size(p->storages[p->tensors[i].storage].to);
+	/* general.*: the architecture only when the source says it (a GGUF source); no llama.cpp renaming */
+	ti_gguf_meta meta[3];
+	size_t m = 0;
+	const char *arch = source_meta(p->src, "general.architecture");
+	if (arch)
+		meta[m++] = (ti_gguf_meta){"general.architecture", arch, 0};
+	const char *name = source_meta(p->src, "general.name");
+	if (!name) { /* the source file's name without folder and extension */
+		const char *path = ti_source_path(p->src), *slash = strrchr(path, '/');
+		char *stem = ti_arena_strdup(&p->arena, slash ? slash + 1 : path);
+		char *dot = stem ? strrchr(stem, '.') : NULL;
+		if (dot && dot != stem)
+			*dot = '\0';
+		name = stem && *stem ? stem : NULL;
+	}
+	if (name)
+		meta[m++] = (ti_gguf_meta){"general.name", name, 0};
+	int64_t ft = file_type(p, types);
+	if (ft >= 0)
+		meta[m++] = (ti_gguf_meta){"general.file_type", NULL, (uint32_t)ft};
+	ti_gguf_writer *w;
+	ti_status st = ti_gguf_writer_begin(fd, specs, p->tensor_count, meta, m, &w, err);
+	if (st)
+		return st;
+	gguf_sink g = {w, 0};
+	k->put = put_gguf;
+	k->writer = &g;
+	for (size_t i = 0; i < p->tensor_count && !st; i++) {
+		g.tensor = i;
+		st = stream_storage(k, p->tensors[i].storage, buf, err);
+	}
+	if (!st)
+		st = ti_gguf_writer_end(w, err);
+	ti_gguf_writer_free(w);
+	return st;
+}
+
 /* A file with no tensor at all: say what it holds, which is not a selection's fault. */
 static ti_status holds_no_tensor(ti_source *src, ti_error *err)
 {
@@ -569,12 +695,14 @@ ti_status ti_convert(ti_source *src, int fd, const ti_convert_options *o, ti_con
 	if (!st && !p.tensor_count)
 		st = TI_FAIL(err, TI_E_INVALID, "no tensor is selected");
 	if (!st)
-		st = o->format == TI_OUT_TORCH_ZIP ? write_torch(&p, fd, &k, buf, err) : write_safetensors(&p, fd, &k, buf, err);
+		st = o->format == TI_OUT_TORCH_ZIP     ? write_torch(&p, fd, &k, buf, err)
+		     : o->format == TI_OUT_SAFETENSORS ? write_safetensors(&p, fd, &k, buf, err)
+		                                       : write_gguf(&p, fd, &k, buf, err);
 	if (!st && stats) {
 		memset(stats, 0, sizeof(*stats));
 		stats->tensors = p.tensor_count;
 		stats->storages = p.storage_count;
-		stats->data_bytes = p.done_bytes;
+		stats->data_bytes = o->format == TI_OUT_GGUF ? p.file_bytes : p.done_bytes;
 		for (size_t i = 0; i < p.tensor_count; i++) {
 			stats->ties += p.tensors[i].tied_to != NULL;
 			stats->cast += p.tensors[i].dtype != p.tensors[i].src->dtype;

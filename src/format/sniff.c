@@ -58,6 +58,8 @@ ti_file_kind ti_file_sniff(const void *head, size_t n, uint64_t file_size)
 		return TI_FILE_ZIP;
 	if (n >= sizeof(legacy_magic) && !memcmp(p, legacy_magic, sizeof(legacy_magic)))
 		return TI_FILE_LEGACY_TORCH;
+	if (n >= 4 && !memcmp(p, "GGUF", 4)) /* before safetensors: a version and count can pass its test */
+		return TI_FILE_GGUF;
 	if (looks_safetensors(p, n))
 		return TI_FILE_SAFETENSORS;
 	if (n >= 2 && p[0] == 0x80 && p[1] >= 2 && p[1] <= 5)
@@ -82,6 +84,7 @@ const char *ti_file_kind_name(ti_file_kind kind)
 		[TI_FILE_TEXT] = "a text file",
 		[TI_FILE_DIRECTORY] = "a directory",
 		[TI_FILE_DCP] = "a torch.distributed.checkpoint directory",
+		[TI_FILE_GGUF] = "a GGUF file",
 		[TI_FILE_UNKNOWN] = "of no format tinspect knows",
 	};
 	return (unsigned)kind <= TI_FILE_UNKNOWN ? names[kind] : names[TI_FILE_UNKNOWN];

@@ -33,6 +33,7 @@
 #include "tinspect/dcp.h"
 #include "tinspect/pickle.h"
 #include "tinspect/hf_index.h"
+#include "tinspect/gguf.h"
 #include "tinspect/safetensors.h"
 #include "tinspect/sniff.h"
 #include "tinspect/source.h"
@@ -377,6 +378,17 @@ static void check_safetensors(scanner *sc, const char *path)
 	ti_st_close(st);
 }
 
+/* A GGUF file holds no code either: its header is checked as inspect reads it. */
+static void check_gguf(scanner *sc, const char *path)
+{
+	ti_gguf_file *g = NULL;
+	ti_error err;
+	ti_error_clear(&err);
+	if (ti_gguf_open(path, &g, &err))
+		unreadable(sc, &err, NULL);
+	ti_gguf_close(g);
+}
+
 static const char *scan_path(scanner *sc, const char *path, const char *prefix);
 
 /*
@@ -447,6 +459,10 @@ static const char *scan_source(scanner *sc, const ti_pickle_source *src, const c
 		if (path)
 			check_safetensors(sc, path);
 		return "safetensors";
+	case TI_FILE_GGUF: /* metadata, tensor infos and data: no code anywhere */
+		if (path)
+			check_gguf(sc, path);
+		return "gguf";
 	case TI_FILE_JSON:
 		if (depth == 0)
 			return scan_text(sc, path, kind);

@@ -7,6 +7,7 @@
  * new row and one new file, and every command reads it the day it lands.
  */
 #include "source/source_internal.h"
+#include "tinspect/gguf.h"
 
 #include "tinspect/dcp.h"
 
@@ -24,6 +25,7 @@ static const source_row *const rows[] = {
 	&source_hf_directory,
 	&source_torch_legacy,
 	&source_dcp,
+	&source_gguf,
 };
 
 /* Rows that take files of a kind above by what they hold, asked first. */
@@ -39,7 +41,7 @@ const char *ti_source_format_name(ti_source_format format)
 		[TI_SOURCE_TORCH_ZIP] = "torch-zip", [TI_SOURCE_SAFETENSORS] = "safetensors",
 		[TI_SOURCE_HF_SHARDED] = "hf-sharded", [TI_SOURCE_MODEL] = "model",
 		[TI_SOURCE_TORCH_LEGACY] = "torch-legacy", [TI_SOURCE_DCP] = "dcp",
-		[TI_SOURCE_TORCHSCRIPT] = "torchscript-zip",
+		[TI_SOURCE_TORCHSCRIPT] = "torchscript-zip", [TI_SOURCE_GGUF] = "gguf",
 	};
 	return (unsigned)format < sizeof(names) / sizeof(names[0]) && names[format] ? names[format] : "?";
 }
@@ -275,6 +277,7 @@ void ti_source_close(ti_source *s)
 	for (size_t i = 0; i < s->part_count; i++) {
 		ti_ckpt_close(s->parts[i].ckpt);
 		ti_st_close(s->parts[i].st);
+		ti_gguf_close(s->parts[i].gguf);
 		if (s->parts[i].fd >= 0)
 			close(s->parts[i].fd);
 	}

@@ -42,6 +42,7 @@ typedef struct source_place {
 typedef struct source_part {
 	ti_ckpt *ckpt;
 	ti_st_file *st;
+	struct ti_gguf_file *gguf;
 	int fd;
 	const char *path;
 	const ti_entry *entries;
@@ -101,6 +102,7 @@ typedef struct source_claim {
 } source_claim;
 
 extern const source_claim source_torchscript; /* a zip with constants.pkl */
+extern const source_row source_gguf;
 
 /* Opens path with the row its content names: what rows that hold other files (an index, a folder) call. */
 ti_status source_open_file(ti_source *s, const char *path, ti_error *err);
