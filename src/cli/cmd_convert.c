@@ -47,7 +47,7 @@ static const char help[] =
 	"Write IN's tensors to OUT, a PyTorch zip checkpoint (torch.load reads it,\n"
 	"with weights_only=True too) or a safetensors file. IN is a torch.save\n"
 	"zip, a safetensors file, a sharded checkpoint's *.index.json or a folder\n"
-	"holding one, known by its content (see INPUT FILES in tinspect(1)).\n"
+	"holding one, known by its content (see FORMATS in tinspect(1)).\n"
 	"\n"
 	"options:\n"
 	"  -o, --output OUT     the file to write (required)\n"
