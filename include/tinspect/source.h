@@ -37,7 +37,9 @@ typedef enum ti_source_format {
 	TI_SOURCE_TORCH_ZIP,
 	TI_SOURCE_SAFETENSORS,
 	TI_SOURCE_HF_SHARDED,
-	TI_SOURCE_MODEL        /* a model description's parameters: no data until filled */
+	TI_SOURCE_MODEL,       /* a model description's parameters: no data until filled */
+	TI_SOURCE_NPY,         /* a NumPy .npy array: one tensor, named after the file's stem */
+	TI_SOURCE_NPZ          /* a NumPy .npz archive (np.savez, np.savez_compressed): NAME.npy members */
 } ti_source_format;
 
 typedef struct ti_source_storage {

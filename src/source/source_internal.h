@@ -32,6 +32,9 @@ typedef struct source_place {
 	ti_source_generator gen;
 	const void *gen_ctx;
 	bool swap, conj, neg;
+	/* bytes that no pread reaches (a deflated .npz member): read(read_ctx, offset + at, ...) gives them */
+	ti_status (*read)(void *read_ctx, uint64_t at, void *buf, size_t n, ti_error *err);
+	void *read_ctx;
 } source_place;
 
 /*
@@ -46,6 +49,13 @@ typedef struct source_part {
 	const char *path;
 	const ti_entry *entries;
 	size_t entry_count;
+	/* a row's own reader (a .npz's zip), released by ti_source_close */
+	void *state;
+	void (*release)(void *state);
+	/* what a pickle of a part with no checkpoint names and calls (an object .npy), judged as scan judges it */
+	ti_scan_severity safety;
+	const ti_scan_finding *findings;
+	size_t finding_count;
 } source_part;
 
 struct ti_source {
@@ -82,6 +92,10 @@ typedef struct source_row {
 } source_row;
 
 extern const source_row source_torch_zip, source_safetensors, source_hf_index, source_hf_directory;
+extern const source_row source_npy, source_npz;
+
+/* Whether the zip open as fd is a NumPy .npz (sniff.h ti_npz_sniff): the zip dispatch's question for npy.c. */
+bool source_npz_claims(int fd);
 
 /* Opens path with the row its content names: what rows that hold other files (an index, a folder) call. */
 ti_status source_open_file(ti_source *s, const char *path, ti_error *err);
