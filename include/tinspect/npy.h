@@ -67,6 +67,7 @@ typedef struct ti_npy_header {
 	char descr[16];         /* as the header spells it: "<f4" */
 	ti_dtype dtype;         /* TI_DT_INVALID for an object array */
 	bool object;            /* descr '|O': a pickle of the array follows the header */
+	bool structured;        /* descr is a list or tuple: fields or a subarray (refused, but known as such) */
 	bool big_endian;        /* elements are big-endian ('>' of a multi-byte dtype) */
 	bool fortran_order;
 	int ndim;
@@ -83,7 +84,8 @@ bool ti_npy_sniff(const void *head, size_t n);
  * Parses the header at the start of data (n bytes of it available; at most
  * TI_NPY_HEAD_MAX are needed) of an array whose file or member holds size
  * bytes, and checks that the data fits in size (bytes after it are allowed,
- * as np.load ignores them). On failure *out is undefined.
+ * as np.load ignores them). On failure *out holds what was read so far:
+ * structured tells a refused structured dtype, which may hold objects.
  */
 ti_status ti_npy_parse(const void *data, size_t n, uint64_t size, ti_npy_header *out, ti_error *err);
 

@@ -42,13 +42,14 @@ static const char help[] =
 	"usage: tinspect convert IN -o OUT [options]\n"
 	"\n"
 	"Write IN's tensors to OUT, a PyTorch zip checkpoint (torch.load reads it,\n"
-	"with weights_only=True too) or a safetensors file. IN is a torch.save\n"
-	"zip, a safetensors file, a sharded checkpoint's *.index.json or a folder\n"
-	"holding one, known by its content (see INPUT FILES in tinspect(1)).\n"
+	"with weights_only=True too), a safetensors file, or a NumPy .npz (or .npy,\n"
+	"for one tensor). IN is a torch.save zip, a safetensors file, a sharded\n"
+	"checkpoint's *.index.json or a folder holding one, a .npy or a .npz,\n"
+	"known by its content (see INPUT FILES in tinspect(1)).\n"
 	"\n"
 	"options:\n"
 	"  -o, --output OUT     the file to write (required)\n"
-	"  --format FMT         torch or safetensors (default: from OUT's extension)\n"
+	"  --format FMT         torch, safetensors, npz or npy (default: from OUT's extension)\n"
 	"  --dtype DT           cast floating tensors: float16, bfloat16, float32, float64\n"
 	"  --select GLOB        keep only tensors whose name matches (repeatable)\n"
 	"  --exclude GLOB       leave out tensors whose name matches (repeatable)\n"
@@ -88,7 +89,9 @@ int cmd_convert(int argc, char **argv)
 	ti_convert_options o = {0};
 	bool force = false, quiet = false, json = false, trust = false;
 	static const char *const dtypes[] = {"float16", "bfloat16", "float32", "float64", NULL};
-	static const char *const formats[] = {"torch", "safetensors", NULL};
+	static const char *const formats[] = {"torch", "safetensors", "npz", "npy", NULL};
+	static const char *const format_names[] = {[TI_OUT_TORCH_ZIP] = "torch-zip", [TI_OUT_SAFETENSORS] = "safetensors",
+	                                           [TI_OUT_NPY] = "npy", [TI_OUT_NPZ] = "npz"};
 	char hint[128];
 	int id;
 	const char *value;
@@ -169,16 +172,22 @@ int cmd_convert(int argc, char **argv)
 	if (!in || !out)
 		return cli_usage_error("convert: give IN and -o OUT (see 'tinspect convert --help')");
 	if (!format)
-		format = ends_with(out, ".safetensors") ? "safetensors" : "torch";
+		format = ends_with(out, ".safetensors") ? "safetensors" : ends_with(out, ".npz") ? "npz"
+		         : ends_with(out, ".npy") ? "npy" : "torch";
 	if (!strcmp(format, "safetensors"))
 		o.format = TI_OUT_SAFETENSORS;
+	else if (!strcmp(format, "npz"))
+		o.format = TI_OUT_NPZ;
+	else if (!strcmp(format, "npy"))
+		o.format = TI_OUT_NPY;
 	else if (!strcmp(format, "torch") || !strcmp(format, "pt"))
 		o.format = TI_OUT_TORCH_ZIP;
 	else
-		return cli_usage_error("convert: --format wants torch or safetensors, not '%s'%s", format,
+		return cli_usage_error("convert: --format wants torch, safetensors, npz or npy, not '%s'%s", format,
 		                       cli_did_you_mean(format, formats, "", hint, sizeof(hint)));
-	if (o.keep_storage && o.format == TI_OUT_SAFETENSORS)
-		return cli_usage_error("convert: --keep-storage needs a torch output: safetensors forbids shared storage");
+	if (o.keep_storage && o.format != TI_OUT_TORCH_ZIP)
+		return cli_usage_error("convert: --keep-storage needs a torch output: %s forbids shared storage",
+		                       o.format == TI_OUT_SAFETENSORS ? "safetensors" : "NumPy");
 	o.select = selects;
 	o.exclude = excludes;
 	o.renames = renames;
@@ -228,7 +237,7 @@ int cmd_convert(int argc, char **argv)
 		cJSON *j = cli_json_root();
 		cJSON_AddStringToObject(j, "file", in);
 		cJSON_AddStringToObject(j, "output", out);
-		cJSON_AddStringToObject(j, "format", o.format == TI_OUT_SAFETENSORS ? "safetensors" : "torch-zip");
+		cJSON_AddStringToObject(j, "format", format_names[o.format]);
 		cJSON_AddItemToObject(j, "tensors", cli_json_dim(ti_dim_int((int64_t)stats.tensors)));
 		cJSON_AddItemToObject(j, "storages", cli_json_dim(ti_dim_int((int64_t)stats.storages)));
 		cJSON_AddItemToObject(j, "ties", cli_json_dim(ti_dim_int((int64_t)stats.ties)));
@@ -238,6 +247,6 @@ int cmd_convert(int argc, char **argv)
 	}
 	printf("wrote %s: %zu tensors (%zu tied, %zu cast), %s of data, %s\n", out, stats.tensors, stats.ties, stats.cast,
 	       cli_quantity((int64_t)stats.data_bytes, true, bytes, sizeof(bytes)),
-	       o.format == TI_OUT_SAFETENSORS ? "safetensors" : "torch zip");
+	       o.format == TI_OUT_TORCH_ZIP ? "torch zip" : format_names[o.format]);
 	return EXIT_OK;
 }

@@ -178,6 +178,7 @@ static ti_status descr(parser *p, ti_npy_header *h)
 	skip_space(p);
 	size_t at = p->pos;
 	if (p->pos < p->len && (p->text[p->pos] == '[' || p->text[p->pos] == '(')) {
+		h->structured = true;
 		TI_FAIL(p->err, TI_E_UNSUPPORTED,
 		        "a structured dtype (fields or a subarray) at offset %llu: only arrays of numbers are read",
 		        (unsigned long long)(p->base + at));
@@ -224,7 +225,8 @@ static ti_status descr(parser *p, ti_npy_header *h)
 				h->big_endian = order == '>' && size > 1;
 				return TI_OK;
 			}
-		if ((kind == 'f' || kind == 'c') && size > 0)
+		if ((kind == 'f' && (size == 10 || size == 12 || size == 16)) ||
+		    (kind == 'c' && (size == 20 || size == 24 || size == 32))) /* x87 and quad: 80 bits, padded */
 			why = "extended precision (long double) has no tensor dtype";
 	}
 	if (why) {

@@ -158,6 +158,8 @@ static ti_status add_object(ti_source *s, source_part *p, npz_state *state, cons
 		state->has_findings = true;
 	}
 	scan_findings_record(&state->findings, record);
+	scan_add(&state->findings, TI_SCAN_UNKNOWN, "pickle", (int64_t)base, NULL, NULL, NULL,
+	         "an object array: its data is a pickle, which np.load runs only with allow_pickle=True");
 	state->findings.offset_base = (int64_t)base;
 	ti_pickle_hooks hooks = {.ctx = &state->findings, .observe = scan_observe};
 	ti_limits lim;
