@@ -33,6 +33,7 @@ inputs() {
 	safetensors) find fixtures/safetensors -type f ! -name '*.py' ! -name '*.md' | sort ;;
 	model) ls fixtures/models/*.json tests/cli/models/*.json ;;
 	scan) ls fixtures/*.pt fixtures/broken/* fixtures/malicious/* ;;
+	npy) ls fixtures/npy/*.npy fixtures/npy/*.npz fixtures/npy/broken/* ;;
 	esac
 	for f in fixtures/crashes/"$1"-*; do
 		[ -f "$f" ] && echo "$f"

@@ -264,6 +264,27 @@ def safetensors_dict():
     return [dict_line('"%s"' % d) for d in ST_DTYPES] + [dict_line(w) for w in ST_WORDS]
 
 
+# ---- NumPy -----------------------------------------------------------------
+
+
+def npy_seeds(out):
+    n = 0
+    for path in rel("fixtures/npy/*.np?") + rel("fixtures/npy/broken/*"):
+        with open(path, "rb") as f:
+            write(os.path.join(out, "corpus", "npy", seed_name(path)), f.read())
+        n += 1
+    return n
+
+
+NPY_WORDS = [b"\x93NUMPY", "'descr'", "'fortran_order'", "'shape'", "True", "False", "'<f4'", "'>f8'", "'|b1'",
+             "'|O'", "'<c16'", "'|V2'", "'<U3'", "[('x', '<f4')]", "()", "(0,)", "(3, 4)", "9223372036854775807",
+             ".npy", "L,"]
+
+
+def npy_dict():
+    return [dict_line(w) for w in NPY_WORDS] + [dict_line(w) for w in ZIP_WORDS]
+
+
 # ---- model descriptions ----------------------------------------------------
 
 
@@ -446,6 +467,7 @@ def main():
         "checkpoint": checkpoint_seeds(out),
         "safetensors": safetensors_seeds(out),
         "scan": scan_seeds(out),
+        "npy": npy_seeds(out),
     }
     counts["model"], ops, modules = model_seeds(out)
     dicts = {
@@ -454,6 +476,7 @@ def main():
         "safetensors": safetensors_dict(),
         "model": model_dict(ops, modules),
         "scan": checkpoint_dict(),
+        "npy": npy_dict(),
     }
     for name, lines in dicts.items():
         write(os.path.join(out, "dict", name + ".dict"), "\n".join(lines) + "\n")
