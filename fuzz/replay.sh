@@ -52,7 +52,7 @@ trap 'rm -f "$log"; sweep_scratch' EXIT
 
 passed=0
 failed=0
-for h in pickle checkpoint safetensors model scan; do
+for h in pickle checkpoint safetensors model scan npy; do
 	bin=$prefix$h
 	if [ ! -x "$bin" ]; then
 		echo "FAIL $h: no $bin"
