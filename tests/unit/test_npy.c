@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "tinspect/npy.h"
+#include "tinspect/sniff.h"
 #include "tinspect/source.h"
 #include "unit.h"
 #include <criterion/parameterized.h>
@@ -340,6 +341,23 @@ Test(npy, formats_the_header_np_save_writes_byte_for_byte)
 	size_t len;
 	int64_t one = 1;
 	EXPECT_STATUS(ti_npy_header_format(TI_DT_BFLOAT16, 1, &one, buf, sizeof(buf), &len, &err), TI_E_UNSUPPORTED, err);
+}
+
+/* ---- sniffing ---- */
+
+Test(npy, sniffs_the_magic_and_an_npz_by_its_first_member)
+{
+	EXPECT_INT(ti_file_sniff("\x93NUMPY\x01\x00", 8, 8), TI_FILE_NPY);
+	EXPECT_INT(ti_file_sniff("\x93NUMPX\x01\x00", 8, 8), TI_FILE_UNKNOWN);
+	uint8_t zip[64] = "PK\3\4";
+	zip[26] = 9; /* "w.b.c.npy" */
+	memcpy(zip + 30, "w.b.c.npy", 9);
+	EXPECT_INT(ti_file_sniff(zip, sizeof(zip), 4096), TI_FILE_ZIP);
+	EXPECT_INT(ti_npz_sniff(zip, sizeof(zip)), true);
+	EXPECT_INT(ti_npz_sniff(zip, 38), false); /* the name does not fit */
+	memcpy(zip + 30, "archive/data.pkl", 16);
+	zip[26] = 16;
+	EXPECT_INT(ti_npz_sniff(zip, sizeof(zip)), false);
 }
 
 /* ---- the source rows ---- */
