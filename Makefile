@@ -93,6 +93,7 @@ test: deps-test
 	sh tests/scan/run.sh ./tinspect
 	sh tests/torture/run.sh ./tinspect
 	$(PYTHON) tests/conformance/inspect_formats.py ./tinspect
+	$(PYTHON) tests/conformance/npy_conformance.py ./tinspect
 	@if command -v node >/dev/null && command -v npm >/dev/null; then $(PYTHON) tests/conformance/gguf_conformance.py ./tinspect; \
 	else echo "gguf conformance: skipped (node and npm are not installed)"; fi
 	$(PYTHON) tools/export/check_known.py ./tinspect
@@ -147,10 +148,10 @@ bench: deps
 # libFuzzer (gcc, ASan, UBSan) on the crash fixtures and on the fixtures.
 CLANG ?= clang
 FUZZ_SECONDS ?= 60
-FUZZ_HARNESSES ?= pickle checkpoint safetensors model scan dcp gguf
+FUZZ_HARNESSES ?= pickle checkpoint safetensors model scan dcp gguf npy
 FUZZ_CFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L -D_FILE_OFFSET_BITS=64 -Wall -Wextra -Werror -O1 -g \
 	-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
-FUZZ_ALL := pickle checkpoint safetensors model scan dcp gguf
+FUZZ_ALL := pickle checkpoint safetensors model scan dcp gguf npy
 FUZZ_LIB_OBJ := $(LIB_SRC:%.c=build/fuzz/%.o)
 FUZZ_BIN := $(FUZZ_ALL:%=build/fuzz/fuzz_%)
 FUZZ_REPLAY_BIN := $(FUZZ_ALL:%=build/asan/fuzz-replay-%)

@@ -35,6 +35,7 @@ inputs() {
 	scan) ls fixtures/*.pt fixtures/broken/* fixtures/malicious/* ;;
 	dcp) ls fixtures/dcp*/.metadata fixtures/dcp_broken/*/.metadata ;;
 	gguf) find fixtures/gguf -name '*.gguf' | sort ;;
+	npy) ls fixtures/npy/*.npy fixtures/npy/*.npz fixtures/npy/broken/* ;;
 	esac
 	for f in fixtures/crashes/"$1"-*; do
 		[ -f "$f" ] && echo "$f"
@@ -53,7 +54,7 @@ trap 'rm -f "$log"; sweep_scratch' EXIT
 
 passed=0
 failed=0
-for h in pickle checkpoint safetensors model scan dcp gguf; do
+for h in pickle checkpoint safetensors model scan dcp gguf npy; do
 	bin=$prefix$h
 	if [ ! -x "$bin" ]; then
 		echo "FAIL $h: no $bin"

@@ -291,11 +291,32 @@ def gguf_seeds(out):
     return n
 
 
+# ---- NumPy -----------------------------------------------------------------
+
+
+def npy_seeds(out):
+    n = 0
+    for path in rel("fixtures/npy/*.np?") + rel("fixtures/npy/broken/*"):
+        with open(path, "rb") as f:
+            write(os.path.join(out, "corpus", "npy", seed_name(path)), f.read())
+        n += 1
+    return n
+
+
 def gguf_dict():
     words = ["GGUF", "general.alignment", "general.architecture", "tokenizer.ggml.tokens"]
     ints = [b"\x03\x00\x00\x00", b"\x02\x00\x00\x00", b"\x09\x00\x00\x00", b"\x08\x00\x00\x00",
             b"\xff\xff\xff\xff\xff\xff\xff\x7f", b"\x00\x00\x00\x00\x00\x00\x00\x80", b"\x20\x00\x00\x00"]
     return [dict_line(w) for w in words] + [dict_line(b) for b in ints]
+
+
+NPY_WORDS = [b"\x93NUMPY", "'descr'", "'fortran_order'", "'shape'", "True", "False", "'<f4'", "'>f8'", "'|b1'",
+             "'|O'", "'<c16'", "'|V2'", "'<U3'", "[('x', '<f4')]", "()", "(0,)", "(3, 4)", "9223372036854775807",
+             ".npy", "L,"]
+
+
+def npy_dict():
+    return [dict_line(w) for w in NPY_WORDS] + [dict_line(w) for w in ZIP_WORDS]
 
 
 # ---- model descriptions ----------------------------------------------------
@@ -515,6 +536,7 @@ def main():
         "safetensors": safetensors_seeds(out),
         "scan": scan_seeds(out),
         "gguf": gguf_seeds(out),
+        "npy": npy_seeds(out),
     }
     counts["model"], ops, modules = model_seeds(out)
     counts["dcp"] = dcp_seeds(out)
@@ -526,6 +548,7 @@ def main():
         "scan": checkpoint_dict(),
         "dcp": dcp_dict(),
         "gguf": gguf_dict(),
+        "npy": npy_dict(),
     }
     for name, lines in dicts.items():
         write(os.path.join(out, "dict", name + ".dict"), "\n".join(lines) + "\n")

@@ -27,7 +27,12 @@
 #include "tinspect/error.h"
 #include "tinspect/source.h"
 
-typedef enum ti_output_format { TI_OUT_TORCH_ZIP, TI_OUT_SAFETENSORS, TI_OUT_GGUF } ti_output_format;
+/*
+ * NumPy outputs (npy.h) have no shared storage: each tensor is written
+ * whole, ties as copies. A .npy holds exactly one array; a .npz names each
+ * member NAME.npy, as np.savez does.
+ */
+typedef enum ti_output_format { TI_OUT_TORCH_ZIP, TI_OUT_SAFETENSORS, TI_OUT_NPY, TI_OUT_NPZ, TI_OUT_GGUF } ti_output_format;
 
 typedef struct ti_rename {
 	const char *from, *to; /* name prefix FROM becomes TO */

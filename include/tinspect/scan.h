@@ -72,7 +72,8 @@ typedef struct ti_scan_finding {
 typedef struct ti_scan_report {
 	const char *path;
 	const char *format;  /* "torch-zip", "torchscript-zip", "zip", "legacy", "pickle", "safetensors",
-	                        "hf-index" (its shards scanned too), "json", "text", "unknown" */
+	                        "hf-index" (its shards scanned too), "json", "text", "unknown",
+	                        "npy", "npz" (an object array's pickle scanned) */
 	int not_model;       /* a text or JSON file that is no checkpoint index: nothing in it is loaded */
 	ti_scan_severity verdict;
 	int unreadable;      /* a part could not be read: error says why */

@@ -12,6 +12,7 @@
 #ifndef TINSPECT_SNIFF_H
 #define TINSPECT_SNIFF_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -26,6 +27,8 @@ typedef enum ti_file_kind {
 	TI_FILE_DIRECTORY,    /* not bytes: a folder (a Hugging Face checkpoint directory, perhaps) */
 	TI_FILE_DCP,          /* a folder that holds '.metadata': a torch.distributed.checkpoint (dcp.h) */
 	TI_FILE_GGUF,         /* "GGUF": a ggml/llama.cpp model file */
+	TI_FILE_NPY,          /* "\x93NUMPY": a NumPy .npy array */
+	TI_FILE_NPZ,          /* a zip of NumPy .npy arrays: never from the first bytes alone (ti_npz_sniff) */
 	TI_FILE_UNKNOWN
 } ti_file_kind;
 
@@ -39,6 +42,13 @@ enum { TI_SNIFF_BYTES = 64 };
  * reader then says what is wrong with it.
  */
 ti_file_kind ti_file_sniff(const void *head, size_t n, uint64_t file_size);
+
+/*
+ * Whether a zip (TI_FILE_ZIP) is a NumPy .npz: its first member, whose
+ * local header starts the file (np.savez writes one), is named *.npy. head
+ * holds the first n bytes; false when the name does not fit in them.
+ */
+bool ti_npz_sniff(const void *head, size_t n);
 
 /* "torch zip", "safetensors", "JSON", ...: what a message calls the kind. */
 const char *ti_file_kind_name(ti_file_kind kind);

@@ -41,7 +41,9 @@ typedef enum ti_source_format {
 	TI_SOURCE_TORCH_LEGACY,/* torch.save's legacy stream (before 1.6): read as a torch zip is */
 	TI_SOURCE_DCP,         /* a torch.distributed.checkpoint folder (dcp.h): .metadata and its __R_N.distcp files */
 	TI_SOURCE_TORCHSCRIPT, /* torch.jit.save: its module's state_dict(), named from code/'s classes */
-	TI_SOURCE_GGUF         /* a GGUF file (llama.cpp): shapes in PyTorch's order, ggml's reversed */
+	TI_SOURCE_GGUF,        /* a GGUF file (llama.cpp): shapes in PyTorch's order, ggml's reversed */
+	TI_SOURCE_NPY,         /* a NumPy .npy array: one tensor, named after the file's stem */
+	TI_SOURCE_NPZ          /* a NumPy .npz archive (np.savez, np.savez_compressed): NAME.npy members */
 } ti_source_format;
 
 typedef struct ti_source_storage {

@@ -45,13 +45,16 @@ static const char help[] =
 	"usage: tinspect convert IN -o OUT [options]\n"
 	"\n"
 	"Write IN's tensors to OUT, a PyTorch zip checkpoint (torch.load reads it,\n"
-	"with weights_only=True too) or a safetensors file. IN is a torch.save\n"
-	"zip, a safetensors file, a sharded checkpoint's *.index.json or a folder\n"
-	"holding one, known by its content (see FORMATS in tinspect(1)).\n"
+	"with weights_only=True too), a safetensors file, a GGUF file, or a NumPy\n"
+	".npz (or .npy, for one tensor). IN is a torch.save zip, a safetensors\n"
+	"file, a sharded checkpoint's *.index.json or a folder holding one, any\n"
+	"other format tinspect reads (see FORMATS in tinspect(1)), known by its\n"
+	"content.\n"
 	"\n"
 	"options:\n"
 	"  -o, --output OUT     the file to write (required)\n"
-	"  --format FMT         torch, safetensors or gguf (default: from OUT's extension)\n"
+	"  --format FMT         torch, safetensors, gguf, npz or npy (default: from\n"
+	"                       OUT's extension)\n"
 	"  --dtype DT           cast floating tensors: float16, bfloat16, float32, float64\n"
 	"  --select GLOB        keep only tensors whose name matches (repeatable)\n"
 	"  --exclude GLOB       leave out tensors whose name matches (repeatable)\n"
@@ -92,7 +95,9 @@ int cmd_convert(int argc, char **argv)
 	ti_convert_options o = {0};
 	bool force = false, quiet = false, json = false, trust = false;
 	static const char *const dtypes[] = {"float16", "bfloat16", "float32", "float64", NULL};
-	static const char *const formats[] = {"torch", "safetensors", "gguf", NULL};
+	static const char *const formats[] = {"torch", "safetensors", "gguf", "npz", "npy", NULL};
+	static const char *const format_names[] = {[TI_OUT_TORCH_ZIP] = "torch-zip", [TI_OUT_SAFETENSORS] = "safetensors",
+	                                           [TI_OUT_NPY] = "npy", [TI_OUT_NPZ] = "npz", [TI_OUT_GGUF] = "gguf"};
 	char hint[128];
 	int id;
 	const char *value;
@@ -178,20 +183,25 @@ int cmd_convert(int argc, char **argv)
 	if (!in || !out)
 		return cli_usage_error("convert: give IN and -o OUT (see 'tinspect convert --help')");
 	if (!format)
-		format = ends_with(out, ".safetensors") ? "safetensors" : ends_with(out, ".gguf") ? "gguf" : "torch";
+		format = ends_with(out, ".safetensors") ? "safetensors" : ends_with(out, ".gguf") ? "gguf"
+		         : ends_with(out, ".npz") ? "npz" : ends_with(out, ".npy") ? "npy" : "torch";
 	if (!strcmp(format, "safetensors"))
 		o.format = TI_OUT_SAFETENSORS;
 	else if (!strcmp(format, "gguf"))
 		o.format = TI_OUT_GGUF;
+	else if (!strcmp(format, "npz"))
+		o.format = TI_OUT_NPZ;
+	else if (!strcmp(format, "npy"))
+		o.format = TI_OUT_NPY;
 	else if (!strcmp(format, "torch") || !strcmp(format, "pt"))
 		o.format = TI_OUT_TORCH_ZIP;
 	else
-		return cli_usage_error("convert: --format wants torch, safetensors or gguf, not '%s'%s", format,
+		return cli_usage_error("convert: --format wants torch, safetensors, gguf, npz or npy, not '%s'%s", format,
 		                       cli_did_you_mean(format, formats, "", hint, sizeof(hint)));
-	if (o.keep_storage && o.format == TI_OUT_SAFETENSORS)
-		return cli_usage_error("convert: --keep-storage needs a torch output: safetensors forbids shared storage");
-	if (o.keep_storage && o.format == TI_OUT_GGUF)
-		return cli_usage_error("convert: --keep-storage needs a torch output: GGUF has no shared storage");
+	if (o.keep_storage && o.format != TI_OUT_TORCH_ZIP)
+		return cli_usage_error("convert: --keep-storage needs a torch output: %s forbids shared storage",
+		                       o.format == TI_OUT_SAFETENSORS ? "safetensors" : o.format == TI_OUT_GGUF ? "GGUF"
+		                       : "NumPy");
 	if (o.gguf_q8_0 && o.format != TI_OUT_GGUF)
 		return cli_usage_error("convert: --quantize q8_0 needs a gguf output (-o OUT.gguf or --format gguf)");
 	o.select = selects;
@@ -243,7 +253,7 @@ int cmd_convert(int argc, char **argv)
 		cJSON *j = cli_json_root();
 		cJSON_AddStringToObject(j, "file", in);
 		cJSON_AddStringToObject(j, "output", out);
-		cJSON_AddStringToObject(j, "format", o.format == TI_OUT_SAFETENSORS ? "safetensors" : o.format == TI_OUT_GGUF ? "gguf" : "torch-zip");
+		cJSON_AddStringToObject(j, "format", format_names[o.format]);
 		cJSON_AddItemToObject(j, "tensors", cli_json_dim(ti_dim_int((int64_t)stats.tensors)));
 		cJSON_AddItemToObject(j, "storages", cli_json_dim(ti_dim_int((int64_t)stats.storages)));
 		cJSON_AddItemToObject(j, "ties", cli_json_dim(ti_dim_int((int64_t)stats.ties)));
@@ -253,6 +263,6 @@ int cmd_convert(int argc, char **argv)
 	}
 	printf("wrote %s: %zu tensors (%zu tied, %zu cast), %s of data, %s\n", out, stats.tensors, stats.ties, stats.cast,
 	       cli_quantity((int64_t)stats.data_bytes, true, bytes, sizeof(bytes)),
-	       o.format == TI_OUT_SAFETENSORS ? "safetensors" : o.format == TI_OUT_GGUF ? "gguf" : "torch zip");
+	       o.format == TI_OUT_TORCH_ZIP ? "torch zip" : format_names[o.format]);
 	return EXIT_OK;
 }

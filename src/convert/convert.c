@@ -5,15 +5,18 @@
 #define _GNU_SOURCE /* sync_file_range */
 #include "tinspect/convert.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tinspect/arena.h"
 #include "tinspect/cast.h"
 #include "tinspect/gguf.h"
+#include "tinspect/npy.h"
 #include "tinspect/safetensors.h"
 #include "tinspect/torch_writer.h"
 #include "util/strmap.h"
@@ -266,9 +269,10 @@ static ti_status make_plan(plan *p, ti_error *err)
 			continue;
 		}
 		/* compact: a tie shares the storage of the first tensor that is the same view; only
-		   tensors of the same source storage can be, and they are chained */
+		   tensors of the same source storage can be, and they are chained (NumPy has no ties) */
 		size_t self = p->tensor_count - 1;
-		for (size_t k = p->o->format == TI_OUT_GGUF ? 0 : last_of[t->storage]; k; k = previous[k - 1])
+		bool numpy = p->o->format == TI_OUT_NPY || p->o->format == TI_OUT_NPZ;
+		for (size_t k = numpy || p->o->format == TI_OUT_GGUF ? 0 : last_of[t->storage]; k; k = previous[k - 1])
 			if (same_view(p->tensors[k - 1].src, t) && !p->tensors[k - 1].tied_to) {
 				o->storage = p->tensors[k - 1].storage;
 				o->tied_to = p->tensors[k - 1].name;
@@ -657,6 +661,80 @@ static ti_status write_gguf(plan *p, int fd, sink *k, char *buf, ti_error *err)
 	return st;
 }
 
+static ti_status put_fd(void *w, size_t storage, const void *bytes, size_t n, ti_error *err)
+{
+	(void)storage;
+	int fd = *(int *)w;
+	for (const char *b = bytes; n;) {
+		ssize_t got = write(fd, b, n);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0)
+			return TI_FAIL(err, TI_E_IO, "cannot write the array: %s", got < 0 ? strerror(errno) : "no progress");
+		b += got;
+		n -= (size_t)got;
+	}
+	return TI_OK;
+}
+
+static ti_status put_npz(void *w, size_t storage, const void *bytes, size_t n, ti_error *err)
+{
+	(void)storage;
+	return ti_npz_writer_put(w, bytes, n, err);
+}
+
+/* Every dtype must be one NumPy has, before anything is written. */
+static ti_status check_numpy_dtypes(const plan *p, ti_error *err)
+{
+	for (size_t i = 0; i < p->tensor_count; i++)
+		if (!ti_npy_descr(p->tensors[i].dtype))
+			return TI_FAIL(err, TI_E_UNSUPPORTED, "'%s' is %s, which NumPy has no dtype for%s", p->tensors[i].src->name,
+			               ti_dtype_name(p->tensors[i].dtype),
+			               p->tensors[i].dtype == TI_DT_BFLOAT16 ? " (--dtype float32 casts it)" : "");
+	return TI_OK;
+}
+
+/* One array, in C order, as np.save writes it. */
+static ti_status write_npy(plan *p, int fd, sink *k, char *buf, ti_error *err)
+{
+	if (p->tensor_count != 1)
+		return TI_FAIL(err, TI_E_INVALID, "a .npy holds one array and %zu tensors are selected: write a .npz, "
+		               "or pick one with --select", p->tensor_count);
+	ti_status st = check_numpy_dtypes(p, err);
+	if (st)
+		return st;
+	const out_tensor *o = &p->tensors[0];
+	char header[TI_NPY_HEAD_MAX];
+	size_t len;
+	if ((st = ti_npy_header_format(o->dtype, o->src->ndim, o->src->shape, header, sizeof(header), &len, err)))
+		return st;
+	k->put = put_fd;
+	k->writer = &fd;
+	st = put_fd(&fd, 0, header, len, err);
+	return st ? st : stream_storage(k, o->storage, buf, err);
+}
+
+/* np.savez: a stored NAME.npy member per tensor, in order. */
+static ti_status write_npz(plan *p, int fd, sink *k, char *buf, ti_error *err)
+{
+	ti_status st = check_numpy_dtypes(p, err);
+	ti_npz_writer *w = NULL;
+	if (!st)
+		st = ti_npz_writer_begin(fd, &w, err);
+	k->put = put_npz;
+	k->writer = w;
+	for (size_t i = 0; i < p->tensor_count && !st; i++) {
+		const out_tensor *o = &p->tensors[i];
+		st = ti_npz_writer_add(w, o->name, o->dtype, o->src->ndim, o->src->shape, err);
+		if (!st)
+			st = stream_storage(k, o->storage, buf, err);
+	}
+	if (!st)
+		st = ti_npz_writer_end(w, err);
+	ti_npz_writer_free(w);
+	return st;
+}
+
 /* A file with no tensor at all: say what it holds, which is not a selection's fault. */
 static ti_status holds_no_tensor(ti_source *src, ti_error *err)
 {
@@ -697,6 +775,8 @@ ti_status ti_convert(ti_source *src, int fd, const ti_convert_options *o, ti_con
 	if (!st)
 		st = o->format == TI_OUT_TORCH_ZIP     ? write_torch(&p, fd, &k, buf, err)
 		     : o->format == TI_OUT_SAFETENSORS ? write_safetensors(&p, fd, &k, buf, err)
+		     : o->format == TI_OUT_NPY         ? write_npy(&p, fd, &k, buf, err)
+		     : o->format == TI_OUT_NPZ         ? write_npz(&p, fd, &k, buf, err)
 		                                       : write_gguf(&p, fd, &k, buf, err);
 	if (!st && stats) {
 		memset(stats, 0, sizeof(*stats));

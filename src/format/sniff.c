@@ -56,6 +56,8 @@ ti_file_kind ti_file_sniff(const void *head, size_t n, uint64_t file_size)
 		return TI_FILE_EMPTY;
 	if (n >= 4 && (!memcmp(p, "PK\3\4", 4) || !memcmp(p, "PK\5\6", 4)))
 		return TI_FILE_ZIP;
+	if (n >= 6 && !memcmp(p, "\x93NUMPY", 6)) /* numpy/lib/format.py MAGIC_PREFIX */
+		return TI_FILE_NPY;
 	if (n >= sizeof(legacy_magic) && !memcmp(p, legacy_magic, sizeof(legacy_magic)))
 		return TI_FILE_LEGACY_TORCH;
 	if (n >= 4 && !memcmp(p, "GGUF", 4)) /* before safetensors: a version and count can pass its test */
@@ -85,7 +87,24 @@ const char *ti_file_kind_name(ti_file_kind kind)
 		[TI_FILE_DIRECTORY] = "a directory",
 		[TI_FILE_DCP] = "a torch.distributed.checkpoint directory",
 		[TI_FILE_GGUF] = "a GGUF file",
+		[TI_FILE_NPY] = "a NumPy .npy array",
+		[TI_FILE_NPZ] = "a NumPy .npz archive",
 		[TI_FILE_UNKNOWN] = "of no format tinspect knows",
 	};
 	return (unsigned)kind <= TI_FILE_UNKNOWN ? names[kind] : names[TI_FILE_UNKNOWN];
+}
+
+/*
+ * np.savez writes with zipfile, one NAME.npy member after another: the
+ * file starts with the first member's local header (APPNOTE 4.3.7), whose
+ * name follows its 30 fixed bytes. A torch zip's first record is always
+ * under its root folder ("archive/data.pkl", "archive/version").
+ */
+bool ti_npz_sniff(const void *head, size_t n)
+{
+	const unsigned char *p = head;
+	if (n < 30 || memcmp(p, "PK\3\4", 4))
+		return false;
+	size_t len = (size_t)p[26] | (size_t)p[27] << 8;
+	return len > 4 && 30 + len <= n && !memcmp(p + 30 + len - 4, ".npy", 4);
 }

@@ -444,3 +444,115 @@ ti_status ti_zip_read(ti_zip *zip, size_t index, size_t max, uint8_t **data, siz
 	*size = (size_t)r->size;
 	return TI_OK;
 }
+
+/* ---- streams: a record read in pieces ---- */
+
+enum { SKIP_CHUNK = 64 * 1024 };
+
+struct ti_zip_stream {
+	ti_zip *zip;
+	size_t index;
+	uint64_t payload;  /* stored: where the bytes start in the file */
+	zip_file_t *file;  /* compressed: the inflating stream, or NULL before the first read */
+	uint64_t at;       /* compressed: bytes of the record inflated so far */
+	uint8_t *scratch;  /* compressed: where skipped bytes go */
+};
+
+static ti_status open_libzip(ti_zip *zip, ti_error *err)
+{
+	if (zip->za)
+		return TI_OK;
+	int code = 0;
+	zip->za = zip_open(zip->path, ZIP_RDONLY, &code);
+	if (zip->za)
+		return TI_OK;
+	zip_error_t ze;
+	zip_error_init_with_code(&ze, code);
+	TI_FAIL(err, TI_E_CORRUPT, "cannot open the archive to inflate a record: %s", zip_error_strerror(&ze));
+	zip_error_fini(&ze);
+	return TI_E_CORRUPT;
+}
+
+ti_status ti_zip_stream_open(ti_zip *zip, size_t index, ti_zip_stream **out, ti_error *err)
+{
+	*out = NULL;
+	if (check_size(zip, index, SIZE_MAX, err))
+		return err->code;
+	const ti_record *r = &zip->records[index];
+	/* Deflate expands at most 1032 to 1: a larger claim is a lie, not worth inflating */
+	if (r->method != 0 && r->size / 1032 > r->compressed_size + 1)
+		return TI_FAIL(err, TI_E_CORRUPT,
+		               "record '%s' claims %" PRIu64 " bytes from %" PRIu64 " compressed bytes, more than deflate can make",
+		               r->name, r->size, r->compressed_size);
+	ti_zip_stream *s = calloc(1, sizeof(*s));
+	if (!s)
+		return TI_FAIL(err, TI_E_NOMEM, "out of memory");
+	s->zip = zip;
+	s->index = index;
+	ti_status st = r->method == 0 ? ti_zip_payload_offset(zip, index, &s->payload, err) : open_libzip(zip, err);
+	if (st) {
+		free(s);
+		return st;
+	}
+	*out = s;
+	return TI_OK;
+}
+
+/* Inflates n bytes into buf (NULL: into the scratch buffer, dropped). */
+static ti_status inflate_next(ti_zip_stream *s, void *buf, uint64_t n, ti_error *err)
+{
+	const ti_record *r = &s->zip->records[s->index];
+	while (n) {
+		size_t want = buf ? (size_t)n : (n < SKIP_CHUNK ? (size_t)n : SKIP_CHUNK);
+		zip_int64_t got = zip_fread(s->file, buf ? buf : s->scratch, want);
+		if (got < 0)
+			return TI_FAIL(err, TI_E_CORRUPT, "cannot inflate record '%s' at offset %" PRIu64 ": %s", r->name, s->at,
+			               zip_file_strerror(s->file));
+		if (got == 0)
+			return TI_FAIL(err, TI_E_CORRUPT, "record '%s' inflates to %" PRIu64 " bytes, not the %" PRIu64 " it claims",
+			               r->name, s->at, r->size);
+		s->at += (uint64_t)got;
+		n -= (uint64_t)got;
+		if (buf)
+			buf = (char *)buf + got;
+	}
+	return TI_OK;
+}
+
+ti_status ti_zip_stream_read(ti_zip_stream *s, uint64_t offset, void *buf, size_t n, ti_error *err)
+{
+	const ti_record *r = &s->zip->records[s->index];
+	if (offset > r->size || n > r->size - offset)
+		return TI_FAIL(err, TI_E_INVALID, "read of %zu bytes at %" PRIu64 " passes record '%s'", n, offset, r->name);
+	if (r->method == 0)
+		return read_at(s->zip, s->payload + offset, buf, n, err);
+	if (s->file && offset < s->at) { /* behind us: start over */
+		zip_fclose(s->file);
+		s->file = NULL;
+	}
+	if (!s->file) {
+		if (!s->scratch && !(s->scratch = malloc(SKIP_CHUNK)))
+			return TI_FAIL(err, TI_E_NOMEM, "out of memory");
+		if (!(s->file = zip_fopen_index(s->zip->za, s->index, 0)))
+			return TI_FAIL(err, TI_E_CORRUPT, "cannot open record '%s': %s", r->name, zip_strerror(s->zip->za));
+		s->at = 0;
+	}
+	ti_status st = inflate_next(s, NULL, offset - s->at, err);
+	if (!st)
+		st = inflate_next(s, buf, n, err);
+	if (st) { /* where the stream stands is unknown now: the next read starts over */
+		zip_fclose(s->file);
+		s->file = NULL;
+	}
+	return st;
+}
+
+void ti_zip_stream_close(ti_zip_stream *s)
+{
+	if (!s)
+		return;
+	if (s->file)
+		zip_fclose(s->file);
+	free(s->scratch);
+	free(s);
+}

@@ -36,4 +36,18 @@ ti_status ti_zip_pread(ti_zip *zip, uint64_t offset, void *buf, size_t n, ti_err
 /* Where a record's payload starts in the file, from its local header. */
 ti_status ti_zip_payload_offset(ti_zip *zip, size_t index, uint64_t *offset, ti_error *err);
 
+/*
+ * A record's uncompressed bytes, read at any offset in pieces: a stored
+ * record with pread, a compressed one inflated through libzip in order
+ * (reading behind the last piece starts the inflation over; reading ahead
+ * inflates and drops the bytes between, in a fixed 64 KiB scratch buffer),
+ * so memory never grows with the record. A stream lives no longer than its
+ * zip. Its reads fail with TI_E_CORRUPT when the record inflates to less
+ * than its size or fails its CRC.
+ */
+typedef struct ti_zip_stream ti_zip_stream;
+ti_status ti_zip_stream_open(ti_zip *zip, size_t index, ti_zip_stream **out, ti_error *err);
+ti_status ti_zip_stream_read(ti_zip_stream *s, uint64_t offset, void *buf, size_t n, ti_error *err);
+void ti_zip_stream_close(ti_zip_stream *s);
+
 #endif

@@ -34,6 +34,7 @@
 #include "tinspect/pickle.h"
 #include "tinspect/hf_index.h"
 #include "tinspect/gguf.h"
+#include "tinspect/npy.h"
 #include "tinspect/safetensors.h"
 #include "tinspect/sniff.h"
 #include "tinspect/source.h"
@@ -226,6 +227,53 @@ static uint64_t scan_pickles(scanner *sc, const ti_pickle_source *src, const cha
 	return pos;
 }
 
+/* ---- NumPy arrays ---- */
+
+/*
+ * A .npy (a file, or a member of a .npz): its header checked as inspect
+ * reads it. Plain arrays hold no code; an object array's data is a pickle of
+ * the array, which np.load runs only with allow_pickle=True: it is judged
+ * like any other pickle, at offsets in the array's file or member.
+ */
+static void scan_npy(scanner *sc, const ti_pickle_source *src, const char *record)
+{
+	uint8_t head[TI_NPY_HEAD_MAX];
+	size_t n = src->size < sizeof(head) ? (size_t)src->size : sizeof(head);
+	ti_error err;
+	ti_error_clear(&err);
+	ti_npy_header h;
+	if (!src->read(src->ctx, 0, head, n, &err) && ti_npy_parse(head, n, src->size, &h, &err) == TI_E_UNSUPPORTED) {
+		/* a dtype tensors lack holds no code, unless it has fields: an object field makes the data a pickle */
+		if (h.structured) {
+			scan_findings_record(&sc->r->f, record);
+			scan_add(&sc->r->f, TI_SCAN_UNKNOWN, "file", -1, NULL, NULL, NULL,
+			         "a structured dtype, not read: if a field holds objects, np.load (with allow_pickle=True) "
+			         "unpickles its data");
+		}
+		return;
+	}
+	if (err.code) {
+		unreadable(sc, &err, record);
+		return;
+	}
+	if (!h.object)
+		return;
+	scan_findings_record(&sc->r->f, record);
+	scan_add(&sc->r->f, TI_SCAN_UNKNOWN, "pickle", (int64_t)h.data_offset, NULL, NULL, NULL,
+	         "an object array: its data is a pickle, which np.load runs only with allow_pickle=True");
+	window_src w;
+	ti_pickle_source tail = tail_of(src, h.data_offset, &w);
+	sc->r->f.offset_base = (int64_t)h.data_offset;
+	size_t consumed = 0;
+	if (run_pickle(&tail, &sc->r->f, &consumed, false, &err)) {
+		err.offset = err.offset >= 0 ? err.offset + (int64_t)h.data_offset : -1;
+		unreadable(sc, &err, record);
+	} else {
+		sc->r->pub.pickles++;
+	}
+	sc->r->f.offset_base = 0;
+}
+
 /* ---- zips ---- */
 
 static bool ends_with(const char *s, const char *suffix)
@@ -313,6 +361,8 @@ static void scan_record(scanner *sc, const ti_pickle_source *zsrc, const zw_arch
 		} else {
 			scan_source(sc, &src, record, depth + 1, NULL);
 		}
+	} else if (kind == TI_FILE_NPY) {
+		scan_npy(sc, &src, record);
 	} else if (pickle_by_name(e->name)) {
 		uint64_t used = scan_pickles(sc, &src, record, 1, false);
 		if (used && used < src.size && (ends_with(e->name, "/data.pkl") || ends_with(e->name, "/constants.pkl"))) {
@@ -335,8 +385,9 @@ done:
 /* The archive's own name for itself: what data.pkl sits in. */
 static const char *zip_format(const zw_archive *a)
 {
-	bool data = false, constants = false;
+	bool data = false, constants = false, npz = a->count > 0;
 	for (size_t i = 0; i < a->count; i++) {
+		npz = npz && ends_with(a->entries[i].name, ".npy"); /* np.savez writes NAME.npy members only */
 		const char *slash = strchr(a->entries[i].name, '/');
 		if (!slash)
 			continue;
@@ -345,7 +396,7 @@ static const char *zip_format(const zw_archive *a)
 		else if (!strcmp(slash, "/constants.pkl"))
 			constants = true;
 	}
-	return constants ? "torchscript-zip" : data ? "torch-zip" : "zip";
+	return constants ? "torchscript-zip" : data ? "torch-zip" : npz ? "npz" : "zip";
 }
 
 static const char *scan_zip(scanner *sc, const ti_pickle_source *src, const char *prefix, int depth)
@@ -467,6 +518,9 @@ static const char *scan_source(scanner *sc, const ti_pickle_source *src, const c
 		if (depth == 0)
 			return scan_text(sc, path, kind);
 		break;
+	case TI_FILE_NPY:
+		scan_npy(sc, src, prefix);
+		return "npy";
 	default:
 		break;
 	}

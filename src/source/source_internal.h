@@ -32,6 +32,9 @@ typedef struct source_place {
 	ti_source_generator gen;
 	const void *gen_ctx;
 	bool swap, conj, neg;
+	/* bytes that no pread reaches (a deflated .npz member): read(read_ctx, offset + at, ...) gives them */
+	ti_status (*read)(void *read_ctx, uint64_t at, void *buf, size_t n, ti_error *err);
+	void *read_ctx;
 } source_place;
 
 /*
@@ -50,6 +53,11 @@ typedef struct source_part {
 	/* When judged: what all of its pickles name and call, in place of its checkpoint's data.pkl alone. */
 	bool judged;
 	ti_scan_severity worst;
+	/* a row's own reader (a .npz's zip), released by ti_source_close */
+	void *state;
+	void (*release)(void *state);
+	/* what a pickle of a part with no checkpoint names and calls (an object .npy), judged as scan judges it */
+	ti_scan_severity safety;
 	const ti_scan_finding *findings;
 	size_t finding_count;
 } source_part;
@@ -103,6 +111,10 @@ typedef struct source_claim {
 
 extern const source_claim source_torchscript; /* a zip with constants.pkl */
 extern const source_row source_gguf;
+extern const source_row source_npy, source_npz;
+
+/* Whether the zip open as fd is a NumPy .npz (sniff.h ti_npz_sniff): the zip dispatch's question for npy.c. */
+bool source_npz_claims(int fd);
 
 /* Opens path with the row its content names: what rows that hold other files (an index, a folder) call. */
 ti_status source_open_file(ti_source *s, const char *path, ti_error *err);

@@ -109,7 +109,8 @@ def mutate(path, outdir, seed, cuts, pickle_cuts, flips):
             emit("pkl", n, bytes(data))
     else:
         start, length = 0, size
-        print(f"mutate.py: {path}: no data.pkl found; flipping anywhere", file=sys.stderr)
+        if original[:4] == b"PK\x03\x04" and not path.endswith(".npz"):  # a .npz has no data.pkl to aim at
+            print(f"mutate.py: {path}: no data.pkl found; flipping anywhere", file=sys.stderr)
 
     for k in range(flips):
         data = bytearray(original)
