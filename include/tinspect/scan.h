@@ -56,6 +56,13 @@ struct ti_value;
  */
 bool ti_scan_is_enum_lookup(const char *module, const char *name, const char *opcode, const struct ti_value *args,
                             char *package, size_t size);
+/*
+ * Whether a call looks up an Enum member by name, as Python 3.11 and later
+ * pickle one: REDUCE of builtins.getattr with such a class and a plain
+ * member name (policy.c). Unknown too, for the same reason.
+ */
+bool ti_scan_is_enum_by_name(const char *module, const char *name, const char *opcode, const struct ti_value *args,
+                             char *package, size_t size);
 
 typedef struct ti_scan_finding {
 	ti_scan_severity severity;

@@ -117,8 +117,24 @@ static bool user_allowed(const scan_findings *f, const ti_global *g)
 	return false;
 }
 
+/*
+ * builtins.getattr: named, it is unknown (weights_only refuses it); what it
+ * is called with decides the rest (on_call), since Python 3.11 pickles an
+ * Enum member with it.
+ */
+static bool is_getattr(const ti_global *g)
+{
+	return !strcmp(g->module, "builtins") && !strcmp(g->name, "getattr");
+}
+
 static void on_global(scan_findings *f, const char *op, const ti_global *g, int64_t offset)
 {
+	if (is_getattr(g) && !user_allowed(f, g)) {
+		scan_add(f, TI_SCAN_UNKNOWN, "global", offset, op, g->module, g->name,
+		         "%s builtins.getattr: reaches any attribute; its calls are judged each (an Enum member by name "
+		         "is unknown, anything else dangerous)", op);
+		return;
+	}
 	const char *why = NULL;
 	ti_scan_severity s = user_allowed(f, g) ? TI_SCAN_SAFE : ti_scan_classify_global(g->module, g->name, &why);
 	if (s == TI_SCAN_SAFE && !why)
@@ -139,7 +155,8 @@ static bool enum_member(const ti_value *v)
 {
 	const ti_value *c = v && v->kind == TI_OBJECT ? v->as.object->callable : NULL;
 	return c && c->kind == TI_GLOBAL && !(v->flags & (TI_F_NEWOBJ | TI_F_INST)) &&
-	       ti_scan_is_enum_lookup(c->as.global->module, c->as.global->name, "REDUCE", v->as.object->args, NULL, 0);
+	       (ti_scan_is_enum_lookup(c->as.global->module, c->as.global->name, "REDUCE", v->as.object->args, NULL, 0) ||
+	        ti_scan_is_enum_by_name(c->as.global->module, c->as.global->name, "REDUCE", v->as.object->args, NULL, 0));
 }
 
 static void on_call(scan_findings *f, const char *op, uint8_t opcode, const ti_value *callable, const ti_value *args,
@@ -154,6 +171,20 @@ static void on_call(scan_findings *f, const char *op, uint8_t opcode, const ti_v
 				return;
 		if (user_allowed(f, g)) {
 			remember_safe(f, g);
+			return;
+		}
+		if (is_getattr(g)) { /* named without a finding (on_global): every call of it is judged here */
+			char package[128];
+			if (ti_scan_is_enum_by_name(g->module, g->name, op, args, package, sizeof(package))) {
+				const ti_global *cls = args->as.seq.items[0]->as.global;
+				scan_add(f, TI_SCAN_UNKNOWN, "call", offset, op, g->module, g->name,
+				         "%s calls builtins.getattr(%s.%s, '%.*s'): by all its names show, an Enum member looked up "
+				         "by name, as Python 3.11 and later pickle one; unknown: needs %s to load", op, cls->module,
+				         cls->name, (int)args->as.seq.items[1]->as.bytes.size, args->as.seq.items[1]->as.bytes.data, package);
+			} else {
+				scan_add(f, TI_SCAN_DANGEROUS, "call", offset, op, g->module, g->name,
+				         "%s calls builtins.getattr: a builtin that can evaluate, import or reach anything", op);
+			}
 			return;
 		}
 		const char *why = NULL;

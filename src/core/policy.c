@@ -445,14 +445,10 @@ static bool plain_identifier(const char *s, size_t n)
 	return true;
 }
 
-bool ti_scan_is_enum_lookup(const char *module, const char *name, const char *opcode, const ti_value *args,
-                            char *package, size_t size)
+/* Whether module.name may be an Enum class by all its names show (the rules above). */
+static bool enum_class(const char *module, const char *name, char *package, size_t size)
 {
-	if (!module || !name || !opcode || strcmp(opcode, "REDUCE") || !args || args->kind != TI_TUPLE ||
-	    args->as.seq.count != 1)
-		return false;
-	const ti_value *a = args->as.seq.items[0];
-	if (a->kind != TI_STR && a->kind != TI_INT)
+	if (!module || !name)
 		return false;
 	if (ti_scan_classify_global(module, name, NULL) != TI_SCAN_UNKNOWN || is_data_constructor(module, name) ||
 	    in_tree(module, "__torch__"))
@@ -485,4 +481,38 @@ bool ti_scan_is_enum_lookup(const char *module, const char *name, const char *op
 	if (package && size)
 		snprintf(package, size, "%s", top);
 	return true;
+}
+
+bool ti_scan_is_enum_lookup(const char *module, const char *name, const char *opcode, const ti_value *args,
+                            char *package, size_t size)
+{
+	if (!module || !name || !opcode || strcmp(opcode, "REDUCE") || !args || args->kind != TI_TUPLE ||
+	    args->as.seq.count != 1)
+		return false;
+	const ti_value *a = args->as.seq.items[0];
+	if (a->kind != TI_STR && a->kind != TI_INT)
+		return false;
+	return enum_class(module, name, package, size);
+}
+
+/*
+ * Python 3.11 and later pickle an Enum member by name: Enum.__reduce_ex__
+ * returns (getattr, (cls, member_name)), so the file holds REDUCE of
+ * builtins.getattr with a class global and a str. Taken as narrowly as the
+ * by-value form: the class passes the same test, the name is a plain
+ * identifier that starts with no underscore (no dunder, nothing private),
+ * and the result stays a value (findings.c: calling it or BUILD on it is
+ * dangerous). Every other call of getattr is dangerous.
+ */
+bool ti_scan_is_enum_by_name(const char *module, const char *name, const char *opcode, const ti_value *args,
+                             char *package, size_t size)
+{
+	if (!module || !name || strcmp(module, "builtins") || strcmp(name, "getattr") || !opcode ||
+	    strcmp(opcode, "REDUCE") || !args || args->kind != TI_TUPLE || args->as.seq.count != 2)
+		return false;
+	const ti_value *cls = args->as.seq.items[0], *member = args->as.seq.items[1];
+	if (cls->kind != TI_GLOBAL || member->kind != TI_STR || member->as.bytes.size == 0 || member->as.bytes.data[0] == '_' ||
+	    !plain_identifier(member->as.bytes.data, member->as.bytes.size))
+		return false;
+	return enum_class(cls->as.global->module, cls->as.global->name, package, size);
 }

@@ -135,6 +135,8 @@ def candidates():
                 files.append((p, "malicious"))
     # a Hugging Face training_args.bin: Enum members by value, unknown (they need transformers)
     files.append((os.path.join(FIXTURES, "training_args.bin"), "fixtures"))
+    # the same as Python 3.11+ writes it: Enum members by name, getattr(cls, 'NAME'), unknown too
+    files.append((os.path.join(FIXTURES, "training_args_py311.bin"), "fixtures"))
     return sorted((os.path.relpath(p, ROOT), group) for p, group in files)
 
 

@@ -3,7 +3,7 @@
 #
 # usage: sh tests/torture/run.sh TINSPECT
 #
-# For each fixtures/*.pt and *.ckpt, fixtures/gguf/*.gguf, fixtures/npy/*.npy, fixtures/npy/*.npz (and fixtures/training_args.bin) it writes damaged copies (tests/torture/mutate.py, or
+# For each fixtures/*.pt and *.ckpt, fixtures/gguf/*.gguf, fixtures/npy/*.npy, fixtures/npy/*.npz (and fixtures/training_args*.bin) it writes damaged copies (tests/torture/mutate.py, or
 # head/dd when there is no python3): the file cut at every length in its first
 # and last 64 bytes and at 40 more; data.pkl cut short inside a whole zip; and
 # 20 copies with a few bytes changed, most of them inside data.pkl. Each copy
@@ -251,7 +251,7 @@ check() {
 # shard J: the fixtures whose position modulo $jobs is J, one at a time.
 shard() {
 	j=$1 passed=0 failed=0 i=0
-	for fixture in fixtures/*.pt fixtures/*.ckpt fixtures/gguf/*.gguf fixtures/npy/*.npy fixtures/npy/*.npz fixtures/training_args.bin; do
+	for fixture in fixtures/*.pt fixtures/*.ckpt fixtures/gguf/*.gguf fixtures/npy/*.npy fixtures/npy/*.npz fixtures/training_args.bin fixtures/training_args_py311.bin; do
 		i=$((i + 1))
 		[ $((i % jobs)) -eq "$j" ] || continue
 		dir=$work/shard$j

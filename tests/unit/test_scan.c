@@ -440,3 +440,42 @@ Test(scan, an_enum_member_that_is_called_or_built_on_is_dangerous)
 	EXPECT_PICKLE_VERDICT(SCAN("\x80\x02" "cmypkg\nLevel\nK\x01\x85R)R."), TI_SCAN_DANGEROUS);
 	EXPECT_PICKLE_VERDICT(SCAN("\x80\x02" "cmypkg\nLevel\nK\x01\x85R}b."), TI_SCAN_DANGEROUS);
 }
+
+/* ---- Enum members by name (Python 3.11+): getattr(cls, 'NAME') ---- */
+
+Test(scan, an_enum_member_by_name_is_unknown_and_names_its_package)
+{
+	ti_scan_report *r = SCAN("\x80\x02" "cbuiltins\ngetattr\n" "ctransformers.trainer_utils\nIntervalStrategy\n"
+	                         "X\x05\x00\x00\x00STEPS\x86R.");
+	EXPECT_PICKLE_VERDICT(r, TI_SCAN_UNKNOWN);
+	bool said = false;
+	for (size_t i = 0; i < r->count; i++)
+		said |= !strcmp(r->findings[i].kind, "call") && strstr(r->findings[i].message, "needs transformers to load");
+	cr_expect(said, "no finding says the file needs transformers");
+}
+
+Test(scan, getattr_named_but_never_called_is_unknown_not_safe)
+{
+	EXPECT_PICKLE_VERDICT(SCAN("\x80\x02" "]cbuiltins\ngetattr\na."), TI_SCAN_UNKNOWN);
+}
+
+Test(scan, every_other_call_of_getattr_is_dangerous)
+{
+	/* a private or dunder name */
+	EXPECT_PICKLE_VERDICT(SCAN("\x80\x02" "cbuiltins\ngetattr\n" "cmypkg\nLevel\nX\x09\x00\x00\x00__class__\x86R."),
+	                      TI_SCAN_DANGEROUS);
+	/* the standard library: getattr(os, 'system') in all but name */
+	EXPECT_PICKLE_VERDICT(SCAN("\x80\x02" "cbuiltins\ngetattr\n" "csubprocess\nPopen\nX\x04\x00\x00\x00wait\x86R."),
+	                      TI_SCAN_DANGEROUS);
+	/* a function, not a class; three arguments; a name that is no string */
+	EXPECT_PICKLE_VERDICT(SCAN("\x80\x02" "cbuiltins\ngetattr\n" "cmypkg\nload\nX\x01\x00\x00\x00X\x86R."),
+	                      TI_SCAN_DANGEROUS);
+	EXPECT_PICKLE_VERDICT(SCAN("\x80\x02" "cbuiltins\ngetattr\n" "cmypkg\nLevel\nX\x01\x00\x00\x00XN\x87R."),
+	                      TI_SCAN_DANGEROUS);
+	EXPECT_PICKLE_VERDICT(SCAN("\x80\x02" "cbuiltins\ngetattr\n" "cmypkg\nLevel\nK\x01\x86R."), TI_SCAN_DANGEROUS);
+	/* what it returned, called or built on */
+	EXPECT_PICKLE_VERDICT(SCAN("\x80\x02" "cbuiltins\ngetattr\n" "cmypkg\nLevel\nX\x04\x00\x00\x00HIGH\x86R)R."),
+	                      TI_SCAN_DANGEROUS);
+	EXPECT_PICKLE_VERDICT(SCAN("\x80\x02" "cbuiltins\ngetattr\n" "cmypkg\nLevel\nX\x04\x00\x00\x00HIGH\x86R}b."),
+	                      TI_SCAN_DANGEROUS);
+}
