@@ -119,8 +119,11 @@ static void teardown(void)
 
 TestSuite(scan, .fini = teardown);
 
+/* The last report stays until the next scan or the teardown: a test may scan many times. */
 static ti_scan_report *scan_bytes(const char *bytes, size_t n, const ti_scan_options *opt)
 {
+	ti_scan_report_free(report);
+	report = NULL;
 	ti_error err;
 	ti_error_clear(&err);
 	ti_status s = ti_scan_buffer("test.pkl", (const uint8_t *)bytes, n, opt, &report, &err);
