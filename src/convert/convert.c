@@ -740,6 +740,7 @@ static ti_status holds_no_tensor(ti_source *src, ti_error *err)
 {
 	size_t n;
 	ti_error ignored;
+	ti_error_clear(&ignored);
 	const ti_entry *e = ti_source_entries(src, &n, &ignored);
 	ti_ckpt *ckpt = ti_source_file_count(src) == 1 ? ti_source_checkpoint(src, 0) : NULL;
 	if (!ckpt || !e || !n)

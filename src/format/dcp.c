@@ -236,6 +236,7 @@ static ti_status read_size(reader *r, const ti_value *v, const char *what, const
 	}
 	size_t n = 0;
 	ti_error ignored;
+	ti_error_clear(&ignored);
 	if (!v || ti_value_as_int_array(v, out, TI_MAX_DIMS, &n, &ignored))
 		return BAD(r, "'%.200s': %s is not a torch.Size of at most %d dimensions", fqn, what, TI_MAX_DIMS);
 	for (size_t k = 0; k < n; k++)
@@ -349,6 +350,7 @@ static ti_status place_chunk(reader *r, const char *fqn, const int64_t *offsets,
 		return BAD(r, "'%.200s': no storage record holds %s", fqn, tensor ? "a chunk" : "its bytes");
 	int64_t offset, length;
 	ti_error ignored;
+	ti_error_clear(&ignored);
 	const ti_value *xf = field(info, "transform_descriptors");
 	if (xf && xf->kind != TI_NONE && !(xf->kind == TI_LIST && xf->as.seq.count == 0) &&
 	    !(xf->kind == TI_TUPLE && xf->as.seq.count == 0))

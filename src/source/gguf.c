@@ -33,6 +33,7 @@ static float half_at(const unsigned char *b)
 {
 	float f;
 	ti_error ignored;
+	ti_error_clear(&ignored);
 	ti_cast(TI_DT_FLOAT16, b, TI_DT_FLOAT32, &f, 1, 0, &ignored);
 	return f;
 }

@@ -488,6 +488,7 @@ bool ti_source_file_place(ti_source *s, size_t storage, int *fd, uint64_t *offse
 	if (p->gen || p->swap || p->conj || p->neg || p->read) /* not the bytes as they lie */
 		return false;
 	ti_error ignored;
+	ti_error_clear(&ignored);
 	if (resolve_place(&s->places[storage], &ignored))
 		return false;
 	*fd = s->places[storage].fd;

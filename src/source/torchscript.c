@@ -578,6 +578,7 @@ static bool claims_torchscript(const char *path)
 {
 	ti_zip *zip;
 	ti_error ignored;
+	ti_error_clear(&ignored);
 	if (ti_zip_open(path, (size_t)1 << 22, &zip, &ignored))
 		return false;
 	bool yes = false;
