@@ -111,6 +111,8 @@ test: deps-test
 		$(PYTHON) tests/conformance/scan_conformance.py ./tinspect && \
 		$(PYTHON) tests/conformance/memory_checkpoint.py ./tinspect && \
 		$(PYTHON) tests/conformance/memory_conformance.py ./tinspect && \
+		$(PYTHON) tests/conformance/memory_conformance.py ./tinspect --measured tests/conformance/memory_models/measured_cuda_h100.json && \
+		$(PYTHON) tests/conformance/memory_conformance.py ./tinspect --measured tests/conformance/memory_models/measured_cuda_h100_full.json && \
 		(cd tools/export/tests && TINSPECT=$(CURDIR)/tinspect $(PYTHON) -m unittest -q test_export) && \
 		$(PYTHON) tests/conformance/export_conformance.py ./tinspect --check-readme README.md && \
 		$(PYTHON) tests/conformance/check_conformance.py ./tinspect && \

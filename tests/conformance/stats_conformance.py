@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """stats_conformance.py - `tinspect FILE --device cpu --json` against PyTorch.
 
-Usage: /usr/bin/python3 tests/conformance/stats_conformance.py ./tinspect
+Usage: /usr/bin/python3 tests/conformance/stats_conformance.py ./tinspect [--device cuda]
+
+With --device cuda (on a machine with a GPU), tinspect runs with --device
+cuda and torch loads with map_location='cuda' and computes there.
 
 For the fixtures (stats.pt, views.pt, training_ckpt.pt, resnet18_small.pt)
 and checkpoints built here in PyTorch (float32, float16, bfloat16, float64,
@@ -100,9 +103,12 @@ def flatten(obj, prefix, out):
             flatten(v, f"{prefix}.{k}" if prefix else str(k), out)
 
 
+DEVICE = "cpu"
+
+
 def checksum(t):
     t = t.resolve_conj().resolve_neg().contiguous().reshape(-1)
-    return xxh64(t.view(torch.uint8).numpy().tobytes())
+    return xxh64(t.view(torch.uint8).cpu().numpy().tobytes())
 
 
 def check_tensor(path, name, t, s):
@@ -149,14 +155,23 @@ def check_tensor(path, name, t, s):
         fail(f"{where}: std of one value {s['std']}, want null")
 
 
+def load(path):
+    """torch.load of the whole file on DEVICE (weights_only=False where torch 2.x has the switch:
+    the fixtures are ours, and tinspect reads them without running anything)."""
+    try:
+        return torch.load(path, map_location=DEVICE, weights_only=False)
+    except TypeError:
+        return torch.load(path, map_location=DEVICE)
+
+
 def check_file(tinspect, path):
-    run = subprocess.run([tinspect, path, "--device", "cpu", "--json"], capture_output=True, text=True)
+    run = subprocess.run([tinspect, path, "--device", DEVICE, "--json"], capture_output=True, text=True)
     if run.returncode != 0:
         fail(f"{path}: exit {run.returncode}: {run.stderr.strip()}")
         return 0
     doc = json.loads(run.stdout)
     tensors = {}
-    flatten(torch.load(path, map_location="cpu"), "", tensors)
+    flatten(load(path), "", tensors)
     count, nonfinite = 0, False
     for row in doc["tensors"]:
         t = tensors.get(row["name"])
@@ -169,7 +184,7 @@ def check_file(tinspect, path):
         count += 1
     if count != len(tensors):
         fail(f"{path}: {count} tensors with stats, torch.load gives {len(tensors)}")
-    rc = subprocess.run([tinspect, path, "--check-finite"], capture_output=True).returncode
+    rc = subprocess.run([tinspect, path, "--device", DEVICE, "--check-finite"], capture_output=True).returncode
     # complex NaN is not counted (a checksum only): --check-finite looks at real values
     want = 1 if any(t.is_floating_point() and not bool(t.isfinite().all()) for t in tensors.values()) else 0
     if rc != want:
@@ -217,8 +232,12 @@ def build(dirname):
 
 
 def main():
+    global DEVICE
+    if len(sys.argv) == 4 and sys.argv[2] == "--device":
+        DEVICE = sys.argv.pop(3)
+        sys.argv.pop(2)
     if len(sys.argv) != 2:
-        sys.exit("usage: stats_conformance.py ./tinspect")
+        sys.exit("usage: stats_conformance.py ./tinspect [--device cuda]")
     tinspect = os.path.abspath(sys.argv[1])
     root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "fixtures")
     files = [os.path.join(root, f) for f in ("stats.pt", "views.pt", "training_ckpt.pt", "resnet18_small.pt")]
@@ -226,7 +245,7 @@ def main():
     with tempfile.TemporaryDirectory() as d:
         for path in files + build(d):
             tensors += check_file(tinspect, path)
-    print(f"stats conformance: {len(files) + 2} checkpoints, {tensors} tensors, {len(failures)} disagreements with PyTorch")
+    print(f"stats conformance ({DEVICE}): {len(files) + 2} checkpoints, {tensors} tensors, {len(failures)} disagreements with PyTorch")
     sys.exit(1 if failures else 0)
 
 
