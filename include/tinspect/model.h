@@ -40,6 +40,8 @@ typedef struct ti_model_options {
 	const char *const *input_names;/* --input NAME=SPEC: "8x3x224x224", "N,3,224,224:float16" */
 	const char *const *input_specs;
 	size_t input_count;
+	ti_dtype default_dtype;        /* the dtype of floating parameters, buffers and inputs that name none
+	                                  (torch.get_default_dtype()); TI_DT_INVALID: float32 */
 } ti_model_options;
 
 ti_status ti_model_open(const char *text, size_t size, const ti_model_options *options,

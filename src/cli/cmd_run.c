@@ -23,7 +23,7 @@
 
 enum {
 	OPT_HELP = 1, OPT_JSON, OPT_BIND, OPT_INPUT, OPT_FILL, OPT_WEIGHTS, OPT_SEED, OPT_SAVE, OPT_SAVE_ALL,
-	OPT_THREADS, OPT_MAX_MEMORY, OPT_DEPTH, OPT_LIST, OPT_FORCE
+	OPT_THREADS, OPT_MAX_MEMORY, OPT_DEPTH, OPT_LIST, OPT_FORCE, OPT_DTYPE
 };
 
 static const cli_option options[] = {
@@ -41,22 +41,29 @@ static const cli_option options[] = {
 	{"depth", 0, OPT_VALUE, OPT_DEPTH},
 	{"list-kernels", 0, OPT_FLAG, OPT_LIST},
 	{"force", 'f', OPT_FLAG, OPT_FORCE},
+	{"dtype", 0, OPT_VALUE, OPT_DTYPE},
 	{NULL, 0, 0, 0},
 };
 
 static const char help[] =
 	"usage: tinspect run MODEL.json [options]\n"
 	"\n"
-	"Execute a described model for real on the CPU in float32 (OpenBLAS behind\n"
-	"Linear, matmul, attention and convolution): each step's outputs with their\n"
-	"real shapes, checked against shape propagation, and statistics. Weights are\n"
-	"filled (--fill) or loaded (--weights) as load_state_dict would bind them.\n"
+	"Execute a described model for real on the CPU (OpenBLAS behind Linear,\n"
+	"matmul, attention and convolution; float16, bfloat16 and float64 values\n"
+	"computed in float32 and rounded back after each operator): each step's\n"
+	"outputs with their real shapes, checked against shape propagation, and\n"
+	"statistics. Weights are filled (--fill) or loaded (--weights) as\n"
+	"load_state_dict would bind them.\n"
 	"\n"
 	"options:\n"
 	"  --input NAME=SPEC\n"
 	"                  the input's values: a fill policy (zeros, randn, ones, ...;\n"
-	"                  default randn, zeros for integers) or FILE.safetensors:TENSOR\n"
-	"                  (its shape binds the description's); repeatable\n"
+	"                  default randn, zeros for integers) or a tensor of a file:\n"
+	"                  FILE.npy, FILE.npz:NAME, FILE.safetensors:NAME, any\n"
+	"                  checkpoint's FILE:NAME (its shape and dtype bind the\n"
+	"                  description's); repeatable\n"
+	"  --dtype DT      floating parameters, buffers and inputs in DT (float16,\n"
+	"                  bfloat16, float64): as model.to(DT) and inputs .to(DT)\n"
 	"  --bind NAME=N   give symbol NAME the value N (repeatable)\n"
 	"  --fill POLICY   parameters' values without --weights (default init: as\n"
 	"                  PyTorch initialises them; see materialize --fill)\n"
@@ -113,12 +120,12 @@ static void list_kernel(void *user, const char *name, bool module)
 	l->column += printf(" %s", name);
 }
 
-/* --input NAME=POLICY or NAME=FILE.safetensors[:TENSOR]: a tensor input also gives its shape to propagation. */
+/* --input NAME=POLICY or NAME=FILE[:TENSOR] (any readable file): a tensor input also gives its shape to propagation. */
 static int parse_input(args *a, char *text)
 {
 	char *eq = strchr(text, '=');
 	if (!eq || eq == text || !eq[1])
-		return cli_usage_error("run: --input wants NAME=POLICY or NAME=FILE.safetensors:TENSOR, not '%s'", text);
+		return cli_usage_error("run: --input wants NAME=POLICY or NAME=FILE[:TENSOR], not '%s'", text);
 	if (a->input_count == CLI_MODEL_MAX_BINDS)
 		return cli_usage_error("run: more than %d --input options", CLI_MODEL_MAX_BINDS);
 	*eq = '\0';
@@ -143,10 +150,6 @@ static int open_inputs(args *a)
 			a->o.input_count++;
 			continue;
 		}
-		size_t len = strlen(value);
-		if (len > 4 && !strcmp(value + len - 4, ".npy"))
-			return cli_usage_error("run: --input %s: .npy inputs are not read yet (pending); write it as "
-			                       "safetensors and give FILE.safetensors:TENSOR", in->name);
 		char path[4096];
 		snprintf(path, sizeof(path), "%s", value);
 		char *colon = strrchr(path, ':');
@@ -220,6 +223,8 @@ static int print_table(const ti_run_report *r, int depth)
 			if (rs->output_count) {
 				const ti_run_tensor *o = &rs->outputs[k];
 				cli_dims(o->shape, o->ndim, shape, sizeof(shape));
+				if (o->dtype != TI_DT_FLOAT32) /* float32 goes without saying, as in `shapes` */
+					snprintf(shape + strlen(shape), sizeof(shape) - strlen(shape), " %s", ti_dtype_name(o->dtype));
 				snprintf(check, sizeof(check), "%s", o->checked ? "ok" : "-");
 				if (o->stats.count || o->stats.nan || o->stats.inf) {
 					number(o->stats.min, lo, sizeof(lo));
@@ -468,6 +473,13 @@ int cmd_run(int argc, char **argv)
 		case OPT_DEPTH:
 			rc = parse_count("--depth", value, 1, 1000, &n);
 			a.depth = (int)n;
+			break;
+		case OPT_DTYPE:
+			a.cm.default_dtype = ti_dtype_from_torch_name(value);
+			if (a.cm.default_dtype != TI_DT_FLOAT32 && a.cm.default_dtype != TI_DT_FLOAT16 &&
+			    a.cm.default_dtype != TI_DT_BFLOAT16 && a.cm.default_dtype != TI_DT_FLOAT64)
+				return cli_usage_error("run: --dtype '%s' is not a floating dtype (float32, float16, bfloat16, "
+				                       "float64)", value);
 			break;
 		case OPT_MAX_MEMORY: {
 			int64_t bytes;

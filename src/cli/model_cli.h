@@ -19,6 +19,7 @@ typedef struct cli_model {
 	const char *input_specs[CLI_MODEL_MAX_BINDS];
 	int input_count;
 	bool training;                                /* --mode train */
+	ti_dtype default_dtype;                       /* run --dtype: TI_DT_INVALID for float32 */
 	ti_model *model;
 } cli_model;
 

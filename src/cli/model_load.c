@@ -139,8 +139,14 @@ int cli_model_open(cli_model *cm)
 		        kind == TI_FILE_UNKNOWN ? "" : ": 'tinspect inspect' reads checkpoints");
 		return cli_report(cm->file, &err);
 	}
-	ti_model_options opts = {cm->bind_names, cm->bind_values, (size_t)cm->bind_count, 0, cm->training,
-	                         cm->input_names, cm->input_specs, (size_t)cm->input_count};
+	ti_model_options opts = {.bind_names = cm->bind_names,
+	                         .bind_values = cm->bind_values,
+	                         .bind_count = (size_t)cm->bind_count,
+	                         .training = cm->training,
+	                         .input_names = cm->input_names,
+	                         .input_specs = cm->input_specs,
+	                         .input_count = (size_t)cm->input_count,
+	                         .default_dtype = cm->default_dtype};
 	ti_status st = ti_model_open(buf, size, &opts, &cm->model, &err);
 	free(buf);
 	if (st)

@@ -1387,7 +1387,7 @@ ti_status ti_model_open(const char *text, size_t size, const ti_model_options *o
 	ti_symctx_init(&m->sym, &m->arena);
 	m->ctx.arena = &m->arena;
 	m->ctx.sym = &m->sym;
-	m->ctx.default_dtype = TI_DT_FLOAT32;
+	m->ctx.default_dtype = options && options->default_dtype ? options->default_dtype : TI_DT_FLOAT32;
 	m->ctx.training = options && options->training;
 	parser p = {m, NULL, NULL, options && options->training, false, options};
 	m->parser = &p; /* composites are built while it lives */

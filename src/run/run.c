@@ -29,6 +29,7 @@
 #include "run/run_internal.h"
 #include "tinspect/cast.h"
 #include "tinspect/check.h"
+#include "tinspect/view.h"
 
 typedef enum walk_mode {
 	WALK_USES,  /* no data: who reads what, last */
@@ -186,6 +187,21 @@ void rt_release(rt_exec *ex, rt_tensor *t)
 	free(t);
 }
 
+/*
+ * The dtype a value of dtype dt is held in while kernels compute: every
+ * floating type in float32 (PyTorch's CPU kernels compute float16 and
+ * bfloat16 in float32 too; the result is rounded back after each kernel,
+ * round_outputs), integers in int64, bool as bool. TI_DT_INVALID: not run.
+ */
+static const ti_dtype held_as_table[TI_DT_COUNT] = {
+	[TI_DT_FLOAT32] = TI_DT_FLOAT32, [TI_DT_FLOAT64] = TI_DT_FLOAT32, [TI_DT_FLOAT16] = TI_DT_FLOAT32,
+	[TI_DT_BFLOAT16] = TI_DT_FLOAT32, [TI_DT_INT64] = TI_DT_INT64,    [TI_DT_INT32] = TI_DT_INT64,
+	[TI_DT_INT16] = TI_DT_INT64,     [TI_DT_INT8] = TI_DT_INT64,      [TI_DT_UINT8] = TI_DT_INT64,
+	[TI_DT_BOOL] = TI_DT_BOOL,
+};
+
+static ti_dtype held_as(ti_dtype dt) { return dt > TI_DT_INVALID && dt < TI_DT_COUNT ? held_as_table[dt] : TI_DT_INVALID; }
+
 static ti_status new_tensor(rt_exec *ex, ti_dtype dtype, int ndim, const int64_t *shape, bool data, rt_tensor **out,
                             ti_error *err)
 {
@@ -225,7 +241,10 @@ static ti_status new_tensor(rt_exec *ex, ti_dtype dtype, int ndim, const int64_t
 
 ti_status rt_new(rt_call *c, ti_dtype dtype, int ndim, const int64_t *shape, rt_tensor **out, ti_error *err)
 {
-	return new_tensor(c->ex, dtype, ndim, shape, c->ex->mode == WALK_REAL, out, err);
+	ti_dtype held = held_as(dtype); /* a kernel that asks for the propagated dtype gets what holds it */
+	if (!held)
+		return TI_FAIL(err, TI_E_UNSUPPORTED, "no CPU kernel yet for %s values", ti_dtype_name(dtype));
+	return new_tensor(c->ex, held, ndim, shape, c->ex->mode == WALK_REAL, out, err);
 }
 
 ti_status rt_view(rt_call *c, rt_tensor *base, int ndim, const int64_t *shape, const int64_t *stride, int64_t offset,
@@ -613,10 +632,30 @@ static const char *shape_text(rt_exec *ex, int ndim, const int64_t *shape)
 	return ti_arena_strdup(&ex->arena, buf);
 }
 
+/* Rounds a held float32 tensor's values to dtype's precision in place (float16, bfloat16: as .to(dtype) would). */
+static ti_status round_values(const rt_tensor *t, ti_dtype dtype, ti_error *err)
+{
+	if (dtype != TI_DT_FLOAT16 && dtype != TI_DT_BFLOAT16)
+		return TI_OK;
+	if (!rt_is_contiguous(t))
+		return TI_FAIL(err, TI_E_UNSUPPORTED, "no CPU kernel yet for a strided %s result", ti_dtype_name(dtype));
+	float *x = rt_f32(t);
+	uint16_t half[4096];
+	for (int64_t n = rt_numel(t), i = 0; i < n; i += 4096) {
+		size_t k = (size_t)(n - i < 4096 ? n - i : 4096);
+		ti_status st = ti_cast(TI_DT_FLOAT32, x + i, dtype, half, k, 0, err);
+		if (!st)
+			st = ti_cast(dtype, half, TI_DT_FLOAT32, x + i, k, 0, err);
+		if (st)
+			return st;
+	}
+	return TI_OK;
+}
+
 /* The kernel's output against the propagated one: false (and ex->mismatch) when they differ. */
 static bool same_as_meta(rt_exec *ex, const char *name, int k, const ti_meta_tensor *meta, const rt_tensor *t)
 {
-	bool same = meta->ndim == t->ndim && meta->dtype == t->dtype;
+	bool same = meta->ndim == t->ndim && held_as(meta->dtype) == t->dtype;
 	for (int i = 0; same && i < t->ndim; i++)
 		same = !meta->shape[i].sym && meta->shape[i].value == t->shape[i];
 	if (same)
@@ -645,9 +684,6 @@ static ti_status bind_value(rt_exec *ex, const void *meta, rt_tensor *t, bool pe
 	return TI_OK;
 }
 
-/* The dtypes kernels hold: float32 values, int64 indices, bool masks. */
-static bool held_dtype(ti_dtype dt) { return dt == TI_DT_FLOAT32 || dt == TI_DT_INT64 || dt == TI_DT_BOOL; }
-
 static ti_status run_kernel(rt_exec *ex, const mem_event *ev, const rt_kernel *k, ti_error *err)
 {
 	const ti_op_call *call = ev->call;
@@ -660,14 +696,11 @@ static ti_status run_kernel(rt_exec *ex, const mem_event *ev, const rt_kernel *k
 		entry *e = find(ex, ins[i]);
 		if (!e || !e->t)
 			return TI_FAIL(err, TI_E_UNSUPPORTED, "a tensor '%s' reads has no value", ev->name);
-		if (!held_dtype(e->t->dtype))
-			return TI_FAIL(err, TI_E_UNSUPPORTED, "no CPU kernel yet for '%s' on %s", ev->name,
-			               ti_dtype_name(e->t->dtype));
 		if (ex->mode == WALK_USES)
 			e->last_use = ex->seq;
 	}
 	for (int i = 0; i < nout; i++)
-		if (!held_dtype(outs[i]->dtype))
+		if (!held_as(outs[i]->dtype))
 			return TI_FAIL(err, TI_E_UNSUPPORTED, "no CPU kernel yet for '%s' making %s", ev->name,
 			               ti_dtype_name(outs[i]->dtype));
 	rt_call c = {.ex = ex, .call = call, .module = k->module ? ev->module : NULL, .threads = ex->threads};
@@ -683,9 +716,15 @@ static ti_status run_kernel(rt_exec *ex, const mem_event *ev, const rt_kernel *k
 			rt_tensor *t;
 			entry *base = k->view && nin ? find(ex, ins[0]) : NULL;
 			st = base ? rt_view(&c, base->t, outs[i]->ndim, shape, base->t->stride, 0, &t, err)
-			          : rt_new(&c, outs[i]->dtype, outs[i]->ndim, shape, &t, err);
+			          : rt_new(&c, held_as(outs[i]->dtype), outs[i]->ndim, shape, &t, err);
 			if (!st)
 				st = rt_output(&c, t, err);
+		}
+		/* the kernel's temporaries, live beside its inputs and outputs while it runs */
+		size_t scratch = st ? 0 : (size_t)rt_scratch_bytes(&c, k->name, k->module);
+		if (ex->live + scratch > ex->peak) {
+			ex->peak = ex->live + scratch;
+			ex->peak_at = ev->name;
 		}
 	}
 	if (!st && c.out_count != nout) {
@@ -700,6 +739,11 @@ static ti_status run_kernel(rt_exec *ex, const mem_event *ev, const rt_kernel *k
 		}
 		entry *e = find_or_add(ex, outs[i]);
 		if (ex->mode == WALK_REAL && e) {
+			/* a view holds its base's values, rounded already; a new value is rounded to its dtype */
+			if (!k->view && (st = round_values(c.out[i], outs[i]->dtype, err))) {
+				rt_release(ex, c.out[i]);
+				continue;
+			}
 			if ((st = stats_of(ex, c.out[i], &e->stats, err))) {
 				rt_release(ex, c.out[i]);
 				continue;
@@ -762,29 +806,70 @@ static ti_status walk(rt_exec *ex, int id, ti_error *err)
 
 /* ---- weights and inputs ---- */
 
-/* Reads a source tensor's values into t (contiguous, same numel), cast to t's dtype. */
-static ti_status read_source(ti_source *src, const ti_source_tensor *st_t, rt_tensor *t, ti_error *err)
+/*
+ * Casts n values of dtype `from` into t's held storage as a value of dtype
+ * `as` would hold them: through `as` first (a float32 checkpoint loaded into
+ * a float16 model is rounded, as load_state_dict's copy_ rounds it).
+ */
+static ti_status cast_into(ti_dtype from, const void *src, ti_dtype as, rt_tensor *t, size_t first, size_t n,
+                           ti_error *err)
 {
-	if (!ti_source_tensor_contiguous(st_t))
-		return TI_FAIL(err, TI_E_UNSUPPORTED, "'%s' is a strided view: not read yet", st_t->name);
-	size_t es = ti_dtype_size(st_t->dtype), n = (size_t)st_t->numel;
-	uint64_t offset = (uint64_t)st_t->offset * es;
-	if (st_t->dtype == t->dtype)
-		return ti_source_read(src, st_t->storage, offset, t->storage->data, n * es, err);
-	void *raw = malloc((n * es) != 0 ? n * es : 1);
-	if (!raw)
-		return TI_FAIL(err, TI_E_NOMEM, "out of memory reading '%s'", st_t->name);
-	ti_status st = ti_source_read(src, st_t->storage, offset, raw, n * es, err);
+	void *dst = (char *)t->storage->data + first * ti_dtype_size(t->dtype);
+	if (from == as && as == t->dtype) {
+		memcpy(dst, src, n * ti_dtype_size(as));
+		return TI_OK;
+	}
+	if (as == t->dtype || from == as) /* one rounding: straight into the held dtype */
+		return ti_cast(from, src, t->dtype, dst, n, 0, err);
+	void *mid = malloc(n * ti_dtype_size(as) + 1);
+	if (!mid)
+		return TI_FAIL(err, TI_E_NOMEM, "out of memory");
+	ti_status st = ti_cast(from, src, as, mid, n, 0, err);
 	if (!st)
-		st = ti_cast(st_t->dtype, raw, t->dtype, t->storage->data, n, 0, err); /* load_state_dict's copy_ casts */
-	free(raw);
+		st = ti_cast(as, mid, t->dtype, dst, n, 0, err);
+	free(mid);
 	return st;
 }
 
-static ti_status fill_tensor(rt_exec *ex, const ti_fill_policy *policy, const char *name, rt_tensor *t, ti_error *err)
+/* Reads a source tensor's values (any strides) into t (contiguous, same numel), held as a value of dtype `as`. */
+static ti_status read_source(ti_source *src, const ti_source_tensor *st_t, ti_dtype as, rt_tensor *t, ti_error *err)
 {
-	ti_status st = ti_fill(policy, t->dtype, ti_fill_key_of(ex->opt->seed, name), 0, (size_t)rt_numel(t),
-	                       t->storage->data, err);
+	ti_status st = ti_view_check(src, st_t, err);
+	if (st)
+		return st;
+	size_t es = ti_dtype_size(st_t->dtype), total = (size_t)st_t->numel;
+	size_t chunk = TI_VIEW_CHUNK_MAX < total ? TI_VIEW_CHUNK_MAX : total;
+	void *raw = malloc(chunk * es + 1);
+	if (!raw)
+		return TI_FAIL(err, TI_E_NOMEM, "out of memory reading '%s'", st_t->name);
+	ti_view_reader r;
+	ti_view_reader_init(&r);
+	for (size_t first = 0; first < total && !st; first += chunk) {
+		size_t n = total - first < chunk ? total - first : chunk;
+		st = ti_view_read(&r, src, st_t, (int64_t)first, n, raw, err);
+		if (!st)
+			st = cast_into(st_t->dtype, raw, as, t, first, n, err);
+	}
+	ti_view_reader_release(&r);
+	free(raw);
+	if (st)
+		ti_error_at(err, st_t->name, -1);
+	return st;
+}
+
+/* Fills t as a tensor of dtype `as` is filled (materialize's values), then holds them. */
+static ti_status fill_tensor(rt_exec *ex, const ti_fill_policy *policy, const char *name, ti_dtype as, rt_tensor *t,
+                             ti_error *err)
+{
+	size_t n = (size_t)rt_numel(t);
+	void *buf = as == t->dtype ? t->storage->data : malloc(n * ti_dtype_size(as) + 1);
+	if (!buf)
+		return TI_FAIL(err, TI_E_NOMEM, "out of memory filling '%s'", name);
+	ti_status st = ti_fill(policy, as, ti_fill_key_of(ex->opt->seed, name), 0, n, buf, err);
+	if (!st && buf != t->storage->data)
+		st = cast_into(as, buf, as, t, 0, n, err);
+	if (buf != t->storage->data)
+		free(buf);
 	if (st)
 		ti_error_at(err, name, -1);
 	return st;
@@ -808,19 +893,19 @@ static ti_status bind_weights(rt_exec *ex, const ti_check_report *load, ti_error
 				t->refs++;
 			}
 		if (!t) {
-			if (!held_dtype(p->dtype)) {
+			if (!held_as(p->dtype)) {
 				st = TI_FAIL(err, TI_E_UNSUPPORTED, "no CPU kernel yet for %s parameters ('%s')",
 				             ti_dtype_name(p->dtype), p->name);
 				break;
 			}
-			if ((st = new_tensor(ex, p->dtype, p->ndim, p->shape, real, &t, err)))
+			if ((st = new_tensor(ex, held_as(p->dtype), p->ndim, p->shape, real, &t, err)))
 				break;
 			ex->peak_at = "the weights";
 			if (real) {
 				const ti_source_tensor *from = load && i < m->param_count ? load->bound[i] : NULL;
 				ti_fill_policy policy = ex->opt->fill;
 				if (from) {
-					st = read_source(ex->opt->weights, from, t, err);
+					st = read_source(ex->opt->weights, from, p->dtype, t, err);
 				} else if (load && i < m->param_count) {
 					st = TI_FAIL(err, TI_E_CORRUPT, "the weights have no tensor for parameter '%s'", p->name);
 				} else {
@@ -828,10 +913,10 @@ static ti_status bind_weights(rt_exec *ex, const ti_check_report *load, ti_error
 						st = i < m->param_count ? ti_model_param_init(m, i, &policy, NULL, err)
 						                        : (policy = ti_fill_constant(TI_FILL_ZEROS), TI_OK);
 					if (!st && policy.kind != TI_FILL_ZEROS && policy.kind != TI_FILL_ONES &&
-					    policy.kind != TI_FILL_FULL && p->dtype != TI_DT_FLOAT32)
+					    policy.kind != TI_FILL_FULL && !ti_dtype_is_floating(p->dtype))
 						policy = ti_fill_constant(TI_FILL_ZEROS); /* counters, indices: PyTorch starts them at 0 */
 					if (!st)
-						st = fill_tensor(ex, &policy, p->name, t, err);
+						st = fill_tensor(ex, &policy, p->name, p->dtype, t, err);
 				}
 			}
 		}
@@ -860,7 +945,7 @@ static ti_status bind_inputs(rt_exec *ex, ti_error *err)
 	}
 	for (size_t i = 0; i < rep->input_count; i++) {
 		const ti_model_tensor *x = &rep->inputs[i];
-		if (!held_dtype(x->dtype))
+		if (!held_as(x->dtype))
 			return TI_FAIL(err, TI_E_UNSUPPORTED, "no CPU kernel yet for %s inputs ('%s')", ti_dtype_name(x->dtype),
 			               x->name);
 		int64_t shape[TI_META_MAX_DIMS];
@@ -874,7 +959,7 @@ static ti_status bind_inputs(rt_exec *ex, ti_error *err)
 			if (!strcmp(ex->opt->inputs[k].name, x->name))
 				given = &ex->opt->inputs[k];
 		rt_tensor *t;
-		ti_status st = new_tensor(ex, x->dtype, x->ndim, shape, real, &t, err);
+		ti_status st = new_tensor(ex, held_as(x->dtype), x->ndim, shape, real, &t, err);
 		if (st)
 			return st;
 		if (real && given && given->kind == TI_RUN_INPUT_TENSOR) {
@@ -882,13 +967,13 @@ static ti_status bind_inputs(rt_exec *ex, ti_error *err)
 			bool same = s->ndim == x->ndim;
 			for (int d = 0; same && d < x->ndim; d++)
 				same = s->shape[d] == shape[d];
-			st = same ? read_source(given->source, s, t, err)
+			st = same ? read_source(given->source, s, x->dtype, t, err)
 			          : TI_FAIL(err, TI_E_CORRUPT, "input '%s': the tensor '%s' is %s, the description's input is %s",
 			                    x->name, s->name, shape_text(ex, s->ndim, s->shape), shape_text(ex, x->ndim, shape));
 		} else if (real) {
 			ti_fill_policy policy = given ? given->fill
-			                              : ti_fill_constant(x->dtype == TI_DT_FLOAT32 ? TI_FILL_RANDN : TI_FILL_ZEROS);
-			st = fill_tensor(ex, &policy, x->name, t, err);
+			                              : ti_fill_constant(ti_dtype_is_floating(x->dtype) ? TI_FILL_RANDN : TI_FILL_ZEROS);
+			st = fill_tensor(ex, &policy, x->name, x->dtype, t, err);
 		}
 		if (!st)
 			st = bind_value(ex, x->meta, t, false, err);
@@ -974,6 +1059,17 @@ static ti_status report_tensor(rt_exec *ex, const ti_model_tensor *mt, ti_run_te
 	}
 	t->stats = e->stats;
 	t->checked = e->checked;
+	if (e->t && e->t->dtype != mt->dtype) { /* held in float32 or int64: the value's own dtype, for --save */
+		rt_tensor *own;
+		ti_status st = new_tensor(ex, mt->dtype, e->t->ndim, e->t->shape, true, &own, err);
+		if (!st && (st = ti_cast(e->t->dtype, (const char *)e->t->storage->data + (size_t)e->t->offset * ti_dtype_size(e->t->dtype), mt->dtype, own->storage->data, (size_t)rt_numel(e->t),
+		                         0, err)))
+			rt_release(ex, own);
+		if (st)
+			return st;
+		rt_release(ex, e->t);
+		e->t = own;
+	}
 	if (e->t) {
 		t->data = (const char *)e->t->storage->data + (size_t)e->t->offset * ti_dtype_size(e->t->dtype);
 		t->nbytes = (size_t)rt_numel(e->t) * ti_dtype_size(e->t->dtype);

@@ -56,6 +56,9 @@ typedef struct rt_kernel {
 	bool view;                   /* its output shares its first input's storage (memory plan) */
 } rt_kernel;
 
+/* scratch.c: the bytes a kernel's temporaries take while it runs (for the plan's peak), 0 when none. */
+int64_t rt_scratch_bytes(rt_call *c, const char *name, bool module);
+
 /* kernels/table.c: the one table (each family's rows), and lookup. */
 const rt_kernel *rt_kernel_find(const char *name, bool module);
 

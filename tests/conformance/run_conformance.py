@@ -53,14 +53,15 @@ except ImportError:
     sys.exit(0)
 
 
-ST_DTYPES = {torch.float32: "F32", torch.int64: "I64", torch.bool: "BOOL"}
+ST_DTYPES = {torch.float32: "F32", torch.int64: "I64", torch.bool: "BOOL", torch.float16: "F16",
+             torch.bfloat16: "BF16", torch.float64: "F64"}
 ST_TORCH = {v: k for k, v in ST_DTYPES.items()}
 
 
 def save_safetensors(path, tensors):
     header, blobs, offset = {}, [], 0
     for name, t in tensors.items():
-        data = t.detach().contiguous().cpu().numpy().tobytes()
+        data = t.detach().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes()
         header[name] = {"dtype": ST_DTYPES[t.dtype], "shape": list(t.shape), "data_offsets": [offset, offset + len(data)]}
         blobs.append(data)
         offset += len(data)
@@ -164,7 +165,7 @@ def vocab_of(desc):
     return min(out) if out else 10
 
 
-def run_case(binary, name, desc, tol, bind, shapes, workdir, verbose):
+def run_case(binary, name, desc, tol, bind, shapes, workdir, verbose, dtype=None):
     bind = dict(bind)
     for spec in (desc.get("inputs") or {}).values():
         for d in spec.get("shape", []):
@@ -175,6 +176,8 @@ def run_case(binary, name, desc, tol, bind, shapes, workdir, verbose):
     model = BUILDERS[name]() if name in BUILDERS else interp.build_model()
     randomize(model)
     model.eval()
+    if dtype is not None:  # model.to(dtype), inputs .to(dtype): what run --dtype does
+        model.to(dtype)
     torch.manual_seed(1)
     vocab = vocab_of(desc)
     env = {}
@@ -182,6 +185,8 @@ def run_case(binary, name, desc, tol, bind, shapes, workdir, verbose):
         shape = (shapes or {}).get(k) or list(z.shape)
         env[k] = make_input(shape, "int64" if z.dtype == torch.int64 else "float32", vocab) \
             if z.dtype in (torch.int64, torch.float32) else z
+        if dtype is not None and env[k].is_floating_point():
+            env[k] = env[k].to(dtype)
     with torch.no_grad():
         if name in REFERENCES:
             want = REFERENCES[name](env)
@@ -194,6 +199,8 @@ def run_case(binary, name, desc, tol, bind, shapes, workdir, verbose):
         json.dump(desc, f)
     sd = model.state_dict()
     cmd = [binary, "run", base + ".json", "--save", base + ".out.safetensors", "--force", "--threads", "2"]
+    if dtype is not None:
+        cmd += ["--dtype", str(dtype).replace("torch.", "")]
     for k, v in sorted(bind.items()):
         if k in json.dumps(desc):
             cmd += ["--bind", "%s=%d" % (k, v)]
@@ -231,6 +238,25 @@ def run_case(binary, name, desc, tol, bind, shapes, workdir, verbose):
     return status, "max relative error %.2e (tolerance %.0e)" % (worst, tol)
 
 
+# Models run in a low-precision dtype (run --dtype): PyTorch 1.13's CPU kernels for bfloat16
+# compute in float32 and round each result, as tinspect does; float16 has few CPU kernels in
+# 1.13 (no matmul), so its cases are elementwise. Tolerance: a few units in the last place of
+# the dtype relative to the output's largest magnitude (bfloat16 keeps 8 significant bits,
+# float16 11): where PyTorch rounds an intermediate that tinspect keeps in float32 (inside a
+# module), the two may differ by an ulp or two of the intermediate, carried through.
+BF16_TOL, F16_TOL, F64_TOL = 2e-2, 2e-3, 1e-5
+DTYPE_CASES = [
+    ("bfloat16", torch.bfloat16, BF16_TOL, "Linear", "Linear no bias", "add", "mul scalar", "gelu", "silu",
+     "softmax", "LayerNorm", "Conv2d", "MaxPool2d", "Embedding", "resnet18.json", "gpt_tiny.json",
+     "conv_seq.json"),
+    ("float16", torch.float16, F16_TOL, "add", "add alpha", "sub", "mul", "div", "gt",
+     "reshape", "permute", "transpose contiguous", "cat", "stack", "split", "Embedding", "Dropout"),
+    # float64 is computed in float32 (documented): PyTorch's float64 answer within float32's error
+    ("float64", torch.float64, F64_TOL, "Linear", "add", "gelu", "softmax", "LayerNorm", "Conv2d",
+     "gpt_tiny.json"),
+]
+
+
 def shapes_corpus():
     """shapes_conformance.py's corpus: its handwritten cases that run ("ok_*") and its random
     chains (same count and seed), each at the bindings it is checked with there. Tolerance
@@ -259,17 +285,22 @@ def main():
         with open(os.path.join(ROOT, path)) as f:
             desc = json.load(f)
         cases.append((os.path.basename(path), desc, GEMM, bind, shapes))
+    by_name = {c[0]: c for c in cases}
+    for label, dtype, tol, *names in DTYPE_CASES:
+        for n in names:
+            name, desc, _, bind, shapes = by_name[n][:5]
+            cases.append(("%s %s" % (label, name), desc, tol, bind, shapes, dtype))
     if "--no-shapes-corpus" not in args:
         cases += shapes_corpus()
     passed = failed = skipped = 0
     keep = os.environ.get("RUN_CONFORMANCE_KEEP")  # a directory: the cases' files stay there
     with tempfile.TemporaryDirectory() as tmp:
         work = keep or tmp
-        for name, desc, tol, bind, shapes in cases:
+        for name, desc, tol, bind, shapes, *dtype in cases:
             if only and only not in name:
                 continue
             try:
-                status, why = run_case(binary, name, desc, tol, bind, shapes, work, verbose)
+                status, why = run_case(binary, name, desc, tol, bind, shapes, work, verbose, *dtype)
             except sc.DescriptionError as e:
                 status, why = "SKIP", "torch interpreter: %s" % e
             except (RuntimeError, sc.StepError) as e:  # PyTorch raises: a shape error, shapes_conformance's concern

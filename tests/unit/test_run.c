@@ -202,3 +202,50 @@ Test(run, statistics_leave_nan_and_inf_out_of_the_moments)
 	          s.mean, s.std);
 	cr_expect(s.nan == 1 && s.inf == 1 && s.count == 3);
 }
+
+Test(run, rounds_each_bfloat16_result_as_pytorch_cpu_kernels_do)
+{
+	/* weights full:0.1 held as bfloat16 0.10009765625; three of them summed in float32 give
+	   0.30029296875, which bfloat16 (steps of 2^-9 there) rounds to 0.30078125 */
+	const char *text = "{\"inputs\": {\"x\": {\"shape\": [1, 3]}}, \"modules\": {\"fc\": {\"type\": \"Linear\", "
+	                   "\"in_features\": 3, \"out_features\": 1, \"bias\": false}}}";
+	ran r = {0};
+	ti_error_clear(&r.err);
+	ti_model_options mo = {.default_dtype = TI_DT_BFLOAT16};
+	cr_assert(ti_model_open(text, strlen(text), &mo, &r.model, &r.err) == TI_OK, "open: %s", r.err.message);
+	ti_run_options o = {.threads = 1};
+	cr_assert(ti_fill_parse("full:0.1", &o.fill, &r.err) == TI_OK);
+	ti_run_input x = {.name = "x", .kind = TI_RUN_INPUT_FILL};
+	cr_assert(ti_fill_parse("ones", &x.fill, &r.err) == TI_OK);
+	o.inputs = &x;
+	o.input_count = 1;
+	r.status = ti_run_execute(r.model, &o, &r.run, &r.report, &r.err);
+	cr_assert_eq(r.status, TI_OK, "%s", r.err.message);
+	const ti_run_tensor *y = &r.report->outputs[0];
+	cr_assert_eq(y->dtype, TI_DT_BFLOAT16, "the output keeps the model's dtype");
+	cr_assert_eq(y->nbytes, 2, "the saved output is one bfloat16 value, not its float32 working copy");
+	uint16_t bits;
+	memcpy(&bits, y->data, 2);
+	uint32_t wide = (uint32_t)bits << 16;
+	float got;
+	memcpy(&got, &wide, 4);
+	cr_expect_eq(got, 0.30078125f, "got %.9g, want bfloat16's rounding of 0.30029296875", (double)got);
+	cr_expect_eq(y->stats.max, 0.30078125, "statistics are of the rounded value");
+	done(&r);
+}
+
+Test(run, plans_the_convolution_columns_into_the_peak_before_allocating)
+{
+	/* weights 4x3x3x3 + 4 (448 B), input 3x8x8 (768 B), output 4x6x6 (576 B) and the im2col
+	   columns, 27 rows by 36 positions (3888 B), all live while the kernel runs */
+	ran r = run_text("{\"inputs\": {\"x\": {\"shape\": [1, 3, 8, 8]}}, \"modules\": {\"c\": {\"type\": \"Conv2d\", "
+	                 "\"in_channels\": 3, \"out_channels\": 4, \"kernel_size\": 3}}}", "ones", "ones", 0);
+	cr_assert_eq(r.status, TI_OK, "%s", r.err.message);
+	cr_expect_eq(r.report->peak_bytes, 448 + 768 + 576 + 3888, "peak %zu", r.report->peak_bytes);
+	done(&r);
+	ran refused = run_text("{\"inputs\": {\"x\": {\"shape\": [1, 3, 8, 8]}}, \"modules\": {\"c\": {\"type\": "
+	                       "\"Conv2d\", \"in_channels\": 3, \"out_channels\": 4, \"kernel_size\": 3}}}",
+	                       "ones", "ones", 448 + 768 + 576 + 3888 - 1);
+	cr_expect_eq(refused.status, TI_E_LIMIT, "one byte short of the columns is refused before allocating");
+	ti_model_close(refused.model);
+}
