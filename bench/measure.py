@@ -23,6 +23,8 @@ import zipfile
 
 
 def run_once(argv):
+    """One run: wall time, the child's CPU time (user + system), its peak RSS in bytes
+    (wait4's ru_maxrss, KiB on Linux), exit status and standard error."""
     t0 = time.perf_counter()
     p = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -31,23 +33,23 @@ def run_once(argv):
     p.stderr.close()
     _, status, ru = os.wait4(p.pid, 0)
     t = time.perf_counter() - t0
-    p.returncode = os.waitstatus_to_exitcode(status) \
-        if hasattr(os, "waitstatus_to_exitcode") else (status >> 8)
-    return t, ru.ru_maxrss * 1024, p.returncode, err  # ru_maxrss is KiB on Linux
+    rc = os.waitstatus_to_exitcode(status) if hasattr(os, "waitstatus_to_exitcode") else (status >> 8)
+    return t, ru.ru_utime + ru.ru_stime, ru.ru_maxrss * 1024, rc, err
 
 
 GNU_TIME = "/usr/bin/time"
 
 
-def rss_gnu_time(argv):
-    """Peak RSS in bytes via GNU time -f %M, or None if unusable."""
+def rss_gnu_time(argv, expect=0):
+    """Peak RSS in bytes via GNU time -f %M of a command expected to exit `expect` (GNU
+    time exits with the command's status), or None if unusable."""
     fd, out = tempfile.mkstemp(prefix="measure-rss-")
     os.close(fd)
     try:
         p = subprocess.run([GNU_TIME, "-f", "%M", "-o", out] + argv,
                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                            stderr=subprocess.DEVNULL)
-        if p.returncode != 0:
+        if p.returncode != expect:
             return None
         with open(out) as f:
             return int(f.read().strip().splitlines()[-1]) * 1024
@@ -57,21 +59,64 @@ def rss_gnu_time(argv):
         os.unlink(out)
 
 
-def measure(argv, runs, rss_method):
-    """Best wall time over `runs` direct runs; peak RSS over 2 more runs."""
+def measure(argv, runs, rss_method, expect=0):
+    """Best wall and best CPU time over `runs` runs after a warm-up, for a command
+    expected to exit `expect`; peak RSS over those runs, or by GNU time over 2 more
+    (rss_method "time"). -> (best, cpu, peak, rc, err); best None when it failed."""
     run_once(argv)                          # warm-up
-    best, peak, rc, err = None, 0, 0, b""
+    best, cpu, peak, rc, err = None, None, 0, 0, b""
     for _ in range(runs):
-        t, rss, rc, err = run_once(argv)
-        if rc != 0:
-            return None, 0, rc, err
+        t, c, rss, rc, err = run_once(argv)
+        if rc != expect:
+            return None, None, 0, rc, err
         best = t if best is None else min(best, t)
+        cpu = c if cpu is None else min(cpu, c)
         peak = max(peak, rss)
     if rss_method == "time":
-        vals = [rss_gnu_time(argv) for _ in range(2)]
+        vals = [rss_gnu_time(argv, expect) for _ in range(2)]
         if all(v is not None for v in vals):
             peak = max(vals)
-    return best, peak, rc, err
+    return best, cpu, peak, rc, err
+
+
+DROP = "/proc/sys/vm/drop_caches"
+
+
+def can_drop():
+    """Whether the page cache can be dropped (root): cold-cache timings."""
+    try:
+        with open(DROP, "w") as f:
+            f.write("3\n")
+        return True
+    except OSError:
+        return False
+
+
+def drop_caches():
+    os.sync()
+    with open(DROP, "w") as f:
+        f.write("3\n")
+
+
+def best_of(argv, runs, cold=False, ok=(0,), cleanup=None, who="measure"):
+    """Best wall time of `runs` runs: each after dropping the page cache when cold, else
+    after one untimed warm-up run; cleanup() after each. Exits naming `who` when the
+    command's status is not in ok."""
+    best = None
+    for i in range(runs + (0 if cold else 1)):
+        if cold:
+            drop_caches()
+        t0 = time.perf_counter()
+        p = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        t = time.perf_counter() - t0
+        if p.returncode not in ok:
+            sys.exit("%s: %s failed (exit %d): %s" % (who, " ".join(argv[:3]), p.returncode,
+                                                     p.stderr.decode(errors="replace").strip()))
+        if cleanup:
+            cleanup()
+        if cold or i > 0:
+            best = t if best is None or t < best else best
+    return best
 
 
 def mb(n):
@@ -132,7 +177,7 @@ def main():
     res = {}
     print("   %-26s %12s %12s  %s" % ("command", "best wall", "peak RSS", ""))
     for label, argv in cmds:
-        t, rss, rc, err = measure(argv, a.runs, rss_method)
+        t, _, rss, rc, err = measure(argv, a.runs, rss_method)
         res[label] = (t, rss, rc)
         note = "" if rc == 0 else "FAILED exit %d: %s" % (
             rc, err.decode(errors="replace").strip()[:120])

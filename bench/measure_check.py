@@ -48,13 +48,11 @@ import json
 import os
 import subprocess
 import sys
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, ".."))
 sys.path.insert(0, HERE)
-from measure import GNU_TIME, mb, ms  # noqa: E402
-from measure_shapes import run_once  # noqa: E402
+from measure import GNU_TIME, mb, measure, ms, rss_gnu_time  # noqa: E402
 
 EXPORTER = os.path.join(ROOT, "tools", "export", "tinspect-export")
 GOAL = 50
@@ -86,43 +84,6 @@ for path, classes in ((sys.argv[1], 1000), (sys.argv[2], 10)):
         continue
     torch.save(torchvision.models.resnet50(num_classes=classes).state_dict(), path + ".tmp")
     os.replace(path + ".tmp", path)"""
-
-
-def rss_time(argv, expect):
-    """Peak RSS in bytes via GNU time -f %M for a command expected to exit
-    `expect` (GNU time exits with the command's status), or None."""
-    out = os.path.join(os.environ.get("TMPDIR", "/tmp"), "measure-check-rss.%d" % os.getpid())
-    try:
-        p = subprocess.run([GNU_TIME, "-f", "%M", "-o", out] + argv,
-                           stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                           stderr=subprocess.DEVNULL)
-        if p.returncode != expect:
-            return None
-        with open(out) as f:
-            return int(f.read().strip().splitlines()[-1]) * 1024
-    except Exception:
-        return None
-    finally:
-        if os.path.exists(out):
-            os.unlink(out)
-
-
-def measure(argv, runs, rss_method, expect=0):
-    """measure_shapes.py's measure, for a command expected to exit `expect`."""
-    run_once(argv)                          # warm-up
-    best, cpu, peak, rc, err = None, None, 0, 0, b""
-    for _ in range(runs):
-        t, c, rss, rc, err = run_once(argv)
-        if rc != expect:
-            return None, None, 0, rc, err
-        best = t if best is None else min(best, t)
-        cpu = c if cpu is None else min(cpu, c)
-        peak = max(peak, rss)
-    if rss_method == "time":
-        vals = [rss_time(argv, expect) for _ in range(2)]
-        if all(v is not None for v in vals):
-            peak = max(vals)
-    return best, cpu, peak, rc, err
 
 
 def generate(python, desc, good, bad):
@@ -220,7 +181,7 @@ def main():
         return 1
 
     rss_method = "wait4"
-    if os.access(GNU_TIME, os.X_OK) and rss_time(["/bin/true"], 0) is not None:
+    if os.access(GNU_TIME, os.X_OK) and rss_gnu_time(["/bin/true"]) is not None:
         rss_method = "time"
     res = {}
 

@@ -30,13 +30,11 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from measure import mb  # noqa: E402
+from measure import best_of  # noqa: E402
 
 RANDN_ELEMENTS = 1 << 30
 
@@ -46,23 +44,6 @@ torch.save({k: v.to(torch.bfloat16) if v.is_floating_point() else v for k, v in 
 # torch.<fill>(2**30) in a whole process, as tinspect is timed
 TORCH_FILL = "import torch\nx = torch.%s(%d)\nassert x.numel() == %d"
 FILLS = ("randn", "rand")
-
-
-def best_of(argv, runs, cleanup=None):
-    """Best wall time of runs runs, after one warm-up; cleanup() runs after each."""
-    best = None
-    for i in range(runs + 1):
-        t0 = time.perf_counter()
-        p = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        t = time.perf_counter() - t0
-        if p.returncode:
-            sys.exit("measure_convert: %s failed (exit %d): %s" % (argv[0], p.returncode,
-                                                                  p.stderr.decode(errors="replace").strip()))
-        if cleanup:
-            cleanup()
-        if i and (best is None or t < best):
-            best = t
-    return best
 
 
 def rate(nbytes, seconds):
@@ -111,7 +92,7 @@ def measure_convert(a):
             rows.append(("torch load + .to(bf16) + save", [a.python, "-c", TORCH_CONVERT, src, out_pt]))
         times = {}
         for label, argv in rows:
-            times[label] = best_of(argv, a.runs, clean)
+            times[label] = best_of(argv, a.runs, cleanup=clean, who="measure_convert")
             print("   %-36s %9.0f ms  %s" % (label, times[label] * 1e3, rate(size, times[label])))
         cp, cps = times["cp (the floor)"], times["cp + sync (the same durability)"]
         for label in rows[:2]:
@@ -140,13 +121,13 @@ def measure_fills(a):
         print("== random fills: %d float32 elements (%.1f GiB), whole process" % (
             RANDN_ELEMENTS, RANDN_ELEMENTS * 4 / 2**30))
         for fill in FILLS:
-            t = best_of([a.tinspect, "materialize", model, "--fill", fill, "-q"], a.runs)
+            t = best_of([a.tinspect, "materialize", model, "--fill", fill, "-q"], a.runs, who="measure_convert")
             label = "tinspect materialize --fill %s" % fill
             print("   %-36s %9.0f ms  %6.0f M elements/s" % (label, t * 1e3, RANDN_ELEMENTS / t / 1e6))
             if a.no_torch:
                 print("   (torch side skipped: torch is not importable)")
                 continue
-            tt = best_of([a.python, "-c", TORCH_FILL % (fill, RANDN_ELEMENTS, RANDN_ELEMENTS)], a.runs)
+            tt = best_of([a.python, "-c", TORCH_FILL % (fill, RANDN_ELEMENTS, RANDN_ELEMENTS)], a.runs, who="measure_convert")
             label = "torch.%s (whole process)" % fill
             print("   %-36s %9.0f ms  %6.0f M elements/s" % (label, tt * 1e3, RANDN_ELEMENTS / tt / 1e6))
             print("   tinspect / torch throughput, %s: %.2fx (goal: at least 1x)%s" % (

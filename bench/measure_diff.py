@@ -26,7 +26,9 @@ import argparse
 import os
 import subprocess
 import sys
-import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from measure import best_of as _best_of, can_drop  # noqa: E402
 
 TENSORS = 256
 ELEMENTS = 1 << 20
@@ -47,40 +49,6 @@ for k, x in a.items():
     if not torch.equal(x, y):
         worst = max(worst, (x.double() - y.double()).abs().max().item())
 print(worst)"""
-
-DROP = "/proc/sys/vm/drop_caches"
-
-
-def can_drop():
-    try:
-        with open(DROP, "w") as f:
-            f.write("3\n")
-        return True
-    except OSError:
-        return False
-
-
-def drop():
-    os.sync()
-    with open(DROP, "w") as f:
-        f.write("3\n")
-
-
-def best_of(argv, runs, cold, ok=(0,)):
-    best = None
-    for i in range(runs + (0 if cold else 1)):
-        if cold:
-            drop()
-        t0 = time.perf_counter()
-        p = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        t = time.perf_counter() - t0
-        if p.returncode not in ok:
-            sys.exit("measure_diff: %s failed (exit %d): %s" % (" ".join(argv[:3]), p.returncode,
-                                                               p.stderr.decode(errors="replace").strip()))
-        if cold or i > 0:
-            best = t if best is None or t < best else best
-    return best
-
 
 def main():
     ap = argparse.ArgumentParser()
@@ -114,7 +82,7 @@ def main():
         size / 2e9, TENSORS, ELEMENTS, runs, "cold (dropped before each run)" if cold else "warm (cannot drop it)"))
     times = {}
     for label, argv, ok in rows:
-        times[label] = best_of(argv, runs, cold, ok)
+        times[label] = _best_of(argv, runs, cold, ok, who="measure_diff")
     disk = size / times[rows[0][0]]
     for label, _, _ in rows:
         t = times[label]

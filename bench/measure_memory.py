@@ -60,8 +60,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, ".."))
 sys.path.insert(0, HERE)
-from measure import GNU_TIME, mb, ms, rss_gnu_time  # noqa: E402
-from measure_shapes import measure  # noqa: E402
+from measure import GNU_TIME, mb, measure, ms, rss_gnu_time  # noqa: E402
 
 GPT2 = os.path.join(ROOT, "fixtures", "models", "gpt2_small.json")
 GPT2_T = 1024

@@ -27,10 +27,9 @@ import argparse
 import os
 import subprocess
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from measure import GNU_TIME, mb, ms, rss_gnu_time  # noqa: E402
+from measure import GNU_TIME, mb, measure, ms, rss_gnu_time  # noqa: E402
 
 TORCH_IMPORT = "import torch, torchvision"
 TORCH_BUILD = TORCH_IMPORT + "\nm = torchvision.models.resnet50().to('meta').eval()"
@@ -47,39 +46,6 @@ with torch.no_grad():
     y = m(torch.empty(1, 3, 224, 224, device='meta'))
 t2 = time.perf_counter()
 print(t1 - t0, t2 - t1)"""
-
-
-def run_once(argv):
-    """measure.py's run_once, plus the child's CPU time (user + system) from wait4."""
-    t0 = time.perf_counter()
-    p = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
-                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    err = p.stderr.read()
-    p.stderr.close()
-    _, status, ru = os.wait4(p.pid, 0)
-    t = time.perf_counter() - t0
-    rc = os.waitstatus_to_exitcode(status) \
-        if hasattr(os, "waitstatus_to_exitcode") else (status >> 8)
-    return t, ru.ru_utime + ru.ru_stime, ru.ru_maxrss * 1024, rc, err
-
-
-def measure(argv, runs, rss_method):
-    """Best wall and best CPU time over `runs` runs after a warm-up; peak RSS as
-    measure.py takes it (GNU time over 2 more runs where it works)."""
-    run_once(argv)                          # warm-up
-    best, cpu, peak, rc, err = None, None, 0, 0, b""
-    for _ in range(runs):
-        t, c, rss, rc, err = run_once(argv)
-        if rc != 0:
-            return None, None, 0, rc, err
-        best = t if best is None else min(best, t)
-        cpu = c if cpu is None else min(cpu, c)
-        peak = max(peak, rss)
-    if rss_method == "time":
-        vals = [rss_gnu_time(argv) for _ in range(2)]
-        if all(v is not None for v in vals):
-            peak = max(vals)
-    return best, cpu, peak, rc, err
 
 
 def torch_inprocess(python, runs):

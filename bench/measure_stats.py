@@ -20,9 +20,10 @@ Only the standard library is used on the measuring side.
 """
 import argparse
 import os
-import subprocess
 import sys
-import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from measure import best_of as _best_of, can_drop  # noqa: E402
 
 TORCH_STATS = """import sys, torch
 sd = torch.load(sys.argv[1], map_location="cpu")
@@ -37,36 +38,6 @@ for name, t in sd.items():
     if nan or inf:
         bad.append(name)
 print(len(sd), bad)"""
-
-DROP = "/proc/sys/vm/drop_caches"
-
-
-def can_drop():
-    try:
-        with open(DROP, "w") as f:
-            f.write("3\n")
-        return True
-    except OSError:
-        return False
-
-
-def best_of(argv, runs, cold):
-    best = None
-    for i in range(runs + (0 if cold else 1)):
-        if cold:
-            os.sync()
-            with open(DROP, "w") as f:
-                f.write("3\n")
-        t0 = time.perf_counter()
-        p = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        t = time.perf_counter() - t0
-        if p.returncode != 0:
-            sys.exit("measure_stats: %s failed (exit %d): %s" % (" ".join(argv[:3]), p.returncode,
-                                                                p.stderr.decode(errors="replace").strip()))
-        if cold or i > 0:
-            best = t if best is None or t < best else best
-    return best
-
 
 def main():
     ap = argparse.ArgumentParser()
@@ -91,7 +62,7 @@ def main():
                                                                                       path]))
     print("stats: vit_l_16.pt, %.2f GB, best of %d, %s page cache" % (
         size / 1e9, o.runs, "cold (dropped before each run)" if cold else "warm (cannot drop it)"))
-    times = {label: best_of(argv, o.runs, cold) for label, argv in rows}
+    times = {label: _best_of(argv, o.runs, cold, who="measure_stats") for label, argv in rows}
     for label, _ in rows:
         t = times[label]
         line = "  %-62s %8.0f ms  %7.0f MB/s" % (label, t * 1e3, size / t / 1e6)
