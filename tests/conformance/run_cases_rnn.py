@@ -3,6 +3,7 @@ run_cases_rnn.py - run_conformance.py's cases for the recurrent modules
 (RNN, LSTM, GRU) and the attention family (scaled_dot_product_attention,
 MultiheadAttention, the Transformer layers and stacks).
 """
+import torch
 import torch.nn as nn
 
 import shapes_conformance as sc
@@ -157,3 +158,38 @@ CASES += [
                {"s": [2, 5, 8], "x": [2, 3, 8]},
                modules={"m": tx("Transformer", num_encoder_layers=1, num_decoder_layers=2, batch_first=True)}),
 ]
+
+
+def sdpa_reference(q, k, v, mask=None, causal=False, scale=None):
+    """F.scaled_dot_product_attention as PyTorch 2 defines it (torch 1.13 has none): a bool mask attends where True."""
+    scores = q @ k.transpose(-2, -1) * (scale if scale is not None else q.shape[-1] ** -0.5)
+    if causal:
+        L, S = scores.shape[-2:]
+        scores = scores.masked_fill(torch.ones(L, S, dtype=torch.bool).triu(1), float("-inf"))
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf")) if mask.dtype == torch.bool else scores + mask
+    return torch.softmax(scores, dim=-1) @ v
+
+
+SDPA_SHAPES = {"q": [2, 3, 4, 8], "k": [2, 3, 5, 8], "v": [2, 3, 5, 6]}
+CASES += [
+    graph_case("scaled_dot_product_attention float mask broadcast",
+               [{"out": "y", "op": "scaled_dot_product_attention", "args": ["q", "k", "v"], "attn_mask": "m"}], ["y"],
+               GEMM, dict(SDPA_SHAPES, m=[3, 1, 5])),
+    graph_case("scaled_dot_product_attention bool mask scale",
+               [{"out": "bm", "op": "gt", "args": ["m", -1.0]},
+                {"out": "y", "op": "scaled_dot_product_attention", "args": ["q", "k", "v"], "attn_mask": "bm",
+                 "scale": 0.5}], ["y"], GEMM, dict(SDPA_SHAPES, m=[2, 1, 4, 5])),
+    graph_case("scaled_dot_product_attention causal 3d strided",
+               [{"out": "t", "op": "transpose", "args": ["x", 0, 1]},
+                {"out": "y", "op": "scaled_dot_product_attention", "args": ["t", "t", "t"], "is_causal": True}],
+               ["y"], GEMM, {"x": [5, 2, 8]}),
+]
+REFERENCES = {
+    "scaled_dot_product_attention float mask broadcast":
+        lambda env: [sdpa_reference(env["q"], env["k"], env["v"], env["m"])],
+    "scaled_dot_product_attention bool mask scale":
+        lambda env: [sdpa_reference(env["q"], env["k"], env["v"], env["m"] > -1.0, scale=0.5)],
+    "scaled_dot_product_attention causal 3d strided":
+        lambda env: [sdpa_reference(*[env["x"].transpose(0, 1)] * 3, causal=True)],
+}
