@@ -9,7 +9,9 @@ Usage:  /usr/bin/python3 tests/conformance/run_export_conformance.py ./tinspect
             [--only NAME] [--max-macs G] [-v]
 
 For each model (built on the CPU with torch.manual_seed(0), evaluation mode):
-  1. exported with tinspect_export at batch 1 (N symbolic), the input size
+  1. its parameters drawn as run_conformance.py draws them (BatchNorm's running
+     statistics too, so that no output collapses to its bias), then
+     exported with tinspect_export at batch 1 (N symbolic), the input size
      export_conformance.py uses (the smallest the family accepts, at least 64);
   2. its state_dict written to safetensors, an input drawn (randn; token ids
      for the language models) and written beside it;
@@ -58,6 +60,8 @@ def check(binary, case, work, max_macs, verbose):
 
     torch.set_num_threads(2)
     model = ec.build_model(case, "cpu")
+    rc.randomize(model)  # BatchNorm statistics and norms' affine terms drawn: outputs far from zero
+    model.eval()
     macs = ec.reference_macs(ec.build_model(case, "meta"), ec.make_input(case, {"N": 1, "T": 16}, "meta"))
     if macs > max_macs:
         return "SKIP", "%.1f GMACs at batch 1: over --max-macs" % (macs / 1e9)
@@ -96,7 +100,9 @@ def check(binary, case, work, max_macs, verbose):
             return "FAIL", "shape %s, PyTorch %s" % (list(g.shape), list(w.shape))
         scale = max(w.abs().max().item(), 1e-6)
         worst = max(worst, (g.float() - w.float()).abs().max().item() / scale)
-    return ("ok" if worst <= TOLERANCE else "FAIL"), "max relative error %.2e (tolerance %.0e)" % (worst, TOLERANCE)
+    scale = max(w.abs().max().item() for w in want)
+    return ("ok" if worst <= TOLERANCE else "FAIL"), "max relative error %.2e (tolerance %.0e; max |output| %.3g)" % (
+        worst, TOLERANCE, scale)
 
 
 def main():
