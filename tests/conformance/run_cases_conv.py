@@ -59,3 +59,67 @@ CONV = [
 ]
 
 CASES = CONV
+
+
+def pool(name, type_, shape, tol=EXACT, **kw):
+    return module_case(name, dict(type=type_, **kw), tol, {"x": shape})
+
+
+def pool_with_indices(name, op, shape, **kw):
+    return graph_case(name, [dict(out=["y", "i"], op=op, args=["x"], return_indices=True, **kw)], ["y", "i"], EXACT,
+                      {"x": shape})
+
+
+POOL = [
+    pool("MaxPool1d", "MaxPool1d", [2, 3, 11], kernel_size=3, stride=2, padding=1),
+    pool("MaxPool1d unbatched dilation ceil", "MaxPool1d", [4, 12], kernel_size=2, stride=3, dilation=2,
+         ceil_mode=True),
+    pool("MaxPool2d dilation ceil", "MaxPool2d", [2, 3, 9, 10], kernel_size=[3, 2], stride=[2, 3], padding=[1, 1],
+         dilation=[2, 1], ceil_mode=True),
+    pool("MaxPool3d", "MaxPool3d", [2, 3, 5, 6, 7], kernel_size=[2, 3, 3], stride=2, padding=[1, 1, 0]),
+    pool("MaxPool3d unbatched dilation ceil", "MaxPool3d", [3, 7, 6, 8], kernel_size=2, stride=[2, 1, 3],
+         dilation=[2, 1, 2], ceil_mode=True),
+    pool_with_indices("max_pool1d indices", "max_pool1d", [2, 3, 10], kernel_size=3, stride=2, padding=1),
+    pool_with_indices("max_pool2d indices", "max_pool2d", [2, 3, 7, 8], kernel_size=3, stride=2, padding=1,
+                      dilation=1, ceil_mode=True),
+    pool_with_indices("max_pool3d indices", "max_pool3d", [1, 2, 5, 6, 5], kernel_size=[3, 2, 2], stride=2,
+                      padding=1, dilation=[1, 2, 1]),
+    pool_with_indices("adaptive_max_pool1d indices", "adaptive_max_pool1d", [2, 3, 10], output_size=[4]),
+    pool_with_indices("adaptive_max_pool2d indices", "adaptive_max_pool2d", [2, 3, 7, 9], output_size=[3, 4]),
+    pool_with_indices("adaptive_max_pool3d indices", "adaptive_max_pool3d", [2, 6, 5, 7], output_size=[4, 3, 5]),
+    pool("MaxPool2d return_indices", "MaxPool2d", [1, 2, 6, 6], kernel_size=2, return_indices=True),
+    pool("AvgPool1d", "AvgPool1d", [2, 3, 11], ELEMENTWISE, kernel_size=3, stride=2, padding=1),
+    pool("AvgPool1d ceil no pad count", "AvgPool1d", [3, 10], ELEMENTWISE, kernel_size=4, stride=3, padding=2,
+         ceil_mode=True, count_include_pad=False),
+    pool("AvgPool1d ceil count pad", "AvgPool1d", [2, 2, 10], ELEMENTWISE, kernel_size=4, stride=3, padding=2,
+         ceil_mode=True),
+    pool("AvgPool2d divisor", "AvgPool2d", [2, 3, 8, 7], ELEMENTWISE, kernel_size=[3, 2], stride=[2, 1],
+         padding=[1, 1], divisor_override=5),
+    pool("AvgPool2d ceil count pad", "AvgPool2d", [1, 2, 7, 8], ELEMENTWISE, kernel_size=3, stride=2, padding=1,
+         ceil_mode=True),
+    pool("AvgPool3d", "AvgPool3d", [2, 3, 6, 5, 7], ELEMENTWISE, kernel_size=[2, 3, 3], stride=[2, 1, 2],
+         padding=1),
+    pool("AvgPool3d ceil no pad count", "AvgPool3d", [3, 7, 6, 8], ELEMENTWISE, kernel_size=3, stride=2, padding=1,
+         ceil_mode=True, count_include_pad=False),
+    pool("AvgPool3d divisor", "AvgPool3d", [1, 2, 5, 5, 5], ELEMENTWISE, kernel_size=2, divisor_override=3),
+    pool("AdaptiveAvgPool1d", "AdaptiveAvgPool1d", [2, 3, 11], ELEMENTWISE, output_size=4),
+    pool("AdaptiveAvgPool1d to 1", "AdaptiveAvgPool1d", [3, 9], ELEMENTWISE, output_size=1),
+    pool("AdaptiveAvgPool2d None", "AdaptiveAvgPool2d", [2, 3, 10, 7], ELEMENTWISE, output_size=[None, 2]),
+    pool("AdaptiveAvgPool2d larger", "AdaptiveAvgPool2d", [1, 2, 3, 4], ELEMENTWISE, output_size=[5, 7]),
+    pool("AdaptiveAvgPool3d", "AdaptiveAvgPool3d", [2, 3, 7, 6, 9], ELEMENTWISE, output_size=[3, 4, 5]),
+    pool("AdaptiveAvgPool3d None unbatched", "AdaptiveAvgPool3d", [3, 5, 6, 7], ELEMENTWISE,
+         output_size=[2, None, 3]),
+    pool("AdaptiveAvgPool3d to 1", "AdaptiveAvgPool3d", [2, 3, 4, 5, 6], ELEMENTWISE, output_size=1),
+    pool("AdaptiveMaxPool1d", "AdaptiveMaxPool1d", [2, 3, 11], output_size=4),
+    pool("AdaptiveMaxPool2d", "AdaptiveMaxPool2d", [2, 3, 11, 5], output_size=[3, None]),
+    pool("AdaptiveMaxPool3d", "AdaptiveMaxPool3d", [2, 3, 5, 7, 6], output_size=[2, 3, 4]),
+    pool("AdaptiveMaxPool3d indices", "AdaptiveMaxPool3d", [2, 3, 5, 7, 6], output_size=2, return_indices=True),
+    graph_case("max_pool2d on a permuted input", [{"out": "p", "op": "permute", "args": ["x", [0, 3, 1, 2]]},
+                                                  {"out": "y", "op": "max_pool2d", "args": ["p", 3],
+                                                   "stride": 2}], ["y"], EXACT, {"x": [2, 7, 8, 3]}),
+    graph_case("avg_pool3d on a transposed input", [{"out": "p", "op": "transpose", "args": ["x", 1, 4]},
+                                                    {"out": "y", "op": "avg_pool3d", "args": ["p", 2]}],
+               ["y"], ELEMENTWISE, {"x": [2, 4, 5, 6, 3]}),
+]
+
+CASES = CONV + POOL
