@@ -123,3 +123,50 @@ POOL = [
 ]
 
 CASES = CONV + POOL
+
+
+def norm(name, type_, shape, **kw):
+    return module_case(name, dict(type=type_, **kw), ELEMENTWISE, {"x": shape})
+
+
+NORM = [
+    norm("InstanceNorm1d", "InstanceNorm1d", [2, 3, 9], num_features=3),
+    norm("InstanceNorm1d unbatched affine", "InstanceNorm1d", [4, 7], num_features=4, affine=True),
+    norm("InstanceNorm2d affine", "InstanceNorm2d", [2, 3, 5, 6], num_features=3, affine=True),
+    norm("InstanceNorm2d running stats", "InstanceNorm2d", [2, 3, 5, 6], num_features=3, track_running_stats=True),
+    norm("InstanceNorm3d", "InstanceNorm3d", [2, 4, 3, 5, 4], num_features=4, eps=1e-3),
+    norm("InstanceNorm3d running stats affine unbatched", "InstanceNorm3d", [3, 4, 5, 2], num_features=3,
+         affine=True, track_running_stats=True),
+    op_case("instance_norm weight bias", "instance_norm", ["x"], ELEMENTWISE,
+            {"x": [2, 3, 4, 5], "w": [3], "b": [3]}, weight="w", bias="b"),
+    op_case("instance_norm running stats", "instance_norm", ["x"], ELEMENTWISE,
+            {"x": [2, 3, 7], "m": [3], "w": [3]}, running_mean="m", running_var="w", use_input_stats=False),
+    norm("BatchNorm1d 2d input", "BatchNorm1d", [5, 4], num_features=4),
+    norm("BatchNorm1d 3d input", "BatchNorm1d", [2, 4, 6], num_features=4),
+    norm("BatchNorm3d", "BatchNorm3d", [2, 3, 4, 3, 5], num_features=3),
+    norm("BatchNorm2d batch statistics", "BatchNorm2d", [3, 4, 5, 2], num_features=4, track_running_stats=False),
+    norm("BatchNorm1d batch statistics no affine", "BatchNorm1d", [6, 3], num_features=3, affine=False,
+         track_running_stats=False),
+    op_case("batch_norm training weight bias", "batch_norm", ["x", None, None, "w", "b"], ELEMENTWISE,
+            {"x": [3, 4, 5], "w": [4], "b": [4]}, training=True),
+    graph_case("batch_norm on a permuted input", [{"out": "p", "op": "permute", "args": ["x", [0, 3, 1, 2]]},
+                                                  {"out": "y", "op": "batch_norm",
+                                                   "args": ["p", None, None], "training": True}],
+               ["y"], ELEMENTWISE, {"x": [2, 4, 5, 3]}),
+    norm("GroupNorm 3d input", "GroupNorm", [2, 6, 7], num_groups=3, num_channels=6),
+    norm("GroupNorm 5d input", "GroupNorm", [2, 4, 3, 2, 5], num_groups=2, num_channels=4, eps=1e-3),
+    norm("GroupNorm 2d input no affine", "GroupNorm", [3, 8], num_groups=4, num_channels=8, affine=False),
+    norm("LocalResponseNorm 3d", "LocalResponseNorm", [2, 7, 5], size=3),
+    norm("LocalResponseNorm 4d even size", "LocalResponseNorm", [2, 6, 4, 5], size=4, alpha=0.01, beta=0.5, k=2.0),
+    norm("LocalResponseNorm 5d", "LocalResponseNorm", [1, 5, 3, 4, 2], size=2),
+    op_case("local_response_norm size beyond channels", "local_response_norm", ["x", 7], ELEMENTWISE,
+            {"x": [2, 3, 6]}, alpha=0.1),
+    op_case("normalize", "normalize", ["x"], ELEMENTWISE, {"x": [2, 3, 4]}),
+    op_case("normalize p1 dim -1", "normalize", ["x"], ELEMENTWISE, {"x": [2, 3, 4]}, p=1.0, dim=-1),
+    op_case("normalize p3 dim 0", "normalize", ["x"], ELEMENTWISE, {"x": [4, 3, 2]}, p=3.0, dim=0),
+    graph_case("normalize on a transposed input", [{"out": "t", "op": "transpose", "args": ["x", 0, 2]},
+                                                   {"out": "y", "op": "normalize", "args": ["t"], "dim": 2}],
+               ["y"], ELEMENTWISE, {"x": [4, 3, 5]}),
+]
+
+CASES = CONV + POOL + NORM
