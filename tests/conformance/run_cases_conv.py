@@ -169,4 +169,22 @@ NORM = [
                ["y"], ELEMENTWISE, {"x": [4, 3, 5]}),
 ]
 
-CASES = CONV + POOL + NORM
+# padding_mode other than 'zeros' runs F.pad first: these skip while 'pad' has no kernel
+PADDED = [
+    conv("Conv2d reflect", "Conv2d", [2, 3, 7, 6], in_channels=3, out_channels=4, kernel_size=3, padding=[1, 2],
+         padding_mode="reflect"),
+    conv("Conv1d circular", "Conv1d", [2, 3, 9], in_channels=3, out_channels=2, kernel_size=3, padding=2,
+         padding_mode="circular"),
+    conv("Conv3d replicate", "Conv3d", [1, 2, 4, 5, 4], in_channels=2, out_channels=3, kernel_size=2, padding=1,
+         padding_mode="replicate"),
+]
+
+# a module whose output nothing reads still runs through its parts (skips until the executor allows it)
+UNREAD = [
+    graph_case("AdaptiveAvgPool2d output unread", [{"out": "u", "call": "p", "args": ["x"]},
+                                                   {"out": "y", "op": "adaptive_max_pool2d", "args": ["x", [3, None]]}],
+               ["y"], EXACT, {"x": [2, 3, 10, 7]},
+               modules={"p": {"type": "AdaptiveAvgPool2d", "output_size": [None, 2]}}),
+]
+
+CASES = CONV + POOL + NORM + PADDED + UNREAD
