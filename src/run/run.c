@@ -43,6 +43,7 @@ typedef struct entry {
 	int last_use;            /* the last kernel (sequence number) that reads it; -1: none */
 	bool permanent;          /* weights, the description's outputs, --save-all */
 	bool has_stats, checked;
+	bool made;               /* bound in this walk (it may be let go since, when nothing reads it) */
 	ti_run_stats stats;
 } entry;
 
@@ -680,6 +681,7 @@ static ti_status bind_value(rt_exec *ex, const void *meta, rt_tensor *t, bool pe
 	}
 	rt_release(ex, e->t);
 	e->t = t;
+	e->made = true;
 	e->permanent = permanent || e->permanent || ex->opt->keep_all || is_final_output(ex, meta);
 	return TI_OK;
 }
@@ -780,6 +782,19 @@ static bool outputs_have_values(rt_exec *ex, const ti_op_call *call)
 	return true;
 }
 
+/* Every output was made in this walk: a module's parts ran, though an output nobody reads is let go already. */
+static bool outputs_made(rt_exec *ex, const ti_op_call *call)
+{
+	const ti_meta_tensor *outs[RT_MAX_IO];
+	int n = call_outputs(call, outs);
+	for (int i = 0; i < n && i < RT_MAX_IO; i++) {
+		entry *e = find(ex, outs[i]);
+		if (!e || (!e->t && !e->made))
+			return false;
+	}
+	return true;
+}
+
 static ti_status walk(rt_exec *ex, int id, ti_error *err)
 {
 	const mem_event *ev = &ex->trace.events[id];
@@ -799,7 +814,7 @@ static ti_status walk(rt_exec *ex, int id, ti_error *err)
 		snprintf(why, sizeof(why), "%s", err->message);
 		return TI_FAIL(err, TI_E_UNSUPPORTED, "no CPU kernel yet for '%s' (%s)", ev->name, why);
 	}
-	if (!st && call && !outputs_have_values(ex, call))
+	if (!st && call && !outputs_made(ex, call))
 		return TI_FAIL(err, TI_E_UNSUPPORTED, "no CPU kernel yet for '%s'", ev->name);
 	return st;
 }
@@ -991,6 +1006,7 @@ static void let_all_go(rt_exec *ex)
 		rt_release(ex, ex->entries[i].t);
 		ex->entries[i].t = NULL;
 		ex->entries[i].permanent = false;
+		ex->entries[i].made = false;
 	}
 }
 

@@ -54,6 +54,26 @@ static int64_t conv(rt_call *c)
 	return w->shape[1] * prod(w->shape + 2, spatial) * plane * (int64_t)sizeof(float);
 }
 
+/* conv_transpose1d/2d/3d: the columns W^T x of one group of one image, (C_out / groups) * kernel by input plane. */
+static int64_t conv_transpose(rt_call *c)
+{
+	const rt_tensor *x = arg(c, "input"), *w = arg(c, "weight");
+	if (!x || !w || w->ndim < 3 || x->ndim < w->ndim - 2)
+		return 0;
+	int spatial = w->ndim - 2;
+	return w->shape[1] * prod(w->shape + 2, spatial) * prod(x->shape + x->ndim - spatial, spatial) *
+	       (int64_t)sizeof(float);
+}
+
+/* bilinear: x2 A^T, batch by out * in1. */
+static int64_t bilinear(rt_call *c)
+{
+	const rt_tensor *x1 = arg(c, "input1"), *w = arg(c, "weight");
+	if (!x1 || !w || w->ndim != 3)
+		return 0;
+	return prod(x1->shape, x1->ndim) * w->shape[0] * (int64_t)sizeof(float);
+}
+
 /* scaled_dot_product_attention: one [L, S] score matrix. */
 static int64_t sdpa(rt_call *c)
 {
@@ -156,6 +176,10 @@ static const struct {
 	{"conv1d", false, conv},
 	{"conv2d", false, conv},
 	{"conv3d", false, conv},
+	{"conv_transpose1d", false, conv_transpose},
+	{"conv_transpose2d", false, conv_transpose},
+	{"conv_transpose3d", false, conv_transpose},
+	{"bilinear", false, bilinear},
 	{"scaled_dot_product_attention", false, sdpa},
 	{"MultiheadAttention", true, mha},
 	{"TransformerEncoderLayer", true, transformer},

@@ -1,158 +1,380 @@
 /*
- * conv.c - conv1d and conv2d (Conv1d, Conv2d through their functional
- * operators): im2col and one sgemm per image and group, zero padding,
- * stride, dilation and groups. A 1x1 convolution with stride 1 and no
- * padding reads the input as the column matrix itself. conv1d is conv2d on
- * a height of 1. Columns are built in parallel over input channels; sgemm
- * threads itself.
+ * conv.c - convolutions and the other contractions with a weight:
+ * conv1d/2d/3d, conv_transpose1d/2d/3d (Conv*, ConvTranspose* run through
+ * them) and bilinear (Bilinear).
+ *
+ * Every convolution is a 3-d one, a lower rank taking size 1, kernel 1,
+ * stride 1, padding 0 and dilation 1 in its leading spatial dimensions.
+ * A convolution is im2col and one sgemm per image and group (zero padding,
+ * stride, dilation, groups; padding='same' pads d(k - 1) / 2 on the left,
+ * the odd one falling off the right as PyTorch's). A 1x1 convolution with
+ * stride 1 and no padding reads the input as the column matrix itself.
+ *
+ * A transposed convolution is the convolution's adjoint: per image and
+ * group one sgemm, columns = W^T x ([out_channels / groups * prod(kernel),
+ * prod(input)]), then col2im adds each column into the output pixel
+ * o = i * stride - padding + k * dilation it reaches (output_padding only
+ * widens the output). Columns are built, and added back, in parallel over
+ * channels (each channel's pixels are its own); sgemm threads itself.
+ *
+ * bilinear is y[b, o] = x1[b]^T A[o] x2[b] + bias[o]: one sgemm
+ * U = x2 A^T ([batch, out * in1], A read as [out * in1, in2]), then a dot
+ * of each U[b, o, :] with x1[b].
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "run/run_internal.h"
 
+#define CONV_DIMS 3 /* conv3d's; conv1d and conv2d are 3-d with leading size 1 */
+
+/*
+ * One group's image against its column matrix. For a convolution the image
+ * is the input and the columns' plane the output; for a transposed one the
+ * image is the output and the plane the input (col2im walks the same map).
+ */
 typedef struct geometry {
-	int64_t channels, height, width;       /* of one group's input */
-	int64_t kh, kw, sh, sw, ph, pw, dh, dw;
-	int64_t out_h, out_w;
+	int64_t channels;                /* image channels in one group */
+	int64_t image[CONV_DIMS];        /* image sizes */
+	int64_t kernel[CONV_DIMS], stride[CONV_DIMS], padding[CONV_DIMS], dilation[CONV_DIMS];
+	int64_t plane[CONV_DIMS];        /* column plane sizes */
 } geometry;
 
-typedef struct im2col_job {
-	const geometry *g;
-	const float *image;   /* the group's first channel */
-	float *cols;          /* [channels * kh * kw, out_h * out_w] */
-} im2col_job;
-
-static void im2col_range(void *user, int64_t begin, int64_t end)
+static int64_t product(const int64_t *v, int n)
 {
-	im2col_job *j = user;
-	const geometry *g = j->g;
-	int64_t plane = g->out_h * g->out_w;
-	for (int64_t ch = begin; ch < end; ch++) {
-		const float *src = j->image + ch * g->height * g->width;
-		for (int64_t ki = 0; ki < g->kh; ki++)
-			for (int64_t kj = 0; kj < g->kw; kj++) {
-				float *dst = j->cols + ((ch * g->kh + ki) * g->kw + kj) * plane;
-				for (int64_t oh = 0; oh < g->out_h; oh++) {
-					int64_t ih = oh * g->sh - g->ph + ki * g->dh;
-					float *row = dst + oh * g->out_w;
-					if (ih < 0 || ih >= g->height) {
-						memset(row, 0, (size_t)g->out_w * sizeof(*row));
-						continue;
-					}
-					const float *in = src + ih * g->width;
-					int64_t base = kj * g->dw - g->pw;
-					if (g->sw == 1 && base >= 0 && base + g->out_w <= g->width) {
-						memcpy(row, in + base, (size_t)g->out_w * sizeof(*row));
-						continue;
-					}
-					for (int64_t ow = 0; ow < g->out_w; ow++) {
-						int64_t iw = ow * g->sw + base;
-						row[ow] = iw >= 0 && iw < g->width ? in[iw] : 0.0f;
-					}
-				}
-			}
+	int64_t p = 1;
+	for (int i = 0; i < n; i++)
+		p *= v[i];
+	return p;
+}
+
+typedef struct cols_job {
+	const geometry *g;
+	float *image;   /* the group's first channel: read (im2col) or added into (col2im) */
+	float *cols;    /* [channels * prod(kernel), prod(plane)] */
+} cols_job;
+
+/*
+ * One row of the columns: kernel offset (kd, kh, kw) of channel ch, over
+ * the plane's (pd, ph) line of width plane[2]. to_image adds the row into
+ * the image (col2im); otherwise the row is read from it (im2col).
+ */
+static void cols_line(const geometry *g, float *image, float *row, const int64_t k[CONV_DIMS], int64_t pd, int64_t ph,
+                      bool to_image)
+{
+	int64_t width = g->plane[2];
+	int64_t id = pd * g->stride[0] - g->padding[0] + k[0] * g->dilation[0];
+	int64_t ih = ph * g->stride[1] - g->padding[1] + k[1] * g->dilation[1];
+	if (id < 0 || id >= g->image[0] || ih < 0 || ih >= g->image[1]) {
+		if (!to_image)
+			memset(row, 0, (size_t)width * sizeof(*row));
+		return;
+	}
+	float *line = image + (id * g->image[1] + ih) * g->image[2];
+	int64_t base = k[2] * g->dilation[2] - g->padding[2], sw = g->stride[2];
+	if (!to_image && sw == 1 && base >= 0 && base + width <= g->image[2]) {
+		memcpy(row, line + base, (size_t)width * sizeof(*row));
+		return;
+	}
+	for (int64_t w = 0; w < width; w++) {
+		int64_t iw = w * sw + base;
+		bool inside = iw >= 0 && iw < g->image[2];
+		if (to_image) {
+			if (inside)
+				line[iw] += row[w];
+		} else {
+			row[w] = inside ? line[iw] : 0.0f;
+		}
 	}
 }
 
-static int64_t pick(const int64_t *v, int n, int i) { return n == 0 ? 0 : n == 1 ? v[0] : v[i]; }
+static void cols_channels(cols_job *j, int64_t begin, int64_t end, bool to_image)
+{
+	const geometry *g = j->g;
+	int64_t plane = product(g->plane, CONV_DIMS), taps = product(g->kernel, CONV_DIMS);
+	int64_t pixels = product(g->image, CONV_DIMS);
+	for (int64_t ch = begin; ch < end; ch++) {
+		float *image = j->image + ch * pixels;
+		for (int64_t t = 0; t < taps; t++) {
+			int64_t k[CONV_DIMS] = {t / (g->kernel[1] * g->kernel[2]), t / g->kernel[2] % g->kernel[1],
+			                        t % g->kernel[2]};
+			float *rows = j->cols + (ch * taps + t) * plane;
+			for (int64_t pd = 0; pd < g->plane[0]; pd++)
+				for (int64_t ph = 0; ph < g->plane[1]; ph++)
+					cols_line(g, image, rows + (pd * g->plane[1] + ph) * g->plane[2], k, pd, ph, to_image);
+		}
+	}
+}
+
+static void im2col_range(void *user, int64_t begin, int64_t end) { cols_channels(user, begin, end, false); }
+static void col2im_range(void *user, int64_t begin, int64_t end) { cols_channels(user, begin, end, true); }
+
+/*
+ * A list argument, one value per spatial dim (a single one repeats), into
+ * the last dims of out; the leading dims of a lower rank, and an empty
+ * list, take neutral (1 for stride and dilation, 0 for paddings).
+ */
+static void spatial_ints(rt_call *c, const char *name, int spatial, int64_t neutral, int64_t out[CONV_DIMS])
+{
+	int64_t v[CONV_DIMS];
+	int n = rt_ints(c, name, v, CONV_DIMS);
+	for (int i = 0; i < CONV_DIMS; i++) {
+		int at = i - (CONV_DIMS - spatial);
+		out[i] = at < 0 || n <= 0 ? neutral : n == 1 ? v[0] : v[at];
+	}
+}
+
+/* The operands of a convolution call: input, weight, bias, their checks. */
+typedef struct conv_operands {
+	rt_tensor *input, *weight, *bias;
+	int spatial;
+	bool batched;
+} conv_operands;
+
+static ti_status operands(rt_call *c, conv_operands *o, ti_error *err)
+{
+	ti_status st = rt_arg(c, "input", &o->input, err);
+	if (!st)
+		st = rt_arg(c, "weight", &o->weight, err);
+	if (!st)
+		st = rt_arg(c, "bias", &o->bias, err);
+	if (st)
+		return st;
+	if (o->input->dtype != TI_DT_FLOAT32 || o->weight->dtype != TI_DT_FLOAT32)
+		return TI_FAIL(err, TI_E_UNSUPPORTED, "no CPU kernel yet for convolutions on %s",
+		               ti_dtype_name(o->input->dtype));
+	o->spatial = o->weight->ndim - 2;
+	if (o->spatial < 1 || o->spatial > CONV_DIMS)
+		return TI_FAIL(err, TI_E_UNSUPPORTED, "no CPU kernel yet for a convolution of %d spatial dims", o->spatial);
+	o->batched = o->input->ndim == o->spatial + 2;
+	return TI_OK;
+}
+
+/* The output [images?, channels, *spatial] (no batch dim for an unbatched input). */
+static ti_status new_output(rt_call *c, const conv_operands *o, int64_t channels, const int64_t sizes[CONV_DIMS],
+                            rt_tensor **y, ti_error *err)
+{
+	int64_t shape[CONV_DIMS + 2];
+	int n = 0;
+	if (o->batched)
+		shape[n++] = o->input->shape[0];
+	shape[n++] = channels;
+	for (int i = CONV_DIMS - o->spatial; i < CONV_DIMS; i++)
+		shape[n++] = sizes[i];
+	return rt_new(c, TI_DT_FLOAT32, n, shape, y, err);
+}
+
+/* Each of the channels planes of dst (plane elements apart) starts as bias[first + o], or 0 without one. */
+static void fill_bias(float *dst, const rt_tensor *bias, int64_t first, int64_t channels, int64_t plane)
+{
+	for (int64_t o = 0; o < channels; o++) {
+		float v = bias ? rt_f32(bias)[(first + o) * bias->stride[0]] : 0.0f;
+		for (int64_t p = 0; p < plane; p++)
+			dst[o * plane + p] = v;
+	}
+}
 
 ti_status rt_k_conv(rt_call *c, ti_error *err)
 {
-	rt_tensor *in, *w, *b;
-	ti_status st = rt_arg(c, "input", &in, err);
-	if (!st)
-		st = rt_arg(c, "weight", &w, err);
-	if (!st)
-		st = rt_arg(c, "bias", &b, err);
+	conv_operands o;
+	ti_status st = operands(c, &o, err);
 	if (st)
 		return st;
-	if (in->dtype != TI_DT_FLOAT32 || w->dtype != TI_DT_FLOAT32)
-		return TI_FAIL(err, TI_E_UNSUPPORTED, "no CPU kernel yet for convolutions on %s", ti_dtype_name(in->dtype));
-	int spatial = w->ndim - 2;
-	if (spatial != 1 && spatial != 2)
-		return TI_FAIL(err, TI_E_UNSUPPORTED, "no CPU kernel yet for conv%dd", spatial);
-	bool batched = in->ndim == spatial + 2;
-	int64_t stride[2], dilation[2], padding[2] = {0, 0};
-	int ns = rt_ints(c, "stride", stride, 2), nd = rt_ints(c, "dilation", dilation, 2);
+	rt_tensor *in = o.input, *w = o.weight;
+	int lead = CONV_DIMS - o.spatial;
 	int64_t groups = rt_int(c, "groups");
-	int64_t ksize[2] = {spatial == 2 ? w->shape[2] : 1, w->shape[spatial + 1]};
-	int64_t size[2] = {spatial == 2 ? in->shape[in->ndim - 2] : 1, in->shape[in->ndim - 1]};
-	int64_t s[2] = {spatial == 2 ? pick(stride, ns, 0) : 1, pick(stride, ns, spatial - 1)};
-	int64_t d[2] = {spatial == 2 ? pick(dilation, nd, 0) : 1, pick(dilation, nd, spatial - 1)};
+	geometry g = {.channels = in->shape[o.batched ? 1 : 0] / groups};
+	for (int i = 0; i < CONV_DIMS; i++) {
+		g.image[i] = i < lead ? 1 : in->shape[in->ndim - CONV_DIMS + i];
+		g.kernel[i] = i < lead ? 1 : w->shape[2 + i - lead];
+	}
+	spatial_ints(c, "stride", o.spatial, 1, g.stride);
+	spatial_ints(c, "dilation", o.spatial, 1, g.dilation);
 	const char *mode = ti_bound_str(&c->call->in, "padding");
-	if (mode && !strcmp(mode, "same")) { /* PyTorch puts the odd one on the right: out = in at stride 1 */
-		for (int i = 0; i < 2; i++)
-			padding[i] = d[i] * (ksize[i] - 1) / 2;
-	} else if (!mode) {
-		int64_t p[2];
-		int np = rt_ints(c, "padding", p, 2);
-		padding[0] = spatial == 2 ? pick(p, np, 0) : 0;
-		padding[1] = pick(p, np, spatial - 1);
-	}
-	geometry g = {
-		.channels = in->shape[batched ? 1 : 0] / groups, .height = size[0], .width = size[1],
-		.kh = ksize[0], .kw = ksize[1], .sh = s[0], .sw = s[1], .ph = padding[0], .pw = padding[1],
-		.dh = d[0], .dw = d[1],
-	};
-	if (mode && !strcmp(mode, "same")) {
-		g.out_h = g.height;
-		g.out_w = g.width;
+	bool same = mode && !strcmp(mode, "same");
+	if (same) { /* PyTorch puts the odd one on the right: out = in at stride 1 */
+		for (int i = 0; i < CONV_DIMS; i++)
+			g.padding[i] = g.dilation[i] * (g.kernel[i] - 1) / 2;
+	} else if (mode) { /* 'valid' */
+		memset(g.padding, 0, sizeof(g.padding));
 	} else {
-		g.out_h = (g.height + 2 * g.ph - g.dh * (g.kh - 1) - 1) / g.sh + 1;
-		g.out_w = (g.width + 2 * g.pw - g.dw * (g.kw - 1) - 1) / g.sw + 1;
+		spatial_ints(c, "padding", o.spatial, 0, g.padding);
 	}
-	int64_t images = batched ? in->shape[0] : 1, out_ch = w->shape[0], per_group = out_ch / groups;
-	int64_t shape[4], k = g.channels * g.kh * g.kw, plane = g.out_h * g.out_w;
-	int n = 0;
-	if (batched)
-		shape[n++] = images;
-	shape[n++] = out_ch;
-	if (spatial == 2)
-		shape[n++] = g.out_h;
-	shape[n++] = g.out_w;
-	rt_tensor *xc, *wc, *y;
+	for (int i = 0; i < CONV_DIMS; i++)
+		g.plane[i] = same ? g.image[i]
+		                  : (g.image[i] + 2 * g.padding[i] - g.dilation[i] * (g.kernel[i] - 1) - 1) / g.stride[i] + 1;
+	int64_t images = o.batched ? in->shape[0] : 1, out_ch = w->shape[0], per_group = out_ch / groups;
+	int64_t k = g.channels * product(g.kernel, CONV_DIMS), plane = product(g.plane, CONV_DIMS);
+	int64_t pixels = product(g.image, CONV_DIMS);
+	bool direct = true;
+	for (int i = 0; i < CONV_DIMS; i++)
+		direct = direct && g.kernel[i] == 1 && g.stride[i] == 1 && g.padding[i] == 0;
+	rt_tensor *xc, *wc = NULL, *y = NULL;
 	if ((st = rt_contiguous(c, in, &xc, err)))
 		return st;
-	if ((st = rt_contiguous(c, w, &wc, err))) {
-		rt_release(c->ex, xc);
-		return st;
-	}
-	if ((st = rt_new(c, TI_DT_FLOAT32, n, shape, &y, err)))
+	if ((st = rt_contiguous(c, w, &wc, err)) || (st = new_output(c, &o, out_ch, g.plane, &y, err)))
 		goto done;
-	bool direct = g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && !g.ph && !g.pw;
 	float *cols = NULL;
 	if (!direct && !(cols = malloc((size_t)((k * plane) != 0 ? k * plane : 1) * sizeof(*cols)))) {
 		st = TI_FAIL(err, TI_E_NOMEM, "out of memory for the convolution's columns");
-		rt_release(c->ex, y);
 		goto done;
 	}
-	const float *x = rt_f32(xc), *wt = rt_f32(wc), *bias = b ? rt_f32(b) : NULL;
-	float *out = rt_f32(y);
+	float *x = rt_f32(xc), *out = rt_f32(y);
+	const float *wt = rt_f32(wc);
 	for (int64_t img = 0; img < images; img++)
 		for (int64_t grp = 0; grp < groups; grp++) {
-			const float *image = x + (img * groups + grp) * g.channels * g.height * g.width;
+			float *image = x + (img * groups + grp) * g.channels * pixels;
 			float *dst = out + (img * out_ch + grp * per_group) * plane;
-			float beta = 0;
-			if (bias) {
-				for (int64_t o = 0; o < per_group; o++)
-					for (int64_t p = 0; p < plane; p++)
-						dst[o * plane + p] = bias[(grp * per_group + o) * b->stride[0]];
-				beta = 1;
-			}
+			if (o.bias)
+				fill_bias(dst, o.bias, grp * per_group, per_group, plane);
 			const float *colmat = image;
 			if (!direct) {
-				im2col_job j = {&g, image, cols};
+				cols_job j = {&g, image, cols};
 				rt_parallel(c, g.channels, 1, im2col_range, &j);
 				colmat = cols;
 			}
-			rt_sgemm(false, false, per_group, plane, k, 1.0f, wt + grp * per_group * k, k, colmat, plane, beta, dst,
-			         plane);
+			rt_sgemm(false, false, per_group, plane, k, 1.0f, wt + grp * per_group * k, k, colmat, plane,
+			         o.bias ? 1.0f : 0.0f, dst, plane);
 		}
 	free(cols);
 	st = rt_output(c, y, err);
+	y = NULL;
 done:
+	rt_release(c->ex, y);
 	rt_release(c->ex, xc);
 	rt_release(c->ex, wc);
 	return st;
 }
+
+/* conv_transpose: weight [in_channels, out_channels / groups, *kernel]. */
+static ti_status k_conv_transpose(rt_call *c, ti_error *err)
+{
+	conv_operands o;
+	ti_status st = operands(c, &o, err);
+	if (st)
+		return st;
+	rt_tensor *in = o.input, *w = o.weight;
+	int lead = CONV_DIMS - o.spatial;
+	int64_t groups = rt_int(c, "groups"), in_ch = in->shape[o.batched ? 1 : 0];
+	int64_t in_per_group = in_ch / groups, out_per_group = w->shape[1], out_ch = out_per_group * groups;
+	int64_t output_padding[CONV_DIMS];
+	geometry g = {.channels = out_per_group};
+	spatial_ints(c, "stride", o.spatial, 1, g.stride);
+	spatial_ints(c, "padding", o.spatial, 0, g.padding);
+	spatial_ints(c, "dilation", o.spatial, 1, g.dilation);
+	spatial_ints(c, "output_padding", o.spatial, 0, output_padding);
+	for (int i = 0; i < CONV_DIMS; i++) {
+		g.plane[i] = i < lead ? 1 : in->shape[in->ndim - CONV_DIMS + i];
+		g.kernel[i] = i < lead ? 1 : w->shape[2 + i - lead];
+		/* ConvUtils.h conv_input_size: (L - 1)s - 2p + d(k - 1) + output_padding + 1 */
+		g.image[i] = (g.plane[i] - 1) * g.stride[i] - 2 * g.padding[i] + g.dilation[i] * (g.kernel[i] - 1) +
+		             output_padding[i] + 1;
+	}
+	int64_t images = o.batched ? in->shape[0] : 1, rows = out_per_group * product(g.kernel, CONV_DIMS);
+	int64_t plane = product(g.plane, CONV_DIMS), pixels = product(g.image, CONV_DIMS);
+	rt_tensor *xc, *wc = NULL, *y = NULL;
+	if ((st = rt_contiguous(c, in, &xc, err)))
+		return st;
+	if ((st = rt_contiguous(c, w, &wc, err)) || (st = new_output(c, &o, out_ch, g.image, &y, err)))
+		goto done;
+	float *cols = malloc((size_t)((rows * plane) != 0 ? rows * plane : 1) * sizeof(*cols));
+	if (!cols) {
+		st = TI_FAIL(err, TI_E_NOMEM, "out of memory for the transposed convolution's columns");
+		goto done;
+	}
+	const float *x = rt_f32(xc), *wt = rt_f32(wc);
+	float *out = rt_f32(y);
+	for (int64_t img = 0; img < images; img++)
+		for (int64_t grp = 0; grp < groups; grp++) {
+			const float *src = x + (img * in_ch + grp * in_per_group) * plane;
+			float *dst = out + (img * out_ch + grp * out_per_group) * pixels;
+			fill_bias(dst, o.bias, grp * out_per_group, out_per_group, pixels);
+			/* cols[rows, plane] = W_g^T [rows, in_per_group] x_g [in_per_group, plane] */
+			rt_sgemm(true, false, rows, plane, in_per_group, 1.0f, wt + grp * in_per_group * rows, rows, src, plane,
+			         0.0f, cols, plane);
+			cols_job j = {&g, dst, cols};
+			rt_parallel(c, out_per_group, 1, col2im_range, &j);
+		}
+	free(cols);
+	st = rt_output(c, y, err);
+	y = NULL;
+done:
+	rt_release(c->ex, y);
+	rt_release(c->ex, xc);
+	rt_release(c->ex, wc);
+	return st;
+}
+
+typedef struct bilinear_job {
+	const float *u, *x1, *bias;
+	float *y;
+	int64_t out, in1, bias_stride;
+} bilinear_job;
+
+static void bilinear_rows(void *user, int64_t begin, int64_t end)
+{
+	bilinear_job *j = user;
+	for (int64_t b = begin; b < end; b++)
+		for (int64_t o = 0; o < j->out; o++) {
+			const float *u = j->u + (b * j->out + o) * j->in1, *x1 = j->x1 + b * j->in1;
+			double sum = j->bias ? j->bias[o * j->bias_stride] : 0.0;
+			for (int64_t i = 0; i < j->in1; i++)
+				sum += (double)u[i] * x1[i];
+			j->y[b * j->out + o] = (float)sum;
+		}
+}
+
+static ti_status k_bilinear(rt_call *c, ti_error *err)
+{
+	rt_tensor *x1, *x2, *w, *bias;
+	ti_status st = rt_arg(c, "input1", &x1, err);
+	if (!st)
+		st = rt_arg(c, "input2", &x2, err);
+	if (!st)
+		st = rt_arg(c, "weight", &w, err);
+	if (!st)
+		st = rt_arg(c, "bias", &bias, err);
+	if (st)
+		return st;
+	if (x1->dtype != TI_DT_FLOAT32 || w->ndim != 3 || c->call->outputs[0].kind != TI_ARG_TENSOR)
+		return TI_FAIL(err, TI_E_UNSUPPORTED, "no CPU kernel yet for this bilinear");
+	const ti_meta_tensor *m = c->call->outputs[0].as.tensor;
+	int64_t out = w->shape[0], in1 = w->shape[1], in2 = w->shape[2];
+	int64_t batch = in1 ? rt_numel(x1) / in1 : 0;
+	int64_t shape[RT_MAX_DIMS];
+	for (int i = 0; i < m->ndim && i < RT_MAX_DIMS; i++)
+		shape[i] = m->shape[i].value;
+	rt_tensor *a = NULL, *b = NULL, *wc = NULL, *y = NULL;
+	float *u = NULL;
+	if ((st = rt_contiguous(c, x1, &a, err)) || (st = rt_contiguous(c, x2, &b, err)) ||
+	    (st = rt_contiguous(c, w, &wc, err)) || (st = rt_new(c, TI_DT_FLOAT32, m->ndim, shape, &y, err)))
+		goto done;
+	if (!(u = malloc((size_t)((batch * out * in1) != 0 ? batch * out * in1 : 1) * sizeof(*u)))) {
+		st = TI_FAIL(err, TI_E_NOMEM, "out of memory for bilinear's products");
+		goto done;
+	}
+	/* U[batch, out * in1] = x2 [batch, in2] A^T, A read as [out * in1, in2] */
+	rt_sgemm(false, true, batch, out * in1, in2, 1.0f, rt_f32(b), in2, rt_f32(wc), in2, 0.0f, u, out * in1);
+	bilinear_job j = {u, rt_f32(a), bias ? rt_f32(bias) : NULL, rt_f32(y), out, in1, bias ? bias->stride[0] : 0};
+	rt_parallel(c, batch, 16, bilinear_rows, &j);
+	st = rt_output(c, y, err);
+	y = NULL;
+done:
+	free(u);
+	rt_release(c->ex, y);
+	rt_release(c->ex, a);
+	rt_release(c->ex, b);
+	rt_release(c->ex, wc);
+	return st;
+}
+
+const rt_kernel rt_kernels_conv[] = {
+	{"conv1d", false, rt_k_conv, false},
+	{"conv2d", false, rt_k_conv, false},
+	{"conv3d", false, rt_k_conv, false},
+	{"conv_transpose1d", false, k_conv_transpose, false},
+	{"conv_transpose2d", false, k_conv_transpose, false},
+	{"conv_transpose3d", false, k_conv_transpose, false},
+	{"bilinear", false, k_bilinear, false},
+	{NULL, false, NULL, false},
+};

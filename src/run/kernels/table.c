@@ -9,7 +9,7 @@
 #include "run/run_internal.h"
 
 extern const rt_kernel rt_kernels_elementwise[], rt_kernels_shape[], rt_kernels_norm[], rt_kernels_pool[],
-	rt_kernels_embedding[], rt_kernels_attention[], rt_kernels_rnn[];
+	rt_kernels_embedding[], rt_kernels_attention[], rt_kernels_rnn[], rt_kernels_conv[];
 
 static const rt_kernel linalg[] = {
 	{"linear", false, rt_k_linear, false},
@@ -17,14 +17,12 @@ static const rt_kernel linalg[] = {
 	{"bmm", false, rt_k_bmm, false},
 	{"mm", false, rt_k_bmm, false},
 	{"addmm", false, rt_k_addmm, false},
-	{"conv1d", false, rt_k_conv, false},
-	{"conv2d", false, rt_k_conv, false},
 	{NULL, false, NULL, false},
 };
 
 static const rt_kernel *const families[] = {
 	linalg, rt_kernels_elementwise, rt_kernels_shape, rt_kernels_norm, rt_kernels_pool, rt_kernels_embedding,
-	rt_kernels_attention, rt_kernels_rnn,
+	rt_kernels_attention, rt_kernels_rnn, rt_kernels_conv,
 };
 
 const rt_kernel *rt_kernel_find(const char *name, bool module)
