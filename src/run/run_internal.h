@@ -56,6 +56,9 @@ typedef struct rt_kernel {
 	bool view;                   /* its output shares its first input's storage (memory plan) */
 } rt_kernel;
 
+/* conv.c: images side by side in one sgemm of an ungrouped convolution (scratch.c sizes its columns by it). */
+int64_t rt_conv_images_per_gemm(int64_t images, int64_t plane);
+
 /* scratch.c: the bytes a kernel's temporaries take while it runs (for the plan's peak), 0 when none. */
 int64_t rt_scratch_bytes(rt_call *c, const char *name, bool module);
 

@@ -51,7 +51,8 @@ static int64_t product(const int64_t *v, int n)
 typedef struct cols_job {
 	const geometry *g;
 	float *image;   /* the group's first channel: read (im2col) or added into (col2im) */
-	float *cols;    /* [channels * prod(kernel), prod(plane)] */
+	float *cols;    /* [channels * prod(kernel), prod(plane)], rows ld apart */
+	int64_t ld;     /* 0: prod(plane); several images side by side: their planes together */
 } cols_job;
 
 /*
@@ -98,7 +99,7 @@ static void cols_channels(cols_job *j, int64_t begin, int64_t end, bool to_image
 		for (int64_t t = 0; t < taps; t++) {
 			int64_t k[CONV_DIMS] = {t / (g->kernel[1] * g->kernel[2]), t / g->kernel[2] % g->kernel[1],
 			                        t % g->kernel[2]};
-			float *rows = j->cols + (ch * taps + t) * plane;
+			float *rows = j->cols + (ch * taps + t) * (j->ld ? j->ld : plane);
 			for (int64_t pd = 0; pd < g->plane[0]; pd++)
 				for (int64_t ph = 0; ph < g->plane[1]; ph++)
 					cols_line(g, image, rows + (pd * g->plane[1] + ph) * g->plane[2], k, pd, ph, to_image);
@@ -214,14 +215,42 @@ ti_status rt_k_conv(rt_call *c, ti_error *err)
 		return st;
 	if ((st = rt_contiguous(c, w, &wc, err)) || (st = new_output(c, &o, out_ch, g.plane, &y, err)))
 		goto done;
-	float *cols = NULL;
-	if (!direct && !(cols = malloc((size_t)((k * plane) != 0 ? k * plane : 1) * sizeof(*cols)))) {
+	/* small planes: several images' columns side by side, one wider sgemm (see rt_conv_images_per_gemm) */
+	int64_t chunk = groups == 1 ? rt_conv_images_per_gemm(images, plane) : 1;
+	float *cols = NULL, *wide = NULL;
+	if ((!direct || chunk > 1) && !(cols = malloc((size_t)((k * plane * chunk) != 0 ? k * plane * chunk : 1) *
+	                                               sizeof(*cols)))) {
+		st = TI_FAIL(err, TI_E_NOMEM, "out of memory for the convolution's columns");
+		goto done;
+	}
+	if (chunk > 1 && !(wide = malloc((size_t)(out_ch * plane * chunk + 1) * sizeof(*wide)))) {
+		free(cols);
 		st = TI_FAIL(err, TI_E_NOMEM, "out of memory for the convolution's columns");
 		goto done;
 	}
 	float *x = rt_f32(xc), *out = rt_f32(y);
 	const float *wt = rt_f32(wc);
-	for (int64_t img = 0; img < images; img++)
+	for (int64_t first = 0; chunk > 1 && first < images; first += chunk) {
+		int64_t n = images - first < chunk ? images - first : chunk, ld = n * plane;
+		for (int64_t i = 0; i < n; i++) {
+			float *image = x + (first + i) * g.channels * pixels;
+			if (direct) { /* the image is its own columns: copied into its place among the others */
+				for (int64_t ch = 0; ch < g.channels; ch++)
+					memcpy(cols + ch * ld + i * plane, image + ch * pixels, (size_t)plane * sizeof(*cols));
+			} else {
+				cols_job j = {.g = &g, .image = image, .cols = cols + i * plane, .ld = ld};
+				rt_parallel(c, g.channels, 1, im2col_range, &j);
+			}
+		}
+		if (o.bias)
+			fill_bias(wide, o.bias, 0, out_ch, ld);
+		rt_sgemm(false, false, out_ch, ld, k, 1.0f, wt, k, cols, ld, o.bias ? 1.0f : 0.0f, wide, ld);
+		for (int64_t i = 0; i < n; i++)
+			for (int64_t ch = 0; ch < out_ch; ch++)
+				memcpy(out + ((first + i) * out_ch + ch) * plane, wide + ch * ld + i * plane,
+				       (size_t)plane * sizeof(*out));
+	}
+	for (int64_t img = 0; chunk == 1 && img < images; img++)
 		for (int64_t grp = 0; grp < groups; grp++) {
 			float *image = x + (img * groups + grp) * g.channels * pixels;
 			float *dst = out + (img * out_ch + grp * per_group) * plane;
@@ -229,7 +258,7 @@ ti_status rt_k_conv(rt_call *c, ti_error *err)
 				fill_bias(dst, o.bias, grp * per_group, per_group, plane);
 			const float *colmat = image;
 			if (!direct) {
-				cols_job j = {&g, image, cols};
+				cols_job j = {.g = &g, .image = image, .cols = cols};
 				rt_parallel(c, g.channels, 1, im2col_range, &j);
 				colmat = cols;
 			}
@@ -237,6 +266,7 @@ ti_status rt_k_conv(rt_call *c, ti_error *err)
 			         o.bias ? 1.0f : 0.0f, dst, plane);
 		}
 	free(cols);
+	free(wide);
 	st = rt_output(c, y, err);
 	y = NULL;
 done:
@@ -244,6 +274,23 @@ done:
 	rt_release(c->ex, xc);
 	rt_release(c->ex, wc);
 	return st;
+}
+
+/*
+ * How many images one sgemm of an ungrouped convolution takes: a plane of
+ * fewer than CONV_WIDE_COLUMNS positions (ResNet's last stages: 7x7, 14x14)
+ * makes a narrow product that sgemm runs far below its speed, so images
+ * are put side by side up to that width; a wide plane goes one image at a
+ * time. scratch.c sizes the plan's columns with the same answer.
+ */
+#define CONV_WIDE_COLUMNS 1024
+
+int64_t rt_conv_images_per_gemm(int64_t images, int64_t plane)
+{
+	if (images <= 1 || plane <= 0 || plane >= CONV_WIDE_COLUMNS)
+		return 1;
+	int64_t n = (CONV_WIDE_COLUMNS + plane - 1) / plane;
+	return n < images ? n : images;
 }
 
 /* conv_transpose: weight [in_channels, out_channels / groups, *kernel]. */
@@ -292,7 +339,7 @@ static ti_status k_conv_transpose(rt_call *c, ti_error *err)
 			/* cols[rows, plane] = W_g^T [rows, in_per_group] x_g [in_per_group, plane] */
 			rt_sgemm(true, false, rows, plane, in_per_group, 1.0f, wt + grp * in_per_group * rows, rows, src, plane,
 			         0.0f, cols, plane);
-			cols_job j = {&g, dst, cols};
+			cols_job j = {.g = &g, .image = dst, .cols = cols};
 			rt_parallel(c, out_per_group, 1, col2im_range, &j);
 		}
 	free(cols);
