@@ -18,14 +18,20 @@ typedef struct ran {
 	ti_error err;
 } ran;
 
-/* Runs one graph step on input x (float32 of x_shape) and ids (int64 of ids_shape, may be NULL), both arange. */
-static ran run_step(const char *x_shape, const char *ids_shape, const char *step)
+/*
+ * Runs one graph step on input x (float32 of x_shape) and ids (int64 of
+ * ids_shape, may be NULL), both arange; modules is the description's
+ * "modules" object or NULL.
+ */
+static ran run_model(const char *x_shape, const char *ids_shape, const char *modules, const char *step)
 {
 	char text[2048];
 	snprintf(text, sizeof(text),
-	         "{\"inputs\": {\"x\": {\"shape\": %s}%s%s%s}, \"graph\": [{\"out\": \"y\", %s}], \"outputs\": [\"y\"]}",
+	         "{\"inputs\": {\"x\": {\"shape\": %s}%s%s%s}, %s%s%s\"graph\": [{\"out\": \"y\", %s}], "
+	         "\"outputs\": [\"y\"]}",
 	         x_shape, ids_shape ? ", \"ids\": {\"shape\": " : "", ids_shape ? ids_shape : "",
-	         ids_shape ? ", \"dtype\": \"int64\"}" : "", step);
+	         ids_shape ? ", \"dtype\": \"int64\"}" : "", modules ? "\"modules\": " : "", modules ? modules : "",
+	         modules ? ", " : "", step);
 	ran r = {0};
 	ti_error_clear(&r.err);
 	ti_model_options mo = {0};
@@ -39,6 +45,11 @@ static ran run_step(const char *x_shape, const char *ids_shape, const char *step
 	o.input_count = ids_shape ? 2 : 1;
 	r.status = ti_run_execute(r.model, &o, &r.run, &r.report, &r.err);
 	return r;
+}
+
+static ran run_step(const char *x_shape, const char *ids_shape, const char *step)
+{
+	return run_model(x_shape, ids_shape, NULL, step);
 }
 
 static void done(ran *r)
@@ -102,6 +113,16 @@ Test(run_index, circular_pad_wraps_around_the_cropped_input)
 	/* [0 1 2 3 4] cropped by 1 on the left is [1 2 3 4]; 2 more on the right wrap to its start: 1 2 */
 	ran r = run_step("[1, 1, 5]", NULL, "\"op\": \"pad\", \"args\": [\"x\", [-1, 2]], \"mode\": \"circular\"");
 	const float want[] = {1, 2, 3, 4, 1, 2};
+	expect_floats(&r, want, 6, 0);
+	done(&r);
+}
+
+Test(run_index, circular_pad_module_runs_through_pad)
+{
+	/* CircularPad1d (PyTorch 2.1; not in 1.13, so no conformance case): [0 1 2] padded (2, 1): 1 2 | 0 1 2 | 0 */
+	ran r = run_model("[1, 1, 3]", NULL, "{\"p\": {\"type\": \"CircularPad1d\", \"padding\": [2, 1]}}",
+	                  "\"call\": \"p\", \"args\": [\"x\"]");
+	const float want[] = {1, 2, 0, 1, 2, 0};
 	expect_floats(&r, want, 6, 0);
 	done(&r);
 }
