@@ -216,10 +216,31 @@ static ti_status roll_table(rt_call *c, tables *tb, int64_t size, int64_t shift,
 	return TI_OK;
 }
 
-/* roll: without dims the flattened input rolls, and keeps its shape. */
+/* roll without dims: the flattened input rolls by shift, and keeps its shape. */
+static ti_status roll_flat(rt_call *c, rt_tensor *in, int64_t shift, ti_error *err)
+{
+	rt_tensor *xc, *y = NULL;
+	tables tb = {.count = 0};
+	ti_status st = rt_contiguous(c, in, &xc, err);
+	if (st)
+		return st;
+	rt_tensor flat_in = flat_of(xc);
+	rt_remap map = identity(&flat_in);
+	if (flat_in.shape[0])
+		st = roll_table(c, &tb, flat_in.shape[0], shift, &map.source[0], err);
+	if (!st && !(st = new_out(c, in->dtype, &y, err))) {
+		rt_tensor flat_out = flat_of(y);
+		rt_remap_copy(c, &flat_in, &flat_out, &map);
+		st = rt_output(c, y, err);
+	}
+	tables_release(c, &tb);
+	rt_release(c->ex, xc);
+	return st;
+}
+
 static ti_status k_roll(rt_call *c, ti_error *err)
 {
-	rt_tensor *in, *xc, *y;
+	rt_tensor *in;
 	tables tb = {.count = 0};
 	ti_status st = rt_arg(c, "input", &in, err);
 	if (st)
@@ -227,25 +248,10 @@ static ti_status k_roll(rt_call *c, ti_error *err)
 	int64_t shifts[RT_MAX_DIMS], dims[RT_MAX_DIMS];
 	int ns = ints_of(ti_bound_get(&c->call->in, "shifts"), shifts, RT_MAX_DIMS);
 	int nd = ints_of(ti_bound_get(&c->call->in, "dims"), dims, RT_MAX_DIMS);
-	if (ns < 0 || nd < 0)
+	if (ns < 1 || nd < 0)
 		return TI_FAIL(err, TI_E_UNSUPPORTED, "no CPU kernel yet for roll over more than %d dims", RT_MAX_DIMS);
-	if (nd == 0) {
-		if ((st = rt_contiguous(c, in, &xc, err)))
-			return st;
-		rt_tensor flat_in = flat_of(xc);
-		rt_remap map = identity(&flat_in);
-		if (flat_in.shape[0] && (st = roll_table(c, &tb, flat_in.shape[0], shifts[0], &map.source[0], err)))
-			goto out;
-		if ((st = new_out(c, in->dtype, &y, err)))
-			goto out;
-		rt_tensor flat_out = flat_of(y);
-		rt_remap_copy(c, &flat_in, &flat_out, &map);
-		st = rt_output(c, y, err);
-out:
-		tables_release(c, &tb);
-		rt_release(c->ex, xc);
-		return st;
-	}
+	if (nd == 0)
+		return roll_flat(c, in, shifts[0], err);
 	int64_t shift[RT_MAX_DIMS] = {0};
 	for (int k = 0; k < nd && k < ns; k++)
 		shift[wrap(dims[k], in->ndim)] += shifts[k]; /* roll_common rolls dim by dim: shifts add */
