@@ -114,4 +114,21 @@ void rt_sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float
               const float *b, int64_t ldb, float beta, float *cmat, int64_t ldc);
 void rt_blas_threads(int threads);
 
+/* ---- kernels/index.c: copies that read each output element from one input element ---- */
+
+/*
+ * How an output dim reads its input: the input's stride along it (0: the
+ * same element for every index, a new or broadcast dim) and, per output
+ * index, the input index it reads (NULL: the output index itself; -1: no
+ * element, the fill value). Flip, roll, repeat, index_select and pad are each
+ * one such table per dim.
+ */
+typedef struct rt_remap {
+	int64_t stride[RT_MAX_DIMS];
+	const int64_t *source[RT_MAX_DIMS];
+	double fill;
+} rt_remap;
+/* out (contiguous, any shape, in's dtype) = in read through map, split over the run's threads. */
+void rt_remap_copy(rt_call *c, const rt_tensor *in, rt_tensor *out, const rt_remap *map);
+
 #endif

@@ -263,6 +263,26 @@ DTYPE_CASES = [
 ]
 
 
+class SkipCase(Exception):
+    pass
+
+
+def noise_only(desc):
+    """Why PyTorch's answer to a chain is rounding noise, or None: a LayerNorm over one
+    element is x * rstd + (b - mean * rstd) in PyTorch's CPU kernel, two terms of
+    about |x| / sqrt(eps) that cancel to a few ulps of that, where tinspect's
+    (x - mean) * rstd is exactly 0; the relative error of noise means nothing."""
+    def one(v):
+        return v == 1 or v == [1]
+    for spec in (desc.get("modules") or {}).values():
+        if isinstance(spec, dict) and spec.get("type") == "LayerNorm" and one(spec.get("normalized_shape")):
+            return "LayerNorm over one element: PyTorch's output is rounding noise"
+    for step in desc.get("graph") or []:
+        if step.get("op") == "layer_norm" and len(step.get("args", [])) > 1 and one(step["args"][1]):
+            return "layer_norm over one element: PyTorch's output is rounding noise"
+    return None
+
+
 def shapes_corpus():
     """shapes_conformance.py's corpus: its handwritten cases that run ("ok_*") and its random
     chains (same count and seed), each at the bindings it is checked with there. Tolerance
@@ -274,7 +294,8 @@ def shapes_corpus():
     for name, desc in sc.random_cases(300, 20241121, "cpu"):
         if not sc.uses_missing_torch_feature(desc):
             out.append(("shapes/" + name, desc, GEMM, sc.bind_for(desc), None))
-    return out
+    # a chain whose answer is PyTorch's rounding noise: no tolerance (skipped, saying why)
+    return [c if not noise_only(c[1]) else c[:2] + (None,) + c[3:] for c in out]
 
 
 def main():
@@ -306,7 +327,11 @@ def main():
             if only and only not in name:
                 continue
             try:
+                if tol is None:
+                    raise SkipCase(noise_only(desc))
                 status, why = run_case(binary, name, desc, tol, bind, shapes, work, verbose, *dtype)
+            except SkipCase as e:
+                status, why = "SKIP", str(e)
             except sc.DescriptionError as e:
                 status, why = "SKIP", "torch interpreter: %s" % e
             except (RuntimeError, sc.StepError) as e:  # PyTorch raises: a shape error, shapes_conformance's concern

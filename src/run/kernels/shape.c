@@ -2,7 +2,8 @@
  * shape.c - views and copies: view, reshape, flatten, unflatten, squeeze,
  * unsqueeze, expand, transpose, permute, contiguous, split, chunk, cat,
  * stack, triu, tril, ones_like, zeros_like, full_like, arange, dropout
- * (eval: the input itself).
+ * (eval: the input itself); expand_as, broadcast_to, swapaxes, swapdims,
+ * movedim, moveaxis (views) and clone.
  *
  * Where PyTorch makes a view this makes one too (no copy): transpose,
  * permute, expand, split and chunk always; view and its kin when the input
@@ -44,6 +45,8 @@ static int meta_shape(const ti_meta_tensor *m, int64_t *shape)
 		shape[i] = m->shape[i].value;
 	return m->ndim;
 }
+
+static void copy_into(rt_tensor *dst, const rt_tensor *src);
 
 static ti_status first_input(rt_call *c, rt_tensor **out, ti_error *err)
 {
@@ -151,6 +154,86 @@ static ti_status k_permute(rt_call *c, ti_error *err)
 	}
 	st = rt_view(c, in, n, shape, stride, in->offset, &y, err);
 	return st ? st : rt_output(c, y, err);
+}
+
+/* swapaxes(axis0, axis1) and swapdims(dim0, dim1): transpose, its dims read by position. */
+static ti_status k_swap(rt_call *c, ti_error *err)
+{
+	rt_tensor *in, *y;
+	ti_status st = first_input(c, &in, err);
+	if (st)
+		return st;
+	int a = wrap(c->call->in.args[1].as.dim.value, in->ndim), b = wrap(c->call->in.args[2].as.dim.value, in->ndim);
+	int64_t shape[RT_MAX_DIMS], stride[RT_MAX_DIMS];
+	memcpy(shape, in->shape, sizeof(shape));
+	memcpy(stride, in->stride, sizeof(stride));
+	if (in->ndim) {
+		shape[a] = in->shape[b], shape[b] = in->shape[a];
+		stride[a] = in->stride[b], stride[b] = in->stride[a];
+	}
+	st = rt_view(c, in, in->ndim, shape, stride, in->offset, &y, err);
+	return st ? st : rt_output(c, y, err);
+}
+
+/* An int or a list of ints (int|int[]) into out; the count, or -1 when more than max. */
+static int ints_of(const ti_arg *a, int64_t *out, int max)
+{
+	if (a->kind == TI_ARG_INT) {
+		out[0] = a->as.dim.value;
+		return 1;
+	}
+	if (a->kind != TI_ARG_LIST || a->as.list.count > max)
+		return a->kind == TI_ARG_LIST ? -1 : 0;
+	for (int i = 0; i < a->as.list.count; i++)
+		out[i] = a->as.list.items[i].as.dim.value;
+	return a->as.list.count;
+}
+
+/* movedim and moveaxis: source dims go to destination, the others keep their order (a view). */
+static ti_status k_movedim(rt_call *c, ti_error *err)
+{
+	rt_tensor *in, *y;
+	ti_status st = first_input(c, &in, err);
+	if (st)
+		return st;
+	int64_t src[RT_MAX_DIMS], dst[RT_MAX_DIMS];
+	int n = ints_of(&c->call->in.args[1], src, RT_MAX_DIMS), nd = in->ndim;
+	if (n < 0 || ints_of(&c->call->in.args[2], dst, RT_MAX_DIMS) != n)
+		return TI_FAIL(err, TI_E_UNSUPPORTED, "no CPU kernel yet for this movedim");
+	int order[RT_MAX_DIMS];
+	bool src_used[RT_MAX_DIMS] = {0}, dst_used[RT_MAX_DIMS] = {0};
+	for (int i = 0; i < n && nd; i++) {
+		int from = wrap(src[i], nd), to = wrap(dst[i], nd);
+		order[to] = from;
+		src_used[from] = dst_used[to] = true;
+	}
+	for (int i = 0, next = 0; i < nd; i++) {
+		if (dst_used[i])
+			continue;
+		while (src_used[next])
+			next++;
+		order[i] = next++;
+	}
+	int64_t shape[RT_MAX_DIMS], stride[RT_MAX_DIMS];
+	for (int i = 0; i < nd; i++) {
+		shape[i] = in->shape[order[i]];
+		stride[i] = in->stride[order[i]];
+	}
+	st = rt_view(c, in, nd, shape, stride, in->offset, &y, err);
+	return st ? st : rt_output(c, y, err);
+}
+
+/* clone: new memory, contiguous (the layout PyTorch preserves is not compared). */
+static ti_status k_clone(rt_call *c, ti_error *err)
+{
+	rt_tensor *in, *y;
+	ti_status st = first_input(c, &in, err);
+	if (!st)
+		st = rt_new(c, in->dtype, in->ndim, in->shape, &y, err);
+	if (st)
+		return st;
+	copy_into(y, in);
+	return rt_output(c, y, err);
 }
 
 static ti_status k_contiguous(rt_call *c, ti_error *err)
@@ -434,5 +517,9 @@ const rt_kernel rt_kernels_shape[] = {
 	{"stack", false, k_stack, false}, {"triu", false, k_triu, false}, {"tril", false, k_tril, false},
 	{"zeros_like", false, k_zeros_like, false}, {"ones_like", false, k_ones_like, false},
 	{"full_like", false, k_full_like, false}, {"arange", false, k_arange, false},
+	{"expand_as", false, k_expand, true}, {"broadcast_to", false, k_expand, true},
+	{"swapaxes", false, k_swap, true}, {"swapdims", false, k_swap, true},
+	{"movedim", false, k_movedim, true}, {"moveaxis", false, k_movedim, true},
+	{"clone", false, k_clone, false},
 	{NULL, false, NULL, false},
 };

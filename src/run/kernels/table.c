@@ -8,8 +8,17 @@
 
 #include "run/run_internal.h"
 
-extern const rt_kernel rt_kernels_elementwise[], rt_kernels_shape[], rt_kernels_norm[], rt_kernels_pool[],
-	rt_kernels_embedding[], rt_kernels_attention[], rt_kernels_rnn[], rt_kernels_conv[];
+/* one family a line: each kernels/<family>.c exports its rows */
+extern const rt_kernel rt_kernels_elementwise[];
+extern const rt_kernel rt_kernels_shape[];
+extern const rt_kernel rt_kernels_norm[];
+extern const rt_kernel rt_kernels_pool[];
+extern const rt_kernel rt_kernels_embedding[];
+extern const rt_kernel rt_kernels_attention[];
+extern const rt_kernel rt_kernels_rnn[];
+extern const rt_kernel rt_kernels_conv[];
+extern const rt_kernel rt_kernels_index[];
+extern const rt_kernel rt_kernels_resize[];
 
 static const rt_kernel linalg[] = {
 	{"linear", false, rt_k_linear, false},
@@ -21,8 +30,17 @@ static const rt_kernel linalg[] = {
 };
 
 static const rt_kernel *const families[] = {
-	linalg, rt_kernels_elementwise, rt_kernels_shape, rt_kernels_norm, rt_kernels_pool, rt_kernels_embedding,
-	rt_kernels_attention, rt_kernels_rnn, rt_kernels_conv,
+	linalg,
+	rt_kernels_elementwise,
+	rt_kernels_shape,
+	rt_kernels_norm,
+	rt_kernels_pool,
+	rt_kernels_embedding,
+	rt_kernels_attention,
+	rt_kernels_rnn,
+	rt_kernels_conv,
+	rt_kernels_index,
+	rt_kernels_resize,
 };
 
 const rt_kernel *rt_kernel_find(const char *name, bool module)
