@@ -432,30 +432,75 @@ typedef struct moments {
 	double lo, hi, shift, sum, sq;
 } moments;
 
+/* One value into m, whatever it is (the slow path: a block that holds NaN or inf). */
+static void moments_one(moments *m, float v)
+{
+	if (v != v) {
+		m->nan++;
+		return;
+	}
+	if (v - v != 0) {
+		m->inf++;
+		return;
+	}
+	if (!m->count)
+		m->lo = m->hi = m->shift = v;
+	m->lo = v < m->lo ? v : m->lo;
+	m->hi = v > m->hi ? v : m->hi;
+	double d = (double)v - m->shift;
+	m->sum += d;
+	m->sq += d * d;
+	m->count++;
+}
+
+#define MOMENTS_BLOCK 512
+
+/*
+ * The moments of n values, block by block: a block of finite values (the
+ * usual case) takes a branch-free pass for its range and finiteness, then
+ * its sums in four independent float64 accumulators, which the compiler
+ * keeps in flight together; a block with NaN or inf goes value by value.
+ * The order of additions depends on n alone, so the figures are the same
+ * whatever the thread count.
+ */
 static void moments_of(const float *x, int64_t n, moments *m)
 {
 	memset(m, 0, sizeof(*m));
-	bool first = true;
-	for (int64_t i = 0; i < n; i++) {
-		float v = x[i];
-		if (v != v) {
-			m->nan++;
+	for (int64_t b = 0; b < n; b += MOMENTS_BLOCK) {
+		int64_t len = n - b < MOMENTS_BLOCK ? n - b : MOMENTS_BLOCK;
+		const float *p = x + b;
+		float lo = p[0], hi = p[0], bad = 0;
+		for (int64_t i = 0; i < len; i++) {
+			float v = p[i];
+			bad += v - v; /* NaN for NaN and inf, 0 otherwise */
+			lo = v < lo ? v : lo;
+			hi = v > hi ? v : hi;
+		}
+		if (bad != 0) { /* NaN: some value was not finite */
+			for (int64_t i = 0; i < len; i++)
+				moments_one(m, p[i]);
 			continue;
 		}
-		if (v - v != 0) {
-			m->inf++;
-			continue;
+		if (!m->count)
+			m->lo = m->hi = m->shift = p[0];
+		m->lo = lo < m->lo ? lo : m->lo;
+		m->hi = hi > m->hi ? hi : m->hi;
+		double shift = m->shift, s[4] = {0, 0, 0, 0}, q[4] = {0, 0, 0, 0};
+		int64_t i = 0;
+		for (; i + 4 <= len; i += 4)
+			for (int k = 0; k < 4; k++) {
+				double d = (double)p[i + k] - shift;
+				s[k] += d;
+				q[k] += d * d;
+			}
+		for (; i < len; i++) {
+			double d = (double)p[i] - shift;
+			s[0] += d;
+			q[0] += d * d;
 		}
-		if (first) {
-			m->lo = m->hi = m->shift = v;
-			first = false;
-		}
-		m->lo = v < m->lo ? v : m->lo;
-		m->hi = v > m->hi ? v : m->hi;
-		double d = (double)v - m->shift;
-		m->sum += d;
-		m->sq += d * d;
-		m->count++;
+		m->sum += (s[0] + s[1]) + (s[2] + s[3]);
+		m->sq += (q[0] + q[1]) + (q[2] + q[3]);
+		m->count += len;
 	}
 }
 
