@@ -108,4 +108,7 @@ void rt_sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float
               const float *b, int64_t ldb, float beta, float *cmat, int64_t ldc);
 void rt_blas_threads(int threads);
 
+/* maximum(a, b) (largest) or minimum(a, b), broadcast: max(input, other) and min's other form (kernels/elementwise.c) */
+ti_status rt_k_maximum_of(rt_call *c, const ti_arg *a, const ti_arg *b, bool largest, ti_error *err);
+
 #endif

@@ -9,7 +9,7 @@
 #include "run/run_internal.h"
 
 extern const rt_kernel rt_kernels_elementwise[], rt_kernels_shape[], rt_kernels_norm[], rt_kernels_pool[],
-	rt_kernels_embedding[], rt_kernels_attention[];
+	rt_kernels_embedding[], rt_kernels_attention[], rt_kernels_reduce[];
 
 static const rt_kernel linalg[] = {
 	{"linear", false, rt_k_linear, false},
@@ -24,7 +24,7 @@ static const rt_kernel linalg[] = {
 
 static const rt_kernel *const families[] = {
 	linalg, rt_kernels_elementwise, rt_kernels_shape, rt_kernels_norm, rt_kernels_pool, rt_kernels_embedding,
-	rt_kernels_attention,
+	rt_kernels_attention, rt_kernels_reduce,
 };
 
 const rt_kernel *rt_kernel_find(const char *name, bool module)
