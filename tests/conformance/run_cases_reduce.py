@@ -113,6 +113,12 @@ CASES = [
     graph_case("kthvalue", [step(["v", "i"], "kthvalue", ["x", 2, 1])], ["v", "i"], EXACT, {"x": X}),
     graph_case("kthvalue keepdim", [step(["v", "i"], "kthvalue", ["x", 4], keepdim=True)], ["v", "i"], EXACT,
                {"x": X}),
+    op_case("median all", "median", ["x"], EXACT, {"x": X}),
+    graph_case("median dim", [step(["v", "i"], "median", ["x", 2])], ["v", "i"], EXACT, {"x": X}),
+    graph_case("median dim keepdim", [step(["v", "i"], "median", ["x", -1], keepdim=True)], ["v", "i"], EXACT,
+               {"x": X}),
+    graph_case("nanmedian dim", [NANS, step(["v", "i"], "nanmedian", ["t", 1])], ["v", "i"], EXACT, {"x": X}),
+    then("nanmedian all", NANS, "nanmedian", ["t"], EXACT, {"x": X}),
     # ---- normalize and the softmax family ----
     op_case("normalize", "normalize", ["x"], ELEMENTWISE, {"x": X}),
     op_case("normalize p1 last", "normalize", ["x"], ELEMENTWISE, {"x": X}, p=1.0, dim=-1),

@@ -842,11 +842,15 @@ static void cast_range(void *user, int64_t begin, int64_t end)
 
 static ti_status k_cast(rt_call *c, ti_error *err)
 {
+	ti_dtype dt = out_dtype(c);
+	if (dt != TI_DT_FLOAT32 && dt != TI_DT_INT64 && dt != TI_DT_BOOL) /* the executor refuses these before */
+		return TI_FAIL(err, TI_E_UNSUPPORTED, "no CPU kernel yet for '%s' making %s", c->call->rule->parsed->name,
+		               ti_dtype_name(dt));
 	rt_tensor *in, *xc, *y;
 	ti_status st = rt_arg(c, "input", &in, err);
 	if (st || (st = rt_contiguous(c, in, &xc, err)))
 		return st;
-	if ((st = rt_new(c, out_dtype(c), in->ndim, in->shape, &y, err))) {
+	if ((st = rt_new(c, dt, in->ndim, in->shape, &y, err))) {
 		rt_release(c->ex, xc);
 		return st;
 	}

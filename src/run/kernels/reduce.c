@@ -2,7 +2,7 @@
  * reduce.c - reductions (sum, mean, prod, amax, max with indices, argmax,
  * var, std, norm, logsumexp, all, any, count_nonzero ...), scans (cumsum,
  * cumprod, logcumsumexp, cummax, cummin), orderings (sort, argsort, msort,
- * topk, kthvalue) and F.normalize.
+ * topk, kthvalue, median, nanmedian) and F.normalize.
  *
  * Every kernel starts the same way: the input is gathered into doubles with
  * the dims it works on moved last, so each output element (a reduction) or
@@ -534,7 +534,7 @@ static ti_status k_scan(rt_call *c, ti_error *err)
 
 /* ---- orderings along one dim ---- */
 
-typedef enum order_kind { O_SORT, O_ARGSORT, O_MSORT, O_TOPK, O_KTHVALUE } order_kind;
+typedef enum order_kind { O_SORT, O_ARGSORT, O_MSORT, O_TOPK, O_KTHVALUE, O_MEDIAN, O_NANMEDIAN } order_kind;
 
 typedef struct order_job {
 	order_kind kind;
@@ -581,10 +581,18 @@ static void order_rows(void *user, int64_t begin, int64_t end)
 		for (int64_t k = 0; k < len; k++)
 			idx[k] = k;
 		merge_sort(x, idx, tmp, len, j->descending);
-		if (j->kind == O_KTHVALUE) {
-			if (j->k >= 1 && j->k <= len) {
-				store(j->value, r, x[idx[j->k - 1]]);
-				rt_i64(j->index)[r] = idx[j->k - 1];
+		if (j->kind == O_KTHVALUE || j->kind == O_MEDIAN || j->kind == O_NANMEDIAN) {
+			/* medians: the lower middle; median's NaN (sorted last) wins, nanmedian's count is of numbers */
+			int64_t numbers = len;
+			while (numbers > 0 && x[idx[numbers - 1]] != x[idx[numbers - 1]])
+				numbers--;
+			int64_t at = j->kind == O_KTHVALUE ? j->k - 1
+			             : j->kind == O_NANMEDIAN ? (numbers ? (numbers - 1) / 2 : 0)
+			             : numbers < len ? numbers : (len - 1) / 2;
+			if (at >= 0 && at < len) {
+				store(j->value, r, x[idx[at]]);
+				if (j->index)
+					rt_i64(j->index)[r] = idx[at];
 			}
 			continue;
 		}
@@ -604,6 +612,7 @@ static const struct ordering {
 	order_kind kind;
 } orderings[] = {
 	{"sort", O_SORT}, {"argsort", O_ARGSORT}, {"msort", O_MSORT}, {"topk", O_TOPK}, {"kthvalue", O_KTHVALUE},
+	{"median", O_MEDIAN}, {"nanmedian", O_NANMEDIAN},
 };
 
 static ti_status k_order(rt_call *c, ti_error *err)
@@ -620,7 +629,15 @@ static ti_status k_order(rt_call *c, ti_error *err)
 	j.descending = j.kind == O_TOPK ? ti_bound_bool(&c->call->in, "largest") : ti_bound_bool(&c->call->in, "descending");
 	if (j.kind == O_TOPK || j.kind == O_KTHVALUE)
 		j.k = rt_int(c, "k");
-	if ((st = gather_along(c, in, j.kind == O_MSORT ? 0 : rt_int(c, "dim"), &j.r, &j.after, err)))
+	bool median = j.kind == O_MEDIAN || j.kind == O_NANMEDIAN;
+	bool all[RT_MAX_DIMS];
+	for (int d = 0; d < in->ndim; d++)
+		all[d] = true;
+	if (median && ARG(c, "dim")->kind != TI_ARG_INT) /* no dim: the median of every element, no index */
+		st = gather(c, in, all, false, &j.r, err);
+	else
+		st = gather_along(c, in, j.kind == O_MSORT ? 0 : rt_int(c, "dim"), &j.r, &j.after, err);
+	if (st)
 		return st;
 	int64_t shape[1] = {2 * j.r.count * j.r.len};
 	st = rt_new(c, TI_DT_INT64, 1, shape, &scratch, err);
@@ -630,7 +647,7 @@ static ti_status k_order(rt_call *c, ti_error *err)
 			st = new_output(c, 0, &j.index, err);
 		} else {
 			st = new_output(c, 0, &j.value, err);
-			if (!st && j.kind != O_MSORT)
+			if (!st && j.kind != O_MSORT && meta_out(c, 1))
 				st = new_output(c, 1, &j.index, err);
 		}
 	}
@@ -698,7 +715,8 @@ const rt_kernel rt_kernels_reduce[] = {
 	{"cumsum", false, k_scan, false}, {"cumprod", false, k_scan, false}, {"logcumsumexp", false, k_scan, false},
 	{"cummax", false, k_scan, false}, {"cummin", false, k_scan, false},
 	{"sort", false, k_order, false}, {"argsort", false, k_order, false}, {"msort", false, k_order, false},
-	{"topk", false, k_order, false}, {"kthvalue", false, k_order, false},
+	{"topk", false, k_order, false}, {"kthvalue", false, k_order, false}, {"median", false, k_order, false},
+	{"nanmedian", false, k_order, false},
 	{"normalize", false, k_normalize, false},
 	{NULL, false, NULL, false},
 };
