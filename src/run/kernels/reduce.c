@@ -17,7 +17,6 @@
  * number and is stable, which sort(stable=True) promises and the others only
  * happen to be on data without ties.
  */
-#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
