@@ -248,6 +248,11 @@ ti_status rt_new(rt_call *c, ti_dtype dtype, int ndim, const int64_t *shape, rt_
 	return new_tensor(c->ex, held, ndim, shape, c->ex->mode == WALK_REAL, out, err);
 }
 
+ti_status rt_new_exact(rt_call *c, ti_dtype dtype, int ndim, const int64_t *shape, rt_tensor **out, ti_error *err)
+{
+	return new_tensor(c->ex, dtype, ndim, shape, c->ex->mode == WALK_REAL, out, err);
+}
+
 ti_status rt_view(rt_call *c, rt_tensor *base, int ndim, const int64_t *shape, const int64_t *stride, int64_t offset,
                   rt_tensor **out, ti_error *err)
 {

@@ -73,8 +73,10 @@ ti_status rt_arg(rt_call *c, const char *name, rt_tensor **out, ti_error *err);
 ti_status rt_of(rt_call *c, const ti_meta_tensor *meta, rt_tensor **out, ti_error *err);
 /* The module's parameter or buffer by local name, or NULL when it has none (bias=False). */
 ti_status rt_param(rt_call *c, const char *name, rt_tensor **out, ti_error *err);
-/* A new contiguous tensor (uninitialised). */
+/* A new contiguous tensor (uninitialised), in the dtype that holds dtype (float16 -> float32, int32 -> int64). */
 ti_status rt_new(rt_call *c, ti_dtype dtype, int ndim, const int64_t *shape, rt_tensor **out, ti_error *err);
+/* A kernel's temporary in exactly dtype (float64 sums), never an output. */
+ti_status rt_new_exact(rt_call *c, ti_dtype dtype, int ndim, const int64_t *shape, rt_tensor **out, ti_error *err);
 /* A view of base (shares its storage). */
 ti_status rt_view(rt_call *c, rt_tensor *base, int ndim, const int64_t *shape, const int64_t *stride, int64_t offset,
                   rt_tensor **out, ti_error *err);
@@ -130,5 +132,8 @@ typedef struct rt_remap {
 } rt_remap;
 /* out (contiguous, any shape, in's dtype) = in read through map, split over the run's threads. */
 void rt_remap_copy(rt_call *c, const rt_tensor *in, rt_tensor *out, const rt_remap *map);
+
+/* maximum(a, b) (largest) or minimum(a, b), broadcast: max(input, other) and min's other form (kernels/elementwise.c) */
+ti_status rt_k_maximum_of(rt_call *c, const ti_arg *a, const ti_arg *b, bool largest, ti_error *err);
 
 #endif

@@ -221,11 +221,20 @@ def run_case(binary, name, desc, tol, bind, shapes, workdir, verbose, dtype=None
     if len(got) != len(want):
         return "FAIL", "%d outputs, torch has %d" % (len(got), len(want))
     worst = None  # (error, its tolerance) of the output furthest past its tolerance
-    for (gname, g), w in zip(got, want):
+    ordering = any(step.get("op") in TIE_OPS for step in desc.get("graph") or [])
+    for k, ((gname, g), w) in enumerate(zip(got, want)):
         if list(g.shape) != list(w.shape) or g.dtype != w.dtype:
             return "FAIL", "%s: %s %s, torch %s %s" % (gname, list(g.shape), g.dtype, list(w.shape), w.dtype)
         if not w.dtype.is_floating_point:
             if not torch.equal(g, w):
+                # indices of equal (or, after float arithmetic, nearly equal) values: PyTorch
+                # leaves their order unspecified; the values they come with (the output
+                # before) must then be PyTorch's within the case's tolerance
+                if ordering and w.dtype == torch.int64 and k > 0 and want[k - 1].is_floating_point():
+                    a, b = got[k - 1][1].float(), want[k - 1].float()
+                    if a.shape == b.shape and ((a - b).abs().max().item() if b.numel() else 0.0) <= \
+                            tol * max(b.abs().max().item() if b.numel() else 0.0, 1e-6):
+                        continue
                 return "FAIL", "%s differs" % gname
             continue
         fin = torch.isfinite(w)
@@ -263,15 +272,16 @@ DTYPE_CASES = [
 ]
 
 
-class SkipCase(Exception):
-    pass
+# operators whose index output among equal values PyTorch leaves unspecified
+TIE_OPS = {"topk", "sort", "argsort", "kthvalue", "median", "nanmedian", "mode"}
 
 
 def noise_only(desc):
     """Why PyTorch's answer to a chain is rounding noise, or None: a LayerNorm over one
-    element is x * rstd + (b - mean * rstd) in PyTorch's CPU kernel, two terms of
-    about |x| / sqrt(eps) that cancel to a few ulps of that, where tinspect's
-    (x - mean) * rstd is exactly 0; the relative error of noise means nothing."""
+    element is x * rstd + (-mean * rstd), two terms of about |x| / sqrt(eps) that
+    cancel to a few of their ulps. tinspect computes it in the same order, and most such
+    chains agree exactly; one whose later steps amplify an ulp of difference fails on
+    noise, and is skipped saying so rather than failed."""
     def one(v):
         return v == 1 or v == [1]
     for spec in (desc.get("modules") or {}).values():
@@ -294,8 +304,7 @@ def shapes_corpus():
     for name, desc in sc.random_cases(300, 20241121, "cpu"):
         if not sc.uses_missing_torch_feature(desc):
             out.append(("shapes/" + name, desc, GEMM, sc.bind_for(desc), None))
-    # a chain whose answer is PyTorch's rounding noise: no tolerance (skipped, saying why)
-    return [c if not noise_only(c[1]) else c[:2] + (None,) + c[3:] for c in out]
+    return out
 
 
 def main():
@@ -327,11 +336,9 @@ def main():
             if only and only not in name:
                 continue
             try:
-                if tol is None:
-                    raise SkipCase(noise_only(desc))
                 status, why = run_case(binary, name, desc, tol, bind, shapes, work, verbose, *dtype)
-            except SkipCase as e:
-                status, why = "SKIP", str(e)
+                if status == "FAIL" and noise_only(desc):  # PyTorch's answer was noise: nothing to hold
+                    status, why = "SKIP", "%s (%s)" % (noise_only(desc), why)
             except sc.DescriptionError as e:
                 status, why = "SKIP", "torch interpreter: %s" % e
             except (RuntimeError, sc.StepError) as e:  # PyTorch raises: a shape error, shapes_conformance's concern

@@ -181,9 +181,16 @@ static void norm_rows(void *user, int64_t begin, int64_t end)
 		double mean = j->rms ? 0 : sum / (double)j->len;
 		for (int64_t i = 0; i < j->len; i++)
 			sq += (x[i] - mean) * (x[i] - mean);
-		double rstd = 1.0 / sqrt(sq / (double)j->len + j->eps);
+		/*
+		 * As PyTorch's kernel: rstd in float, then y = x * rstd + (-mean * rstd)
+		 * rounded once (a fused multiply-add; the product of two floats is
+		 * exact in double). Over one element x - mean is 0, but PyTorch gives
+		 * the rounding residue of mean * rstd (about 1e-5), and so does this.
+		 */
+		float scale = 1.0f / sqrtf((float)(sq / (double)j->len) + (float)j->eps);
+		float bias = -scale * (float)mean;
 		for (int64_t i = 0; i < j->len; i++) {
-			float v = (float)((x[i] - mean) * rstd);
+			float v = (float)((double)x[i] * scale + bias);
 			if (j->w)
 				v *= rt_f32(j->w)[i];
 			if (j->b)

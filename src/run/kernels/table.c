@@ -19,6 +19,7 @@ extern const rt_kernel rt_kernels_rnn[];
 extern const rt_kernel rt_kernels_conv[];
 extern const rt_kernel rt_kernels_index[];
 extern const rt_kernel rt_kernels_resize[];
+extern const rt_kernel rt_kernels_reduce[];
 
 static const rt_kernel linalg[] = {
 	{"linear", false, rt_k_linear, false},
@@ -41,6 +42,7 @@ static const rt_kernel *const families[] = {
 	rt_kernels_conv,
 	rt_kernels_index,
 	rt_kernels_resize,
+	rt_kernels_reduce,
 };
 
 const rt_kernel *rt_kernel_find(const char *name, bool module)
