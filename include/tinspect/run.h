@@ -52,6 +52,8 @@ typedef struct ti_run_options {
 	size_t max_memory;           /* bytes the run may hold at its peak; 0: the machine's RAM */
 	int threads;                 /* 0: every core */
 	bool keep_all;               /* keep every step's outputs (--save-all) */
+	int stats_depth;             /* statistics of the outputs of steps above this depth (1: the graph's own
+	                                steps) and of the model's outputs; 0: of every step's */
 } ti_run_options;
 
 /* Statistics of one real tensor, over its elements as float (NaN and Inf excluded from the moments). */

@@ -78,7 +78,8 @@ static const char help[] =
 	"  --max-memory SIZE\n"
 	"                  refuse (exit 4) before allocating when the run's planned\n"
 	"                  peak passes SIZE (default: the machine's memory)\n"
-	"  --depth N       show nested calls down to depth N (default 1: steps only)\n"
+	"  --depth N       show nested calls, with statistics, down to depth N\n"
+	"                  (default 1: the graph's steps only)\n"
 	"  --json          print one JSON document instead of a table\n"
 	"  --list-kernels  list the operators and module types that have CPU kernels\n"
 	"  -h, --help      show this help\n";
@@ -259,7 +260,7 @@ static cJSON *json_tensor(const ti_run_tensor *o)
 	return j;
 }
 
-static int print_json(const char *file, const ti_run_report *r, double seconds)
+static int print_json(const char *file, const ti_run_report *r, double seconds, int depth)
 {
 	cli_json_doc d;
 	cli_json_begin(&d, stdout);
@@ -267,6 +268,8 @@ static int print_json(const char *file, const ti_run_report *r, double seconds)
 	cli_json_array_begin(&d, "steps");
 	for (size_t i = 0; i < r->step_count; i++) {
 		const ti_run_step *rs = &r->steps[i];
+		if (rs->step->depth >= depth)
+			continue; /* as the table: rows down to --depth, the ones with statistics */
 		cJSON *row = cJSON_CreateObject();
 		cJSON_AddNumberToObject(row, "index", rs->step->index);
 		cJSON_AddNumberToObject(row, "depth", rs->step->depth);
@@ -402,7 +405,7 @@ static int execute(args *a)
 		goto done;
 	}
 	if (a->json) {
-		rc = print_json(a->cm.file, r, seconds);
+		rc = print_json(a->cm.file, r, seconds, a->depth);
 	} else {
 		rc = print_table(r, a->depth);
 		char peak[32]; /* no time here: --json has it (seconds, forward_seconds), a table stays reproducible */
@@ -498,6 +501,7 @@ int cmd_run(int argc, char **argv)
 	if (a.save_all && !a.save)
 		return cli_usage_error("run: --save-all needs --save OUT.safetensors");
 	a.o.keep_all = a.save_all;
+	a.o.stats_depth = a.depth;
 	rc = execute(&a);
 	for (int i = 0; i < CLI_MODEL_MAX_BINDS; i++)
 		ti_source_close(a.sources[i]);
