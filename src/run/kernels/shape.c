@@ -1,7 +1,8 @@
 /*
  * shape.c - views and copies: view, reshape, flatten, unflatten, squeeze,
  * unsqueeze, expand, transpose, permute, contiguous, split, chunk, cat,
- * stack, triu, tril, ones_like, zeros_like, full_like, arange, dropout
+ * stack, triu, tril, ones_like, zeros_like, full_like, arange, the factories
+ * (zeros, ones, empty, full, new_*, empty_like, eye, linspace, logspace), dropout
  * (eval: the input itself); expand_as, broadcast_to, swapaxes, swapdims,
  * movedim, moveaxis (views) and clone.
  *
@@ -10,6 +11,7 @@
  * is contiguous (else a contiguous copy, the values PyTorch's reshape
  * gives). Sizes that -1 or a rule infers are the propagated output's.
  */
+#include <math.h>
 #include <string.h>
 
 #include "run/run_internal.h"
@@ -477,6 +479,65 @@ static ti_status k_full_like(rt_call *c, ti_error *err)
 	return filled(c, v, err);
 }
 
+static ti_status k_full(rt_call *c, ti_error *err)
+{
+	double v = 0;
+	rt_scalar(ti_bound_get(&c->call->in, "fill_value"), &v);
+	return filled(c, v, err);
+}
+
+/* eye(n, m): ones on the diagonal. */
+static ti_status k_eye(rt_call *c, ti_error *err)
+{
+	ti_status st = filled(c, 0, err);
+	if (st)
+		return st;
+	rt_tensor *y = c->out[0];
+	int64_t rows = y->shape[0], cols = y->ndim > 1 ? y->shape[1] : 1;
+	for (int64_t i = 0; i < rows && i < cols; i++) {
+		if (y->dtype == TI_DT_FLOAT32)
+			rt_f32(y)[i * cols + i] = 1;
+		else if (y->dtype == TI_DT_INT64)
+			rt_i64(y)[i * cols + i] = 1;
+		else
+			rt_bool(y)[i * cols + i] = true;
+	}
+	return TI_OK;
+}
+
+/*
+ * linspace and logspace as PyTorch's CPU kernel computes them in float:
+ * step = (end - start) / (steps - 1); the first half start + i * step, the
+ * second end - (steps - 1 - i) * step, so both ends are exact (one step:
+ * start); logspace raises base to each. PyTorch's vectorised loop adds the
+ * step lane by lane from each vector's first value, which can differ in
+ * the last bit.
+ */
+static ti_status k_linspace(rt_call *c, ti_error *err)
+{
+	double start = 0, end = 0;
+	rt_scalar(ti_bound_get(&c->call->in, "start"), &start);
+	rt_scalar(ti_bound_get(&c->call->in, "end"), &end);
+	const ti_arg *base_arg = ti_bound_get(&c->call->in, "base");
+	double base = 0;
+	bool log = base_arg && rt_scalar(base_arg, &base);
+	ti_status st = filled(c, 0, err);
+	if (st)
+		return st;
+	rt_tensor *y = c->out[0];
+	int64_t steps = rt_numel(y), half = steps / 2;
+	float s = (float)start, e = (float)end, step = steps > 1 ? (e - s) / (float)(steps - 1) : 0;
+	for (int64_t i = 0; i < steps; i++) {
+		float v = steps == 1 ? s : i < half ? s + step * (float)i : e - step * (float)(steps - i - 1);
+		double out = log ? pow(base, (double)v) : (double)v;
+		if (y->dtype == TI_DT_FLOAT32)
+			rt_f32(y)[i] = (float)out;
+		else if (y->dtype == TI_DT_INT64)
+			rt_i64(y)[i] = (int64_t)out;
+	}
+	return TI_OK;
+}
+
 static ti_status k_arange(rt_call *c, ti_error *err)
 {
 	double start = 0, end = 0, step = 1;
@@ -517,6 +578,12 @@ const rt_kernel rt_kernels_shape[] = {
 	{"stack", false, k_stack, false}, {"triu", false, k_triu, false}, {"tril", false, k_tril, false},
 	{"zeros_like", false, k_zeros_like, false}, {"ones_like", false, k_ones_like, false},
 	{"full_like", false, k_full_like, false}, {"arange", false, k_arange, false},
+	/* empty and its kin hold whatever memory had in PyTorch: zeros here, as good an answer */
+	{"zeros", false, k_zeros_like, false}, {"ones", false, k_ones_like, false}, {"empty", false, k_zeros_like, false},
+	{"full", false, k_full, false}, {"empty_like", false, k_zeros_like, false},
+	{"new_zeros", false, k_zeros_like, false}, {"new_ones", false, k_ones_like, false},
+	{"new_empty", false, k_zeros_like, false}, {"new_full", false, k_full, false},
+	{"eye", false, k_eye, false}, {"linspace", false, k_linspace, false}, {"logspace", false, k_linspace, false},
 	{"expand_as", false, k_expand, true}, {"broadcast_to", false, k_expand, true},
 	{"swapaxes", false, k_swap, true}, {"swapdims", false, k_swap, true},
 	{"movedim", false, k_movedim, true}, {"moveaxis", false, k_movedim, true},
