@@ -869,9 +869,9 @@ static ti_status walk(rt_exec *ex, int id, ti_error *err)
 	if (ev->released || !ev->name)
 		return TI_OK;
 	const ti_op_call *call = ev->call;
-	if (call && outputs_have_values(ex, call))
-		return TI_OK; /* Identity, a forward that hands on its operator's outputs */
 	const rt_kernel *k = rt_kernel_find(ev->module ? ev->module->type : ev->name, ev->module != NULL);
+	if (call && outputs_have_values(ex, call) && !rt_kernel_in_place(k))
+		return TI_OK; /* Identity, a forward that hands on its operator's outputs */
 	if (k && call)
 		return run_kernel(ex, ev, k, err);
 	ti_status st = TI_OK;

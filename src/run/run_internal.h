@@ -64,6 +64,8 @@ int64_t rt_scratch_bytes(rt_call *c, const char *name, bool module);
 
 /* kernels/table.c: the one table (each family's rows), and lookup. */
 const rt_kernel *rt_kernel_find(const char *name, bool module);
+/* Whether k writes into its first argument and returns it (setitem): the walk runs it though its output has a value. */
+bool rt_kernel_in_place(const rt_kernel *k);
 
 /* ---- for kernels (run.c) ---- */
 

@@ -103,6 +103,11 @@ CASES = [
                                       {"out": "b", "op": "new_full", "args": ["x", [4], -2.0]},
                                       {"out": "c", "op": "new_ones", "args": ["x", [4]]}], ["a", "b", "c"], EXACT,
                {"x": [2, 3]}),
+    graph_case("setitem", [{"out": "m", "op": "new_zeros", "args": ["x", [6, 5]]},
+                           {"out": "m", "op": "setitem", "args": ["m", [{"slice": [0, -2, None]}, {"slice": [1, None, 2]}], 2.5]},
+                           {"out": "m", "op": "setitem", "args": ["m", [-1], "w"]},
+                           {"out": "y", "op": "add", "args": ["x", "m"]}], ["y", "m"], EXACT,
+               {"x": [2, 6, 5], "w": [1]}),
     op_case("eye", "eye", [3, 5], EXACT, {}),
     # PyTorch's vectorised loop adds the step lane by lane: the last bit may differ
     op_case("linspace", "linspace", [-1.5, 2.0, 7], ELEMENTWISE, {}),
@@ -163,7 +168,15 @@ def sdpa_reference(q, k, v, causal=False):
 
 
 # cases torch 1.13's interpreter cannot run: the reference, from the inputs
+def setitem_reference(env):
+    m = env["x"].new_zeros(6, 5)
+    m[0:-2, 1::2] = 2.5
+    m[-1] = env["w"]
+    return [env["x"] + m, m]
+
+
 REFERENCES = {
+    "setitem": setitem_reference,
     "scaled_dot_product_attention": lambda env: [sdpa_reference(env["q"], env["k"], env["v"])],
     "scaled_dot_product_attention causal": lambda env: [sdpa_reference(env["q"], env["k"], env["v"], True)],
 }

@@ -655,6 +655,65 @@ static ti_status k_getitem(rt_call *c, ti_error *err)
 	return rt_output(c, y, err);
 }
 
+/*
+ * x[index] = value (Tensor.__setitem__), in place: the view getitem makes,
+ * written with value broadcast to it (a number, or a tensor aligned on the
+ * right, size-1 dims repeated) and cast as copy_ casts; x is the result,
+ * so every view of x sees the change. The executor runs it although its
+ * output (x itself) has a value already (rt_kernel_in_place).
+ */
+static double value_at(const rt_tensor *t, int64_t off);
+static void store_at(rt_tensor *t, int64_t off, double v);
+
+static ti_status k_setitem(rt_call *c, ti_error *err)
+{
+	const ti_arg *self = ti_bound_get(&c->call->in, "self"), *index = ti_bound_get(&c->call->in, "index");
+	const ti_arg *value = ti_bound_get(&c->call->in, "value");
+	if (self->kind != TI_ARG_TENSOR)
+		return TI_FAIL(err, TI_E_UNSUPPORTED, "no CPU kernel yet for setitem on a sequence");
+	rt_tensor *t, *src = NULL;
+	ti_status st = rt_of(c, self->as.tensor, &t, err);
+	if (st)
+		return st;
+	item_view v = {.ndim = t->ndim, .offset = t->offset};
+	memcpy(v.shape, t->shape, sizeof(v.shape));
+	memcpy(v.stride, t->stride, sizeof(v.stride));
+	bool tuple = index->kind == TI_ARG_LIST;
+	if ((st = apply_items(t, tuple ? index->as.list.items : index, tuple ? index->as.list.count : 1, &v, err)))
+		return st;
+	if (v.index)
+		return TI_FAIL(err, TI_E_UNSUPPORTED, "no CPU kernel yet for setitem with a tensor index");
+	double number = 0;
+	int64_t vstride[RT_MAX_DIMS] = {0};
+	if (value->kind == TI_ARG_TENSOR) {
+		if ((st = rt_of(c, value->as.tensor, &src, err)))
+			return st;
+		if (src->ndim > v.ndim)
+			return TI_FAIL(err, TI_E_UNSUPPORTED, "no CPU kernel yet for setitem of a %d-d value into %d dims",
+			               src->ndim, v.ndim);
+		for (int d = 0; d < src->ndim; d++) /* aligned on the right; a size-1 dim repeats */
+			vstride[v.ndim - src->ndim + d] = src->shape[d] == 1 ? 0 : src->stride[d];
+	} else if (!rt_scalar(value, &number)) {
+		return TI_FAIL(err, TI_E_UNSUPPORTED, "no CPU kernel yet for setitem of this value");
+	}
+	int64_t n = 1, idx[RT_MAX_DIMS] = {0};
+	for (int d = 0; d < v.ndim; d++)
+		n *= v.shape[d];
+	for (int64_t k = 0; k < n; k++) {
+		int64_t dst = v.offset - t->offset, from = src ? 0 : -1;
+		for (int d = 0; d < v.ndim; d++) {
+			dst += idx[d] * v.stride[d];
+			if (src)
+				from += idx[d] * vstride[d];
+		}
+		store_at(t, dst, src ? value_at(src, from) : number);
+		for (int d = v.ndim - 1; d >= 0 && ++idx[d] == v.shape[d]; d--)
+			idx[d] = 0;
+	}
+	t->refs++; /* x itself is the result */
+	return rt_output(c, t, err);
+}
+
 /* ---- dot, mv, outer ---- */
 
 static double value_at(const rt_tensor *t, int64_t off)
@@ -1057,6 +1116,8 @@ const rt_kernel rt_kernels_index[] = {
 	{"gather", false, k_gather, false},
 	{"take_along_dim", false, k_take_along_dim, false},
 	{"getitem", false, k_getitem, true},
+	{"setitem", false, k_setitem, true},
+	{"operator.setitem", false, k_setitem, true},
 	{"operator.getitem", false, k_getitem, true},
 	{"dot", false, k_dot, false},
 	{"mv", false, k_mv, false},

@@ -56,6 +56,17 @@ const rt_kernel *rt_kernel_find(const char *name, bool module)
 	return NULL;
 }
 
+/* Kernels that write into their first argument and return it (x[i] = v): run although their output has a value. */
+static const char *const in_place[] = {"setitem", "operator.setitem"};
+
+bool rt_kernel_in_place(const rt_kernel *k)
+{
+	for (size_t i = 0; k && !k->module && i < sizeof(in_place) / sizeof(in_place[0]); i++)
+		if (!strcmp(k->name, in_place[i]))
+			return true;
+	return false;
+}
+
 bool ti_run_has_kernel(const char *name, bool module) { return rt_kernel_find(name, module) != NULL; }
 
 void ti_run_each_kernel(void (*fn)(void *user, const char *name, bool module), void *user)
