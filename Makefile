@@ -121,6 +121,7 @@ test: deps-test
 		$(PYTHON) tests/conformance/dcp_conformance.py ./tinspect && \
 		$(PYTHON) tests/conformance/stats_conformance.py ./tinspect && \
 		$(PYTHON) tests/conformance/run_conformance.py ./tinspect && \
+		$(PYTHON) tests/conformance/run_export_conformance.py ./tinspect && \
 		$(PYTHON) tests/conformance/jit_conformance.py ./tinspect; \
 	else echo "conformance: skipped (python3-torch is not installed)"; fi
 

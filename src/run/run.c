@@ -362,6 +362,24 @@ ti_status rt_param(rt_call *c, const char *name, rt_tensor **out, ti_error *err)
 int64_t rt_int(rt_call *c, const char *name) { return ti_bound_dim(&c->call->in, name).value; }
 double rt_float(rt_call *c, const char *name) { return ti_bound_float(&c->call->in, name); }
 
+bool rt_dim(rt_call *c, const ti_arg *a, int64_t *out)
+{
+	ti_dim d;
+	switch (a ? a->kind : TI_ARG_ABSENT) {
+	case TI_ARG_INT: d = a->as.dim; break;
+	case TI_ARG_BOOL: d = ti_dim_int(a->as.boolean); break;
+	case TI_ARG_STR: /* a symbol or a formula of them ("T", "T // 2"), as the shape rules read it */
+		if (!ti_dim_parse(&c->ex->model->sym, a->as.str, &d))
+			return false;
+		break;
+	default: return false;
+	}
+	if (!ti_dim_is_int(d))
+		return false;
+	*out = d.value;
+	return true;
+}
+
 int rt_ints(rt_call *c, const char *name, int64_t *out, int max)
 {
 	int n = 0;
@@ -369,7 +387,8 @@ int rt_ints(rt_call *c, const char *name, int64_t *out, int max)
 	if (n > max)
 		return -1;
 	for (int i = 0; i < n; i++)
-		out[i] = items[i].kind == TI_ARG_INT ? items[i].as.dim.value : 0;
+		if (!rt_dim(c, &items[i], &out[i]))
+			out[i] = 0;
 	return n;
 }
 

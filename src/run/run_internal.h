@@ -98,6 +98,8 @@ void rt_contiguous_strides(int ndim, const int64_t *shape, int64_t *stride);
 
 /* Bound arguments as plain values (the run's dims are concrete). */
 int64_t rt_int(rt_call *c, const char *name);
+/* An int argument's value: a number, or a symbol or formula of bound symbols ("T"); false when it is none. */
+bool rt_dim(rt_call *c, const ti_arg *a, int64_t *out);
 /* An int list (int[N] expanded) into out[max]; returns the count, or -1 when too long. */
 int rt_ints(rt_call *c, const char *name, int64_t *out, int max);
 double rt_float(rt_call *c, const char *name);

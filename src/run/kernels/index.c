@@ -536,21 +536,19 @@ typedef struct item_view {
 	int index_dim;
 } item_view;
 
-static int64_t slice_bound(const ti_arg *a, int64_t none)
+/* A slice's start, stop or step: a number, a bound symbol or formula ("T"), or none. */
+static int64_t slice_bound(rt_call *c, const ti_arg *a, int64_t none)
 {
-	if (a->kind == TI_ARG_INT)
-		return a->as.dim.value;
-	if (a->kind == TI_ARG_BOOL)
-		return a->as.boolean;
-	return none;
+	int64_t v;
+	return rt_dim(c, a, &v) ? v : none;
 }
 
 /* at::slice: negative bounds from the end, then clamped into [0, size] with stop >= start. */
-static void apply_slice(item_view *v, int dim, const ti_arg *slice)
+static void apply_slice(rt_call *c, item_view *v, int dim, const ti_arg *slice)
 {
 	int64_t size = v->shape[dim];
-	int64_t start = slice_bound(&slice->as.list.items[0], 0), stop = slice_bound(&slice->as.list.items[1], size);
-	int64_t step = slice_bound(&slice->as.list.items[2], 1);
+	int64_t start = slice_bound(c, &slice->as.list.items[0], 0), stop = slice_bound(c, &slice->as.list.items[1], size);
+	int64_t step = slice_bound(c, &slice->as.list.items[2], 1);
 	if (start < 0)
 		start += size;
 	if (stop < 0)
@@ -562,16 +560,18 @@ static void apply_slice(item_view *v, int dim, const ti_arg *slice)
 	v->stride[dim] *= step;
 }
 
-static ti_status apply_items(const rt_tensor *t, const ti_arg *items, int n, item_view *v, ti_error *err)
+static ti_status apply_items(rt_call *c, const rt_tensor *t, const ti_arg *items, int n, item_view *v, ti_error *err)
 {
 	int specified = 0;
 	for (int i = 0; i < n; i++)
-		specified += items[i].kind == TI_ARG_INT || items[i].kind == TI_ARG_SLICE || items[i].kind == TI_ARG_TENSOR;
+		specified += items[i].kind == TI_ARG_INT || items[i].kind == TI_ARG_SLICE || items[i].kind == TI_ARG_TENSOR ||
+		             (items[i].kind == TI_ARG_STR && !is_ellipsis(&items[i]));
 	int dim = 0;
 	for (int i = 0; i < n; i++) {
 		const ti_arg *a = &items[i];
-		if (a->kind == TI_ARG_INT) {
-			int64_t size = v->shape[dim], index = a->as.dim.value;
+		int64_t index;
+		if ((a->kind == TI_ARG_INT || (a->kind == TI_ARG_STR && !is_ellipsis(a))) && rt_dim(c, a, &index)) {
+			int64_t size = v->shape[dim];
 			if (index < -size || index >= size)
 				return TI_FAIL(err, TI_E_SHAPE, "index %lld is out of bounds for dimension %d with size %lld",
 				               (long long)index, i, (long long)size);
@@ -580,7 +580,7 @@ static ti_status apply_items(const rt_tensor *t, const ti_arg *items, int n, ite
 			memmove(v->stride + dim, v->stride + dim + 1, (size_t)(v->ndim - dim - 1) * sizeof(*v->stride));
 			v->ndim--;
 		} else if (a->kind == TI_ARG_SLICE) {
-			apply_slice(v, dim++, a);
+			apply_slice(c, v, dim++, a);
 		} else if (a->kind == TI_ARG_NONE) {
 			if (v->ndim == RT_MAX_DIMS)
 				return TI_FAIL(err, TI_E_UNSUPPORTED, "no CPU kernel yet for more than %d dims", RT_MAX_DIMS);
@@ -617,7 +617,7 @@ static ti_status k_getitem(rt_call *c, ti_error *err)
 	memcpy(v.shape, t->shape, sizeof(v.shape));
 	memcpy(v.stride, t->stride, sizeof(v.stride));
 	bool tuple = index->kind == TI_ARG_LIST;
-	if ((st = apply_items(t, tuple ? index->as.list.items : index, tuple ? index->as.list.count : 1, &v, err)))
+	if ((st = apply_items(c, t, tuple ? index->as.list.items : index, tuple ? index->as.list.count : 1, &v, err)))
 		return st;
 	if (!v.index) {
 		st = rt_view(c, t, v.ndim, v.shape, v.stride, v.offset, &y, err);
@@ -679,7 +679,7 @@ static ti_status k_setitem(rt_call *c, ti_error *err)
 	memcpy(v.shape, t->shape, sizeof(v.shape));
 	memcpy(v.stride, t->stride, sizeof(v.stride));
 	bool tuple = index->kind == TI_ARG_LIST;
-	if ((st = apply_items(t, tuple ? index->as.list.items : index, tuple ? index->as.list.count : 1, &v, err)))
+	if ((st = apply_items(c, t, tuple ? index->as.list.items : index, tuple ? index->as.list.count : 1, &v, err)))
 		return st;
 	if (v.index)
 		return TI_FAIL(err, TI_E_UNSUPPORTED, "no CPU kernel yet for setitem with a tensor index");
