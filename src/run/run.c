@@ -37,6 +37,8 @@ typedef enum walk_mode {
 	WALK_REAL
 } walk_mode;
 
+#define RT_CACHE_BLOCKS 64
+
 typedef struct entry {
 	const void *meta;
 	rt_tensor *t;            /* NULL once freed */
@@ -67,6 +69,13 @@ struct rt_exec {
 	ti_arena arena;
 	char *mismatch;
 	struct timespec started;  /* the last walk's start, after weights and inputs */
+	/* freed blocks kept for the next request of their size (see take_block) */
+	struct block {
+		void *data;
+		size_t bytes;
+	} cache[RT_CACHE_BLOCKS];
+	int cached;
+	size_t cached_bytes, ceiling; /* ceiling: the planned peak, once known; 0 keeps nothing */
 };
 
 struct ti_run {
@@ -172,12 +181,57 @@ bool rt_is_contiguous(const rt_tensor *t)
 	return true;
 }
 
+/*
+ * Freed blocks are kept for the next request of the same size, as
+ * PyTorch's allocator keeps its: a fresh block costs a page fault per 4 KiB
+ * on first touch (a fifth of a transformer's forward), and a run allocates
+ * the same few sizes layer after layer. What is live and what is kept never
+ * passes the planned peak, so the run's memory stays within what was
+ * checked against the ceiling.
+ */
+static void give_block(rt_exec *ex, void *data, size_t bytes)
+{
+	if (!data)
+		return;
+	if (ex->cached == RT_CACHE_BLOCKS || ex->live + ex->cached_bytes + bytes > ex->ceiling) {
+		free(data);
+		return;
+	}
+	ex->cache[ex->cached++] = (struct block){data, bytes};
+	ex->cached_bytes += bytes;
+}
+
+/* A kept block of exactly bytes, or NULL; with none, kept blocks go until a new one fits under the peak. */
+static void *take_block(rt_exec *ex, size_t bytes)
+{
+	for (int i = ex->cached - 1; i >= 0; i--)
+		if (ex->cache[i].bytes == bytes) {
+			void *data = ex->cache[i].data;
+			ex->cache[i] = ex->cache[--ex->cached];
+			ex->cached_bytes -= bytes;
+			return data;
+		}
+	while (ex->cached && ex->live + ex->cached_bytes + bytes > ex->ceiling) {
+		ex->cached--;
+		ex->cached_bytes -= ex->cache[ex->cached].bytes;
+		free(ex->cache[ex->cached].data);
+	}
+	return NULL;
+}
+
+static void drop_cache(rt_exec *ex)
+{
+	while (ex->cached)
+		free(ex->cache[--ex->cached].data);
+	ex->cached_bytes = 0;
+}
+
 static void storage_drop(rt_exec *ex, rt_storage *s)
 {
 	if (--s->refs > 0)
 		return;
 	ex->live -= s->bytes;
-	free(s->data);
+	give_block(ex, s->data, (s->bytes + 63) & ~(size_t)63);
 	free(s);
 }
 
@@ -228,7 +282,7 @@ static ti_status new_tensor(rt_exec *ex, ti_dtype dtype, int ndim, const int64_t
 	if (data && s->bytes) {
 		/* 64-byte lines: sgemm and the vector loops like them aligned */
 		size_t bytes = (s->bytes + 63) & ~(size_t)63;
-		if (posix_memalign(&s->data, 64, bytes)) {
+		if (!(s->data = take_block(ex, bytes)) && posix_memalign(&s->data, 64, bytes)) {
 			free(t);
 			free(s);
 			return TI_FAIL(err, TI_E_NOMEM, "out of memory for a tensor of %zu bytes", bytes);
@@ -1313,7 +1367,10 @@ ti_status ti_run_execute(ti_model *model, const ti_run_options *options, ti_run 
 			             limit, options->max_memory ? "--max-memory allows" : "of this machine's memory");
 	}
 	if (!st && !ex->mismatch) {
+		ex->ceiling = ex->peak; /* freed blocks may be kept up to the planned peak */
 		st = walk_all(ex, WALK_REAL, options->weights ? &load : NULL, err);
+		ex->ceiling = 0;
+		drop_cache(ex);
 		struct timespec now;
 		clock_gettime(CLOCK_MONOTONIC, &now);
 		run->report.forward_seconds =
@@ -1335,6 +1392,7 @@ void ti_run_free(ti_run *run)
 	if (!run)
 		return;
 	let_all_go(&run->ex);
+	drop_cache(&run->ex);
 	free(run->ex.entries);
 	free(run->ex.keys);
 	free(run->ex.slots);
