@@ -45,6 +45,7 @@ sys.path.insert(0, HERE)
 try:
     import torch
     import torch.nn as nn
+    import safetensors_io as sio
     import shapes_conformance as sc
     import run_cases
     from run_cases import GEMM
@@ -53,24 +54,8 @@ except ImportError:
     sys.exit(0)
 
 
-ST_DTYPES = {torch.float32: "F32", torch.int64: "I64", torch.bool: "BOOL", torch.float16: "F16",
-             torch.bfloat16: "BF16", torch.float64: "F64"}
-ST_TORCH = {v: k for k, v in ST_DTYPES.items()}
-
-
 def save_safetensors(path, tensors):
-    header, blobs, offset = {}, [], 0
-    for name, t in tensors.items():
-        data = t.detach().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes()
-        header[name] = {"dtype": ST_DTYPES[t.dtype], "shape": list(t.shape), "data_offsets": [offset, offset + len(data)]}
-        blobs.append(data)
-        offset += len(data)
-    text = json.dumps(header, separators=(",", ":")).encode()
-    text += b" " * (-len(text) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(text)) + text)
-        for b in blobs:
-            f.write(b)
+    sio.save_safetensors(tensors, path)
 
 
 def load_safetensors(path):
@@ -83,7 +68,7 @@ def load_safetensors(path):
                           key=lambda kv: kv[1]["data_offsets"][0]):
         a, b = h["data_offsets"]
         buf = bytearray(raw[8 + n + a:8 + n + b])
-        dtype = ST_TORCH[h["dtype"]]
+        dtype = {v: k for k, v in sio.DTYPES.items()}[h["dtype"]]
         t = torch.frombuffer(buf, dtype=dtype) if buf else torch.empty(0, dtype=dtype)
         out.append((name, t.reshape(h["shape"])))
     return out

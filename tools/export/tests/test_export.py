@@ -21,7 +21,9 @@ import torch.fx  # noqa: E402
 import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
+sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "tests", "conformance"))
 import small_models  # noqa: E402
+from safetensors_io import load_safetensors, save_safetensors  # noqa: E402
 from tinspect_export import ExportError, export, parse_input  # noqa: E402
 from tinspect_export.cli import main  # noqa: E402
 from tinspect_export.meta import meta_factories  # noqa: E402
@@ -47,6 +49,19 @@ class Padded(nn.Module):
 
     def forward(self, x, img):
         return {"y": self.fc(pad_to_eight(x)), "patches": self.unfold(img)}
+
+
+class ZeroedKeyBias(nn.Module):
+    """Swin v2's q/k/v bias: a copy whose middle third is zeroed through a slice view."""
+
+    def __init__(self):
+        super().__init__()
+        self.qkv = nn.Linear(4, 12)
+
+    def forward(self, x):
+        bias = self.qkv.bias.clone()
+        bias[4:8].zero_()
+        return F.linear(x, self.qkv.weight, bias)
 
 
 class Recurrent(nn.Module):
@@ -143,6 +158,33 @@ class Export(unittest.TestCase):
         self.assertEqual(r.reference[0], [((2, 5, 16), "float32"), ((4, 2, 8), "float32"), ((4, 2, 8), "float32")])
         self.assertIn({"out": "lstm_1_0", "op": "getitem", "args": ["lstm_1", 0]}, graph)
         self.check(model, r)
+
+    def test_an_in_place_op_on_a_slice_writes_back_into_its_base(self):
+        model = ZeroedKeyBias().eval()
+        for tracer in ("fx", "record"):
+            r = export(model, {"x": "N,4"}, tracer=tracer)
+            graph = r.description["graph"]
+            writes = [s for s in graph if s.get("op") == "setitem"]
+            self.assertEqual(len(writes), 1, tracer)
+            base = writes[0]["args"][0]
+            self.assertEqual(writes[0]["out"], base, "x[i].zero_() changes x: its name carries the new value")
+            linear = next(s for s in graph if s.get("op") == "linear")
+            self.assertEqual(linear["args"][2], base, "the linear reads the bias with its middle third zeroed")
+            if TINSPECT:
+                with tempfile.TemporaryDirectory() as d:
+                    path = os.path.join(d, "m.json")
+                    with open(path, "w") as f:
+                        json.dump(r.description, f)
+                    x = torch.randn(2, 4)
+                    save_safetensors(model.state_dict(), os.path.join(d, "w.safetensors"))
+                    save_safetensors({"x": x}, os.path.join(d, "x.safetensors"))
+                    subprocess.run([TINSPECT, "run", path, "--bind", "N=2", "--weights", os.path.join(d, "w.safetensors"),
+                                    "--input", "x=" + os.path.join(d, "x.safetensors") + ":x", "--save",
+                                    os.path.join(d, "y.safetensors")], check=True, capture_output=True)
+                    got = next(iter(load_safetensors(os.path.join(d, "y.safetensors")).values()))
+                    with torch.no_grad():
+                        want = model(x)
+                    self.assertTrue(torch.allclose(got, want, atol=1e-6), (tracer, got, want))
 
     def test_record_matches_fx_reference(self):
         model = Padded().eval()

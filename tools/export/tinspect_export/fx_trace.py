@@ -18,7 +18,7 @@ from .errors import ExportError
 from .known import op_known
 from .modules import class_name, known_type
 from .names import INPLACE_AS, OPERATOR_INT, OPERATOR_TENSOR, TRAINING_ARG, callable_name, op_name, operator_target
-from .record import _mark_training, record_function
+from .record import _is_view, _mark_training, record_function
 from .steps import Ref, Step, snapshot
 
 # getattr(x, NAME) results that are constants of the run, not graph values.
@@ -123,6 +123,7 @@ class Builder:
             return v
 
         outputs = None
+        views = {}  # getitem node of a tensor -> (its base's Ref, the index, the base node)
         for n in self.gm.graph.nodes:
             val = snaps.get(n)
             where = _where(self.gm, n)
@@ -151,7 +152,8 @@ class Builder:
                 continue
             if n.op == "call_method":
                 op = n.target
-                if op.endswith("_") and not op.endswith("__") and n.args and isinstance(n.args[0], torch.fx.Node):
+                inplace = op.endswith("_") and not op.endswith("__") and n.args and isinstance(n.args[0], torch.fx.Node)
+                if inplace:
                     op = INPLACE_AS.get(op, op[:-1])
                 if not op_known(op):
                     steps.append(Step("opaque", "torch.Tensor." + n.target, a, k, out=names[n], values=val,
@@ -159,6 +161,11 @@ class Builder:
                     continue
                 _mark_training(op, a, k, self.training)
                 steps.append(Step("op", op, a, k, out=names[n], values=val, where=where))
+                if inplace and n.args[0] in views:
+                    # x[i].zero_(): the out-of-place op made a new tensor; x[i] = it writes it back
+                    base, index, base_node = views[n.args[0]]
+                    steps.append(Step("op", "setitem", [base, index, Ref(names[n])], out=names[base_node],
+                                      values=snaps.get(base_node), where=where))
                 continue
             # call_function
             target = n.target
@@ -182,6 +189,9 @@ class Builder:
                 tensors = any(isinstance(v, torch.Tensor) for v in argvals)
                 if opt == "getitem":
                     steps.append(Step("op", "getitem", a, out=names[n], values=val, where=where))
+                    if (isinstance(argvals[0], torch.Tensor) and isinstance(n.args[0], torch.fx.Node)
+                            and isinstance(values.get(n), torch.Tensor) and _is_view(values[n])):
+                        views[n] = (a[0], a[1], n.args[0])
                     continue
                 if tensors:
                     op = OPERATOR_TENSOR.get(opt)

@@ -32,6 +32,11 @@ _NOT_RECORDED = frozenset(("size", "dim", "numel", "__len__", "is_floating_point
 _ALIAS = frozenset(("data", "detach", "requires_grad_", "__deepcopy__", "cpu", "cuda"))
 
 
+def _is_view(t):
+    """Whether t views another tensor's storage (outside a recording: a Recorder asks is_view)."""
+    return t._base is not None
+
+
 class Recorder(TorchFunctionMode):
     """Records one run. `names` maps id(tensor) -> graph name for known tensors."""
 
@@ -45,6 +50,7 @@ class Recorder(TorchFunctionMode):
         self.constants = []      # (name, tensor) of tensors from nowhere: root buffers
         self.indexing = 0
         self.pending = {}        # id -> (tuple name, index, tensor): items of nested results
+        self.views = {}          # id of a getitem view -> (its base's Ref, the index, the base): in-place writes back
         self.counter = collections.Counter()
         self.used = set()        # every graph name given out (and reserved ones)
         self.suppress = 0
@@ -52,6 +58,14 @@ class Recorder(TorchFunctionMode):
         self.where = None        # the module path being run, for messages
 
     # -- names --
+    def is_view(self, t):
+        """Whether t views another tensor's storage, without recording the ._base getter."""
+        self.suppress += 1
+        try:
+            return t._base is not None
+        finally:
+            self.suppress -= 1
+
     def bind(self, t, name):
         self.used.add(name)
         self.names[id(t)] = name
@@ -226,6 +240,13 @@ class Recorder(TorchFunctionMode):
             return
         _mark_training(op, a, k, self.training)
         self.steps.append(Step("op", op, a, k, out=self.outs(op, result, reuse), values=result, where=self.where))
+        if op == "getitem" and isinstance(result, torch.Tensor) and self.is_view(result):
+            self.views[id(result)] = (a[0], a[1], args[0])
+        elif reuse is not None and id(args[0]) in self.views:
+            # x[i].zero_(): the out-of-place op made a new tensor; x[i] = it writes it back
+            base, index, base_t = self.views[id(args[0])]
+            self.steps.append(Step("op", "setitem", [base, index, Ref(reuse)], out=self.names.get(id(base_t)) or
+                                   self.ref(base_t).name, values=base_t, where=self.where))
 
     # -- modules --
     def wrap_modules(self, model):
