@@ -2,60 +2,16 @@
  * test_run.c - the CPU executor (tinspect/run.h) on tiny hand-computed
  * cases: inputs and weights filled with arange/ones so every value is known.
  */
-#include <criterion/criterion.h>
-#include <math.h>
-#include <string.h>
+#include "run_harness.h"
 
-#include "tinspect/run.h"
-
-typedef struct ran {
-	ti_model *model;
-	ti_run *run;
-	const ti_run_report *report;
-	ti_status status;
-	ti_error err;
-} ran;
-
-/* Opens text, fills the weights with fill and every input with input, runs on one thread. */
+/* Opens text, fills the weights with fill and every input (x, w, ids, q) with input, runs on one thread. */
 static ran run_text(const char *text, const char *fill, const char *input, size_t max_memory)
 {
-	ran r = {0};
-	ti_error_clear(&r.err);
-	ti_model_options mo = {0};
-	cr_assert(ti_model_open(text, strlen(text), &mo, &r.model, &r.err) == TI_OK, "open: %s", r.err.message);
-	ti_run_options o = {.threads = 1, .max_memory = max_memory};
-	cr_assert(ti_fill_parse(fill, &o.fill, &r.err) == TI_OK);
-	ti_run_input inputs[4];
-	const char *names[] = {"\"x\": {", "\"w\": {", "\"ids\": {", "\"q\": {"};
-	size_t n = 0;
-	for (int i = 0; i < 4; i++) {
-		if (!strstr(text, names[i]))
-			continue; /* an input the description lacks is an error */
-		inputs[n] = (ti_run_input){.name = i == 0 ? "x" : i == 1 ? "w" : i == 2 ? "ids" : "q", .kind = TI_RUN_INPUT_FILL};
-		cr_assert(ti_fill_parse(input, &inputs[n++].fill, &r.err) == TI_OK);
-	}
-	o.inputs = inputs;
-	o.input_count = n;
-	r.status = ti_run_execute(r.model, &o, &r.run, &r.report, &r.err);
-	return r;
+	const char *names[] = {"x", "w", "ids", "q"}, *policies[] = {input, input, input, input};
+	return run_filled(text, (ti_model_options){0}, fill, names, policies, 4, max_memory);
 }
 
-static void done(ran *r)
-{
-	ti_run_free(r->run);
-	ti_model_close(r->model);
-}
-
-static void expect_values(const ti_run_tensor *t, const float *want, size_t n)
-{
-	cr_assert(t->data, "output '%s' has no data", t->name);
-	cr_assert_eq(t->nbytes, n * sizeof(float), "output '%s' holds %zu bytes, want %zu", t->name, t->nbytes,
-	             n * sizeof(float));
-	const float *got = t->data;
-	for (size_t i = 0; i < n; i++)
-		cr_expect(fabsf(got[i] - want[i]) <= 1e-5f * (1 + fabsf(want[i])), "element %zu: got %.7g, want %.7g", i,
-		          (double)got[i], (double)want[i]);
-}
+static void expect_values(const ti_run_tensor *t, const float *want, size_t n) { expect_floats_within(t, want, n, 1e-5f); }
 
 Test(run, computes_linear_with_bias_by_sgemm)
 {

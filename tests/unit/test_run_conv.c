@@ -3,73 +3,18 @@
  * pool.c, norm.c) on tiny cases whose values are worked out by hand:
  * inputs arange, weights ones.
  */
-#include <criterion/criterion.h>
-#include <math.h>
-#include <stdio.h>
-#include <string.h>
-
-#include "tinspect/run.h"
-
-typedef struct ran {
-	ti_model *model;
-	ti_run *run;
-	const ti_run_report *report;
-	ti_status status;
-	ti_error err;
-} ran;
+#include "run_harness.h"
 
 /* Opens text, fills the weights with fill and the inputs x and w with arange, runs on one thread. */
 static ran run_text(const char *text, const char *fill)
 {
-	ran r = {0};
-	ti_error_clear(&r.err);
-	ti_model_options mo = {0};
-	cr_assert(ti_model_open(text, strlen(text), &mo, &r.model, &r.err) == TI_OK, "open: %s", r.err.message);
-	ti_run_options o = {.threads = 1};
-	cr_assert(ti_fill_parse(fill, &o.fill, &r.err) == TI_OK);
-	ti_run_input inputs[2];
-	const char *names[] = {"x", "w"};
-	size_t n = 0;
-	for (int i = 0; i < 2; i++) {
-		char key[16];
-		snprintf(key, sizeof(key), "\"%s\": {", names[i]);
-		if (!strstr(text, key))
-			continue;
-		inputs[n] = (ti_run_input){.name = names[i], .kind = TI_RUN_INPUT_FILL};
-		cr_assert(ti_fill_parse("arange", &inputs[n++].fill, &r.err) == TI_OK);
-	}
-	o.inputs = inputs;
-	o.input_count = n;
-	r.status = ti_run_execute(r.model, &o, &r.run, &r.report, &r.err);
-	return r;
+	const char *names[] = {"x", "w"}, *policies[] = {"arange", "arange"};
+	return run_filled(text, (ti_model_options){0}, fill, names, policies, 2, 0);
 }
 
-static void done(ran *r)
-{
-	ti_run_free(r->run);
-	ti_model_close(r->model);
-}
+static void expect_values(const ti_run_tensor *t, const float *want, size_t n) { expect_floats_within(t, want, n, 1e-5f); }
 
-static void expect_values(const ti_run_tensor *t, const float *want, size_t n)
-{
-	cr_assert(t->data, "output '%s' has no data", t->name);
-	cr_assert_eq(t->nbytes, n * sizeof(float), "output '%s' holds %zu bytes, want %zu", t->name, t->nbytes,
-	             n * sizeof(float));
-	const float *got = t->data;
-	for (size_t i = 0; i < n; i++)
-		cr_expect(fabsf(got[i] - want[i]) <= 1e-5f * (1 + fabsf(want[i])), "element %zu: got %.7g, want %.7g", i,
-		          (double)got[i], (double)want[i]);
-}
-
-static void expect_indices(const ti_run_tensor *t, const int64_t *want, size_t n)
-{
-	cr_assert(t->data, "output '%s' has no data", t->name);
-	cr_assert_eq(t->dtype, TI_DT_INT64, "output '%s' is not int64", t->name);
-	cr_assert_eq(t->nbytes, n * sizeof(int64_t), "output '%s' holds %zu bytes", t->name, t->nbytes);
-	const int64_t *got = t->data;
-	for (size_t i = 0; i < n; i++)
-		cr_expect_eq(got[i], want[i], "index %zu: got %lld, want %lld", i, (long long)got[i], (long long)want[i]);
-}
+static void expect_indices(const ti_run_tensor *t, const int64_t *want, size_t n) { expect_int64s(t, want, n); }
 
 Test(run_conv, transposed_convolution_scatters_and_crops_its_padding)
 {

@@ -3,20 +3,7 @@
  * resize.c) on tiny inputs filled with arange, every expected value worked
  * out by hand from PyTorch's definitions.
  */
-#include <criterion/criterion.h>
-#include <math.h>
-#include <stdio.h>
-#include <string.h>
-
-#include "tinspect/run.h"
-
-typedef struct ran {
-	ti_model *model;
-	ti_run *run;
-	const ti_run_report *report;
-	ti_status status;
-	ti_error err;
-} ran;
+#include "run_harness.h"
 
 /*
  * Runs one graph step on input x (float32 of x_shape) and ids (int64 of
@@ -32,19 +19,8 @@ static ran run_model(const char *x_shape, const char *ids_shape, const char *mod
 	         x_shape, ids_shape ? ", \"ids\": {\"shape\": " : "", ids_shape ? ids_shape : "",
 	         ids_shape ? ", \"dtype\": \"int64\"}" : "", modules ? "\"modules\": " : "", modules ? modules : "",
 	         modules ? ", " : "", step);
-	ran r = {0};
-	ti_error_clear(&r.err);
-	ti_model_options mo = {0};
-	cr_assert(ti_model_open(text, strlen(text), &mo, &r.model, &r.err) == TI_OK, "open: %s", r.err.message);
-	ti_run_options o = {.threads = 1};
-	cr_assert(ti_fill_parse("zeros", &o.fill, &r.err) == TI_OK);
-	ti_run_input inputs[2] = {{.name = "x", .kind = TI_RUN_INPUT_FILL}, {.name = "ids", .kind = TI_RUN_INPUT_FILL}};
-	cr_assert(ti_fill_parse("arange", &inputs[0].fill, &r.err) == TI_OK);
-	cr_assert(ti_fill_parse("arange", &inputs[1].fill, &r.err) == TI_OK);
-	o.inputs = inputs;
-	o.input_count = ids_shape ? 2 : 1;
-	r.status = ti_run_execute(r.model, &o, &r.run, &r.report, &r.err);
-	return r;
+	const char *names[] = {"x", "ids"}, *policies[] = {"arange", "arange"};
+	return run_filled(text, (ti_model_options){0}, "zeros", names, policies, ids_shape ? 2 : 1, 0);
 }
 
 static ran run_step(const char *x_shape, const char *ids_shape, const char *step)
@@ -52,24 +28,11 @@ static ran run_step(const char *x_shape, const char *ids_shape, const char *step
 	return run_model(x_shape, ids_shape, NULL, step);
 }
 
-static void done(ran *r)
-{
-	ti_run_free(r->run);
-	ti_model_close(r->model);
-}
-
-/* The output's float32 values are want's, within tol (0: exactly). */
+/* The output's float32 values are want's, within tol * (1 + |want|) (0: exactly). */
 static void expect_floats(const ran *r, const float *want, size_t n, float tol)
 {
 	cr_assert_eq(r->status, TI_OK, "%s", r->err.message);
-	const ti_run_tensor *t = &r->report->outputs[0];
-	cr_assert(t->data, "output '%s' has no data", t->name);
-	cr_assert_eq(t->nbytes, n * sizeof(float), "output '%s' holds %zu bytes, want %zu", t->name, t->nbytes,
-	             n * sizeof(float));
-	const float *got = t->data;
-	for (size_t i = 0; i < n; i++)
-		cr_expect(fabsf(got[i] - want[i]) <= tol, "element %zu: got %.9g, want %.9g", i, (double)got[i],
-		          (double)want[i]);
+	expect_floats_within(&r->report->outputs[0], want, n, tol);
 }
 
 Test(run_index, einsum_takes_a_diagonal_when_a_label_repeats)

@@ -4,66 +4,19 @@
  * inputs filled with arange or ones, so every value is known by hand: ties
  * and their indices, variance corrections, strided inputs, casts.
  */
-#include <criterion/criterion.h>
-#include <math.h>
-#include <string.h>
-
-#include "tinspect/run.h"
-
-typedef struct ran {
-	ti_model *model;
-	ti_run *run;
-	const ti_run_report *report;
-	ti_status status;
-	ti_error err;
-} ran;
+#include "run_harness.h"
 
 /* Runs a description whose one input "x" is filled with input, its weights with 0.25, on one thread. */
 static ran run_text(const char *text, const char *input)
 {
-	ran r = {0};
-	ti_error_clear(&r.err);
-	ti_model_options mo = {0};
-	cr_assert(ti_model_open(text, strlen(text), &mo, &r.model, &r.err) == TI_OK, "open: %s", r.err.message);
-	ti_run_options o = {.threads = 1};
-	cr_assert(ti_fill_parse("full:0.25", &o.fill, &r.err) == TI_OK);
-	ti_run_input in = {.name = "x", .kind = TI_RUN_INPUT_FILL};
-	cr_assert(ti_fill_parse(input, &in.fill, &r.err) == TI_OK);
-	o.inputs = &in;
-	o.input_count = 1;
-	r.status = ti_run_execute(r.model, &o, &r.run, &r.report, &r.err);
+	const char *names[] = {"x"}, *policies[] = {input};
+	ran r = run_filled(text, (ti_model_options){0}, "full:0.25", names, policies, 1, 0);
 	cr_assert_eq(r.status, TI_OK, "run: %s", r.err.message);
 	cr_assert_null(r.report->mismatch, "%s", r.report->mismatch);
 	return r;
 }
 
-static void done(ran *r)
-{
-	ti_run_free(r->run);
-	ti_model_close(r->model);
-}
-
-static void expect_floats(const ti_run_tensor *t, const float *want, size_t n)
-{
-	cr_assert(t->data, "output '%s' has no data", t->name);
-	cr_assert_eq(t->nbytes, n * sizeof(float), "output '%s' holds %zu bytes, want %zu", t->name, t->nbytes,
-	             n * sizeof(float));
-	const float *got = t->data;
-	for (size_t i = 0; i < n; i++)
-		cr_expect(fabsf(got[i] - want[i]) <= 1e-6f * (1 + fabsf(want[i])), "'%s' element %zu: got %.9g, want %.9g",
-		          t->name, i, (double)got[i], (double)want[i]);
-}
-
-static void expect_int64s(const ti_run_tensor *t, const int64_t *want, size_t n)
-{
-	cr_assert(t->data, "output '%s' has no data", t->name);
-	cr_assert_eq(t->nbytes, n * sizeof(int64_t), "output '%s' holds %zu bytes, want %zu", t->name, t->nbytes,
-	             n * sizeof(int64_t));
-	const int64_t *got = t->data;
-	for (size_t i = 0; i < n; i++)
-		cr_expect_eq(got[i], want[i], "'%s' element %zu: got %lld, want %lld", t->name, i, (long long)got[i],
-		             (long long)want[i]);
-}
+static void expect_floats(const ti_run_tensor *t, const float *want, size_t n) { expect_floats_within(t, want, n, 1e-6f); }
 
 #define GRAPH(shape, steps, outputs) \
 	"{\"inputs\": {\"x\": {\"shape\": " shape "}}, \"graph\": [" steps "], \"outputs\": " outputs "}"

@@ -2,52 +2,18 @@
  * test_run_rnn.c - the recurrent and attention kernels of the CPU executor
  * on tiny cases computed by hand: weights of ones, inputs 0, 1, 2, ...
  */
-#include <criterion/criterion.h>
-#include <math.h>
-#include <string.h>
-
-#include "tinspect/run.h"
-
-typedef struct ran {
-	ti_model *model;
-	ti_run *run;
-	const ti_run_report *report;
-	ti_status status;
-	ti_error err;
-} ran;
+#include "run_harness.h"
 
 /* Opens text, fills the weights with fill and the input "x" with arange, runs on one thread. */
 static ran run_text(const char *text, const char *fill)
 {
-	ran r = {0};
-	ti_error_clear(&r.err);
-	ti_model_options mo = {0};
-	cr_assert(ti_model_open(text, strlen(text), &mo, &r.model, &r.err) == TI_OK, "open: %s", r.err.message);
-	ti_run_input x = {.name = "x", .kind = TI_RUN_INPUT_FILL};
-	ti_run_options o = {.threads = 1, .inputs = &x, .input_count = 1};
-	cr_assert(ti_fill_parse(fill, &o.fill, &r.err) == TI_OK);
-	cr_assert(ti_fill_parse("arange", &x.fill, &r.err) == TI_OK);
-	r.status = ti_run_execute(r.model, &o, &r.run, &r.report, &r.err);
+	const char *names[] = {"x"}, *policies[] = {"arange"};
+	ran r = run_filled(text, (ti_model_options){0}, fill, names, policies, 1, 0);
 	cr_assert_eq(r.status, TI_OK, "run: %s", r.err.message);
 	return r;
 }
 
-static void done(ran *r)
-{
-	ti_run_free(r->run);
-	ti_model_close(r->model);
-}
-
-static void expect_values(const ti_run_tensor *t, const float *want, size_t n)
-{
-	cr_assert(t->data, "output '%s' has no data", t->name);
-	cr_assert_eq(t->nbytes, n * sizeof(float), "output '%s' holds %zu bytes, want %zu", t->name, t->nbytes,
-	             n * sizeof(float));
-	const float *got = t->data;
-	for (size_t i = 0; i < n; i++)
-		cr_expect(fabsf(got[i] - want[i]) <= 1e-5f * (1 + fabsf(want[i])), "'%s' element %zu: got %.7g, want %.7g",
-		          t->name, i, (double)got[i], (double)want[i]);
-}
+static void expect_values(const ti_run_tensor *t, const float *want, size_t n) { expect_floats_within(t, want, n, 1e-5f); }
 
 static float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 
