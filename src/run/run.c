@@ -303,6 +303,23 @@ ti_status rt_new(rt_call *c, ti_dtype dtype, int ndim, const int64_t *shape, rt_
 	return new_tensor(c->ex, held, ndim, shape, c->ex->mode == WALK_REAL, out, err);
 }
 
+const ti_meta_tensor *rt_meta_out(rt_call *c)
+{
+	const ti_arg *a = &c->call->outputs[0];
+	return c->call->output_count && a->kind == TI_ARG_TENSOR ? a->as.tensor : NULL;
+}
+
+ti_status rt_new_out(rt_call *c, ti_dtype dtype, rt_tensor **out, ti_error *err)
+{
+	const ti_meta_tensor *m = rt_meta_out(c);
+	int64_t shape[RT_MAX_DIMS];
+	if (!m || m->ndim > RT_MAX_DIMS)
+		return TI_FAIL(err, TI_E_UNSUPPORTED, "no CPU kernel yet for this output");
+	for (int i = 0; i < m->ndim; i++)
+		shape[i] = m->shape[i].value;
+	return rt_new(c, dtype, m->ndim, shape, out, err);
+}
+
 ti_status rt_new_exact(rt_call *c, ti_dtype dtype, int ndim, const int64_t *shape, rt_tensor **out, ti_error *err)
 {
 	return new_tensor(c->ex, dtype, ndim, shape, c->ex->mode == WALK_REAL, out, err);

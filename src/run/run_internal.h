@@ -77,6 +77,10 @@ ti_status rt_of(rt_call *c, const ti_meta_tensor *meta, rt_tensor **out, ti_erro
 ti_status rt_param(rt_call *c, const char *name, rt_tensor **out, ti_error *err);
 /* A new contiguous tensor (uninitialised), in the dtype that holds dtype (float16 -> float32, int32 -> int64). */
 ti_status rt_new(rt_call *c, ti_dtype dtype, int ndim, const int64_t *shape, rt_tensor **out, ti_error *err);
+/* The call's first output as shape propagation made it (NULL when it is no tensor). */
+const ti_meta_tensor *rt_meta_out(rt_call *c);
+/* A new contiguous tensor of the first output's propagated shape, in (the dtype that holds) dtype. */
+ti_status rt_new_out(rt_call *c, ti_dtype dtype, rt_tensor **out, ti_error *err);
 /* A kernel's temporary in exactly dtype (float64 sums), never an output. */
 ti_status rt_new_exact(rt_call *c, ti_dtype dtype, int ndim, const int64_t *shape, rt_tensor **out, ti_error *err);
 /* A view of base (shares its storage). */

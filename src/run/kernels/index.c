@@ -26,24 +26,6 @@
 
 static int wrap(int64_t d, int nd) { return (int)(d < 0 ? d + (nd ? nd : 1) : d); }
 
-static const ti_meta_tensor *meta_out(rt_call *c)
-{
-	const ti_arg *a = &c->call->outputs[0];
-	return c->call->output_count && a->kind == TI_ARG_TENSOR ? a->as.tensor : NULL;
-}
-
-/* A new tensor of the propagated output's shape, in dtype. */
-static ti_status new_out(rt_call *c, ti_dtype dtype, rt_tensor **out, ti_error *err)
-{
-	const ti_meta_tensor *m = meta_out(c);
-	int64_t shape[RT_MAX_DIMS];
-	if (!m || m->ndim > RT_MAX_DIMS)
-		return TI_FAIL(err, TI_E_UNSUPPORTED, "no CPU kernel yet for this output");
-	for (int i = 0; i < m->ndim; i++)
-		shape[i] = m->shape[i].value;
-	return rt_new(c, dtype, m->ndim, shape, out, err);
-}
-
 /* An int or a list of ints (int|int[]): the count, or -1 when more than max. */
 static int ints_of(const ti_arg *a, int64_t *out, int max)
 {
@@ -159,7 +141,7 @@ void rt_remap_copy(rt_call *c, const rt_tensor *in, rt_tensor *out, const rt_rem
 static ti_status remap_out(rt_call *c, const rt_tensor *in, const rt_remap *map, tables *tb, ti_error *err)
 {
 	rt_tensor *y;
-	ti_status st = new_out(c, in->dtype, &y, err);
+	ti_status st = rt_new_out(c, in->dtype, &y, err);
 	if (!st)
 		rt_remap_copy(c, in, y, map);
 	tables_release(c, tb);
@@ -228,7 +210,7 @@ static ti_status roll_flat(rt_call *c, rt_tensor *in, int64_t shift, ti_error *e
 	rt_remap map = identity(&flat_in);
 	if (flat_in.shape[0])
 		st = roll_table(c, &tb, flat_in.shape[0], shift, &map.source[0], err);
-	if (!st && !(st = new_out(c, in->dtype, &y, err))) {
+	if (!st && !(st = rt_new_out(c, in->dtype, &y, err))) {
 		rt_tensor flat_out = flat_of(y);
 		rt_remap_copy(c, &flat_in, &flat_out, &map);
 		st = rt_output(c, y, err);
@@ -275,7 +257,7 @@ static ti_status k_repeat(rt_call *c, ti_error *err)
 	if (!a || a->kind != TI_ARG_TENSOR)
 		a = ti_bound_get(&c->call->in, "input");
 	ti_status st = rt_of(c, a->as.tensor, &in, err);
-	const ti_meta_tensor *m = meta_out(c);
+	const ti_meta_tensor *m = rt_meta_out(c);
 	if (st)
 		return st;
 	rt_remap map;
@@ -319,7 +301,7 @@ static ti_status k_repeat_interleave(rt_call *c, ti_error *err)
 		return st;
 	rt_tensor src = flatten || xc->ndim == 0 ? flat_of(xc) : *xc;
 	int dim = flatten ? 0 : wrap(rt_int(c, "dim"), src.ndim);
-	if ((st = new_out(c, in->dtype, &y, err))) {
+	if ((st = rt_new_out(c, in->dtype, &y, err))) {
 		rt_release(c->ex, xc);
 		return st;
 	}
@@ -481,7 +463,7 @@ static ti_status k_gather(rt_call *c, ti_error *err)
 	if (!st)
 		st = rt_arg(c, "index", &index, err);
 	if (!st)
-		st = new_out(c, in->dtype, &y, err);
+		st = rt_new_out(c, in->dtype, &y, err);
 	if (st)
 		return st;
 	return gather_out(c, in, in->stride, wrap(rt_int(c, "dim"), in->ndim), index, index->stride, y, err);
@@ -495,7 +477,7 @@ static ti_status k_take_along_dim(rt_call *c, ti_error *err)
 	if (!st)
 		st = rt_arg(c, "indices", &index, err);
 	if (!st)
-		st = new_out(c, in->dtype, &y, err);
+		st = rt_new_out(c, in->dtype, &y, err);
 	if (st)
 		return st;
 	if (ti_bound_is_none(&c->call->in, "dim")) {
@@ -635,7 +617,7 @@ static ti_status k_getitem(rt_call *c, ti_error *err)
 	memcpy(viewed.shape, v.shape, sizeof(v.shape));
 	memcpy(viewed.stride, v.stride, sizeof(v.stride));
 	viewed.offset = v.offset;
-	if ((st = new_out(c, t->dtype, &y, err))) {
+	if ((st = rt_new_out(c, t->dtype, &y, err))) {
 		rt_release(c->ex, ic);
 		return st;
 	}
@@ -743,7 +725,7 @@ static ti_status two_args(rt_call *c, const char *a, const char *b, rt_tensor **
 	if (!st)
 		st = rt_arg(c, b, y, err);
 	if (!st)
-		st = new_out(c, meta_out(c) ? meta_out(c)->dtype : TI_DT_FLOAT32, out, err);
+		st = rt_new_out(c, rt_meta_out(c) ? rt_meta_out(c)->dtype : TI_DT_FLOAT32, out, err);
 	return st;
 }
 
@@ -1093,7 +1075,7 @@ static ti_status k_einsum(rt_call *c, ti_error *err)
 		if (!(st = ein_reduce(&e, &ops[0], with_other, err)))
 			st = ein_contract(&e, &ops[0], &ops[k], keep, err);
 	}
-	if (!st && !(st = new_out(c, TI_DT_FLOAT32, &y, err))) {
+	if (!st && !(st = rt_new_out(c, TI_DT_FLOAT32, &y, err))) {
 		ein_operand view = ops[0];
 		for (int i = 0; i < e.out_ndim; i++)
 			if (!view.has[e.out_label[i]])

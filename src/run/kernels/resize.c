@@ -28,23 +28,6 @@
 
 #include "run/run_internal.h"
 
-static const ti_meta_tensor *meta_out(rt_call *c)
-{
-	const ti_arg *a = &c->call->outputs[0];
-	return c->call->output_count && a->kind == TI_ARG_TENSOR ? a->as.tensor : NULL;
-}
-
-static ti_status new_out(rt_call *c, ti_dtype dtype, rt_tensor **out, ti_error *err)
-{
-	const ti_meta_tensor *m = meta_out(c);
-	int64_t shape[RT_MAX_DIMS];
-	if (!m || m->ndim > RT_MAX_DIMS)
-		return TI_FAIL(err, TI_E_UNSUPPORTED, "no CPU kernel yet for this output");
-	for (int i = 0; i < m->ndim; i++)
-		shape[i] = m->shape[i].value;
-	return rt_new(c, dtype, m->ndim, shape, out, err);
-}
-
 /* ---- pad ---- */
 
 typedef enum pad_mode { PAD_CONSTANT, PAD_REFLECT, PAD_REPLICATE, PAD_CIRCULAR } pad_mode;
@@ -87,7 +70,7 @@ static ti_status k_pad(rt_call *c, ti_error *err)
 	int npad = rt_ints(c, "pad", pad, 2 * RT_MAX_DIMS);
 	if (mode < 0 || npad < 0 || npad / 2 > in->ndim)
 		return TI_FAIL(err, TI_E_UNSUPPORTED, "no CPU kernel yet for this padding");
-	if ((st = new_out(c, in->dtype, &y, err)))
+	if ((st = rt_new_out(c, in->dtype, &y, err)))
 		return st;
 	rt_remap map;
 	memset(&map, 0, sizeof(map));
@@ -149,7 +132,7 @@ static ti_status shuffle(rt_call *c, const char *factor_name, bool up, ti_error 
 	rt_release(c->ex, v);
 	if (st)
 		return st;
-	const ti_meta_tensor *m = meta_out(c);
+	const ti_meta_tensor *m = rt_meta_out(c);
 	int64_t out_shape[RT_MAX_DIMS], out_stride[RT_MAX_DIMS];
 	for (int i = 0; i < m->ndim; i++)
 		out_shape[i] = m->shape[i].value;
@@ -394,7 +377,7 @@ static ti_status k_interpolate(rt_call *c, ti_error *err)
 		return TI_FAIL(err, TI_E_UNSUPPORTED, "no CPU kernel yet for interpolate on this input");
 	if ((st = read_request(c, spatial, &rq, err)))
 		return st;
-	if ((st = new_out(c, TI_DT_FLOAT32, &y, err)))
+	if ((st = rt_new_out(c, TI_DT_FLOAT32, &y, err)))
 		return st;
 	interp_job j = {.kind = rq.kind, .dims = spatial};
 	int tables = rq.kind == I_CUBIC ? 4 : rq.kind == I_LINEAR || rq.kind == I_AREA ? 2 : 1;
