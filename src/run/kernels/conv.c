@@ -278,12 +278,12 @@ done:
 
 /*
  * How many images one sgemm of an ungrouped convolution takes: a plane of
- * fewer than CONV_WIDE_COLUMNS positions (ResNet's last stages: 7x7, 14x14)
+ * fewer than CONV_WIDE_COLUMNS positions (ResNet's 28x28 to 7x7 stages)
  * makes a narrow product that sgemm runs far below its speed, so images
  * are put side by side up to that width; a wide plane goes one image at a
  * time. scratch.c sizes the plan's columns with the same answer.
  */
-#define CONV_WIDE_COLUMNS 1024
+#define CONV_WIDE_COLUMNS 2048
 
 int64_t rt_conv_images_per_gemm(int64_t images, int64_t plane)
 {
