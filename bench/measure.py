@@ -119,6 +119,21 @@ def best_of(argv, runs, cold=False, ok=(0,), cleanup=None, who="measure"):
     return best
 
 
+def bench_args(runs, tinspect_required=False):
+    """The arguments every measure_*.py takes: CACHE (where bench/gen.py writes the files),
+    --tinspect, --python, --runs and --no-torch."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("cache")
+    if tinspect_required:
+        ap.add_argument("--tinspect", required=True)
+    else:
+        ap.add_argument("--tinspect", default="./tinspect")
+    ap.add_argument("--python", default=os.environ.get("PYTHON", "/usr/bin/python3"))
+    ap.add_argument("--runs", type=int, default=runs)
+    ap.add_argument("--no-torch", action="store_true")
+    return ap.parse_args()
+
+
 def mb(n):
     return "%.1f MB" % (n / 1e6) if n >= 1e5 else "%.1f kB" % (n / 1e3)
 

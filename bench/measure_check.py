@@ -43,7 +43,6 @@ Needs only the Python standard library (torch and torchvision to generate the
 files and for the baseline). With --no-torch, only tinspect is timed, and only
 when the cached files exist; else the script says so and skips.
 """
-import argparse
 import json
 import os
 import subprocess
@@ -52,7 +51,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, ".."))
 sys.path.insert(0, HERE)
-from measure import GNU_TIME, mb, measure, ms, rss_gnu_time  # noqa: E402
+from measure import GNU_TIME, bench_args, mb, measure, ms, rss_gnu_time  # noqa: E402
 
 EXPORTER = os.path.join(ROOT, "tools", "export", "tinspect-export")
 GOAL = 50
@@ -135,13 +134,7 @@ def torch_inprocess(python, path, runs):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("cache")
-    ap.add_argument("--tinspect", default="./tinspect")
-    ap.add_argument("--python", default=os.environ.get("PYTHON", "/usr/bin/python3"))
-    ap.add_argument("--runs", type=int, default=5)
-    ap.add_argument("--no-torch", action="store_true")
-    a = ap.parse_args()
+    a = bench_args(5)
 
     ti = a.tinspect
     if not a.no_torch and subprocess.run(

@@ -26,7 +26,6 @@ warm-up, so the page cache holds the input for every side alike); throughput
 is the input's bytes (convert) or the elements (fills) per second. The
 method's helpers are measure.py's.
 """
-import argparse
 import json
 import os
 import shutil
@@ -34,7 +33,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from measure import best_of  # noqa: E402
+from measure import bench_args, best_of  # noqa: E402
 
 RANDN_ELEMENTS = 1 << 30
 
@@ -51,13 +50,7 @@ def rate(nbytes, seconds):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--tinspect", required=True)
-    ap.add_argument("--python", default="/usr/bin/python3")
-    ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--no-torch", action="store_true")
-    ap.add_argument("cache")
-    a = ap.parse_args()
+    a = bench_args(3, tinspect_required=True)
     status = measure_convert(a)
     measure_fills(a)
     return status

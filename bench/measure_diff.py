@@ -22,13 +22,12 @@ writable (root): cold-cache disk throughput. Otherwise every run is warm
 (after one untimed warm-up) and the report says so. Only the standard
 library is used on the measuring side.
 """
-import argparse
 import os
 import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from measure import best_of as _best_of, can_drop  # noqa: E402
+from measure import bench_args, best_of as _best_of, can_drop  # noqa: E402
 
 TENSORS = 256
 ELEMENTS = 1 << 20
@@ -50,14 +49,9 @@ for k, x in a.items():
         worst = max(worst, (x.double() - y.double()).abs().max().item())
 print(worst)"""
 
+
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--tinspect", required=True)
-    ap.add_argument("--python", default="/usr/bin/python3")
-    ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--no-torch", action="store_true")
-    ap.add_argument("cache")
-    o = ap.parse_args()
+    o = bench_args(3, tinspect_required=True)
     a, b = os.path.join(o.cache, "diff_a.pt"), os.path.join(o.cache, "diff_b.pt")
     if not (os.path.exists(a) and os.path.exists(b)):
         if o.no_torch:

@@ -50,7 +50,6 @@ times here are this machine's, and the script prints torch's BLAS.
 
 Needs only the Python standard library (torch for the baseline).
 """
-import argparse
 import json
 import os
 import subprocess
@@ -60,7 +59,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, ".."))
 sys.path.insert(0, HERE)
-from measure import GNU_TIME, mb, measure, ms, rss_gnu_time  # noqa: E402
+from measure import GNU_TIME, bench_args, mb, measure, ms, rss_gnu_time  # noqa: E402
 
 GPT2 = os.path.join(ROOT, "fixtures", "models", "gpt2_small.json")
 GPT2_T = 1024
@@ -147,13 +146,7 @@ def fit_probes(answer):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("cache")
-    ap.add_argument("--tinspect", default="./tinspect")
-    ap.add_argument("--python", default=os.environ.get("PYTHON", "/usr/bin/python3"))
-    ap.add_argument("--runs", type=int, default=5)
-    ap.add_argument("--no-torch", action="store_true")
-    a = ap.parse_args()
+    a = bench_args(5)
 
     ti = a.tinspect
     mlp = os.path.join(a.cache, "mlp100.json")

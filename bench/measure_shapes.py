@@ -23,13 +23,12 @@ the split into build and forward is also timed inside the process
 
 Needs only the Python standard library (torch for the baseline).
 """
-import argparse
 import os
 import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from measure import GNU_TIME, mb, measure, ms, rss_gnu_time  # noqa: E402
+from measure import GNU_TIME, bench_args, mb, measure, ms, rss_gnu_time  # noqa: E402
 
 TORCH_IMPORT = "import torch, torchvision"
 TORCH_BUILD = TORCH_IMPORT + "\nm = torchvision.models.resnet50().to('meta').eval()"
@@ -62,13 +61,7 @@ def torch_inprocess(python, runs):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("cache")
-    ap.add_argument("--tinspect", default="./tinspect")
-    ap.add_argument("--python", default=os.environ.get("PYTHON", "/usr/bin/python3"))
-    ap.add_argument("--runs", type=int, default=5)
-    ap.add_argument("--no-torch", action="store_true")
-    a = ap.parse_args()
+    a = bench_args(5)
 
     ti = a.tinspect
     if not a.no_torch and subprocess.run(

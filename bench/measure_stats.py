@@ -18,12 +18,11 @@ writable):
     (skipped with --no-torch; no checksum, which would only add to it)
 Only the standard library is used on the measuring side.
 """
-import argparse
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from measure import best_of as _best_of, can_drop  # noqa: E402
+from measure import bench_args, best_of as _best_of, can_drop  # noqa: E402
 
 TORCH_STATS = """import sys, torch
 sd = torch.load(sys.argv[1], map_location="cpu")
@@ -39,14 +38,9 @@ for name, t in sd.items():
         bad.append(name)
 print(len(sd), bad)"""
 
+
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--tinspect", required=True)
-    ap.add_argument("--python", default="/usr/bin/python3")
-    ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--no-torch", action="store_true")
-    ap.add_argument("cache")
-    o = ap.parse_args()
+    o = bench_args(3, tinspect_required=True)
     path = os.path.join(o.cache, "vit_l_16.pt")
     if not os.path.exists(path):
         print("stats: %s is not cached (bench/gen.py writes it): not run" % path)
