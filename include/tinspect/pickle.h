@@ -8,6 +8,9 @@
  * interpret known globals (the torch layer turns _rebuild_tensor_v2 calls
  * into tensors) and persistent ids; without hooks the raw structure is kept.
  *
+ * Bytes are read as CPython's C unpickler reads the file torch.load hands
+ * it, frames and all (pickle.c says how that differs from pickletools).
+ *
  * All values are allocated in the caller's arena. Every resource has a
  * ceiling (ti_pickle_limits); passing one is an error that names it.
  * Errors carry the byte offset of the opcode that failed.
@@ -65,6 +68,14 @@ typedef struct ti_pickle_hooks {
 	 */
 	ti_status (*observe_call)(void *ctx, uint8_t opcode, const ti_value *callable, const ti_value *args,
 	                          int64_t offset, ti_error *err);
+	/*
+	 * For scanning: where CPython's C unpickler (the one torch.load runs)
+	 * and a by-the-book reader (pickletools, the pure-Python unpickler)
+	 * part ways: an opcode's argument that crosses the end of a FRAME, a
+	 * FRAME opened inside another. what says how, offset is the opcode's.
+	 * The load goes on as the C unpickler reads; failing stops it.
+	 */
+	ti_status (*diverge)(void *ctx, uint8_t opcode, const char *what, int64_t offset, ti_error *err);
 } ti_pickle_hooks;
 
 typedef struct ti_pickle_limits {

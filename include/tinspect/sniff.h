@@ -29,6 +29,13 @@ typedef enum ti_file_kind {
 	TI_FILE_GGUF,         /* "GGUF": a ggml/llama.cpp model file */
 	TI_FILE_NPY,          /* "\x93NUMPY": a NumPy .npy array */
 	TI_FILE_NPZ,          /* a zip of NumPy .npy arrays: never from the first bytes alone (ti_npz_sniff) */
+	/* Archives and compressed files of other kinds, which torch.load cannot open (nullifAI wraps models in 7z): */
+	TI_FILE_7Z,           /* "7z\xbc\xaf\x27\x1c" */
+	TI_FILE_GZIP,         /* 0x1f 0x8b */
+	TI_FILE_BZIP2,        /* "BZh1".."BZh9", then the block magic 0x314159265359 */
+	TI_FILE_XZ,           /* "\xfd7zXZ\0" */
+	TI_FILE_ZSTD,         /* 0x28 0xb5 0x2f 0xfd */
+	TI_FILE_RAR,          /* "Rar!\x1a\x07" */
 	TI_FILE_UNKNOWN
 } ti_file_kind;
 
@@ -52,5 +59,8 @@ bool ti_npz_sniff(const void *head, size_t n);
 
 /* "torch zip", "safetensors", "JSON", ...: what a message calls the kind. */
 const char *ti_file_kind_name(ti_file_kind kind);
+
+/* Whether kind is an archive or compressed file of a kind no torch loader opens (7z, gzip, xz ...). */
+bool ti_file_kind_is_foreign_archive(ti_file_kind kind);
 
 #endif

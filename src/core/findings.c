@@ -183,7 +183,8 @@ static void on_call(scan_findings *f, const char *op, uint8_t opcode, const ti_v
 				         cls->name, (int)args->as.seq.items[1]->as.bytes.size, args->as.seq.items[1]->as.bytes.data, package);
 			} else {
 				scan_add(f, TI_SCAN_DANGEROUS, "call", offset, op, g->module, g->name,
-				         "%s calls builtins.getattr: a builtin that can evaluate, import or reach anything", op);
+				         "%s calls builtins.getattr: a builtin that reaches or changes any attribute of any "
+				         "object", op);
 			}
 			return;
 		}
@@ -339,6 +340,15 @@ ti_status scan_observe(void *ctx, uint8_t opcode, const ti_value *target, int64_
 		on_call(f, op, opcode, target, NULL, offset);
 		return TI_OK;
 	}
+}
+
+ti_status scan_diverge(void *ctx, uint8_t opcode, const char *what, int64_t offset, ti_error *err)
+{
+	(void)err;
+	scan_findings *f = ctx;
+	scan_add(f, TI_SCAN_SUSPICIOUS, "pickle", offset + f->offset_base, ti_pickle_opcode_name(opcode), NULL, NULL, "%s",
+	         what);
+	return TI_OK;
 }
 
 ti_status scan_observe_call(void *ctx, uint8_t opcode, const ti_value *callable, const ti_value *args, int64_t offset,

@@ -67,5 +67,11 @@ ti_status scan_observe(void *ctx, uint8_t opcode, const ti_value *target, int64_
 /* Its observe_call hook: a call judged with its arguments (an Enum member looked up by value). */
 ti_status scan_observe_call(void *ctx, uint8_t opcode, const ti_value *callable, const ti_value *args, int64_t offset,
                             ti_error *err);
+/*
+ * Its diverge hook: a stream that CPython's C unpickler reads otherwise
+ * than pickletools does is suspicious, whatever it names; no pickler
+ * writes one.
+ */
+ti_status scan_diverge(void *ctx, uint8_t opcode, const char *what, int64_t offset, ti_error *err);
 
 #endif

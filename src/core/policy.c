@@ -188,15 +188,100 @@ static const rule rules[] = {
 	{NAME_PREFIX, "copyreg", "extension_", TI_SCAN_SUSPICIOUS, "names a global through copyreg's extension registry"},
 };
 
+static bool ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), k = strlen(suffix);
+	return n >= k && !strcmp(s + n - k, suffix);
+}
+
 /*
- * builtins: three are allowed (above); these build plain values; the rest
- * (eval, exec, compile, getattr, open, __import__, map, ...) can reach or
- * run anything.
+ * Python's builtins (dir(builtins) of CPython 3.11, less the exception
+ * classes), sorted by what they can do. Three are on the allow-list
+ * (above). Those that evaluate or compile code, import, open files, reach
+ * or change attributes, namespaces or frames, wait on the terminal or end
+ * the process are dangerous. The rest build or compute a value from their
+ * arguments: unknown, since weights_only refuses them, but calling one runs
+ * no code the file chose (a function handed to map or sorted is a global
+ * of its own, judged as such). A builtin not in the table, from a later
+ * Python, is dangerous until it is sorted; *Error, *Exception and *Warning
+ * classes are unknown.
  */
-static const char *const builtin_data[] = {
-	"list", "dict", "tuple", "frozenset", "slice", "range", "int", "float", "str", "bytes",
-	"bool", "object", "NotImplemented", "Ellipsis",
+#define EVALUATES "a builtin that evaluates or compiles code"
+#define IMPORTS_MODULES "a builtin that imports modules"
+#define OPENS "a builtin that opens files"
+#define REACHES "a builtin that reaches or changes any attribute of any object"
+#define NAMESPACES "a builtin that reaches a module's or a frame's namespace"
+#define TERMINAL "a builtin that waits on the terminal or starts the debugger"
+#define EXITS "a builtin that ends the process"
+#define VALUE "a builtin that builds or computes a value from its arguments, off the allow-list"
+
+static const struct builtin_row {
+	const char *name;
+	ti_scan_severity severity;
+	const char *why;
+} builtin_table[] = {
+	{"bytearray", TI_SCAN_SAFE, ALLOWED},
+	{"set", TI_SCAN_SAFE, ALLOWED},
+	{"complex", TI_SCAN_SAFE, ALLOWED},
+	{"eval", TI_SCAN_DANGEROUS, EVALUATES},
+	{"exec", TI_SCAN_DANGEROUS, EVALUATES},
+	{"compile", TI_SCAN_DANGEROUS, EVALUATES},
+	{"__build_class__", TI_SCAN_DANGEROUS, EVALUATES},
+	{"__import__", TI_SCAN_DANGEROUS, IMPORTS_MODULES},
+	{"__loader__", TI_SCAN_DANGEROUS, IMPORTS_MODULES},
+	{"__spec__", TI_SCAN_DANGEROUS, IMPORTS_MODULES},
+	{"help", TI_SCAN_DANGEROUS, IMPORTS_MODULES},
+	{"open", TI_SCAN_DANGEROUS, OPENS},
+	{"getattr", TI_SCAN_DANGEROUS, REACHES},
+	{"setattr", TI_SCAN_DANGEROUS, REACHES},
+	{"delattr", TI_SCAN_DANGEROUS, REACHES},
+	{"hasattr", TI_SCAN_DANGEROUS, REACHES},
+	{"globals", TI_SCAN_DANGEROUS, NAMESPACES},
+	{"locals", TI_SCAN_DANGEROUS, NAMESPACES},
+	{"vars", TI_SCAN_DANGEROUS, NAMESPACES},
+	{"input", TI_SCAN_DANGEROUS, TERMINAL},
+	{"breakpoint", TI_SCAN_DANGEROUS, TERMINAL},
+	{"license", TI_SCAN_DANGEROUS, TERMINAL},
+	{"exit", TI_SCAN_DANGEROUS, EXITS},
+	{"quit", TI_SCAN_DANGEROUS, EXITS},
+	{"abs", TI_SCAN_UNKNOWN, VALUE}, {"aiter", TI_SCAN_UNKNOWN, VALUE}, {"all", TI_SCAN_UNKNOWN, VALUE},
+	{"anext", TI_SCAN_UNKNOWN, VALUE}, {"any", TI_SCAN_UNKNOWN, VALUE}, {"ascii", TI_SCAN_UNKNOWN, VALUE},
+	{"bin", TI_SCAN_UNKNOWN, VALUE}, {"bool", TI_SCAN_UNKNOWN, VALUE}, {"bytes", TI_SCAN_UNKNOWN, VALUE},
+	{"callable", TI_SCAN_UNKNOWN, VALUE}, {"chr", TI_SCAN_UNKNOWN, VALUE}, {"classmethod", TI_SCAN_UNKNOWN, VALUE},
+	{"copyright", TI_SCAN_UNKNOWN, VALUE}, {"credits", TI_SCAN_UNKNOWN, VALUE}, {"dict", TI_SCAN_UNKNOWN, VALUE},
+	{"dir", TI_SCAN_UNKNOWN, VALUE}, {"divmod", TI_SCAN_UNKNOWN, VALUE}, {"enumerate", TI_SCAN_UNKNOWN, VALUE},
+	{"filter", TI_SCAN_UNKNOWN, VALUE}, {"float", TI_SCAN_UNKNOWN, VALUE}, {"format", TI_SCAN_UNKNOWN, VALUE},
+	{"frozenset", TI_SCAN_UNKNOWN, VALUE}, {"hash", TI_SCAN_UNKNOWN, VALUE}, {"hex", TI_SCAN_UNKNOWN, VALUE},
+	{"id", TI_SCAN_UNKNOWN, VALUE}, {"int", TI_SCAN_UNKNOWN, VALUE}, {"isinstance", TI_SCAN_UNKNOWN, VALUE},
+	{"issubclass", TI_SCAN_UNKNOWN, VALUE}, {"iter", TI_SCAN_UNKNOWN, VALUE}, {"len", TI_SCAN_UNKNOWN, VALUE},
+	{"list", TI_SCAN_UNKNOWN, VALUE}, {"map", TI_SCAN_UNKNOWN, VALUE}, {"max", TI_SCAN_UNKNOWN, VALUE},
+	{"memoryview", TI_SCAN_UNKNOWN, VALUE}, {"min", TI_SCAN_UNKNOWN, VALUE}, {"next", TI_SCAN_UNKNOWN, VALUE},
+	{"object", TI_SCAN_UNKNOWN, VALUE}, {"oct", TI_SCAN_UNKNOWN, VALUE}, {"ord", TI_SCAN_UNKNOWN, VALUE},
+	{"pow", TI_SCAN_UNKNOWN, VALUE}, {"print", TI_SCAN_UNKNOWN, VALUE}, {"property", TI_SCAN_UNKNOWN, VALUE},
+	{"range", TI_SCAN_UNKNOWN, VALUE}, {"repr", TI_SCAN_UNKNOWN, VALUE}, {"reversed", TI_SCAN_UNKNOWN, VALUE},
+	{"round", TI_SCAN_UNKNOWN, VALUE}, {"slice", TI_SCAN_UNKNOWN, VALUE}, {"sorted", TI_SCAN_UNKNOWN, VALUE},
+	{"staticmethod", TI_SCAN_UNKNOWN, VALUE}, {"str", TI_SCAN_UNKNOWN, VALUE}, {"sum", TI_SCAN_UNKNOWN, VALUE},
+	{"super", TI_SCAN_UNKNOWN, VALUE}, {"tuple", TI_SCAN_UNKNOWN, VALUE}, {"type", TI_SCAN_UNKNOWN, VALUE},
+	{"zip", TI_SCAN_UNKNOWN, VALUE}, {"NotImplemented", TI_SCAN_UNKNOWN, VALUE},
+	{"Ellipsis", TI_SCAN_UNKNOWN, VALUE}, {"__debug__", TI_SCAN_UNKNOWN, VALUE}, {"__doc__", TI_SCAN_UNKNOWN, VALUE},
+	{"__name__", TI_SCAN_UNKNOWN, VALUE}, {"__package__", TI_SCAN_UNKNOWN, VALUE},
 };
+
+/* How a builtin is judged, and why: the table, the exception classes, or dangerous when unknown to it. */
+static ti_scan_severity classify_builtin(const char *name, const char **why)
+{
+	for (size_t i = 0; i < sizeof(builtin_table) / sizeof(builtin_table[0]); i++)
+		if (!strcmp(builtin_table[i].name, name)) {
+			*why = builtin_table[i].why;
+			return builtin_table[i].severity;
+		}
+	if (ends_with(name, "Error") || ends_with(name, "Exception") || ends_with(name, "Warning")) {
+		*why = "an exception class, off the allow-list";
+		return TI_SCAN_UNKNOWN;
+	}
+	*why = "a builtin tinspect does not know to be harmless";
+	return TI_SCAN_DANGEROUS;
+}
 
 /* Classes and functions that only build data from their arguments: calling them is not running code. */
 static const char *const data_constructors[] = {
@@ -223,12 +308,6 @@ static bool in_tree(const char *module, const char *tree)
 {
 	size_t n = strlen(tree);
 	return !strncmp(module, tree, n) && (module[n] == '\0' || module[n] == '.');
-}
-
-static bool ends_with(const char *s, const char *suffix)
-{
-	size_t n = strlen(s), k = strlen(suffix);
-	return n >= k && !strcmp(s + n - k, suffix);
 }
 
 static bool matches(const rule *r, const char *module, const char *name)
@@ -331,14 +410,7 @@ ti_scan_severity ti_scan_classify_global(const char *module, const char *name, c
 	} else if (strchr(name, '.') && dotted_reach(name, &reason)) {
 		s = TI_SCAN_DANGEROUS;
 	} else if (!strcmp(module, "builtins")) {
-		if (!strcmp(name, "bytearray") || !strcmp(name, "set") || !strcmp(name, "complex")) {
-			s = TI_SCAN_SAFE;
-			reason = ALLOWED;
-		} else if (!listed(builtin_data, COUNT(builtin_data), name) && !ends_with(name, "Error") &&
-		           !ends_with(name, "Exception") && !ends_with(name, "Warning")) {
-			s = TI_SCAN_DANGEROUS;
-			reason = "a builtin that can evaluate, import or reach anything";
-		}
+		s = classify_builtin(name, &reason);
 	} else if ((!strcmp(module, "torch") && listed(dtypes, COUNT(dtypes), name)) || torch_class(module, name)) {
 		s = TI_SCAN_SAFE;
 		reason = ALLOWED;
@@ -361,8 +433,10 @@ static bool is_data_constructor(const char *module, const char *name)
 	int n = snprintf(full, sizeof(full), "%s.%s", module, name);
 	if (n < 0 || (size_t)n >= sizeof(full))
 		return false;
-	if (!strcmp(module, "builtins"))
-		return listed(builtin_data, COUNT(builtin_data), name);
+	if (!strcmp(module, "builtins")) { /* unknown builtins build or compute values: see the table */
+		const char *why;
+		return classify_builtin(name, &why) == TI_SCAN_UNKNOWN;
+	}
 	/* numpy 2's dtype classes: numpy.dtypes.Float32DType */
 	if (!strcmp(module, "numpy.dtypes") && ends_with(name, "DType") && !strchr(name, '.'))
 		return true;

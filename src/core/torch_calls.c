@@ -801,6 +801,12 @@ static ti_status observe_call(void *ctx, uint8_t opcode, const ti_value *callabl
 	return scan_observe_call(t->findings, opcode, callable, args, offset, err);
 }
 
+static ti_status diverge(void *ctx, uint8_t opcode, const char *what, int64_t offset, ti_error *err)
+{
+	ti_torch *t = ctx;
+	return scan_diverge(t->findings, opcode, what, offset, err);
+}
+
 void ti_torch_hooks(ti_torch *t, ti_pickle_hooks *hooks)
 {
 	hooks->ctx = t;
@@ -810,4 +816,5 @@ void ti_torch_hooks(ti_torch *t, ti_pickle_hooks *hooks)
 	hooks->persistent_load = persistent_load;
 	hooks->observe = t->findings ? observe : NULL;
 	hooks->observe_call = t->findings ? observe_call : NULL;
+	hooks->diverge = t->findings ? diverge : NULL;
 }

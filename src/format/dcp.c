@@ -116,6 +116,15 @@ const char *ti_dcp_class_at(size_t i, const char **name)
 
 /* ---- the pickle, run with the observer only ---- */
 
+/* A stream torch's unpickler and a by-the-book one read apart is no writer's: refused, as a global would be. */
+static ti_status diverge(void *ctx, uint8_t opcode, const char *what, int64_t offset, ti_error *err)
+{
+	(void)ctx;
+	(void)opcode;
+	(void)offset;
+	return TI_FAIL(err, TI_E_UNSUPPORTED, "%s: refused, never run", what);
+}
+
 static ti_status observe(void *ctx, uint8_t opcode, const ti_value *target, int64_t offset, ti_error *err)
 {
 	(void)ctx;
@@ -525,7 +534,7 @@ ti_status ti_dcp_parse(const uint8_t *data, size_t size, const ti_dcp_limits *li
 		return TI_FAIL(err, TI_E_NOMEM, "out of memory");
 	/* every value the pickle makes is a few dozen bytes per input byte at most */
 	ti_arena_init(&d->arena, (size_t)1 << 31);
-	ti_pickle_hooks hooks = {.call = check_call, .build = check_build, .observe = observe};
+	ti_pickle_hooks hooks = {.call = check_call, .build = check_build, .observe = observe, .diverge = diverge};
 	ti_pickle_limits plim;
 	ti_pickle_limits_default(&plim);
 	ti_value *root = NULL;

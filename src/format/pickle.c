@@ -14,6 +14,20 @@
  * of a rebuild call, its size and stride tuples and its persistent id go
  * back to the arena as soon as the call has made its tensor. The pickle is
  * read in windows, so a source need not be in memory (ti_pickle_load_source).
+ *
+ * Bytes are taken as CPython's C unpickler takes them from the file
+ * torch.load hands it (Modules/_pickle.c in file mode: torch.load reads
+ * data.pkl through an io.BytesIO, which has no peek). A FRAME's bytes are
+ * read into its buffer, and every later read is served from that buffer
+ * while the buffer holds all of it. A read it cannot serve drops what is
+ * left of the frame and takes its bytes from the file after it
+ * (_Unpickler_ReadImpl); a text line does the same when no newline is left
+ * in the frame (_Unpickler_Readline); only the data of BINBYTES and
+ * BYTEARRAY8 runs on from the frame into the file (_Unpickler_ReadInto).
+ * pickletools reads every byte in order and the pure-Python unpickler
+ * refuses a read that crosses a frame's end, so a stream where one does
+ * shows them something else than what torch.load runs. The machine reads
+ * as the C unpickler does and tells the diverge hook of every crossing.
  */
 #include "tinspect/pickle.h"
 
@@ -46,6 +60,7 @@ typedef struct vm {
 	uint8_t *buf;               /* the window's buffer, for a source */
 	size_t buf_cap;
 	size_t size, pos, op_pos;
+	size_t frame_end;           /* the end of the last FRAME's bytes: pos below it is inside that frame */
 	uint8_t op;                 /* the opcode at op_pos */
 	ti_arena *arena;
 	const ti_pickle_hooks *hooks;
@@ -125,6 +140,55 @@ static inline ti_status need(vm *m, size_t n, const uint8_t **p)
 	return TI_OK;
 }
 
+/*
+ * A read of n bytes at pos that runs past the end of the frame pos is in
+ * (see the top of the file): reported, then, where the C unpickler drops
+ * the frame's rest, pos moves to the frame's end.
+ */
+static __attribute__((noinline)) ti_status cross_frame(vm *m, size_t n, bool drops)
+{
+	size_t left = m->frame_end - m->pos;
+	const char *op = ti_pickle_opcode_name(m->op);
+	if (m->hooks && m->hooks->diverge) {
+		char what[320], read[64];
+		if (n)
+			snprintf(read, sizeof(read), "%zu bytes", n);
+		else
+			snprintf(read, sizeof(read), "a line");
+		if (drops)
+			snprintf(what, sizeof(what),
+			         "%s reads %s at offset %zu, past the end of its FRAME: CPython's C unpickler (torch.load) "
+			         "skips the frame's last %zu bytes and reads from after it, where pickletools reads on",
+			         op, read, m->pos, left);
+		else
+			snprintf(what, sizeof(what),
+			         "%s reads %s at offset %zu, past the end of its FRAME (%zu bytes left in it): the "
+			         "pure-Python unpickler refuses it", op, read, m->pos, left);
+		ti_status s = m->hooks->diverge(m->hooks->ctx, m->op, what, (int64_t)m->op_pos, m->err);
+		if (s)
+			return s;
+	}
+	if (drops)
+		m->pos = m->frame_end;
+	return TI_OK;
+}
+
+/* n bytes as the C unpickler's _Unpickler_Read takes them: from the frame while it holds them all. */
+static inline ti_status take(vm *m, size_t n, const uint8_t **p)
+{
+	if (m->pos < m->frame_end && n > m->frame_end - m->pos && cross_frame(m, n, true))
+		return m->err->code;
+	return need(m, n, p);
+}
+
+/* n bytes as _Unpickler_ReadInto takes them: the frame's rest, then on into the file. */
+static inline ti_status take_into(vm *m, size_t n, const uint8_t **p)
+{
+	if (m->pos < m->frame_end && n > m->frame_end - m->pos && cross_frame(m, n, false))
+		return m->err->code;
+	return need(m, n, p);
+}
+
 static uint64_t le(const uint8_t *p, int n)
 {
 	uint64_t v = 0;
@@ -157,27 +221,71 @@ static ti_status line_length(vm *m, size_t offset, size_t *len)
 	return TI_OK;
 }
 
+/*
+ * Where the text line the C unpickler reads at *at starts, and its length:
+ * from the frame when a newline is left in it, else from after the frame
+ * (_Unpickler_Readline drops the rest and reads a line from the file).
+ */
+static ti_status line_from(vm *m, size_t *at, size_t *len)
+{
+	ti_status s = line_length(m, *at, len);
+	if (*at >= m->frame_end || (!s && *len < m->frame_end - *at))
+		return s;
+	ti_error_clear(m->err);
+	size_t pos = m->pos;
+	m->pos = *at;
+	s = cross_frame(m, 0, true);
+	*at = m->pos;
+	m->pos = pos;
+	return s ? s : line_length(m, *at, len);
+}
+
 /* A text argument up to '\n' (protocol 0/1); *len excludes the newline. */
 static ti_status read_line(vm *m, const char **line, size_t *len)
 {
 	const uint8_t *p = NULL;
+	size_t at = m->pos;
 	*line = NULL;
-	if (line_length(m, m->pos, len) || need(m, *len + 1, &p))
+	if (line_from(m, &at, len))
+		return m->err->code;
+	m->pos = at;
+	if (need(m, *len + 1, &p))
 		return m->err->code;
 	*line = (const char *)p;
 	return TI_OK;
 }
 
-/* Two text arguments (GLOBAL, INST), in the window together. */
+/*
+ * Two text arguments (GLOBAL, INST). They are in the window together, but
+ * for the first when a frame's rest lies between them: that one is copied.
+ */
 static ti_status read_two_lines(vm *m, const char **a, size_t *alen, const char **b, size_t *blen)
 {
 	const uint8_t *p = NULL;
+	size_t a_at = m->pos, b_at;
 	*a = *b = NULL;
-	if (line_length(m, m->pos, alen) || line_length(m, m->pos + *alen + 1, blen) ||
-	    need(m, *alen + 1 + *blen + 1, &p))
+	if (line_from(m, &a_at, alen))
 		return m->err->code;
-	*a = (const char *)p;
-	*b = (const char *)p + *alen + 1;
+	b_at = a_at + *alen + 1;
+	if (line_from(m, &b_at, blen))
+		return m->err->code;
+	m->pos = a_at;
+	if (b_at == a_at + *alen + 1) {
+		if (need(m, *alen + 1 + *blen + 1, &p))
+			return m->err->code;
+		*a = (const char *)p;
+		*b = (const char *)p + *alen + 1;
+		return TI_OK;
+	}
+	char *first = NULL;
+	if (need(m, *alen + 1, &p) || !(first = ti_arena_alloc(m->arena, *alen + 1)))
+		return m->err->code ? m->err->code : NOMEM(m);
+	memcpy(first, p, *alen + 1);
+	m->pos = b_at;
+	if (need(m, *blen + 1, &p))
+		return m->err->code;
+	*a = first;
+	*b = (const char *)p;
 	return TI_OK;
 }
 
@@ -412,15 +520,33 @@ static ti_status op_proto(vm *m, uint8_t op)
 	return TI_OK;
 }
 
+/*
+ * FRAME: the C unpickler reads the frame's bytes into its buffer and reads
+ * on from there (load_frame). A frame opened inside another is no writer's:
+ * the pure-Python unpickler refuses it; when it is longer than the rest of
+ * the other, the C unpickler drops that rest and the frame starts after it.
+ */
 static ti_status op_frame(vm *m, uint8_t op)
 {
 	(void)op;
 	const uint8_t *p = NULL;
-	if (need(m, 8, &p))
+	if (take(m, 8, &p))
 		return m->err->code;
-	/* The whole pickle is in memory: a frame only promises its length. */
-	if (le(p, 8) > m->size - m->pos)
-		return FAIL(m, TI_E_CORRUPT, "pickle frame of %" PRIu64 " bytes runs past the end", le(p, 8));
+	uint64_t len = le(p, 8);
+	if (m->pos < m->frame_end) {
+		if (len <= m->frame_end - m->pos) {
+			if (m->hooks && m->hooks->diverge &&
+			    m->hooks->diverge(m->hooks->ctx, m->op, "FRAME opened inside another frame: the pure-Python "
+			                      "unpickler refuses it, no pickler writes it", (int64_t)m->op_pos, m->err))
+				return m->err->code;
+			return TI_OK; /* the bytes are in the buffer already */
+		}
+		if (cross_frame(m, len, true))
+			return m->err->code;
+	}
+	if (len > m->size - m->pos)
+		return FAIL(m, TI_E_CORRUPT, "pickle frame of %" PRIu64 " bytes runs past the end", len);
+	m->frame_end = m->pos + (size_t)len;
 	return TI_OK;
 }
 
@@ -504,7 +630,7 @@ static ti_status op_binint(vm *m, uint8_t op)
 {
 	int n = op == 'J' ? 4 : op == 'K' ? 1 : 2;
 	const uint8_t *p = NULL;
-	if (need(m, (size_t)n, &p))
+	if (take(m, (size_t)n, &p))
 		return m->err->code;
 	uint64_t u = le(p, n);
 	return push_int(m, n == 4 ? (int64_t)(int32_t)(uint32_t)u : (int64_t)u);
@@ -515,18 +641,18 @@ static ti_status op_long_n(vm *m, uint8_t op)
 	const uint8_t *p = NULL;
 	uint64_t n;
 	if (op == 0x8a) { /* LONG1 */
-		if (need(m, 1, &p))
+		if (take(m, 1, &p))
 			return m->err->code;
 		n = p[0];
 	} else { /* LONG4: signed length */
-		if (need(m, 4, &p))
+		if (take(m, 4, &p))
 			return m->err->code;
 		int32_t len = (int32_t)(uint32_t)le(p, 4);
 		if (len < 0)
 			return FAIL(m, TI_E_CORRUPT, "LONG4 with negative length %" PRId32, len);
 		n = (uint64_t)len;
 	}
-	if (need(m, (size_t)n, &p))
+	if (take(m, (size_t)n, &p))
 		return m->err->code;
 	return push_long(m, p, (size_t)n);
 }
@@ -612,7 +738,7 @@ static ti_status op_binfloat(vm *m, uint8_t op)
 {
 	(void)op;
 	const uint8_t *p = NULL;
-	if (need(m, 8, &p))
+	if (take(m, 8, &p))
 		return m->err->code;
 	uint64_t bits = 0;
 	for (int i = 0; i < 8; i++) /* big-endian, unlike every other binary field */
@@ -639,14 +765,16 @@ static ti_status op_counted(vm *m, uint8_t op)
 	default: width = 1; kind = TI_BYTES; break;          /* SHORT_BINSTRING */
 	}
 	const uint8_t *p = NULL;
-	if (need(m, (size_t)width, &p))
+	if (take(m, (size_t)width, &p))
 		return m->err->code;
 	uint64_t n = le(p, width);
 	if (op == 'T' && (int32_t)(uint32_t)n < 0)
 		return FAIL(m, TI_E_CORRUPT, "BINSTRING with negative length");
 	if (n > m->limits.string_max)
 		return FAIL(m, TI_E_LIMIT, "string of %" PRIu64 " bytes exceeds the %zu-byte limit", n, m->limits.string_max);
-	if (need(m, (size_t)n, &p))
+	/* bytes and bytearrays are read into their object: on past a frame's end (load_counted_binbytes) */
+	bool into = op == 'B' || op == 'C' || op == 0x8e || op == 0x96;
+	if ((into ? take_into : take)(m, (size_t)n, &p))
 		return m->err->code;
 	if (kind == TI_STR)
 		return push_unicode(m, p, (size_t)n);
@@ -943,7 +1071,7 @@ static ti_status op_memo_bin(vm *m, uint8_t op)
 {
 	bool one = op == 'h' || op == 'q'; /* BINGET, BINPUT; else LONG_BINGET, LONG_BINPUT */
 	const uint8_t *p = NULL;
-	if (need(m, one ? 1 : 4, &p))
+	if (take(m, one ? 1 : 4, &p))
 		return m->err->code;
 	uint64_t index = one ? p[0] : (uint64_t)p[0] | (uint64_t)p[1] << 8 | (uint64_t)p[2] << 16 | (uint64_t)p[3] << 24;
 	return (op == 'h' || op == 'j') ? memo_get(m, index) : memo_put(m, index);
@@ -1032,7 +1160,7 @@ static ti_status op_ext(vm *m, uint8_t op)
 {
 	int width = op == 0x82 ? 1 : op == 0x83 ? 2 : 4;
 	const uint8_t *p = NULL;
-	if (need(m, (size_t)width, &p))
+	if (take(m, (size_t)width, &p))
 		return m->err->code;
 	/* copyreg's extension registry lives in the writer's process; we can only name the code. */
 	char name[32];

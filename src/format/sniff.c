@@ -11,6 +11,25 @@
 static const unsigned char legacy_magic[] = {0x80, 0x02, 0x8a, 0x0a, 0x6c, 0xfc, 0x9c, 0x46,
                                              0xf9, 0x20, 0x6a, 0xa8, 0x50, 0x19};
 
+/* Other archives and compressors, by their signatures: what a file wrapped around a model may be. */
+static const struct {
+	const char *magic;
+	size_t length;
+	ti_file_kind kind;
+} foreign_archives[] = {
+	{"7z\xbc\xaf\x27\x1c", 6, TI_FILE_7Z},  /* 7z's signature header */
+	{"\x1f\x8b", 2, TI_FILE_GZIP},            /* RFC 1952 ID1 ID2 */
+	{"\xfd" "7zXZ\0", 6, TI_FILE_XZ},          /* the xz stream header's magic */
+	{"\x28\xb5\x2f\xfd", 4, TI_FILE_ZSTD},    /* RFC 8878 frame magic 0xFD2FB528, little-endian */
+	{"Rar!\x1a\x07", 6, TI_FILE_RAR},         /* RAR 1.5 to 5 */
+};
+
+/* "BZh" and a block size digit, then the first block's magic (pi's digits): text starting "BZh" is not one. */
+static bool looks_bzip2(const unsigned char *p, size_t n)
+{
+	return n >= 10 && !memcmp(p, "BZh", 3) && p[3] >= '1' && p[3] <= '9' && !memcmp(p + 4, "\x31\x41\x59\x26\x53\x59", 6);
+}
+
 static bool is_space(unsigned char c)
 {
 	return c == ' ' || c == '\t' || c == '\n' || c == '\r';
@@ -56,6 +75,11 @@ ti_file_kind ti_file_sniff(const void *head, size_t n, uint64_t file_size)
 		return TI_FILE_EMPTY;
 	if (n >= 4 && (!memcmp(p, "PK\3\4", 4) || !memcmp(p, "PK\5\6", 4)))
 		return TI_FILE_ZIP;
+	for (size_t i = 0; i < sizeof(foreign_archives) / sizeof(foreign_archives[0]); i++)
+		if (n >= foreign_archives[i].length && !memcmp(p, foreign_archives[i].magic, foreign_archives[i].length))
+			return foreign_archives[i].kind;
+	if (looks_bzip2(p, n))
+		return TI_FILE_BZIP2;
 	if (n >= 6 && !memcmp(p, "\x93NUMPY", 6)) /* numpy/lib/format.py MAGIC_PREFIX */
 		return TI_FILE_NPY;
 	if (n >= sizeof(legacy_magic) && !memcmp(p, legacy_magic, sizeof(legacy_magic)))
@@ -89,9 +113,20 @@ const char *ti_file_kind_name(ti_file_kind kind)
 		[TI_FILE_GGUF] = "a GGUF file",
 		[TI_FILE_NPY] = "a NumPy .npy array",
 		[TI_FILE_NPZ] = "a NumPy .npz archive",
+		[TI_FILE_7Z] = "a 7z archive",
+		[TI_FILE_GZIP] = "a gzip file",
+		[TI_FILE_BZIP2] = "a bzip2 file",
+		[TI_FILE_XZ] = "an xz file",
+		[TI_FILE_ZSTD] = "a zstd file",
+		[TI_FILE_RAR] = "a RAR archive",
 		[TI_FILE_UNKNOWN] = "of no format tinspect knows",
 	};
 	return (unsigned)kind <= TI_FILE_UNKNOWN ? names[kind] : names[TI_FILE_UNKNOWN];
+}
+
+bool ti_file_kind_is_foreign_archive(ti_file_kind kind)
+{
+	return kind >= TI_FILE_7Z && kind <= TI_FILE_RAR;
 }
 
 /*

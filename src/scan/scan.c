@@ -136,6 +136,7 @@ static ti_status run_pickle(const ti_pickle_source *src, scan_findings *into, si
 	ti_arena_init(&arena, PICKLE_ARENA_MAX);
 	/* a legacy file's ('module', cls, ...) ids are their class, as its loader makes them */
 	ti_pickle_hooks hooks = {.ctx = into, .observe = scan_observe, .observe_call = scan_observe_call,
+	                         .diverge = scan_diverge,
 	                         .persistent_load = legacy ? scan_persistent_load : NULL, .build = legacy ? NULL : scan_build};
 	ti_limits lim;
 	ti_limits_default(&lim);
@@ -463,15 +464,41 @@ static const char *scan_text(scanner *sc, const char *path, ti_file_kind kind)
 	return kind == TI_FILE_JSON ? "json" : "text";
 }
 
-/* Whether src's first bytes are a whole pickle, judged aside: text is tried as protocol 0. */
+/* A dotted Python name: what find_class could import, as text that merely starts like a GLOBAL is not. */
+static bool dotted_name(const char *s)
+{
+	bool start = true;
+	for (; *s; s++) {
+		bool letter = (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || *s == '_' || (unsigned char)*s >= 0x80;
+		if (*s == '.' && !start)
+			start = true;
+		else if (letter || (!start && *s >= '0' && *s <= '9'))
+			start = false;
+		else
+			return false;
+	}
+	return !start;
+}
+
+/*
+ * Whether text is a protocol-0 pickle, judged aside: it is when it parses
+ * whole, and when it names a global before it breaks (picklescan's
+ * broken_model.pkl names builtins.exec, then fails): pickle.load has
+ * imported that global by then, so its findings stand.
+ */
 static bool parses_as_pickle(scanner *sc, const ti_pickle_source *src)
 {
+	ti_scan_options opt = sc->opt ? *sc->opt : (ti_scan_options){0};
+	opt.include_safe = 1; /* an allowed global counts too */
 	scan_findings scratch;
-	scan_findings_init(&scratch, sc->opt);
+	scan_findings_init(&scratch, &opt);
 	size_t consumed = 0;
 	ti_error err;
 	ti_error_clear(&err);
 	bool ok = !run_pickle(src, &scratch, &consumed, false, &err);
+	for (size_t i = 0; !ok && i < scratch.count; i++)
+		ok = scratch.items[i].module && scratch.items[i].name && dotted_name(scratch.items[i].module) &&
+		     dotted_name(scratch.items[i].name);
 	scan_findings_release(&scratch);
 	return ok;
 }
@@ -522,6 +549,12 @@ static const char *scan_source(scanner *sc, const ti_pickle_source *src, const c
 		scan_npy(sc, src, prefix);
 		return "npy";
 	default:
+		if (ti_file_kind_is_foreign_archive(kind)) { /* torch.load cannot open it: nothing in it is loaded */
+			TI_FAIL(&err, TI_E_UNSUPPORTED, "%s, not a torch.save file; its members are not read",
+			        ti_file_kind_name(kind));
+			unreadable(sc, &err, prefix);
+			return "unknown";
+		}
 		break;
 	}
 	/* protocol 0 pickles are text: a text file is text only when it is no pickle */

@@ -161,7 +161,7 @@ static ti_status add_object(ti_source *s, source_part *p, npz_state *state, cons
 	scan_add(&state->findings, TI_SCAN_UNKNOWN, "pickle", (int64_t)base, NULL, NULL, NULL,
 	         "an object array: its data is a pickle, which np.load runs only with allow_pickle=True");
 	state->findings.offset_base = (int64_t)base;
-	ti_pickle_hooks hooks = {.ctx = &state->findings, .observe = scan_observe};
+	ti_pickle_hooks hooks = {.ctx = &state->findings, .observe = scan_observe, .diverge = scan_diverge};
 	ti_limits lim;
 	ti_limits_default(&lim);
 	ti_value *value = NULL;

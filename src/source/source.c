@@ -233,6 +233,9 @@ static ti_status no_reader(ti_file_kind kind, uint64_t size, ti_error *err)
 	case TI_FILE_TEXT:
 		return TI_FAIL(err, TI_E_UNSUPPORTED, "a text file, not a model file");
 	default:
+		if (ti_file_kind_is_foreign_archive(kind))
+			return TI_FAIL(err, TI_E_UNSUPPORTED, "%s, not a torch.save file; its members are not read",
+			               ti_file_kind_name(kind));
 		return TI_FAIL(err, TI_E_UNSUPPORTED, "not a model file tinspect reads: it is %s", ti_file_kind_name(kind));
 	}
 }

@@ -667,6 +667,93 @@ Test(pickle, rejects_a_frame_longer_than_the_pickle)
 	EXPECT_FAILURE(TI_E_CORRUPT, 2, BYTES(0x80, 4, 0x95, 100, 0, 0, 0, 0, 0, 0, 0, 'N', '.'));
 }
 
+/*
+ * Reads that cross a FRAME's end, read as CPython's C unpickler reads the
+ * io.BytesIO torch.load gives it: the frame's rest is dropped and the read
+ * starts after the frame, but for BINBYTES' data, which runs on.
+ */
+static int divergences;
+static ti_status count_divergence(void *ctx, uint8_t opcode, const char *what, int64_t offset, ti_error *e)
+{
+	(void)ctx, (void)opcode, (void)what, (void)offset, (void)e;
+	divergences++;
+	return TI_OK;
+}
+static const ti_pickle_hooks diverge_hooks = {.diverge = count_divergence};
+
+static ti_value *loaded_counting(const uint8_t *data, size_t size, int line)
+{
+	divergences = 0;
+	ti_error_clear(&err);
+	result = NULL;
+	ti_status s = ti_pickle_load(data, size, &arena, &diverge_hooks, NULL, &result, &consumed, &err);
+	cr_assert(s == TI_OK, "line %d: got %s (\"%s\"), want success", line, ti_status_name(s), err.message);
+	return result;
+}
+#define LOADED_COUNTING(...) loaded_counting(__VA_ARGS__, __LINE__)
+#define FRAMED(n, ...) BYTES(0x80, 5, 0x95, n, 0, 0, 0, 0, 0, 0, 0, __VA_ARGS__)
+
+Test(pickle, a_line_with_no_newline_left_in_its_frame_is_read_from_after_the_frame)
+{
+	/* FRAME 4 holds 'c', "mac": the C unpickler drops "mac", reads module "os", then "system" */
+	const ti_value *v = LOADED_COUNTING(FRAMED(4, 'c', 'm', 'a', 'c', 'o', 's', '\n', 's', 'y', 's', 't', 'e', 'm', '\n', '.'));
+	ASSERT_KIND(v, TI_GLOBAL);
+	EXPECT_STR(v->as.global->module, "os");
+	EXPECT_STR(v->as.global->name, "system");
+	EXPECT_INT(divergences, 1);
+}
+
+Test(pickle, the_second_line_of_a_global_crosses_its_frame_alone)
+{
+	/* FRAME 7 holds 'c', "os\n", "sys": the name line drops "sys" and reads "tem" */
+	const ti_value *v = LOADED_COUNTING(FRAMED(7, 'c', 'o', 's', '\n', 's', 'y', 's', 't', 'e', 'm', '\n', '.'));
+	ASSERT_KIND(v, TI_GLOBAL);
+	EXPECT_STR(v->as.global->module, "os");
+	EXPECT_STR(v->as.global->name, "tem");
+	EXPECT_INT(divergences, 1);
+}
+
+Test(pickle, a_counted_length_that_crosses_its_frame_is_read_after_it)
+{
+	/* FRAME 2 holds 'B' and one byte of its length: the length is 1 from after the frame, the data 'x' */
+	const ti_value *v = LOADED_COUNTING(FRAMED(2, 'B', 7, 1, 0, 0, 0, 'x', '.'));
+	EXPECT_TEXT(v, TI_BYTES, "x");
+	EXPECT_INT(divergences, 1);
+}
+
+Test(pickle, bytes_data_runs_on_past_the_frame_and_is_still_reported)
+{
+	/* SHORT_BINBYTES of 3 in a frame of 3: its data is read into the object, on into the file */
+	const ti_value *v = LOADED_COUNTING(FRAMED(3, 'C', 3, 'a', 'b', 'c', '.'));
+	EXPECT_TEXT(v, TI_BYTES, "abc");
+	EXPECT_INT(divergences, 1);
+}
+
+Test(pickle, a_text_argument_that_crosses_its_frame_is_dropped_to_the_frame_end)
+{
+	/* SHORT_BINUNICODE of 3 in a frame of 3 ('\x8c', 3, 'a'): the C unpickler reads "bc." and runs out */
+	divergences = 0;
+	ti_error_clear(&err);
+	ti_status s = ti_pickle_load(FRAMED(3, 0x8c, 3, 'a', 'b', 'c', '.'), &arena, &diverge_hooks, NULL, &result, NULL, &err);
+	EXPECT_INT(s, TI_E_CORRUPT);
+	EXPECT_INT(divergences, 1);
+}
+
+Test(pickle, a_frame_inside_a_frame_is_reported_and_read_through)
+{
+	ASSERT_KIND(LOADED_COUNTING(FRAMED(12, 'N', 0x95, 2, 0, 0, 0, 0, 0, 0, 0, 'N', '.')), TI_NONE);
+	EXPECT_INT(divergences, 1);
+}
+
+Test(pickle, frames_as_picklers_write_them_are_no_divergence)
+{
+	/* two frames back to back, and bytes data written after its frame (as the pickler writes large bytes) */
+	ASSERT_KIND(LOADED_COUNTING(FRAMED(2, ']', 0x94, 0x95, 2, 0, 0, 0, 0, 0, 0, 0, 'N', 'a', '.')), TI_LIST);
+	EXPECT_INT(divergences, 0);
+	EXPECT_TEXT(LOADED_COUNTING(FRAMED(5, 'B', 2, 0, 0, 0, 'h', 'i', '.')), TI_BYTES, "hi");
+	EXPECT_INT(divergences, 0);
+}
+
 /* ---- protocol 5 ---- */
 
 Test(pickle, bytearray8_is_bytes_flagged_bytearray)

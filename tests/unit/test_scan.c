@@ -44,7 +44,7 @@ static const policy_row globals[] = {
 	{"builtins", "eval", TI_SCAN_DANGEROUS},
 	{"builtins", "getattr", TI_SCAN_DANGEROUS},
 	{"builtins", "__import__", TI_SCAN_DANGEROUS},
-	{"builtins", "map", TI_SCAN_DANGEROUS},
+	{"builtins", "map", TI_SCAN_UNKNOWN}, /* the function it applies is a global judged on its own */
 	{"runpy", "_run_code", TI_SCAN_DANGEROUS},
 	{"importlib", "import_module", TI_SCAN_DANGEROUS},
 	{"pickle", "loads", TI_SCAN_DANGEROUS},
@@ -65,6 +65,21 @@ static const policy_row globals[] = {
 	{"torch", "serialization.os.system", TI_SCAN_DANGEROUS},
 	{"collections", "OrderedDict.__init__.__globals__", TI_SCAN_DANGEROUS},
 	{"copyreg", "extension_42", TI_SCAN_SUSPICIOUS},
+	/* builtins by what they can do: plain functions and constructors are unknown, not dangerous */
+	{"builtins", "len", TI_SCAN_UNKNOWN},
+	{"builtins", "dict", TI_SCAN_UNKNOWN},
+	{"builtins", "print", TI_SCAN_UNKNOWN},
+	{"builtins", "ValueError", TI_SCAN_UNKNOWN},
+	{"builtins", "set", TI_SCAN_SAFE},
+	{"builtins", "compile", TI_SCAN_DANGEROUS},
+	{"builtins", "__import__", TI_SCAN_DANGEROUS},
+	{"builtins", "open", TI_SCAN_DANGEROUS},
+	{"builtins", "setattr", TI_SCAN_DANGEROUS},
+	{"builtins", "vars", TI_SCAN_DANGEROUS},
+	{"builtins", "breakpoint", TI_SCAN_DANGEROUS},
+	{"builtins", "input", TI_SCAN_DANGEROUS},
+	{"builtins", "exit", TI_SCAN_DANGEROUS},
+	{"builtins", "a_builtin_of_a_later_python", TI_SCAN_DANGEROUS},
 };
 
 Test(scan_policy, judges_each_global_as_its_row_says)
@@ -96,6 +111,10 @@ static const call_row calls[] = {
 	{"mylib", "Thing", "INST", TI_SCAN_DANGEROUS},
 	{"mylib", "Thing", "OBJ", TI_SCAN_DANGEROUS},
 	{"os", "system", "NEWOBJ", TI_SCAN_DANGEROUS},
+	/* calling a plain builtin computes a value; calling eval runs code */
+	{"builtins", "len", "REDUCE", TI_SCAN_UNKNOWN},
+	{"builtins", "dict", "REDUCE", TI_SCAN_UNKNOWN},
+	{"builtins", "eval", "REDUCE", TI_SCAN_DANGEROUS},
 };
 
 Test(scan_policy, judges_a_call_by_its_opcode_too)
@@ -191,6 +210,37 @@ Test(scan, finds_a_STACK_GLOBAL_built_from_memoized_strings)
 	EXPECT_STR(f->opcode, "STACK_GLOBAL");
 	EXPECT_STR(f->module, "os");
 	EXPECT_INT(f->offset, 23);
+}
+
+Test(scan, reads_a_frame_as_torch_loads_c_unpickler_does)
+{
+	/* fickling's frame-boundary case: pickletools sees a 263-byte BINBYTES, torch.load runs posix.system */
+	static const char pickle[] = "\x80\x05N(\x95\x02\x00\x00\x00\x00\x00\x00\x00" "B\x07\x01\x00\x00\x00\x00"
+	                             "cposix\nsystem\nVid\n\x85R(NNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNN"
+	                             "NNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNN"
+	                             "NNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNN"
+	                             "NNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNN1.";
+	ti_scan_report *r = SCAN(pickle);
+	EXPECT_VERDICT(r, TI_SCAN_DANGEROUS);
+	const ti_scan_finding *f = worst_finding(r, TI_SCAN_DANGEROUS);
+	cr_assert(f);
+	EXPECT_STR(f->module, "posix");
+	EXPECT_STR(f->name, "system");
+	const ti_scan_finding *how = worst_finding(r, TI_SCAN_SUSPICIOUS);
+	cr_assert(how, "the frame crossing is not reported");
+	cr_expect(strstr(how->message, "past the end of its FRAME"), "got '%s'", how->message);
+}
+
+Test(scan, a_protocol_0_text_that_names_a_global_is_a_pickle_even_when_it_breaks_later)
+{
+	ti_scan_report *r = SCAN("cbuiltins\nexec\n(X>\nf = open('my_file.txt', 'a'); ");
+	EXPECT_VERDICT(r, TI_SCAN_DANGEROUS);
+	const ti_scan_finding *f = worst_finding(r, TI_SCAN_DANGEROUS);
+	cr_assert(f);
+	EXPECT_STR(f->name, "exec");
+	/* text that names no importable global stays text */
+	r = SCAN("copyright 2020\nall rights reserved\n");
+	cr_expect(r->not_model, "plain text was taken for a pickle");
 }
 
 Test(scan, finds_a_protocol_0_INST)

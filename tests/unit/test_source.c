@@ -101,6 +101,29 @@ Test(source, json_text_and_nothing_are_told_apart)
 	EXPECT_INT(ti_file_sniff("", 0, 0), TI_FILE_EMPTY);
 }
 
+Test(source, archives_of_other_kinds_are_named_not_taken_for_pickles_or_text)
+{
+	EXPECT_INT(sniff_bytes("7z\xbc\xaf\x27\x1c\x00\x04", 8), TI_FILE_7Z);
+	EXPECT_INT(sniff_bytes("\x1f\x8b\x08\x00", 4), TI_FILE_GZIP);
+	EXPECT_INT(sniff_bytes("\xfd" "7zXZ\0\0\x04", 8), TI_FILE_XZ);
+	EXPECT_INT(sniff_bytes("\x28\xb5\x2f\xfd\x04", 5), TI_FILE_ZSTD);
+	EXPECT_INT(sniff_bytes("Rar!\x1a\x07\x01\x00", 8), TI_FILE_RAR);
+	EXPECT_INT(sniff_bytes("BZh91AY&SY\x01", 11), TI_FILE_BZIP2);
+	/* text that merely starts like bzip2 is text */
+	EXPECT_INT(sniff_bytes("BZh is a prefix\n", 16), TI_FILE_TEXT);
+	cr_expect(ti_file_kind_is_foreign_archive(TI_FILE_7Z));
+	cr_expect(!ti_file_kind_is_foreign_archive(TI_FILE_ZIP));
+	EXPECT_STR(ti_file_kind_name(TI_FILE_7Z), "a 7z archive");
+}
+
+Test(source, a_7z_archive_is_refused_by_what_it_is)
+{
+	ti_source *s = NULL;
+	ASSERT_STATUS(ti_source_open("fixtures/malicious/sevenzip_wrapped.pt", &s, &err), TI_E_UNSUPPORTED, err);
+	cr_expect(strstr(err.message, "a 7z archive, not a torch.save file; its members are not read"), "got '%s'",
+	          err.message);
+}
+
 /* ---- opening by content, not by name ---- */
 
 Test(source, a_safetensors_file_named_like_a_torch_file_opens_as_safetensors)
