@@ -94,6 +94,7 @@ test: deps-test
 	./build/unit-tests --jobs 2
 	sh tests/cli/run.sh ./tinspect
 	sh tests/scan/run.sh ./tinspect
+	$(PYTHON) tests/scan/differential.py ./tinspect
 	sh tests/torture/run.sh ./tinspect
 	$(PYTHON) tests/conformance/inspect_formats.py ./tinspect
 	$(PYTHON) tests/conformance/npy_conformance.py ./tinspect
@@ -136,6 +137,7 @@ asan: deps-test
 		rc=$$?; cat build/asan/unit.log; test $$rc = 0 && ! grep -qE 'Sanitizer|runtime error' build/asan/unit.log
 	ASAN_OPTIONS=detect_leaks=1 sh tests/cli/run.sh ./build/asan/tinspect
 	ASAN_OPTIONS=detect_leaks=1 sh tests/scan/run.sh ./build/asan/tinspect
+	ASAN_OPTIONS=detect_leaks=1 $(PYTHON) tests/scan/differential.py ./build/asan/tinspect --mutations 1000
 	ASAN_OPTIONS=detect_leaks=1 sh tests/torture/run.sh ./build/asan/tinspect
 	ASAN_OPTIONS=detect_leaks=1 sh tests/docs/run.sh ./build/asan/tinspect
 	ASAN_OPTIONS=detect_leaks=1 UNIT_TESTS=./build/asan/unit-tests sh tests/ci/run.sh ./build/asan/tinspect
@@ -177,10 +179,15 @@ build/asan/fuzz-replay-%: build/asan/fuzz/replay.o build/asan/fuzz/fuzz_%.o $(AS
 deps-fuzz:
 	@sh tools/install-deps.sh fuzz
 
+# The scan's differential test (tests/scan/differential.py) runs last, on the grown
+# pickle and scan corpora and DIFF_MUTATIONS mutations of everything.
+DIFF_MUTATIONS ?= 30000
 fuzz: deps-fuzz
-	@$(MAKE) --no-print-directory $(FUZZ_BIN)
+	@$(MAKE) --no-print-directory $(FUZZ_BIN) all
 	$(PYTHON) fuzz/seeds.py build/fuzz
 	FUZZ_SECONDS=$(FUZZ_SECONDS) sh fuzz/run.sh $(FUZZ_HARNESSES)
+	$(PYTHON) tests/scan/differential.py ./tinspect --mutations $(DIFF_MUTATIONS) \
+		--corpus build/fuzz/corpus/pickle --corpus build/fuzz/corpus/scan
 
 # For `make asan`: no libFuzzer, no clang.
 fuzz-replay:

@@ -503,6 +503,33 @@ void cli_json_begin(cli_json_doc *d, FILE *f)
 	fputc('{', f);
 }
 
+/*
+ * JSON text as cJSON printed it, less any byte that is not UTF-8: a name
+ * from a file (a zip record's, a pickle's) may hold any bytes, and cJSON
+ * copies them through; each such byte becomes U+FFFD, so the document
+ * stays JSON (RFC 8259 section 8.1).
+ */
+static void put_utf8(FILE *f, const char *text)
+{
+	const unsigned char *s = (const unsigned char *)text;
+	while (*s) {
+		size_t len = *s < 0x80 ? 1 : (*s >> 5) == 6 ? 2 : (*s >> 4) == 14 ? 3 : (*s >> 3) == 30 ? 4 : 0;
+		bool ok = len == 1 || (len && *s >= 0xc2 && *s <= 0xf4);
+		for (size_t k = 1; ok && k < len; k++)
+			ok = (s[k] & 0xc0) == 0x80;
+		if (ok && len > 2)
+			ok = !((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] >= 0xa0) || (s[0] == 0xf0 && s[1] < 0x90) ||
+			       (s[0] == 0xf4 && s[1] > 0x8f));
+		if (ok) {
+			fwrite(s, 1, len, f);
+			s += len;
+		} else {
+			fputs("\xef\xbf\xbd", f);
+			s++;
+		}
+	}
+}
+
 static void put_key(cli_json_doc *d, const char *key)
 {
 	fputs(d->members++ ? ",\n  " : "\n  ", d->f);
@@ -513,7 +540,7 @@ static void put_key(cli_json_doc *d, const char *key)
 		d->failed = true;
 		return;
 	}
-	fputs(text, d->f);
+	put_utf8(d->f, text);
 	fputs(": ", d->f);
 	cJSON_free(text);
 }
@@ -527,7 +554,7 @@ static void put_compact(cli_json_doc *d, cJSON *value)
 		fputs("null", d->f);
 		return;
 	}
-	fputs(text, d->f);
+	put_utf8(d->f, text);
 	cJSON_free(text);
 }
 

@@ -159,7 +159,10 @@ static ti_status persistent_load(void *ctx, ti_arena *arena, ti_value *pid, ti_v
  * lookups), so a pickle that is followed by gigabytes of storages must be
  * handed over cut to its own length. The length comes from walking its
  * opcodes (Lib/pickletools.py gives each one's argument), skipping over the
- * bytes of counted strings without reading them.
+ * bytes of counted strings without reading them, and reading FRAMEs as
+ * torch.load's C unpickler does (pickle.c): a read that crosses a frame's
+ * end starts after it, but for the data of bytes; a frame's bytes count
+ * even past STOP, since the machine checks that they are there.
  */
 enum {
 	ARG_NONE, ARG_1, ARG_2, ARG_4, ARG_8,     /* fixed sizes */
@@ -228,13 +231,20 @@ static int byte_at(walk_buf *w, uint64_t pos, ti_error *err)
 
 enum { LINE_MAX_BYTES = 1 << 20 }; /* a text argument: a number, a module or class name */
 
+/* A read of n bytes at *pos that runs past the frame it is in starts at the frame's end. */
+static void past_frame(uint64_t *pos, uint64_t frame_end, uint64_t n)
+{
+	if (*pos < frame_end && n > frame_end - *pos)
+		*pos = frame_end;
+}
+
 ti_status ti_legacy_pickle_extent(const ti_pickle_source *src, uint64_t *extent, ti_error *err)
 {
 	walk_buf *w = calloc(1, sizeof(*w));
 	if (!w)
 		return TI_FAIL(err, TI_E_NOMEM, "out of memory");
 	w->src = src;
-	uint64_t pos = 0;
+	uint64_t pos = 0, frame_end = 0;
 	ti_status s = TI_OK;
 	for (;;) {
 		uint64_t at = pos;
@@ -244,7 +254,7 @@ ti_status ti_legacy_pickle_extent(const ti_pickle_source *src, uint64_t *extent,
 			break;
 		}
 		if (op == '.') {
-			*extent = pos;
+			*extent = pos > frame_end ? pos : frame_end;
 			break;
 		}
 		unsigned char kind = arg_kind((uint8_t)op);
@@ -257,6 +267,7 @@ ti_status ti_legacy_pickle_extent(const ti_pickle_source *src, uint64_t *extent,
 		}
 		if (kind <= ARG_COUNT8) {
 			uint64_t count = 0;
+			past_frame(&pos, frame_end, fixed[kind]);
 			for (unsigned i = 0; i < fixed[kind]; i++) {
 				int b = byte_at(w, pos + i, err);
 				if (b < 0) {
@@ -268,7 +279,22 @@ ti_status ti_legacy_pickle_extent(const ti_pickle_source *src, uint64_t *extent,
 			if (s)
 				break;
 			pos += fixed[kind];
+			if (op == 0x95) { /* FRAME: inside another and within it, nothing changes */
+				if (pos >= frame_end || count > frame_end - pos) {
+					pos = pos > frame_end ? pos : frame_end;
+					if (count > src->size - pos) {
+						s = TI_FAIL(err, TI_E_CORRUPT, "pickle frame of %llu bytes runs past the end",
+						            (unsigned long long)count);
+						err->offset = (int64_t)at;
+						break;
+					}
+					frame_end = pos + count;
+				}
+				continue;
+			}
 			if (kind >= ARG_COUNT1) {
+				if (op != 'B' && op != 'C' && op != 0x8e && op != 0x96) /* bytes run on into the file */
+					past_frame(&pos, frame_end, count);
 				if (count > src->size - pos) { /* the bytes are skipped, never read */
 					s = TI_FAIL(err, TI_E_CORRUPT, "argument of %llu bytes passes the end of the pickle",
 					            (unsigned long long)count);
@@ -282,13 +308,18 @@ ti_status ti_legacy_pickle_extent(const ti_pickle_source *src, uint64_t *extent,
 		for (int lines = kind == ARG_LINE2 ? 2 : 1; lines && !s; lines--) {
 			uint64_t start = pos;
 			int b;
-			while ((b = byte_at(w, pos++, err)) != '\n')
+			while ((b = byte_at(w, pos++, err)) != '\n') {
+				if (b >= 0 && start < frame_end && pos == frame_end) { /* no newline left in the frame */
+					start = pos;
+					continue;
+				}
 				if (b < 0 || pos - start > LINE_MAX_BYTES) {
 					s = b < 0 ? err->code : TI_FAIL(err, TI_E_LIMIT, "text argument longer than %d bytes", LINE_MAX_BYTES);
 					if (b >= 0)
 						err->offset = (int64_t)at;
 					break;
 				}
+			}
 		}
 		if (s)
 			break;

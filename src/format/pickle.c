@@ -425,6 +425,17 @@ static bool valid_utf8(const uint8_t *s, size_t n)
 	return true;
 }
 
+/* UTF-8 as Python's strict decoder takes it: valid_utf8, without surrogates (ED A0..BF). */
+static bool strict_utf8(const uint8_t *s, size_t n)
+{
+	if (!valid_utf8(s, n))
+		return false;
+	for (size_t i = 0; i + 1 < n; i++)
+		if (s[i] == 0xed && s[i + 1] >= 0xa0)
+			return false;
+	return true;
+}
+
 static ti_status push_unicode(vm *m, const uint8_t *p, size_t n)
 {
 	if (!valid_utf8(p, n))
@@ -550,9 +561,22 @@ static ti_status op_frame(vm *m, uint8_t op)
 	return TI_OK;
 }
 
+/*
+ * STOP: a writer's last frame ends with it. A frame that runs on past STOP
+ * leaves where the next pickle in the file starts to the file object: after
+ * the frame for an io.BytesIO, after STOP for a file the C unpickler can peek.
+ */
 static ti_status op_stop(vm *m, uint8_t op)
 {
 	(void)op;
+	if (m->pos < m->frame_end && m->hooks && m->hooks->diverge) {
+		char what[200];
+		snprintf(what, sizeof(what),
+		         "STOP %zu bytes before the end of its FRAME: where a next pickle starts depends on the file "
+		         "object (io.BytesIO: after the frame; a real file: after STOP)", m->frame_end - m->pos);
+		if (m->hooks->diverge(m->hooks->ctx, m->op, what, (int64_t)m->op_pos, m->err))
+			return m->err->code;
+	}
 	return pop(m, &m->result);
 }
 
@@ -994,6 +1018,8 @@ static ti_status op_appends(vm *m, uint8_t op)
 		return m->err->code;
 	if (m->sp <= fence(m))
 		return FAIL(m, TI_E_CORRUPT, "%s has no container below its MARK", ti_pickle_opcode_name(op));
+	if (!n) /* nothing to add: _pickle.c returns before it looks at what it would add to */
+		return TI_OK;
 	return add_items(m, m->stack[m->sp - 1], items, n, op);
 }
 
@@ -1039,9 +1065,17 @@ static ti_status memo_put(vm *m, uint64_t index)
 	ti_value *v = NULL;
 	if (top(m, &v))
 		return m->err->code;
-	/* Python numbers memo entries densely, so a real index is below the pickle's size. */
-	if (index >= m->limits.memo_max || index >= m->size)
+	/*
+	 * Any index is valid: Python's pickler numbers densely, but BINPUT 200 in a
+	 * tiny pickle loads (the C unpickler grows its memo to fit). One past the
+	 * ceiling is never fetched (find_fetched marks none), so only MEMOIZE's
+	 * count, which needs every index set, cannot go on.
+	 */
+	if (index >= m->limits.memo_max) {
+		if (!m->memoize)
+			return TI_OK;
 		return FAIL(m, TI_E_LIMIT, "memo index %" PRIu64 " is beyond the memo limit", index);
+	}
 	if (m->memoize && !bit_test(&m->memo_set, index)) {
 		if (bit_set(&m->memo_set, index))
 			return FAIL(m, TI_E_NOMEM, "out of memory growing the pickle memo");
@@ -1061,6 +1095,8 @@ static ti_status memo_put(vm *m, uint64_t index)
 static ti_status memo_get(vm *m, uint64_t index)
 {
 	/* Every GET's index was found fetched, so an entry that was set has a slot. */
+	if (index >= m->limits.memo_max)
+		return FAIL(m, TI_E_LIMIT, "memo index %" PRIu64 " is beyond the memo limit", index);
 	ti_value **slot = memo_slot(m, index, false);
 	if (!slot || !*slot)
 		return FAIL(m, TI_E_CORRUPT, "memo index %" PRIu64 " was never stored", index);
@@ -1117,6 +1153,11 @@ static ti_status op_global(vm *m, uint8_t op)
 	size_t ml, nl;
 	if (read_two_lines(m, &mod, &ml, &name, &nl))
 		return m->err->code;
+	/* load_global and load_inst: an empty line is a bad one, and both decode as strict UTF-8 */
+	if (!ml || !nl)
+		return FAIL(m, TI_E_CORRUPT, "%s with an empty %s line", ti_pickle_opcode_name(op), ml ? "name" : "module");
+	if (!strict_utf8((const uint8_t *)mod, ml) || !strict_utf8((const uint8_t *)name, nl))
+		return FAIL(m, TI_E_CORRUPT, "%s names a global that is not UTF-8", ti_pickle_opcode_name(op));
 	ti_value *g = make_global(m, mod, ml, name, nl);
 	if (!g)
 		return NOMEM(m);
@@ -1411,7 +1452,7 @@ static uint64_t get_index(const uint8_t *p, const uint8_t *end)
 static ti_status find_fetched(vm *m)
 {
 	enum { GET_MAX = 20 }; /* 'g', 18 digits, '\n' */
-	uint64_t limit = m->limits.memo_max < m->size ? m->limits.memo_max : m->size, highest = 0;
+	uint64_t limit = m->limits.memo_max, highest = 0;
 	bool any = false;
 	for (size_t pos = 0; pos < m->size;) {
 		if (m->src && window_at(m, pos, WINDOW))

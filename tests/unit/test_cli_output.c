@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cJSON.h>
+
 #include "cli/output.h"
 #include "unit.h"
 
@@ -103,4 +105,20 @@ Test(cli_output, a_table_is_as_wide_as_its_cells_two_spaces_apart_without_traili
 	                "a              4 B  param\n"
 	                "a.v" CLI_ELLIPSIS "name  1.50 KiB\n");
 	free(got);
+}
+
+Test(cli_output, json_from_a_name_that_is_not_utf8_stays_json)
+{
+	char *text = NULL;
+	size_t size = 0;
+	FILE *m = open_memstream(&text, &size);
+	cr_assert(m);
+	cli_json_doc d;
+	cli_json_begin(&d, m);
+	cli_json_member(&d, "record", cJSON_CreateString("a\xff" "b\xed\xa0\x80" "c\xc3\xa9"));
+	cli_json_end(&d);
+	fclose(m);
+	/* each stray byte is U+FFFD; valid UTF-8 (é) passes through */
+	cr_expect(strstr(text, "\"a\xef\xbf\xbd" "b\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd" "c\xc3\xa9\""), "got %s", text);
+	free(text);
 }

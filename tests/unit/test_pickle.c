@@ -754,6 +754,16 @@ Test(pickle, frames_as_picklers_write_them_are_no_divergence)
 	EXPECT_INT(divergences, 0);
 }
 
+Test(pickle, setitems_appends_and_additems_of_nothing_touch_no_container)
+{
+	/* EMPTY_LIST MARK SETITEMS: _pickle.c returns before it sees the list is no dict */
+	ASSERT_KIND(LOADED(BYTES(0x80, 2, ']', '(', 'u', '.')), TI_LIST);
+	ASSERT_KIND(LOADED(BYTES(0x80, 4, '}', '(', 'e', '.')), TI_DICT);
+	ASSERT_KIND(LOADED(BYTES(0x80, 4, ']', '(', 0x90, '.')), TI_LIST);
+	/* with items, the container must be the right one */
+	EXPECT_FAILURE(TI_E_CORRUPT, 6, BYTES(0x80, 2, ']', '(', 'N', 'N', 'u', '.'));
+}
+
 /* ---- protocol 5 ---- */
 
 Test(pickle, bytearray8_is_bytes_flagged_bytearray)
@@ -822,16 +832,27 @@ Test(pickle, rejects_a_memo_index_never_stored)
 	EXPECT_FAILURE(TI_E_CORRUPT, 0, TEXT("g3\n."));
 }
 
-Test(pickle, rejects_a_memo_index_past_the_limit)
+Test(pickle, a_memo_index_past_the_limit_is_refused_only_where_it_is_read_back)
 {
 	ti_pickle_limits limits;
 	ti_pickle_limits_default(&limits);
 	limits.memo_max = 4;
-	EXPECT_FAILURE_WITH(&limits, TI_E_LIMIT, 3, BYTES(0x80, 2, 'N', 'q', 4, '.'));
+	/* PUT 4, never fetched: the C unpickler stores it, nothing reads it, the load goes on */
+	ASSERT_STATUS(load_limited(BYTES(0x80, 2, 'N', 'q', 4, '.'), &limits), TI_OK, err);
+	/* fetched, it is past the ceiling */
+	EXPECT_FAILURE_WITH(&limits, TI_E_LIMIT, 5, BYTES(0x80, 2, 'N', 'q', 4, 'h', 4, 0x86, '.'));
+	/* with MEMOIZE, whose index counts every entry set */
+	EXPECT_FAILURE_WITH(&limits, TI_E_LIMIT, 3, BYTES(0x80, 4, 'N', 'q', 4, 0x94, '.'));
 	/* memo 3 is fine */
 	ASSERT_STATUS(load_limited(BYTES(0x80, 2, 'N', 'q', 3, '.'), &limits), TI_OK, err);
-	/* a LONG_BINPUT index no real pickle of this size could reach */
-	EXPECT_FAILURE(TI_E_LIMIT, 3, BYTES(0x80, 2, 'N', 'r', 0xff, 0xff, 0xff, 0xff, '.'));
+}
+
+Test(pickle, a_memo_index_past_the_pickles_size_is_valid)
+{
+	/* BINPUT 200 and BINGET 200 in a pickle of 10 bytes: Python's pickler never writes it, the C unpickler loads it */
+	ASSERT_KIND(LOADED(BYTES(0x80, 2, 'N', 'q', 200, 'h', 200, 0x86, '.')), TI_TUPLE);
+	/* a LONG_BINPUT no fetch reads back */
+	ASSERT_KIND(LOADED(BYTES(0x80, 2, 'N', 'r', 0xff, 0xff, 0xff, 0xff, '.')), TI_NONE);
 }
 
 Test(pickle, rejects_a_truncated_argument)
