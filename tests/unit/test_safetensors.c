@@ -480,10 +480,10 @@ Test(safetensors, every_file_in_broken_is_in_the_table)
 	EXPECT_INT(sizeof(names) / sizeof(names[0]), sizeof(broken_rows) / sizeof(broken_rows[0]));
 }
 
-Test(safetensors, every_cut_of_a_valid_file_fails_cleanly)
+static void expect_every_cut_fails_cleanly(const char *fixture)
 {
 	size_t size;
-	unsigned char *bytes = slurp(FIXTURE("with_metadata.safetensors"), &size);
+	unsigned char *bytes = slurp(fixture, &size);
 	const char *path = tmp_path();
 	for (size_t n = 0; n < size; n++) {
 		FILE *f = fopen(path, "wb");
@@ -498,10 +498,16 @@ Test(safetensors, every_cut_of_a_valid_file_fails_cleanly)
 	free(bytes);
 }
 
-Test(safetensors, every_changed_byte_of_the_header_fails_cleanly_or_still_tiles)
+Test(safetensors, every_cut_of_a_valid_file_fails_cleanly)
+{
+	expect_every_cut_fails_cleanly(FIXTURE("with_metadata.safetensors"));
+	expect_every_cut_fails_cleanly(FIXTURE("subbyte.safetensors"));
+}
+
+static void expect_every_changed_byte_fails_cleanly_or_tiles(const char *fixture)
 {
 	size_t size;
-	unsigned char *bytes = slurp(FIXTURE("with_metadata.safetensors"), &size);
+	unsigned char *bytes = slurp(fixture, &size);
 	uint64_t n = 0;
 	for (int i = 7; i >= 0; i--)
 		n = n << 8 | bytes[i];
@@ -530,6 +536,13 @@ Test(safetensors, every_changed_byte_of_the_header_fails_cleanly_or_still_tiles)
 	}
 	close(fd);
 	free(bytes);
+}
+
+Test(safetensors, every_changed_byte_of_the_header_fails_cleanly_or_still_tiles)
+{
+	expect_every_changed_byte_fails_cleanly_or_tiles(FIXTURE("with_metadata.safetensors"));
+	/* a changed size or dtype of a packed tensor: misaligned or mis-sized, never a wrong count */
+	expect_every_changed_byte_fails_cleanly_or_tiles(FIXTURE("subbyte.safetensors"));
 }
 
 Test(safetensors, limits_bound_the_header)
