@@ -262,7 +262,8 @@ static ti_status make_plan(plan *p, ti_error *err)
 				os->source_storage = t->storage;
 				os->from = s->dtype;
 				os->to = output_dtype(p, s->dtype);
-				os->numel = s->nbytes * 8 / (ti_dtype_bits(s->dtype) ? ti_dtype_bits(s->dtype) : 8);
+				/* keep_storage is for torch output, which refuses a sub-byte dtype (write_torch) */
+				os->numel = s->nbytes / (ti_dtype_size(s->dtype) ? ti_dtype_size(s->dtype) : 1);
 				storage_map[t->storage] = ++p->storage_count;
 			}
 			o->storage = storage_map[t->storage] - 1;
