@@ -18,7 +18,10 @@
  * 0 and 0) and one that differs against b == 0 counts +inf; a NaN on one
  * side only makes both NaN. Bit-identical means the same bytes, so -0.0
  * against 0.0 is equal but not bit-identical, and NaN against the same NaN
- * is both.
+ * is both. A dtype with no float64 reading (complex, float8, quantized,
+ * the sub-byte float4/float6 of safetensors) is compared bit for bit: an
+ * element differs or not, and there is no max_abs; a sub-byte element is
+ * its bits of the packed bytes, the lowest bits of a byte first.
  *
  * Ownership: the report lives in the arena given; it copies what it keeps
  * of the sources' tensors, so it outlives them.

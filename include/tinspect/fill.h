@@ -176,8 +176,9 @@ ti_status ti_fill_check(const ti_fill_policy *policy, ti_dtype dtype, ti_error *
  * tensor's elements are numbered row-major from 0 whatever the chunking.
  * TI_E_INVALID for init and load (the caller resolves them), for a range past
  * 2^64, and for the refusals listed at the top; TI_E_UNSUPPORTED for a dtype
- * the policy cannot write (complex ones, for example). empty returns TI_OK
- * and writes nothing.
+ * the policy cannot write (complex ones, for example; a sub-byte dtype for
+ * every policy, empty included: its packed elements are only loaded). empty
+ * returns TI_OK and writes nothing.
  */
 ti_status ti_fill(const ti_fill_policy *policy, ti_dtype dtype, ti_fill_key key, uint64_t offset, size_t n,
                   void *buf, ti_error *err);

@@ -27,14 +27,15 @@
  *   - no string holds "\u0000" (a C string could not keep it);
  *   - each tensor has a dtype, a shape of at most limits->rank_max
  *     dimensions and two data_offsets, begin <= end <= the buffer size, and
- *     end - begin == numel * element size (the Rust TensorInvalidInfo);
+ *     end - begin == numel * element size (the Rust TensorInvalidInfo),
+ *     where a sub-byte dtype's numel * bits must be a whole number of bytes
+ *     (tensor.rs validate's MisalignedSlice: F4 of shape [3] is refused);
  *   - sorted by offset, the tensors tile the data buffer from 0 to the end
  *     of the file with no hole and no overlap (InvalidOffset,
  *     MetadataIncompleteBuffer).
  * Keys of a tensor entry other than dtype, shape and data_offsets are
- * ignored, as serde ignores them. A dtype the format defines but tinspect
- * cannot represent (the sub-byte F4, F6_E2M3, F6_E3M2), or one we do not
- * know, is TI_E_UNSUPPORTED; any other defect is TI_E_CORRUPT, a ceiling
+ * ignored, as serde ignores them. A dtype we do not know is
+ * TI_E_UNSUPPORTED; any other defect is TI_E_CORRUPT, a ceiling
  * TI_E_LIMIT, a failing system call TI_E_IO. Messages name the tensor.
  *
  * Ownership: a ti_st_file owns its file descriptor and one arena holding
@@ -78,15 +79,17 @@ void ti_st_limits_default(ti_st_limits *limits);
 /* --- dtypes ------------------------------------------------------------- */
 
 /*
- * The safetensors dtype names and the torch dtypes they hold (the Python
- * binding's torch mapping): BOOL bool, U8 uint8, I8 int8, I16 int16,
- * U16 uint16, I32 int32, U32 uint32, I64 int64, U64 uint64, F16 float16,
- * BF16 bfloat16, F32 float32, F64 float64, C64 complex64,
- * F8_E5M2 float8_e5m2, F8_E4M3 float8_e4m3fn, F8_E8M0 float8_e8m0fnu,
- * F8_E4M3FNUZ float8_e4m3fnuz, F8_E5M2FNUZ float8_e5m2fnuz.
+ * The safetensors dtype names (every one of the Rust Dtype enum) and the
+ * dtypes they hold: BOOL bool, U8 uint8, I8 int8, I16 int16, U16 uint16,
+ * I32 int32, U32 uint32, I64 int64, U64 uint64, F16 float16, BF16 bfloat16,
+ * F32 float32, F64 float64, C64 complex64, F8_E5M2 float8_e5m2,
+ * F8_E4M3 float8_e4m3fn, F8_E8M0 float8_e8m0fnu, F8_E4M3FNUZ
+ * float8_e4m3fnuz, F8_E5M2FNUZ float8_e5m2fnuz (the torch ones, as the
+ * Python binding maps them), and the sub-byte F4 float4_e2m1fn, F6_E2M3
+ * float6_e2m3fn, F6_E3M2 float6_e3m2fn (dtype.h: 4, 6 and 6 bits, packed).
  */
 
-/* TI_DT_INVALID for a name not in that list (including F4, F6_E2M3, F6_E3M2). */
+/* TI_DT_INVALID for a name not in that list. */
 ti_dtype ti_st_dtype_from_name(const char *name);
 
 /* "F32" for TI_DT_FLOAT32; NULL for a dtype safetensors cannot hold
@@ -107,7 +110,7 @@ typedef struct ti_st_tensor {
 	int64_t numel;         /* product of shape; 1 for a scalar, 0 for an empty tensor */
 	uint64_t begin, end;   /* data_offsets, relative to the data buffer */
 	uint64_t offset;       /* where the first byte is in the file: 8 + N + begin */
-	uint64_t nbytes;       /* end - begin == numel * element size */
+	uint64_t nbytes;       /* end - begin == numel * element size (numel * bits / 8) */
 } ti_st_tensor;
 
 typedef struct ti_st_pair {
@@ -198,7 +201,8 @@ typedef enum ti_st_order {
  * The same arguments always give the same bytes.
  *
  * Fails with TI_E_INVALID for a bad argument (a duplicate or reserved name,
- * invalid UTF-8, a negative size, a duplicate metadata key), TI_E_UNSUPPORTED
+ * invalid UTF-8, a negative size, a duplicate metadata key, a sub-byte
+ * tensor whose elements end inside a byte), TI_E_UNSUPPORTED
  * for a dtype safetensors cannot hold, TI_E_LIMIT when sizes overflow or the
  * header would pass TI_ST_HEADER_MAX, TI_E_IO when writing fails. On failure
  * *out is NULL and some bytes may have been written.

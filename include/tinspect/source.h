@@ -176,7 +176,10 @@ ti_status ti_source_read(ti_source *src, size_t storage, uint64_t offset, void *
  */
 bool ti_source_file_place(ti_source *src, size_t storage, int *fd, uint64_t *offset);
 
-/* The byte extent of a strided view: (offset + sum((size-1)*stride) + 1) * element size, 0 when empty. */
+/*
+ * The byte extent of a strided view: (offset + sum((size-1)*stride) + 1) *
+ * element size (a sub-byte dtype's bits rounded up to a byte), 0 when empty.
+ */
 uint64_t ti_source_tensor_extent(const ti_source_tensor *t);
 /* True when the view is contiguous (size-1 dims may have any stride). */
 bool ti_source_tensor_contiguous(const ti_source_tensor *t);

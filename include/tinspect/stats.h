@@ -31,7 +31,8 @@
  *                 .reshape(-1).view(torch.uint8).numpy().tobytes()).intdigest().
  *                 An empty tensor's is XXH64 of no bytes, 0xef46db3751d8e999.
  *
- * Complex, float8 and bits dtypes get the checksum and the element count
+ * Complex, float8, bits and sub-byte dtypes (their bytes packed, as the
+ * file holds them) get the checksum and the element count
  * only (has_values false). A tensor with no data (saved from the meta
  * device), a quantized or a sparse one gets nothing: skipped says why.
  *

@@ -10,6 +10,11 @@
  * and only for views that skip most of their storage). diff and stats read
  * every tensor this way.
  *
+ * A sub-byte dtype (dtype.h: float4_e2m1fn, the float6s) is read as its
+ * packed bytes: only a contiguous view (what safetensors holds), whose
+ * element offset, first and n each fill whole bytes (multiples of
+ * ti_dtype_byte_group); n elements are then ti_dtype_nbytes(n) bytes.
+ *
  * Bytes come from the source (ti_source_read) unless the reader is given a
  * read function of its own: stats reads back what it placed on a CUDA
  * device through one.
@@ -50,13 +55,16 @@ void ti_view_reader_release(ti_view_reader *r);
 /*
  * Checks, before any read, that view t lies inside its storage (overflow
  * included) and has no negative stride: TI_E_CORRUPT otherwise. An empty
- * view is always fine.
+ * view is always fine. A sub-byte view that is strided or starts inside a
+ * byte is TI_E_UNSUPPORTED (no format tinspect reads makes one).
  */
 ti_status ti_view_check(ti_source *src, const ti_source_tensor *t, ti_error *err);
 
 /*
  * Elements first .. first+n-1 of view t (checked by ti_view_check), in
- * logical order, into out (n * element size bytes). n <= TI_VIEW_CHUNK_MAX.
+ * logical order, into out (n * element size bytes; a sub-byte dtype's n
+ * elements packed, first and n multiples of ti_dtype_byte_group, else
+ * TI_E_INVALID). n <= TI_VIEW_CHUNK_MAX.
  * A read past the storage's end is TI_E_CORRUPT (the file's fault); TI_E_IO
  * when reading fails; TI_E_NOMEM for the scratch buffers.
  */

@@ -563,8 +563,11 @@ ti_status ti_check_load(const ti_model *model, ti_source *src, const ti_check_op
 	if (!st)
 		st = check_dtypes(&c, options->dtype);
 	for (size_t k = 0; !st && k < c.cast_count; k++) /* a warning, as PyTorch casts without a word */
-		if (!note(&c, "%s%s: %s in the checkpoint, cast to the model's %s as load_state_dict does", c.casts[k].first,
-		          c.casts[k].count > 1 ? ti_arena_printf(arena, " and %zu more", c.casts[k].count - 1) : "",
+		if (!note(&c, ti_dtype_is_sub_byte(c.casts[k].from)
+		                  ? "%s%s: %s in the checkpoint, packed elements that torch has no dtype for: nothing casts "
+		                    "them to the model's %s"
+		                  : "%s%s: %s in the checkpoint, cast to the model's %s as load_state_dict does",
+		          c.casts[k].first, c.casts[k].count > 1 ? ti_arena_printf(arena, " and %zu more", c.casts[k].count - 1) : "",
 		          ti_dtype_name(c.casts[k].from), ti_dtype_name(c.casts[k].to)))
 			st = no_memory(err);
 	if (!st)

@@ -141,8 +141,8 @@ static int check_fill_globs(const job *j)
  */
 static bool skips_random(const ti_fill_policy *policy, ti_dtype dtype)
 {
-	if (policy->kind != TI_FILL_RAND && policy->kind != TI_FILL_RANDN && policy->kind != TI_FILL_UNIFORM &&
-	    policy->kind != TI_FILL_NORMAL)
+	if ((policy->kind != TI_FILL_RAND && policy->kind != TI_FILL_RANDN && policy->kind != TI_FILL_UNIFORM &&
+	     policy->kind != TI_FILL_NORMAL) || ti_dtype_is_sub_byte(dtype)) /* no fill at all: refused by its name */
 		return false;
 	ti_error ignored;
 	return ti_fill_check(policy, dtype, &ignored) != TI_OK; /* integers, bool, float8: PyTorch cannot draw them either */
@@ -210,10 +210,12 @@ static int resolve_policies(job *j, bool to_file)
 			j->policy_text[i] = "load";
 			continue;
 		}
-		if (policy.kind == TI_FILL_EMPTY && to_file)
+		if (ti_dtype_is_sub_byte(x->dtype)) /* refused by the policy asked for, before init resolves it */
+			st = ti_fill_check(&policy, x->dtype, &err);
+		if (!st && policy.kind == TI_FILL_EMPTY && to_file)
 			return cli_usage_error("materialize: 'empty' leaves memory uninitialised: refused for file output ('%s')",
 			                       x->name);
-		if (policy.kind == TI_FILL_INIT)
+		if (!st && policy.kind == TI_FILL_INIT)
 			st = model ? ti_model_param_init(j->cm.model, t, &policy, &j->rule[i], &err)
 			           : ti_init_policy_by_name(x->name, x->dtype, x->ndim, x->shape, &policy, &j->rule[i], &err);
 		if (!st)

@@ -173,6 +173,9 @@ static int open_inputs(args *a)
 			return EXIT_USAGE;
 		}
 		const ti_source_tensor *t = ti_source_tensor_at(src, found);
+		if (ti_dtype_is_sub_byte(t->dtype)) /* packed float4/float6 of safetensors: torch has no such dtype */
+			return cli_report(path, (TI_FAIL(&err, TI_E_UNSUPPORTED, "'%s' is %s, which no kernel computes with",
+			                                 t->name, ti_dtype_name(t->dtype)), &err));
 		in->kind = TI_RUN_INPUT_TENSOR;
 		in->source = src;
 		in->tensor = found;

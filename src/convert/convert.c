@@ -262,6 +262,7 @@ static ti_status make_plan(plan *p, ti_error *err)
 				os->source_storage = t->storage;
 				os->from = s->dtype;
 				os->to = output_dtype(p, s->dtype);
+				/* keep_storage is for torch output, which refuses a sub-byte dtype (write_torch) */
 				os->numel = s->nbytes / (ti_dtype_size(s->dtype) ? ti_dtype_size(s->dtype) : 1);
 				storage_map[t->storage] = ++p->storage_count;
 			}
@@ -300,7 +301,9 @@ static ti_status make_plan(plan *p, ti_error *err)
 		const out_storage *s = &p->storages[i];
 		if (s->from != s->to && !ti_cast_supported(s->from, s->to))
 			return TI_FAIL(err, TI_E_UNSUPPORTED, "cannot cast %s to %s", ti_dtype_name(s->from), ti_dtype_name(s->to));
-		p->total_bytes += s->numel * ti_dtype_size(s->to);
+		uint64_t bytes = 0; /* a sub-byte dtype's packed bytes */
+		ti_dtype_nbytes(s->to, s->numel, &bytes);
+		p->total_bytes += bytes;
 	}
 	return TI_OK;
 }
@@ -342,49 +345,56 @@ static void count_written(sink *k, uint64_t n)
 		k->p->o->progress(k->p->o->progress_user, k->p->done_bytes, k->p->total_bytes);
 }
 
-/* Casts n elements and hands them to the writer. */
-static ti_status emit(sink *k, size_t storage, const out_storage *s, const void *elements, size_t n, ti_error *err)
+/* Casts the elements in n bytes (whole elements) and hands them to the writer; the bytes as they are when there is no cast. */
+static ti_status emit(sink *k, size_t storage, const out_storage *s, const void *bytes, size_t n, ti_error *err)
 {
-	const void *bytes = elements;
-	size_t in_size = ti_dtype_size(s->from), out_size = ti_dtype_size(s->to);
-	if (s->from != s->to) {
-		/* the cast buffer holds buf_bytes of output: cast and put in pieces of it */
-		size_t per = k->buf_bytes / (out_size ? out_size : 1);
-		for (size_t done = 0; done < n;) {
-			size_t m = n - done < per ? n - done : per;
-			ti_status st = ti_cast(s->from, (const char *)elements + done * in_size, s->to, k->cast_buf, m, 0, err);
-			if (!st)
-				st = k->put(k->writer, storage, k->cast_buf, m * out_size, err);
-			if (st)
-				return st;
-			done += m;
-		}
-	} else {
-		ti_status st = k->put(k->writer, storage, bytes, n * in_size, err);
+	if (s->from == s->to) { /* also the only way for a sub-byte dtype, which nothing casts */
+		ti_status st = k->put(k->writer, storage, bytes, n, err);
+		if (!st)
+			count_written(k, n);
+		return st;
+	}
+	size_t in_size = ti_dtype_size(s->from), out_size = ti_dtype_size(s->to), elements = n / in_size;
+	/* the cast buffer holds buf_bytes of output: cast and put in pieces of it */
+	size_t per = k->buf_bytes / (out_size ? out_size : 1);
+	for (size_t done = 0; done < elements;) {
+		size_t m = elements - done < per ? elements - done : per;
+		ti_status st = ti_cast(s->from, (const char *)bytes + done * in_size, s->to, k->cast_buf, m, 0, err);
+		if (!st)
+			st = k->put(k->writer, storage, k->cast_buf, m * out_size, err);
 		if (st)
 			return st;
+		done += m;
 	}
-	count_written(k, n * out_size);
+	count_written(k, elements * out_size);
 	return TI_OK;
 }
 
-/* Streams a contiguous run of elements [first, first + count) of a source storage. */
+/*
+ * Streams a contiguous run of elements [first, first + count) of a source
+ * storage, as bytes: a sub-byte dtype's are packed, and a run of them must
+ * start and end on a byte (a safetensors tensor, its own storage, does).
+ */
 static ti_status stream_run(sink *k, size_t storage, const out_storage *s, uint64_t first, uint64_t count,
                             char *buf, ti_error *err)
 {
-	size_t esize = ti_dtype_size(s->from);
+	uint64_t at, bytes, unit;
+	if (!ti_dtype_nbytes(s->from, first, &at) || !ti_dtype_nbytes(s->from, count, &bytes) ||
+	    !ti_dtype_nbytes(s->from, ti_dtype_byte_group(s->from), &unit))
+		return TI_FAIL(err, TI_E_UNSUPPORTED, "a run of %llu %s elements from %llu does not start and end on a byte",
+		               (unsigned long long)count, ti_dtype_name(s->from), (unsigned long long)first);
 	int fd;
-	uint64_t at;
-	if (k->copy && s->from == s->to && ti_source_file_place(k->p->src, s->source_storage, &fd, &at)) {
-		ti_status st = k->copy(k->writer, storage, fd, at + first * esize, count * esize, err);
+	uint64_t place;
+	if (k->copy && s->from == s->to && ti_source_file_place(k->p->src, s->source_storage, &fd, &place)) {
+		ti_status st = k->copy(k->writer, storage, fd, place + at, bytes, err);
 		if (!st)
-			count_written(k, count * esize);
+			count_written(k, bytes);
 		return st;
 	}
-	size_t per = k->buf_bytes / esize;
-	for (uint64_t done = 0; done < count;) {
-		size_t m = count - done < per ? (size_t)(count - done) : per;
-		ti_status st = ti_source_read(k->p->src, s->source_storage, (first + done) * esize, buf, m * esize, err);
+	size_t per = k->buf_bytes / unit * unit; /* whole elements, and whole bytes of a sub-byte dtype */
+	for (uint64_t done = 0; done < bytes;) {
+		size_t m = bytes - done < per ? (size_t)(bytes - done) : per;
+		ti_status st = ti_source_read(k->p->src, s->source_storage, at + done, buf, m, err);
 		if (!st)
 			st = emit(k, storage, s, buf, m, err);
 		if (st)
@@ -419,7 +429,7 @@ static ti_status gather_view(sink *k, size_t storage, const out_storage *s, char
 			at += index[d] * t->stride[d];
 		memcpy(buf + m * esize, span + (size_t)at * esize, esize);
 		if (++m == per || e + 1 == t->numel) {
-			st = emit(k, storage, s, buf, m, err);
+			st = emit(k, storage, s, buf, m * esize, err);
 			m = 0;
 		}
 		for (int d = t->ndim - 1; d >= 0; d--) { /* next index, row-major */
@@ -439,6 +449,9 @@ static ti_status stream_storage(sink *k, size_t i, char *buf, ti_error *err)
 		return stream_run(k, i, s, 0, s->numel, buf, err);
 	if (ti_source_tensor_contiguous(s->view))
 		return stream_run(k, i, s, (uint64_t)s->view->offset, s->numel, buf, err);
+	if (ti_dtype_is_sub_byte(s->from)) /* no format tinspect reads makes one */
+		return TI_FAIL(err, TI_E_UNSUPPORTED, "'%s' is a strided view of %s elements, which cannot be gathered",
+		               s->view->name, ti_dtype_name(s->from));
 	return gather_view(k, i, s, buf, err);
 }
 
@@ -462,6 +475,14 @@ static ti_status copy_safetensors(void *w, size_t storage, int fd, uint64_t offs
 
 static ti_status write_torch(plan *p, int fd, sink *k, char *buf, ti_error *err)
 {
+	/* before anything is written: a dtype with no torch storage (the sub-byte ones of safetensors) */
+	for (size_t i = 0; i < p->tensor_count; i++) {
+		ti_dtype dt = p->storages[p->tensors[i].storage].to;
+		if (!ti_tw_storage_class(dt) && !ti_tw_needs_v3(dt))
+			return TI_FAIL(err, TI_E_UNSUPPORTED, "'%s' is %s, which a torch file cannot hold%s%s",
+			               p->tensors[i].src->name, ti_dtype_name(dt), p->o->refusal_hint ? "; " : "",
+			               p->o->refusal_hint ? p->o->refusal_hint : "");
+	}
 	ti_tw_storage *storages = ti_arena_calloc(&p->arena, p->storage_count + 1, sizeof(*storages));
 	ti_tw_tensor *tensors = ti_arena_calloc(&p->arena, p->tensor_count + 1, sizeof(*tensors));
 	if (!storages || !tensors)
@@ -622,7 +643,7 @@ static ti_status write_gguf(plan *p, int fd, sink *k, char *buf, ti_error *err)
 		p->file_bytes += (uint64_t)o->src->numel / ty->block_size * ty->block_bytes;
 	}
 	p->total_bytes = 0; /* what streams to the writer: Q8_0 tensors as float32 */
-	for (size_t i = 0; i < p->tensor_count; i++)
+	for (size_t i = 0; i < p->tensor_count; i++) /* whole-byte dtypes only: GGUF refused the others above */
 		p->total_bytes += p->storages[p->tensors[i].storage].numel * ti_dtype_size(p->storages[p->tensors[i].storage].to);
 	/* general.*: the architecture only when the source says it (a GGUF source); no llama.cpp renaming */
 	ti_gguf_meta meta[3];

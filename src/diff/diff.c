@@ -61,12 +61,45 @@ static ti_status read_view(ti_source *src, const ti_source_tensor *t, int64_t fi
 	return ti_view_read(&s->view, src, t, first, n, out, err);
 }
 
-/* How many elements of each side one chunk holds. */
+/* How many elements of each side one chunk holds: a multiple of 8, so that a sub-byte dtype's chunk ends on a byte. */
 static size_t chunk_elements(ti_dtype a, ti_dtype b)
 {
-	size_t es = ti_dtype_size(a) > ti_dtype_size(b) ? ti_dtype_size(a) : ti_dtype_size(b);
-	size_t n = RAW_BYTES / es;
-	return n < TI_DIFF_CHUNK ? n : TI_DIFF_CHUNK;
+	size_t bits = ti_dtype_bits(a) > ti_dtype_bits(b) ? ti_dtype_bits(a) : ti_dtype_bits(b);
+	size_t n = RAW_BYTES * 8 / bits;
+	n = n < TI_DIFF_CHUNK ? n : TI_DIFF_CHUNK;
+	return n - n % 8;
+}
+
+/* The bytes k elements of dt fill (packed for a sub-byte dtype, whose reads end on a byte). */
+static size_t bytes_of(ti_dtype dt, size_t k)
+{
+	uint64_t n = 0;
+	ti_dtype_nbytes(dt, k, &n);
+	return (size_t)n;
+}
+
+/*
+ * How many of k elements of dt differ, bit for bit. A sub-byte dtype's
+ * element i is bits [i * bits, (i + 1) * bits) counted from the lowest bit
+ * of the first byte (F4: the low nibble first, as PyTorch's
+ * float4_e2m1fn_x2 pairs them; safetensors fixes no order within a byte,
+ * and only the count of a float6 depends on it).
+ */
+static uint64_t differing_elements(ti_dtype dt, const unsigned char *a, const unsigned char *b, size_t k)
+{
+	size_t es = ti_dtype_size(dt), bits = ti_dtype_bits(dt);
+	uint64_t n = 0;
+	for (size_t i = 0; i < k; i++) {
+		if (es) {
+			n += memcmp(a + i * es, b + i * es, es) != 0;
+			continue;
+		}
+		unsigned differ = 0;
+		for (size_t p = i * bits; p < (i + 1) * bits; p++)
+			differ |= (unsigned)((a[p / 8] ^ b[p / 8]) >> (p % 8)) & 1;
+		n += differ;
+	}
+	return n;
 }
 
 typedef struct stats {
@@ -128,13 +161,13 @@ static ti_status hash_view(ti_source *src, const ti_source_tensor *t, scratch *s
 	ti_status st = scratch_need(s, false, err);
 	if (st || (st = check_view(src, t, err)))
 		return st;
-	size_t n = chunk_elements(t->dtype, t->dtype), es = ti_dtype_size(t->dtype);
+	size_t n = chunk_elements(t->dtype, t->dtype);
 	uint64_t h = 0xCBF29CE484222325ull;
 	for (int64_t first = 0; first < t->numel; first += (int64_t)n) {
 		size_t k = (uint64_t)(t->numel - first) < n ? (size_t)(t->numel - first) : n;
 		if ((st = read_view(src, t, first, k, s->raw[0], s, err)))
 			return st;
-		h = hash_bytes(h, s->raw[0], k * es);
+		h = hash_bytes(h, s->raw[0], bytes_of(t->dtype, k));
 	}
 	*out = h;
 	return TI_OK;
@@ -160,7 +193,7 @@ static ti_status compare_values(ti_source *a, const ti_source_tensor *ta, ti_sou
 	*which = 1;
 	if ((st = check_view(b, tb, err)))
 		return st;
-	size_t n = chunk_elements(ta->dtype, tb->dtype), esa = ti_dtype_size(ta->dtype), esb = ti_dtype_size(tb->dtype);
+	size_t n = chunk_elements(ta->dtype, tb->dtype);
 	stats acc = {.max_abs = 0, .max_rel = 0};
 	bool identical = same_dtype;
 	for (int64_t first = 0; first < ta->numel; first += (int64_t)n) {
@@ -175,7 +208,7 @@ static ti_status compare_values(ti_source *a, const ti_source_tensor *ta, ti_sou
 		size_t after = (uint64_t)(ta->numel - next) < n ? (size_t)(ta->numel - next) : n;
 		ti_view_prefetch(a, ta, next, after);
 		ti_view_prefetch(b, tb, next, after);
-		if (same_dtype && !memcmp(s->raw[0], s->raw[1], k * esa))
+		if (same_dtype && !memcmp(s->raw[0], s->raw[1], bytes_of(ta->dtype, k)))
 			continue; /* the same bytes: the same values, NaNs included */
 		identical = false;
 		if (fast && ta->dtype == TI_DT_FLOAT32) {
@@ -192,9 +225,8 @@ static ti_status compare_values(ti_source *a, const ti_source_tensor *ta, ti_sou
 			if ((st = ti_cast(tb->dtype, s->raw[1], TI_DT_FLOAT64, s->dbl[1], k, 0, err)))
 				return st;
 			compare_double(s->dbl[0], s->dbl[1], k, o->atol, o->rtol, &acc);
-		} else { /* same dtype that has no float64 reading (complex, float8, quantized): bytes only */
-			for (size_t i = 0; i < k; i++)
-				acc.not_close += memcmp(s->raw[0] + i * esa, s->raw[1] + i * esb, esa) != 0;
+		} else { /* same dtype that has no float64 reading (complex, float8, quantized, sub-byte): bits only */
+			acc.not_close += differing_elements(ta->dtype, s->raw[0], s->raw[1], k);
 		}
 	}
 	e->compared = true;

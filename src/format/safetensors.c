@@ -30,18 +30,18 @@ enum { RANK_MAX = 64, WRITE_BUFFER = 64 * 1024 };
  * One row per safetensors dtype, in the order of the Rust Dtype enum
  * (safetensors/src/tensor.rs: "They MUST be in increasing alignment order");
  * the official writer sorts by this rank, largest first. The sub-byte F4,
- * F6_E2M3 and F6_E3M2 pack several elements per byte: no torch dtype holds
- * one element of them (float4_e2m1fn_x2 counts pairs), so they map to
- * TI_DT_INVALID and reading them is unsupported.
+ * F6_E2M3 and F6_E3M2 pack several elements per byte (Dtype::bitsize 4, 6
+ * and 6): no torch dtype holds one element of them (float4_e2m1fn_x2 counts
+ * pairs), so they map to tinspect's own sub-byte dtypes (dtype.h).
  */
 static const struct st_dtype_row {
 	const char *name;
 	ti_dtype dtype;
 } st_dtypes[] = {
 	{"BOOL", TI_DT_BOOL},
-	{"F4", TI_DT_INVALID},
-	{"F6_E2M3", TI_DT_INVALID},
-	{"F6_E3M2", TI_DT_INVALID},
+	{"F4", TI_DT_FLOAT4_E2M1FN},
+	{"F6_E2M3", TI_DT_FLOAT6_E2M3FN},
+	{"F6_E3M2", TI_DT_FLOAT6_E3M2FN},
 	{"U8", TI_DT_UINT8},
 	{"I8", TI_DT_INT8},
 	{"F8_E5M2", TI_DT_FLOAT8_E5M2},
@@ -263,10 +263,6 @@ static ti_status read_tensor(ti_st_file *f, const cJSON *item, ti_st_tensor *t, 
 	if (!row)
 		return TI_FAIL(err, TI_E_UNSUPPORTED, "tensor '%s' has the unknown dtype '%s'", name,
 		               dtype->valuestring);
-	if (row->dtype == TI_DT_INVALID)
-		return TI_FAIL(err, TI_E_UNSUPPORTED,
-		               "tensor '%s' has the sub-byte dtype '%s', which tinspect does not support", name,
-		               row->name);
 
 	if (!cJSON_IsArray(shape))
 		return TI_FAIL(err, TI_E_CORRUPT, "tensor '%s' has a shape that is not a list of integers", name);
@@ -290,11 +286,15 @@ static ti_status read_tensor(ti_st_file *f, const cJSON *item, ti_st_tensor *t, 
 	t->shape = dims;
 
 	char text[128];
-	uint64_t size = ti_dtype_size(row->dtype);
-	if (!shape_numel(dims, ndim, &t->numel) || (t->numel && (uint64_t)t->numel > UINT64_MAX / size))
+	unsigned bits = ti_dtype_bits(row->dtype);
+	if (!shape_numel(dims, ndim, &t->numel) || (uint64_t)t->numel > UINT64_MAX / bits)
 		return TI_FAIL(err, TI_E_CORRUPT, "tensor '%s' has the shape %s, too large to count", name,
 		               shape_text(dims, ndim, text, sizeof(text)));
-	t->nbytes = (uint64_t)t->numel * size;
+	/* numel * bits / 8 bytes; a sub-byte tensor must end on a byte (tensor.rs validate: MisalignedSlice) */
+	if (!ti_dtype_nbytes(row->dtype, (uint64_t)t->numel, &t->nbytes))
+		return TI_FAIL(err, TI_E_CORRUPT,
+		               "tensor '%s' has the shape %s: %" PRId64 " elements of %s (%u bits each) end inside a byte",
+		               name, shape_text(dims, ndim, text, sizeof(text)), t->numel, row->name, bits);
 
 	if (!cJSON_IsArray(offsets) || cJSON_GetArraySize(offsets) != 2 || !cJSON_IsNumber(offsets->child) ||
 	    !cJSON_IsNumber(offsets->child->next))
@@ -797,12 +797,16 @@ static ti_status plan_tensors(ti_st_writer *w, const ti_st_spec *specs, ti_st_or
 		t->dtype_name = ti_st_dtype_name(s->dtype);
 		t->ndim = s->ndim;
 		t->shape = dims;
-		uint64_t size = ti_dtype_size(s->dtype);
 		char text[128];
-		if (!shape_numel(dims, s->ndim, &t->numel) || (uint64_t)t->numel > INT64_MAX / size)
+		/* numel * bits stays below 2^63, so the bytes do */
+		if (!shape_numel(dims, s->ndim, &t->numel) || (uint64_t)t->numel > INT64_MAX / ti_dtype_bits(s->dtype))
 			return TI_FAIL(err, TI_E_LIMIT, "tensor '%s' has the shape %s, too large to count", s->name,
 			               shape_text(dims, s->ndim, text, sizeof(text)));
-		t->nbytes = (uint64_t)t->numel * size;
+		if (!ti_dtype_nbytes(s->dtype, (uint64_t)t->numel, &t->nbytes)) /* what a reader refuses: MisalignedSlice */
+			return TI_FAIL(err, TI_E_INVALID,
+			               "tensor '%s' has the shape %s: %" PRId64 " elements of %s (%u bits each) end inside a byte",
+			               s->name, shape_text(dims, s->ndim, text, sizeof(text)), t->numel, t->dtype_name,
+			               ti_dtype_bits(s->dtype));
 		by_name[i] = t;
 	}
 	qsort(by_name, w->count, sizeof(*by_name), compare_names);

@@ -278,6 +278,9 @@ ti_status ti_fill_check(const ti_fill_policy *policy, ti_dtype dtype, ti_error *
 {
 	if (!policy || kind_row(policy->kind) < 0)
 		return TI_FAIL(err, TI_E_INVALID, "bad fill policy kind %d", policy ? (int)policy->kind : -1);
+	if (ti_dtype_is_sub_byte(dtype)) /* packed elements: no fill computes them, only 'load' copies them */
+		return refuse(err, TI_E_UNSUPPORTED, policy, "cannot write %s tensors (a sub-byte dtype, whose bytes only 'load' copies)",
+		              ti_dtype_name(dtype));
 	if (ti_dtype_size(dtype) == 0)
 		return refuse(err, TI_E_INVALID, policy, "invalid dtype");
 	switch (policy->kind) {

@@ -882,8 +882,9 @@ static int64_t param_bytes(const ti_memory_options *o, const ti_model_param *p, 
 	for (int k = 0; k < p->ndim; k++)
 		if (!mem_mul(n, p->shape[k], &n))
 			return -1;
-	int64_t bytes;
-	return mem_mul(n, (int64_t)ti_dtype_size(param_dtype(o, p, i)), &bytes) ? bytes : -1;
+	/* in bits, then bytes: a sub-byte dtype (a safetensors checkpoint's, --weights) is packed, its last byte whole */
+	int64_t bits;
+	return mem_mul(n, (int64_t)ti_dtype_bits(param_dtype(o, p, i)), &bits) ? (bits + 7) / 8 : -1;
 }
 
 static ti_status map_params(sim *s, ti_error *err)

@@ -1007,6 +1007,9 @@ static ti_status cast_into(ti_dtype from, const void *src, ti_dtype as, rt_tenso
 /* Reads a source tensor's values (any strides) into t (contiguous, same numel), held as a value of dtype `as`. */
 static ti_status read_source(ti_source *src, const ti_source_tensor *st_t, ti_dtype as, rt_tensor *t, ti_error *err)
 {
+	if (st_t->dtype != as && !ti_cast_supported(st_t->dtype, as)) /* a sub-byte dtype, which nothing computes with */
+		return TI_FAIL(err, TI_E_UNSUPPORTED, "'%s' is %s, which cannot be read as %s", st_t->name,
+		               ti_dtype_name(st_t->dtype), ti_dtype_name(as));
 	ti_status st = ti_view_check(src, st_t, err);
 	if (st)
 		return st;

@@ -506,7 +506,7 @@ uint64_t ti_source_tensor_extent(const ti_source_tensor *t)
 	uint64_t last = (uint64_t)t->offset;
 	for (int i = 0; i < t->ndim; i++)
 		last += (uint64_t)(t->shape[i] - 1) * (uint64_t)t->stride[i];
-	return (last + 1) * ti_dtype_size(t->dtype);
+	return ((last + 1) * ti_dtype_bits(t->dtype) + 7) / 8; /* a sub-byte dtype's last element ends in its byte */
 }
 
 bool ti_source_tensor_contiguous(const ti_source_tensor *t)

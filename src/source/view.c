@@ -19,14 +19,29 @@ void ti_view_reader_release(ti_view_reader *r)
 	r->window = NULL;
 }
 
+/* A sub-byte view: contiguous, from a whole byte, inside its storage. */
+static ti_status sub_byte_check(const ti_source_storage *s, const ti_source_tensor *t, ti_error *err)
+{
+	uint64_t first, bytes;
+	if (!ti_source_tensor_contiguous(t) || !ti_dtype_nbytes(t->dtype, (uint64_t)t->offset, &first))
+		return TI_FAIL(err, TI_E_UNSUPPORTED, "tensor '%s' is a %s view that does not start on a byte: it cannot be read",
+		               t->name, ti_dtype_name(t->dtype));
+	if (!ti_dtype_nbytes(t->dtype, (uint64_t)t->numel, &bytes) || first > s->nbytes || bytes > s->nbytes - first)
+		return TI_FAIL(err, TI_E_CORRUPT, "tensor '%s' reaches past its storage (%llu bytes)", t->name,
+		               (unsigned long long)s->nbytes);
+	return TI_OK;
+}
+
 ti_status ti_view_check(ti_source *src, const ti_source_tensor *t, ti_error *err)
 {
 	if (t->numel == 0)
 		return TI_OK;
 	const ti_source_storage *s = ti_source_storage_at(src, t->storage);
 	uint64_t es = ti_dtype_size(t->dtype), last;
-	if (!s || es == 0 || t->offset < 0)
+	if (!s || !ti_dtype_bits(t->dtype) || t->offset < 0)
 		return TI_FAIL(err, TI_E_CORRUPT, "tensor '%s' has no readable storage", t->name);
+	if (!es) /* packed: read as bytes, which needs a contiguous view from a whole byte on */
+		return sub_byte_check(s, t, err);
 	last = (uint64_t)t->offset;
 	for (int i = 0; i < t->ndim; i++) {
 		if (t->shape[i] <= 0 || t->stride[i] < 0)
@@ -62,6 +77,14 @@ ti_status ti_view_read(ti_view_reader *r, ti_source *src, const ti_source_tensor
 		return TI_OK;
 	if (n > TI_VIEW_CHUNK_MAX)
 		return TI_FAIL(err, TI_E_INVALID, "a view read of %zu elements (at most %zu)", n, TI_VIEW_CHUNK_MAX);
+	if (!es) { /* packed: whole bytes of a contiguous view (ti_view_check) */
+		uint64_t at, bytes;
+		if (!ti_source_tensor_contiguous(t) || first < 0 ||
+		    !ti_dtype_nbytes(t->dtype, (uint64_t)(t->offset + first), &at) || !ti_dtype_nbytes(t->dtype, n, &bytes))
+			return TI_FAIL(err, TI_E_INVALID, "a read of %zu %s elements from %lld does not start and end on a byte",
+			               n, ti_dtype_name(t->dtype), (long long)first);
+		return read_storage(r, src, t, at, out, (size_t)bytes, err);
+	}
 	if (ti_source_tensor_contiguous(t))
 		return read_storage(r, src, t, (uint64_t)(t->offset + first) * es, out, n * es, err);
 	if (!r->offsets && !(r->offsets = malloc(TI_VIEW_CHUNK_MAX * sizeof(int64_t))))
@@ -112,7 +135,8 @@ void ti_view_prefetch(ti_source *src, const ti_source_tensor *t, int64_t first, 
 	uint64_t base;
 	if (n == 0 || !ti_source_tensor_contiguous(t) || !ti_source_file_place(src, t->storage, &fd, &base))
 		return;
-	size_t es = ti_dtype_size(t->dtype);
-	(void)posix_fadvise(fd, (off_t)(base + (uint64_t)(t->offset + first) * es), (off_t)(n * es),
-	                    POSIX_FADV_WILLNEED);
+	uint64_t at, bytes; /* packed bytes for a sub-byte dtype; nothing to hint where they do not end on a byte */
+	if (!ti_dtype_nbytes(t->dtype, (uint64_t)(t->offset + first), &at) || !ti_dtype_nbytes(t->dtype, n, &bytes))
+		return;
+	(void)posix_fadvise(fd, (off_t)(base + at), (off_t)bytes, POSIX_FADV_WILLNEED);
 }

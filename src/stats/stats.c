@@ -241,7 +241,7 @@ static reading reading_of(ti_dtype dt)
 	case TI_DT_UINT16: case TI_DT_UINT32: case TI_DT_BOOL:
 		return R_INT;
 	case TI_DT_UINT64: return R_CAST_DOUBLE; /* past INT64_MAX: float64 holds it, int64 would not */
-	default: return R_BYTES;                 /* complex, float8, bits: the checksum only */
+	default: return R_BYTES;                 /* complex, float8, bits, sub-byte: the checksum only */
 	}
 }
 
@@ -271,10 +271,11 @@ static ti_status stats_view(ti_source *src, const ti_source_tensor *t, ti_view_r
 	ti_status st = ti_view_check(src, t, err);
 	if (st)
 		return st;
-	size_t es = ti_dtype_size(t->dtype);
 	reading how = reading_of(t->dtype);
 	size_t chunk = (uint64_t)t->numel < TI_STATS_CHUNK ? (size_t)t->numel : TI_STATS_CHUNK;
-	unsigned char *raw = malloc((chunk ? chunk : 1) * es);
+	uint64_t chunk_bytes = 0; /* TI_STATS_CHUNK elements of a sub-byte dtype fill whole bytes, as the tensor does */
+	ti_dtype_nbytes(t->dtype, chunk, &chunk_bytes);
+	unsigned char *raw = malloc(chunk_bytes ? (size_t)chunk_bytes : 1);
 	void *wide = how == R_BYTES || how == R_FLOAT32 || how == R_FLOAT64 ? NULL : malloc((chunk ? chunk : 1) * 8);
 	if (!raw || (!wide && how != R_BYTES && how != R_FLOAT32 && how != R_FLOAT64)) {
 		free(raw);
@@ -292,7 +293,9 @@ static ti_status stats_view(ti_source *src, const ti_source_tensor *t, ti_view_r
 			int64_t next = first + (int64_t)k;
 			ti_view_prefetch(src, t, next, (uint64_t)(t->numel - next) < chunk ? (size_t)(t->numel - next) : chunk);
 		}
-		ti_checksum_update(&sum, raw, k * es);
+		uint64_t bytes = 0;
+		ti_dtype_nbytes(t->dtype, k, &bytes); /* k * element size; a sub-byte dtype's packed bytes */
+		ti_checksum_update(&sum, raw, (size_t)bytes);
 		switch (how) {
 		case R_FLOAT32: {
 			/* the chunk, copied if the read left it unaligned (it never does: malloc) */
@@ -324,7 +327,7 @@ static ti_status stats_view(ti_source *src, const ti_source_tensor *t, ti_view_r
 		if (st)
 			break;
 		if (pr && pr->fn) {
-			pr->done += k * es;
+			pr->done += bytes;
 			pr->fn(pr->user, pr->done, pr->total);
 		}
 	}
@@ -453,9 +456,9 @@ ti_status ti_stats_run(ti_source *src, const size_t *which, size_t n, const ti_s
 	progress pr = {.fn = o->progress, .user = o->progress_user};
 	for (size_t i = 0; i < n; i++) {
 		const ti_source_tensor *t = ti_source_tensor_at(src, which[i]);
-		if (!why_skipped(src, t))
-			pr.total += o->cuda ? ti_source_storage_at(src, t->storage)->nbytes
-			                    : (uint64_t)t->numel * ti_dtype_size(t->dtype);
+		uint64_t bytes = 0;
+		if (!why_skipped(src, t) && (o->cuda || ti_dtype_nbytes(t->dtype, (uint64_t)t->numel, &bytes)))
+			pr.total += o->cuda ? ti_source_storage_at(src, t->storage)->nbytes : bytes;
 	}
 	if (o->cuda)
 		return run_cuda(src, which, n, o, out, &pr, err);

@@ -18,6 +18,9 @@ safetensors file; then
   - its summary counts them: tensors and storages are the header's count,
     unique_nbytes the bytes of the data, shared_storages the tied targets,
     values 0.
+And for safetensors files that no torch fixture gives (the sub-byte F4,
+F6_E2M3 and F6_E3M2): the listing is the header, each tensor's nbytes its
+data_offsets' span, and convert to safetensors copies the file unchanged.
 Prints one line per fixture and 'N passed, M failed'; exits 1 on failure.
 """
 
@@ -91,6 +94,34 @@ def check(binary, fixture, scratch):
     return "%d tensors, %d tie(s)" % (len(head), len(ties))
 
 
+# safetensors files no torch fixture converts to: the sub-byte F4, F6_E2M3, F6_E3M2 (numel * bits / 8 bytes)
+SAFETENSORS_FIXTURES = ["safetensors/subbyte.safetensors", "safetensors/multi_dtype.safetensors"]
+
+
+def check_safetensors(binary, fixture, scratch):
+    """inspect lists exactly the header, each tensor with its data_offsets' bytes; convert copies it unchanged."""
+    src = os.path.join(ROOT, "fixtures", fixture)
+    head, doc = header(src), inspect(binary, src)
+    head.pop("__metadata__", None)
+    for t in doc["tensors"]:
+        h = head.get(t["name"])
+        if h is None or t["shape"] != h["shape"]:
+            raise AssertionError("%r: listed with shape %s, the header says %s" % (t["name"], t["shape"], h))
+        if t["nbytes"] != h["data_offsets"][1] - h["data_offsets"][0]:
+            raise AssertionError("%r (%s): nbytes %d, the header's offsets %s" % (t["name"], h["dtype"], t["nbytes"],
+                                                                                  h["data_offsets"]))
+    if len(doc["tensors"]) != len(head):
+        raise AssertionError("listed %d tensors, the header holds %d" % (len(doc["tensors"]), len(head)))
+    out = os.path.join(scratch, os.path.basename(fixture))
+    p = subprocess.run([binary, "convert", src, "-o", out, "-q"], cwd=ROOT, capture_output=True, timeout=120)
+    if p.returncode:
+        raise AssertionError("convert exited %d: %s" % (p.returncode, p.stderr.decode().strip()))
+    with open(src, "rb") as a, open(out, "rb") as b:
+        if a.read() != b.read():
+            raise AssertionError("convert to safetensors changed the file")
+    return "%d tensors, copied byte for byte" % len(head)
+
+
 def main(argv):
     binary = os.path.abspath(argv[1] if len(argv) > 1 else os.path.join(ROOT, "tinspect"))
     passed = failed = 0
@@ -98,6 +129,14 @@ def main(argv):
         for fixture in FIXTURES:
             try:
                 note = check(binary, fixture, scratch)
+                print("ok   inspect-formats:%-22s %s" % (fixture, note))
+                passed += 1
+            except (AssertionError, ValueError, OSError, subprocess.TimeoutExpired) as e:
+                print("FAIL inspect-formats:%-22s %s" % (fixture, e))
+                failed += 1
+        for fixture in SAFETENSORS_FIXTURES:
+            try:
+                note = check_safetensors(binary, fixture, scratch)
                 print("ok   inspect-formats:%-22s %s" % (fixture, note))
                 passed += 1
             except (AssertionError, ValueError, OSError, subprocess.TimeoutExpired) as e:

@@ -13,8 +13,10 @@ equal torch.tensor(values, dtype).numpy().tobytes() (little-endian,
 row-major: what safetensors.torch.save_file writes), with the values the
 generator documents. It also checks, with an independent reader written
 here in a few lines, the properties the official reader requires: header
-size, '{' first, 8-byte alignment, exact tiling, and the weight_map of the
-sharded checkpoint against its shards.
+size, '{' first, 8-byte alignment, exact tiling, each tensor's bytes as
+numel * bits / 8 (the sub-byte F4 and F6 included), and the weight_map of
+the sharded checkpoint against its shards; and the F4 fixture's values,
+which torch 1.13 cannot read, by the OCP E2M1 table.
 
 Needs Debian's python3-torch (1.13); prints "skipped" and exits 0 without it.
 Exits 1 on any mismatch.
@@ -72,6 +74,15 @@ VALUES = {
     },
 }
 
+# Bits per element, tensor.rs Dtype::bitsize: what each tensor's data_offsets
+# must span (numel * bits / 8, a whole number of bytes: MisalignedSlice).
+BITS = {
+    "BOOL": 8, "F4": 4, "F6_E2M3": 6, "F6_E3M2": 6, "U8": 8, "I8": 8, "F8_E5M2": 8,
+    "F8_E4M3": 8, "F8_E8M0": 8, "F8_E4M3FNUZ": 8, "F8_E5M2FNUZ": 8, "I16": 16, "U16": 16,
+    "F16": 16, "BF16": 16, "I32": 32, "U32": 32, "F32": 32, "C64": 64, "F64": 64, "I64": 64,
+    "U64": 64,
+}
+
 failures = []
 
 
@@ -106,6 +117,13 @@ def read(path):
         if begin != at:
             fail("%s: '%s' starts at %d, want %d" % (path, name, begin, at))
         at = end
+        entry = header[name]
+        numel = 1
+        for d in entry["shape"]:
+            numel *= d
+        bits = numel * BITS.get(entry["dtype"], 0)
+        if bits % 8 or bits // 8 != end - begin:
+            fail("%s: '%s' is %d elements of %s in %d bytes" % (path, name, numel, entry["dtype"], end - begin))
     if at != len(data):
         fail("%s: tensors end at %d, the data at %d" % (path, at, len(data)))
     return header, data
@@ -153,16 +171,39 @@ def check_index(directory):
         fail("hf: total_size %d, the shards hold %d" % (index["metadata"]["total_size"], total))
 
 
+# OCP MX v1.0 FP4 (E2M1): the 8 magnitudes of codes 0..7; bit 3 is the sign.
+E2M1 = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0]
+
+
+def check_e2m1(directory):
+    """torch 1.13 has no float4: decode subbyte.safetensors' mx.f4 by the OCP
+    table, two elements a byte, the low nibble first, and compare with the
+    values gen_safetensors.py documents (0 ... 6, then -0 ... -6)."""
+    header, data = read(os.path.join(directory, "subbyte.safetensors"))
+    begin, end = header["mx.f4"]["data_offsets"]
+    got = []
+    for byte in data[begin:end]:
+        for code in (byte & 0xF, byte >> 4):
+            got.append(-E2M1[code & 7] if code & 8 else E2M1[code])
+    want = E2M1 + [-v for v in E2M1]
+    if got != want or header["mx.f4"]["shape"] != [4, 4]:
+        fail("subbyte.safetensors: mx.f4 decodes to %s" % got)
+
+
 def main():
     directory = sys.argv[1] if len(sys.argv) > 1 else "fixtures/safetensors"
     check_values(directory)
     check_index(directory)
-    for name in ("rust_vector", "unsorted", "leading_space", "empty"):
+    layout_only = ("rust_vector", "unsorted", "leading_space", "empty", "multi_dtype", "subbyte",
+                   "subbyte_changed", "subbyte_small")
+    for name in layout_only:
         read(os.path.join(directory, name + ".safetensors"))
+    check_e2m1(directory)
     if failures:
         print("safetensors conformance: %d failures" % len(failures))
         sys.exit(1)
-    print("safetensors conformance: ok (%d files)" % (len(VALUES) + 5))
+    files = set(VALUES) | {name + ".safetensors" for name in layout_only}
+    print("safetensors conformance: ok (%d files)" % len(files))
 
 
 if __name__ == "__main__":

@@ -1248,3 +1248,55 @@ Test(convert, a_big_endian_checkpoint_is_read_and_written_little_endian)
 		expect_elements(out, "c64", want_c64, 1);
 	}
 }
+
+/* --- the sub-byte dtypes of safetensors (F4, F6_E2M3, F6_E3M2) --- */
+
+Test(convert, safetensors_to_safetensors_copies_sub_byte_tensors_byte_for_byte)
+{
+	/* nothing casts them (--dtype casts float32, float64, float16, bfloat16 only): the bytes go through */
+	static const size_t buffers[] = {0, 4096};
+	for (size_t i = 0; i < sizeof(buffers) / sizeof(buffers[0]); i++) {
+		ti_convert_options o = {.format = TI_OUT_SAFETENSORS, .buffer_bytes = buffers[i]};
+		char out[160];
+		ti_convert_stats stats;
+		ASSERT_STATUS(run_convert("fixtures/safetensors/subbyte.safetensors", &o, &stats, out, sizeof(out)), TI_OK, err);
+		EXPECT_INT(stats.tensors, 6);
+		EXPECT_INT(stats.data_bytes, 27);
+		cr_expect(files_equal(out, "fixtures/safetensors/subbyte.safetensors"), "buffer %zu: the copy differs",
+		          buffers[i]);
+	}
+	ti_convert_options cast = {.format = TI_OUT_SAFETENSORS, .dtype = TI_DT_BFLOAT16};
+	ti_convert_stats stats;
+	ti_source *out = convert_ok("fixtures/safetensors/subbyte.safetensors", &cast, &stats);
+	EXPECT_INT(stats.cast, 1); /* bias only */
+	EXPECT_INT(must_find(out, "mx.f4")->dtype, TI_DT_FLOAT4_E2M1FN);
+	EXPECT_INT(must_find(out, "mx.f6_e2m3")->dtype, TI_DT_FLOAT6_E2M3FN);
+	EXPECT_INT(ti_source_storage_at(out, must_find(out, "mx.f6_e3m2")->storage)->nbytes, 6);
+}
+
+Test(convert, a_sub_byte_tensor_is_refused_where_the_output_cannot_hold_it)
+{
+	static const struct { ti_output_format format; const char *message; } rows[] = {
+		{TI_OUT_TORCH_ZIP, "'mx.f6_e3m2' is float6_e3m2fn, which a torch file cannot hold; leave it out with --exclude"},
+		{TI_OUT_NPZ, "'mx.f6_e3m2' is float6_e3m2fn, which NumPy has no dtype for"},
+		{TI_OUT_GGUF, "'mx.f6_e3m2' is float6_e3m2fn, which GGUF cannot hold; leave it out with --exclude"},
+	};
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		/* the others left out: the sub-byte tensors are what is refused */
+		ti_convert_options o = {.format = rows[i].format, .refusal_hint = "leave it out with --exclude",
+		                        .exclude = (const char *const[]){"bias", "mx.scale"}, .exclude_count = 2};
+		char out[160];
+		ti_convert_stats stats;
+		EXPECT_STATUS(run_convert("fixtures/safetensors/subbyte.safetensors", &o, &stats, out, sizeof(out)),
+		              TI_E_UNSUPPORTED, err);
+		EXPECT_STR(err.message, rows[i].message);
+		struct stat st;
+		cr_expect(stat(out, &st) == 0 && st.st_size == 0, "%s: %lld bytes written before the refusal", rows[i].message,
+		          (long long)st.st_size);
+	}
+	/* left out, the rest converts */
+	ti_convert_options o = {.format = TI_OUT_TORCH_ZIP, .exclude = (const char *const[]){"mx.f*", "empty_f4"},
+	                        .exclude_count = 2};
+	ti_source *out = convert_ok("fixtures/safetensors/subbyte.safetensors", &o, NULL);
+	EXPECT_INT(ti_source_tensor_count(out), 2);
+}

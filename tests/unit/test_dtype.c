@@ -17,13 +17,60 @@ Test(dtype, names_are_torch_s_without_the_prefix)
 	EXPECT_STR(ti_dtype_name((ti_dtype)-1), "invalid");
 }
 
-Test(dtype, every_dtype_has_a_name_that_reads_back)
+Test(dtype, every_torch_dtype_has_a_name_that_reads_back)
 {
 	for (int i = 1; i < TI_DT_COUNT; i++) {
 		const char *name = ti_dtype_name((ti_dtype)i);
 		cr_assert(name != NULL && strcmp(name, "invalid"), "dtype %d has no name", i);
+		if (ti_dtype_is_sub_byte((ti_dtype)i))
+			continue;
 		EXPECT_INT(ti_dtype_from_torch_name(name), i);
 		cr_expect(ti_dtype_size((ti_dtype)i) > 0, "%s has size 0", name);
+		EXPECT_INT(ti_dtype_bits((ti_dtype)i), 8 * ti_dtype_size((ti_dtype)i));
+	}
+}
+
+Test(dtype, sub_byte_dtypes_have_bits_but_no_byte_size)
+{
+	static const struct { ti_dtype dt; const char *name; unsigned bits, group; } rows[] = {
+		{TI_DT_FLOAT4_E2M1FN, "float4_e2m1fn", 4, 2},
+		{TI_DT_FLOAT6_E2M3FN, "float6_e2m3fn", 6, 4},
+		{TI_DT_FLOAT6_E3M2FN, "float6_e3m2fn", 6, 4},
+	};
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		EXPECT_STR(ti_dtype_name(rows[i].dt), rows[i].name);
+		EXPECT_INT(ti_dtype_bits(rows[i].dt), rows[i].bits);
+		EXPECT_INT(ti_dtype_size(rows[i].dt), 0);
+		EXPECT_INT(ti_dtype_byte_group(rows[i].dt), rows[i].group);
+		cr_expect(ti_dtype_is_sub_byte(rows[i].dt), "%s is not sub-byte", rows[i].name);
+		/* torch has no such dtype: neither a pickle nor --dtype can name one */
+		EXPECT_INT(ti_dtype_from_torch_name(rows[i].name), TI_DT_INVALID);
+	}
+	cr_expect(!ti_dtype_is_sub_byte(TI_DT_FLOAT4_E2M1FN_X2) && !ti_dtype_is_sub_byte(TI_DT_INVALID));
+	EXPECT_INT(ti_dtype_byte_group(TI_DT_FLOAT32), 1);
+	EXPECT_INT(ti_dtype_byte_group(TI_DT_INVALID), 0);
+	EXPECT_INT(ti_dtype_from_storage_name("Float4_e2m1fnStorage"), TI_DT_INVALID);
+}
+
+Test(dtype, nbytes_packs_sub_byte_elements_and_refuses_a_partial_byte)
+{
+	static const struct { ti_dtype dt; uint64_t numel; bool ok; uint64_t nbytes; } rows[] = {
+		{TI_DT_FLOAT4_E2M1FN, 2, true, 1},  {TI_DT_FLOAT4_E2M1FN, 8, true, 4},
+		{TI_DT_FLOAT4_E2M1FN, 0, true, 0},  {TI_DT_FLOAT4_E2M1FN, 3, false, 0},
+		{TI_DT_FLOAT6_E2M3FN, 4, true, 3},  {TI_DT_FLOAT6_E3M2FN, 8, true, 6},
+		{TI_DT_FLOAT6_E3M2FN, 2, false, 0}, {TI_DT_FLOAT6_E2M3FN, 1, false, 0},
+		{TI_DT_FLOAT32, 3, true, 12},       {TI_DT_COMPLEX128, 2, true, 32},
+		{TI_DT_FLOAT4_E2M1FN, UINT64_MAX / 2, false, 0}, /* numel * 4 bits overflows */
+		{TI_DT_FLOAT32, UINT64_MAX / 2, false, 0},      {TI_DT_INVALID, 1, false, 0},
+	};
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		uint64_t got = 12345;
+		bool ok = ti_dtype_nbytes(rows[i].dt, rows[i].numel, &got);
+		cr_expect(ok == rows[i].ok, "%s x %llu: got %s, want %s", ti_dtype_name(rows[i].dt),
+		          (unsigned long long)rows[i].numel, ok ? "true" : "false", rows[i].ok ? "true" : "false");
+		cr_expect(got == (rows[i].ok ? rows[i].nbytes : 12345), "%s x %llu: got %llu bytes, want %llu",
+		          ti_dtype_name(rows[i].dt), (unsigned long long)rows[i].numel, (unsigned long long)got,
+		          (unsigned long long)(rows[i].ok ? rows[i].nbytes : 12345));
 	}
 }
 
@@ -39,6 +86,7 @@ Test(dtype, sizes_are_element_sizes)
 		{TI_DT_FLOAT8_E5M2FNUZ, 1}, {TI_DT_FLOAT8_E4M3FNUZ, 1}, {TI_DT_FLOAT8_E8M0FNU, 1},
 		{TI_DT_FLOAT4_E2M1FN_X2, 1}, {TI_DT_BITS8, 1}, {TI_DT_BITS16, 2},
 		{TI_DT_BITS1X8, 1}, {TI_DT_BITS2X4, 1}, {TI_DT_BITS4X2, 1},
+		{TI_DT_FLOAT4_E2M1FN, 0}, {TI_DT_FLOAT6_E2M3FN, 0}, {TI_DT_FLOAT6_E3M2FN, 0}, /* sub-byte */
 		{TI_DT_INVALID, 0}, {TI_DT_COUNT, 0},
 	};
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
@@ -182,7 +230,8 @@ Test(dtype, the_fnuz_float8s_keep_zero_and_nan_when_negated)
 Test(dtype, what_has_no_negative_cannot_be_resolved_and_is_left_alone)
 {
 	static const ti_dtype none[] = {TI_DT_BOOL, TI_DT_QINT8, TI_DT_QUINT4X2, TI_DT_FLOAT8_E8M0FNU,
-	                                TI_DT_FLOAT4_E2M1FN_X2, TI_DT_BITS8, TI_DT_INVALID};
+	                                TI_DT_FLOAT4_E2M1FN_X2, TI_DT_BITS8, TI_DT_FLOAT4_E2M1FN,
+	                                TI_DT_FLOAT6_E2M3FN, TI_DT_INVALID};
 	for (size_t i = 0; i < sizeof(none) / sizeof(none[0]); i++) {
 		uint8_t v[] = {1, 2};
 		cr_expect(!ti_dtype_can_resolve(none[i], false, true), "%s can be negated", ti_dtype_name(none[i]));

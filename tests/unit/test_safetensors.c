@@ -133,11 +133,12 @@ static dtype_row dtype_rows[] = {
 	{"F64", TI_DT_FLOAT64}, {"C64", TI_DT_COMPLEX64}, {"F8_E5M2", TI_DT_FLOAT8_E5M2},
 	{"F8_E4M3", TI_DT_FLOAT8_E4M3FN}, {"F8_E8M0", TI_DT_FLOAT8_E8M0FNU},
 	{"F8_E4M3FNUZ", TI_DT_FLOAT8_E4M3FNUZ}, {"F8_E5M2FNUZ", TI_DT_FLOAT8_E5M2FNUZ},
+	{"F4", TI_DT_FLOAT4_E2M1FN}, {"F6_E2M3", TI_DT_FLOAT6_E2M3FN}, {"F6_E3M2", TI_DT_FLOAT6_E3M2FN},
 };
 
-ParameterizedTestParameters(safetensors, dtype_names_map_to_torch_dtypes_and_back) { return ROWS(dtype_rows); }
+ParameterizedTestParameters(safetensors, every_dtype_of_the_rust_enum_maps_to_a_dtype_and_back) { return ROWS(dtype_rows); }
 
-ParameterizedTest(dtype_row *r, safetensors, dtype_names_map_to_torch_dtypes_and_back)
+ParameterizedTest(dtype_row *r, safetensors, every_dtype_of_the_rust_enum_maps_to_a_dtype_and_back)
 {
 	EXPECT_INT(ti_st_dtype_from_name(r->name), r->dtype);
 	EXPECT_STR(ti_st_dtype_name(r->dtype), r->name);
@@ -150,7 +151,7 @@ Test(safetensors, dtypes_it_cannot_hold_have_no_name)
 	for (size_t i = 0; i < sizeof(none) / sizeof(none[0]); i++)
 		cr_expect(ti_st_dtype_name(none[i]) == NULL, "%s: got \"%s\", want NULL", ti_dtype_name(none[i]),
 		          ti_st_dtype_name(none[i]));
-	static const char *const unknown[] = {"F4", "F6_E2M3", "F6_E3M2", "F12", "f32", "", "float32"};
+	static const char *const unknown[] = {"F12", "f32", "", "float32", "f4", "F6", "F4_X2"};
 	for (size_t i = 0; i < sizeof(unknown) / sizeof(unknown[0]); i++)
 		EXPECT_INT(ti_st_dtype_from_name(unknown[i]), TI_DT_INVALID);
 	EXPECT_INT(ti_st_dtype_from_name(NULL), TI_DT_INVALID);
@@ -218,6 +219,71 @@ ParameterizedTest(tensor_row *r, safetensors, reads_each_tensor_of_the_multi_dty
 	size_t n = unhex(r->hex, want);
 	ASSERT_STATUS(ti_st_read(file, t->index, 0, got, n, &err), TI_OK, err);
 	cr_expect(!memcmp(got, want, n), "bytes of '%s' differ", r->name);
+}
+
+/* The generator's subbyte(): the sub-byte dtypes, packed low bits first. */
+static tensor_row subbyte_rows[] = {
+	{"mx.f4", "F4", 2, {4, 4}, 8, "1032547698badcfe"},
+	{"mx.f6_e2m3", "F6_E2M3", 1, {4}, 3, "088402"},
+	{"mx.f6_e3m2", "F6_E3M2", 2, {2, 4}, 6, "0cc47e40200c"},
+	{"mx.scale", "F8_E8M0", 1, {2}, 2, "7f80"},
+	{"bias", "F32", 1, {2}, 8, "0000003f000000bf"},
+	{"empty_f4", "F4", 2, {0, 2}, 0, ""},
+};
+
+ParameterizedTestParameters(safetensors, reads_sub_byte_tensors_as_packed_bytes) { return ROWS(subbyte_rows); }
+
+ParameterizedTest(tensor_row *r, safetensors, reads_sub_byte_tensors_as_packed_bytes)
+{
+	open_ok(FIXTURE("subbyte.safetensors"), NULL);
+	const ti_st_tensor *t = ti_st_find(file, r->name);
+	cr_assert(t != NULL, "no tensor '%s'", r->name);
+	EXPECT_STR(t->dtype_name, r->dtype_name);
+	EXPECT_INT(t->dtype, ti_st_dtype_from_name(r->dtype_name));
+	ASSERT_INT(t->ndim, r->ndim);
+	int64_t numel = 1;
+	for (int d = 0; d < r->ndim; d++)
+		numel *= r->shape[d];
+	EXPECT_INT(t->numel, numel);
+	/* numel * bits / 8: tensor.rs Dtype::bitsize */
+	EXPECT_INT(t->nbytes, r->nbytes);
+	EXPECT_INT((uint64_t)numel * ti_dtype_bits(t->dtype), 8 * r->nbytes);
+	EXPECT_INT(t->end - t->begin, r->nbytes);
+	unsigned char want[64], got[64];
+	size_t n = unhex(r->hex, want);
+	ASSERT_INT(n, r->nbytes);
+	ASSERT_STATUS(ti_st_read(file, t->index, 0, got, n, &err), TI_OK, err);
+	cr_expect(!memcmp(got, want, n), "bytes of '%s' differ", r->name);
+}
+
+Test(safetensors, sub_byte_tensors_keep_the_official_order)
+{
+	/* F32, F8_E8M0, F6_E3M2, F6_E2M3, then F4: the Rust enum's rank, largest first, then name */
+	static const char *const header_order[] = {"bias", "mx.scale", "mx.f6_e3m2", "mx.f6_e2m3", "empty_f4", "mx.f4"};
+	open_ok(FIXTURE("subbyte.safetensors"), NULL);
+	ASSERT_INT(ti_st_tensor_count(file), 6);
+	for (size_t i = 0; i < 6; i++)
+		EXPECT_STR(ti_st_tensor_at(file, i)->name, header_order[i]);
+	EXPECT_INT(ti_st_file_info(file)->data_size, 27);
+}
+
+Test(safetensors, a_sub_byte_shape_must_end_on_a_byte)
+{
+	/* tensor.rs test_serialization_fp4_misaligned: F4 [1, 3] is 12 bits; [1, 2] of 1 byte is fine */
+	const char *fits = "{\"a\":{\"dtype\":\"F4\",\"shape\":[1,2],\"data_offsets\":[0,1]}}    ";
+	unsigned char bytes[128];
+	size_t n = strlen(fits);
+	for (int i = 0; i < 8; i++)
+		bytes[i] = (unsigned char)(i ? 0 : n);
+	memcpy(bytes + 8, fits, n);
+	bytes[8 + n] = 0x21;
+	open_ok(write_tmp(bytes, 8 + n + 1), NULL);
+	EXPECT_INT(ti_st_tensor_at(file, 0)->nbytes, 1);
+	const char *misaligned = "{\"a\":{\"dtype\":\"F4\",\"shape\":[1,3],\"data_offsets\":[0,2]}}    ";
+	ASSERT_INT(strlen(misaligned), n);
+	memcpy(bytes + 8, misaligned, n);
+	bytes[8 + n + 1] = 0x03;
+	expect_open_fails(write_tmp(bytes, 8 + n + 2), NULL, TI_E_CORRUPT, "3 elements of F4 (4 bits each) end inside a byte");
 }
 
 Test(safetensors, keeps_the_header_order_and_gives_the_data_order)
@@ -378,7 +444,9 @@ static broken_row broken_rows[] = {
 	{"reversed_offsets", TI_E_CORRUPT, "end before they begin"},
 	{"trailing_data", TI_E_CORRUPT, "the last 4 bytes of the data (from 8 on) belong to no tensor"},
 	{"bad_dtype", TI_E_UNSUPPORTED, "tensor 'a' has the unknown dtype 'F12'"},
-	{"subbyte_dtype", TI_E_UNSUPPORTED, "sub-byte dtype 'F4'"},
+	{"misaligned_f4", TI_E_CORRUPT, "tensor 'a' has the shape [3]: 3 elements of F4 (4 bits each) end inside a byte"},
+	{"misaligned_f6", TI_E_CORRUPT, "shape [2, 1]: 2 elements of F6_E3M2 (6 bits each) end inside a byte"},
+	{"bad_size_f4", TI_E_CORRUPT, "holding 4 bytes, but F4 of shape [4] needs 2"},
 	{"duplicate_key", TI_E_CORRUPT, "duplicate tensor name 'a'"},
 	{"duplicate_metadata", TI_E_CORRUPT, "duplicate key '__metadata__'"},
 	{"metadata_not_string", TI_E_CORRUPT, "__metadata__ value of 'n' is not a string"},
@@ -404,18 +472,18 @@ Test(safetensors, every_file_in_broken_is_in_the_table)
 {
 	/* A new broken fixture must get a row above. */
 	static const char *const names[] = {
-		"bad_dtype", "bad_json", "bad_size", "bad_utf8", "duplicate_field", "duplicate_key", "duplicate_metadata",
-		"float_dim", "header_empty", "header_past_end", "hole", "huge_shape", "metadata_not_string",
-		"missing_offsets", "negative_dim", "not_brace", "nul_escape", "nul_padding", "out_of_bounds", "overlap",
-		"reversed_offsets", "short", "subbyte_dtype", "trailing_data",
+		"bad_dtype", "bad_json", "bad_size", "bad_size_f4", "bad_utf8", "duplicate_field", "duplicate_key",
+		"duplicate_metadata", "float_dim", "header_empty", "header_past_end", "hole", "huge_shape",
+		"metadata_not_string", "misaligned_f4", "misaligned_f6", "missing_offsets", "negative_dim", "not_brace",
+		"nul_escape", "nul_padding", "out_of_bounds", "overlap", "reversed_offsets", "short", "trailing_data",
 	};
 	EXPECT_INT(sizeof(names) / sizeof(names[0]), sizeof(broken_rows) / sizeof(broken_rows[0]));
 }
 
-Test(safetensors, every_cut_of_a_valid_file_fails_cleanly)
+static void expect_every_cut_fails_cleanly(const char *fixture)
 {
 	size_t size;
-	unsigned char *bytes = slurp(FIXTURE("with_metadata.safetensors"), &size);
+	unsigned char *bytes = slurp(fixture, &size);
 	const char *path = tmp_path();
 	for (size_t n = 0; n < size; n++) {
 		FILE *f = fopen(path, "wb");
@@ -430,10 +498,16 @@ Test(safetensors, every_cut_of_a_valid_file_fails_cleanly)
 	free(bytes);
 }
 
-Test(safetensors, every_changed_byte_of_the_header_fails_cleanly_or_still_tiles)
+Test(safetensors, every_cut_of_a_valid_file_fails_cleanly)
+{
+	expect_every_cut_fails_cleanly(FIXTURE("with_metadata.safetensors"));
+	expect_every_cut_fails_cleanly(FIXTURE("subbyte.safetensors"));
+}
+
+static void expect_every_changed_byte_fails_cleanly_or_tiles(const char *fixture)
 {
 	size_t size;
-	unsigned char *bytes = slurp(FIXTURE("with_metadata.safetensors"), &size);
+	unsigned char *bytes = slurp(fixture, &size);
 	uint64_t n = 0;
 	for (int i = 7; i >= 0; i--)
 		n = n << 8 | bytes[i];
@@ -462,6 +536,13 @@ Test(safetensors, every_changed_byte_of_the_header_fails_cleanly_or_still_tiles)
 	}
 	close(fd);
 	free(bytes);
+}
+
+Test(safetensors, every_changed_byte_of_the_header_fails_cleanly_or_still_tiles)
+{
+	expect_every_changed_byte_fails_cleanly_or_tiles(FIXTURE("with_metadata.safetensors"));
+	/* a changed size or dtype of a packed tensor: misaligned or mis-sized, never a wrong count */
+	expect_every_changed_byte_fails_cleanly_or_tiles(FIXTURE("subbyte.safetensors"));
 }
 
 Test(safetensors, limits_bound_the_header)
@@ -584,6 +665,8 @@ static copy_row copy_rows[] = {
 	{"rust_vector.safetensors", TI_ST_ORDER_OFFICIAL, 7},
 	{"unsorted.safetensors", TI_ST_ORDER_AS_GIVEN, 1},
 	{"empty.safetensors", TI_ST_ORDER_OFFICIAL, 8},
+	{"subbyte.safetensors", TI_ST_ORDER_OFFICIAL, 1},
+	{"subbyte.safetensors", TI_ST_ORDER_AS_GIVEN, 3},
 	{"hf/model-00001-of-00002.safetensors", TI_ST_ORDER_OFFICIAL, 5},
 	{"hf/model-00002-of-00002.safetensors", TI_ST_ORDER_OFFICIAL, 5},
 };
@@ -711,7 +794,7 @@ static ti_status begin_specs(const ti_st_spec *specs, size_t n, const ti_st_pair
 
 Test(safetensors, the_writer_refuses_what_no_reader_would_take)
 {
-	static const int64_t two[] = {2}, negative[] = {-1}, huge[] = {INT64_C(1) << 40, INT64_C(1) << 40};
+	static const int64_t two[] = {2}, three[] = {3}, negative[] = {-1}, huge[] = {INT64_C(1) << 40, INT64_C(1) << 40};
 	static const ti_st_pair dup_keys[] = {{"k", "1"}, {"k", "2"}}, no_value[] = {{"k", NULL}};
 	static const struct {
 		ti_st_spec specs[2];
@@ -732,6 +815,11 @@ Test(safetensors, the_writer_refuses_what_no_reader_would_take)
 		{{{"s", TI_DT_FLOAT32, 1, NULL}}, 1, NULL, 0, TI_E_INVALID, "no shape"},
 		{{{"a", TI_DT_FLOAT32, 1, two}}, 1, dup_keys, 2, TI_E_INVALID, "duplicate metadata key 'k'"},
 		{{{"a", TI_DT_FLOAT32, 1, two}}, 1, no_value, 1, TI_E_INVALID, "no key or no value"},
+		{{{"f4", TI_DT_FLOAT4_E2M1FN, 1, three}}, 1, NULL, 0, TI_E_INVALID,
+		 "tensor 'f4' has the shape [3]: 3 elements of F4 (4 bits each) end inside a byte"},
+		{{{"f6", TI_DT_FLOAT6_E2M3FN, 1, two}}, 1, NULL, 0, TI_E_INVALID, "2 elements of F6_E2M3 (6 bits each)"},
+		{{{"x2", TI_DT_FLOAT4_E2M1FN_X2, 1, two}}, 1, NULL, 0, TI_E_UNSUPPORTED, "float4_e2m1fn_x2"},
+		{{{"f4", TI_DT_FLOAT4_E2M1FN, 1, two}}, 1, NULL, 0, TI_OK, ""},
 		{{{"a", TI_DT_FLOAT32, 1, two}}, 1, NULL, 0, TI_OK, ""},
 	};
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
