@@ -43,7 +43,8 @@
 enum {
 	WINDOW = 64 * 1024,  /* bytes read from a source at a time */
 	MEMO_CHUNK = 1024,   /* memo entries are kept in chunks of this many */
-	GLOBALS_CACHED = 64  /* distinct known globals made once per pickle */
+	GLOBALS_CACHED = 64, /* distinct known globals made once per pickle */
+	MEMO_DENSE = 1 << 20 /* memo indices kept whatever the pickle's size (a bit each, 128 KiB) */
 };
 
 /* A bit set that grows to the highest index set; a bit past its end is clear. */
@@ -77,6 +78,7 @@ typedef struct vm {
 	ti_value ***memo_chunks;
 	size_t memo_chunk_count;
 	bool memoize;    /* a MEMOIZE byte is in the pickle: memo_set and memo_len are kept */
+	uint64_t memo_limit; /* indices kept: below the ceiling and below MEMO_DENSE or the pickle's size */
 	size_t memo_len; /* entries set, which MEMOIZE uses as its index */
 	ti_value *result;
 	int proto;
@@ -1068,10 +1070,10 @@ static ti_status memo_put(vm *m, uint64_t index)
 	/*
 	 * Any index is valid: Python's pickler numbers densely, but BINPUT 200 in a
 	 * tiny pickle loads (the C unpickler grows its memo to fit). One past the
-	 * ceiling is never fetched (find_fetched marks none), so only MEMOIZE's
-	 * count, which needs every index set, cannot go on.
+	 * indices kept is never fetched (find_fetched marks none), so only
+	 * MEMOIZE's count, which needs every index set, cannot go on.
 	 */
-	if (index >= m->limits.memo_max) {
+	if (index >= m->memo_limit) {
 		if (!m->memoize)
 			return TI_OK;
 		return FAIL(m, TI_E_LIMIT, "memo index %" PRIu64 " is beyond the memo limit", index);
@@ -1095,7 +1097,7 @@ static ti_status memo_put(vm *m, uint64_t index)
 static ti_status memo_get(vm *m, uint64_t index)
 {
 	/* Every GET's index was found fetched, so an entry that was set has a slot. */
-	if (index >= m->limits.memo_max)
+	if (index >= m->memo_limit)
 		return FAIL(m, TI_E_LIMIT, "memo index %" PRIu64 " is beyond the memo limit", index);
 	ti_value **slot = memo_slot(m, index, false);
 	if (!slot || !*slot)
@@ -1452,7 +1454,14 @@ static uint64_t get_index(const uint8_t *p, const uint8_t *end)
 static ti_status find_fetched(vm *m)
 {
 	enum { GET_MAX = 20 }; /* 'g', 18 digits, '\n' */
-	uint64_t limit = m->limits.memo_max, highest = 0;
+	/*
+	 * A byte that reads as LONG_BINGET inside other data names an index of up
+	 * to 2^32: the indices kept are those below the pickle's size (Python's
+	 * pickler numbers densely) or below MEMO_DENSE, which a hand-made BINPUT
+	 * may use in a small pickle, so that such bytes cost no more than that.
+	 */
+	uint64_t dense = m->size > MEMO_DENSE ? m->size : MEMO_DENSE, highest = 0;
+	uint64_t limit = m->memo_limit = m->limits.memo_max < dense ? m->limits.memo_max : dense;
 	bool any = false;
 	for (size_t pos = 0; pos < m->size;) {
 		if (m->src && window_at(m, pos, WINDOW))
