@@ -313,6 +313,76 @@ static int64_t rows_of(const ti_meta_tensor *t, int normalized_dims)
 	return rows;
 }
 
+/* A convolution argument per spatial dim k of n: a list of n, one value for all, or a plain int. */
+static int64_t conv_arg(const ti_op_call *c, const char *name, int k, int64_t fallback)
+{
+	for (int i = 0; c->in.sig && i < c->in.sig->count; i++) {
+		if (strcmp(c->in.sig->params[i].name, name))
+			continue;
+		const ti_arg *a = &c->in.args[i];
+		if (a->kind == TI_ARG_INT)
+			return a->as.dim.value;
+		if (a->kind == TI_ARG_LIST && a->as.list.count > 0) {
+			const ti_arg *e = &a->as.list.items[a->as.list.count == 1 ? 0 : k];
+			if (k < a->as.list.count || a->as.list.count == 1)
+				return e->kind == TI_ARG_INT ? e->as.dim.value : fallback;
+		}
+	}
+	return fallback;
+}
+
+/* padding='same' pads d(k - 1) in all, the lesser half before (ConvParams in Convolution.cpp); 'valid' none */
+static int64_t conv_pad(const ti_op_call *c, int k, int64_t kernel, int64_t dilation)
+{
+	for (int i = 0; c->in.sig && i < c->in.sig->count; i++)
+		if (!strcmp(c->in.sig->params[i].name, "padding") && c->in.args[i].kind == TI_ARG_STR)
+			return !strcmp(c->in.args[i].as.str, "same") ? dilation * (kernel - 1) / 2 : 0;
+	return conv_arg(c, "padding", k, 0);
+}
+
+/*
+ * Whether oneDNN 2.6 (PyTorch 1.13's) has a JIT kernel for a float32
+ * convolution's weight gradient on this instruction set; without one,
+ * gemm_convolution_bwd_weights_t runs it. PyTorch hands a 1-d convolution
+ * over as a 2-d one of height 1 (view4d in Convolution.cpp).
+ *
+ * avx2 (jit_avx2_conv_bwd_weights_kernel_f32::init_conf): no dilation, a
+ * kernel under 14 wide, no taller than the input, every padding under the
+ * kernel's extent (the end padding, (O - 1)s + k - I - p_begin, too), no
+ * depth padding; a grouped (not depthwise) one needs 8 | C_in/g and
+ * 8 | C_out/g. sse41 and avx have none: init_conf starts with
+ * mayiuse(avx2). avx512_core: taken as the kernel the figures were measured
+ * with (jit_avx512_core ran every shape of the corpora).
+ * Depthwise ones have jit_uni_dw's kernel on every set.
+ */
+static bool conv_backward_weights_jit(const ti_op_call *c, const ti_meta_tensor *x, const ti_meta_tensor *y,
+                                      const ti_meta_tensor *w, ti_cpu_isa isa)
+{
+	int n = w->ndim - 2;
+	int64_t groups = conv_arg(c, "groups", 0, 1);
+	int64_t cin = w->shape[1].value, cout = groups > 0 ? w->shape[0].value / groups : w->shape[0].value;
+	if (groups > 1 && cin == 1 && cout == 1)
+		return true;
+	if (isa == TI_ISA_AVX512_CORE)
+		return true;
+	if (isa != TI_ISA_AVX2 || (groups > 1 && (cin % 8 || cout % 8)))
+		return false;
+	if (x->ndim != n + 2 || y->ndim != n + 2)
+		return true; /* unbatched: read as batched, as the shape rule reads it */
+	for (int k = 0; k < n; k++) {
+		int64_t in = x->shape[k + 2].value, out = y->shape[k + 2].value, kernel = w->shape[k + 2].value;
+		int64_t stride = conv_arg(c, "stride", k, 1), dilation = conv_arg(c, "dilation", k, 1);
+		int64_t pad = conv_pad(c, k, kernel, dilation);
+		int64_t end_pad = (out - 1) * stride + kernel - in - pad;
+		bool depth = n == 3 && k == 0, width = k == n - 1;
+		if (dilation != 1 || kernel > in || pad >= kernel || end_pad >= kernel)
+			return false;
+		if ((depth && (pad || end_pad > 0)) || (width && kernel >= 14))
+			return false;
+	}
+	return true;
+}
+
 /*
  * A convolution's own scratch on the CPU (PyTorch 1.13, one thread, measured):
  * where mkldnn runs it (every convolution but a 1x1 kernel at stride 1 on a
@@ -322,9 +392,23 @@ static int64_t rows_of(const ti_meta_tensor *t, int normalized_dims)
  * C_out * prod(kernel) * prod(input spatial) elements. Backward: mkldnn's
  * takes the input's and the output's size together, the transposed one its
  * columns again, THNN's 1x1 nothing that counts.
+ *
+ * Where oneDNN has no JIT kernel for the weight gradient on the instruction
+ * set (conv_backward_weights_jit), gemm_convolution_bwd_weights_t books a
+ * reduction buffer of nthr * weights_d.size() floats - size() is in bytes,
+ * so four times the weight per thread, booked whether or not threads reduce
+ * (jit_gemm_convolution_utils::init_conf) - and one image's im2col columns,
+ * C_in/g * prod(kernel) * prod(output spatial) floats, unless the kernel is
+ * 1x1 at stride 1 without padding. With them lives the gradient as oneDNN
+ * writes it (ideep's diff_weights; mkldnn_convolution_backward_weights
+ * copies it to the dense .grad after): five weights and the columns.
+ * Measured at ONEDNN_MAX_CPU_ISA=AVX2 on 512->512 and 256->512 3x3
+ * convolutions of 2x3 and 1x1 maps: the backward peaks at 5.0 to 5.3
+ * weights above what it starts with (the rest is the GEMM's packing
+ * buffers), against 2.0 with the JIT kernel.
  */
 static int64_t conv_scratch(const char *op, const ti_op_call *c, const ti_meta_tensor *x, const ti_meta_tensor *y,
-                            int64_t *backward)
+                            ti_cpu_isa isa, int64_t *backward)
 {
 	*backward = 0;
 	const ti_meta_tensor *w = NULL;
@@ -360,6 +444,18 @@ static int64_t conv_scratch(const char *op, const ti_op_call *c, const ti_meta_t
 	}
 	int64_t in = mem_meta_bytes(x), out = mem_meta_bytes(y), weight = mem_meta_bytes(w);
 	*backward = in + out; /* mkldnn's backward: the input's and the output's gradients reordered */
+	if (!conv_backward_weights_jit(c, x, y, w, isa)) {
+		int64_t columns = 0, spatial = 1, gemm;
+		bool plain = kernel == 1;
+		for (int k = 2; k < y->ndim; k++) {
+			spatial *= y->shape[k].value;
+			plain &= conv_arg(c, "stride", k - 2, 1) == 1 && conv_pad(c, k - 2, 1, 1) == 0;
+		}
+		if (!plain && !mem_mul(4 * w->shape[1].value * kernel, spatial, &columns))
+			columns = 0;
+		if (mem_mul(5, weight, &gemm) && mem_add(&gemm, columns) && gemm > *backward)
+			*backward = gemm;
+	}
 	/* forward reorders into its blocked layout; on small maps the weight is the largest (measured: ResNet-18's
 	   layer4 at 2x3x64x80 takes 9.1 MiB, its 512x512x3x3 weight's 9.0) */
 	int64_t most = in > out ? in : out;
@@ -494,7 +590,7 @@ static ti_status plan_plain(mem_builder *b, const mem_event *ev, const plain_row
 	if (row->extra == EXTRA_DROPOUT && !dropping)
 		u.differentiable = true;
 	if (x && out.n && !strncmp(row->name, "conv", 4) && b->options->device == TI_MEMORY_CPU)
-		u.fwd_scratch = conv_scratch(row->name, c, x, out.t[0], &u.bwd_scratch);
+		u.fwd_scratch = conv_scratch(row->name, c, x, out.t[0], b->options->cpu_isa, &u.bwd_scratch);
 	ti_status st = mem_amp(b, &u, row->name, err);
 	mem_tp(b, &u, row->name);
 	return st ? st : mem_emit(b, &u, err);
