@@ -340,20 +340,63 @@ static int64_t conv_pad(const ti_op_call *c, int k, int64_t kernel, int64_t dila
 	return conv_arg(c, "padding", k, 0);
 }
 
+/* One spatial dim of a convolution as oneDNN's init_conf reads it: sizes, padding at both ends, dilation. */
+typedef struct conv_dim {
+	int64_t in, out, kernel, stride, dilation, pad, end_pad, extent;
+} conv_dim;
+
+/* avx2: jit_avx2_conv_bwd_weights_kernel_f32::init_conf. */
+static bool avx2_backward_weights(const conv_dim *d, int n, int64_t cin, int64_t cout, int64_t groups)
+{
+	if (groups > 1 && (cin % 8 || cout % 8)) /* channels are padded to 8 only without groups */
+		return false;
+	for (int k = 0; k < n; k++) {
+		bool depth = n == 3 && k == 0, width = k == n - 1;
+		if (d[k].dilation != 1 || d[k].pad >= d[k].extent || d[k].end_pad >= d[k].extent)
+			return false;
+		if (!width && d[k].kernel > d[k].in) /* kh <= ih, kd <= id */
+			return false;
+		if ((depth && (d[k].pad || d[k].end_pad > 0)) || (width && d[k].kernel >= 14))
+			return false;
+	}
+	return true;
+}
+
+/* avx512_core: jit_avx512_common_conv_bwd_weights_kernel_f32::init_conf (max_ur_w 28). */
+static bool avx512_backward_weights(const conv_dim *d, int n, int64_t cin, int64_t cout, int64_t groups)
+{
+	if (groups > 1 && (cin % 16 || cout % 16))
+		return false;
+	if (groups == 1 && cin < 16 && cin > 3) /* a first convolution reads a plain source of 1 to 3 channels */
+		return false;
+	for (int k = 0; k < n; k++) {
+		bool depth = n == 3 && k == 0, width = k == n - 1;
+		if (depth) {
+			if (d[k].dilation != 1 || d[k].pad >= d[k].extent || d[k].end_pad >= d[k].extent)
+				return false;
+		} else if (width) {
+			if (d[k].pad >= d[k].extent || d[k].end_pad >= d[k].extent || d[k].pad > 28 || d[k].end_pad > 28 ||
+			    d[k].kernel > 14)
+				return false;
+		} else {
+			if (d[k].dilation != 1 && (d[k].stride != 1 || d[k].extent > d[k].in))
+				return false;
+			if (d[k].pad > d[k].extent / 2 || d[k].end_pad > d[k].extent / 2)
+				return false;
+		}
+	}
+	return true;
+}
+
 /*
  * Whether oneDNN 2.6 (PyTorch 1.13's) has a JIT kernel for a float32
  * convolution's weight gradient on this instruction set; without one,
- * gemm_convolution_bwd_weights_t runs it. PyTorch hands a 1-d convolution
- * over as a 2-d one of height 1 (view4d in Convolution.cpp).
- *
- * avx2 (jit_avx2_conv_bwd_weights_kernel_f32::init_conf): no dilation, a
- * kernel under 14 wide, no taller than the input, every padding under the
- * kernel's extent (the end padding, (O - 1)s + k - I - p_begin, too), no
- * depth padding; a grouped (not depthwise) one needs 8 | C_in/g and
- * 8 | C_out/g. sse41 and avx have none: init_conf starts with
- * mayiuse(avx2). avx512_core: taken as the kernel the figures were measured
- * with (jit_avx512_core ran every shape of the corpora).
- * Depthwise ones have jit_uni_dw's kernel on every set.
+ * gemm_convolution_bwd_weights_t runs it. oneDNN tries its implementations
+ * in order (cpu_convolution_list.cpp) - avx512_core's, then avx2's, then the
+ * GEMM - and takes the first whose init_conf accepts the shape. PyTorch hands
+ * a 1-d convolution over as a 2-d one of height 1 (view4d in Convolution.cpp).
+ * sse41 and avx have no JIT weight-gradient kernel (avx2's init_conf starts
+ * with mayiuse(avx2)). Depthwise ones have jit_uni_dw's on every set.
  */
 static bool conv_backward_weights_jit(const ti_op_call *c, const ti_meta_tensor *x, const ti_meta_tensor *y,
                                       const ti_meta_tensor *w, ti_cpu_isa isa)
@@ -363,24 +406,23 @@ static bool conv_backward_weights_jit(const ti_op_call *c, const ti_meta_tensor 
 	int64_t cin = w->shape[1].value, cout = groups > 0 ? w->shape[0].value / groups : w->shape[0].value;
 	if (groups > 1 && cin == 1 && cout == 1)
 		return true;
-	if (isa == TI_ISA_AVX512_CORE)
-		return true;
-	if (isa != TI_ISA_AVX2 || (groups > 1 && (cin % 8 || cout % 8)))
+	if (isa != TI_ISA_AVX512_CORE && isa != TI_ISA_AVX2)
 		return false;
-	if (x->ndim != n + 2 || y->ndim != n + 2)
+	if (n > 3 || x->ndim != n + 2 || y->ndim != n + 2)
 		return true; /* unbatched: read as batched, as the shape rule reads it */
+	conv_dim d[3];
 	for (int k = 0; k < n; k++) {
-		int64_t in = x->shape[k + 2].value, out = y->shape[k + 2].value, kernel = w->shape[k + 2].value;
-		int64_t stride = conv_arg(c, "stride", k, 1), dilation = conv_arg(c, "dilation", k, 1);
-		int64_t pad = conv_pad(c, k, kernel, dilation);
-		int64_t end_pad = (out - 1) * stride + kernel - in - pad;
-		bool depth = n == 3 && k == 0, width = k == n - 1;
-		if (dilation != 1 || kernel > in || pad >= kernel || end_pad >= kernel)
-			return false;
-		if ((depth && (pad || end_pad > 0)) || (width && kernel >= 14))
-			return false;
+		d[k].in = x->shape[k + 2].value;
+		d[k].out = y->shape[k + 2].value;
+		d[k].kernel = w->shape[k + 2].value;
+		d[k].stride = conv_arg(c, "stride", k, 1);
+		d[k].dilation = conv_arg(c, "dilation", k, 1);
+		d[k].pad = conv_pad(c, k, d[k].kernel, d[k].dilation);
+		d[k].extent = (d[k].kernel - 1) * d[k].dilation + 1;
+		d[k].end_pad = (d[k].out - 1) * d[k].stride + d[k].extent - d[k].in - d[k].pad;
 	}
-	return true;
+	return (isa == TI_ISA_AVX512_CORE && avx512_backward_weights(d, n, cin, cout, groups)) ||
+	       avx2_backward_weights(d, n, cin, cout, groups);
 }
 
 /*

@@ -372,6 +372,14 @@ Test(memory, avx2_runs_a_dilated_convolution_as_a_gemm)
 	cr_assert_gt(conv_peak(k, TRAIN, TI_ISA_AVX2), conv_peak(k, TRAIN, TI_ISA_AVX512_CORE));
 }
 
+Test(memory, avx512_core_runs_a_dilation_wider_than_the_map_as_a_gemm_and_a_narrower_one_in_its_kernel)
+{
+	/* DeepLabV3's ASPP: dilation 12 on an 8x14 map (extent 25 > 8); at dilation 2 (extent 5) the JIT kernel */
+	conv_case wide = {64, 8, 14, 12, 1}, narrow = {64, 8, 14, 2, 1};
+	cr_assert_eq(conv_peak(wide, TRAIN, TI_ISA_AVX512_CORE), conv_peak(wide, TRAIN, TI_ISA_AVX2));
+	cr_assert_lt(conv_peak(narrow, TRAIN, TI_ISA_AVX512_CORE), conv_peak(narrow, TRAIN, TI_ISA_AVX2));
+}
+
 Test(memory, a_depthwise_convolution_has_jit_uni_dws_kernel_on_every_set)
 {
 	conv_case k = {64, 2, 3, 1, 64};
