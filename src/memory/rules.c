@@ -409,7 +409,7 @@ static bool conv_backward_weights_jit(const ti_op_call *c, const ti_meta_tensor 
 	if (isa != TI_ISA_AVX512_CORE && isa != TI_ISA_AVX2)
 		return false;
 	if (n > 3 || x->ndim != n + 2 || y->ndim != n + 2)
-		return true; /* unbatched: read as batched, as the shape rule reads it */
+		return true; /* an unbatched call: not sized here, the JIT kernel assumed */
 	conv_dim d[3];
 	for (int k = 0; k < n; k++) {
 		d[k].in = x->shape[k + 2].value;
