@@ -1,4 +1,4 @@
-# tinspect - see README.md. Targets: all test asan fuzz bench man install uninstall clean run deps
+# tinspect - see README.md. Targets: all test conformance asan fuzz bench man install uninstall clean run deps
 .DELETE_ON_ERROR:
 .SUFFIXES:
 
@@ -87,8 +87,9 @@ run: deps
 
 # Unit tests (Criterion), CLI tests (expected output files), the man page's and
 # README's examples run as shown (tests/docs/), the JUnit XML against its schema
-# (tests/ci/), then conformance with
-# real PyTorch when python3-torch is installed.
+# (tests/ci/), then, when python3-torch is installed, the conformance suites that
+# take seconds to a minute or two each: about 10 minutes on two cores in all.
+# The long PyTorch suites are `make conformance`'s.
 test: deps-test
 	@$(MAKE) --no-print-directory all build/unit-tests
 	./build/unit-tests --jobs 2
@@ -114,19 +115,32 @@ test: deps-test
 		$(PYTHON) tests/conformance/state_dict_conformance.py ./tinspect && \
 		$(PYTHON) tests/conformance/scan_conformance.py ./tinspect && \
 		$(PYTHON) tests/conformance/memory_checkpoint.py ./tinspect && \
-		$(PYTHON) tests/conformance/memory_conformance.py ./tinspect && \
 		$(PYTHON) tests/conformance/memory_conformance.py ./tinspect --measured tests/conformance/memory_models/measured_cuda_h100.json && \
 		$(PYTHON) tests/conformance/memory_conformance.py ./tinspect --measured tests/conformance/memory_models/measured_cuda_h100_full.json && \
 		(cd tools/export/tests && TINSPECT=$(CURDIR)/tinspect $(PYTHON) -m unittest -q test_export) && \
-		$(PYTHON) tests/conformance/export_conformance.py ./tinspect --check-readme README.md && \
 		$(PYTHON) tests/conformance/check_conformance.py ./tinspect && \
 		$(PYTHON) tests/conformance/diff_conformance.py ./tinspect && \
 		$(PYTHON) tests/conformance/legacy_conformance.py ./tinspect && \
 		$(PYTHON) tests/conformance/dcp_conformance.py ./tinspect && \
 		$(PYTHON) tests/conformance/stats_conformance.py ./tinspect && \
-		$(PYTHON) tests/conformance/run_conformance.py ./tinspect && \
-		$(PYTHON) tests/conformance/run_export_conformance.py ./tinspect && \
+		$(PYTHON) tests/conformance/run_conformance.py ./tinspect --no-shapes-corpus && \
 		$(PYTHON) tests/conformance/jit_conformance.py ./tinspect; \
+	else echo "conformance: skipped (python3-torch is not installed)"; fi
+
+# The long PyTorch suites, each minutes on two cores: the memory corpus measured live
+# (memory_conformance.py), the export corpus (export_conformance.py: shapes, state dicts,
+# MACs and the memory of 42 models; its README table is one machine's run, regenerated
+# with --regen-readme), the run corpus at full size (run_conformance.py's 300 random chains,
+# run_export_conformance.py's 88 models). Memory is measured on this machine's CPU, whose
+# instruction set picks oneDNN's kernels; tinspect assumes the same one (cpuid, at most
+# $$ONEDNN_MAX_CPU_ISA), so both pass on any x86-64 machine and at any ONEDNN_MAX_CPU_ISA.
+conformance: deps-test
+	@$(MAKE) --no-print-directory all build/unit-tests
+	@if $(PYTHON) -c 'import torch' 2>/dev/null; then \
+		$(PYTHON) tests/conformance/memory_conformance.py ./tinspect && \
+		$(PYTHON) tests/conformance/export_conformance.py ./tinspect --check-readme README.md && \
+		$(PYTHON) tests/conformance/run_conformance.py ./tinspect --shapes-corpus-only && \
+		$(PYTHON) tests/conformance/run_export_conformance.py ./tinspect; \
 	else echo "conformance: skipped (python3-torch is not installed)"; fi
 
 # The whole suite under AddressSanitizer and UndefinedBehaviorSanitizer.
@@ -229,6 +243,6 @@ uninstall:
 clean:
 	rm -rf build tinspect
 
-.PHONY: all deps deps-test deps-fuzz run test asan bench fuzz fuzz-replay valgrind man install uninstall clean
+.PHONY: all deps deps-test deps-fuzz run test conformance asan bench fuzz fuzz-replay valgrind man install uninstall clean
 
 -include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(ASAN_LIB_OBJ:.o=.d) $(ASAN_CLI_OBJ:.o=.d) $(ASAN_TEST_OBJ:.o=.d)

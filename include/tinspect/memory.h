@@ -46,6 +46,15 @@ typedef enum ti_memory_impl { TI_IMPL_FOR_LOOP, TI_IMPL_FOREACH, TI_IMPL_FUSED }
 typedef enum ti_memory_device { TI_MEMORY_CPU, TI_MEMORY_CUDA } ti_memory_device;
 
 /*
+ * The instruction set oneDNN (PyTorch's mkldnn) picks its CPU convolution
+ * kernels for, named as ONEDNN_MAX_CPU_ISA names it. The kernels, and so
+ * their scratch, differ: a backward a JIT kernel of the set cannot do runs
+ * as im2col and a GEMM, whose scratch is far larger (src/memory/rules.c).
+ * Zero is avx512_core, the set the CPU figures were measured with.
+ */
+typedef enum ti_cpu_isa { TI_ISA_AVX512_CORE, TI_ISA_AVX2, TI_ISA_AVX, TI_ISA_SSE41 } ti_cpu_isa;
+
+/*
  * How the step is spread over ranks (per-rank figures): DDP replicates and
  * keeps gradient buckets; ZeRO-1 partitions the optimizer state, ZeRO-2 the
  * gradients too, ZeRO-3 (FSDP FULL_SHARD) the parameters too, gathering each
@@ -60,6 +69,7 @@ typedef struct ti_memory_options {
 	ti_memory_optimizer optimizer;   /* training: TI_OPTIM_NONE leaves the optimizer out (a lower bound) */
 	ti_memory_impl impl;
 	ti_memory_device device;
+	ti_cpu_isa cpu_isa;              /* cpu: the instruction set oneDNN's kernels are chosen for */
 	ti_dtype dtype;                  /* weights in this dtype; 0: as described */
 	const char *const *trainable;    /* globs: only these parameters train (fine-tuning) */
 	size_t trainable_count;
@@ -83,6 +93,13 @@ typedef struct ti_memory_options {
 	const char *const *wrap;         /* ZeRO-3/FSDP units: module path globs; none: each top-level module */
 	size_t wrap_count;
 } ti_memory_options;
+
+/* The instruction set's name ("avx2"); NULL past the end. */
+const char *ti_cpu_isa_name(ti_cpu_isa isa);
+/* Parses oneDNN's names, in any case ("AVX2", "avx512_core_vnni": the family of the set): -1 when unknown. */
+int ti_cpu_isa_parse(const char *name);
+/* The most this machine's processor (cpuid) and operating system support, as oneDNN reads them. */
+ti_cpu_isa ti_cpu_isa_host(void);
 
 /* Names of the optimizers and implementations as the command line spells them; NULL past the end. */
 const char *ti_memory_optimizer_name(ti_memory_optimizer o);

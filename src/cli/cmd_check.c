@@ -36,7 +36,7 @@ enum {
 	OPT_NO_STRICT, OPT_KEY, OPT_STRIP, OPT_ADD, OPT_RENAME, OPT_IGNORE, OPT_BIND, OPT_INPUT, OPT_TRUST, OPT_DTYPE,
 	OPT_MAX_PARAMS,
 	/* memory's */
-	OPT_FIRST_MEMORY, OPT_DEVICE_MEMORY = OPT_FIRST_MEMORY, OPT_MODE, OPT_OPTIMIZER, OPT_IMPL, OPT_DEVICE, OPT_AMP,
+	OPT_FIRST_MEMORY, OPT_DEVICE_MEMORY = OPT_FIRST_MEMORY, OPT_MODE, OPT_OPTIMIZER, OPT_IMPL, OPT_DEVICE, OPT_CPU_ISA, OPT_AMP,
 	OPT_STRATEGY, OPT_WORLD, OPT_BUCKET, OPT_WRAP, OPT_MICRO, OPT_TRAINABLE, OPT_FROZEN, OPT_ACCUMULATE, OPT_OVERHEAD,
 	OPT_ACT_CHECKPOINT,
 	/* the run's */
@@ -61,6 +61,7 @@ static const cli_option options[] = {
 	{"optimizer", 0, OPT_VALUE, OPT_OPTIMIZER},
 	{"impl", 0, OPT_VALUE, OPT_IMPL},
 	{"device", 0, OPT_VALUE, OPT_DEVICE},
+	{"cpu-isa", 0, OPT_VALUE, OPT_CPU_ISA},
 	{"amp", 0, OPT_VALUE, OPT_AMP},
 	{"strategy", 0, OPT_VALUE, OPT_STRATEGY},
 	{"world-size", 0, OPT_VALUE, OPT_WORLD},
@@ -113,9 +114,10 @@ static const char help[] =
 	"                     one step fits SIZE (24GiB, or a GPU: A100-40GB), as\n"
 	"                     `tinspect memory` estimates it with the checkpoint's\n"
 	"                     dtypes; memory's options apply: --mode, --optimizer,\n"
-	"                     --impl, --device, --amp, --strategy, --world-size,\n"
-	"                     --bucket, --wrap, --micro-batches, --trainable,\n"
-	"                     --frozen, --accumulate, --overhead, --checkpoint\n"
+	"                     --impl, --device, --cpu-isa, --amp, --strategy,\n"
+	"                     --world-size, --bucket, --wrap, --micro-batches,\n"
+	"                     --trainable, --frozen, --accumulate, --overhead,\n"
+	"                     --checkpoint\n"
 	"output:\n"
 	"  --json             print one JSON document\n"
 	"  --junit FILE       also write a JUnit XML report, a test case per check\n"

@@ -18,7 +18,7 @@
 enum {
 	OPT_HELP = 1, OPT_JSON, OPT_RAW, OPT_BIND, OPT_INPUT, OPT_MODE, OPT_OPTIMIZER, OPT_IMPL, OPT_DEVICE, OPT_DTYPE,
 	OPT_TRAINABLE, OPT_FROZEN, OPT_DEVICE_MEMORY, OPT_FIT, OPT_TOP, OPT_CHECKPOINT, OPT_ACCUMULATE, OPT_KV_CACHE, OPT_OVERHEAD, OPT_TRUST, OPT_DEPTH, OPT_WORLD, OPT_STRATEGY,
-	OPT_BUCKET, OPT_WRAP, OPT_PLOT, OPT_FORCE, OPT_AMP, OPT_MICRO, OPT_WEIGHTS
+	OPT_BUCKET, OPT_WRAP, OPT_PLOT, OPT_FORCE, OPT_AMP, OPT_MICRO, OPT_WEIGHTS, OPT_CPU_ISA
 };
 
 static const cli_option options[] = {
@@ -31,6 +31,7 @@ static const cli_option options[] = {
 	{"optimizer", 0, OPT_VALUE, OPT_OPTIMIZER},
 	{"impl", 0, OPT_VALUE, OPT_IMPL},
 	{"device", 0, OPT_VALUE, OPT_DEVICE},
+	{"cpu-isa", 0, OPT_VALUE, OPT_CPU_ISA},
 	{"dtype", 0, OPT_VALUE, OPT_DTYPE},
 	{"trainable", 0, OPT_VALUE, OPT_TRAINABLE},
 	{"frozen", 0, OPT_VALUE, OPT_FROZEN},
@@ -92,6 +93,9 @@ static const char help[] =
 	"                       ModuleList or Sequential, else each top-level module)\n"
 	"  --device cpu|cuda    cpu: tensors as malloc holds them (default); cuda: each\n"
 	"                       rounded up to 512 bytes as the caching allocator does\n"
+	"  --cpu-isa NAME       cpu: the instruction set oneDNN chooses PyTorch's convolution\n"
+	"                       kernels for: avx512_core, avx2, avx, sse41 (default: this\n"
+	"                       machine's, at most $ONEDNN_MAX_CPU_ISA)\n"
 	"  --weights CKPT       the parameters in the dtypes a checkpoint of the model holds\n"
 	"                       them, and its optimizer state when it holds one\n"
 	"  --dtype DT           the floating weights in this dtype\n"
@@ -322,7 +326,10 @@ static int print_text(const memory_args *a, const ti_memory_report *r)
 		printf(", no optimizer");
 	else if (o->mode == TI_MEMORY_TRAIN)
 		printf(", %s (%s)", ti_memory_optimizer_name(o->optimizer), ti_memory_impl_name(o->impl));
-	printf(", %s\n\n", o->device == TI_MEMORY_CUDA ? "cuda" : "cpu");
+	if (o->device == TI_MEMORY_CUDA)
+		printf(", cuda\n\n");
+	else
+		printf(", cpu (%s)\n\n", ti_cpu_isa_name(o->cpu_isa));
 	cli_table t;
 	cli_table_init(&t, term_columns, 3);
 	for (size_t i = 0; i < r->term_count; i++) {
@@ -401,6 +408,8 @@ static int print_json(const memory_args *a, const ti_memory_report *r, int64_t f
 	cJSON_AddStringToObject(root, "file", a->cm.file);
 	cJSON_AddStringToObject(root, "mode", modes[o->mode]);
 	cJSON_AddStringToObject(root, "device", device_names[o->device]);
+	if (o->device == TI_MEMORY_CPU)
+		cJSON_AddStringToObject(root, "cpu_isa", ti_cpu_isa_name(o->cpu_isa));
 	if (o->mode == TI_MEMORY_TRAIN) {
 		cJSON_AddStringToObject(root, "optimizer", ti_memory_optimizer_name(o->optimizer));
 		cJSON_AddStringToObject(root, "impl", ti_memory_impl_name(o->impl));
@@ -578,6 +587,18 @@ static int fit_search(memory_args *a, int64_t *best, const ti_memory_report **be
 	return lo ? probe(a, slot, lo, &fits, best_report) : EXIT_OK;
 }
 
+/* What oneDNN itself would use here: the processor's set, lowered by ONEDNN_MAX_CPU_ISA (or its older name
+   DNNL_MAX_CPU_ISA) as oneDNN's get_max_cpu_isa() lowers it; a name it does not know ("ALL") lowers nothing. */
+static ti_cpu_isa host_cpu_isa(void)
+{
+	ti_cpu_isa isa = ti_cpu_isa_host();
+	const char *cap = getenv("ONEDNN_MAX_CPU_ISA");
+	if (!cap || !*cap)
+		cap = getenv("DNNL_MAX_CPU_ISA");
+	int max = cap ? ti_cpu_isa_parse(cap) : -1;
+	return max > (int)isa ? (ti_cpu_isa)max : isa; /* the enum runs from the largest set down */
+}
+
 int cmd_memory(int argc, char **argv)
 {
 	cli_parser p = {argc, 1, argv, options, "memory", false};
@@ -588,6 +609,7 @@ int cmd_memory(int argc, char **argv)
 	a.overhead_count = (int)(sizeof(default_overheads) / sizeof(default_overheads[0]));
 	size_t ntrain = 0, nfrozen = 0, ncheck = 0, nwrap = 0;
 	bool optimizer_given = false, impl_given = false, kv_given = false, overhead_given = false, trust = false;
+	bool cpu_isa_given = false;
 	int id, rc, choice;
 	const char *value;
 	while ((id = cli_next(&p, &value)) != -1) {
@@ -638,6 +660,14 @@ int cmd_memory(int argc, char **argv)
 				return rc;
 			a.o.device = (ti_memory_device)choice;
 			break;
+		case OPT_CPU_ISA: {
+			int isa = ti_cpu_isa_parse(value);
+			if (isa < 0)
+				return cli_usage_error("memory: --cpu-isa '%s' is not one of avx512_core, avx2, avx, sse41", value);
+			a.o.cpu_isa = (ti_cpu_isa)isa;
+			cpu_isa_given = true;
+			break;
+		}
 		case OPT_DTYPE: {
 			ti_dtype dt = ti_dtype_from_torch_name(value);
 			if (dt != TI_DT_FLOAT16 && dt != TI_DT_BFLOAT16 && dt != TI_DT_FLOAT32 && dt != TI_DT_FLOAT64)
@@ -775,6 +805,10 @@ int cmd_memory(int argc, char **argv)
 	}
 	if (!a.cm.file)
 		return cli_usage_error("memory: no MODEL.json given (see 'tinspect memory --help')");
+	if (cpu_isa_given && a.o.device != TI_MEMORY_CPU)
+		return cli_usage_error("memory: --cpu-isa applies to --device cpu only");
+	if (!cpu_isa_given)
+		a.o.cpu_isa = host_cpu_isa();
 	if (a.o.mode != TI_MEMORY_TRAIN && (optimizer_given || impl_given || ntrain || nfrozen || ncheck || a.o.accumulate))
 		return cli_usage_error("memory: --%s applies to --mode train only",
 		                       optimizer_given ? "optimizer" : impl_given ? "impl" : ntrain ? "trainable"

@@ -313,6 +313,118 @@ static int64_t rows_of(const ti_meta_tensor *t, int normalized_dims)
 	return rows;
 }
 
+/* A convolution argument per spatial dim k of n: a list of n, one value for all, or a plain int. */
+static int64_t conv_arg(const ti_op_call *c, const char *name, int k, int64_t fallback)
+{
+	for (int i = 0; c->in.sig && i < c->in.sig->count; i++) {
+		if (strcmp(c->in.sig->params[i].name, name))
+			continue;
+		const ti_arg *a = &c->in.args[i];
+		if (a->kind == TI_ARG_INT)
+			return a->as.dim.value;
+		if (a->kind == TI_ARG_LIST && a->as.list.count > 0) {
+			const ti_arg *e = &a->as.list.items[a->as.list.count == 1 ? 0 : k];
+			if (k < a->as.list.count || a->as.list.count == 1)
+				return e->kind == TI_ARG_INT ? e->as.dim.value : fallback;
+		}
+	}
+	return fallback;
+}
+
+/* padding='same' pads d(k - 1) in all, the lesser half before (ConvParams in Convolution.cpp); 'valid' none */
+static int64_t conv_pad(const ti_op_call *c, int k, int64_t kernel, int64_t dilation)
+{
+	for (int i = 0; c->in.sig && i < c->in.sig->count; i++)
+		if (!strcmp(c->in.sig->params[i].name, "padding") && c->in.args[i].kind == TI_ARG_STR)
+			return !strcmp(c->in.args[i].as.str, "same") ? dilation * (kernel - 1) / 2 : 0;
+	return conv_arg(c, "padding", k, 0);
+}
+
+/* One spatial dim of a convolution as oneDNN's init_conf reads it: sizes, padding at both ends, dilation. */
+typedef struct conv_dim {
+	int64_t in, out, kernel, stride, dilation, pad, end_pad, extent;
+} conv_dim;
+
+/* avx2: jit_avx2_conv_bwd_weights_kernel_f32::init_conf. */
+static bool avx2_backward_weights(const conv_dim *d, int n, int64_t cin, int64_t cout, int64_t groups)
+{
+	if (groups > 1 && (cin % 8 || cout % 8)) /* channels are padded to 8 only without groups */
+		return false;
+	for (int k = 0; k < n; k++) {
+		bool depth = n == 3 && k == 0, width = k == n - 1;
+		if (d[k].dilation != 1 || d[k].pad >= d[k].extent || d[k].end_pad >= d[k].extent)
+			return false;
+		if (!width && d[k].kernel > d[k].in) /* kh <= ih, kd <= id */
+			return false;
+		if ((depth && (d[k].pad || d[k].end_pad > 0)) || (width && d[k].kernel >= 14))
+			return false;
+	}
+	return true;
+}
+
+/* avx512_core: jit_avx512_common_conv_bwd_weights_kernel_f32::init_conf (max_ur_w 28). */
+static bool avx512_backward_weights(const conv_dim *d, int n, int64_t cin, int64_t cout, int64_t groups)
+{
+	if (groups > 1 && (cin % 16 || cout % 16))
+		return false;
+	if (groups == 1 && cin < 16 && cin > 3) /* a first convolution reads a plain source of 1 to 3 channels */
+		return false;
+	for (int k = 0; k < n; k++) {
+		bool depth = n == 3 && k == 0, width = k == n - 1;
+		if (depth) {
+			if (d[k].dilation != 1 || d[k].pad >= d[k].extent || d[k].end_pad >= d[k].extent)
+				return false;
+		} else if (width) {
+			if (d[k].pad >= d[k].extent || d[k].end_pad >= d[k].extent || d[k].pad > 28 || d[k].end_pad > 28 ||
+			    d[k].kernel > 14)
+				return false;
+		} else {
+			if (d[k].dilation != 1 && (d[k].stride != 1 || d[k].extent > d[k].in))
+				return false;
+			if (d[k].pad > d[k].extent / 2 || d[k].end_pad > d[k].extent / 2)
+				return false;
+		}
+	}
+	return true;
+}
+
+/*
+ * Whether oneDNN 2.6 (PyTorch 1.13's) has a JIT kernel for a float32
+ * convolution's weight gradient on this instruction set; without one,
+ * gemm_convolution_bwd_weights_t runs it. oneDNN tries its implementations
+ * in order (cpu_convolution_list.cpp) - avx512_core's, then avx2's, then the
+ * GEMM - and takes the first whose init_conf accepts the shape. PyTorch hands
+ * a 1-d convolution over as a 2-d one of height 1 (view4d in Convolution.cpp).
+ * sse41 and avx have no JIT weight-gradient kernel (avx2's init_conf starts
+ * with mayiuse(avx2)). Depthwise ones have jit_uni_dw's on every set.
+ */
+static bool conv_backward_weights_jit(const ti_op_call *c, const ti_meta_tensor *x, const ti_meta_tensor *y,
+                                      const ti_meta_tensor *w, ti_cpu_isa isa)
+{
+	int n = w->ndim - 2;
+	int64_t groups = conv_arg(c, "groups", 0, 1);
+	int64_t cin = w->shape[1].value, cout = groups > 0 ? w->shape[0].value / groups : w->shape[0].value;
+	if (groups > 1 && cin == 1 && cout == 1)
+		return true;
+	if (isa != TI_ISA_AVX512_CORE && isa != TI_ISA_AVX2)
+		return false;
+	if (n > 3 || x->ndim != n + 2 || y->ndim != n + 2)
+		return true; /* an unbatched call: not sized here, the JIT kernel assumed */
+	conv_dim d[3];
+	for (int k = 0; k < n; k++) {
+		d[k].in = x->shape[k + 2].value;
+		d[k].out = y->shape[k + 2].value;
+		d[k].kernel = w->shape[k + 2].value;
+		d[k].stride = conv_arg(c, "stride", k, 1);
+		d[k].dilation = conv_arg(c, "dilation", k, 1);
+		d[k].pad = conv_pad(c, k, d[k].kernel, d[k].dilation);
+		d[k].extent = (d[k].kernel - 1) * d[k].dilation + 1;
+		d[k].end_pad = (d[k].out - 1) * d[k].stride + d[k].extent - d[k].in - d[k].pad;
+	}
+	return (isa == TI_ISA_AVX512_CORE && avx512_backward_weights(d, n, cin, cout, groups)) ||
+	       avx2_backward_weights(d, n, cin, cout, groups);
+}
+
 /*
  * A convolution's own scratch on the CPU (PyTorch 1.13, one thread, measured):
  * where mkldnn runs it (every convolution but a 1x1 kernel at stride 1 on a
@@ -322,9 +434,23 @@ static int64_t rows_of(const ti_meta_tensor *t, int normalized_dims)
  * C_out * prod(kernel) * prod(input spatial) elements. Backward: mkldnn's
  * takes the input's and the output's size together, the transposed one its
  * columns again, THNN's 1x1 nothing that counts.
+ *
+ * Where oneDNN has no JIT kernel for the weight gradient on the instruction
+ * set (conv_backward_weights_jit), gemm_convolution_bwd_weights_t books a
+ * reduction buffer of nthr * weights_d.size() floats - size() is in bytes,
+ * so four times the weight per thread, booked whether or not threads reduce
+ * (jit_gemm_convolution_utils::init_conf) - and one image's im2col columns,
+ * C_in/g * prod(kernel) * prod(output spatial) floats, unless the kernel is
+ * 1x1 at stride 1 without padding. With them lives the gradient as oneDNN
+ * writes it (ideep's diff_weights; mkldnn_convolution_backward_weights
+ * copies it to the dense .grad after): five weights and the columns.
+ * Measured at ONEDNN_MAX_CPU_ISA=AVX2 on 512->512 and 256->512 3x3
+ * convolutions of 2x3 and 1x1 maps: the backward peaks at 5.0 to 5.3
+ * weights above what it starts with (the rest is the GEMM's packing
+ * buffers), against 2.0 with the JIT kernel.
  */
 static int64_t conv_scratch(const char *op, const ti_op_call *c, const ti_meta_tensor *x, const ti_meta_tensor *y,
-                            int64_t *backward)
+                            ti_cpu_isa isa, int64_t *backward)
 {
 	*backward = 0;
 	const ti_meta_tensor *w = NULL;
@@ -360,6 +486,18 @@ static int64_t conv_scratch(const char *op, const ti_op_call *c, const ti_meta_t
 	}
 	int64_t in = mem_meta_bytes(x), out = mem_meta_bytes(y), weight = mem_meta_bytes(w);
 	*backward = in + out; /* mkldnn's backward: the input's and the output's gradients reordered */
+	if (!conv_backward_weights_jit(c, x, y, w, isa)) {
+		int64_t columns = 0, spatial = 1, gemm;
+		bool plain = kernel == 1;
+		for (int k = 2; k < y->ndim; k++) {
+			spatial *= y->shape[k].value;
+			plain &= conv_arg(c, "stride", k - 2, 1) == 1 && conv_pad(c, k - 2, 1, 1) == 0;
+		}
+		if (!plain && !mem_mul(4 * w->shape[1].value * kernel, spatial, &columns))
+			columns = 0;
+		if (mem_mul(5, weight, &gemm) && mem_add(&gemm, columns) && gemm > *backward)
+			*backward = gemm;
+	}
 	/* forward reorders into its blocked layout; on small maps the weight is the largest (measured: ResNet-18's
 	   layer4 at 2x3x64x80 takes 9.1 MiB, its 512x512x3x3 weight's 9.0) */
 	int64_t most = in > out ? in : out;
@@ -494,7 +632,7 @@ static ti_status plan_plain(mem_builder *b, const mem_event *ev, const plain_row
 	if (row->extra == EXTRA_DROPOUT && !dropping)
 		u.differentiable = true;
 	if (x && out.n && !strncmp(row->name, "conv", 4) && b->options->device == TI_MEMORY_CPU)
-		u.fwd_scratch = conv_scratch(row->name, c, x, out.t[0], &u.bwd_scratch);
+		u.fwd_scratch = conv_scratch(row->name, c, x, out.t[0], b->options->cpu_isa, &u.bwd_scratch);
 	ti_status st = mem_amp(b, &u, row->name, err);
 	mem_tp(b, &u, row->name);
 	return st ? st : mem_emit(b, &u, err);

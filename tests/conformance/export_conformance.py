@@ -61,6 +61,12 @@ For each model:
      be exact. Models over MEM_LIMITS (parameters, or reference MACs at the bindings:
      CPU time) are not measured and show "—" with the reason.
 
+The memory measurements depend on the machine: oneDNN picks PyTorch's CPU convolution kernels,
+and their scratch, by the processor's instruction set (cpuid, at most ONEDNN_MAX_CPU_ISA);
+tinspect is left to read the same set (no --cpu-isa), so the two compare like with like. The
+README's coverage table (--regen-readme) names the set it was measured with; --check-readme
+checks the README's worked example and reports a table that differs from this run's as a NOTE.
+
 Writes a Markdown table (--table-out FILE; always printed) with one row per model:
 model, tracer, steps, parameters, MACs (tinspect), MACs ref, MACs diff, shapes exact?,
 state_dict exact?, opaque steps, memory infer err %, train err %. The table is
@@ -106,9 +112,11 @@ FLOOR = 64            # the least height of an image input
 # Memory gaps we know and have not explained yet: the table shows them as a miss ("**no**"), the run
 # prints them as KNOWN, and they do not fail it. Each needs a measured explanation before it goes.
 KNOWN_MEMORY_GAPS = {
-    "deeplabv3_mobilenet_v3_large": "ASPP's 3x3 convolutions at dilation 12-36 on an 8x14 map: PyTorch 1.13's CPU "
-                                    "kernel takes more scratch in backward than the convolution rule models "
-                                    "(a lone such convolution measured 14.2 MiB against 5.7 MiB at dilation 2)",
+    "deeplabv3_mobilenet_v3_large": "inference: ASPP's 3x3 convolutions at dilation 12-36 on an 8x14 map take "
+                                    "less in PyTorch's forward than the convolution rule models (not yet traced; "
+                                    "training is within 1 %: oneDNN's GEMM weight gradient, which neither "
+                                    "avx512_core's nor avx2's JIT kernel replaces for a dilated kernel taller "
+                                    "than its map)",
 }
 
 MEM_LIMITS = {False: {"params": 40e6, "macs": 1.0e9}, True: {"params": 400e6, "macs": 40e9}}
@@ -658,8 +666,9 @@ README_BEGIN = "<!-- export-coverage: begin (tests/conformance/export_conformanc
 README_END = "<!-- export-coverage: end -->"
 
 
-def readme_table(rows):
-    """The README's table: the same rows without run-to-run figures (memory within tolerance or not)."""
+def readme_table(rows, cpu_isa):
+    """The README's table: the same rows without run-to-run figures (memory within tolerance or not), and
+    the machine's instruction set the memory was measured with (oneDNN picks its kernels by it)."""
     head = ["model", "tracer", "steps", "parameters", "MACs", "FLOPs as FlopCounterMode", "shapes",
             "state_dict", "opaque", "memory infer", "memory train"]
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
@@ -686,8 +695,8 @@ def readme_table(rows):
     lines.append("Shapes: every step's output shapes and dtypes against PyTorch's meta run; state_dict: "
                  "names, shapes, dtypes and order; FLOPs: tinspect's FlopCounterMode count against an "
                  "independent count of the aten matrix products PyTorch ran; memory: tinspect's peak within "
-                 "%d %% of what PyTorch allocates on the CPU%s" % (
-                     round(100 * mc.PEAK_TOLERANCE), "; not measured:" if footnotes else "."))
+                 "%d %% of what PyTorch allocates on the CPU (measured with oneDNN's %s kernels, one thread)%s" % (
+                     round(100 * mc.PEAK_TOLERANCE), cpu_isa or "unknown", "; not measured:" if footnotes else "."))
     for i, f in enumerate(footnotes):
         lines.append("(%s) %s" % (chr(ord("a") + i), f))
     return "\n".join(lines) + "\n"
@@ -753,7 +762,9 @@ def main():
                     help="run only the model NAME (repeatable); an unknown name is an error")
     ap.add_argument("--table-out", metavar="FILE")
     ap.add_argument("--check-readme", metavar="README",
-                    help="fail unless README's coverage block is this run's table (default runs only)")
+                    help="fail unless README's worked example (fixtures/models/resnet50.json) is what the exporter "
+                         "writes; a coverage block that differs from this run's table is a NOTE, not a failure "
+                         "(it is one machine's run: regenerate it with --regen-readme)")
     ap.add_argument("--regen-readme", metavar="README", help="rewrite README's coverage block from this run")
     ap.add_argument("--jobs", type=int, default=2, help="worker processes (default 2)")
     ap.add_argument("-v", "--verbose", action="store_true", help="tracebacks of failures")
@@ -830,15 +841,15 @@ def main():
             readme_bad = True
             print("FAIL README example: " + why)
         before, block, after = readme_block(readme)
-        want = readme_table(ordered)
+        want = readme_table(ordered, mc.tinspect_cpu_isa(binary))
         if a.regen_readme:
             with open(readme, "w") as f:
                 f.write(before + want + after)
             print("rewrote the coverage table in %s" % readme)
         elif block != want:
-            readme_bad = True
-            print("FAIL %s: the coverage table differs from this run's; rerun with --regen-readme and read the diff"
-                  % readme)
+            # The table is one machine's run (its instruction set is in it): regenerated, never asserted.
+            print("NOTE %s: the coverage table differs from this run's (regenerate it with --regen-readme "
+                  "and read the diff)" % readme)
             for line in difflib.unified_diff(block.splitlines(), want.splitlines(), "README", "this run", lineterm=""):
                 print("    " + line)
     for r in failed:

@@ -45,7 +45,7 @@ Also recorded (exact, from the tensors, not from memshim):
   live_before      live bytes just before the measured step, minus B.
 
 Then runs `tinspect memory FILE --bind K=V ... --mode infer|train
-[--optimizer momentum|adam] --device cpu --json` and reads the top-level
+[--optimizer momentum|adam] --device cpu [--cpu-isa ISA] --json` and reads the top-level
 integer keys peak, weights, gradients, optimizer_state, activations.
 Fails a case when |tinspect - torch| / torch > 10 % for peak, or when weights
 or optimizer_state differ at all from the exact values above (a tinspect
@@ -54,6 +54,14 @@ gradients is compared too (a NOTE when it differs). Fails the run when the
 median peak error is over 5 %. When the binary has no `memory` command (exit
 2, "not a tinspect command"), prints PyTorch's figures only and marks the
 cases "measured only" (not failures).
+
+Like with like: PyTorch's CPU convolutions are oneDNN's, whose kernels (and
+their scratch) depend on the processor's instruction set, which oneDNN reads
+with cpuid and lowers to ONEDNN_MAX_CPU_ISA when that is set; a live run
+leaves tinspect to read the same (no --cpu-isa: the host's, at most
+ONEDNN_MAX_CPU_ISA), and prints and records the set it assumed (--json:
+cpu_isa, threads). A --measured FILE measured on the CPU carries the set and
+the thread count it was taken with, and tinspect is run with that --cpu-isa.
 
 Prints one line per case: model, mode, torch peak MiB, tinspect peak MiB,
 error %. Exits 0 with "skipped" when torch is not importable.
@@ -367,7 +375,7 @@ def tinspect_has_memory(binary):
     return True
 
 
-def run_tinspect(binary, path, bind, mode, optimizer, device="cpu"):
+def run_tinspect(binary, path, bind, mode, optimizer, device="cpu", cpu_isa=None):
     argv = [binary, "memory", os.path.join(ROOT, path)]
     for k, v in bind.items():
         argv += ["--bind", "%s=%d" % (k, v)]
@@ -377,6 +385,8 @@ def run_tinspect(binary, path, bind, mode, optimizer, device="cpu"):
     if mode == "infer":  # the measured step is a plain forward: no generation loop holds a KV cache
         argv += ["--kv-cache", "off"]
     argv += ["--device", device, "--json"]
+    if cpu_isa and device == "cpu":  # a measurement's own set; else tinspect reads the host's as oneDNN does
+        argv += ["--cpu-isa", cpu_isa]
     try:
         p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
     except subprocess.TimeoutExpired:
@@ -391,6 +401,12 @@ def run_tinspect(binary, path, bind, mode, optimizer, device="cpu"):
     if not isinstance(doc, dict):
         return None, "JSON is not an object"
     return doc, None
+
+
+def tinspect_cpu_isa(binary):
+    """The instruction set `tinspect memory` assumes here without --cpu-isa: the one oneDNN uses."""
+    doc, _ = run_tinspect(binary, MM + "mlp_large.json", {"N": 1}, "infer", None)
+    return doc.get("cpu_isa") if doc else None
 
 
 def compare(res, doc):
@@ -452,11 +468,17 @@ def main():
     ap.add_argument("-v", "--verbose", action="store_true")
     a = ap.parse_args()
     recorded = {}
+    measured_isa = measured_threads = None
     if a.measured:
         with open(a.measured) as f:
             doc = json.load(f)
         a.device = doc.get("device", a.device)
         recorded = {e["case"]: e for e in doc["cases"]}
+        measured_isa, measured_threads = doc.get("cpu_isa"), doc.get("threads")
+        if a.device == "cpu" and (not measured_isa or not measured_threads):
+            print("error: %s is a CPU measurement without the instruction set and thread count it was taken "
+                  "with (cpu_isa, threads)" % a.measured)
+            return 2
 
     override = {}
     for kv in a.bind:
@@ -490,6 +512,7 @@ def main():
     results = []
     errors = []
     failed = passed = measured_only = known_count = 0
+    isas = []  # the instruction sets tinspect assumed (one, unless the host's changed mid-run)
     table = [TABLE_HEAD, "(MiB above the baseline taken before the model is built; peak2 = second measured step;"
              " act_kept = live after forward+loss minus live before the step)"]
     try:
@@ -513,8 +536,10 @@ def main():
                     mib(r["peak"]), mib(r["peak_run2"])))
             tpeak, errtxt, result = "-", "-", "measured only"
             if check:
-                doc, why = run_tinspect(binary, path, bind, mode, opt, a.device)
+                doc, why = run_tinspect(binary, path, bind, mode, opt, a.device, measured_isa)
                 entry["tinspect"] = doc
+                if doc is not None and doc.get("cpu_isa") and doc["cpu_isa"] not in isas:
+                    isas.append(doc["cpu_isa"])
                 if doc is None:
                     fails, err = ["tinspect: " + why], None
                 else:
@@ -566,7 +591,11 @@ def main():
         with open(a.json, "w") as f:
             torch = __import__("torch")
             gpu = torch.cuda.get_device_name() if a.device == "cuda" and not a.measured else None
-            json.dump({"torch": torch.__version__, "device": a.device, "gpu": gpu, "seconds": elapsed,
+            # the set oneDNN ran PyTorch's convolutions with (as tinspect reads it) and the thread count
+            isa = measured_isa or (isas[0] if len(isas) == 1 else None)
+            threads = measured_threads or 1
+            json.dump({"torch": torch.__version__, "device": a.device, "gpu": gpu, "cpu_isa": isa,
+                       "threads": threads, "seconds": elapsed,
                        "median_abs_peak_error": median, "cases": results}, f, indent=1)
     if median is not None:
         print("median |peak error| %.1f %% over %d cases (limit %.0f %%)" % (
@@ -574,6 +603,9 @@ def main():
     median_fail = median is not None and median > MEDIAN_TOLERANCE
     if median_fail:
         print("FAIL  the median peak error is over %.0f %%" % (100 * MEDIAN_TOLERANCE))
+    if a.device == "cpu" and isas:
+        print("instruction set %s (oneDNN's, %s), one thread" % (
+            ", ".join(isas), "as measured" if measured_isa else "read from this machine as oneDNN reads it"))
     print("%d passed, %d failed, %d known, %d measured only (%.0f s)" % (
         passed, failed, known_count, measured_only, elapsed))
     return 1 if failed or median_fail else 0

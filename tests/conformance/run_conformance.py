@@ -8,7 +8,8 @@ Each case is a model description: the one-operator and one-module cases of
 run_cases.py and run_cases_<family>.py, the model descriptions of
 fixtures/models and tests/cli/models, then shapes_conformance.py's corpus (its
 handwritten "ok_" cases and its 300 random chains; --no-shapes-corpus leaves
-it out; a chain PyTorch refuses is skipped). PyTorch builds it with the interpreter of
+it out, as `make test` does, and --shapes-corpus-only runs it alone, as
+`make conformance` does; a chain PyTorch refuses is skipped). PyTorch builds it with the interpreter of
 shapes_conformance.py, on the CPU, in eval mode, with random weights
 (reset_parameters(), BatchNorm statistics drawn); the weights are written to
 a safetensors file (state_dict names) and the inputs to another. Then
@@ -311,7 +312,9 @@ def main():
         for n in names:
             name, desc, _, bind, shapes = by_name[n][:5]
             cases.append(("%s %s" % (label, name), desc, tol, bind, shapes, dtype))
-    if "--no-shapes-corpus" not in args:
+    if "--shapes-corpus-only" in args:  # make conformance: what make test's --no-shapes-corpus left out
+        cases = shapes_corpus()
+    elif "--no-shapes-corpus" not in args:
         cases += shapes_corpus()
     passed = failed = skipped = 0
     keep = os.environ.get("RUN_CONFORMANCE_KEEP")  # a directory: the cases' files stay there

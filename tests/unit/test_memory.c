@@ -316,3 +316,91 @@ Test(memory, a_pipeline_stage_holds_its_own_weights_and_the_micro_batches_in_fli
 	cr_assert_eq(r->inputs, H, "the received hidden layer: %lld", (long long)r->inputs);
 	ti_model_close(m);
 }
+
+/*
+ * oneDNN's kernel choice by instruction set: x [2, C, H, W] -> Conv2d(C, C, 3, padding=D, dilation=D), no bias.
+ * Where the set has no JIT kernel for the weight gradient, gemm_convolution's backward takes five weights
+ * (the gradient in oneDNN's layout and a reduction buffer of four) and one image's im2col columns.
+ */
+typedef struct conv_case {
+	int c, h, w, dilation, groups;
+} conv_case;
+
+static int64_t conv_peak(conv_case k, ti_memory_mode mode, ti_cpu_isa isa)
+{
+	char text[600];
+	snprintf(text, sizeof(text),
+	         "{\"inputs\": {\"x\": {\"shape\": [\"N\", %d, %d, %d]}},"
+	         " \"modules\": {\"conv\": {\"type\": \"Conv2d\", \"in_channels\": %d, \"out_channels\": %d,"
+	         "   \"kernel_size\": 3, \"padding\": %d, \"dilation\": %d, \"groups\": %d, \"bias\": false}},"
+	         " \"graph\": [{\"out\": \"y\", \"call\": \"conv\", \"args\": [\"x\"]}]}",
+	         k.c, k.h, k.w, k.c, k.c, k.dilation, k.dilation, k.groups);
+	ti_model *m = model_of(text, 2);
+	ti_memory_options o = {.mode = mode, .optimizer = mode == TI_MEMORY_TRAIN ? TI_OPTIM_SGD : TI_OPTIM_NONE,
+	                       .cpu_isa = isa};
+	int64_t peak = estimate(m, &o)->peak;
+	ti_model_close(m);
+	return peak;
+}
+
+#define TRAIN TI_MEMORY_TRAIN
+
+Test(memory, avx2_takes_gemms_scratch_for_a_kernel_taller_than_its_map)
+{
+	conv_case k = {512, 2, 3, 1, 1};
+	int64_t weight = 512 * 512 * 9 * 4, map = 2 * 512 * 2 * 3 * 4, columns = 512 * 9 * 2 * 3 * 4;
+	int64_t avx512 = conv_peak(k, TRAIN, TI_ISA_AVX512_CORE), avx2 = conv_peak(k, TRAIN, TI_ISA_AVX2);
+	/* avx512_core peaks in forward: the weight, x, y and the weight reordered into the blocked layout */
+	cr_assert_eq(avx512, 2 * weight + 2 * map, "avx512_core %lld", (long long)avx512);
+	/* avx2 in backward: the weight, x (saved), and the GEMM's five weights and columns (y.sum()'s gradient
+	   is an expanded scalar) */
+	cr_assert_eq(avx2, 6 * weight + map + columns, "avx2 %lld", (long long)avx2);
+	cr_assert_eq(conv_peak(k, TRAIN, TI_ISA_SSE41), avx2);
+}
+
+Test(memory, avx2_has_a_jit_kernel_for_a_plain_3x3_on_a_larger_map)
+{
+	conv_case k = {64, 8, 8, 1, 1};
+	cr_assert_eq(conv_peak(k, TRAIN, TI_ISA_AVX2), conv_peak(k, TRAIN, TI_ISA_AVX512_CORE));
+	cr_assert_gt(conv_peak(k, TRAIN, TI_ISA_AVX), conv_peak(k, TRAIN, TI_ISA_AVX2),
+	             "avx has no JIT weight-gradient kernel");
+}
+
+Test(memory, avx2_runs_a_dilated_convolution_as_a_gemm)
+{
+	conv_case k = {64, 16, 16, 2, 1};
+	cr_assert_gt(conv_peak(k, TRAIN, TI_ISA_AVX2), conv_peak(k, TRAIN, TI_ISA_AVX512_CORE));
+}
+
+Test(memory, avx512_core_runs_a_dilation_wider_than_the_map_as_a_gemm_and_a_narrower_one_in_its_kernel)
+{
+	/* DeepLabV3's ASPP: dilation 12 on an 8x14 map (extent 25 > 8); at dilation 2 (extent 5) the JIT kernel */
+	conv_case wide = {64, 8, 14, 12, 1}, narrow = {64, 8, 14, 2, 1};
+	cr_assert_eq(conv_peak(wide, TRAIN, TI_ISA_AVX512_CORE), conv_peak(wide, TRAIN, TI_ISA_AVX2));
+	cr_assert_lt(conv_peak(narrow, TRAIN, TI_ISA_AVX512_CORE), conv_peak(narrow, TRAIN, TI_ISA_AVX2));
+}
+
+Test(memory, a_depthwise_convolution_has_jit_uni_dws_kernel_on_every_set)
+{
+	conv_case k = {64, 2, 3, 1, 64};
+	cr_assert_eq(conv_peak(k, TRAIN, TI_ISA_SSE41), conv_peak(k, TRAIN, TI_ISA_AVX512_CORE));
+}
+
+Test(memory, inference_does_not_depend_on_the_instruction_set)
+{
+	conv_case k = {512, 2, 3, 1, 1};
+	cr_assert_eq(conv_peak(k, TI_MEMORY_INFER, TI_ISA_AVX2), conv_peak(k, TI_MEMORY_INFER, TI_ISA_AVX512_CORE));
+}
+
+Test(memory, cpu_isa_names_are_onednns_in_any_case_and_extensions_are_their_family)
+{
+	cr_assert_eq(ti_cpu_isa_parse("AVX2"), TI_ISA_AVX2);
+	cr_assert_eq(ti_cpu_isa_parse("avx512_core_vnni"), TI_ISA_AVX512_CORE);
+	cr_assert_eq(ti_cpu_isa_parse("avx2_vnni"), TI_ISA_AVX2);
+	cr_assert_eq(ti_cpu_isa_parse("sse41"), TI_ISA_SSE41);
+	cr_assert_eq(ti_cpu_isa_parse("ALL"), -1);
+	cr_assert_eq(ti_cpu_isa_parse("avx512_core_with_a_name_too_long_to_be_one"), -1);
+	cr_assert_str_eq(ti_cpu_isa_name(TI_ISA_AVX512_CORE), "avx512_core");
+	cr_assert_null(ti_cpu_isa_name((ti_cpu_isa)4));
+	cr_assert_not_null(ti_cpu_isa_name(ti_cpu_isa_host()));
+}
