@@ -686,6 +686,17 @@ def input_cases(r, path):
 
 # ---- main ----
 
+SUB_BYTE = ("F4", "F6_E2M3", "F6_E3M2")  # the reference's packed dtypes (tensor.rs): 4 and 6 bits an element
+
+
+def sub_byte_dtypes(path):
+    """The sub-byte safetensors dtypes a file's header names, sorted."""
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(n))
+    return sorted({e["dtype"] for k, e in header.items() if k != "__metadata__" and e.get("dtype") in SUB_BYTE})
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("tinspect", nargs="?", default=os.path.join(ROOT, "tinspect"))
@@ -701,7 +712,13 @@ def main():
     tmp = tempfile.mkdtemp(prefix="tinspect-roundtrip-conf-")
     r = Runner(binary, tmp)
     inputs = sorted(glob.glob(os.path.join(FIXTURES, "*.pt")))
-    inputs += sorted(glob.glob(os.path.join(FIXTURES, "safetensors", "*.safetensors")))
+    for path in sorted(glob.glob(os.path.join(FIXTURES, "safetensors", "*.safetensors"))):
+        held = sub_byte_dtypes(path)
+        if held:  # no torch tensor holds one element of these: the CLI tests check convert's copy and refusals
+            print("skip %-44s holds %s, which no torch 1.13 dtype holds" % (os.path.relpath(path, FIXTURES),
+                                                                            ", ".join(held)))
+        else:
+            inputs.append(path)
     inputs.append(os.path.join(FIXTURES, "safetensors", "hf", "model.safetensors.index.json"))
     inputs += everything(os.path.join(tmp, "everything.pt"))
     passed = failed = 0
