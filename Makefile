@@ -14,9 +14,10 @@ PKG_CONFIG ?= pkg-config
 DEPS_CFLAGS := $(shell $(PKG_CONFIG) --cflags libzip libcjson 2>/dev/null)
 DEPS_LIBS := $(shell $(PKG_CONFIG) --libs libzip libcjson 2>/dev/null) -lm -ldl -lpthread
 TEST_LIBS := $(shell $(PKG_CONFIG) --libs criterion 2>/dev/null)
-# OpenBLAS (tinspect run): Debian's .pc points at the pthread variant's cblas.h; plain -lopenblas without one.
+# OpenBLAS (tinspect run): its header only. The library is not linked: run opens it
+# with dlopen (src/run/kernels/linalg.c), so no other command loads it or its threads.
+# Debian's .pc points at the pthread variant's cblas.h.
 DEPS_CFLAGS += $(shell $(PKG_CONFIG) --cflags openblas 2>/dev/null)
-DEPS_LIBS += $(shell $(PKG_CONFIG) --libs openblas 2>/dev/null || echo -lopenblas)
 
 # Ours first, the user's CFLAGS last so they can override.
 BASE_CFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L -D_FILE_OFFSET_BITS=64 -Wall -Wextra -Werror -O2 -g
@@ -87,7 +88,7 @@ run: deps
 
 # Unit tests (Criterion), CLI tests (expected output files), the man page's and
 # README's examples run as shown (tests/docs/), the JUnit XML against its schema
-# (tests/ci/), then, when python3-torch is installed, the conformance suites that
+# (tests/ci/), no BLAS and no thread in the commands that need neither (tests/threads/), then, when python3-torch is installed, the conformance suites that
 # take seconds to a minute or two each: about 10 minutes on two cores in all.
 # The long PyTorch suites are `make conformance`'s.
 test: deps-test
@@ -104,6 +105,7 @@ test: deps-test
 	$(PYTHON) tools/export/check_known.py ./tinspect
 	sh tests/docs/run.sh ./tinspect
 	sh tests/ci/run.sh ./tinspect
+	sh tests/threads/run.sh ./tinspect
 	@if $(PYTHON) -c 'import torch' 2>/dev/null; then \
 		$(PYTHON) tests/conformance/conformance.py ./tinspect && \
 		$(PYTHON) tests/conformance/shapes_conformance.py ./tinspect && \

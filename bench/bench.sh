@@ -55,6 +55,13 @@ fi
 
 echo "tinspect: $tinspect; $(nproc 2>/dev/null || echo '?') cores; best of $RUNS runs; output to /dev/null"
 status=0
+# Every figure held to a goal is recorded here (bench/goals.py) and shown in one
+# table at the end; a missed goal makes the run exit 1.
+BENCH_GOALS=$(mktemp) || exit 2
+export BENCH_GOALS
+trap 'rm -f "$BENCH_GOALS"' EXIT
+load_before=$(cut -d' ' -f1 /proc/loadavg 2>/dev/null || echo '?')
+"$mpy" "$here/measure_startup.py" --tinspect "$tinspect" || status=1
 extra=
 [ $have_torch = 0 ] && extra=--no-torch
 if [ $checkpoints = 1 ]; then
@@ -82,4 +89,20 @@ fi
 "$mpy" "$here/measure_diff.py" --tinspect "$tinspect" --python "$PYTHON" --runs "$RUNS" $extra "$cache" || status=1
 "$mpy" "$here/measure_stats.py" --tinspect "$tinspect" --python "$PYTHON" --runs "$RUNS" $extra "$cache" || status=1  # inspect --device cpu on vit_l_16.pt against torch.load + the same statistics
 "$mpy" "$here/measure_run.py" --tinspect "$tinspect" --python "$PYTHON" --runs 3 $extra || status=1  # run: ResNet-50 and GPT-2 forward against PyTorch CPU
+
+# The goals, one table. The run is kept as bench/results.jsonl (its first lines
+# say the machine and its load) and README.md's speed table is rewritten from it.
+load_after=$(cut -d' ' -f1 /proc/loadavg 2>/dev/null || echo '?')
+results=$here/results.jsonl
+{
+	echo "# $(date -u +%Y-%m-%d), $(nproc 2>/dev/null || echo '?') cores, load average $load_before before and $load_after after, best of $RUNS runs$([ $have_torch = 0 ] && echo ', PyTorch side skipped')"
+	cat "$BENCH_GOALS"
+} >"$results.tmp" && mv "$results.tmp" "$results"
+echo
+echo "== goals (load average $load_before before, $load_after after)"
+"$mpy" "$here/goals.py" table "$results" || status=1
+if [ -f "$here/../README.md" ] && "$mpy" "$here/goals.py" readme "$results" "$here/../README.md"; then
+	echo "bench: README.md's speed table rewritten from this run ($results)"
+fi
+[ $status = 0 ] || echo "bench: a goal was missed or a measurement failed"
 exit $status

@@ -21,6 +21,9 @@ import tempfile
 import time
 import zipfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from goals import record  # noqa: E402
+
 
 def run_once(argv):
     """One run: wall time, the child's CPU time (user + system), its peak RSS in bytes
@@ -160,6 +163,7 @@ def main():
     a = ap.parse_args()
 
     f = a.file
+    name = os.path.basename(f)
     fsize = os.path.getsize(f)
     pkl, nrec = data_pkl_size(f)
     print("== %s" % f)
@@ -209,8 +213,9 @@ def main():
     print("   ratios:")
     r = ratio("torch.load meta", "tinspect --json")
     if r is not None:
-        print("     torch.load / tinspect --json : %8.1fx  (goal >= 50x)  %s"
-              % (r, "ok" if r >= 50 else "BELOW GOAL"))
+        ok = record("inspect %s: torch.load meta / tinspect --json" % name, r, "x", ">=", 100)
+        print("     torch.load / tinspect --json : %8.1fx  (goal >= 100x)  %s"
+              % (r, "ok" if ok else "BELOW GOAL"))
         r2 = ratio("torch.load meta", "tinspect (table)")
         if r2 is not None:
             print("     torch.load / tinspect table  : %8.1fx" % r2)
@@ -226,8 +231,9 @@ def main():
         print("     torch weights_only / scan    : %8.1fx" % r)
     r = ratio("tinspect --json", "unzip -p data.pkl")
     if r is not None:
-        print("     tinspect --json / unzip      : %8.2fx  (goal <= 2x)   %s"
-              % (r, "ok" if r <= 2 else "ABOVE GOAL"))
+        ok = record("inspect %s: tinspect --json / unzip of data.pkl" % name, r, "x", "<=", 1.5)
+        print("     tinspect --json / unzip      : %8.2fx  (goal <= 1.5x)  %s"
+              % (r, "ok" if ok else "ABOVE GOAL"))
         r = ratio("tinspect (table)", "unzip -p data.pkl")
         if r is not None:
             print("     tinspect table / unzip       : %8.2fx" % r)
@@ -237,6 +243,9 @@ def main():
               "above the /bin/true floor: %s = %.2fx"
               % (mb(tj[1]), tj[1] / pkl, mb(pkl), mb(tj[1] - floor),
                  (tj[1] - floor) / pkl))
+        # the ceiling: 4x the pickle plus 2 MB, above what an empty process holds
+        record("inspect %s: peak RSS above /bin/true, MB" % name, (tj[1] - floor) / 1e6, "MB", "<=",
+               (4 * pkl + 2e6) / 1e6, "4x data.pkl + 2 MB")
     ok = all(v[2] == 0 for v in res.values())
     return 0 if ok else 1
 

@@ -48,9 +48,11 @@ import os
 import subprocess
 import sys
 
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, ".."))
 sys.path.insert(0, HERE)
+from goals import record  # noqa: E402
 from measure import GNU_TIME, bench_args, mb, measure, ms, rss_gnu_time  # noqa: E402
 
 EXPORTER = os.path.join(ROOT, "tools", "export", "tinspect-export")
@@ -202,9 +204,10 @@ def main():
         if tp is None or not tt:
             return
         r = tp / tt
+        ok = record("check ResNet-50: python / %s" % tlabel.strip(), r, "x", ">=", GOAL)
         print("     python / %-32s: %8.1fx wall, %.1fx CPU  (goal >= %dx)  %s"
               % (tlabel, r, cp / ct if ct else float("inf"), GOAL,
-                 "ok" if r >= GOAL else "BELOW GOAL"))
+                 "ok" if ok else "BELOW GOAL"))
 
     header = "   %-40s %12s %12s %12s" % ("command", "best wall", "best CPU", "peak RSS")
     print("== tinspect check: %s (%.1f kB, tinspect-export) against %s (%s, %s tensors)"

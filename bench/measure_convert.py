@@ -33,6 +33,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from goals import record  # noqa: E402
 from measure import bench_args, best_of  # noqa: E402
 
 RANDN_ELEMENTS = 1 << 30
@@ -90,12 +91,14 @@ def measure_convert(a):
         cp, cps = times["cp (the floor)"], times["cp + sync (the same durability)"]
         for label in rows[:2]:
             t = times[label[0]]
+            ok = record("%s / (cp + sync)" % label[0], t / cps, "x", "<=", 2)
             print("   %-36s %.2fx cp, %.2fx cp + sync (goal within 2x)%s" % (
-                label[0], t / cp, t / cps, "  ok" if t <= 2 * cps else "  ABOVE GOAL"))
+                label[0], t / cp, t / cps, "  ok" if ok else "  ABOVE GOAL"))
         if not a.no_torch:
             tt = times["torch load + .to(bf16) + save"]
             t = times["tinspect convert --dtype bfloat16"]
-            print("   torch / tinspect --dtype bfloat16: %.2fx (goal: ahead of torch)%s" % (tt / t, "  ok" if t < tt else "  BEHIND"))
+            ok = record("convert --dtype bfloat16: torch / tinspect", tt / t, "x", ">=", 1)
+            print("   torch / tinspect --dtype bfloat16: %.2fx (goal: ahead of torch)%s" % (tt / t, "  ok" if ok else "  BEHIND"))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0
@@ -123,8 +126,9 @@ def measure_fills(a):
             tt = best_of([a.python, "-c", TORCH_FILL % (fill, RANDN_ELEMENTS, RANDN_ELEMENTS)], a.runs, who="measure_convert")
             label = "torch.%s (whole process)" % fill
             print("   %-36s %9.0f ms  %6.0f M elements/s" % (label, tt * 1e3, RANDN_ELEMENTS / tt / 1e6))
+            ok = record("materialize --fill %s: tinspect / torch throughput" % fill, tt / t, "x", ">=", 1)
             print("   tinspect / torch throughput, %s: %.2fx (goal: at least 1x)%s" % (
-                fill, tt / t, "  ok" if t <= tt else "  BEHIND"))
+                fill, tt / t, "  ok" if ok else "  BEHIND"))
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -27,6 +27,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from goals import record  # noqa: E402
 from measure import bench_args, best_of as _best_of, can_drop  # noqa: E402
 
 TENSORS = 256
@@ -82,7 +83,10 @@ def main():
         t = times[label]
         line = "  %-56s %8.0f ms  %7.0f MB/s" % (label, t * 1e3, size / t / 1e6)
         if label.startswith("tinspect diff --values"):
-            line += "  %.0f%% of cat's throughput (goal 70%%)" % (100 * (size / t) / disk)
+            share = 100 * (size / t) / disk
+            record("diff --values: share of cat's %s-cache throughput" % ("cold" if cold else "warm"), share, "%",
+                   ">=", 70)
+            line += "  %.0f%% of cat's throughput (goal 70%%)" % share
         if label.startswith("PyTorch"):
             line += "  tinspect --values %.2fx faster" % (t / times[rows[2][0]])
         print(line)

@@ -59,6 +59,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, ".."))
 sys.path.insert(0, HERE)
+from goals import record  # noqa: E402
 from measure import GNU_TIME, bench_args, mb, measure, ms, rss_gnu_time  # noqa: E402
 
 GPT2 = os.path.join(ROOT, "fixtures", "models", "gpt2_small.json")
@@ -175,7 +176,8 @@ def main():
             failed.append(label)
             note = "FAILED exit %d: %s" % (rc, err.decode(errors="replace").strip()[:160])
         elif goal is not None:
-            note = "goal < %d ms: %s" % (goal * 1e3, "ok" if t < goal else "ABOVE GOAL")
+            ok = record("%s of %s" % (label.replace("tinspect ", ""), os.path.basename(argv[2])), t * 1e3, "ms", "<=", goal * 1e3)
+            note = "goal < %d ms: %s" % (goal * 1e3, "ok" if ok else "ABOVE GOAL")
         line(label, t, cpu, mb(rss) if rc == 0 else "n/a", note)
         return t if rc == 0 else None
 

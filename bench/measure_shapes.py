@@ -28,6 +28,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from goals import record  # noqa: E402
 from measure import GNU_TIME, bench_args, mb, measure, ms, rss_gnu_time  # noqa: E402
 
 TORCH_IMPORT = "import torch, torchvision"
@@ -126,9 +127,10 @@ def main():
                             ("--json", tj, time_of("tinspect shapes --json", cpu=True))):
             if t:
                 r = tf / t
+                ok = record("shapes ResNet-50: torch meta forward / tinspect %s" % label, r, "x", ">=", 20)
                 print("     torch forward / tinspect %-6s : %8.1fx wall, %.1fx CPU  (goal >= 20x)"
                       "  %s" % (label, r, cf / c if c else float("inf"),
-                                "ok" if r >= 20 else "BELOW GOAL"))
+                                "ok" if ok else "BELOW GOAL"))
         inproc = torch_inprocess(a.python, a.runs)
         if inproc is not None:
             # differences of best-of-N process times are noisy on a busy
@@ -156,9 +158,10 @@ def main():
             continue
         c1 = time_of("tinspect shapes chain1k " + kind, cpu=True)
         c10 = time_of("tinspect shapes chain10k " + kind, cpu=True)
+        ok = record("shapes chain of 10k steps %s" % kind, t10 * 1e3, "ms", "<=", 100)
         print("     %-7s 10k steps: %.1f ms wall, %.1f ms CPU (goal well under 100 ms) %s; "
               "%.2f us/step wall, %.2f CPU from 1k to 10k"
-              % (kind, t10 * 1e3, c10 * 1e3, "ok" if t10 < 0.1 else "ABOVE GOAL",
+              % (kind, t10 * 1e3, c10 * 1e3, "ok" if ok else "ABOVE GOAL",
                  (t10 - t1) / 9000 * 1e6, (c10 - c1) / 9000 * 1e6))
         line = "     %-7s RSS 10k/1k: %.2fx (%s / %s); %.0f bytes/step from 1k to 10k" % (
             kind, r10 / r1, mb(r10), mb(r1), (r10 - r1) / 9000)

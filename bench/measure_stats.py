@@ -22,6 +22,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from goals import record  # noqa: E402
 from measure import bench_args, best_of as _best_of, can_drop  # noqa: E402
 
 TORCH_STATS = """import sys, torch
@@ -60,6 +61,11 @@ def main():
     for label, _ in rows:
         t = times[label]
         line = "  %-62s %8.0f ms  %7.0f MB/s" % (label, t * 1e3, size / t / 1e6)
+        if label.startswith("tinspect"):
+            share = 100 * times[rows[0][0]] / t
+            record("inspect --device cpu: share of cat's %s-cache throughput" % ("cold" if cold else "warm"), share,
+                   "%", ">=", 60)
+            line += "  %.0f%% of cat's throughput (goal 60%%)" % share
         if label.startswith("PyTorch"):
             line += "  tinspect %.2fx faster" % (t / times[rows[1][0]])
         print(line)

@@ -1345,8 +1345,9 @@ ti_status ti_run_execute(ti_model *model, const ti_run_options *options, ti_run 
 	ex->opt = options;
 	ex->threads = options->threads > 0 ? options->threads : machine_cores();
 	ti_arena_init(&ex->arena, (size_t)1 << 30); /* report strings and rows */
-	rt_blas_threads(ex->threads);
-	ti_status st = mem_trace_run(model, &ex->trace, &ex->rep, err);
+	ti_status st = rt_blas_open(ex->threads, err);
+	if (!st)
+		st = mem_trace_run(model, &ex->trace, &ex->rep, err);
 	if (!st && ex->rep->failed) {
 		*err = ex->rep->error;
 		st = TI_E_SHAPE;

@@ -122,7 +122,8 @@ ti_status rt_k_conv(rt_call *c, ti_error *err);
 /* sgemm on row-major float32: C[m,n] = alpha * op(A) op(B) + beta * C (cblas_sgemm; the only BLAS call site) */
 void rt_sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
               const float *b, int64_t ldb, float beta, float *cmat, int64_t ldc);
-void rt_blas_threads(int threads);
+/* Opens OpenBLAS (dlopen, once per process) and sets how many threads rt_sgemm splits a product across. */
+ti_status rt_blas_open(int threads, ti_error *err);
 
 /* ---- kernels/index.c: copies that read each output element from one input element ---- */
 

@@ -3,13 +3,69 @@
  * the only file that touches BLAS. Batched products call sgemm per matrix
  * (rt_sgemm threads each one); a transposed view is handed to sgemm as a
  * transposed operand, without a copy.
+ *
+ * OpenBLAS is not linked: `run` opens it (dlopen) when a forward begins, so
+ * no other command maps it, pays its ~16,000 relocations at start-up or
+ * gets its worker threads.
  */
+#include <dlfcn.h>
 #include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "run/run_internal.h"
 /* after our headers: OpenBLAS's config pulls in <complex.h>, whose `complex` macro they must not see */
-#include <cblas.h>
+#include <cblas.h> /* its types and constants only: the functions come from dlsym */
+
+typedef void sgemm_fn(const enum CBLAS_ORDER, const enum CBLAS_TRANSPOSE, const enum CBLAS_TRANSPOSE, const blasint,
+                      const blasint, const blasint, const float, const float *, const blasint, const float *,
+                      const blasint, const float, float *, const blasint);
+typedef void set_threads_fn(int);
+
+/* The runtime library's names, most specific first: Debian's alternatives give libopenblas.so.0. */
+static const char *const blas_names[] = {"libopenblas.so.0", "libopenblas.so"};
+
+static struct {
+	pthread_once_t once;
+	sgemm_fn *sgemm;
+	char why[256]; /* why it could not be opened; empty when it was */
+} blas = {.once = PTHREAD_ONCE_INIT};
+
+/*
+ * The pthread OpenBLAS starts its workers when it loads, as many as
+ * OPENBLAS_NUM_THREADS says (default: every core). Products are split across
+ * threads here (below), so it is loaded with one: no worker is started.
+ */
+static void blas_load(void)
+{
+	const char *had = getenv("OPENBLAS_NUM_THREADS");
+	char *saved = had ? strdup(had) : NULL;
+	setenv("OPENBLAS_NUM_THREADS", "1", 1);
+	void *lib = NULL;
+	for (size_t i = 0; i < sizeof(blas_names) / sizeof(blas_names[0]) && !lib; i++)
+		lib = dlopen(blas_names[i], RTLD_NOW | RTLD_LOCAL);
+	if (saved) {
+		setenv("OPENBLAS_NUM_THREADS", saved, 1);
+		free(saved);
+	} else {
+		unsetenv("OPENBLAS_NUM_THREADS");
+	}
+	if (!lib) {
+		const char *e = dlerror();
+		snprintf(blas.why, sizeof(blas.why), "%s", e ? e : "not found");
+		return;
+	}
+	sgemm_fn *sgemm = (sgemm_fn *)dlsym(lib, "cblas_sgemm");
+	set_threads_fn *set_threads = (set_threads_fn *)dlsym(lib, "openblas_set_num_threads");
+	if (!sgemm) {
+		snprintf(blas.why, sizeof(blas.why), "%s has no cblas_sgemm", blas_names[0]);
+		return;
+	}
+	if (set_threads)
+		set_threads(1);
+	blas.sgemm = sgemm;
+}
 
 /*
  * Threads: OpenBLAS runs single-threaded and a product is split here, its
@@ -32,7 +88,7 @@ static void gemm_one(const gemm_part *p)
 {
 	if (!p->m || !p->n)
 		return;
-	cblas_sgemm(CblasRowMajor, p->ta ? CblasTrans : CblasNoTrans, p->tb ? CblasTrans : CblasNoTrans, (blasint)p->m,
+	blas.sgemm(CblasRowMajor, p->ta ? CblasTrans : CblasNoTrans, p->tb ? CblasTrans : CblasNoTrans, (blasint)p->m,
 	            (blasint)p->n, (blasint)p->k, p->alpha, p->a, (blasint)(p->lda ? p->lda : 1), p->b,
 	            (blasint)(p->ldb ? p->ldb : 1), p->beta, p->c, (blasint)(p->ldc ? p->ldc : 1));
 }
@@ -90,10 +146,14 @@ void rt_sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float
 	}
 }
 
-void rt_blas_threads(int threads)
+ti_status rt_blas_open(int threads, ti_error *err)
 {
 	gemm_threads = threads > 0 ? threads : 1;
-	openblas_set_num_threads(1);
+	pthread_once(&blas.once, blas_load);
+	if (!blas.sgemm)
+		return TI_FAIL(err, TI_E_UNSUPPORTED, "cannot load OpenBLAS, which run's products need: %s (install libopenblas0)",
+		               blas.why);
+	return TI_OK;
 }
 
 static ti_status need_float(const char *op, const rt_tensor *t, ti_error *err)
