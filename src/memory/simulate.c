@@ -213,6 +213,28 @@ static ti_status release_unit(mem_builder *b, const ti_arg *value, ti_error *err
 	return mem_emit(b, &u, err);
 }
 
+/*
+ * Every --checkpoint glob recomputes something: a module that matches it ran
+ * a forward of its own (a step of the description called it, or its steps'
+ * scopes name it). One that matches only a ModuleList, a ModuleDict or
+ * modules that never run would change nothing, and says so.
+ */
+static ti_status check_segments(const mem_builder *b, ti_error *err)
+{
+	for (size_t g = 0; g < b->options->checkpoint_count; g++) {
+		const char *glob = b->options->checkpoint[g];
+		bool found = false;
+		for (size_t i = 0; i < b->segment_count && !found; i++)
+			found = !fnmatch(glob, b->segments[i].path, 0);
+		if (!found)
+			return TI_FAIL(err, TI_E_INVALID,
+			               "--checkpoint '%s' matches no module whose forward runs in the step, so nothing would be "
+			               "recomputed (a ModuleList or ModuleDict has no forward: name the modules it holds, as "
+			               "'%s.*')", glob, glob);
+	}
+	return TI_OK;
+}
+
 static ti_status walk_children(mem_builder *b, module_list *ml, const mem_trace *tr, int id, ti_error *err)
 {
 	for (int c = tr->events[id].first_child; c >= 0; c = tr->events[c].next_sibling) {
@@ -1508,6 +1530,8 @@ ti_status ti_memory_estimate(ti_model *model, const ti_memory_options *options, 
 	for (size_t i = 0; i < trace.count && !st; i++)
 		if (trace.events[i].parent < 0)
 			st = walk(&s->b, &ml, &trace, (int)i, err);
+	if (!st && options->mode == TI_MEMORY_TRAIN)
+		st = check_segments(&s->b, err);
 	if (!st)
 		st = mem_amp_finish(&s->b, err);
 	int stage_first = 0, stage_last = (int)s->b.unit_count - 1;

@@ -22,6 +22,7 @@ typedef struct model_step {
 	bool is_call;            /* kind == STEP_CALL */
 	const char *target;      /* module path, operator name, attribute path or opaque name */
 	const char *module;      /* opaque: the module it is a call of, or NULL */
+	const char *scope;       /* the module whose forward made the call ("" the owner's own), or NULL: not said */
 	ti_model_tensor *recorded; /* opaque: the outputs as recorded */
 	int recorded_count;
 	bool depends_on_mode;    /* an argument is "$training" */

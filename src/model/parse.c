@@ -645,7 +645,7 @@ static ti_status parse_names(parser *p, const cJSON *j, const char *jpath, const
 	return TI_OK;
 }
 
-static const char *const step_keys[] = {"out", "call", "op", "attr", "opaque", "module", "outputs", "args"};
+static const char *const step_keys[] = {"out", "call", "op", "attr", "opaque", "module", "outputs", "args", "scope"};
 
 static ti_status parse_shape(parser *p, const cJSON *shape, const char *jp, int *ndim, ti_dim **dims, ti_error *err);
 
@@ -722,6 +722,12 @@ static ti_status parse_step(parser *p, const cJSON *j, const char *jpath, model_
 	if (module && (!cJSON_IsString(module) || !*module->valuestring))
 		return at(TI_FAIL(err, TI_E_CORRUPT, "\"module\" must be a module path"), err, join(m, jpath, "module"));
 	s->module = module ? module->valuestring : NULL;
+	/* "scope": the module whose forward made the call (tinspect-export writes it): "" is the owner itself */
+	const cJSON *scope = cJSON_GetObjectItemCaseSensitive(j, "scope");
+	if (scope && !cJSON_IsString(scope))
+		return at(TI_FAIL(err, TI_E_CORRUPT, "\"scope\" must be a module path (\"\" for the model itself)"), err,
+		          join(m, jpath, "scope"));
+	s->scope = scope ? scope->valuestring : NULL;
 	ti_status st;
 	if (s->kind == TI_STEP_OPAQUE && (st = parse_recorded(p, outputs, join(m, jpath, "outputs"), s, err)))
 		return st;
@@ -742,7 +748,7 @@ static ti_status parse_step(parser *p, const cJSON *j, const char *jpath, model_
 	if (s->kind == TI_STEP_ATTR) { /* fx's get_attr: nothing else */
 		const cJSON *item;
 		cJSON_ArrayForEach(item, j)
-			if (strcmp(item->string, "attr") && strcmp(item->string, "out"))
+			if (strcmp(item->string, "attr") && strcmp(item->string, "out") && strcmp(item->string, "scope"))
 				return at(TI_FAIL(err, TI_E_CORRUPT, "an attr step takes \"out\" only, not '%s'", item->string),
 				          err, join(m, jpath, item->string));
 		if (s->out_count != 1)

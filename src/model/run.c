@@ -210,13 +210,14 @@ static void note_failure(runner *r, const char *target, const char *type, const 
 static ti_status run_graph(runner *r, const ti_module *mod, const ti_arg *args, int nargs, int depth,
                            int parent, result *res, ti_error *err);
 
-static const ti_module *find_module(const ti_module *owner, const char *path)
+/* The module at the first `n` bytes of a dotted path below owner ("" owner itself), or NULL. */
+static const ti_module *find_module_n(const ti_module *owner, const char *path, size_t n)
 {
 	const ti_module *m = owner;
-	const char *s = path;
-	while (m && *s) {
-		const char *dot = strchr(s, '.');
-		size_t len = dot ? (size_t)(dot - s) : strlen(s);
+	const char *s = path, *end_all = path + n;
+	while (m && s < end_all) {
+		const char *dot = memchr(s, '.', (size_t)(end_all - s));
+		size_t len = dot ? (size_t)(dot - s) : (size_t)(end_all - s);
 		const ti_module *next = NULL;
 		/* numbered children (Sequential, ModuleList) sit at their number: no scan */
 		char *end;
@@ -231,6 +232,77 @@ static const ti_module *find_module(const ti_module *owner, const char *path)
 		s = dot ? dot + 1 : s + len;
 	}
 	return m;
+}
+
+static const ti_module *find_module(const ti_module *owner, const char *path)
+{
+	return find_module_n(owner, path, strlen(path));
+}
+
+/*
+ * The containers a graph's steps run inside. An exported description calls
+ * leaves by their dotted paths ("layer1.0.conv1") and has no call of
+ * layer1 or layer1.0; for whoever watches the run (the memory simulation's
+ * --checkpoint, the per-module rows) those containers are opened and closed
+ * around their steps, as a hand-written description's own calls would. A
+ * step's scope is its "scope" when it has one, else the parent of the module
+ * it calls; an operator without one stays in the scope open before it.
+ */
+#define SCOPE_DEPTH 32
+
+typedef struct open_scopes {
+	const ti_module *mods[SCOPE_DEPTH];
+	int count;
+} open_scopes;
+
+static ti_status enter_scope(ti_model *m, const ti_module *owner, open_scopes *open, const model_step *s,
+                             ti_error *err)
+{
+	const char *path = s->scope;
+	size_t n;
+	if (path)
+		n = strlen(path);
+	else if ((path = s->kind == TI_STEP_CALL ? s->target : s->kind == TI_STEP_OPAQUE ? s->module : NULL)) {
+		const char *dot = strrchr(path, '.');
+		n = dot ? (size_t)(dot - path) : 0;
+	} else
+		return TI_OK; /* an operator with no scope said: where the step before it ran */
+	const ti_module *chain[SCOPE_DEPTH];
+	int depth = 0;
+	for (size_t i = 0; n && i <= n && depth < SCOPE_DEPTH; i++) {
+		if (i < n && path[i] != '.')
+			continue;
+		const ti_module *mod = find_module_n(owner, path, i);
+		if (!mod) {
+			TI_FAIL(err, TI_E_CORRUPT, "no module '%.*s'", (int)i, path);
+			ti_error_at(err, ti_arena_printf(&m->arena, "%s.%s", s->jpath, s->scope ? "scope" : "call"), -1);
+			return TI_E_CORRUPT;
+		}
+		/* a ModuleList or ModuleDict has no forward: its modules' steps run in its parent's */
+		if (mod->kind != TI_MODULE_LEAF && mod->kind != TI_MODULE_LIST && mod->kind != TI_MODULE_DICT)
+			chain[depth++] = mod;
+	}
+	const ti_run_observer *o = m->ctx.observer;
+	int same = 0;
+	while (same < open->count && same < depth && open->mods[same] == chain[same])
+		same++;
+	for (; open->count > same; open->count--)
+		if (o)
+			o->leave(o->user, NULL);
+	for (; open->count < depth; open->count++) {
+		open->mods[open->count] = chain[open->count];
+		if (o)
+			o->enter(o->user, chain[open->count]->type, chain[open->count]);
+	}
+	return TI_OK;
+}
+
+static void leave_scopes(ti_model *m, open_scopes *open)
+{
+	const ti_run_observer *o = m->ctx.observer;
+	for (; open->count > 0; open->count--)
+		if (o)
+			o->leave(o->user, NULL);
 }
 
 /* Fills the row of a finished call: outputs under names, counts. */
@@ -540,8 +612,11 @@ static ti_status run_graph(runner *r, const ti_module *mod, const ti_arg *args, 
 	m->ctx.resolve = resolve;
 	m->ctx.resolve_user = &sc;
 	if (def->has_graph) {
+		open_scopes open = {.count = 0};
 		for (int i = 0; i < def->step_count && !st; i++) {
 			result step;
+			if ((st = enter_scope(m, mod, &open, &def->steps[i], err)))
+				break;
 			if ((st = run_step(r, &sc, mod, &def->steps[i], i, depth, parent, &step, err)))
 				break;
 			add_counts(m, res, &step);
@@ -551,6 +626,7 @@ static ti_status run_graph(runner *r, const ti_module *mod, const ti_arg *args, 
 				res->output_count = step.output_count;
 			}
 		}
+		leave_scopes(m, &open);
 	} else {
 		/* no graph: the modules in order, each on the previous output */
 		ti_arg first = *(ti_arg *)ti_strmap_get(&sc.names, def->inputs[0]);

@@ -321,12 +321,8 @@ def memory_worker(spec):
     import torchvision.models  # noqa: F401  (imported before the baseline: its import allocates)
     import export_models  # noqa: F401
 
-    torch.set_num_threads(1)
     shim = memshim_run.Shim()
-    a = torch.randn(64, 64, requires_grad=True)  # lazy library buffers exist before the baseline
-    (a @ a).relu().sum().backward()
-    del a
-    base = shim.live()
+    base = memshim_run.baseline(shim)
 
     case = Case.from_spec(spec["case"])
     model = build_model(case, "cpu")

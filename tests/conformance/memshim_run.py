@@ -45,6 +45,18 @@ def run_worker(so, script, args, timeout=900):
     return json.loads(lines[-1])
 
 
+def baseline(shim):
+    """One thread; the lazy library buffers (BLAS, oneDNN, the autograd engine)
+    made by a small backward; then the live bytes every peak is measured above.
+    Import what else allocates on import (torchvision) before calling it."""
+    import torch
+    torch.set_num_threads(1)
+    a = torch.randn(64, 64, requires_grad=True)
+    (a @ a).relu().sum().backward()
+    del a
+    return shim.live()
+
+
 class Shim:
     def __init__(self):
         lib = ctypes.CDLL(None)

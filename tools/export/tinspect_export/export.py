@@ -234,7 +234,8 @@ def _finish(model, specs, runs, tapes, outputs, tracer, constants, expanded, fal
     for cname, t in constants:
         desc.setdefault("buffers", {})[cname] = {"shape": list(t.shape), "dtype": dtype_name(t.dtype),
                                                  "persistent": False}
-    desc["graph"] = [step_json(s, opaque_shapes.get(i)) for i, s in enumerate(steps)]
+    scope = {"current": ""}  # the forward begins in the model's own scope
+    desc["graph"] = [step_json(s, opaque_shapes.get(i), scope) for i, s in enumerate(steps)]
     desc["outputs"] = names
     t = tied(model)
     if t:

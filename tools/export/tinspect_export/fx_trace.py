@@ -26,8 +26,29 @@ _FOLDED_ATTRS = frozenset(("dtype", "device", "is_cuda", "layout", "requires_gra
 
 
 class _Tracer(torch.fx.Tracer):
+    """fx's tracer, also noting on each node the module whose forward made it
+    (node.meta["tinspect_scope"]; 2.x's nn_module_stack, which 1.13 lacks)."""
+
+    def __init__(self):
+        super().__init__()
+        self._scope = [""]
+
     def is_leaf_module(self, m, qualname):
         return known_type(m) is not None or super().is_leaf_module(m, qualname)
+
+    def call_module(self, m, forward, args, kwargs):
+        self._scope.append(self.path_of_module(m))
+        try:
+            return super().call_module(m, forward, args, kwargs)
+        finally:
+            self._scope.pop()
+
+    def create_node(self, *args, **kwargs):
+        node = super().create_node(*args, **kwargs)
+        # a leaf's own call node is made inside its call_module: its scope is its parent's
+        scope = self._scope[-2] if node.op == "call_module" and len(self._scope) > 1 else self._scope[-1]
+        node.meta["tinspect_scope"] = scope
+        return node
 
 
 def trace(model):
@@ -124,7 +145,18 @@ class Builder:
 
         outputs = None
         views = {}  # getitem node of a tensor -> (its base's Ref, the index, the base node)
+        made = (0, None)  # (first step, node) of the node before: its steps take its scope
+
+        def scope_steps(upto):
+            first, node = made
+            if node is not None:
+                for st in steps[first:upto]:
+                    if st.scope is None:
+                        st.scope = node.meta.get("tinspect_scope")
+
         for n in self.gm.graph.nodes:
+            scope_steps(len(steps))
+            made = (len(steps), n)
             val = snaps.get(n)
             where = _where(self.gm, n)
             if n.op == "placeholder":
@@ -228,6 +260,7 @@ class Builder:
                 steps.append(Step("op", op, a, k, out=names[n], values=val, where=where))
                 continue
             steps.extend(self.expand(n, target, a, k, values, names, used, where))
+        scope_steps(len(steps))
         return steps, outputs
 
     def expand(self, n, target, a, k, values, names, used, where):

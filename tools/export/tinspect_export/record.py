@@ -37,12 +37,25 @@ def _is_view(t):
     return t._base is not None
 
 
+class _Tape(list):
+    """The recorded steps: each appended step takes the scope being run, when the recorder knows it."""
+
+    def __init__(self, recorder):
+        super().__init__()
+        self.recorder = recorder
+
+    def append(self, step):
+        if step.scope is None and self.recorder.scope is not None:
+            step.scope = self.recorder.scope
+        super().append(step)
+
+
 class Recorder(TorchFunctionMode):
     """Records one run. `names` maps id(tensor) -> graph name for known tensors."""
 
     def __init__(self, tensor_paths=None, training=False):
         super().__init__()
-        self.steps = []
+        self.steps = _Tape(self)
         self.names = {}
         self.alive = {}          # id -> tensor, so ids stay unique while recording
         self.tensor_paths = tensor_paths or {}
@@ -56,6 +69,7 @@ class Recorder(TorchFunctionMode):
         self.suppress = 0
         self.training = training
         self.where = None        # the module path being run, for messages
+        self.scope = None        # the path of the module whose forward runs ("": the model's); None: unknown
 
     # -- names --
     def is_view(self, t):
@@ -273,10 +287,11 @@ class Recorder(TorchFunctionMode):
         def forward(*args, **kwargs):
             if self.suppress:
                 return orig(*args, **kwargs)
-            outer = self.where
+            outer, outer_scope = self.where, self.scope
             self.where = "%s (%s)" % (path or "<root>", type(m).__name__)
             try:
                 if kind is None:
+                    self.scope = path
                     return orig(*args, **kwargs)
                 a = [self.arg(x) for x in args]
                 k = {kk: self.arg(v) for kk, v in kwargs.items()}
@@ -301,7 +316,7 @@ class Recorder(TorchFunctionMode):
                     e._tinspect_where = self.where
                 raise
             finally:
-                self.where = outer
+                self.where, self.scope = outer, outer_scope
         return forward
 
 
@@ -372,6 +387,7 @@ def record_model(model, inputs, tensor_paths, training):
     Returns (recorder, result).
     """
     rec = Recorder(tensor_paths, training)
+    rec.scope = ""
     for name, t in inputs.items():
         rec.bind(t, name)
     unwrap = rec.wrap_modules(model)

@@ -59,14 +59,17 @@ class Step:
     kind: "op", "call", "attr" or "opaque"; target: the op name, module path,
     attribute path or opaque callable name; out: a name or a list of names;
     values: what PyTorch returned (for the reference and opaque outputs);
-    where: a readable origin for messages.
+    where: a readable origin for messages; scope: the path of the module
+    whose forward made the call ("" the model's own), or None when unknown.
     """
-    __slots__ = ("kind", "target", "args", "kwargs", "out", "values", "module", "where")
+    __slots__ = ("kind", "target", "args", "kwargs", "out", "values", "module", "where", "scope")
 
-    def __init__(self, kind, target, args=(), kwargs=None, out=None, values=None, module=None, where=None):
+    def __init__(self, kind, target, args=(), kwargs=None, out=None, values=None, module=None, where=None,
+                 scope=None):
         self.kind, self.target, self.args = kind, target, list(args)
         self.kwargs = dict(kwargs or {})
         self.out, self.values, self.module, self.where = out, snapshot(values), module, where
+        self.scope = scope
 
     def describe(self):
         return "%s %s" % (self.kind, self.target) + (" (%s)" % self.where if self.where else "")
@@ -275,8 +278,11 @@ def arg_json(v):
     return to_json(v)
 
 
-def step_json(step, opaque_shapes=None):
-    """The description JSON of a step."""
+def step_json(step, opaque_shapes=None, scope=None):
+    """The description JSON of a step. scope: {"current": path}, the scope
+    tinspect will hold before this step, carried from step to step: "scope"
+    is written only where tinspect would not infer it (a call's scope is its
+    module's parent, an operator's the scope before it)."""
     d = {"out": step.out}
     if step.kind == "attr":
         d["attr"] = step.target
@@ -284,6 +290,12 @@ def step_json(step, opaque_shapes=None):
     d[step.kind] = step.target
     if step.module is not None:
         d["module"] = step.module
+    called = step.module if step.kind == "opaque" else step.target if step.kind == "call" else None
+    state = scope if scope is not None else {"current": None}
+    inferred = called.rpartition(".")[0] if called is not None else state["current"]
+    if step.scope is not None and step.scope != inferred:
+        d["scope"] = step.scope
+    state["current"] = step.scope if step.scope is not None else inferred
     d["args"] = [a for a in (arg_json(x) for x in step.args) if a is not DROP]
     for k, v in step.kwargs.items():
         v = arg_json(v)
