@@ -50,6 +50,7 @@ typedef struct ti_convert_options {
 	size_t exclude_count;
 	ti_dtype dtype;             /* cast floating tensors to this; TI_DT_INVALID: keep */
 	bool keep_storage;          /* torch output: the source's storages as they are */
+	bool untie;                 /* every name its own tensor and data: no tie, in any format */
 	/*
 	 * GGUF output: floating tensors of two or more dimensions whose last is
 	 * a multiple of 32 are written as Q8_0 (the rest as --dtype says).
@@ -69,6 +70,7 @@ typedef struct ti_convert_stats {
 	size_t tensors;          /* written */
 	size_t storages;
 	size_t ties;             /* names that share another's data */
+	char first_tie[512];     /* the first of them, "NAME" -> "FIRST" as text, or "" */
 	size_t cast;             /* tensors whose dtype changed */
 	uint64_t data_bytes;     /* tensor data written */
 } ti_convert_stats;

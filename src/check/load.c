@@ -53,6 +53,8 @@ typedef struct checker {
 	/* dtypes load_state_dict casts: a count and the first name per (checkpoint, model) pair */
 	struct cast { ti_dtype from, to; size_t count; const char *first; } casts[16];
 	size_t cast_count;
+	const ti_source_tensor **tie_only; /* names a safetensors file holds only in __metadata__ ("tie.") */
+	size_t tie_only_count;
 } checker;
 
 static ti_status no_memory(ti_error *err) { return TI_FAIL(err, TI_E_NOMEM, "out of memory checking the load"); }
@@ -153,9 +155,16 @@ static ti_status choose_entries(checker *c, ti_source *src, const ti_check_optio
 	c->e = ti_arena_calloc(c->arena, ti_source_tensor_count(src) + 1, sizeof(*c->e));
 	if (!c->e)
 		return no_memory(c->err);
+	c->tie_only = ti_arena_calloc(c->arena, ti_source_tensor_count(src) + 1, sizeof(*c->tie_only));
+	if (!c->tie_only)
+		return no_memory(c->err);
 	for (size_t i = 0; i < ti_source_tensor_count(src); i++) {
 		const ti_source_tensor *t = ti_source_tensor_at(src, i);
-		if (starts(t->name, prefix) && t->name[plen])
+		if (!starts(t->name, prefix) || !t->name[plen])
+			continue;
+		if (t->tie_of) /* not a tensor of the file: load_file does not return it */
+			c->tie_only[c->tie_only_count++] = t;
+		else
 			c->e[c->count++] = (entry){t->name + plen, t, false};
 	}
 	return TI_OK;
@@ -418,6 +427,15 @@ static bool equal_shapes(const ti_source_tensor *a, const ti_source_tensor *b)
 	return true;
 }
 
+/* Whether the file holds name only as a metadata tie (note_metadata_ties says so). */
+static bool tie_only(const checker *c, const char *name)
+{
+	for (size_t i = 0; i < c->tie_only_count; i++)
+		if (!strcmp(c->tie_only[i]->name, name))
+			return true;
+	return false;
+}
+
 /*
  * The ties the model declares (one Parameter under two names): the file
  * must hold them as one tensor, or as two of one shape, which
@@ -456,12 +474,39 @@ static ti_status check_ties(checker *c)
 			                       "'%s' is tied to '%s' in the model, but the checkpoint holds them as two tensors: "
 			                       "load_state_dict copies both into the one, and '%s''s values stay", p->name,
 			                       p->tied_to, later ? p->name : p->tied_to);
-		else if ((a || b) && !ignored(c, a ? p->tied_to : p->name))
+		else if ((a || b) && !ignored(c, a ? p->tied_to : p->name) && !tie_only(c, a ? p->tied_to : p->name))
 			text = ti_arena_printf(c->arena,
 			                       "'%s' is tied to '%s', which the checkpoint holds: --ignore '%s' loads it, "
 			                       "the tie filling it", a ? p->tied_to : p->name, a ? p->name : p->tied_to,
 			                       a ? p->tied_to : p->name);
 		if (text && !push(c->arena, &r->notes, &r->note_count, text))
+			return no_memory(c->err);
+	}
+	return TI_OK;
+}
+
+/*
+ * A name written only as a tie in a safetensors file's __metadata__: loading
+ * the file's tensors leaves it missing, as PyTorch says; the note says what
+ * restores it, which depends on whether the model ties the two.
+ */
+static ti_status note_metadata_ties(checker *c)
+{
+	const ti_model *m = c->model;
+	for (size_t i = 0; i < c->tie_only_count; i++) {
+		const ti_source_tensor *t = c->tie_only[i];
+		bool tied = false;
+		for (size_t k = 0; k < m->param_count && !tied; k++) {
+			const ti_model_param *p = &m->params[k];
+			tied = p->tied_to && ((!strcmp(p->name, t->name) && !strcmp(p->tied_to, t->tie_of)) ||
+			                      (!strcmp(p->name, t->tie_of) && !strcmp(p->tied_to, t->name)));
+		}
+		if (!note(c, "'%s' is in the file only as a tie to '%s' (its __metadata__): safetensors' load_file does "
+		             "not return it, so load_state_dict(strict=True) finds it missing; %s", t->name, t->tie_of,
+		          tied ? "the model ties them: safetensors.torch.load_model(model, FILE) or the model's "
+		                 "tie_weights() after loading restores it (--ignore it to check the load that way)"
+		               : "the model does not tie them, so nothing restores it: write every name "
+		                 "(tinspect convert --untie)"))
 			return no_memory(c->err);
 	}
 	return TI_OK;
@@ -539,7 +584,7 @@ ti_status ti_check_load(const ti_model *model, ti_source *src, const ti_check_op
 {
 	memset(out, 0, sizeof(*out));
 	out->class_name = model->class_name ? model->class_name : "Model";
-	checker c = {model, arena, out, NULL, 0, {0}, {0}, err, NULL, "", NULL, NULL, 0, {{0}}, 0};
+	checker c = {model, arena, out, NULL, 0, {0}, {0}, err, NULL, "", NULL, NULL, 0, {{0}}, 0, NULL, 0};
 	ti_strmap_init(&c.by_key);
 	ti_strmap_init(&c.modules);
 	ti_status st = choose_entries(&c, src, options);
@@ -560,6 +605,8 @@ ti_status ti_check_load(const ti_model *model, ti_source *src, const ti_check_op
 		st = visit(&c, model->modules[i].prefix, owners);
 	if (!st)
 		st = check_ties(&c);
+	if (!st)
+		st = note_metadata_ties(&c);
 	if (!st)
 		st = check_dtypes(&c, options->dtype);
 	for (size_t k = 0; !st && k < c.cast_count; k++) /* a warning, as PyTorch casts without a word */

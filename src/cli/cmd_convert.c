@@ -18,7 +18,7 @@
 enum {
 	OPT_HELP = 1, OPT_OUTPUT, OPT_FORMAT, OPT_DTYPE, OPT_SELECT, OPT_EXCLUDE, OPT_RENAME, OPT_STRIP,
 	OPT_KEY, OPT_KEEP, OPT_FORCE, OPT_QUIET, OPT_JSON, OPT_TRUST, OPT_RAW,
-	OPT_QUANTIZE
+	OPT_QUANTIZE, OPT_UNTIE
 };
 
 static const cli_option options[] = {
@@ -38,6 +38,7 @@ static const cli_option options[] = {
 	{"trust", 0, OPT_FLAG, OPT_TRUST},
 	{"raw", 0, OPT_FLAG, OPT_RAW},
 	{"quantize", 0, OPT_VALUE, OPT_QUANTIZE},
+	{"untie", 0, OPT_FLAG, OPT_UNTIE},
 	{NULL, 0, 0, 0},
 };
 
@@ -62,6 +63,8 @@ static const char help[] =
 	"  --strip-prefix P     remove the name prefix P, e.g. DDP's 'module.'\n"
 	"  --key K              take the tensors under K, e.g. 'model' of a training checkpoint\n"
 	"  --keep-storage       keep shared storages and views as they are (torch output)\n"
+	"  --untie              write every name as a tensor of its own, ties too (safetensors\n"
+	"                       keeps a tie's second name only in __metadata__ otherwise)\n"
 	"  --quantize q8_0      gguf output: float matrices as ggml's Q8_0 blocks\n"
 	"  -f, --force          replace OUT if it exists\n"
 	"  --trust              convert a file whose pickle calls something dangerous,\n"
@@ -72,6 +75,14 @@ static const char help[] =
 	"  -h, --help           show this help\n";
 
 enum { LIST_MAX = 64 };
+
+/* What OUT's name says to write, when --format does not say. */
+static const struct {
+	const char *ext, *format;
+} extensions[] = {
+	{".safetensors", "safetensors"}, {".gguf", "gguf"}, {".npz", "npz"},  {".npy", "npy"},
+	{".pt", "torch"},                {".pth", "torch"}, {".bin", "torch"}, {".ckpt", "torch"},
+};
 
 static void on_progress(void *user, uint64_t done, uint64_t total)
 {
@@ -158,6 +169,9 @@ int cmd_convert(int argc, char **argv)
 		case OPT_KEEP:
 			o.keep_storage = true;
 			break;
+		case OPT_UNTIE:
+			o.untie = true;
+			break;
 		case OPT_FORCE:
 			force = true;
 			break;
@@ -182,9 +196,16 @@ int cmd_convert(int argc, char **argv)
 	}
 	if (!in || !out)
 		return cli_usage_error("convert: give IN and -o OUT (see 'tinspect convert --help')");
-	if (!format)
-		format = ends_with(out, ".safetensors") ? "safetensors" : ends_with(out, ".gguf") ? "gguf"
-		         : ends_with(out, ".npz") ? "npz" : ends_with(out, ".npy") ? "npy" : "torch";
+	if (!format) {
+		for (size_t i = 0; i < sizeof(extensions) / sizeof(extensions[0]) && !format; i++)
+			if (ends_with(out, extensions[i].ext))
+				format = extensions[i].format;
+		if (!format)
+			return cli_usage_error("convert: cannot tell what to write from the name '%s': end it in .pt, .pth, "
+			                       ".bin, .ckpt, .safetensors, .gguf, .npz or .npy, or give --format", out);
+	}
+	if (o.untie && o.keep_storage)
+		return cli_usage_error("convert: --untie and --keep-storage ask for opposite things: choose one");
 	if (!strcmp(format, "safetensors"))
 		o.format = TI_OUT_SAFETENSORS;
 	else if (!strcmp(format, "gguf"))
@@ -257,6 +278,8 @@ int cmd_convert(int argc, char **argv)
 		cJSON_AddItemToObject(j, "tensors", cli_json_dim(ti_dim_int((int64_t)stats.tensors)));
 		cJSON_AddItemToObject(j, "storages", cli_json_dim(ti_dim_int((int64_t)stats.storages)));
 		cJSON_AddItemToObject(j, "ties", cli_json_dim(ti_dim_int((int64_t)stats.ties)));
+		/* safetensors: the ties are names in __metadata__ only, which load_file does not return */
+		cJSON_AddBoolToObject(j, "ties_in_metadata_only", o.format == TI_OUT_SAFETENSORS && stats.ties);
 		cJSON_AddItemToObject(j, "cast", cli_json_dim(ti_dim_int((int64_t)stats.cast)));
 		cJSON_AddItemToObject(j, "nbytes", cli_json_dim(ti_dim_int((int64_t)stats.data_bytes)));
 		return cli_json_print(j);
@@ -264,5 +287,12 @@ int cmd_convert(int argc, char **argv)
 	printf("wrote %s: %zu tensors (%zu tied, %zu cast), %s of data, %s\n", out, stats.tensors, stats.ties, stats.cast,
 	       cli_quantity((int64_t)stats.data_bytes, true, bytes, sizeof(bytes)),
 	       o.format == TI_OUT_TORCH_ZIP ? "torch zip" : format_names[o.format]);
+	/* torch.load gives a tie back as one storage; safetensors' load_file does not */
+	if (o.format == TI_OUT_SAFETENSORS && stats.ties)
+		printf("note: %zu name%s written only as a tie in __metadata__ (%s%s): safetensors' load_file does not "
+		       "return %s, so a strict load_state_dict misses %s; safetensors.torch.load_model(model, FILE) or the "
+		       "model's tie_weights() restores %s, and --untie writes every name\n",
+		       stats.ties, stats.ties == 1 ? " is" : "s are", stats.first_tie, stats.ties > 1 ? ", ..." : "",
+		       stats.ties == 1 ? "it" : "them", stats.ties == 1 ? "it" : "them", stats.ties == 1 ? "it" : "them");
 	return EXIT_OK;
 }

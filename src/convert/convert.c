@@ -273,7 +273,8 @@ static ti_status make_plan(plan *p, ti_error *err)
 		   tensors of the same source storage can be, and they are chained (NumPy has no ties) */
 		size_t self = p->tensor_count - 1;
 		bool numpy = p->o->format == TI_OUT_NPY || p->o->format == TI_OUT_NPZ;
-		for (size_t k = numpy || p->o->format == TI_OUT_GGUF ? 0 : last_of[t->storage]; k; k = previous[k - 1])
+		for (size_t k = numpy || p->o->format == TI_OUT_GGUF || p->o->untie ? 0 : last_of[t->storage]; k;
+		     k = previous[k - 1])
 			if (same_view(p->tensors[k - 1].src, t) && !p->tensors[k - 1].tied_to) {
 				o->storage = p->tensors[k - 1].storage;
 				o->tied_to = p->tensors[k - 1].name;
@@ -806,7 +807,9 @@ ti_status ti_convert(ti_source *src, int fd, const ti_convert_options *o, ti_con
 		stats->storages = p.storage_count;
 		stats->data_bytes = o->format == TI_OUT_GGUF ? p.file_bytes : p.done_bytes;
 		for (size_t i = 0; i < p.tensor_count; i++) {
-			stats->ties += p.tensors[i].tied_to != NULL;
+			if (p.tensors[i].tied_to && !stats->ties++)
+				snprintf(stats->first_tie, sizeof(stats->first_tie), "'%s' -> '%s'", p.tensors[i].name,
+				         p.tensors[i].tied_to);
 			stats->cast += p.tensors[i].dtype != p.tensors[i].src->dtype;
 		}
 	}
