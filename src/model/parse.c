@@ -3,6 +3,7 @@
  * (see tinspect/model.h). The only file of the model code that uses cJSON.
  */
 #include <ctype.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -1288,6 +1289,119 @@ static void collect_modules(module_list *l, const ti_module *mod)
 		collect_modules(l, mod->children[i]);
 }
 
+/* ---- symbols bound by the inputs given ---- */
+
+/* The value bound to a symbol, or -1. */
+static int64_t bound_value(const ti_symctx *sym, const char *name, size_t len)
+{
+	for (size_t i = 0; i < sym->bound_count; i++)
+		if (strlen(sym->bound_names[i]) == len && !strncmp(sym->bound_names[i], name, len))
+			return sym->bound_values[i];
+	return -1;
+}
+
+/* The one symbol a declared size names ("N", "2*S+1"), in *name and *len; false for none or several. */
+static bool one_symbol(const char *text, const char **name, size_t *len)
+{
+	*name = NULL;
+	for (const char *s = text; *s;) {
+		if (isalpha((unsigned char)*s) || *s == '_') {
+			const char *start = s;
+			while (isalnum((unsigned char)*s) || *s == '_')
+				s++;
+			if (*name && ((size_t)(s - start) != *len || strncmp(*name, start, *len)))
+				return false;
+			*name = start;
+			*len = (size_t)(s - start);
+		} else
+			s++;
+	}
+	return *name != NULL;
+}
+
+/*
+ * A declared size f(S) of one symbol, given the integer v: S such that
+ * f(S) == v when f is linear (f(S) = k*S + c, tried at S = 0, 1, 2), or -1
+ * when v cannot be one (k does not divide v - c, or S would be negative);
+ * -2 when f is not linear (the run keeps it as an assumption).
+ */
+static int64_t solve_linear(ti_model *m, const char *text, const char *name, size_t len, int64_t v)
+{
+	int64_t f[3];
+	char sym[64];
+	if (len >= sizeof(sym))
+		return -2;
+	memcpy(sym, name, len);
+	sym[len] = '\0';
+	for (int x = 0; x < 3; x++) {
+		ti_symctx tmp;
+		ti_symctx_init(&tmp, &m->arena);
+		ti_error ignored;
+		ti_dim d;
+		if (ti_symctx_bind(&tmp, sym, x, &ignored) || !ti_dim_parse(&tmp, text, &d) || !ti_dim_is_int(d))
+			return -2;
+		f[x] = d.value;
+	}
+	int64_t k = f[1] - f[0];
+	if (k == 0 || f[2] - f[1] != k)
+		return -2;
+	if ((v - f[0]) % k || (v - f[0]) / k < 0)
+		return -1;
+	return (v - f[0]) / k;
+}
+
+/*
+ * --input NAME=SPEC with integer sizes (a file's shape, for run) binds the
+ * symbols of NAME's declared shape: "idx": ["B", "T"] given 2x64 binds B=2
+ * and T=64, as if --bind said so, so the whole run is concrete. A binding
+ * that contradicts --bind, another input or a size the formula cannot take
+ * is an error naming both.
+ */
+static ti_status bind_from_inputs(parser *p, const cJSON *inputs, ti_error *err)
+{
+	ti_model *m = p->model;
+	const ti_model_options *o = p->options;
+	for (size_t i = 0; o && i < o->input_count; i++) {
+		const cJSON *decl = cJSON_GetObjectItemCaseSensitive(inputs, o->input_names[i]);
+		const cJSON *shape = decl ? cJSON_GetObjectItemCaseSensitive(decl, "shape") : NULL;
+		if (!cJSON_IsArray(shape))
+			continue; /* an unknown input is reported with the list of known ones */
+		char text[256];
+		snprintf(text, sizeof(text), "%s", o->input_specs[i]);
+		char *colon = strrchr(text, ':');
+		if (colon)
+			*colon = '\0';
+		const char *sep = strchr(text, ',') ? "," : "x";
+		int n = 0;
+		for (char *save = NULL, *item = strtok_r(text, sep, &save); item; item = strtok_r(NULL, sep, &save), n++) {
+			const cJSON *want = cJSON_GetArrayItem(shape, n);
+			char *end;
+			long long given = strtoll(item, &end, 10);
+			const char *name;
+			size_t len = 0;
+			if (!cJSON_IsString(want) || *end || end == item || !one_symbol(want->valuestring, &name, &len))
+				continue;
+			int64_t value = solve_linear(m, want->valuestring, name, len, given);
+			if (value == -2)
+				continue;
+			if (value == -1)
+				return TI_FAIL(err, TI_E_INVALID, "--input %s: size %d is %lld, which the declared '%s' cannot be",
+				               o->input_names[i], n, given, want->valuestring);
+			int64_t had = bound_value(&m->sym, name, len);
+			if (had >= 0 && had != value)
+				return TI_FAIL(err, TI_E_INVALID, "--input %s: size %d is %lld, so %.*s = %" PRId64 ", but %.*s is "
+				               "already %" PRId64 " (--bind or another input)", o->input_names[i], n, given, (int)len,
+				               name, value, (int)len, name, had);
+			char *sym = ti_arena_strndup(&m->arena, name, len);
+			ti_status st = sym ? ti_symctx_bind(&m->sym, sym, value, err)
+			                   : TI_FAIL(err, TI_E_NOMEM, "out of memory for the description");
+			if (st)
+				return st;
+		}
+	}
+	return TI_OK;
+}
+
 /* ---- open and close ---- */
 
 static ti_status open_parsed(parser *p, const cJSON *root, const ti_model_options *options, ti_error *err)
@@ -1297,6 +1411,11 @@ static ti_status open_parsed(parser *p, const cJSON *root, const ti_model_option
 		return TI_FAIL(err, TI_E_CORRUPT, "a model description is a JSON object");
 	for (size_t i = 0; options && i < options->bind_count; i++) {
 		ti_status st = ti_symctx_bind(&m->sym, options->bind_names[i], options->bind_values[i], err);
+		if (st)
+			return st;
+	}
+	{
+		ti_status st = bind_from_inputs(p, cJSON_GetObjectItemCaseSensitive(root, "inputs"), err);
 		if (st)
 			return st;
 	}
