@@ -42,6 +42,8 @@ typedef struct ti_model_options {
 	size_t input_count;
 	ti_dtype default_dtype;        /* the dtype of floating parameters, buffers and inputs that name none
 	                                  (torch.get_default_dtype()); TI_DT_INVALID: float32 */
+	bool cast_floating;            /* every floating parameter, buffer and input in default_dtype, the ones
+	                                  that name a dtype too: model.to(DT) and the inputs .to(DT) (run --dtype) */
 } ti_model_options;
 
 ti_status ti_model_open(const char *text, size_t size, const ti_model_options *options,

@@ -482,6 +482,7 @@ int cmd_run(int argc, char **argv)
 			break;
 		case OPT_DTYPE:
 			a.cm.default_dtype = ti_dtype_from_torch_name(value);
+			a.cm.cast_floating = true; /* model.to(DT), the inputs .to(DT) */
 			if (a.cm.default_dtype != TI_DT_FLOAT32 && a.cm.default_dtype != TI_DT_FLOAT16 &&
 			    a.cm.default_dtype != TI_DT_BFLOAT16 && a.cm.default_dtype != TI_DT_FLOAT64)
 				return cli_usage_error("run: --dtype '%s' is not a floating dtype (float32, float16, bfloat16, "

@@ -20,6 +20,7 @@ typedef struct cli_model {
 	int input_count;
 	bool training;                                /* --mode train */
 	ti_dtype default_dtype;                       /* run --dtype: TI_DT_INVALID for float32 */
+	bool cast_floating;                           /* run --dtype: declared floating dtypes cast too */
 	ti_model *model;
 } cli_model;
 

@@ -355,6 +355,12 @@ static bool is_free_tensor_key(const char *key)
 	return false;
 }
 
+/* options->cast_floating: a floating dtype becomes the default one, as model.to(DT) casts it. */
+static ti_dtype cast_floating(const parser *p, ti_dtype dt)
+{
+	return p->options && p->options->cast_floating && ti_dtype_is_floating(dt) ? p->model->ctx.default_dtype : dt;
+}
+
 /* A tensor's "dtype" ("float32", "torch.int64"): the default when absent. */
 static ti_status parse_dtype(parser *p, const cJSON *dtype, const char *jp, ti_dtype *out, ti_error *err)
 {
@@ -422,6 +428,7 @@ static ti_status add_free_tensors(parser *p, const cJSON *j, ti_module *mod, con
 			ti_status dst = parse_dtype(p, dtype, jp, &dt, err);
 			if (dst)
 				return dst;
+			dt = cast_floating(p, dt);
 			if (flag && !cJSON_IsBool(flag))
 				return at(TI_FAIL(err, TI_E_CORRUPT, "\"%s\" must be true or false", kind ? "persistent" : "requires_grad"),
 				          err, join(m, jp, kind ? "persistent" : "requires_grad"));
@@ -1073,6 +1080,7 @@ static ti_status parse_inputs(parser *p, const cJSON *inputs, ti_error *err)
 		t->shape = dims;
 		if ((st = override_input(p, t, jp, err)))
 			return st;
+		t->dtype = cast_floating(p, t->dtype);
 		ti_dim *stride = ti_arena_calloc(&m->arena, (size_t)t->ndim + 1, sizeof(*stride));
 		if (!stride)
 			return TI_FAIL(err, TI_E_NOMEM, "out of memory for the description");
