@@ -305,11 +305,40 @@ static void sparkline(const ti_memory_report *r, int width)
 	printf("\n          forward%s\n", r->gradients || r->activations ? " | backward | optimizer" : "");
 }
 
-static void print_fit(const memory_args *a, int64_t peak)
+/* The peak's term when the peak is only a lower bound (a checkpoint alone, opaque steps), else NULL. */
+static const ti_memory_term *peak_lower_bound(const ti_memory_report *r)
+{
+	for (size_t i = 0; i < r->term_count; i++)
+		if (!strcmp(r->terms[i].name, "peak") && r->terms[i].lower_bound)
+			return &r->terms[i];
+	return NULL;
+}
+
+/*
+ * --device-memory's verdict: fits (EXIT_OK), does not fit (EXIT_NEGATIVE), or,
+ * when the peak is a lower bound that fits, cannot tell (EXIT_UNDECIDED): a
+ * lower bound never says yes.
+ */
+static int fit_verdict(const memory_args *a, const ti_memory_report *r, int64_t need)
+{
+	if (need > a->device_bytes)
+		return EXIT_NEGATIVE;
+	return peak_lower_bound(r) ? EXIT_UNDECIDED : EXIT_OK;
+}
+
+static void print_fit(const memory_args *a, const ti_memory_report *r, int64_t peak)
 {
 	char have[32], need[32];
 	const char *name = a->device_name ? a->device_name : a->device_text;
-	if (peak <= a->device_bytes)
+	const ti_memory_term *low = peak_lower_bound(r);
+	if (peak <= a->device_bytes && low)
+		printf("cannot tell whether it fits: needs at least %s, %s has %s, but %s\n", cli_bytes(peak, need, sizeof(need)),
+		       name, cli_bytes(a->device_bytes, have, sizeof(have)),
+		       low->why ? low->why : "some terms are unknown");
+	else if (peak > a->device_bytes && low)
+		printf("does not fit: needs at least %s, %s has %s\n", cli_bytes(peak, need, sizeof(need)), name,
+		       cli_bytes(a->device_bytes, have, sizeof(have)));
+	else if (peak <= a->device_bytes)
 		printf("fits: %s of %s (%s), %.1f %%\n", cli_bytes(peak, need, sizeof(need)),
 		       cli_bytes(a->device_bytes, have, sizeof(have)), name, 100.0 * (double)peak / (double)a->device_bytes);
 	else
@@ -397,7 +426,7 @@ static int print_text(const memory_args *a, const ti_memory_report *r)
 		printf("note: weights as %s holds them: %zu of %zu parameters found there, the others as described\n",
 		       a->weights, a->matched, a->param_count);
 	if (a->device_bytes)
-		print_fit(a, device_need(a, r));
+		print_fit(a, r, device_need(a, r));
 	return EXIT_OK;
 }
 
@@ -480,7 +509,11 @@ static int print_json(const memory_args *a, const ti_memory_report *r, int64_t f
 	if (a->device_bytes) {
 		cJSON_AddNumberToObject(root, "device_memory", (double)a->device_bytes);
 		cJSON_AddNumberToObject(root, "device_need", (double)device_need(a, r));
-		cJSON_AddBoolToObject(root, "fits", device_need(a, r) <= a->device_bytes);
+		int verdict = fit_verdict(a, r, device_need(a, r));
+		if (verdict == EXIT_UNDECIDED) /* a lower bound that fits: neither yes nor no */
+			cJSON_AddNullToObject(root, "fits");
+		else
+			cJSON_AddBoolToObject(root, "fits", verdict == EXIT_OK);
 	}
 	if (a->fit) {
 		cJSON *f = cJSON_AddObjectToObject(root, "fit");
@@ -516,8 +549,8 @@ static int from_checkpoint(memory_args *a, bool trust)
 			rc = cli_report(a->cm.file, &err);
 		else {
 			rc = a->json ? print_json(a, r, 0) : print_text(a, r);
-			if (!rc && a->device_bytes && r->peak > a->device_bytes)
-				rc = EXIT_NEGATIVE;
+			if (!rc && a->device_bytes)
+				rc = fit_verdict(a, r, device_need(a, r));
 		}
 	}
 	ti_source_close(src);
@@ -942,8 +975,8 @@ int cmd_memory(int argc, char **argv)
 		const char *inputs[] = {a.cm.file};
 		rc = cli_memory_plot_file(r, a.cm.file, a.plot, inputs, 1, a.force);
 	}
-	if (!rc && a.device_bytes && device_need(&a, r) > a.device_bytes)
-		rc = EXIT_NEGATIVE;
+	if (!rc && a.device_bytes)
+		rc = fit_verdict(&a, r, device_need(&a, r));
 	goto done;
 failed:
 	if (-rc == TI_E_INVALID && strstr(err.message, "--bind")) {

@@ -214,7 +214,7 @@ for c in "" inspect shapes params materialize convert scan; do
 	fi
 	[ -n "${first_table:-}" ] || { cp "$work/table" "$work/table0"; first_table=$work/table0; }
 done
-for code in 0 1 2 3 4; do
+for code in 0 1 2 3 4 5; do
 	words=$(grep -E "^  $code  " "$work/table0" | sed -E "s/^  $code  //; s/:.*//")
 	awk '/^\.Sh EXIT STATUS/ { on = 1; next } /^\.Sh / { on = 0 } on' "$man" | grep -qF -- "$words" ||
 		table_bad="$table_bad man:$code"
