@@ -278,11 +278,17 @@ static int memory_gate(check_args *a, bool loads, bool shapes_ok, cJSON *root, c
 	if (cli_subrun_all(&run, 1, 1))
 		return EXIT_RESOURCE;
 	int rc = EXIT_OK;
-	cJSON *m = run.status <= EXIT_NEGATIVE ? cJSON_Parse(run.out) : NULL;
+	cJSON *m = run.status <= EXIT_NEGATIVE || run.status == EXIT_UNDECIDED ? cJSON_Parse(run.out) : NULL;
 	cJSON *fits = m ? cJSON_GetObjectItem(m, "fits") : NULL;
 	if (run.status == EXIT_USAGE) {
 		fputs(run.err, stderr);
 		rc = EXIT_USAGE;
+	} else if (cJSON_IsNull(fits)) { /* a lower bound that fits: the gate cannot pass on it */
+		char need[32], title[160];
+		cli_bytes((int64_t)cJSON_GetNumberValue(cJSON_GetObjectItem(m, "device_need")), need, sizeof(need));
+		snprintf(title, sizeof(title), "cannot tell whether it fits: needs at least %s, %s has more, but the "
+		         "peak is a lower bound (opaque steps)", need, a->device_memory);
+		add_check(checks, "memory", CI_FAIL, a->cm.file, title, NULL);
 	} else if (!cJSON_IsBool(fits)) {
 		char *nl = strchr(run.err, '\n');
 		if (nl)

@@ -642,6 +642,7 @@ int cmd_memory(int argc, char **argv)
 	a.overhead_count = (int)(sizeof(default_overheads) / sizeof(default_overheads[0]));
 	size_t ntrain = 0, nfrozen = 0, ncheck = 0, nwrap = 0;
 	bool optimizer_given = false, impl_given = false, kv_given = false, overhead_given = false, trust = false;
+	bool device_given = false;
 	bool cpu_isa_given = false;
 	int id, rc, choice;
 	const char *value;
@@ -692,6 +693,7 @@ int cmd_memory(int argc, char **argv)
 			if ((rc = parse_choice("device", value, device_names, &choice)))
 				return rc;
 			a.o.device = (ti_memory_device)choice;
+			device_given = true;
 			break;
 		case OPT_CPU_ISA: {
 			int isa = ti_cpu_isa_parse(value);
@@ -838,6 +840,12 @@ int cmd_memory(int argc, char **argv)
 	}
 	if (!a.cm.file)
 		return cli_usage_error("memory: no MODEL.json given (see 'tinspect memory --help')");
+	/* a GPU's memory is a CUDA step's: --device-memory RTX-4090 implies --device cuda */
+	if (a.device_name && device_given && a.o.device != TI_MEMORY_CUDA)
+		return cli_usage_error("memory: --device-memory %s is a GPU, but --device says otherwise: drop --device or "
+		                       "give a size (24GiB)", a.device_text);
+	if (a.device_name)
+		a.o.device = TI_MEMORY_CUDA;
 	if (cpu_isa_given && a.o.device != TI_MEMORY_CPU)
 		return cli_usage_error("memory: --cpu-isa applies to --device cpu only");
 	if (!cpu_isa_given)

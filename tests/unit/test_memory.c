@@ -4,6 +4,7 @@
  * keeps, what the optimizer adds, and the errors for what cannot be sized.
  */
 #include <stdio.h>
+#include <string.h>
 
 #include "unit.h"
 
@@ -403,4 +404,23 @@ Test(memory, cpu_isa_names_are_onednns_in_any_case_and_extensions_are_their_fami
 	cr_assert_str_eq(ti_cpu_isa_name(TI_ISA_AVX512_CORE), "avx512_core");
 	cr_assert_null(ti_cpu_isa_name((ti_cpu_isa)4));
 	cr_assert_not_null(ti_cpu_isa_name(ti_cpu_isa_host()));
+}
+
+Test(memory, a_device_size_says_its_unit_and_a_shared_gpu_name_is_refused)
+{
+	int64_t bytes = 0;
+	const char *gpu = NULL;
+	ti_error err;
+	cr_assert_eq(ti_memory_parse_size("24GiB", &bytes, &gpu, &err), TI_OK);
+	cr_assert_eq(bytes, (int64_t)24 << 30);
+	cr_assert_eq(ti_memory_parse_size("256B", &bytes, &gpu, &err), TI_OK);
+	cr_assert_eq(bytes, 256);
+	cr_assert_eq(ti_memory_parse_size("24", &bytes, &gpu, &err), TI_E_INVALID, "24 alone is not 24 bytes");
+	cr_assert(strstr(err.message, "has no unit"), "%s", err.message);
+	cr_assert_eq(ti_memory_parse_size("4090", &bytes, &gpu, &err), TI_E_INVALID);
+	cr_assert(strstr(err.message, "RTX-4090"), "the GPU it may mean is named: %s", err.message);
+	cr_assert_eq(ti_memory_parse_size("A100", &bytes, &gpu, &err), TI_E_INVALID, "two cards share the name");
+	cr_assert(strstr(err.message, "A100-40GB or A100-80GB"), "%s", err.message);
+	cr_assert_eq(ti_memory_parse_size("rtx 4090", &bytes, &gpu, &err), TI_OK);
+	cr_assert_str_eq(gpu, "RTX-4090");
 }
