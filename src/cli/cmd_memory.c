@@ -3,6 +3,7 @@
  * takes (inference or training), why, whether it fits a device, and the
  * largest batch or sequence that does (--fit).
  */
+#include <ctype.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -137,6 +138,7 @@ typedef struct memory_args {
 	int64_t device_bytes;
 	const char *device_name, *device_text;
 	const char *fit;
+	bool no_fit_line;        /* --fit found none: its own lines say so, not print_text's */
 	int top, depth;
 	bool json;
 	/* cuda: memory outside the allocator's tensors, by name */
@@ -425,12 +427,22 @@ static int print_text(const memory_args *a, const ti_memory_report *r)
 	if (a->weights)
 		printf("note: weights as %s holds them: %zu of %zu parameters found there, the others as described\n",
 		       a->weights, a->matched, a->param_count);
-	if (a->device_bytes)
+	if (a->device_bytes && !a->no_fit_line)
 		print_fit(a, r, device_need(a, r));
 	return EXIT_OK;
 }
 
+static int print_json_doc(const memory_args *a, const ti_memory_report *r, int64_t fit_value, cJSON **doc);
+
 static int print_json(const memory_args *a, const ti_memory_report *r, int64_t fit_value)
+{
+	cJSON *doc = NULL;
+	int rc = print_json_doc(a, r, fit_value, &doc);
+	return rc ? rc : cli_json_print(doc);
+}
+
+/* The JSON document of a report, for the caller to add to and print. */
+static int print_json_doc(const memory_args *a, const ti_memory_report *r, int64_t fit_value, cJSON **doc)
 {
 	cJSON *root = cli_json_root();
 	const ti_memory_options *o = &a->o;
@@ -529,7 +541,8 @@ static int print_json(const memory_args *a, const ti_memory_report *r, int64_t f
 		cJSON_AddNumberToObject(p, "high", (double)r->timeline[i].high);
 		cJSON_AddItemToArray(timeline, p);
 	}
-	return cli_json_print(root);
+	*doc = root;
+	return EXIT_OK;
 }
 
 /* A checkpoint alone: its weights, gradients and optimizer state; no graph. */
@@ -556,6 +569,149 @@ static int from_checkpoint(memory_args *a, bool trust)
 	ti_source_close(src);
 	ti_arena_release(&arena);
 	return rc;
+}
+
+/* ---- --fit when even 1 does not fit: the breakdown, and what would make it fit ---- */
+
+/*
+ * The glob of the model's repeated blocks, for --checkpoint and --frozen:
+ * the shallowest numbered modules ("transformer.h.3": "transformer.h.*";
+ * "layer1.0" ... "layer4.2": "layer*.*"), or "" when there are none.
+ */
+static void blocks_glob(const ti_memory_report *r, char *out, size_t cap)
+{
+	int best = -1;
+	out[0] = '\0';
+	for (size_t i = 0; i < r->module_count; i++) {
+		const char *p = r->modules[i].path, *dot = strrchr(p, '.');
+		if (!dot || !isdigit((unsigned char)dot[1]) || (best >= 0 && r->modules[i].depth >= best))
+			continue;
+		best = r->modules[i].depth;
+	}
+	size_t common = 0;
+	const char *first = NULL;
+	for (size_t i = 0; i < r->module_count && best >= 0; i++) {
+		const char *p = r->modules[i].path, *dot = strrchr(p, '.');
+		if (!dot || !isdigit((unsigned char)dot[1]) || r->modules[i].depth != best)
+			continue;
+		size_t parent = (size_t)(dot - p), k = 0;
+		if (!first) {
+			first = p;
+			common = parent;
+		}
+		while (k < common && k < parent && first[k] == p[k])
+			k++;
+		common = k; /* the parents' common prefix */
+	}
+	if (!first)
+		return;
+	const char *dot = strrchr(first, '.');
+	if (common == (size_t)(dot - first))
+		snprintf(out, cap, "%.*s.*", (int)common, first); /* one parent: "transformer.h.*" */
+	else
+		snprintf(out, cap, "%.*s*.*", (int)common, first); /* several: "layer*.*" */
+}
+
+typedef struct remedy {
+	char words[160];  /* the options, as the user would type them */
+	int64_t need;     /* what the step needs with them, at 1 */
+	bool ok;          /* it was estimated */
+} remedy;
+
+enum { REMEDY_MAX = 6 };
+
+/*
+ * --fit SYMBOL when SYMBOL=1 does not fit: each change a person would try
+ * next, alone and all together, estimated at 1; then the step at 1 is
+ * printed as without --fit (the breakdown), the remedies after it. Status 1.
+ */
+static int no_fit_at_one(memory_args *a, int slot, ti_error *err)
+{
+	const ti_memory_report *r;
+	a->cm.bind_values[slot] = 1;
+	a->cm.bind_count = slot + 1 > a->cm.bind_count ? slot + 1 : a->cm.bind_count;
+	int rc = estimate(a, &r, err, true);
+	if (rc)
+		return rc;
+	char blocks[128];
+	blocks_glob(r, blocks, sizeof(blocks));
+	ti_memory_options base = a->o;
+	bool train = base.mode == TI_MEMORY_TRAIN;
+	remedy rem[REMEDY_MAX];
+	size_t n = 0;
+	static const char *globs[1];
+	globs[0] = blocks;
+	int64_t need_now = device_need(a, r);
+	for (int k = 0; k < 6 && n < REMEDY_MAX; k++) {
+		ti_memory_options o = base;
+		char *w = rem[n].words;
+		w[0] = '\0';
+		bool all = k == 5, any = false;
+		if ((k == 0 || all) && train && *blocks && !base.checkpoint_count) {
+			o.checkpoint = globs, o.checkpoint_count = 1, any = true;
+			snprintf(w + strlen(w), sizeof(rem[n].words) - strlen(w), "%s--checkpoint '%s'", *w ? " " : "", blocks);
+		}
+		if ((k == 1 || all) && !base.amp) {
+			o.amp = TI_DT_BFLOAT16, any = true;
+			snprintf(w + strlen(w), sizeof(rem[n].words) - strlen(w), "%s--amp bf16", *w ? " " : "");
+		}
+		if ((k == 2 || all) && train && *blocks && !base.frozen_count && !all) {
+			o.frozen = globs, o.frozen_count = 1, any = true;
+			snprintf(w + strlen(w), sizeof(rem[n].words) - strlen(w), "%s--frozen '%s'", *w ? " " : "", blocks);
+		}
+		if ((k == 3 || all) && train && base.strategy == TI_STRATEGY_NONE && base.pipeline <= 1) {
+			o.strategy = TI_STRATEGY_ZERO3, o.world_size = 8, any = true;
+			snprintf(w + strlen(w), sizeof(rem[n].words) - strlen(w), "%s--strategy zero3 --world-size 8",
+			         *w ? " " : "");
+		}
+		if (k == 4 && !base.dtype && !base.param_dtypes) { /* alone: with --amp it is a different recipe */
+			o.dtype = TI_DT_BFLOAT16, any = true;
+			snprintf(w, sizeof(rem[n].words), "--dtype bfloat16");
+		}
+		if (!any || (all && n < 2))
+			continue; /* nothing to try, or "all" would repeat the one change */
+		a->o = o;
+		rem[n].ok = estimate(a, &r, err, true) == EXIT_OK;
+		rem[n].need = rem[n].ok ? device_need(a, r) : 0;
+		if (rem[n].ok && rem[n].need < need_now) /* only what helps */
+			n++;
+	}
+	a->o = base;
+	if ((rc = estimate(a, &r, err, true)))
+		return rc;
+	char need[32], have[32];
+	const char *name = a->device_name ? a->device_name : a->device_text;
+	if (a->json) {
+		cJSON *doc = NULL;
+		rc = print_json_doc(a, r, 0, &doc);
+		if (rc)
+			return rc;
+		cJSON *f = cJSON_GetObjectItem(doc, "fit");
+		cJSON *list = cJSON_AddArrayToObject(f, "remedies_at_1"); /* what lowers the need at 1, and whether it fits */
+		for (size_t i = 0; i < n; i++) {
+			cJSON *x = cJSON_CreateObject();
+			cJSON_AddStringToObject(x, "options", rem[i].words);
+			cJSON_AddNumberToObject(x, "device_need", (double)rem[i].need);
+			cJSON_AddBoolToObject(x, "fits", rem[i].need <= a->device_bytes);
+			cJSON_AddItemToArray(list, x);
+		}
+		rc = cli_json_print(doc);
+		return rc ? rc : EXIT_NEGATIVE;
+	}
+	a->no_fit_line = true;
+	if ((rc = print_text(a, r)))
+		return rc;
+	printf("no %s fits: %s=1 needs %s, %s has %s\n", a->fit, a->fit, cli_bytes(device_need(a, r), need, sizeof(need)),
+	       name, cli_bytes(a->device_bytes, have, sizeof(have)));
+	int width = 0;
+	for (size_t i = 0; i < n; i++)
+		width = (int)strlen(rem[i].words) > width ? (int)strlen(rem[i].words) : width;
+	if (n)
+		printf("\nwhat would make %s=1 fit:\n", a->fit);
+	for (size_t i = 0; i < n; i++)
+		printf("  %-*s  %10s  %s\n", width, rem[i].words, cli_bytes(rem[i].need, need, sizeof(need)),
+		       rem[i].need <= a->device_bytes ? "fits" : "does not fit");
+	return EXIT_NEGATIVE;
 }
 
 /* The index of symbol in the binds, adding it when missing. */
@@ -941,10 +1097,9 @@ int cmd_memory(int argc, char **argv)
 		if ((rc = fit_search(&a, &fit_value, &r)))
 			goto done;
 		if (!fit_value) {
-			char have[32];
-			fprintf(stderr, "tinspect: memory: %s=1 does not fit: %s needs more than %s\n", a.fit, a.cm.file,
-			        cli_bytes(a.device_bytes, have, sizeof(have)));
-			rc = EXIT_NEGATIVE;
+			rc = no_fit_at_one(&a, slot, &err);
+			if (rc < 0)
+				goto failed;
 			goto done;
 		}
 		if (!a.json)
