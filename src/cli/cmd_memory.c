@@ -348,19 +348,95 @@ static void print_fit(const memory_args *a, const ti_memory_report *r, int64_t p
 		       cli_bytes(a->device_bytes, have, sizeof(have)));
 }
 
-static int print_text(const memory_args *a, const ti_memory_report *r)
+static const char *const strategy_names[] = {"none", "ddp", "zero1", "zero2", "zero3"};
+
+/* The optimizer as the report counts it: named, the state a checkpoint holds, or none. */
+static const char *optimizer_words(const ti_memory_options *o, const ti_memory_report *r, char *buf, size_t cap)
 {
-	char b1[32], b2[32];
+	if (o->optimizer != TI_OPTIM_NONE)
+		snprintf(buf, cap, "%s (%s)", ti_memory_optimizer_name(o->optimizer), ti_memory_impl_name(o->impl));
+	else
+		snprintf(buf, cap, "%s", r->optimizer_state ? "the optimizer state the checkpoint holds" : "no optimizer");
+	return buf;
+}
+
+/*
+ * Every setting that changed the numbers, in the header's words: "training
+ * step, adam (for-loop), bfloat16 weights, autocast bf16, zero3 on 8 ranks,
+ * checkpointing 'h.*', cuda". The JSON gives the same as "settings".
+ */
+static void print_settings(const memory_args *a, const ti_memory_report *r)
+{
 	const ti_memory_options *o = &a->o;
+	char buf[160];
 	printf("%s: %s", a->cm.file, o->mode == TI_MEMORY_TRAIN ? "training step" : "inference");
-	if (o->mode == TI_MEMORY_TRAIN && o->optimizer == TI_OPTIM_NONE)
-		printf(", no optimizer");
-	else if (o->mode == TI_MEMORY_TRAIN)
-		printf(", %s (%s)", ti_memory_optimizer_name(o->optimizer), ti_memory_impl_name(o->impl));
+	if (o->mode == TI_MEMORY_TRAIN)
+		printf(", %s", optimizer_words(o, r, buf, sizeof(buf)));
+	if (o->dtype)
+		printf(", %s weights", ti_dtype_name(o->dtype));
+	else if (a->weights)
+		printf(", weights as %s holds them", a->weights);
+	if (o->amp)
+		printf(", autocast %s", o->amp == TI_DT_FLOAT16 ? "fp16" : "bf16");
+	if (o->strategy)
+		printf(", %s on %lld ranks", strategy_names[o->strategy], (long long)(o->world_size ? o->world_size : 1));
+	if (o->tensor_parallel > 1)
+		printf(", tp=%lld", (long long)o->tensor_parallel);
+	if (o->pipeline > 1)
+		printf(", pp=%lld", (long long)o->pipeline);
+	if (o->accumulate > 1)
+		printf(", accumulating %lld micro-batches", (long long)o->accumulate);
+	for (size_t i = 0; i < o->checkpoint_count; i++)
+		printf("%s'%s'", i ? " " : ", checkpointing ", o->checkpoint[i]);
+	for (size_t i = 0; i < o->frozen_count; i++)
+		printf("%s'%s'", i ? " " : ", frozen ", o->frozen[i]);
+	for (size_t i = 0; i < o->trainable_count; i++)
+		printf("%s'%s'", i ? " " : ", training only ", o->trainable[i]);
 	if (o->device == TI_MEMORY_CUDA)
 		printf(", cuda\n\n");
 	else
 		printf(", cpu (%s)\n\n", ti_cpu_isa_name(o->cpu_isa));
+}
+
+static void add_globs(cJSON *obj, const char *key, const char *const *globs, size_t n)
+{
+	cJSON *list = cJSON_AddArrayToObject(obj, key);
+	for (size_t i = 0; i < n; i++)
+		cJSON_AddItemToArray(list, cJSON_CreateString(globs[i]));
+}
+
+/* The same settings as the header, each one always there (null or empty when not set). */
+static void add_settings(cJSON *root, const memory_args *a)
+{
+	const ti_memory_options *o = &a->o;
+	cJSON *st = cJSON_AddObjectToObject(root, "settings");
+	if (o->dtype)
+		cJSON_AddStringToObject(st, "dtype", ti_dtype_name(o->dtype));
+	else
+		cJSON_AddNullToObject(st, "dtype");
+	if (a->weights)
+		cJSON_AddStringToObject(st, "weights", a->weights);
+	else
+		cJSON_AddNullToObject(st, "weights");
+	if (o->amp)
+		cJSON_AddStringToObject(st, "amp", ti_dtype_name(o->amp));
+	else
+		cJSON_AddNullToObject(st, "amp");
+	cJSON_AddStringToObject(st, "strategy", strategy_names[o->strategy]);
+	cJSON_AddNumberToObject(st, "world_size", (double)(o->world_size ? o->world_size : 1));
+	cJSON_AddNumberToObject(st, "tensor_parallel", (double)(o->tensor_parallel ? o->tensor_parallel : 1));
+	cJSON_AddNumberToObject(st, "pipeline", (double)(o->pipeline ? o->pipeline : 1));
+	cJSON_AddNumberToObject(st, "accumulate", (double)(o->accumulate ? o->accumulate : 1));
+	add_globs(st, "checkpoint", o->checkpoint, o->checkpoint_count);
+	add_globs(st, "frozen", o->frozen, o->frozen_count);
+	add_globs(st, "trainable", o->trainable, o->trainable_count);
+}
+
+static int print_text(const memory_args *a, const ti_memory_report *r)
+{
+	char b1[32], b2[32];
+	const ti_memory_options *o = &a->o;
+	print_settings(a, r);
 	cli_table t;
 	cli_table_init(&t, term_columns, 3);
 	for (size_t i = 0; i < r->term_count; i++) {
@@ -452,9 +528,12 @@ static int print_json_doc(const memory_args *a, const ti_memory_report *r, int64
 	if (o->device == TI_MEMORY_CPU)
 		cJSON_AddStringToObject(root, "cpu_isa", ti_cpu_isa_name(o->cpu_isa));
 	if (o->mode == TI_MEMORY_TRAIN) {
-		cJSON_AddStringToObject(root, "optimizer", ti_memory_optimizer_name(o->optimizer));
+		cJSON_AddStringToObject(root, "optimizer", o->optimizer == TI_OPTIM_NONE && r->optimizer_state
+		                                               ? "from the checkpoint"
+		                                               : ti_memory_optimizer_name(o->optimizer));
 		cJSON_AddStringToObject(root, "impl", ti_memory_impl_name(o->impl));
 	}
+	add_settings(root, a);
 	cJSON_AddNumberToObject(root, "weights", (double)r->weights);
 	cJSON_AddNumberToObject(root, "parameters", (double)r->parameters);
 	cJSON_AddNumberToObject(root, "buffers", (double)r->buffers);
