@@ -313,7 +313,7 @@ static void add_ties(const inspect *in, const char *name, char *notes, size_t si
 
 /* The tensor table's columns: the same words as every other table of tensors. */
 static const cli_column cli_tensor_columns[5] = {
-	{"NAME", CLI_LEFT, 60}, {"DTYPE", CLI_LEFT, 0}, {"SHAPE", CLI_LEFT, 30}, {"BYTES", CLI_RIGHT, 0}, {"NOTES", CLI_LEFT, 0},
+	{"NAME", CLI_LEFT, 60}, {"DTYPE", CLI_LEFT, 0}, {"SHAPE", CLI_LEFT, 0}, {"BYTES", CLI_RIGHT, 0}, {"NOTES", CLI_LEFT, 0},
 };
 
 /* Column widths for the tensor table: as wide as the widest cell, within the ceilings. */

@@ -232,7 +232,7 @@ static int resolve_policies(job *j, bool to_file)
 }
 
 static const cli_column plan_columns[] = {
-	{"NAME", CLI_LEFT, 60}, {"DTYPE", CLI_LEFT, 0}, {"SHAPE", CLI_LEFT, 30},
+	{"NAME", CLI_LEFT, 60}, {"DTYPE", CLI_LEFT, 0}, {"SHAPE", CLI_LEFT, 0},
 	{"BYTES", CLI_RIGHT, 0}, {"FILL", CLI_LEFT, 0},  {"INIT", CLI_LEFT, 0},
 };
 

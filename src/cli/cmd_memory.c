@@ -273,7 +273,7 @@ static int estimate(memory_args *a, const ti_memory_report **out, ti_error *err,
 }
 
 static const cli_column term_columns[] = {
-	{"TERM", CLI_LEFT, 0}, {"BYTES", CLI_RIGHT, 0}, {"RULE", CLI_LEFT, 100},
+	{"TERM", CLI_LEFT, 0}, {"BYTES", CLI_RIGHT, 0}, {"RULE", CLI_WRAP, 0},
 };
 static const cli_column module_columns[] = {
 	{"MODULE", CLI_LEFT, 60}, {"WEIGHTS", CLI_RIGHT, 0}, {"ACTIVATIONS", CLI_RIGHT, 0},

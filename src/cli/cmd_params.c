@@ -40,7 +40,7 @@ static int64_t numel(const ti_model_param *p)
 
 static const cli_column columns[] = {
 	{"NAME", CLI_LEFT, 64}, {"KIND", CLI_LEFT, 0}, {"DTYPE", CLI_LEFT, 0},
-	{"SHAPE", CLI_LEFT, 40}, {"NUMEL", CLI_RIGHT, 0}, {"NOTES", CLI_LEFT, 0},
+	{"SHAPE", CLI_LEFT, 0}, {"NUMEL", CLI_RIGHT, 0}, {"NOTES", CLI_LEFT, 0},
 };
 
 static int print_table(const ti_model_param *p, size_t n)

@@ -202,7 +202,7 @@ static const char *number(double v, char *buf, size_t size)
 }
 
 static const cli_column columns[] = {
-	{"STEP", CLI_LEFT, 0}, {"LAYER", CLI_LEFT, 40}, {"OUTPUT SHAPE", CLI_LEFT, 32}, {"", CLI_LEFT, 0},
+	{"STEP", CLI_LEFT, 0}, {"LAYER", CLI_LEFT, 40}, {"OUTPUT SHAPE", CLI_LEFT, 0}, {"", CLI_LEFT, 0},
 	{"MIN", CLI_RIGHT, 0}, {"MAX", CLI_RIGHT, 0},   {"MEAN", CLI_RIGHT, 0},         {"STD", CLI_RIGHT, 0},
 	{"NAN/INF", CLI_RIGHT, 0},
 };

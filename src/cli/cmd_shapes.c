@@ -88,7 +88,7 @@ static void step_names(const ti_model_step *s, char *buf, size_t size)
 }
 
 static const cli_column columns[] = {
-	{"STEP", CLI_LEFT, 0},   {"LAYER", CLI_LEFT, 48}, {"OUT", CLI_LEFT, 24},   {"OUTPUT SHAPE", CLI_LEFT, 40},
+	{"STEP", CLI_LEFT, 0},   {"LAYER", CLI_LEFT, 48}, {"OUT", CLI_LEFT, 24},   {"OUTPUT SHAPE", CLI_LEFT, 0},
 	{"PARAMS", CLI_RIGHT, 0}, {"MACS", CLI_RIGHT, 0},  {"FLOPS", CLI_LEFT, 0},
 };
 

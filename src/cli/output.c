@@ -7,6 +7,8 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 
@@ -262,6 +264,62 @@ void cli_out_cell(cli_out *o, const char *s, int width, cli_align align, bool la
 		free(t);
 }
 
+int cli_terminal_columns(int fd)
+{
+	const char *columns = getenv("COLUMNS");
+	long v = columns ? strtol(columns, NULL, 10) : 0;
+	if (v > 0 && v < 10000)
+		return (int)v;
+	struct winsize ws;
+	if (isatty(fd) && ioctl(fd, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+		return ws.ws_col;
+	return 0;
+}
+
+/*
+ * A CLI_WRAP cell starting at column `start`: its words on lines of at most
+ * `limit` columns (0: one line), each next line indented to `start`. A word
+ * longer than a line is printed whole: a sentence is never cut.
+ */
+static void out_wrapped(cli_out *o, const char *s, int start, int limit)
+{
+	size_t n = strlen(s);
+	char small[1024], *t = 4 * n + 1 <= sizeof(small) ? small : malloc(4 * n + 1);
+	if (!t) {
+		cli_out_safe(o, s, 0);
+		return;
+	}
+	escape(s, t);
+	int col = 0;
+	for (const char *w = t; *w;) {
+		while (*w == ' ')
+			w++;
+		const char *end = w;
+		while (*end && *end != ' ')
+			end++;
+		if (end == w)
+			break;
+		char word[1024];
+		size_t len = (size_t)(end - w) < sizeof(word) - 1 ? (size_t)(end - w) : sizeof(word) - 1;
+		memcpy(word, w, len);
+		word[len] = '\0';
+		int ww = cli_text_width(word);
+		if (col && limit > 0 && col + 1 + ww > limit) {
+			cli_out_put(o, "\n", 1);
+			cli_out_pad(o, (size_t)start);
+			col = 0;
+		} else if (col) {
+			cli_out_put(o, " ", 1);
+			col++;
+		}
+		cli_out_put(o, w, (size_t)(end - w));
+		col += ww;
+		w = end;
+	}
+	if (t != small)
+		free(t);
+}
+
 int cli_column_width(const cli_column *c, int widest_cell)
 {
 	int w = cli_text_width(c->header);
@@ -321,6 +379,7 @@ bool cli_table_print(cli_table *t, cli_out *o)
 		return false;
 	int width[32];
 	int ncols = t->ncols < 32 ? t->ncols : 32;
+	int terminal = cli_terminal_columns(fileno(o->file));
 	for (int c = 0; c < ncols; c++) {
 		int widest = 0;
 		for (size_t r = 0; r < t->rows; r++) {
@@ -336,11 +395,18 @@ bool cli_table_print(cli_table *t, cli_out *o)
 		int end = ncols; /* no trailing blanks: a row ends at its last cell with text */
 		while (row && end > 1 && !row[end - 1])
 			end--;
+		int start = 0;
 		for (int c = 0; c < end; c++) {
 			const char *cell = row ? row[c] : t->columns[c].header;
-			if (c)
+			if (c) {
 				cli_out_pad(o, CLI_GAP);
-			cli_out_cell(o, cell ? cell : "", width[c], t->columns[c].align, c == end - 1);
+				start += CLI_GAP;
+			}
+			if (t->columns[c].align == CLI_WRAP && c == end - 1)
+				out_wrapped(o, cell ? cell : "", start, terminal > start ? terminal - start : 0);
+			else
+				cli_out_cell(o, cell ? cell : "", width[c], t->columns[c].align, c == end - 1);
+			start += width[c];
 		}
 		cli_out_put(o, "\n", 1);
 	}

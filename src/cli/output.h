@@ -72,7 +72,11 @@ void cli_out_json_string(cli_out *o, const char *s);
 #define CLI_GAP 2
 #define CLI_ELLIPSIS "\xe2\x80\xa6" /* U+2026, one column */
 
-typedef enum { CLI_LEFT, CLI_RIGHT } cli_align;
+/* CLI_WRAP: a last, left column of sentences, wrapped at spaces to the terminal's width, never cut. */
+typedef enum { CLI_LEFT, CLI_RIGHT, CLI_WRAP } cli_align;
+
+/* The terminal's columns: $COLUMNS, else the width of fd when it is a terminal, else 0 (unknown). */
+int cli_terminal_columns(int fd);
 
 /* The columns s takes on a terminal once cli_out_safe has escaped it. */
 int cli_text_width(const char *s);

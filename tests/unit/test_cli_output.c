@@ -107,6 +107,40 @@ Test(cli_output, a_table_is_as_wide_as_its_cells_two_spaces_apart_without_traili
 	free(got);
 }
 
+static void put_rules(cli_out *o, const void *arg)
+{
+	(void)arg;
+	static const cli_column cols[] = {{"TERM", CLI_LEFT, 0}, {"RULE", CLI_WRAP, 0}};
+	cli_table t;
+	cli_table_init(&t, cols, 2);
+	const char *row[] = {"state", "Adam: exp_avg + exp_avg_sq per trainable parameter, a_word_longer_than_a_line_of_twenty"};
+	cli_table_add(&t, row);
+	cr_assert(cli_table_print(&t, o));
+	cli_table_free(&t);
+}
+
+Test(cli_output, a_rule_wraps_at_spaces_to_the_terminal_and_is_never_cut)
+{
+	setenv("COLUMNS", "30", 1);
+	char *got = written(put_rules, NULL);
+	unsetenv("COLUMNS");
+	EXPECT_STR(got, "TERM   RULE\n"
+	                "state  Adam: exp_avg +\n"
+	                "       exp_avg_sq per\n"
+	                "       trainable parameter,\n"
+	                "       a_word_longer_than_a_line_of_twenty\n");
+	free(got);
+}
+
+Test(cli_output, a_rule_is_one_whole_line_when_the_width_is_unknown)
+{
+	unsetenv("COLUMNS");
+	char *got = written(put_rules, NULL); /* a memory stream is no terminal */
+	EXPECT_STR(got, "TERM   RULE\n"
+	                "state  Adam: exp_avg + exp_avg_sq per trainable parameter, a_word_longer_than_a_line_of_twenty\n");
+	free(got);
+}
+
 Test(cli_output, json_from_a_name_that_is_not_utf8_stays_json)
 {
 	char *text = NULL;
