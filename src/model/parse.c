@@ -13,6 +13,7 @@
 #include <cJSON.h>
 
 #include "model/model_internal.h"
+#include "util/json_error.h"
 #include "util/strmap.h"
 
 #define DEFAULT_MEMORY_LIMIT ((size_t)1 << 30)
@@ -1504,13 +1505,25 @@ ti_status ti_model_open(const char *text, size_t size, const ti_model_options *o
 	const char *end = NULL;
 	cJSON *root = cJSON_ParseWithLengthOpts(text, size, &end, false);
 	if (!root) {
-		/* cJSON tells where it stopped: report the line and column there */
+		/* cJSON only says where it stopped: say what was expected, where it belongs */
+		ti_json_error je;
+		if (!ti_json_diagnose(text, size, &je))
+			return TI_FAIL(err, TI_E_CORRUPT, "bad JSON at line %zu, column %zu: %s", je.line, je.column, je.message);
 		size_t off = end && end >= text ? (size_t)(end - text) : 0, line = 1, col = 1;
 		for (size_t i = 0; i < off && i < size; i++, col++)
 			if (text[i] == '\n')
 				line++, col = 0;
 		return TI_FAIL(err, TI_E_CORRUPT, "bad JSON at line %zu, column %zu", line, col);
 	}
+	for (const char *t = end; t && t < text + size; t++) /* text after the value: a broken or joined file */
+		if (!strchr(" \t\r\n", *t)) {
+			ti_json_error je;
+			cJSON_Delete(root);
+			if (!ti_json_diagnose(text, size, &je))
+				return TI_FAIL(err, TI_E_CORRUPT, "bad JSON at line %zu, column %zu: %s", je.line, je.column,
+				               je.message);
+			return TI_FAIL(err, TI_E_CORRUPT, "bad JSON: text after the end of the description");
+		}
 	ti_model *m = calloc(1, sizeof(*m));
 	if (!m) {
 		cJSON_Delete(root);
