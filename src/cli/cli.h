@@ -73,6 +73,8 @@ typedef struct cli_command {
 } cli_command;
 
 int cmd_inspect(int argc, char **argv);
+/* Whether inspect (the default command) has the long option NAME (without "--"). */
+bool cli_inspect_takes(const char *name);
 int cmd_shapes(int argc, char **argv);
 int cmd_params(int argc, char **argv);
 int cmd_memory(int argc, char **argv);

@@ -31,6 +31,14 @@ static const cli_option options[] = {
 	{NULL, 0, 0, 0},
 };
 
+bool cli_inspect_takes(const char *name)
+{
+	for (const cli_option *o = options; o->name; o++)
+		if (!strcmp(o->name, name))
+			return true;
+	return false;
+}
+
 static const char help[] =
 	"usage: tinspect [inspect] FILE [options]\n"
 	"\n"
@@ -1142,6 +1150,101 @@ static cJSON *json_stats_summary(const inspect *in)
 	return s;
 }
 
+/*
+ * A non-tensor value as JSON, beside its repr: None, bools, integers, finite
+ * floats, str, and tuples, lists and str-keyed dicts of those, up to a depth
+ * and a count; anything else (an object, bytes, a NaN) has its repr only.
+ */
+enum { JSON_VALUE_DEPTH = 16, JSON_VALUE_ITEMS = 4096 };
+
+static bool json_value_ok(const ti_value *v, int depth, size_t *budget)
+{
+	if (!v || depth > JSON_VALUE_DEPTH || !(*budget)--)
+		return false;
+	switch (v->kind) {
+	case TI_NONE:
+	case TI_BOOL:
+	case TI_INT:
+		return true;
+	case TI_FLOAT:
+		return v->as.real == v->as.real && v->as.real - v->as.real == 0; /* finite */
+	case TI_STR:
+		return !memchr(v->as.bytes.data, '\0', v->as.bytes.size);
+	case TI_TUPLE:
+	case TI_LIST:
+		for (uint32_t i = 0; i < v->as.seq.count; i++)
+			if (!json_value_ok(v->as.seq.items[i], depth + 1, budget))
+				return false;
+		return true;
+	case TI_DICT:
+		if (v->as.dict->attributes)
+			return false;
+		for (size_t i = 0; i < v->as.dict->count; i++)
+			if (v->as.dict->keys[i]->kind != TI_STR || !json_value_ok(v->as.dict->keys[i], depth + 1, budget) ||
+			    !json_value_ok(v->as.dict->values[i], depth + 1, budget))
+				return false;
+		return true;
+	default:
+		return false;
+	}
+}
+
+static void json_string_n(cli_out *o, const char *data, size_t size)
+{
+	char small[256], *t = size < sizeof(small) ? small : malloc(size + 1);
+	if (!t) {
+		cli_out_puts(o, "null");
+		return;
+	}
+	memcpy(t, data, size);
+	t[size] = '\0';
+	cli_out_json_string(o, t);
+	if (t != small)
+		free(t);
+}
+
+/* After json_value_ok: the value written as JSON (a float in the fewest digits that read back the same). */
+static void json_value_put(cli_out *o, const ti_value *v)
+{
+	char num[40];
+	switch (v->kind) {
+	case TI_NONE: cli_out_puts(o, "null"); break;
+	case TI_BOOL: cli_out_puts(o, v->as.boolean ? "true" : "false"); break;
+	case TI_INT: cli_out_int(o, v->as.integer); break;
+	case TI_FLOAT:
+		for (int digits = 15; digits <= 17; digits++) {
+			snprintf(num, sizeof(num), "%.*g", digits, v->as.real);
+			if (strtod(num, NULL) == v->as.real)
+				break;
+		}
+		cli_out_puts(o, num);
+		break;
+	case TI_STR: json_string_n(o, v->as.bytes.data, v->as.bytes.size); break;
+	case TI_TUPLE:
+	case TI_LIST:
+		cli_out_put(o, "[", 1);
+		for (uint32_t i = 0; i < v->as.seq.count; i++) {
+			if (i)
+				cli_out_put(o, ",", 1);
+			json_value_put(o, v->as.seq.items[i]);
+		}
+		cli_out_put(o, "]", 1);
+		break;
+	case TI_DICT:
+		cli_out_put(o, "{", 1);
+		for (size_t i = 0; i < v->as.dict->count; i++) {
+			if (i)
+				cli_out_put(o, ",", 1);
+			json_string_n(o, v->as.dict->keys[i]->as.bytes.data, v->as.dict->keys[i]->as.bytes.size);
+			cli_out_put(o, ":", 1);
+			json_value_put(o, v->as.dict->values[i]);
+		}
+		cli_out_put(o, "}", 1);
+		break;
+	default: cli_out_puts(o, "null"); break;
+	}
+}
+
 static int print_json(inspect *in, const totals *t)
 {
 	cli_out *o = &in->out;
@@ -1162,6 +1265,11 @@ static int print_json(inspect *in, const totals *t)
 				put_str(&w, K("name"), e->name);
 				put_str(&w, K("type"), ti_value_type_name(e->value, type, sizeof(type)));
 				put_str(&w, K("repr"), ti_value_repr(e->value, repr, sizeof(repr), 400));
+				size_t budget = JSON_VALUE_ITEMS;
+				if (json_value_ok(e->value, 0, &budget)) {
+					key(&w, K("value"));
+					json_value_put(o, e->value);
+				}
 				row_close(&w);
 			}
 		}

@@ -123,7 +123,8 @@ static const char help[] =
 	"  --top N              the N largest tensors live at the peak (default 8)\n"
 	"  --depth N            a row per module down to depth N: its weights and what its\n"
 	"                       calls keep for backward at the end of forward\n"
-	"  --plot FILE.svg      also draw the timeline as an SVG chart (-f replaces FILE)\n"
+	"  --plot FILE.svg      also draw the timeline as an SVG chart\n"
+	"  -f, --force          replace the --plot FILE if it exists\n"
 	"  --json               print one JSON document instead of the table\n"
 	"  --raw                print byte sizes as exact integers\n"
 	"  --trust              use a checkpoint whose pickle calls something dangerous\n"
@@ -1215,7 +1216,9 @@ int cmd_memory(int argc, char **argv)
 	rc = a.json ? print_json(&a, r, fit_value) : print_text(&a, r);
 	if (!rc && a.plot) {
 		const char *inputs[] = {a.cm.file};
-		rc = cli_memory_plot_file(r, a.cm.file, a.plot, inputs, 1, a.force);
+		cli_plot_limit limit = {a.device_bytes, a.device_name ? a.device_name : a.device_text,
+		                        a.device_bytes ? device_need(&a, r) : 0};
+		rc = cli_memory_plot_file(r, a.cm.file, &limit, a.plot, inputs, 1, a.force);
 	}
 	if (!rc && a.device_bytes)
 		rc = fit_verdict(&a, r, device_need(&a, r));

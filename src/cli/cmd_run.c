@@ -17,13 +17,14 @@
 #include "cli/model_cli.h"
 #include "cli/outfile.h"
 #include "cli/output.h"
+#include "tinspect/check.h"
 #include "tinspect/memory.h"
 #include "tinspect/run.h"
 #include "tinspect/safetensors.h"
 
 enum {
 	OPT_HELP = 1, OPT_JSON, OPT_BIND, OPT_INPUT, OPT_FILL, OPT_WEIGHTS, OPT_SEED, OPT_SAVE, OPT_SAVE_ALL,
-	OPT_THREADS, OPT_MAX_MEMORY, OPT_DEPTH, OPT_LIST, OPT_FORCE, OPT_DTYPE
+	OPT_THREADS, OPT_MAX_MEMORY, OPT_DEPTH, OPT_LIST, OPT_FORCE, OPT_DTYPE, OPT_NO_STRICT
 };
 
 static const cli_option options[] = {
@@ -42,6 +43,7 @@ static const cli_option options[] = {
 	{"list-kernels", 0, OPT_FLAG, OPT_LIST},
 	{"force", 'f', OPT_FLAG, OPT_FORCE},
 	{"dtype", 0, OPT_VALUE, OPT_DTYPE},
+	{"no-strict", 0, OPT_FLAG, OPT_NO_STRICT},
 	{NULL, 0, 0, 0},
 };
 
@@ -68,7 +70,11 @@ static const char help[] =
 	"  --fill POLICY   parameters' values without --weights (default init: as\n"
 	"                  PyTorch initialises them; see materialize --fill)\n"
 	"  --weights CKPT  load parameters from a checkpoint, names bound as\n"
-	"                  load_state_dict binds them; a missing one is an error\n"
+	"                  load_state_dict binds them; a file that load_state_dict\n"
+	"                  refuses gets check's words (every missing, unexpected and\n"
+	"                  mismatched name) and status 1\n"
+	"  --no-strict     load_state_dict(strict=False): missing and unexpected names\n"
+	"                  pass (a parameter with no tensor is still an error)\n"
 	"  --seed S        seed of the random fills (default 0)\n"
 	"  --save OUT.safetensors\n"
 	"                  write the outputs (under their names), atomically\n"
@@ -94,7 +100,7 @@ typedef struct args {
 	const char *input_names[CLI_MODEL_MAX_BINDS];
 	int input_count;
 	const char *weights, *save;
-	bool save_all, json, force;
+	bool save_all, json, force, no_strict;
 	int depth;
 } args;
 
@@ -267,6 +273,7 @@ static int print_json(const char *file, const ti_run_report *r, double seconds, 
 {
 	cli_json_doc d;
 	cli_json_begin(&d, stdout);
+	cli_json_members(&d, cli_json_root()); /* "schema", as every command's document begins */
 	cli_json_member(&d, "file", cJSON_CreateString(file));
 	cli_json_array_begin(&d, "steps");
 	for (size_t i = 0; i < r->step_count; i++) {
@@ -381,6 +388,45 @@ static int parse_count(const char *option, const char *value, int64_t lo, int64_
 	return EXIT_OK;
 }
 
+/*
+ * --weights: does the file load, as load_state_dict(strict=...) says (check's
+ * verdict)? When it does not, PyTorch's words and check's notes, and status 1,
+ * before anything runs.
+ */
+static int weights_load(const args *a, ti_source *weights)
+{
+	ti_arena arena;
+	ti_arena_init(&arena, (size_t)1 << 30);
+	ti_check_options co = {.strict = !a->no_strict, .dtype = TI_DT_INVALID};
+	ti_check_report r;
+	ti_error err;
+	ti_error_clear(&err);
+	int rc = EXIT_OK;
+	if (ti_check_load(a->cm.model, weights, &co, &arena, &r, &err))
+		rc = cli_report(a->weights, &err);
+	else if (r.message && a->json) {
+		cJSON *root = cli_json_root();
+		cJSON_AddStringToObject(root, "file", a->cm.file);
+		cJSON_AddStringToObject(root, "weights", a->weights);
+		cJSON_AddBoolToObject(root, "loads", false);
+		cJSON_AddStringToObject(root, "message", r.message);
+		cJSON *notes = cJSON_AddArrayToObject(root, "notes");
+		for (size_t i = 0; i < r.note_count; i++)
+			cJSON_AddItemToArray(notes, cJSON_CreateString(r.notes[i]));
+		rc = cli_json_print(root);
+		rc = rc ? rc : EXIT_NEGATIVE;
+	} else if (r.message) {
+		printf("%s\n", r.message);
+		for (size_t i = 0; i < r.note_count; i++)
+			printf("note: %s\n", r.notes[i]);
+		fprintf(stderr, "tinspect: run: %s does not load into %s (as 'tinspect check' says); nothing ran\n",
+		        a->weights, a->cm.file);
+		rc = EXIT_NEGATIVE;
+	}
+	ti_arena_release(&arena);
+	return rc;
+}
+
 static int execute(args *a)
 {
 	int rc;
@@ -393,6 +439,10 @@ static int execute(args *a)
 		if (ti_source_open(a->weights, &weights, &err))
 			return cli_report(a->weights, &err);
 		a->o.weights = weights;
+		if ((rc = weights_load(a, weights))) {
+			ti_source_close(weights);
+			return rc;
+		}
 	}
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -462,6 +512,7 @@ int cmd_run(int argc, char **argv)
 		case OPT_BIND: rc = cli_model_bind(&a.cm, value); break;
 		case OPT_INPUT: rc = parse_input(&a, (char *)value); break;
 		case OPT_WEIGHTS: a.weights = value; break;
+		case OPT_NO_STRICT: a.no_strict = true; break;
 		case OPT_SAVE: a.save = value; break;
 		case OPT_FILL:
 			if (ti_fill_parse(value, &a.o.fill, &err) || a.o.fill.kind == TI_FILL_LOAD)

@@ -63,6 +63,12 @@ int main(int argc, char **argv)
 	/* A first word that can only be a command, but is none: a typo, not a second FILE. */
 	if (argv[1][0] != '-' && cli_unknown_command(argv[1]))
 		return EXIT_USAGE;
+	/* "--verison": a typo of tinspect's own options, which inspect's would not suggest */
+	static const char *const own[] = {"version", "help", NULL};
+	char hint[128];
+	if (!strncmp(argv[1], "--", 2) && strlen(argv[1]) < 64 && !strchr(argv[1], '=') &&
+	    *cli_did_you_mean(argv[1] + 2, own, "--", hint, sizeof(hint)) && !cli_inspect_takes(argv[1] + 2))
+		return cli_usage_error("unknown option '%s'%s (see 'tinspect --help')", argv[1], hint);
 	/* No command named: the default one, with every argument as given. */
 	return cmd_inspect(argc, argv);
 }

@@ -29,6 +29,7 @@ static const struct {
 #define LIVE_COLOUR "#1f5fa8"
 #define HIGH_COLOUR "#e0731b"
 #define PEAK_COLOUR "#c81e1e"
+#define LIMIT_COLOUR "#6a1b9a" /* --device-memory */
 
 /* The length of a well-formed UTF-8 sequence at s (RFC 3629: no overlongs, no surrogates, nothing past U+10FFFF), or 0. */
 static size_t utf8_length(const unsigned char *s)
@@ -250,7 +251,29 @@ static void put_legend(cli_out *o)
 	cli_out_puts(o, "</g>\n");
 }
 
-bool cli_memory_plot_write(const ti_memory_report *r, const char *title, FILE *f)
+/* The device's size: a line across the plot, or a note when it is far above the highest point. */
+static void put_limit(cli_out *o, const cli_plot_limit *limit, const axis *a, int64_t peak)
+{
+	char size[64];
+	cli_bytes(limit->bytes, size, sizeof(size));
+	if ((double)limit->bytes <= a->top) {
+		double y = y_of(limit->bytes, a);
+		cli_out_printf(o, "<g id=\"device-memory\">\n<line x1=\"%d\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
+		                  "stroke=\"%s\" stroke-width=\"1.5\" stroke-dasharray=\"8 4\"/>\n",
+		               LEFT, y, LEFT + PLOT_W, y, LIMIT_COLOUR);
+		cli_out_printf(o, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\" font-size=\"12\" fill=\"%s\">",
+		               LEFT + PLOT_W - 4, y - 5, LIMIT_COLOUR);
+	} else {
+		cli_out_printf(o, "<g id=\"device-memory\">\n<text x=\"%.1f\" y=\"%d\" text-anchor=\"end\" "
+		                  "font-size=\"12\" fill=\"%s\">&#8593; ", LEFT + PLOT_W - 4, TOP + 14, LIMIT_COLOUR);
+	}
+	put_escaped(o, limit->name ? limit->name : "device");
+	cli_out_printf(o, ": %s%s (the step needs %.1f %% of it)</text>\n</g>\n", size,
+	               (double)limit->bytes <= a->top ? "" : ", above the chart",
+	               100.0 * (double)(limit->need ? limit->need : peak) / (double)limit->bytes);
+}
+
+bool cli_memory_plot_write(const ti_memory_report *r, const char *title, const cli_plot_limit *limit, FILE *f)
 {
 	cli_out o;
 	cli_out_init(&o, f);
@@ -263,6 +286,10 @@ bool cli_memory_plot_write(const ti_memory_report *r, const char *title, FILE *f
 		if (r->timeline[i].live > max)
 			max = r->timeline[i].live;
 	}
+	bool has_limit = limit && limit->bytes > 0;
+	/* a device a little above the highest point (or below it) is drawn: the axis holds it */
+	if (has_limit && limit->bytes > max && (double)limit->bytes <= 1.25 * (double)max)
+		max = limit->bytes;
 	axis a = y_axis(max);
 
 	cli_out_puts(&o, "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"no\"?>\n");
@@ -291,6 +318,8 @@ bool cli_memory_plot_write(const ti_memory_report *r, const char *title, FILE *f
 		put_polyline(&o, r, &a, true, "stroke=\"" HIGH_COLOUR "\" stroke-width=\"1.2\"");
 		put_polyline(&o, r, &a, false, "stroke=\"" LIVE_COLOUR "\" stroke-width=\"2\" stroke-linejoin=\"round\"");
 		put_peak(&o, r, &a);
+		if (has_limit)
+			put_limit(&o, limit, &a, r->peak);
 	} else {
 		put_axes(&o, r, &a);
 		cli_out_printf(&o, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" fill=\"#666\">no timeline</text>\n",
@@ -301,8 +330,8 @@ bool cli_memory_plot_write(const ti_memory_report *r, const char *title, FILE *f
 	return fflush(f) == 0 && !ferror(f);
 }
 
-int cli_memory_plot_file(const ti_memory_report *r, const char *title, const char *path,
-                         const char *const *inputs, int input_count, bool force)
+int cli_memory_plot_file(const ti_memory_report *r, const char *title, const cli_plot_limit *limit,
+                         const char *path, const char *const *inputs, int input_count, bool force)
 {
 	cli_outfile out;
 	int rc = cli_outfile_open(&out, path, inputs, input_count, force);
@@ -311,7 +340,7 @@ int cli_memory_plot_file(const ti_memory_report *r, const char *title, const cha
 	/* stdio on a copy of the descriptor: fclose closes the copy, cli_outfile_commit the original */
 	int fd = dup(out.fd);
 	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
-	bool ok = f && cli_memory_plot_write(r, title, f);
+	bool ok = f && cli_memory_plot_write(r, title, limit, f);
 	int saved = errno;
 	if (f && fclose(f) && ok) {
 		ok = false;
@@ -329,5 +358,5 @@ int cli_memory_plot_file(const ti_memory_report *r, const char *title, const cha
 
 int cli_memory_plot(const ti_memory_report *r, const char *title, const char *path)
 {
-	return cli_memory_plot_file(r, title, path, NULL, 0, false);
+	return cli_memory_plot_file(r, title, NULL, path, NULL, 0, false);
 }

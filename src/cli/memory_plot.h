@@ -5,8 +5,8 @@
  * The chart shows the live bytes after each unit of the step and the most
  * during it (ti_memory_point's live and high) against the step index, the
  * forward, backward and optimizer phases shaded and labelled, the peak
- * marked with its size and r->peak_step, a y axis in MiB or GiB ticks and a
- * legend. Every text taken from the report or the title is escaped for XML;
+ * marked with its size and r->peak_step, a y axis in MiB or GiB ticks, a
+ * legend, and --device-memory's size when one is given. Every text taken from the report or the title is escaped for XML;
  * the file needs no font, script or stylesheet from elsewhere.
  *
  * Writing goes through cli_outfile (outfile.h): a temporary file beside the
@@ -29,15 +29,27 @@
  */
 int cli_memory_plot(const ti_memory_report *r, const char *title, const char *path);
 
+/* --device-memory on the chart: a line at its size, named; bytes 0 for none. */
+typedef struct cli_plot_limit {
+	int64_t bytes;
+	const char *name; /* "H100-80GB", "24GiB" */
+	int64_t need;     /* what the step needs of it (cuda: the reserved peak and overheads); 0: the peak */
+} cli_plot_limit;
+
 /*
  * The same, with outfile.h's rules in full: path is refused when it is one
  * of inputs (the model description), and replaced when it exists only if
  * force is true.
  */
-int cli_memory_plot_file(const ti_memory_report *r, const char *title, const char *path,
-                         const char *const *inputs, int input_count, bool force);
+int cli_memory_plot_file(const ti_memory_report *r, const char *title, const cli_plot_limit *limit,
+                         const char *path, const char *const *inputs, int input_count, bool force);
 
-/* The SVG document itself, to f; false when f reported a write error. */
-bool cli_memory_plot_write(const ti_memory_report *r, const char *title, FILE *f);
+/*
+ * The SVG document itself, to f; false when f reported a write error. With
+ * a limit (may be NULL), a dashed line at the device's size when it is
+ * within a quarter above the highest point (the axis grows to hold it), else
+ * a note that it is above the chart and the share the peak takes of it.
+ */
+bool cli_memory_plot_write(const ti_memory_report *r, const char *title, const cli_plot_limit *limit, FILE *f);
 
 #endif

@@ -47,7 +47,7 @@ static char *chart(const ti_memory_report *r, const char *title)
 	size_t size = 0;
 	FILE *m = open_memstream(&text, &size);
 	cr_assert(m);
-	cr_assert(cli_memory_plot_write(r, title, m));
+	cr_assert(cli_memory_plot_write(r, title, NULL, m));
 	fclose(m);
 	return text;
 }
@@ -232,14 +232,35 @@ Test(memory_plot, writes_the_file_in_place_and_refuses_to_replace_one)
 	/* a second time: the file exists, so it is kept and the call is a usage error */
 	fflush(stderr);
 	EXPECT_INT(cli_memory_plot(&r, "t", path), EXIT_USAGE);
-	EXPECT_INT(cli_memory_plot_file(&r, "t", path, NULL, 0, true), EXIT_OK);
+	EXPECT_INT(cli_memory_plot_file(&r, "t", NULL, path, NULL, 0, true), EXIT_OK);
 	/* the model itself is never the output */
 	const char *inputs[] = {path};
-	EXPECT_INT(cli_memory_plot_file(&r, "t", path, inputs, 1, true), EXIT_USAGE);
+	EXPECT_INT(cli_memory_plot_file(&r, "t", NULL, path, inputs, 1, true), EXIT_USAGE);
 	/* a directory that does not exist: a resource error, and nothing left behind */
 	char missing[160];
 	snprintf(missing, sizeof(missing), "%s/no/chart.svg", dir);
 	EXPECT_INT(cli_memory_plot(&r, "t", missing), EXIT_RESOURCE);
 	cr_expect(!unlink(path));
 	cr_expect(!rmdir(dir), "the directory is not empty: a temporary file was left behind");
+}
+
+Test(memory_plot, a_device_memory_is_drawn_as_a_line_or_noted_above_the_chart)
+{
+	ti_memory_point points[] = {{TI_PHASE_FORWARD, "a", 10 << 20, 12 << 20}, {TI_PHASE_FORWARD, "b", 40 << 20, 50 << 20}};
+	ti_memory_report r = {.peak = 50 << 20, .peak_step = "b", .timeline = points, .point_count = 2};
+	cli_plot_limit near = {56 << 20, "RTX-XYZ", 0}, far = {(int64_t)80 << 30, "H100-80GB", 0};
+	char *text = NULL;
+	size_t size = 0;
+	FILE *m = open_memstream(&text, &size);
+	cr_assert(cli_memory_plot_write(&r, "t", &near, m));
+	fclose(m);
+	cr_expect(strstr(text, "<g id=\"device-memory\">\n<line"), "a line at 56 MiB, within the chart");
+	cr_expect(strstr(text, "RTX-XYZ: 56.0 MiB (the step needs 89.3 % of it)"), "%s", strstr(text, "device-memory"));
+	free(text);
+	m = open_memstream(&text, &size);
+	cr_assert(cli_memory_plot_write(&r, "t", &far, m));
+	fclose(m);
+	cr_expect(strstr(text, "H100-80GB: 80.0 GiB, above the chart"), "a note, not a line that would flatten the plot");
+	cr_expect(!strstr(text, "<g id=\"device-memory\">\n<line"));
+	free(text);
 }
