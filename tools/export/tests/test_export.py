@@ -244,6 +244,45 @@ class Cli(unittest.TestCase):
         self.assertEqual(p.returncode, 0)
         self.assertIn("--input", p.stdout)
 
+    def test_a_python_without_torch_gets_help_and_one_line_saying_which_python(self):
+        script = os.path.join(os.path.dirname(HERE), "tinspect-export")
+        with tempfile.TemporaryDirectory() as d:
+            # a torch that cannot be imported, first on the path: the Python the user has on PATH
+            os.mkdir(os.path.join(d, "torch"))
+            with open(os.path.join(d, "torch", "__init__.py"), "w") as f:
+                f.write("raise ImportError('No module named torch')\n")
+            env = dict(os.environ, PYTHONPATH=d)
+            env.pop("TINSPECT_PYTHON", None)
+            p = subprocess.run([sys.executable, script, "--help"], capture_output=True, text=True, env=env)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertIn("--input", p.stdout)
+            p = subprocess.run([sys.executable, script, "torchvision.models:resnet18", "--input", "x=1x3x8x8"],
+                               capture_output=True, text=True, env=env)
+            self.assertEqual(p.returncode, 2)
+            self.assertEqual(p.stderr.count("\n"), 1, p.stderr)  # one line, no traceback
+            self.assertIn(sys.executable, p.stderr)
+            self.assertIn("TINSPECT_PYTHON", p.stderr)
+            self.assertIn("python -m tinspect_export", p.stderr)
+            # TINSPECT_PYTHON names the Python to run instead: this one, without the broken torch
+            env2 = dict(os.environ, TINSPECT_PYTHON=sys.executable)
+            p = subprocess.run(["/bin/sh", "-c", 'PYTHONPATH= exec "$0" "$@"', script, "--help"],
+                               capture_output=True, text=True, env=env2)
+            self.assertEqual(p.returncode, 0, p.stderr)
+
+    def test_a_factory_beside_you_imports_and_a_typo_gets_a_suggestion(self):
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "mymodels_here.py"), "w") as f:
+                f.write("import torch\ndef tiny():\n    return torch.nn.Linear(4, 2)\n")
+            script = os.path.join(os.path.dirname(HERE), "tinspect-export")
+            p = subprocess.run([sys.executable, script, "mymodels_here:tiny", "--input", "x=N,4"], cwd=d,
+                               capture_output=True, text=True)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertEqual(json.loads(p.stdout)["inputs"]["x"]["shape"], ["N", 4])
+            p = subprocess.run([sys.executable, script, "mymodels_here:tinny", "--input", "x=N,4"], cwd=d,
+                               capture_output=True, text=True)
+            self.assertEqual(p.returncode, 2)
+            self.assertIn("did you mean 'mymodels_here:tiny'?", p.stderr)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -1,7 +1,9 @@
 """tinspect-export's command line."""
 import argparse
+import difflib
 import importlib
 import json
+import os
 import sys
 
 from .errors import ExportError
@@ -76,13 +78,18 @@ def _factory(spec, p):
     mod, sep, attr = spec.partition(":")
     if not sep or not mod or not attr:
         p.error("FACTORY is PACKAGE.MODULE:NAME, e.g. torchvision.models:resnet50")
+    # the current directory first, as `python -m` and `python script.py` have it: models.py beside you
+    if "" not in sys.path and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
     try:
         obj = importlib.import_module(mod)
     except Exception as e:
         p.error("cannot import %s: %s: %s" % (mod, type(e).__name__, e))
     for part in attr.split("."):
         if not hasattr(obj, part):
-            p.error("%s has no %s" % (mod, attr))
+            names = [n for n in dir(obj) if not n.startswith("_") and callable(getattr(obj, n, None))]
+            near = difflib.get_close_matches(part, names, n=1, cutoff=0.6)
+            p.error("%s has no %s%s" % (mod, attr, "; did you mean '%s:%s'?" % (mod, near[0]) if near else ""))
         obj = getattr(obj, part)
     if not callable(obj):
         p.error("%s is not callable" % spec)
@@ -144,9 +151,25 @@ def _module_type():
     return torch.nn.Module
 
 
+def _have_torch():
+    """None when torch imports, else one line on which Python ran and how to choose another."""
+    try:
+        import torch  # noqa: F401
+        return None
+    except ImportError as e:
+        return ("tinspect-export: %s cannot import torch (%s). tinspect-export runs in the Python environment "
+                "where torch and your model's code live: set TINSPECT_PYTHON=/path/to/that/python, or run "
+                "'python -m tinspect_export ...' with that Python (PYTHONPATH=%s)"
+                % (sys.executable, e, os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+
+
 def main(argv=None):
     p = parser()
     a = p.parse_args(argv)
+    why = _have_torch()
+    if why:
+        print(why, file=sys.stderr)
+        return 2
     say = lambda s: print(s, file=sys.stderr)  # noqa: E731
     try:
         kwargs = json.loads(a.kwargs)
