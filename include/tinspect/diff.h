@@ -55,6 +55,8 @@ enum {
 typedef struct ti_diff_options {
 	bool values;       /* read both sides' data and compare it */
 	double atol, rtol; /* what close means; 0 and 0: equal */
+	/* A's and B's non-tensor values: only those named under this prefix ("model."), without it; NULL: all */
+	const char *value_prefix[2];
 } ti_diff_options;
 
 typedef struct ti_diff_tensor {

@@ -158,6 +158,31 @@ const ti_entry *ti_source_entries(ti_source *src, size_t *count, ti_error *err);
 ti_ckpt *ti_source_checkpoint(ti_source *src, size_t i);
 const char *ti_source_format_name(ti_source_format format); /* "torch-zip", "safetensors", "hf-sharded", "torch-legacy" */
 
+/* ---- the state dict a command reads ---- */
+
+/* The keys a training checkpoint holds its state dict under, as check tries them (NULL-terminated). */
+extern const char *const ti_state_dict_keys[];
+/* Prefixes a wrapper puts on every key, and who: {"module.", "DataParallel/DistributedDataParallel"}, ... */
+typedef struct ti_key_wrapper {
+	const char *prefix, *why;
+} ti_key_wrapper;
+extern const ti_key_wrapper ti_key_wrappers[]; /* ends with {NULL, NULL} */
+
+typedef struct ti_source_selection {
+	const char *key;            /* only the tensors under KEY., named without it ("model"); NULL: all */
+	const char *strip_prefix;   /* taken off the names that start with it ("module."); NULL: none */
+	const char *const *filters; /* globs on the names (after key and prefix): only matching ones; none: all */
+	size_t filter_count;
+} ti_source_selection;
+
+/*
+ * Narrows src to the selection, in place: ti_source_tensor_count/at then
+ * list only those tensors, under their new names (storages are untouched).
+ * TI_E_INVALID when the key holds no tensor (naming the keys that do), the
+ * prefix starts no name, or no name matches the filters.
+ */
+ti_status ti_source_select(ti_source *src, const ti_source_selection *sel, ti_error *err);
+
 size_t ti_source_tensor_count(const ti_source *src);
 const ti_source_tensor *ti_source_tensor_at(const ti_source *src, size_t i);
 size_t ti_source_storage_count(const ti_source *src);

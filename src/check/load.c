@@ -24,11 +24,6 @@
 #include "util/strmap.h"
 
 /* The keys a training script nests a state dict under, in the order they are tried. */
-static const char *const nest_keys[] = {"state_dict", "model", "model_state_dict", "module", "ema", "net"};
-/* Prefixes a wrapper puts on every key: DataParallel/DDP, torch.compile. */
-static const struct {
-	const char *prefix, *why;
-} wrappers[] = {{"module.", "DataParallel/DistributedDataParallel"}, {"_orig_mod.", "torch.compile"}};
 
 typedef struct entry {
 	const char *key;              /* as load_state_dict sees it */
@@ -128,14 +123,14 @@ static ti_status choose_entries(checker *c, ti_source *src, const ti_check_optio
 		}
 	} else {
 		size_t best = matches_under(m, src, "", &names);
-		for (size_t k = 0; k < sizeof(nest_keys) / sizeof(nest_keys[0]); k++) {
-			if (!nested_dict(src, nest_keys[k]))
+		for (size_t k = 0; ti_state_dict_keys[k]; k++) {
+			if (!nested_dict(src, ti_state_dict_keys[k]))
 				continue;
-			const char *p = ti_arena_printf(c->arena, "%s.", nest_keys[k]);
+			const char *p = ti_arena_printf(c->arena, "%s.", ti_state_dict_keys[k]);
 			size_t n = p ? matches_under(m, src, p, &names) : 0;
 			/* a wrapper prefix inside the nesting counts too */
-			for (size_t w = 0; p && w < sizeof(wrappers) / sizeof(wrappers[0]); w++) {
-				const char *pw = ti_arena_printf(c->arena, "%s%s", p, wrappers[w].prefix);
+			for (size_t w = 0; p && ti_key_wrappers[w].prefix; w++) {
+				const char *pw = ti_arena_printf(c->arena, "%s%s", p, ti_key_wrappers[w].prefix);
 				size_t nw = pw ? matches_under(m, src, pw, &names) : 0;
 				n = nw > n ? nw : n;
 			}
@@ -173,8 +168,8 @@ static ti_status choose_entries(checker *c, ti_source *src, const ti_check_optio
 /* Every key starting with prefix (and the model's names not): the wrapper's prefix comes off. */
 static ti_status strip_wrappers(checker *c, const ti_check_options *o)
 {
-	for (size_t w = 0; w < sizeof(wrappers) / sizeof(wrappers[0]) && c->count; w++) {
-		const char *p = wrappers[w].prefix;
+	for (size_t w = 0; ti_key_wrappers[w].prefix && c->count; w++) {
+		const char *p = ti_key_wrappers[w].prefix;
 		bool all = true, model_has = false;
 		for (size_t i = 0; i < c->count && all; i++)
 			all = starts(c->e[i].key, p);
@@ -185,7 +180,7 @@ static ti_status strip_wrappers(checker *c, const ti_check_options *o)
 		for (size_t i = 0; i < c->count; i++)
 			c->e[i].key += strlen(p);
 		c->wrapper = p;
-		if (!note(c, "every key had the prefix '%s' (%s): taken off", p, wrappers[w].why))
+		if (!note(c, "every key had the prefix '%s' (%s): taken off", p, ti_key_wrappers[w].why))
 			return no_memory(c->err);
 	}
 	if (o->strip_prefix)

@@ -15,8 +15,12 @@
 #include "cli/output.h"
 #include "tinspect/diff.h"
 #include "tinspect/value.h"
+#include "util/strmap.h"
 
-enum { OPT_HELP = 1, OPT_JSON, OPT_VALUES, OPT_ATOL, OPT_RTOL, OPT_TRUST, OPT_JUNIT, OPT_FORMAT };
+enum {
+	OPT_HELP = 1, OPT_JSON, OPT_VALUES, OPT_ATOL, OPT_RTOL, OPT_TRUST, OPT_JUNIT, OPT_FORMAT, OPT_KEY, OPT_STRIP,
+	OPT_FILTER
+};
 
 static const cli_option options[] = {
 	{"help", 'h', OPT_FLAG, OPT_HELP},
@@ -27,6 +31,9 @@ static const cli_option options[] = {
 	{"trust", 0, OPT_FLAG, OPT_TRUST},
 	{"junit", 0, OPT_VALUE, OPT_JUNIT},
 	{"format", 0, OPT_VALUE, OPT_FORMAT},
+	{"key", 0, OPT_VALUE, OPT_KEY},
+	{"strip-prefix", 0, OPT_VALUE, OPT_STRIP},
+	{"filter", 0, OPT_VALUE, OPT_FILTER},
 	{NULL, 0, 0, 0},
 };
 
@@ -45,6 +52,11 @@ static const char help[] =
 	"  --values           read and compare the data of the tensors in both\n"
 	"  --atol X, --rtol X values count as equal when |a-b| <= X + Y*|b|\n"
 	"                     (torch.allclose); both 0 by default: exactly equal\n"
+	"  --key K            compare the state dict under K ('model', 'ema') of each file\n"
+	"                     that has one (default: found as check finds it, when one\n"
+	"                     file's names are the other's under a key)\n"
+	"  --strip-prefix P   take P ('module.') off the names that start with it\n"
+	"  --filter GLOB      compare only the tensors whose name matches (repeatable)\n"
 	"  --trust            read a checkpoint whose pickle scan finds dangerous\n"
 	"  --json             print one JSON document\n"
 	"  --junit FILE       also write a JUnit XML report: a test case per kind of\n"
@@ -53,6 +65,168 @@ static const char help[] =
 	"  --format text|github\n"
 	"                     github: also print GitHub Actions ::error annotations\n"
 	"  -h, --help         show this help\n";
+
+enum { FILTER_MAX = 64 };
+
+/* The names side's tensors take under key (NULL: all) with strip taken off, into names. 0, or -1 out of memory. */
+static int names_as(const ti_source *src, const char *key, const char *strip, ti_strmap *names)
+{
+	size_t klen = key ? strlen(key) : 0, slen = strip ? strlen(strip) : 0;
+	for (size_t k = 0; k < ti_source_tensor_count(src); k++) {
+		const char *name = ti_source_tensor_at(src, k)->name;
+		if (klen && (strncmp(name, key, klen) || name[klen] != '.'))
+			continue;
+		name += klen ? klen + 1 : 0;
+		if (slen && !strncmp(name, strip, slen) && name[slen])
+			name += slen;
+		if (ti_strmap_put(names, name, (void *)1))
+			return -1;
+	}
+	return 0;
+}
+
+/* How many names of src under key, strip taken off, the other side has. */
+static size_t in_common(const ti_source *src, const char *key, const char *strip, const ti_strmap *other)
+{
+	ti_strmap mine;
+	ti_strmap_init(&mine);
+	size_t n = 0;
+	if (!names_as(src, key, strip, &mine))
+		for (size_t i = 0; i < mine.capacity; i++)
+			n += mine.keys[i] && ti_strmap_get(other, mine.keys[i]);
+	ti_strmap_release(&mine);
+	return n;
+}
+
+static bool holds_key(const ti_source *src, const char *key)
+{
+	size_t plen = strlen(key);
+	for (size_t k = 0; k < ti_source_tensor_count(src); k++) {
+		const char *name = ti_source_tensor_at(src, k)->name;
+		if (!strncmp(name, key, plen) && name[plen] == '.')
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Which tensors each side compares: --key K takes the state dict under K of
+ * each file that holds one; a side it does not name is taken whole, or, when
+ * its names under a key check knows ('model', 'state_dict', 'ema', ...) match
+ * the other side's better, as that state dict, said in a note (as check
+ * finds a nested state dict). --strip-prefix comes off the names that start
+ * with it, --filter keeps the matching ones. EXIT_OK, or the exit status
+ * with *why filled.
+ */
+static int select_state_dicts(ti_source *src[2], const char *files[2], const ti_source_selection *sel,
+                              ti_diff_options *o, char prefixes[2][80], char notes[2][320], char *why, size_t cap)
+{
+	ti_error err;
+	ti_error_clear(&err);
+	const char *keys[2] = {NULL, NULL};
+	bool given[2] = {false, false};
+	for (int i = 0; i < 2 && sel->key; i++)
+		if (holds_key(src[i], sel->key))
+			keys[i] = sel->key, given[i] = true;
+	if (sel->key && !keys[0] && !keys[1]) {
+		snprintf(why, cap, "--key %s: neither file holds tensors under '%s.'", sel->key, sel->key);
+		return cli_usage_error("diff: %s", why);
+	}
+	const char *strip = sel->strip_prefix;
+	/*
+	 * The sides --key does not name: the pair of state dicts (each side whole,
+	 * or under a key check knows, with a wrapper's prefix or none) whose names
+	 * have the most in common, when that beats both sides as they are.
+	 */
+	const char *cands[2][16];
+	int ncand[2] = {0, 0};
+	for (int i = 0; i < 2; i++) {
+		cands[i][ncand[i]++] = keys[i]; /* as --key left it: NULL, the whole file */
+		for (size_t k = 0; !given[i] && ti_state_dict_keys[k] && ncand[i] < 16; k++)
+			if (holds_key(src[i], ti_state_dict_keys[k]))
+				cands[i][ncand[i]++] = ti_state_dict_keys[k];
+	}
+	size_t best = 0;
+	const char *best_keys[2] = {keys[0], keys[1]};
+	for (int x = 0; x < ncand[0]; x++)
+		for (int y = 0; y < ncand[1]; y++)
+			for (int w = -1; w < 0 || (!strip && ti_key_wrappers[w].prefix); w++)
+				for (int side = 0; side < 2; side++) { /* the wrapper's prefix on A's names, or on B's */
+					ti_strmap other;
+					ti_strmap_init(&other);
+					const char *k[2] = {cands[0][x], cands[1][y]};
+					const char *wrap = w < 0 ? strip : ti_key_wrappers[w].prefix;
+					if (names_as(src[1 - side], k[1 - side], strip, &other)) {
+						ti_strmap_release(&other);
+						return cli_report(files[1 - side], &(ti_error){.code = TI_E_NOMEM, .message = "out of memory"});
+					}
+					size_t n = in_common(src[side], k[side], wrap, &other);
+					ti_strmap_release(&other);
+					if (n > best) {
+						best = n;
+						best_keys[0] = k[0];
+						best_keys[1] = k[1];
+					}
+				}
+	for (int i = 0; i < 2; i++) {
+		keys[i] = best_keys[i];
+		if (keys[i] && !given[i])
+			snprintf(notes[i], 320, "%s's state dict is its '%s' entry (as check finds it; --key to choose)",
+			         files[i], keys[i]);
+	}
+	/* no --strip-prefix: a wrapper's prefix on every name of one side only comes off it, as check takes it off */
+	const char *auto_strip[2] = {NULL, NULL};
+	for (int w = 0; !strip && ti_key_wrappers[w].prefix; w++) {
+		bool all[2] = {true, true};
+		for (int i = 0; i < 2; i++) {
+			ti_strmap mine;
+			ti_strmap_init(&mine);
+			size_t n = 0;
+			if (!names_as(src[i], keys[i], NULL, &mine))
+				for (size_t k = 0; k < mine.capacity && all[i]; k++)
+					if (mine.keys[k] && ++n)
+						all[i] = !strncmp(mine.keys[k], ti_key_wrappers[w].prefix, strlen(ti_key_wrappers[w].prefix));
+			all[i] = all[i] && n;
+			ti_strmap_release(&mine);
+		}
+		for (int i = 0; i < 2; i++)
+			if (all[i] && !all[1 - i] && !auto_strip[i]) {
+				auto_strip[i] = ti_key_wrappers[w].prefix;
+				size_t len = strlen(notes[i]);
+				snprintf(notes[i] + len, 320 - len, "%s%s names had the prefix '%s' (%s): taken off",
+				         len ? "; " : "", len ? "its" : files[i], ti_key_wrappers[w].prefix, ti_key_wrappers[w].why);
+			}
+	}
+	bool strips[2] = {false, false}; /* --strip-prefix applies where names (under the key) start with it */
+	for (int i = 0; i < 2 && strip; i++) {
+		ti_strmap mine;
+		ti_strmap_init(&mine);
+		if (!names_as(src[i], keys[i], NULL, &mine))
+			for (size_t k = 0; k < mine.capacity && !strips[i]; k++)
+				strips[i] = mine.keys[k] && !strncmp(mine.keys[k], strip, strlen(strip)) && mine.keys[k][strlen(strip)];
+		ti_strmap_release(&mine);
+	}
+	if (strip && !strips[0] && !strips[1]) {
+		snprintf(why, cap, "--strip-prefix %s: no name of either file starts with it", strip);
+		return cli_usage_error("diff: %s", why);
+	}
+	for (int i = 0; i < 2; i++) {
+		ti_source_selection one = *sel;
+		one.key = keys[i];
+		one.strip_prefix = strips[i] ? strip : auto_strip[i];
+		o->value_prefix[i] = NULL;
+		if (keys[i]) {
+			snprintf(prefixes[i], 80, "%s.", keys[i]);
+			o->value_prefix[i] = prefixes[i];
+		}
+		if ((one.key || one.strip_prefix || one.filter_count) && ti_source_select(src[i], &one, &err)) {
+			snprintf(why, cap, "%s: %s", files[i], err.message);
+			return err.code == TI_E_INVALID ? cli_usage_error("diff: %s: %s", files[i], err.message)
+			                                : cli_report(files[i], &err);
+		}
+	}
+	return EXIT_OK;
+}
 
 static int parse_tolerance(const char *name, const char *text, double *out)
 {
@@ -105,11 +279,16 @@ static const struct {
 	{TI_DIFF_VALUES, "values"},
 };
 
-static int print_json(const char *a, const char *b, const ti_diff_options *o, const ti_diff_report *r)
+static int print_json(const char *a, const char *b, const ti_diff_options *o, const ti_diff_report *r,
+                      const char *const notes[2])
 {
 	cJSON *root = cli_json_root();
 	cJSON_AddStringToObject(root, "a", a);
 	cJSON_AddStringToObject(root, "b", b);
+	cJSON *nl = cJSON_AddArrayToObject(root, "notes"); /* where each side's state dict was found */
+	for (int i = 0; i < 2; i++)
+		if (*notes[i])
+			cJSON_AddItemToArray(nl, cJSON_CreateString(notes[i]));
 	cJSON_AddBoolToObject(root, "same", r->same);
 	cJSON_AddBoolToObject(root, "values_read", o->values);
 	cJSON_AddNumberToObject(root, "atol", o->atol);
@@ -386,7 +565,8 @@ int cmd_diff(int argc, char **argv)
 	const char *files[2] = {NULL, NULL}, *value;
 	ti_diff_options o = {.values = false, .atol = 0, .rtol = 0};
 	bool json = false, trust = false, github = false;
-	const char *junit = NULL;
+	const char *junit = NULL, *filters[FILTER_MAX];
+	ti_source_selection sel = {.filters = filters};
 	int id, rc;
 	while ((id = cli_next(&p, &value)) != -1) {
 		switch (id) {
@@ -419,6 +599,17 @@ int cmd_diff(int argc, char **argv)
 		case OPT_JUNIT:
 			junit = value;
 			break;
+		case OPT_KEY:
+			sel.key = value;
+			break;
+		case OPT_STRIP:
+			sel.strip_prefix = value;
+			break;
+		case OPT_FILTER:
+			if (sel.filter_count == FILTER_MAX)
+				return cli_usage_error("diff: more than %d --filter globs", FILTER_MAX);
+			filters[sel.filter_count++] = value;
+			break;
 		case OPT_FORMAT:
 			if (strcmp(value, "text") && strcmp(value, "github"))
 				return cli_usage_error("diff: --format is text or github, not '%s'", value);
@@ -446,6 +637,13 @@ int cmd_diff(int argc, char **argv)
 			goto failed;
 		}
 	}
+	char prefixes[2][80], notes[2][320];
+	notes[0][0] = notes[1][0] = '\0';
+	if ((rc = select_state_dicts(src, files, &sel, &o, prefixes, notes, why, sizeof(why))))
+		goto failed;
+	for (int i = 0; i < 2 && !json; i++)
+		if (*notes[i])
+			printf("note: %s\n", notes[i]);
 	ti_arena arena;
 	ti_arena_init(&arena, (size_t)1 << 30);
 	ti_diff_report r;
@@ -456,7 +654,7 @@ int cmd_diff(int argc, char **argv)
 			ci_output(files, &o, NULL, why, junit, github);
 	} else {
 		if (json)
-			rc = print_json(files[0], files[1], &o, &r);
+			rc = print_json(files[0], files[1], &o, &r, (const char *const[2]){notes[0], notes[1]});
 		else {
 			print_text(files[0], files[1], &o, &r);
 			rc = EXIT_OK;

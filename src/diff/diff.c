@@ -359,8 +359,9 @@ typedef struct value_list {
 	size_t count;
 } value_list;
 
-static ti_status list_values(ti_source *src, ti_arena *arena, value_list *out, ti_error *err)
+static ti_status list_values(ti_source *src, const char *prefix, ti_arena *arena, value_list *out, ti_error *err)
 {
+	size_t plen = prefix ? strlen(prefix) : 0;
 	size_t n_entries = 0, n_meta = ti_source_metadata_count(src);
 	const ti_entry *entries = ti_source_entries(src, &n_entries, err);
 	if (!entries && err->code)
@@ -375,9 +376,9 @@ static ti_status list_values(ti_source *src, ti_arena *arena, value_list *out, t
 	if (!buf)
 		return TI_FAIL(err, TI_E_NOMEM, "out of memory for the values");
 	for (size_t i = 0; i < n_entries; i++) {
-		if (entries[i].value->kind == TI_TENSOR)
+		if (entries[i].value->kind == TI_TENSOR || (plen && strncmp(entries[i].name, prefix, plen)))
 			continue;
-		out->names[out->count] = entries[i].name;
+		out->names[out->count] = entries[i].name + plen;
 		out->reprs[out->count] = ti_arena_strdup(arena, ti_value_repr(entries[i].value, buf, REPR_MAX + 1, REPR_MAX));
 		if (!out->reprs[out->count++]) {
 			free(buf);
@@ -395,15 +396,16 @@ static ti_status list_values(ti_source *src, ti_arena *arena, value_list *out, t
 	return TI_OK;
 }
 
-static ti_status diff_values(ti_source *a, ti_source *b, ti_arena *arena, ti_diff_report *r, ti_error *err)
+static ti_status diff_values(ti_source *a, ti_source *b, const ti_diff_options *o, ti_arena *arena,
+                             ti_diff_report *r, ti_error *err)
 {
 	value_list va, vb;
 	ti_status st;
 	r->failed_input = 0;
-	if ((st = list_values(a, arena, &va, err)))
+	if ((st = list_values(a, o->value_prefix[0], arena, &va, err)))
 		return st;
 	r->failed_input = 1;
-	if ((st = list_values(b, arena, &vb, err)))
+	if ((st = list_values(b, o->value_prefix[1], arena, &vb, err)))
 		return st;
 	ti_strmap in_a, in_b;
 	ti_strmap_init(&in_a);
@@ -597,7 +599,7 @@ ti_status ti_diff_run(ti_source *a, ti_source *b, const ti_diff_options *options
 	}
 	out->tensors = rows;
 	out->tensor_count = kept;
-	if ((st = diff_values(a, b, arena, out, err)))
+	if ((st = diff_values(a, b, options, arena, out, err)))
 		goto done;
 	out->same = !out->added && !out->removed && !out->renamed && !out->shape && !out->dtype && !out->ties &&
 	            !out->changed_values && !out->value_count;
