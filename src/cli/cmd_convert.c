@@ -27,6 +27,7 @@ static const cli_option options[] = {
 	{"format", 0, OPT_VALUE, OPT_FORMAT},
 	{"dtype", 0, OPT_VALUE, OPT_DTYPE},
 	{"select", 0, OPT_VALUE, OPT_SELECT},
+	{"filter", 0, OPT_VALUE, OPT_SELECT}, /* the name inspect and diff give it */
 	{"exclude", 0, OPT_VALUE, OPT_EXCLUDE},
 	{"rename", 0, OPT_VALUE, OPT_RENAME},
 	{"strip-prefix", 0, OPT_VALUE, OPT_STRIP},
@@ -57,7 +58,8 @@ static const char help[] =
 	"  --format FMT         torch, safetensors, gguf, npz or npy (default: from\n"
 	"                       OUT's extension)\n"
 	"  --dtype DT           cast floating tensors: float16, bfloat16, float32, float64\n"
-	"  --select GLOB        keep only tensors whose name matches (repeatable)\n"
+	"  --select GLOB        keep only tensors whose name matches (repeatable;\n"
+	"                       --filter is the same)\n"
 	"  --exclude GLOB       leave out tensors whose name matches (repeatable)\n"
 	"  --rename FROM=TO     replace the name prefix FROM by TO (repeatable)\n"
 	"  --strip-prefix P     remove the name prefix P, e.g. DDP's 'module.'\n"

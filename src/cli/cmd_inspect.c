@@ -16,13 +16,18 @@
 #include "tinspect/stats.h"
 #include "util/strmap.h"
 
-enum { OPT_HELP = 1, OPT_DEVICE, OPT_JSON, OPT_FILTER, OPT_DEPTH, OPT_RECORDS, OPT_TRUST, OPT_RAW, OPT_CHECK_FINITE };
+enum {
+	OPT_HELP = 1, OPT_DEVICE, OPT_JSON, OPT_FILTER, OPT_DEPTH, OPT_RECORDS, OPT_TRUST, OPT_RAW, OPT_CHECK_FINITE,
+	OPT_KEY, OPT_STRIP
+};
 
 static const cli_option options[] = {
 	{"help", 'h', OPT_FLAG, OPT_HELP},
 	{"device", 0, OPT_VALUE, OPT_DEVICE},
 	{"json", 0, OPT_FLAG, OPT_JSON},
 	{"filter", 0, OPT_VALUE, OPT_FILTER},
+	{"key", 0, OPT_VALUE, OPT_KEY},
+	{"strip-prefix", 0, OPT_VALUE, OPT_STRIP},
 	{"depth", 0, OPT_VALUE, OPT_DEPTH},
 	{"records", 0, OPT_FLAG, OPT_RECORDS},
 	{"trust", 0, OPT_FLAG, OPT_TRUST},
@@ -55,6 +60,8 @@ static const char help[] =
 	"  --check-finite  exit 1 when any tensor holds NaN or inf (implies --device cpu)\n"
 	"  --json          print one JSON document instead of tables\n"
 	"  --filter GLOB   keep tensors and values whose name matches GLOB (repeatable)\n"
+	"  --key K         only what is under K ('model', 'state_dict'), named without 'K.'\n"
+	"  --strip-prefix P  take P ('module.') off the names that start with it\n"
 	"  --depth N       fold names deeper than N components into their prefix, with totals\n"
 	"  --records       also list the archive's records with sizes and payload offsets\n"
 	"  --raw           print counts and sizes as exact integers, not 4.59 KiB\n"
@@ -1457,10 +1464,49 @@ static int print_stats_text(inspect *in)
 
 static const char *entry_name(const void *in, size_t i) { return ((const inspect *)in)->entries[i].name; }
 
+/*
+ * --key K, --strip-prefix P: only the entries under "K." named without it, P
+ * taken off the names that start with it (as convert and diff take them).
+ * EXIT_OK with in->entries pointing at *out (the caller frees it).
+ */
+static int select_entries(inspect *in, const char *key, const char *strip, ti_entry **out)
+{
+	size_t klen = key ? strlen(key) : 0, slen = strip ? strlen(strip) : 0, n = 0;
+	bool stripped = false;
+	ti_entry *sel = calloc(in->entry_count + 1, sizeof(*sel));
+	if (!sel) {
+		fprintf(stderr, "tinspect: out of memory\n");
+		return EXIT_RESOURCE;
+	}
+	for (size_t i = 0; i < in->entry_count; i++) {
+		const char *name = in->entries[i].name;
+		if (klen) {
+			if (strncmp(name, key, klen) || name[klen] != '.')
+				continue;
+			name += klen + 1;
+		}
+		if (slen && !strncmp(name, strip, slen) && name[slen]) {
+			name += slen;
+			stripped = true;
+		}
+		sel[n] = in->entries[i];
+		sel[n++].name = name;
+	}
+	*out = sel;
+	if (klen && !n)
+		return cli_usage_error("inspect: --key %s: nothing in %s is under '%s.'", key, in->file, key);
+	if (slen && !stripped)
+		return cli_usage_error("inspect: --strip-prefix %s: no name%s starts with it", strip, klen ? " under --key" : "");
+	in->entries = sel;
+	in->entry_count = n;
+	return EXIT_OK;
+}
+
 int cmd_inspect(int argc, char **argv)
 {
 	inspect in = {0};
 	bool trust = false, device_given = false;
+	const char *key = NULL, *strip = NULL;
 	cli_parser p = {argc, 1, argv, options, "inspect", false};
 	const char *value;
 	int id;
@@ -1502,6 +1548,12 @@ int cmd_inspect(int argc, char **argv)
 		case OPT_RECORDS:
 			in.records = true;
 			break;
+		case OPT_KEY:
+			key = value;
+			break;
+		case OPT_STRIP:
+			strip = value;
+			break;
 		case OPT_FILTER:
 			if (in.filter_count == FILTERS_MAX)
 				return cli_usage_error("inspect: more than %d --filter options", FILTERS_MAX);
@@ -1538,6 +1590,9 @@ int cmd_inspect(int argc, char **argv)
 	ti_error_clear(&err);
 	if (!refused && !(in.entries = ti_source_entries(src, &in.entry_count, &err)) && err.code)
 		refused = cli_report(in.file, &err);
+	ti_entry *selected = NULL;
+	if (!refused && (key || strip))
+		refused = select_entries(&in, key, strip, &selected);
 	if (!refused)
 		refused = cli_check_globs("inspect", "--filter", in.file, in.filters, (size_t)in.filter_count, entry_name,
 		                          &in, in.entry_count);
@@ -1551,6 +1606,7 @@ int cmd_inspect(int argc, char **argv)
 	}
 	if (refused) {
 		free(in.ties);
+		free(selected);
 		ti_source_close(src);
 		return refused;
 	}
@@ -1578,6 +1634,7 @@ int cmd_inspect(int argc, char **argv)
 	free(in.entry_stats);
 	free(in.results);
 	free(in.ties);
+	free(selected);
 	ti_source_close(src);
 	if (rc == EXIT_OK && (fflush(stdout) || ferror(stdout))) {
 		fprintf(stderr, "tinspect: cannot write output\n");
