@@ -86,8 +86,8 @@ run: deps
 	@$(MAKE) --no-print-directory all
 	./tinspect fixtures/resnet18_small.pt --device meta
 
-# Unit tests (Criterion), CLI tests (expected output files), the man page's and
-# README's examples run as shown (tests/docs/), the JUnit XML against its schema
+# Unit tests (Criterion), CLI tests (expected output files), the man page's,
+# README's and docs/*.md's examples run as shown (tests/docs/), the JUnit XML against its schema
 # (tests/ci/), no BLAS and no thread in the commands that need neither (tests/threads/), then, when python3-torch is installed, the conformance suites that
 # take seconds to a minute or two each: about 10 minutes on two cores in all.
 # The long PyTorch suites are `make conformance`'s.
@@ -132,7 +132,7 @@ test: deps-test
 
 # The long PyTorch suites, each minutes on two cores: the memory corpus measured live
 # (memory_conformance.py), the export corpus (export_conformance.py: shapes, state dicts,
-# MACs and the memory of 42 models; its README table is one machine's run, regenerated
+# MACs and the memory of 42 models; its table in docs/shapes-and-export.md is one machine's run, regenerated
 # with --regen-readme), the run corpus at full size (run_conformance.py's 300 random chains,
 # run_export_conformance.py's 88 models). Memory is measured on this machine's CPU, whose
 # instruction set picks oneDNN's kernels; tinspect assumes the same one (cpuid, at most
@@ -141,7 +141,7 @@ conformance: deps-test
 	@$(MAKE) --no-print-directory all build/unit-tests
 	@if $(PYTHON) -c 'import torch' 2>/dev/null; then \
 		$(PYTHON) tests/conformance/memory_conformance.py ./tinspect && \
-		$(PYTHON) tests/conformance/export_conformance.py ./tinspect --check-readme README.md && \
+		$(PYTHON) tests/conformance/export_conformance.py ./tinspect --check-readme docs/shapes-and-export.md && \
 		$(PYTHON) tests/conformance/run_conformance.py ./tinspect --shapes-corpus-only && \
 		$(PYTHON) tests/conformance/run_export_conformance.py ./tinspect; \
 	else echo "conformance: skipped (python3-torch is not installed)"; fi

@@ -64,8 +64,9 @@ For each model:
 The memory measurements depend on the machine: oneDNN picks PyTorch's CPU convolution kernels,
 and their scratch, by the processor's instruction set (cpuid, at most ONEDNN_MAX_CPU_ISA);
 tinspect is left to read the same set (no --cpu-isa), so the two compare like with like. The
-README's coverage table (--regen-readme) names the set it was measured with; --check-readme
-checks the README's worked example and reports a table that differs from this run's as a NOTE.
+coverage table of docs/shapes-and-export.md (--regen-readme FILE) names the set it was measured
+with; --check-readme FILE checks the page's worked example and reports a table that differs
+from this run's as a NOTE.
 
 Writes a Markdown table (--table-out FILE; always printed) with one row per model:
 model, tracer, steps, parameters, MACs (tinspect), MACs ref, MACs diff, shapes exact?,

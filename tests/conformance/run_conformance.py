@@ -25,8 +25,8 @@ matmul, bmm, addmm, convolution, attention) and for whole models, 1e-5 for
 the others (elementwise, activations, softmax, norms, pools), 0 for views and
 copies (cat, split, embedding, ...). Integer and bool outputs must be equal.
 
-A case whose run says "no CPU kernel yet" is SKIP (printed, not failed): the
-README lists the operators with kernels. Prints one line per case, then
+A case whose run says "no CPU kernel yet" is SKIP (printed, not failed):
+`tinspect run --list-kernels` lists the operators with kernels. Prints one line per case, then
 "N passed, M failed, K skipped"; exits 1 if any failed, 0 with "skipped" when
 torch is not installed.
 """

@@ -1,5 +1,6 @@
 #!/bin/sh
-# tests/docs/run.sh - hold the man page and README.md to what tinspect does.
+# tests/docs/run.sh - hold the man page, README.md and docs/*.md to what
+# tinspect does.
 #
 # usage: sh tests/docs/run.sh [--regen] TINSPECT
 #
@@ -12,17 +13,23 @@
 #    where tinspect is on PATH and the file names the examples use are links
 #    to bundled fixtures (see setup_scratch). An example must exit 0 and print
 #    something, except those listed in man_example_status.
-# 3. Every README.md example is run and its output compared. In a fenced
-#    block, a line `$ COMMAND` is a command; the lines after it, up to the
-#    next `$ ` line or the end of the block, are what it prints (stdout and
+# 3. Every example of README.md and of each docs/*.md page is run and its
+#    output compared, in the same scratch folder (so paths in a docs/ page's
+#    examples are relative to the repository root, as in the README). In a
+#    fenced block, a line `$ COMMAND` is a command; the lines after it, up to
+#    the next `$ ` line or the end of the block, are what it prints (stdout and
 #    stderr together), exactly. A line `...` (indent allowed) stands for any
 #    number of lines: the lines above it are compared with the first lines
 #    printed, those below it with the last ones. A fenced block with no `$ `
 #    line must follow a line `<!-- docs-test: skip REASON -->`; it is not run.
+#    A failure names the file and the line of its `$ `.
+# 4. Every relative link `](PATH)` or `](PATH#anchor)` of README.md and
+#    docs/*.md names a file or folder that exists, relative to the page.
 #
-# --regen rewrites the README's example outputs from what the commands print
-# (keeping each `...` and the number of lines around it). Read the diff
-# before committing it: the README is what readers hold tinspect to.
+# --regen rewrites the example outputs of README.md and every docs/*.md page
+# from what the commands print (keeping each `...` and the number of lines
+# around it). Read the diff before committing it: these pages are what
+# readers hold tinspect to.
 # Prints 'N passed, M failed' and exits 1 when anything failed.
 
 set -u
@@ -48,7 +55,6 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 cd "$root" || exit 2
 man=man/tinspect.1
-readme=README.md
 
 LC_ALL=C.UTF-8
 export LC_ALL
@@ -176,43 +182,7 @@ while IFS= read -r cmd; do
 	fi
 done <"$work/man-examples"
 
-# ---- 3. every README example prints what the README shows ----
-
-# Split the README into its examples: $work/readme/N.cmd holds command N,
-# N.want what the README shows after it, N.line the line of its `$ `.
-mkdir "$work/readme"
-awk -v dir="$work/readme" '
-	function close_example() {
-		if (n > 0 && open) { close(dir "/" n ".want") }
-		open = 0
-	}
-	/^```/ {
-		if (!inblock) {
-			inblock = 1; start = NR; commands = 0
-			skip = (prev ~ /^<!-- docs-test: skip .*-->$/)
-		} else {
-			close_example()
-			if (!skip && commands == 0)
-				print "README.md:" start ": a fenced block shows no `$ ` command and no <!-- docs-test: skip REASON --> line precedes it" > (dir "/errors")
-			inblock = 0
-		}
-		prev = $0; next
-	}
-	inblock && !skip && /^\$ / {
-		close_example()
-		n++; commands++; open = 1
-		printf "%s\n", substr($0, 3) > (dir "/" n ".cmd"); close(dir "/" n ".cmd")
-		print NR > (dir "/" n ".line"); close(dir "/" n ".line")
-		printf "" > (dir "/" n ".want")
-		prev = $0; next
-	}
-	inblock && open { print > (dir "/" n ".want") }
-	{ prev = $0 }
-	END { print n + 0 > (dir "/count") }
-' "$readme"
-if [ -s "$work/readme/errors" ]; then
-	while IFS= read -r e; do fail "readme_blocks_are_examples: $e"; done <"$work/readme/errors"
-fi
+# ---- 3. every example of README.md and docs/*.md prints what the page shows ----
 
 # compare WANT GOT: exact, or around the first `...` line of WANT.
 compare() {
@@ -233,7 +203,7 @@ compare() {
 	cmp -s "$work/want-tail" "$work/got-tail"
 }
 
-# regen_text WANT GOT: what the README should show, keeping WANT's `...`.
+# regen_text WANT GOT: what the page should show, keeping WANT's `...`.
 regen_text() {
 	k=$(awk '/^[[:space:]]*\.\.\.[[:space:]]*$/ { print NR - 1; f = 1; exit } END { if (!f) print -1 }' "$1")
 	if [ "$k" = -1 ]; then
@@ -248,47 +218,117 @@ regen_text() {
 	return 0
 }
 
-count=$(cat "$work/readme/count")
-i=1
-while [ "$i" -le "$count" ]; do
-	cmd=$(cat "$work/readme/$i.cmd")
-	line=$(cat "$work/readme/$i.line")
-	in_scratch "$cmd"
-	want_file=$work/readme/$i.want
-	if $regen; then
-		regen_text "$want_file" "$work/out" >"$work/readme/$i.new"
-		want_file=$work/readme/$i.new
-	fi
-	if compare "$want_file" "$work/out"; then
-		pass
-	else
-		fail "README.md:$line: \$ $cmd"
-		echo "  output differs (--- README, +++ got; exit status $status):"
-		diff -u "$want_file" "$work/out" | sed '1,2d; s/^/  /'
-	fi
-	i=$((i + 1))
-done
-
-if $regen && [ "$count" -gt 0 ]; then
-	# Put each command's new output in place of the old one.
-	awk -v dir="$work/readme" '
+# check_page PAGE: run PAGE's examples and compare (with --regen, rewrite
+# PAGE's outputs). $work/ex/N.cmd holds command N, N.want what PAGE shows
+# after it, N.line the line of its `$ `.
+check_page() {
+	page=$1
+	rm -rf "$work/ex"
+	mkdir "$work/ex"
+	awk -v dir="$work/ex" -v page="$page" '
+		function close_example() {
+			if (n > 0 && open) { close(dir "/" n ".want") }
+			open = 0
+		}
 		/^```/ {
-			if (inblock) { inblock = 0; out = 0 }
-			else { inblock = 1; skip = (prev ~ /^<!-- docs-test: skip .*-->$/) }
-			prev = $0; print; next
+			if (!inblock) {
+				inblock = 1; start = NR; commands = 0
+				skip = (prev ~ /^<!-- docs-test: skip .*-->$/)
+			} else {
+				close_example()
+				if (!skip && commands == 0)
+					print page ":" start ": a fenced block shows no `$ ` command and no <!-- docs-test: skip REASON --> line precedes it" > (dir "/errors")
+				inblock = 0
+			}
+			prev = $0; next
 		}
 		inblock && !skip && /^\$ / {
-			n++; print
-			f = dir "/" n ".new"
-			while ((getline l < f) > 0) print l
-			close(f); out = 1; prev = $0; next
+			close_example()
+			n++; commands++; open = 1
+			printf "%s\n", substr($0, 3) > (dir "/" n ".cmd"); close(dir "/" n ".cmd")
+			print NR > (dir "/" n ".line"); close(dir "/" n ".line")
+			printf "" > (dir "/" n ".want")
+			prev = $0; next
 		}
-		inblock && out { next }
-		{ prev = $0; print }
-	' "$readme" >"$work/README.new"
-	cp "$work/README.new" "$readme"
-	echo "regenerated the outputs of $count README examples; read git diff $readme"
-fi
+		inblock && open { print > (dir "/" n ".want") }
+		{ prev = $0 }
+		END { print n + 0 > (dir "/count") }
+	' "$page"
+	if [ -s "$work/ex/errors" ]; then
+		while IFS= read -r e; do fail "doc_blocks_are_examples: $e"; done <"$work/ex/errors"
+	fi
+
+	count=$(cat "$work/ex/count")
+	i=1
+	while [ "$i" -le "$count" ]; do
+		cmd=$(cat "$work/ex/$i.cmd")
+		line=$(cat "$work/ex/$i.line")
+		in_scratch "$cmd"
+		want_file=$work/ex/$i.want
+		if $regen; then
+			regen_text "$want_file" "$work/out" >"$work/ex/$i.new"
+			want_file=$work/ex/$i.new
+		fi
+		if compare "$want_file" "$work/out"; then
+			pass
+		else
+			fail "$page:$line: \$ $cmd"
+			echo "  output differs (--- $page, +++ got; exit status $status):"
+			diff -u "$want_file" "$work/out" | sed '1,2d; s/^/  /'
+		fi
+		i=$((i + 1))
+	done
+
+	if $regen && [ "$count" -gt 0 ]; then
+		# Put each command's new output in place of the old one.
+		awk -v dir="$work/ex" '
+			/^```/ {
+				if (inblock) { inblock = 0; out = 0 }
+				else { inblock = 1; skip = (prev ~ /^<!-- docs-test: skip .*-->$/) }
+				prev = $0; print; next
+			}
+			inblock && !skip && /^\$ / {
+				n++; print
+				f = dir "/" n ".new"
+				while ((getline l < f) > 0) print l
+				close(f); out = 1; prev = $0; next
+			}
+			inblock && out { next }
+			{ prev = $0; print }
+		' "$page" >"$work/page.new"
+		cp "$work/page.new" "$page"
+		echo "regenerated the outputs of $count examples of $page; read git diff $page"
+	fi
+}
+
+pages="README.md"
+for p in docs/*.md; do
+	[ -f "$p" ] && pages="$pages $p"
+done
+for p in $pages; do
+	check_page "$p"
+done
+
+# ---- 4. every relative link of README.md and docs/*.md exists ----
+
+for p in $pages; do
+	dir=$(dirname "$p")
+	# `](target)` outside fenced blocks; web addresses and same-page anchors are not checked.
+	awk '/^```/ { inblock = !inblock; next } !inblock { print }' "$p" |
+		grep -o '](<*[^)>]*>*)' | sed 's/^](<*//; s/>*)$//' >"$work/links"
+	bad=0
+	while IFS= read -r target; do
+		case $target in
+		http://* | https://* | mailto:* | '#'*) continue ;;
+		esac
+		path=${target%%#*}
+		if [ ! -e "$dir/$path" ]; then
+			fail "doc_links_exist: $p: link to '$target': no such file or folder"
+			bad=1
+		fi
+	done <"$work/links"
+	[ "$bad" = 0 ] && pass
+done
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
