@@ -2,7 +2,8 @@
  * diff.c - two sources compared by name (diff.h).
  *
  * Reading: views are read in chunks through view.h (one pread per chunk of
- * a contiguous view, gathered through the strides otherwise).
+ * a contiguous view, gathered through the strides otherwise), A's chunk
+ * then B's; the kernel reads ahead in both files meanwhile (view.c).
  * The comparison loop has a plain-C body per dtype pair that matters
  * (float32, float64); everything else is cast to float64 by ti_cast first.
  */
@@ -204,10 +205,6 @@ static ti_status compare_values(ti_source *a, const ti_source_tensor *ta, ti_sou
 		*which = 1;
 		if ((st = read_view(b, tb, first, k, s->raw[1], s, err)))
 			return st;
-		int64_t next = first + (int64_t)k;
-		size_t after = (uint64_t)(ta->numel - next) < n ? (size_t)(ta->numel - next) : n;
-		ti_view_prefetch(a, ta, next, after);
-		ti_view_prefetch(b, tb, next, after);
 		if (same_dtype && !memcmp(s->raw[0], s->raw[1], bytes_of(ta->dtype, k)))
 			continue; /* the same bytes: the same values, NaNs included */
 		identical = false;
@@ -563,17 +560,6 @@ ti_status ti_diff_run(ti_source *a, ti_source *b, const ti_diff_options *options
 			const ti_source_tensor *x = ti_source_tensor_at(a, ta_of[i]), *y = ti_source_tensor_at(b, tb_of[i]);
 			if ((rows[i].not_compared = why_not_comparable(a, x, b, y)))
 				continue;
-			/* the next pair's first chunks come in while this pair is compared */
-			for (size_t j = i + 1; j < n && j <= i + 2; j++) {
-				if (!rows[j].in_a || !rows[j].in_b)
-					continue;
-				const ti_source_tensor *nx = ti_source_tensor_at(a, ta_of[j]), *ny = ti_source_tensor_at(b, tb_of[j]);
-				if (same_shape(nx, ny)) {
-					size_t k = (uint64_t)nx->numel < TI_DIFF_CHUNK ? (size_t)nx->numel : TI_DIFF_CHUNK;
-					ti_view_prefetch(a, nx, 0, k);
-					ti_view_prefetch(b, ny, 0, k);
-				}
-			}
 			if ((st = compare_values(a, x, b, y, &o, &s, &rows[i], &out->failed_input, err)))
 				goto done;
 		}

@@ -289,10 +289,6 @@ static ti_status stats_view(ti_source *src, const ti_source_tensor *t, ti_view_r
 		size_t k = (uint64_t)(t->numel - first) < chunk ? (size_t)(t->numel - first) : chunk;
 		if ((st = ti_view_read(r, src, t, first, k, raw, err)))
 			break;
-		if (!r->read) { /* the next chunk comes in while this one is counted */
-			int64_t next = first + (int64_t)k;
-			ti_view_prefetch(src, t, next, (uint64_t)(t->numel - next) < chunk ? (size_t)(t->numel - next) : chunk);
-		}
 		uint64_t bytes = 0;
 		ti_dtype_nbytes(t->dtype, k, &bytes); /* k * element size; a sub-byte dtype's packed bytes */
 		ti_checksum_update(&sum, raw, (size_t)bytes);
