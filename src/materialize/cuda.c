@@ -869,11 +869,17 @@ static uint64_t rotl64(uint64_t x, int r)
 	return (x << r) | (x >> (64 - r));
 }
 
-/* The specification reads its input little endian. */
-static uint64_t read64(const unsigned char *p)
+/* The specification reads its input little endian: on a little-endian machine, one load. */
+static inline uint64_t read64(const unsigned char *p)
 {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	uint64_t v;
+	memcpy(&v, p, 8);
+	return v;
+#else
 	return (uint64_t)p[0] | (uint64_t)p[1] << 8 | (uint64_t)p[2] << 16 | (uint64_t)p[3] << 24 |
 	       (uint64_t)p[4] << 32 | (uint64_t)p[5] << 40 | (uint64_t)p[6] << 48 | (uint64_t)p[7] << 56;
+#endif
 }
 
 static uint32_t read32(const unsigned char *p)
@@ -925,8 +931,15 @@ void ti_checksum_update(ti_checksum *c, const void *bytes, size_t n)
 		xxh_stripe(c->lane, c->stripe);
 		c->buffered = 0;
 	}
-	for (; n >= 32; p += 32, n -= 32)
-		xxh_stripe(c->lane, p);
+	/* the lanes in registers, not through c: every stripe would store and load them again */
+	uint64_t v0 = c->lane[0], v1 = c->lane[1], v2 = c->lane[2], v3 = c->lane[3];
+	for (; n >= 32; p += 32, n -= 32) {
+		v0 = xxh_round(v0, read64(p));
+		v1 = xxh_round(v1, read64(p + 8));
+		v2 = xxh_round(v2, read64(p + 16));
+		v3 = xxh_round(v3, read64(p + 24));
+	}
+	c->lane[0] = v0, c->lane[1] = v1, c->lane[2] = v2, c->lane[3] = v3;
 	memcpy(c->stripe, p, n);
 	c->buffered = n;
 }

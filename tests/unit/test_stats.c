@@ -131,6 +131,75 @@ Test(stats, bfloat16_and_float16_are_widened_exactly)
 	EXPECT_DOUBLE(s.mean, (1 + 65504 + 0x1p-24) / 4);
 }
 
+Test(stats, a_zero_as_min_or_max_has_the_sign_of_the_first_zero)
+{
+	/* A plain loop (lo = x < lo ? x : lo) keeps the first of equal values; the vector loop must agree. */
+	float v[21];
+	for (int i = 0; i < 21; i++)
+		v[i] = 1 + (float)i;
+	v[6] = 0.0f; /* the first zero, in a later lane than the second */
+	v[9] = -0.0f;
+	ti_tensor_stats s = stats_of(one(TI_DT_FLOAT32, 1, (int64_t[]){21}, v, sizeof(v)));
+	cr_expect(s.min == 0 && !signbit(s.min), "min: got %g, want 0", s.min);
+	ti_source_close(src);
+	v[6] = -0.0f;
+	v[9] = 0.0f;
+	s = stats_of(one(TI_DT_FLOAT32, 1, (int64_t[]){21}, v, sizeof(v)));
+	cr_expect(s.min == 0 && signbit(s.min), "min: got %g, want -0", s.min);
+	ti_source_close(src);
+	for (int i = 0; i < 21; i++)
+		v[i] = -1 - (float)i;
+	v[5] = 0.0f;
+	v[8] = -0.0f;
+	v[20] = -0.0f; /* past the last group of eight */
+	s = stats_of(one(TI_DT_FLOAT32, 1, (int64_t[]){21}, v, sizeof(v)));
+	cr_expect(s.max == 0 && !signbit(s.max), "max: got %g, want 0", s.max);
+	ti_source_close(src);
+	double d[19];
+	for (int i = 0; i < 19; i++)
+		d[i] = -1 - i;
+	d[18] = -0.0; /* the only zero, alone at the end */
+	s = stats_of(one(TI_DT_FLOAT64, 1, (int64_t[]){19}, d, sizeof(d)));
+	cr_expect(s.max == 0 && signbit(s.max), "max: got %g, want -0", s.max);
+	EXPECT_INT(s.zeros, 1);
+}
+
+Test(stats, a_chunk_is_summed_in_eight_lanes_and_the_rest_in_the_first_bit_for_bit)
+{
+	/* The order of additions the fast loop keeps (stats.c), written out plainly, on sums that round. */
+	enum { N = 1003 };
+	float v[N];
+	uint32_t seed = 7;
+	for (int round = 0; round < 16; round++) {
+		for (int i = 0; i < N; i++) {
+			seed = seed * 1664525u + 1013904223u;
+			v[i] = ldexpf((float)(seed >> 8), (int)(seed % 41) - 30) * (seed & 1 ? -1 : 1);
+		}
+		double lanes[8] = {0}, sum = 0, m2[8] = {0}, m2sum = 0;
+		int i = 0;
+		for (; i + 8 <= N; i += 8)
+			for (int k = 0; k < 8; k++)
+				lanes[k] += (double)v[i + k];
+		for (; i < N; i++)
+			lanes[0] += (double)v[i];
+		for (int k = 0; k < 8; k++)
+			sum += lanes[k];
+		double mean = sum / N;
+		for (i = 0; i + 8 <= N; i += 8)
+			for (int k = 0; k < 8; k++)
+				m2[k] += ((double)v[i + k] - mean) * ((double)v[i + k] - mean);
+		for (; i < N; i++)
+			m2[0] += ((double)v[i] - mean) * ((double)v[i] - mean);
+		for (int k = 0; k < 8; k++)
+			m2sum += m2[k];
+		ti_tensor_stats s = stats_of(one(TI_DT_FLOAT32, 1, (int64_t[]){N}, v, sizeof(v)));
+		EXPECT_DOUBLE(s.mean, mean);
+		EXPECT_DOUBLE(s.std, sqrt(m2sum / (N - 1)));
+		ti_source_close(src);
+		src = NULL;
+	}
+}
+
 Test(stats, a_strided_view_is_read_in_logical_order)
 {
 	float v[12];
