@@ -22,6 +22,7 @@ typedef float ti_f32x4 __attribute__((vector_size(16)));
 typedef double ti_f64x2 __attribute__((vector_size(16)));
 typedef int32_t ti_i32x4 __attribute__((vector_size(16)));
 typedef int64_t ti_i64x2 __attribute__((vector_size(16)));
+typedef uint32_t ti_u32x4 __attribute__((vector_size(16)));
 
 /* Loads from any alignment. */
 static inline ti_f32x4 ti_load_f32x4(const float *p)
@@ -36,6 +37,23 @@ static inline ti_f64x2 ti_load_f64x2(const double *p)
 	ti_f64x2 v;
 	memcpy(&v, p, sizeof(v));
 	return v;
+}
+
+/* Four uint16 at p, each in the low half of a 32-bit lane. */
+static inline ti_u32x4 ti_load_u16x4(const unsigned char *p)
+{
+#ifdef __SSE2__
+	return (ti_u32x4)_mm_unpacklo_epi16(_mm_loadl_epi64((const __m128i *)(const void *)p), _mm_setzero_si128());
+#else
+	uint16_t h[4];
+	memcpy(h, p, sizeof(h));
+	return (ti_u32x4){h[0], h[1], h[2], h[3]};
+#endif
+}
+
+static inline void ti_store_f32x4(float *p, ti_f32x4 v)
+{
+	memcpy(p, &v, sizeof(v));
 }
 
 /* The two float32 at p as float64 (exact); GCC makes the generic form of two scalar conversions. */

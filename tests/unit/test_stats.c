@@ -200,6 +200,69 @@ Test(stats, a_chunk_is_summed_in_eight_lanes_and_the_rest_in_the_first_bit_for_b
 	}
 }
 
+Test(stats, every_float16_is_widened_exactly)
+{
+	/* All 65536 bit patterns: the vector widening (four at a time) against the format's definition. */
+	uint16_t *h = malloc(65536 * sizeof(uint16_t));
+	cr_assert(h);
+	double sum = 0, m2 = 0, lo = INFINITY, hi = -INFINITY;
+	uint64_t nan = 0, posinf = 0, neginf = 0, finite = 0, zeros = 0;
+	for (uint32_t i = 0; i < 65536; i++)
+		h[i] = (uint16_t)i;
+	for (int pass = 0; pass < 2; pass++)
+		for (uint32_t i = 0; i < 65536; i++) {
+			int e = (int)(i >> 10) & 31, m = (int)(i & 1023);
+			double sign = i & 0x8000 ? -1 : 1;
+			if (e == 31) {
+				if (pass == 0) {
+					nan += m != 0;
+					posinf += m == 0 && sign > 0;
+					neginf += m == 0 && sign < 0;
+				}
+				continue;
+			}
+			double x = sign * (e ? ldexp(1024 + m, e - 25) : ldexp(m, -24));
+			if (pass == 0) {
+				sum += x;
+				finite++;
+				zeros += x == 0;
+				lo = x < lo ? x : lo;
+				hi = x > hi ? x : hi;
+			} else {
+				m2 += (x - sum / (double)finite) * (x - sum / (double)finite);
+			}
+		}
+	ti_tensor_stats s = stats_of(one(TI_DT_FLOAT16, 1, (int64_t[]){65536}, h, 65536 * sizeof(uint16_t)));
+	EXPECT_INT(s.nan, nan);
+	EXPECT_INT(s.posinf, posinf);
+	EXPECT_INT(s.neginf, neginf);
+	EXPECT_INT(s.zeros, zeros);
+	EXPECT_DOUBLE(s.min, lo);
+	EXPECT_DOUBLE(s.max, hi);
+	EXPECT_DOUBLE(s.mean, sum / (double)finite); /* a NaN in the chunk: the careful loop, in order */
+	EXPECT_DOUBLE(s.std, sqrt(m2 / (double)(finite - 1)));
+	free(h);
+	ti_source_close(src);
+	src = NULL;
+	/* and without NaN or inf, through the fast loop: the finite patterns only, in order */
+	uint16_t *f = malloc(65536 * sizeof(uint16_t));
+	cr_assert(f);
+	size_t n = 0;
+	double fsum = 0;
+	for (uint32_t i = 0; i < 65536; i++)
+		if (((i >> 10) & 31) != 31) {
+			f[n++] = (uint16_t)i;
+			int e = (int)(i >> 10) & 31, m = (int)(i & 1023);
+			fsum += (i & 0x8000 ? -1 : 1) * (e ? ldexp(1024 + m, e - 25) : ldexp(m, -24));
+		}
+	s = stats_of(one(TI_DT_FLOAT16, 1, (int64_t[]){(int64_t)n}, f, n * sizeof(uint16_t)));
+	EXPECT_INT(s.finite, n);
+	EXPECT_DOUBLE(s.min, -65504);
+	EXPECT_DOUBLE(s.max, 65504);
+	EXPECT_DOUBLE(s.mean, fsum / (double)n); /* float16 sums are exact in float64: any order gives this */
+	free(f);
+}
+
 Test(stats, a_strided_view_is_read_in_logical_order)
 {
 	float v[12];
