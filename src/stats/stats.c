@@ -19,6 +19,7 @@
 #include "tinspect/cuda.h"
 #include "tinspect/place.h"
 #include "util/vec.h"
+#include "util/xxh64.h"
 
 /* Independent partial sums: the additions of one chunk are not one chain. */
 #define LANES 8
@@ -81,9 +82,16 @@ typedef struct chunk_sums {
 
 _Static_assert(TI_STATS_CHUNK / LANES < INT32_MAX, "the zero counts of a chunk fit int32 lanes");
 
-/* float32: two vectors of 4 a group, and four of 2 widened to float64. */
-static void pass1_float(const float *p, size_t n, chunk_sums *c)
+/*
+ * float32: two vectors of 4 a group, and four of 2 widened to float64.
+ * With hash, the group's 32 bytes are also one XXH64 stripe of sum, folded
+ * here rather than in a pass of their own: the hash's four multiplication
+ * chains leave the vector units idle, and the sums fill them.
+ */
+static inline __attribute__((always_inline)) void pass1_float_body(const float *p, size_t n, chunk_sums *c,
+                                                                    ti_checksum *sum, bool hash)
 {
+	uint64_t v0 = sum->lane[0], v1 = sum->lane[1], v2 = sum->lane[2], v3 = sum->lane[3];
 	ti_f64x2 s0 = {0, 0}, s1 = s0, s2 = s0, s3 = s0;
 	ti_f32x4 lo = {p[0], p[0], p[0], p[0]}, hi = lo, nonfinite = {0, 0, 0, 0}, zero = nonfinite;
 	ti_i32x4 z = {0, 0, 0, 0}; /* minus the zeros: a true compare is -1 */
@@ -98,6 +106,17 @@ static void pass1_float(const float *p, size_t n, chunk_sums *c)
 		s1 += ti_widen_f64x2(p + i + 2);
 		s2 += ti_widen_f64x2(p + i + 4);
 		s3 += ti_widen_f64x2(p + i + 6);
+		if (hash) {
+			const unsigned char *b = (const unsigned char *)(p + i);
+			v0 = ti_xxh64_round(v0, ti_xxh64_read64(b));
+			v1 = ti_xxh64_round(v1, ti_xxh64_read64(b + 8));
+			v2 = ti_xxh64_round(v2, ti_xxh64_read64(b + 16));
+			v3 = ti_xxh64_round(v3, ti_xxh64_read64(b + 24));
+		}
+	}
+	if (hash) {
+		sum->lane[0] = v0, sum->lane[1] = v1, sum->lane[2] = v2, sum->lane[3] = v3;
+		sum->total += i * sizeof(*p);
 	}
 	float low = p[0], high = p[0];
 	bool bad = false;
@@ -148,9 +167,11 @@ static double pass2_float(const float *p, size_t n, double mean)
 	return sum;
 }
 
-/* float64: four vectors of 2 a group. */
-static void pass1_double(const double *p, size_t n, chunk_sums *c)
+/* float64: four vectors of 2 a group, and with hash two stripes of sum. */
+static inline __attribute__((always_inline)) void pass1_double_body(const double *p, size_t n, chunk_sums *c,
+                                                                     ti_checksum *sum, bool hash)
 {
+	uint64_t v0 = sum->lane[0], v1 = sum->lane[1], v2 = sum->lane[2], v3 = sum->lane[3];
 	ti_f64x2 s0 = {0, 0}, s1 = s0, s2 = s0, s3 = s0, nonfinite = s0, zero = s0;
 	ti_f64x2 lo = {p[0], p[0]}, hi = lo;
 	ti_i64x2 z = {0, 0}; /* minus the zeros */
@@ -166,6 +187,19 @@ static void pass1_double(const double *p, size_t n, chunk_sums *c)
 		s1 += x1;
 		s2 += x2;
 		s3 += x3;
+		if (hash) {
+			const unsigned char *b = (const unsigned char *)(p + i);
+			for (int stripe = 0; stripe < 64; stripe += 32) {
+				v0 = ti_xxh64_round(v0, ti_xxh64_read64(b + stripe));
+				v1 = ti_xxh64_round(v1, ti_xxh64_read64(b + stripe + 8));
+				v2 = ti_xxh64_round(v2, ti_xxh64_read64(b + stripe + 16));
+				v3 = ti_xxh64_round(v3, ti_xxh64_read64(b + stripe + 24));
+			}
+		}
+	}
+	if (hash) {
+		sum->lane[0] = v0, sum->lane[1] = v1, sum->lane[2] = v2, sum->lane[3] = v3;
+		sum->total += i * sizeof(*p);
 	}
 	double low = p[0], high = p[0];
 	bool bad = false;
@@ -216,14 +250,39 @@ static double pass2_double(const double *p, size_t n, double mean)
 }
 
 /*
+ * The first pass over a chunk; with sum, the chunk's bytes also go into it,
+ * folded in the same loop while nothing is buffered (a chunk of whole
+ * stripes: every chunk but a tensor's last), and after the loop the bytes
+ * past the last group.
+ */
+#define PASS1(TYPE, NAME)                                                                                  \
+	static void pass1_##NAME(const TYPE *p, size_t n, chunk_sums *c, ti_checksum *sum)                   \
+	{                                                                                                    \
+		if (sum && !sum->buffered) {                                                                     \
+			pass1_##NAME##_body(p, n, c, sum, true);                                                     \
+			size_t folded = n - n % LANES;                                                               \
+			ti_checksum_update(sum, p + folded, (n - folded) * sizeof(TYPE));                            \
+			return;                                                                                      \
+		}                                                                                                \
+		if (sum)                                                                                         \
+			ti_checksum_update(sum, p, n * sizeof(TYPE));                                                \
+		ti_checksum none = {.buffered = 0};                                                              \
+		pass1_##NAME##_body(p, n, c, &none, false);                                                      \
+	}
+PASS1(float, float)
+PASS1(double, double)
+
+/*
  * One chunk of floats of TYPE: the fast body when every value is finite
- * (returns false, changing nothing, when one is not), and the careful one.
+ * (returns false, changing nothing but hash, when one is not), and the
+ * careful one. hash, when not NULL, takes the chunk's bytes (the first
+ * pass always runs, so once).
  */
 #define FLOAT_CHUNK(TYPE, NAME)                                                                            \
-	static bool fast_##NAME(const TYPE *p, size_t n, acc *a)                                             \
+	static bool fast_##NAME(const TYPE *p, size_t n, acc *a, ti_checksum *hash)                          \
 	{                                                                                                    \
 		chunk_sums c = {.zeros = 0};                                                                     \
-		pass1_##NAME(p, n, &c);                                                                          \
+		pass1_##NAME(p, n, &c, hash);                                                                    \
 		if (c.bad)                                                                                       \
 			return false;                                                                                \
 		double sum = 0;                                                                                  \
@@ -276,9 +335,9 @@ static double pass2_double(const double *p, size_t n, double mean)
 		}                                                                                                \
 		merge(a, finite, mean, m2);                                                                      \
 	}                                                                                                    \
-	static void chunk_##NAME(const TYPE *p, size_t n, acc *a)                                            \
+	static void chunk_##NAME(const TYPE *p, size_t n, acc *a, ti_checksum *hash)                         \
 	{                                                                                                    \
-		if (n && !fast_##NAME(p, n, a))                                                                  \
+		if (n && !fast_##NAME(p, n, a, hash))                                                            \
 			careful_##NAME(p, n, a);                                                                     \
 	}
 FLOAT_CHUNK(float, float)
@@ -448,23 +507,22 @@ static ti_status stats_view(ti_source *src, const ti_source_tensor *t, ti_view_r
 			break;
 		uint64_t bytes = 0;
 		ti_dtype_nbytes(t->dtype, k, &bytes); /* k * element size; a sub-byte dtype's packed bytes */
-		ti_checksum_update(&sum, raw, (size_t)bytes);
+		if (how != R_FLOAT32 && how != R_FLOAT64) /* those two hash in their first pass */
+			ti_checksum_update(&sum, raw, (size_t)bytes);
 		switch (how) {
-		case R_FLOAT32: {
-			/* the chunk, copied if the read left it unaligned (it never does: malloc) */
-			chunk_float((const float *)(void *)raw, k, &a);
+		case R_FLOAT32:
+			chunk_float((const float *)(void *)raw, k, &a, &sum); /* raw is malloc's: aligned */
 			break;
-		}
 		case R_FLOAT16:
 			widen_half(raw, wide, k);
-			chunk_float(wide, k, &a);
+			chunk_float(wide, k, &a, NULL);
 			break;
 		case R_BFLOAT16:
 			widen_bfloat16(raw, wide, k);
-			chunk_float(wide, k, &a);
+			chunk_float(wide, k, &a, NULL);
 			break;
 		case R_FLOAT64:
-			chunk_double((const double *)(void *)raw, k, &a);
+			chunk_double((const double *)(void *)raw, k, &a, &sum);
 			break;
 		case R_INT:
 			if (!(st = ti_cast(t->dtype, raw, TI_DT_INT64, wide, k, 0, err)))
@@ -472,7 +530,7 @@ static ti_status stats_view(ti_source *src, const ti_source_tensor *t, ti_view_r
 			break;
 		case R_CAST_DOUBLE:
 			if (!(st = ti_cast(t->dtype, raw, TI_DT_FLOAT64, wide, k, 0, err)))
-				chunk_double(wide, k, &a);
+				chunk_double(wide, k, &a, NULL);
 			break;
 		case R_BYTES:
 			break;

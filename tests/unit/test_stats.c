@@ -345,6 +345,21 @@ Test(stats, chunks_join_at_their_boundaries)
 	free(v);
 }
 
+Test(stats, float64_chunks_hash_in_their_first_pass_to_the_checksum_of_the_bytes)
+{
+	/* The float loops fold whole 32-byte stripes as they sum; the bytes past the last group go after. */
+	size_t n = TI_STATS_CHUNK + 13;
+	double *v = malloc(n * sizeof(double));
+	cr_assert(v);
+	for (size_t i = 0; i < n; i++)
+		v[i] = (double)(i % 1013) * 0.25 - 100;
+	v[n - 2] = NAN; /* the last chunk goes to the careful loop too: hashed once all the same */
+	ti_tensor_stats s = stats_of(one(TI_DT_FLOAT64, 1, (int64_t[]){(int64_t)n}, v, n * sizeof(double)));
+	EXPECT_INT(s.checksum, ti_checksum_bytes(v, n * sizeof(double)));
+	EXPECT_INT(s.nan, 1);
+	free(v);
+}
+
 Test(stats, a_transposed_view_across_chunks_reads_every_element_once)
 {
 	enum { R = 513, C = 1024 }; /* R * C > 2 chunks */
