@@ -17,7 +17,10 @@
  *
  * Bytes come from the source (ti_source_read) unless the reader is given a
  * read function of its own: stats reads back what it placed on a CUDA
- * device through one.
+ * device through one. A reader of the source's own bytes tells the kernel,
+ * once per file, that the file is read in order (POSIX_FADV_SEQUENTIAL), so
+ * that its read-ahead keeps the disk busy while the caller computes; no
+ * thread is started.
  *
  * Ownership: a ti_view_reader owns its scratch buffers (at most
  * TI_VIEW_CHUNK_MAX offsets and one window, allocated on first need), freed
@@ -37,6 +40,9 @@
 /* The most bytes read at once to gather a strided chunk. */
 #define TI_VIEW_WINDOW_BYTES ((size_t)16 << 20)
 
+/* Files one reader remembers having advised as read in order (view.c): diff reads two at a time. */
+#define TI_VIEW_SEQUENTIAL_FILES 4
+
 /* Reads n bytes of storage at byte offset into buf; a ti_source_read of one's own. */
 typedef ti_status (*ti_view_read_fn)(void *ctx, ti_source *src, size_t storage, uint64_t offset, void *buf, size_t n,
                                      ti_error *err);
@@ -46,6 +52,8 @@ typedef struct ti_view_reader {
 	void *read_ctx;
 	int64_t *offsets;     /* a strided chunk's element offsets */
 	unsigned char *window;
+	int sequential[TI_VIEW_SEQUENTIAL_FILES]; /* descriptors advised, + 1 (0: none) */
+	unsigned sequential_next;                 /* the slot the next one takes */
 } ti_view_reader;
 
 /* A reader of the source's own bytes (read NULL); nothing is allocated yet. */
@@ -70,13 +78,5 @@ ti_status ti_view_check(ti_source *src, const ti_source_tensor *t, ti_error *err
  */
 ti_status ti_view_read(ti_view_reader *r, ti_source *src, const ti_source_tensor *t, int64_t first, size_t n,
                        void *out, ti_error *err);
-
-/*
- * Asks the kernel to start reading elements first .. first+n-1 of a
- * contiguous view of a file's bytes while the caller works on the current
- * chunk: without it, reading and computing take turns and the disk idles
- * half the time. A hint only (posix_fadvise); nothing fails with it.
- */
-void ti_view_prefetch(ti_source *src, const ti_source_tensor *t, int64_t first, size_t n);
 
 #endif

@@ -2,9 +2,11 @@
  * diff.c - two sources compared by name (diff.h).
  *
  * Reading: views are read in chunks through view.h (one pread per chunk of
- * a contiguous view, gathered through the strides otherwise).
- * The comparison loop has a plain-C body per dtype pair that matters
- * (float32, float64); everything else is cast to float64 by ti_cast first.
+ * a contiguous view, gathered through the strides otherwise), A's chunk
+ * then B's; the kernel reads ahead in both files meanwhile (view.c). A
+ * chunk whose bytes are the same on both sides costs one memcmp. The
+ * comparison loop has a vector body per dtype pair that matters (float32,
+ * float64); everything else is cast to float64 by ti_cast first.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -16,6 +18,7 @@
 #include "tinspect/value.h"
 #include "tinspect/view.h"
 #include "util/strmap.h"
+#include "util/vec.h"
 
 /* Each side's raw buffer: TI_DIFF_CHUNK float64 values, or fewer of a wider dtype. */
 #define RAW_BYTES (TI_DIFF_CHUNK * 8)
@@ -110,36 +113,82 @@ typedef struct stats {
 
 /*
  * The comparison loop, one body per element type: equal elements (and two
- * NaNs) count nothing, so identical data costs one compare an element.
+ * NaNs) count nothing. Two elements at a time as float64 vectors
+ * (util/vec.h), each lane the plain loop's body without its branches:
+ *
+ *     if (x == y) continue;                       one NaN: not close, and NaN
+ *     d = |x - y|, ay = |y|, r = d / ay           (d > 0 here, so ay == 0 gives +inf)
+ *     max_abs = max(d), max_rel = max(r)          r is NaN for inf against -inf: skipped
+ *     not_close += !(d <= atol + rtol * ay)
+ *
+ * Neither d nor a kept r is ever NaN, so the largest values of the lanes
+ * are the plain loop's, whatever the order. r is computed only where it
+ * may pass m = max_rel (m >= 0, not NaN): if fl(d / ay) > m then d / ay > m
+ * (rounding is monotone and m a double), so d > m * ay; p = fl(m * ay) is
+ * the double nearest m * ay, so when p >= m * ay no double lies between
+ * them and d >= p, and when p < m * ay, d > p. Hence d >= p is a test that
+ * keeps every element whose r passes m (overflow to inf included: then
+ * d is inf too), and r itself decides.
  */
-#define COMPARE_LOOP(TYPE)                                                                                    \
-	static void compare_##TYPE(const TYPE *a, const TYPE *b, size_t n, double atol, double rtol, stats *s) \
-	{                                                                                                     \
-		double max_abs = s->max_abs, max_rel = s->max_rel;                                            \
-		uint64_t not_close = 0;                                                                       \
-		for (size_t i = 0; i < n; i++) {                                                              \
-			double x = a[i], y = b[i];                                                            \
-			if (x == y)                                                                           \
-				continue;                                                                     \
-			if (isnan(x) || isnan(y)) {                                                           \
-				if (!(isnan(x) && isnan(y))) {                                                \
-					s->nan = true;                                                        \
-					not_close++;                                                          \
-				}                                                                             \
-				continue;                                                                     \
-			}                                                                                     \
-			double d = fabs(x - y), ay = fabs(y);                                                 \
-			double r = ay == 0 ? INFINITY : d / ay;                                               \
-			max_abs = d > max_abs ? d : max_abs;                                                  \
-			max_rel = r > max_rel ? r : max_rel;                                                  \
-			not_close += !(d <= atol + rtol * ay);                                                \
-		}                                                                                             \
-		s->max_abs = max_abs;                                                                         \
-		s->max_rel = max_rel;                                                                         \
-		s->not_close += not_close;                                                                    \
+typedef struct compare_lanes {
+	ti_f64x2 atol, rtol, max_abs, max_rel;
+	ti_i64x2 not_close, one_nan; /* minus the counts: a true compare is -1 */
+} compare_lanes;
+
+static inline void compare_f64x2(ti_f64x2 x, ti_f64x2 y, compare_lanes *l)
+{
+	ti_i64x2 x_nan = x != x, y_nan = y != y, one_nan = x_nan ^ y_nan;
+	ti_i64x2 differ = (x != y) & ~(x_nan | y_nan);
+	ti_f64x2 d = ti_abs_f64x2(x - y), ay = ti_abs_f64x2(y);
+	l->max_abs = ti_select_f64x2(differ & (d > l->max_abs), d, l->max_abs);
+	ti_i64x2 may_pass = differ & (d >= l->max_rel * ay);
+	if (ti_any_i64x2(may_pass)) { /* rare once max_rel has grown: the division is the loop's slowest step */
+		ti_f64x2 r = d / ay;
+		l->max_rel = ti_select_f64x2(may_pass & (r > l->max_rel), r, l->max_rel);
 	}
-COMPARE_LOOP(float)
-COMPARE_LOOP(double)
+	l->not_close += (differ & ~(d <= l->atol + l->rtol * ay)) + one_nan;
+	l->one_nan |= one_nan;
+}
+
+static void compare_begin(compare_lanes *l, double atol, double rtol, const stats *s)
+{
+	*l = (compare_lanes){.atol = {atol, atol}, .rtol = {rtol, rtol}, .max_abs = {s->max_abs, s->max_abs},
+	                     .max_rel = {s->max_rel, s->max_rel}};
+}
+
+static void compare_end(const compare_lanes *l, stats *s)
+{
+	for (int k = 0; k < 2; k++) {
+		s->max_abs = l->max_abs[k] > s->max_abs ? l->max_abs[k] : s->max_abs;
+		s->max_rel = l->max_rel[k] > s->max_rel ? l->max_rel[k] : s->max_rel;
+		s->not_close += (uint64_t)-l->not_close[k];
+		s->nan |= l->one_nan[k] != 0;
+	}
+}
+
+static void compare_float(const float *a, const float *b, size_t n, double atol, double rtol, stats *s)
+{
+	compare_lanes l;
+	compare_begin(&l, atol, rtol, s);
+	size_t i = 0;
+	for (; i + 2 <= n; i += 2)
+		compare_f64x2(ti_widen_f64x2(a + i), ti_widen_f64x2(b + i), &l);
+	if (i < n) /* the last, alone: the other lane equal, 0 against 0 */
+		compare_f64x2((ti_f64x2){a[i], 0}, (ti_f64x2){b[i], 0}, &l);
+	compare_end(&l, s);
+}
+
+static void compare_double(const double *a, const double *b, size_t n, double atol, double rtol, stats *s)
+{
+	compare_lanes l;
+	compare_begin(&l, atol, rtol, s);
+	size_t i = 0;
+	for (; i + 2 <= n; i += 2)
+		compare_f64x2(ti_load_f64x2(a + i), ti_load_f64x2(b + i), &l);
+	if (i < n)
+		compare_f64x2((ti_f64x2){a[i], 0}, (ti_f64x2){b[i], 0}, &l);
+	compare_end(&l, s);
+}
 
 /* A 64-bit hash of bytes, for pairing renamed tensors (a match is then compared byte for byte). */
 static uint64_t hash_bytes(uint64_t h, const unsigned char *p, size_t n)
@@ -204,10 +253,6 @@ static ti_status compare_values(ti_source *a, const ti_source_tensor *ta, ti_sou
 		*which = 1;
 		if ((st = read_view(b, tb, first, k, s->raw[1], s, err)))
 			return st;
-		int64_t next = first + (int64_t)k;
-		size_t after = (uint64_t)(ta->numel - next) < n ? (size_t)(ta->numel - next) : n;
-		ti_view_prefetch(a, ta, next, after);
-		ti_view_prefetch(b, tb, next, after);
 		if (same_dtype && !memcmp(s->raw[0], s->raw[1], bytes_of(ta->dtype, k)))
 			continue; /* the same bytes: the same values, NaNs included */
 		identical = false;
@@ -565,17 +610,6 @@ ti_status ti_diff_run(ti_source *a, ti_source *b, const ti_diff_options *options
 			const ti_source_tensor *x = ti_source_tensor_at(a, ta_of[i]), *y = ti_source_tensor_at(b, tb_of[i]);
 			if ((rows[i].not_compared = why_not_comparable(a, x, b, y)))
 				continue;
-			/* the next pair's first chunks come in while this pair is compared */
-			for (size_t j = i + 1; j < n && j <= i + 2; j++) {
-				if (!rows[j].in_a || !rows[j].in_b)
-					continue;
-				const ti_source_tensor *nx = ti_source_tensor_at(a, ta_of[j]), *ny = ti_source_tensor_at(b, tb_of[j]);
-				if (same_shape(nx, ny)) {
-					size_t k = (uint64_t)nx->numel < TI_DIFF_CHUNK ? (size_t)nx->numel : TI_DIFF_CHUNK;
-					ti_view_prefetch(a, nx, 0, k);
-					ti_view_prefetch(b, ny, 0, k);
-				}
-			}
 			if ((st = compare_values(a, x, b, y, &o, &s, &rows[i], &out->failed_input, err)))
 				goto done;
 		}

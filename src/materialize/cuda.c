@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "tinspect/cuda.h"
+#include "util/xxh64.h"
 
 /* ---- the driver's types, as the driver API declares them (64-bit ABI) ---- */
 
@@ -856,47 +857,23 @@ ti_status ti_cuda_checksum(ti_cuda *c, ti_cuda_ptr src, uint64_t nbytes, uint64_
 	return TI_OK;
 }
 
-/* ---- XXH64 (seed 0), after Yann Collet's specification ---- */
-
-#define XXH_PRIME1 0x9E3779B185EBCA87ULL
-#define XXH_PRIME2 0xC2B2AE3D27D4EB4FULL
-#define XXH_PRIME3 0x165667B19E3779F9ULL
-#define XXH_PRIME4 0x85EBCA77C2B2AE63ULL
-#define XXH_PRIME5 0x27D4EB2F165667C5ULL
-
-static uint64_t rotl64(uint64_t x, int r)
-{
-	return (x << r) | (x >> (64 - r));
-}
-
-/* The specification reads its input little endian. */
-static uint64_t read64(const unsigned char *p)
-{
-	return (uint64_t)p[0] | (uint64_t)p[1] << 8 | (uint64_t)p[2] << 16 | (uint64_t)p[3] << 24 |
-	       (uint64_t)p[4] << 32 | (uint64_t)p[5] << 40 | (uint64_t)p[6] << 48 | (uint64_t)p[7] << 56;
-}
+/* ---- XXH64 (seed 0), after Yann Collet's specification (util/xxh64.h) ---- */
 
 static uint32_t read32(const unsigned char *p)
 {
 	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-static uint64_t xxh_round(uint64_t acc, uint64_t input)
-{
-	acc += input * XXH_PRIME2;
-	return rotl64(acc, 31) * XXH_PRIME1;
-}
-
 static uint64_t xxh_merge(uint64_t acc, uint64_t lane)
 {
-	acc ^= xxh_round(0, lane);
+	acc ^= ti_xxh64_round(0, lane);
 	return acc * XXH_PRIME1 + XXH_PRIME4;
 }
 
 static void xxh_stripe(uint64_t lane[4], const unsigned char *p)
 {
 	for (int i = 0; i < 4; i++)
-		lane[i] = xxh_round(lane[i], read64(p + 8 * i));
+		lane[i] = ti_xxh64_round(lane[i], ti_xxh64_read64(p + 8 * i));
 }
 
 void ti_checksum_init(ti_checksum *c)
@@ -925,8 +902,15 @@ void ti_checksum_update(ti_checksum *c, const void *bytes, size_t n)
 		xxh_stripe(c->lane, c->stripe);
 		c->buffered = 0;
 	}
-	for (; n >= 32; p += 32, n -= 32)
-		xxh_stripe(c->lane, p);
+	/* the lanes in registers, not through c: every stripe would store and load them again */
+	uint64_t v0 = c->lane[0], v1 = c->lane[1], v2 = c->lane[2], v3 = c->lane[3];
+	for (; n >= 32; p += 32, n -= 32) {
+		v0 = ti_xxh64_round(v0, ti_xxh64_read64(p));
+		v1 = ti_xxh64_round(v1, ti_xxh64_read64(p + 8));
+		v2 = ti_xxh64_round(v2, ti_xxh64_read64(p + 16));
+		v3 = ti_xxh64_round(v3, ti_xxh64_read64(p + 24));
+	}
+	c->lane[0] = v0, c->lane[1] = v1, c->lane[2] = v2, c->lane[3] = v3;
 	memcpy(c->stripe, p, n);
 	c->buffered = n;
 }
@@ -935,7 +919,7 @@ uint64_t ti_checksum_final(const ti_checksum *c)
 {
 	uint64_t h;
 	if (c->total >= 32) {
-		h = rotl64(c->lane[0], 1) + rotl64(c->lane[1], 7) + rotl64(c->lane[2], 12) + rotl64(c->lane[3], 18);
+		h = ti_xxh64_rotl(c->lane[0], 1) + ti_xxh64_rotl(c->lane[1], 7) + ti_xxh64_rotl(c->lane[2], 12) + ti_xxh64_rotl(c->lane[3], 18);
 		for (int i = 0; i < 4; i++)
 			h = xxh_merge(h, c->lane[i]);
 	} else {
@@ -945,18 +929,18 @@ uint64_t ti_checksum_final(const ti_checksum *c)
 	const unsigned char *p = c->stripe;
 	size_t n = c->buffered;
 	for (; n >= 8; p += 8, n -= 8) {
-		h ^= xxh_round(0, read64(p));
-		h = rotl64(h, 27) * XXH_PRIME1 + XXH_PRIME4;
+		h ^= ti_xxh64_round(0, ti_xxh64_read64(p));
+		h = ti_xxh64_rotl(h, 27) * XXH_PRIME1 + XXH_PRIME4;
 	}
 	if (n >= 4) {
 		h ^= (uint64_t)read32(p) * XXH_PRIME1;
-		h = rotl64(h, 23) * XXH_PRIME2 + XXH_PRIME3;
+		h = ti_xxh64_rotl(h, 23) * XXH_PRIME2 + XXH_PRIME3;
 		p += 4;
 		n -= 4;
 	}
 	for (; n > 0; p++, n--) {
 		h ^= *p * XXH_PRIME5;
-		h = rotl64(h, 11) * XXH_PRIME1;
+		h = ti_xxh64_rotl(h, 11) * XXH_PRIME1;
 	}
 	h ^= h >> 33;
 	h *= XXH_PRIME2;

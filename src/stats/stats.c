@@ -5,8 +5,8 @@
  * and widened: float32 as it is, float16 and bfloat16 to float32 by bits
  * in a plain loop, integers and bool to int64 and float64 to itself
  * (ti_cast for those). The float loops assume every value finite and
- * check that on the way (one compare an element, no branch); a chunk
- * that holds a NaN or an infinity is done again by the careful loop.
+ * check that on the way (x - x is 0 only for a finite x: no branch); a
+ * chunk that holds a NaN or an infinity is done again by the careful loop.
  */
 #include "tinspect/stats.h"
 
@@ -18,6 +18,8 @@
 #include "tinspect/cast.h"
 #include "tinspect/cuda.h"
 #include "tinspect/place.h"
+#include "util/vec.h"
+#include "util/xxh64.h"
 
 /* Independent partial sums: the additions of one chunk are not one chain. */
 #define LANES 8
@@ -48,57 +50,251 @@ static void merge(acc *a, uint64_t nb, double mean_b, double m2_b)
 }
 
 /*
- * One chunk of floats of TYPE: the fast body when every value is finite
- * (returns false, changing nothing, when one is not), and the careful one.
+ * The fast bodies work on vectors (util/vec.h). The additions
+ * keep the plain loop's order exactly: LANES float64 partial sums, element
+ * i of a group of LANES into sum i, what is left over into sum 0, the sums
+ * added 0 to LANES-1. min, max, zeros and the finite check take any order
+ * (a chunk with a NaN is done again by the careful body): only the sign of
+ * a zero found as min or max depends on it (first_zero).
  */
-#define FLOAT_CHUNK(TYPE, NAME, MAXV)                                                                      \
-	static bool fast_##NAME(const TYPE *p, size_t n, acc *a)                                             \
+
+/*
+ * The plain loop (lo = x < lo ? x : lo from p[0] on) keeps the first of
+ * equal values: a min or max of zero is the first zero's sign, -0.0 or 0.0.
+ */
+#define FIRST_ZERO(TYPE, NAME)                                                                              \
+	static TYPE first_zero_##NAME(const TYPE *p, size_t n)                                                \
+	{                                                                                                     \
+		for (size_t i = 0; i < n; i++)                                                                    \
+			if (p[i] == 0)                                                                                \
+				return p[i];                                                                              \
+		return 0;                                                                                         \
+	}
+FIRST_ZERO(float, float)
+FIRST_ZERO(double, double)
+
+/* What a fast body's first pass found, before it joins the totals. */
+typedef struct chunk_sums {
+	double s[LANES], lo, hi;
+	uint64_t zeros;
+	bool bad; /* a NaN or an infinity: the careful body does the chunk */
+} chunk_sums;
+
+_Static_assert(TI_STATS_CHUNK / LANES < INT32_MAX, "the zero counts of a chunk fit int32 lanes");
+
+/*
+ * float32: two vectors of 4 a group, and four of 2 widened to float64.
+ * With hash, the group's 32 bytes are also one XXH64 stripe of sum, folded
+ * here rather than in a pass of their own: the hash's four multiplication
+ * chains leave the vector units idle, and the sums fill them.
+ */
+static inline __attribute__((always_inline)) void pass1_float_body(const float *p, size_t n, chunk_sums *c,
+                                                                    ti_checksum *sum, bool hash)
+{
+	uint64_t v0 = sum->lane[0], v1 = sum->lane[1], v2 = sum->lane[2], v3 = sum->lane[3];
+	ti_f64x2 s0 = {0, 0}, s1 = s0, s2 = s0, s3 = s0;
+	ti_f32x4 lo = {p[0], p[0], p[0], p[0]}, hi = lo, nonfinite = {0, 0, 0, 0}, zero = nonfinite;
+	ti_i32x4 z = {0, 0, 0, 0}; /* minus the zeros: a true compare is -1 */
+	size_t i = 0;
+	for (; i + LANES <= n; i += LANES) {
+		ti_f32x4 x0 = ti_load_f32x4(p + i), x1 = ti_load_f32x4(p + i + 4);
+		nonfinite += (x0 - x0) + (x1 - x1);
+		lo = ti_min_f32x4(ti_min_f32x4(x0, x1), lo);
+		hi = ti_max_f32x4(ti_max_f32x4(x0, x1), hi);
+		z += (x0 == zero) + (x1 == zero);
+		s0 += ti_widen_f64x2(p + i);
+		s1 += ti_widen_f64x2(p + i + 2);
+		s2 += ti_widen_f64x2(p + i + 4);
+		s3 += ti_widen_f64x2(p + i + 6);
+		if (hash) {
+			const unsigned char *b = (const unsigned char *)(p + i);
+			v0 = ti_xxh64_round(v0, ti_xxh64_read64(b));
+			v1 = ti_xxh64_round(v1, ti_xxh64_read64(b + 8));
+			v2 = ti_xxh64_round(v2, ti_xxh64_read64(b + 16));
+			v3 = ti_xxh64_round(v3, ti_xxh64_read64(b + 24));
+		}
+	}
+	if (hash) {
+		sum->lane[0] = v0, sum->lane[1] = v1, sum->lane[2] = v2, sum->lane[3] = v3;
+		sum->total += i * sizeof(*p);
+	}
+	float low = p[0], high = p[0];
+	bool bad = false;
+	for (int k = 0; k < 4; k++) {
+		bad |= nonfinite[k] != 0;
+		low = lo[k] < low ? lo[k] : low;
+		high = hi[k] > high ? hi[k] : high;
+		c->zeros += (uint64_t)-(int64_t)z[k];
+	}
+	double s00 = s0[0];
+	for (; i < n; i++) {
+		float x = p[i];
+		bad |= x - x != 0;
+		low = x < low ? x : low;
+		high = x > high ? x : high;
+		c->zeros += x == 0;
+		s00 += (double)x;
+	}
+	c->bad = bad;
+	c->s[0] = s00, c->s[1] = s0[1], c->s[2] = s1[0], c->s[3] = s1[1];
+	c->s[4] = s2[0], c->s[5] = s2[1], c->s[6] = s3[0], c->s[7] = s3[1];
+	c->lo = low == 0 ? first_zero_float(p, n) : low;
+	c->hi = high == 0 ? first_zero_float(p, n) : high;
+}
+
+/* The sum of squared deviations from mean, in the same lanes and order. */
+static double pass2_float(const float *p, size_t n, double mean)
+{
+	const ti_f64x2 m = {mean, mean};
+	ti_f64x2 q0 = {0, 0}, q1 = q0, q2 = q0, q3 = q0;
+	size_t i = 0;
+	for (; i + LANES <= n; i += LANES) {
+		ti_f64x2 d0 = ti_widen_f64x2(p + i) - m, d1 = ti_widen_f64x2(p + i + 2) - m, d2 = ti_widen_f64x2(p + i + 4) - m,
+		      d3 = ti_widen_f64x2(p + i + 6) - m;
+		q0 += d0 * d0;
+		q1 += d1 * d1;
+		q2 += d2 * d2;
+		q3 += d3 * d3;
+	}
+	double q00 = q0[0];
+	for (; i < n; i++) {
+		double d = (double)p[i] - mean;
+		q00 += d * d;
+	}
+	double lanes[LANES] = {q00, q0[1], q1[0], q1[1], q2[0], q2[1], q3[0], q3[1]}, sum = 0;
+	for (int k = 0; k < LANES; k++)
+		sum += lanes[k];
+	return sum;
+}
+
+/* float64: four vectors of 2 a group, and with hash two stripes of sum. */
+static inline __attribute__((always_inline)) void pass1_double_body(const double *p, size_t n, chunk_sums *c,
+                                                                     ti_checksum *sum, bool hash)
+{
+	uint64_t v0 = sum->lane[0], v1 = sum->lane[1], v2 = sum->lane[2], v3 = sum->lane[3];
+	ti_f64x2 s0 = {0, 0}, s1 = s0, s2 = s0, s3 = s0, nonfinite = s0, zero = s0;
+	ti_f64x2 lo = {p[0], p[0]}, hi = lo;
+	ti_i64x2 z = {0, 0}; /* minus the zeros */
+	size_t i = 0;
+	for (; i + LANES <= n; i += LANES) {
+		ti_f64x2 x0 = ti_load_f64x2(p + i), x1 = ti_load_f64x2(p + i + 2), x2 = ti_load_f64x2(p + i + 4),
+		      x3 = ti_load_f64x2(p + i + 6);
+		nonfinite += ((x0 - x0) + (x1 - x1)) + ((x2 - x2) + (x3 - x3));
+		lo = ti_min_f64x2(ti_min_f64x2(ti_min_f64x2(x0, x1), ti_min_f64x2(x2, x3)), lo);
+		hi = ti_max_f64x2(ti_max_f64x2(ti_max_f64x2(x0, x1), ti_max_f64x2(x2, x3)), hi);
+		z += ((x0 == zero) + (x1 == zero)) + ((x2 == zero) + (x3 == zero));
+		s0 += x0;
+		s1 += x1;
+		s2 += x2;
+		s3 += x3;
+		if (hash) {
+			const unsigned char *b = (const unsigned char *)(p + i);
+			for (int stripe = 0; stripe < 64; stripe += 32) {
+				v0 = ti_xxh64_round(v0, ti_xxh64_read64(b + stripe));
+				v1 = ti_xxh64_round(v1, ti_xxh64_read64(b + stripe + 8));
+				v2 = ti_xxh64_round(v2, ti_xxh64_read64(b + stripe + 16));
+				v3 = ti_xxh64_round(v3, ti_xxh64_read64(b + stripe + 24));
+			}
+		}
+	}
+	if (hash) {
+		sum->lane[0] = v0, sum->lane[1] = v1, sum->lane[2] = v2, sum->lane[3] = v3;
+		sum->total += i * sizeof(*p);
+	}
+	double low = p[0], high = p[0];
+	bool bad = false;
+	for (int k = 0; k < 2; k++) {
+		bad |= nonfinite[k] != 0;
+		low = lo[k] < low ? lo[k] : low;
+		high = hi[k] > high ? hi[k] : high;
+		c->zeros += (uint64_t)-z[k];
+	}
+	double s00 = s0[0];
+	for (; i < n; i++) {
+		double x = p[i];
+		bad |= x - x != 0;
+		low = x < low ? x : low;
+		high = x > high ? x : high;
+		c->zeros += x == 0;
+		s00 += x;
+	}
+	c->bad = bad;
+	c->s[0] = s00, c->s[1] = s0[1], c->s[2] = s1[0], c->s[3] = s1[1];
+	c->s[4] = s2[0], c->s[5] = s2[1], c->s[6] = s3[0], c->s[7] = s3[1];
+	c->lo = low == 0 ? first_zero_double(p, n) : low;
+	c->hi = high == 0 ? first_zero_double(p, n) : high;
+}
+
+static double pass2_double(const double *p, size_t n, double mean)
+{
+	const ti_f64x2 m = {mean, mean};
+	ti_f64x2 q0 = {0, 0}, q1 = q0, q2 = q0, q3 = q0;
+	size_t i = 0;
+	for (; i + LANES <= n; i += LANES) {
+		ti_f64x2 d0 = ti_load_f64x2(p + i) - m, d1 = ti_load_f64x2(p + i + 2) - m, d2 = ti_load_f64x2(p + i + 4) - m,
+		      d3 = ti_load_f64x2(p + i + 6) - m;
+		q0 += d0 * d0;
+		q1 += d1 * d1;
+		q2 += d2 * d2;
+		q3 += d3 * d3;
+	}
+	double q00 = q0[0];
+	for (; i < n; i++) {
+		double d = p[i] - mean;
+		q00 += d * d;
+	}
+	double lanes[LANES] = {q00, q0[1], q1[0], q1[1], q2[0], q2[1], q3[0], q3[1]}, sum = 0;
+	for (int k = 0; k < LANES; k++)
+		sum += lanes[k];
+	return sum;
+}
+
+/*
+ * The first pass over a chunk; with sum, the chunk's bytes also go into it,
+ * folded in the same loop while nothing is buffered (a chunk of whole
+ * stripes: every chunk but a tensor's last), and after the loop the bytes
+ * past the last group.
+ */
+#define PASS1(TYPE, NAME)                                                                                  \
+	static void pass1_##NAME(const TYPE *p, size_t n, chunk_sums *c, ti_checksum *sum)                   \
 	{                                                                                                    \
-		double s[LANES] = {0};                                                                           \
-		TYPE lo = p[0], hi = p[0];                                                                       \
-		uint64_t zeros = 0;                                                                              \
-		int bad = 0;                                                                                     \
-		size_t i = 0;                                                                                    \
-		for (; i + LANES <= n; i += LANES)                                                               \
-			for (int k = 0; k < LANES; k++) {                                                            \
-				TYPE x = p[i + k];                                                                       \
-				bad |= !(x <= MAXV && x >= -MAXV);                                                       \
-				lo = x < lo ? x : lo;                                                                    \
-				hi = x > hi ? x : hi;                                                                    \
-				zeros += x == 0;                                                                         \
-				s[k] += (double)x;                                                                       \
-			}                                                                                            \
-		for (; i < n; i++) {                                                                             \
-			TYPE x = p[i];                                                                               \
-			bad |= !(x <= MAXV && x >= -MAXV);                                                           \
-			lo = x < lo ? x : lo;                                                                        \
-			hi = x > hi ? x : hi;                                                                        \
-			zeros += x == 0;                                                                             \
-			s[0] += (double)x;                                                                           \
+		if (sum && !sum->buffered) {                                                                     \
+			pass1_##NAME##_body(p, n, c, sum, true);                                                     \
+			size_t folded = n - n % LANES;                                                               \
+			ti_checksum_update(sum, p + folded, (n - folded) * sizeof(TYPE));                            \
+			return;                                                                                      \
 		}                                                                                                \
-		if (bad)                                                                                         \
+		if (sum)                                                                                         \
+			ti_checksum_update(sum, p, n * sizeof(TYPE));                                                \
+		ti_checksum none = {.buffered = 0};                                                              \
+		pass1_##NAME##_body(p, n, c, &none, false);                                                      \
+	}
+PASS1(float, float)
+PASS1(double, double)
+
+/*
+ * One chunk of floats of TYPE: the fast body when every value is finite
+ * (returns false, changing nothing but hash, when one is not), and the
+ * careful one. hash, when not NULL, takes the chunk's bytes (the first
+ * pass always runs, so once).
+ */
+#define FLOAT_CHUNK(TYPE, NAME)                                                                            \
+	static bool fast_##NAME(const TYPE *p, size_t n, acc *a, ti_checksum *hash)                          \
+	{                                                                                                    \
+		chunk_sums c = {.zeros = 0};                                                                     \
+		pass1_##NAME(p, n, &c, hash);                                                                    \
+		if (c.bad)                                                                                       \
 			return false;                                                                                \
-		double sum = 0, m2[LANES] = {0};                                                                 \
+		double sum = 0;                                                                                  \
 		for (int k = 0; k < LANES; k++)                                                                  \
-			sum += s[k];                                                                                 \
+			sum += c.s[k];                                                                               \
 		double mean = sum / (double)n;                                                                   \
-		for (i = 0; i + LANES <= n; i += LANES)                                                          \
-			for (int k = 0; k < LANES; k++) {                                                            \
-				double d = (double)p[i + k] - mean;                                                      \
-				m2[k] += d * d;                                                                          \
-			}                                                                                            \
-		for (; i < n; i++) {                                                                             \
-			double d = (double)p[i] - mean;                                                              \
-			m2[0] += d * d;                                                                              \
-		}                                                                                                \
-		double m2sum = 0;                                                                                \
-		for (int k = 0; k < LANES; k++)                                                                  \
-			m2sum += m2[k];                                                                              \
-		if (!a->finite || lo < a->min)                                                                   \
-			a->min = lo;                                                                                 \
-		if (!a->finite || hi > a->max)                                                                   \
-			a->max = hi;                                                                                 \
-		a->zeros += zeros;                                                                               \
+		double m2sum = pass2_##NAME(p, n, mean);                                                         \
+		if (!a->finite || c.lo < a->min)                                                                 \
+			a->min = c.lo;                                                                               \
+		if (!a->finite || c.hi > a->max)                                                                 \
+			a->max = c.hi;                                                                               \
+		a->zeros += c.zeros;                                                                             \
 		merge(a, n, mean, m2sum);                                                                        \
 		return true;                                                                                     \
 	}                                                                                                    \
@@ -139,13 +335,13 @@ static void merge(acc *a, uint64_t nb, double mean_b, double m2_b)
 		}                                                                                                \
 		merge(a, finite, mean, m2);                                                                      \
 	}                                                                                                    \
-	static void chunk_##NAME(const TYPE *p, size_t n, acc *a)                                            \
+	static void chunk_##NAME(const TYPE *p, size_t n, acc *a, ti_checksum *hash)                         \
 	{                                                                                                    \
-		if (n && !fast_##NAME(p, n, a))                                                                  \
+		if (n && !fast_##NAME(p, n, a, hash))                                                            \
 			careful_##NAME(p, n, a);                                                                     \
 	}
-FLOAT_CHUNK(float, float, 3.40282347e38f)
-FLOAT_CHUNK(double, double, 1.7976931348623157e308)
+FLOAT_CHUNK(float, float)
+FLOAT_CHUNK(double, double)
 
 /* Integers and bool, as int64: min and max exact, sums in float64. */
 static void chunk_int(const int64_t *p, size_t n, acc *a)
@@ -208,9 +404,26 @@ static inline float half_to_float(uint16_t h)
 	return f;
 }
 
+/*
+ * Four at a time without a branch, and the same bits as half_to_float: the
+ * exponent and mantissa moved to float32's places read as a float32 2^112
+ * times too small (a subnormal half becomes a float32 subnormal), so one
+ * exact multiplication by 2^112 rebiases both; a result of 2^16 or more
+ * came from exponent 31, inf or NaN, whose float32 exponent is all ones.
+ */
 static void widen_half(const unsigned char *raw, float *out, size_t n)
 {
-	for (size_t i = 0; i < n; i++) {
+	const ti_u32x4 magnitude = {0x7FFF, 0x7FFF, 0x7FFF, 0x7FFF}, sign = {0x8000, 0x8000, 0x8000, 0x8000};
+	const ti_u32x4 all_ones = {0x7F800000u, 0x7F800000u, 0x7F800000u, 0x7F800000u};
+	const ti_f32x4 rebias = {0x1p112f, 0x1p112f, 0x1p112f, 0x1p112f}, top = {0x1p16f, 0x1p16f, 0x1p16f, 0x1p16f};
+	size_t i = 0;
+	for (; i + 4 <= n; i += 4) {
+		ti_u32x4 h = ti_load_u16x4(raw + 2 * i);
+		ti_f32x4 f = (ti_f32x4)((h & magnitude) << 13) * rebias;
+		ti_u32x4 special = (ti_u32x4)(f >= top);
+		ti_store_f32x4(out + i, (ti_f32x4)((ti_u32x4)f | (special & all_ones) | (h & sign) << 16));
+	}
+	for (; i < n; i++) {
 		uint16_t h;
 		memcpy(&h, raw + 2 * i, 2);
 		out[i] = half_to_float(h);
@@ -220,7 +433,10 @@ static void widen_half(const unsigned char *raw, float *out, size_t n)
 /* bfloat16 is the top half of a float32. */
 static void widen_bfloat16(const unsigned char *raw, float *out, size_t n)
 {
-	for (size_t i = 0; i < n; i++) {
+	size_t i = 0;
+	for (; i + 4 <= n; i += 4)
+		ti_store_f32x4(out + i, (ti_f32x4)(ti_load_u16x4(raw + 2 * i) << 16));
+	for (; i < n; i++) {
 		uint16_t h;
 		memcpy(&h, raw + 2 * i, 2);
 		uint32_t bits = (uint32_t)h << 16;
@@ -289,29 +505,24 @@ static ti_status stats_view(ti_source *src, const ti_source_tensor *t, ti_view_r
 		size_t k = (uint64_t)(t->numel - first) < chunk ? (size_t)(t->numel - first) : chunk;
 		if ((st = ti_view_read(r, src, t, first, k, raw, err)))
 			break;
-		if (!r->read) { /* the next chunk comes in while this one is counted */
-			int64_t next = first + (int64_t)k;
-			ti_view_prefetch(src, t, next, (uint64_t)(t->numel - next) < chunk ? (size_t)(t->numel - next) : chunk);
-		}
 		uint64_t bytes = 0;
 		ti_dtype_nbytes(t->dtype, k, &bytes); /* k * element size; a sub-byte dtype's packed bytes */
-		ti_checksum_update(&sum, raw, (size_t)bytes);
+		if (how != R_FLOAT32 && how != R_FLOAT64) /* those two hash in their first pass */
+			ti_checksum_update(&sum, raw, (size_t)bytes);
 		switch (how) {
-		case R_FLOAT32: {
-			/* the chunk, copied if the read left it unaligned (it never does: malloc) */
-			chunk_float((const float *)(void *)raw, k, &a);
+		case R_FLOAT32:
+			chunk_float((const float *)(void *)raw, k, &a, &sum); /* raw is malloc's: aligned */
 			break;
-		}
 		case R_FLOAT16:
 			widen_half(raw, wide, k);
-			chunk_float(wide, k, &a);
+			chunk_float(wide, k, &a, NULL);
 			break;
 		case R_BFLOAT16:
 			widen_bfloat16(raw, wide, k);
-			chunk_float(wide, k, &a);
+			chunk_float(wide, k, &a, NULL);
 			break;
 		case R_FLOAT64:
-			chunk_double((const double *)(void *)raw, k, &a);
+			chunk_double((const double *)(void *)raw, k, &a, &sum);
 			break;
 		case R_INT:
 			if (!(st = ti_cast(t->dtype, raw, TI_DT_INT64, wide, k, 0, err)))
@@ -319,7 +530,7 @@ static ti_status stats_view(ti_source *src, const ti_source_tensor *t, ti_view_r
 			break;
 		case R_CAST_DOUBLE:
 			if (!(st = ti_cast(t->dtype, raw, TI_DT_FLOAT64, wide, k, 0, err)))
-				chunk_double(wide, k, &a);
+				chunk_double(wide, k, &a, NULL);
 			break;
 		case R_BYTES:
 			break;

@@ -4,6 +4,8 @@
  * torch.allclose and (a-b).abs().max() would put them. The checkpoints are
  * small safetensors files written from C bytes into a temporary folder.
  */
+#include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -166,6 +168,91 @@ Test(diff, a_difference_against_zero_is_infinitely_relative_and_zero_against_zer
 	EXPECT_DOUBLE(row(&p, "w")->max_abs, 0.25);
 	cr_expect(isinf(row(&p, "w")->max_rel));
 	done(&p);
+}
+
+/* The comparison as one plain loop an element (diff.h's definitions), for the vector loop to agree with. */
+typedef struct plain {
+	double max_abs, max_rel;
+	uint64_t not_close;
+	bool nan;
+} plain;
+
+static plain plain_compare(const double *a, const double *b, size_t n, double atol, double rtol)
+{
+	plain p = {0, 0, 0, false};
+	for (size_t i = 0; i < n; i++) {
+		double x = a[i], y = b[i];
+		if (x == y || (isnan(x) && isnan(y)))
+			continue;
+		if (isnan(x) || isnan(y)) {
+			p.nan = true;
+			p.not_close++;
+			continue;
+		}
+		double d = fabs(x - y), ay = fabs(y), r = ay == 0 ? INFINITY : d / ay;
+		p.max_abs = d > p.max_abs ? d : p.max_abs;
+		p.max_rel = r > p.max_rel ? r : p.max_rel;
+		p.not_close += !(d <= atol + rtol * ay);
+	}
+	if (p.nan)
+		p.max_abs = p.max_rel = NAN;
+	return p;
+}
+
+static void expect_same_double(const char *what, double got, double want)
+{
+	cr_expect(got == want || (isnan(got) && isnan(want)), "%s: got %.17g, want %.17g", what, got, want);
+}
+
+Test(diff, infinities_zeros_nans_and_odd_lengths_agree_with_the_plain_loop)
+{
+	static const double special[] = {0.0, -0.0, INFINITY, -INFINITY, NAN, 1, -1, 1e-40, -1e-45, 3.4e38, 1e-3, 2, 0x1p-1074, 1e308};
+	enum { N = 1001, K = sizeof(special) / sizeof(special[0]) };
+	static const struct { double atol, rtol; } tolerances[] = {{0, 0}, {1e-3, 0}, {0, 0.01}, {1e-4, 1e-3}};
+	uint32_t seed = 12345;
+	for (int round = 0; round < 24; round++) {
+		bool with_nan = round % 2, as_float = round % 3 == 0;
+		size_t n = N - (size_t)round % 4; /* odd and even: the last element alone in its vector */
+		double a[N], b[N];
+		float fa[N], fb[N];
+		for (size_t i = 0; i < n; i++) {
+			seed = seed * 1664525u + 1013904223u;
+			a[i] = special[(seed >> 8) % K];
+			seed = seed * 1664525u + 1013904223u;
+			b[i] = (seed >> 24) % 3 == 0 ? a[i] : special[(seed >> 8) % K];
+			if (!with_nan && isnan(a[i]))
+				a[i] = 5;
+			if (!with_nan && isnan(b[i]))
+				b[i] = -5;
+			if (round >= 12) { /* mostly ordinary values, so that max_rel rises step by step */
+				a[i] = (i % 7 == 0) ? a[i] : (double)((seed >> 4) % 1000) / 7;
+				b[i] = (i % 11 == 0) ? b[i] : a[i] * (1 + (double)(i % 13) * 1e-3);
+			}
+			if (round >= 18) { /* a relative difference that grows by a hair each element */
+				a[i] = 1 + (double)(i % 5);
+				b[i] = a[i] * (1 + (double)i * 1e-9);
+			}
+			fa[i] = (float)a[i];
+			fb[i] = (float)b[i];
+			if (as_float) { /* what the file holds, as float64 */
+				a[i] = fa[i];
+				b[i] = fb[i];
+			}
+		}
+		st_tensor ta[] = {{"w", as_float ? "F32" : "F64", n, as_float ? 4 : 8, as_float ? (void *)fa : (void *)a}};
+		st_tensor tb[] = {{"w", as_float ? "F32" : "F64", n, as_float ? 4 : 8, as_float ? (void *)fb : (void *)b}};
+		const char *pa = write_st("a.safetensors", ta, 1, NULL), *pb = write_st("b.safetensors", tb, 1, NULL);
+		for (size_t t = 0; t < sizeof(tolerances) / sizeof(tolerances[0]); t++) {
+			pair p;
+			run(&p, pa, pb, (ti_diff_options){.values = true, .atol = tolerances[t].atol, .rtol = tolerances[t].rtol});
+			const ti_diff_tensor *e = row(&p, "w");
+			plain want = plain_compare(a, b, n, tolerances[t].atol, tolerances[t].rtol);
+			expect_same_double("max_abs", e->max_abs, want.max_abs);
+			expect_same_double("max_rel", e->max_rel, want.max_rel);
+			EXPECT_INT(e->not_close, want.not_close);
+			done(&p);
+		}
+	}
 }
 
 Test(diff, different_dtypes_are_compared_as_values)

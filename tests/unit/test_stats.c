@@ -131,6 +131,138 @@ Test(stats, bfloat16_and_float16_are_widened_exactly)
 	EXPECT_DOUBLE(s.mean, (1 + 65504 + 0x1p-24) / 4);
 }
 
+Test(stats, a_zero_as_min_or_max_has_the_sign_of_the_first_zero)
+{
+	/* A plain loop (lo = x < lo ? x : lo) keeps the first of equal values; the vector loop must agree. */
+	float v[21];
+	for (int i = 0; i < 21; i++)
+		v[i] = 1 + (float)i;
+	v[6] = 0.0f; /* the first zero, in a later lane than the second */
+	v[9] = -0.0f;
+	ti_tensor_stats s = stats_of(one(TI_DT_FLOAT32, 1, (int64_t[]){21}, v, sizeof(v)));
+	cr_expect(s.min == 0 && !signbit(s.min), "min: got %g, want 0", s.min);
+	ti_source_close(src);
+	v[6] = -0.0f;
+	v[9] = 0.0f;
+	s = stats_of(one(TI_DT_FLOAT32, 1, (int64_t[]){21}, v, sizeof(v)));
+	cr_expect(s.min == 0 && signbit(s.min), "min: got %g, want -0", s.min);
+	ti_source_close(src);
+	for (int i = 0; i < 21; i++)
+		v[i] = -1 - (float)i;
+	v[5] = 0.0f;
+	v[8] = -0.0f;
+	v[20] = -0.0f; /* past the last group of eight */
+	s = stats_of(one(TI_DT_FLOAT32, 1, (int64_t[]){21}, v, sizeof(v)));
+	cr_expect(s.max == 0 && !signbit(s.max), "max: got %g, want 0", s.max);
+	ti_source_close(src);
+	double d[19];
+	for (int i = 0; i < 19; i++)
+		d[i] = -1 - i;
+	d[18] = -0.0; /* the only zero, alone at the end */
+	s = stats_of(one(TI_DT_FLOAT64, 1, (int64_t[]){19}, d, sizeof(d)));
+	cr_expect(s.max == 0 && signbit(s.max), "max: got %g, want -0", s.max);
+	EXPECT_INT(s.zeros, 1);
+}
+
+Test(stats, a_chunk_is_summed_in_eight_lanes_and_the_rest_in_the_first_bit_for_bit)
+{
+	/* The order of additions the fast loop keeps (stats.c), written out plainly, on sums that round. */
+	enum { N = 1003 };
+	float v[N];
+	uint32_t seed = 7;
+	for (int round = 0; round < 16; round++) {
+		for (int i = 0; i < N; i++) {
+			seed = seed * 1664525u + 1013904223u;
+			v[i] = ldexpf((float)(seed >> 8), (int)(seed % 41) - 30) * (seed & 1 ? -1 : 1);
+		}
+		double lanes[8] = {0}, sum = 0, m2[8] = {0}, m2sum = 0;
+		int i = 0;
+		for (; i + 8 <= N; i += 8)
+			for (int k = 0; k < 8; k++)
+				lanes[k] += (double)v[i + k];
+		for (; i < N; i++)
+			lanes[0] += (double)v[i];
+		for (int k = 0; k < 8; k++)
+			sum += lanes[k];
+		double mean = sum / N;
+		for (i = 0; i + 8 <= N; i += 8)
+			for (int k = 0; k < 8; k++)
+				m2[k] += ((double)v[i + k] - mean) * ((double)v[i + k] - mean);
+		for (; i < N; i++)
+			m2[0] += ((double)v[i] - mean) * ((double)v[i] - mean);
+		for (int k = 0; k < 8; k++)
+			m2sum += m2[k];
+		ti_tensor_stats s = stats_of(one(TI_DT_FLOAT32, 1, (int64_t[]){N}, v, sizeof(v)));
+		EXPECT_DOUBLE(s.mean, mean);
+		EXPECT_DOUBLE(s.std, sqrt(m2sum / (N - 1)));
+		ti_source_close(src);
+		src = NULL;
+	}
+}
+
+Test(stats, every_float16_is_widened_exactly)
+{
+	/* All 65536 bit patterns: the vector widening (four at a time) against the format's definition. */
+	uint16_t *h = malloc(65536 * sizeof(uint16_t));
+	cr_assert(h);
+	double sum = 0, m2 = 0, lo = INFINITY, hi = -INFINITY;
+	uint64_t nan = 0, posinf = 0, neginf = 0, finite = 0, zeros = 0;
+	for (uint32_t i = 0; i < 65536; i++)
+		h[i] = (uint16_t)i;
+	for (int pass = 0; pass < 2; pass++)
+		for (uint32_t i = 0; i < 65536; i++) {
+			int e = (int)(i >> 10) & 31, m = (int)(i & 1023);
+			double sign = i & 0x8000 ? -1 : 1;
+			if (e == 31) {
+				if (pass == 0) {
+					nan += m != 0;
+					posinf += m == 0 && sign > 0;
+					neginf += m == 0 && sign < 0;
+				}
+				continue;
+			}
+			double x = sign * (e ? ldexp(1024 + m, e - 25) : ldexp(m, -24));
+			if (pass == 0) {
+				sum += x;
+				finite++;
+				zeros += x == 0;
+				lo = x < lo ? x : lo;
+				hi = x > hi ? x : hi;
+			} else {
+				m2 += (x - sum / (double)finite) * (x - sum / (double)finite);
+			}
+		}
+	ti_tensor_stats s = stats_of(one(TI_DT_FLOAT16, 1, (int64_t[]){65536}, h, 65536 * sizeof(uint16_t)));
+	EXPECT_INT(s.nan, nan);
+	EXPECT_INT(s.posinf, posinf);
+	EXPECT_INT(s.neginf, neginf);
+	EXPECT_INT(s.zeros, zeros);
+	EXPECT_DOUBLE(s.min, lo);
+	EXPECT_DOUBLE(s.max, hi);
+	EXPECT_DOUBLE(s.mean, sum / (double)finite); /* a NaN in the chunk: the careful loop, in order */
+	EXPECT_DOUBLE(s.std, sqrt(m2 / (double)(finite - 1)));
+	free(h);
+	ti_source_close(src);
+	src = NULL;
+	/* and without NaN or inf, through the fast loop: the finite patterns only, in order */
+	uint16_t *f = malloc(65536 * sizeof(uint16_t));
+	cr_assert(f);
+	size_t n = 0;
+	double fsum = 0;
+	for (uint32_t i = 0; i < 65536; i++)
+		if (((i >> 10) & 31) != 31) {
+			f[n++] = (uint16_t)i;
+			int e = (int)(i >> 10) & 31, m = (int)(i & 1023);
+			fsum += (i & 0x8000 ? -1 : 1) * (e ? ldexp(1024 + m, e - 25) : ldexp(m, -24));
+		}
+	s = stats_of(one(TI_DT_FLOAT16, 1, (int64_t[]){(int64_t)n}, f, n * sizeof(uint16_t)));
+	EXPECT_INT(s.finite, n);
+	EXPECT_DOUBLE(s.min, -65504);
+	EXPECT_DOUBLE(s.max, 65504);
+	EXPECT_DOUBLE(s.mean, fsum / (double)n); /* float16 sums are exact in float64: any order gives this */
+	free(f);
+}
+
 Test(stats, a_strided_view_is_read_in_logical_order)
 {
 	float v[12];
@@ -210,6 +342,21 @@ Test(stats, chunks_join_at_their_boundaries)
 	cr_expect(fabs(s.mean - mean) <= 1e-12 * fabs(mean), "mean: got %.17g, want %.17g", s.mean, mean);
 	cr_expect(fabs(s.std - std) <= 1e-9 * std, "std: got %.17g, want %.17g", s.std, std);
 	EXPECT_INT(s.checksum, ti_checksum_bytes(v, n * sizeof(float)));
+	free(v);
+}
+
+Test(stats, float64_chunks_hash_in_their_first_pass_to_the_checksum_of_the_bytes)
+{
+	/* The float loops fold whole 32-byte stripes as they sum; the bytes past the last group go after. */
+	size_t n = TI_STATS_CHUNK + 13;
+	double *v = malloc(n * sizeof(double));
+	cr_assert(v);
+	for (size_t i = 0; i < n; i++)
+		v[i] = (double)(i % 1013) * 0.25 - 100;
+	v[n - 2] = NAN; /* the last chunk goes to the careful loop too: hashed once all the same */
+	ti_tensor_stats s = stats_of(one(TI_DT_FLOAT64, 1, (int64_t[]){(int64_t)n}, v, n * sizeof(double)));
+	EXPECT_INT(s.checksum, ti_checksum_bytes(v, n * sizeof(double)));
+	EXPECT_INT(s.nan, 1);
 	free(v);
 }
 
