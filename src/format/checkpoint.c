@@ -399,6 +399,7 @@ void ti_ckpt_close(ti_ckpt *c)
 
 const ti_ckpt_info *ti_ckpt_get_info(const ti_ckpt *c) { return &c->info; }
 const ti_value *ti_ckpt_root(const ti_ckpt *c) { return c->root; }
+ti_zip *ti_ckpt_zip(const ti_ckpt *c) { return c->zip; }
 size_t ti_ckpt_record_count(const ti_ckpt *c) { return c->record_count; }
 const ti_record *ti_ckpt_record(const ti_ckpt *c, size_t i) { return i < c->record_count ? &c->records[i] : NULL; }
 size_t ti_ckpt_storage_count(const ti_ckpt *c) { return c->storage_count; }

@@ -18,6 +18,8 @@ typedef struct ti_zip ti_zip;
 /* Opens and lists; refuses more than records_max entries and duplicate names. */
 ti_status ti_zip_open(const char *path, size_t records_max, ti_zip **out, ti_error *err);
 void ti_zip_close(ti_zip *zip);
+/* The archive a torch zip checkpoint was read from (NULL for a legacy file): the checkpoint's, closed with it. */
+ti_zip *ti_ckpt_zip(const ti_ckpt *ckpt);
 
 size_t ti_zip_count(const ti_zip *zip);
 /* The records in directory order; records[i].index is i. */
