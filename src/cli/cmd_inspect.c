@@ -129,28 +129,59 @@ static dtype_total *total_of(totals *t, const ti_tensor *x)
 }
 
 /*
- * The storages counted so far, by address: a sharded checkpoint's files
- * number their storages each from 0, so an index alone would not do.
+ * The storages counted so far. A checkpoint's own are marked by their
+ * position in it, a bit each; any other (a sharded source's files number
+ * their storages each from 0, a TorchScript archive's constants have their
+ * own) by address, in a table that doubles when half full. A table sized
+ * for 20,000 storages up front was half a megabyte touched all over.
  */
 typedef struct storage_set {
-	const ti_storage **slots;
+	const ti_ckpt *ckpt;
+	uint64_t *own;            /* a bit per storage of ckpt */
+	const ti_storage **slots; /* mask + 1 of them, or none yet */
 	size_t mask, used;
+	bool failed;              /* out of memory */
 } storage_set;
+
+static bool place_storage(const ti_storage **slots, size_t mask, const ti_storage *st)
+{
+	size_t h = ((uintptr_t)st >> 4) * 0x9e3779b97f4a7c15ull;
+	for (size_t i = h & mask;; i = (i + 1) & mask) {
+		if (slots[i] == st)
+			return false;
+		if (!slots[i]) {
+			slots[i] = st;
+			return true;
+		}
+	}
+}
 
 static bool seen_before(storage_set *set, const ti_storage *st)
 {
-	if (set->used >= set->mask) /* never full: a storage the lists did not count is not counted twice either */
-		return true;
-	size_t h = ((uintptr_t)st >> 4) * 0x9e3779b97f4a7c15ull;
-	for (size_t i = h & set->mask;; i = (i + 1) & set->mask) {
-		if (set->slots[i] == st)
-			return true;
-		if (!set->slots[i]) {
-			set->slots[i] = st;
-			set->used++;
-			return false;
-		}
+	if (set->ckpt && st->index < ti_ckpt_storage_count(set->ckpt) && ti_ckpt_storage(set->ckpt, st->index) == st) {
+		uint64_t bit = (uint64_t)1 << (st->index % 64), *word = &set->own[st->index / 64];
+		bool seen = *word & bit;
+		*word |= bit;
+		return seen;
 	}
+	if (2 * (set->used + 1) > set->mask + 1) {
+		size_t cap = set->slots ? 2 * (set->mask + 1) : 64;
+		const ti_storage **bigger = calloc(cap, sizeof(*bigger));
+		if (!bigger) {
+			set->failed = true;
+			return true;
+		}
+		for (size_t i = 0; set->slots && i <= set->mask; i++)
+			if (set->slots[i])
+				place_storage(bigger, cap - 1, set->slots[i]);
+		free(set->slots);
+		set->slots = bigger;
+		set->mask = cap - 1;
+	}
+	if (!place_storage(set->slots, set->mask, st))
+		return true;
+	set->used++;
+	return false;
 }
 
 static void count_storage(const ti_storage *st, storage_set *seen, totals *t)
@@ -166,12 +197,9 @@ static void count_storage(const ti_storage *st, storage_set *seen, totals *t)
 static int compute_totals(const inspect *in, totals *t)
 {
 	memset(t, 0, sizeof(*t));
-	/* every storage a tensor views is one the checkpoint (or source) lists: a table at least twice that */
-	size_t storages = in->ckpt ? ti_ckpt_storage_count(in->ckpt) : ti_source_storage_count(in->src), slots = 16;
-	while (slots < 2 * storages + 16)
-		slots *= 2;
-	storage_set set = {calloc(slots, sizeof(*set.slots)), slots - 1, 0}, *seen = &set;
-	if (!set.slots)
+	size_t own = in->ckpt ? ti_ckpt_storage_count(in->ckpt) : 0;
+	storage_set set = {.ckpt = in->ckpt, .own = calloc(own / 64 + 1, sizeof(uint64_t))}, *seen = &set;
+	if (!set.own)
 		return -1;
 	for (size_t i = 0; i < in->entry_count; i++) {
 		const ti_entry *e = &in->entries[i];
@@ -198,8 +226,9 @@ static int compute_totals(const inspect *in, totals *t)
 			count_storage(xe->quant.zero_points->storage, seen, t);
 		}
 	}
+	free(set.own);
 	free(set.slots);
-	return 0;
+	return set.failed ? -1 : 0;
 }
 
 /* What a tensor's row says beyond dtype, shape and bytes. */
