@@ -44,6 +44,11 @@ void cli_out_close(cli_out *o)
 /* Room for n more bytes in the buffer, or NULL: then the caller writes straight to the FILE. */
 static char *room(cli_out *o, size_t n)
 {
+	return cli_out_room_slow(o, n);
+}
+
+char *cli_out_room_slow(cli_out *o, size_t n)
+{
 	if (!o->buf && o->owned && (o->buf = malloc(CLI_OUT_BUFFER)))
 		o->cap = CLI_OUT_BUFFER;
 	if (!o->buf)
@@ -113,17 +118,88 @@ void cli_out_right(cli_out *o, const char *s, int width)
 	cli_out_put(o, s, n);
 }
 
+/* The decimal digits of u, written backwards from end: two at a time, as a table gives them. */
+static char *digits_before(char *end, uint64_t u)
+{
+	static const char pairs[] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+	                            "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+	                            "8081828384858687888990919293949596979899";
+	while (u >= 100) {
+		unsigned r = (unsigned)(u % 100);
+		u /= 100;
+		end -= 2;
+		memcpy(end, pairs + 2 * r, 2);
+	}
+	if (u >= 10) {
+		end -= 2;
+		memcpy(end, pairs + 2 * u, 2);
+	} else {
+		*--end = (char)('0' + u);
+	}
+	return end;
+}
+
+enum { INT_TEXT_MAX = 20 }; /* "-9223372036854775808" */
+
+/* v in decimal at p (at most INT_TEXT_MAX bytes); returns the end. */
+static char *write_int(char *p, int64_t v)
+{
+	static const uint64_t tens[] = {
+		10u, 100u, 1000u, 10000u, 100000u, 1000000u, 10000000u, 100000000u, 1000000000u, 10000000000u,
+		100000000000u, 1000000000000u, 10000000000000u, 100000000000000u, 1000000000000000u,
+		10000000000000000u, 100000000000000000u, 1000000000000000000u, 10000000000000000000u,
+	};
+	uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+	size_t n = 1; /* digits: one more for each power of ten u reaches */
+	while (n < sizeof(tens) / sizeof(tens[0]) + 1 && u >= tens[n - 1])
+		n++;
+	if (v < 0)
+		*p++ = '-';
+	digits_before(p + n, u);
+	return p + n;
+}
+
+/* No buffer to write in: through a small one of its own. */
+static __attribute__((noinline)) void out_int_slow(cli_out *o, int64_t v)
+{
+	char small[INT_TEXT_MAX];
+	cli_out_put(o, small, (size_t)(write_int(small, v) - small));
+}
+
 void cli_out_int(cli_out *o, int64_t v)
 {
-	char digits[24];
-	int k = sizeof(digits);
-	uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
-	do
-		digits[--k] = (char)('0' + u % 10);
-	while ((u /= 10));
-	if (v < 0)
-		digits[--k] = '-';
-	cli_out_put(o, digits + k, sizeof(digits) - (size_t)k);
+	char *p = cli_out_room(o, INT_TEXT_MAX);
+	if (p)
+		cli_out_wrote(o, (size_t)(write_int(p, v) - p));
+	else
+		out_int_slow(o, v);
+}
+
+void cli_out_dims(cli_out *o, const int64_t *d, int n)
+{
+	size_t most = 2 + (size_t)(n > 0 ? n : 0) * (INT_TEXT_MAX + 2);
+	char *p = cli_out_room(o, most), *start = p;
+	if (!p) { /* no buffer, or more dims than it holds: a piece at a time */
+		cli_out_put(o, "[", 1);
+		for (int i = 0; i < n; i++) {
+			char t[INT_TEXT_MAX];
+			if (i)
+				cli_out_put(o, ", ", 2);
+			cli_out_put(o, t, (size_t)(write_int(t, d[i]) - t));
+		}
+		cli_out_put(o, "]", 1);
+		return;
+	}
+	*p++ = '[';
+	for (int i = 0; i < n; i++) {
+		if (i) {
+			memcpy(p, ", ", 2);
+			p += 2;
+		}
+		p = write_int(p, d[i]);
+	}
+	*p++ = ']';
+	cli_out_wrote(o, (size_t)(p - start));
 }
 
 void cli_out_safe(cli_out *o, const char *s, int width)
@@ -167,13 +243,32 @@ static bool needs_escape(uint64_t w)
 /* cJSON 1.7's print_string_ptr: ", \ and the C escapes by name, other bytes below 0x20 as \u00xx, the rest as they are. */
 void cli_out_json_string(cli_out *o, const char *s)
 {
-	const char *plain = s, *end = s + strlen(s);
-	cli_out_put(o, "\"", 1);
-	for (uint64_t w; end - s >= 8; s += 8) { /* eight bytes at a time while none needs escaping */
-		memcpy(&w, s, 8);
+	size_t n = strlen(s), i = 0;
+	uint64_t w;
+	for (; n - i >= 8; i += 8) { /* eight bytes at a time while none needs escaping */
+		memcpy(&w, s + i, 8);
 		if (needs_escape(w))
 			break;
 	}
+	if (n - i < 8) { /* the last few, in a word of spaces (which need no escape) */
+		w = 0x2020202020202020u;
+		memcpy(&w, s + i, n - i);
+		if (!needs_escape(w))
+			i = n;
+	}
+	while (i < n && (unsigned char)s[i] >= 0x20 && s[i] != '"' && s[i] != '\\')
+		i++;
+	char *p = i == n ? cli_out_room(o, n + 2) : NULL;
+	if (p) { /* nothing to escape, as in nearly every name: copied whole */
+		p[0] = '"';
+		memcpy(p + 1, s, n);
+		p[n + 1] = '"';
+		cli_out_wrote(o, n + 2);
+		return;
+	}
+	const char *plain = s;
+	s += i;
+	cli_out_put(o, "\"", 1);
 	for (;; s++) {
 		unsigned char c = (unsigned char)*s;
 		if (c >= 0x20 && c != '"' && c != '\\')
