@@ -191,12 +191,22 @@ static inline ti_status take_into(vm *m, size_t n, const uint8_t **p)
 	return need(m, n, p);
 }
 
-static uint64_t le(const uint8_t *p, int n)
+/* A little-endian field of n bytes; the widths opcodes use read as one load once inlined. */
+static inline uint64_t le(const uint8_t *p, int n)
 {
 	uint64_t v = 0;
-	for (int i = n; i-- > 0;)
-		v = (v << 8) | p[i];
-	return v;
+	switch (n) {
+	case 1:
+		return p[0];
+	case 2:
+		return (uint64_t)p[0] | (uint64_t)p[1] << 8;
+	case 4:
+		return (uint64_t)p[0] | (uint64_t)p[1] << 8 | (uint64_t)p[2] << 16 | (uint64_t)p[3] << 24;
+	default:
+		for (int i = n; i-- > 0;)
+			v = (v << 8) | p[i];
+		return v;
+	}
 }
 
 /* The length of the text line that starts at offset, up to its '\n', within the limit. */
@@ -295,23 +305,29 @@ static ti_status read_two_lines(vm *m, const char **a, size_t *alen, const char 
 
 static size_t fence(const vm *m) { return m->mark_count ? m->marks[m->mark_count - 1] : 0; }
 
-/* Pushes v, counting the stack's reference to it. */
-static ti_status push(vm *m, ti_value *v)
+/* Makes room for one more value on the stack, or says why there is none. */
+static __attribute__((noinline)) ti_status grow_stack(vm *m)
+{
+	if (m->sp >= m->limits.stack_max)
+		return FAIL(m, TI_E_LIMIT, "pickle stack deeper than %zu values", m->limits.stack_max);
+	size_t cap = m->stack_cap ? m->stack_cap * 2 : 64;
+	if (cap > m->limits.stack_max)
+		cap = m->limits.stack_max;
+	ti_value **s = realloc(m->stack, cap * sizeof(*s));
+	if (!s)
+		return FAIL(m, TI_E_NOMEM, "out of memory growing the pickle stack");
+	m->stack = s;
+	m->stack_cap = cap;
+	return TI_OK;
+}
+
+/* Pushes v, counting the stack's reference to it. Inline: every opcode but a few ends here. */
+static inline ti_status push(vm *m, ti_value *v)
 {
 	if (!v)
 		return NOMEM(m);
-	if (m->sp == m->stack_cap) {
-		if (m->sp >= m->limits.stack_max)
-			return FAIL(m, TI_E_LIMIT, "pickle stack deeper than %zu values", m->limits.stack_max);
-		size_t cap = m->stack_cap ? m->stack_cap * 2 : 64;
-		if (cap > m->limits.stack_max)
-			cap = m->limits.stack_max;
-		ti_value **s = realloc(m->stack, cap * sizeof(*s));
-		if (!s)
-			return FAIL(m, TI_E_NOMEM, "out of memory growing the pickle stack");
-		m->stack = s;
-		m->stack_cap = cap;
-	}
+	if (m->sp == m->stack_cap && grow_stack(m))
+		return m->err->code;
 	m->stack[m->sp++] = ti_value_ref(v);
 	return TI_OK;
 }
@@ -361,7 +377,7 @@ static void drop_all(vm *m, ti_value **items, size_t n)
 
 static ti_value *new_value(vm *m, ti_kind kind) { return ti_value_new(m->arena, kind); }
 
-static ti_status push_int(vm *m, int64_t i)
+static inline ti_status push_int(vm *m, int64_t i)
 {
 	if (i >= 0 && i < 256) {
 		if (!m->small_ints[i])
@@ -654,8 +670,13 @@ static ti_status op_bool(vm *m, uint8_t op)
 
 static ti_status op_binint(vm *m, uint8_t op)
 {
-	int n = op == 'J' ? 4 : op == 'K' ? 1 : 2;
 	const uint8_t *p = NULL;
+	if (op == 'K') { /* BININT1, as torch.save writes most sizes and strides: a shared small int */
+		if (take(m, 1, &p))
+			return m->err->code;
+		return push_int(m, p[0]);
+	}
+	int n = op == 'J' ? 4 : 2;
 	if (take(m, (size_t)n, &p))
 		return m->err->code;
 	uint64_t u = le(p, n);
@@ -1052,7 +1073,7 @@ static inline int bit_set(bits *b, uint64_t i)
 }
 
 /* Where a fetched memo entry lives; its chunk is made on first need (NULL when memory runs out). */
-static ti_value **memo_slot(vm *m, uint64_t index, bool make)
+static inline ti_value **memo_slot(vm *m, uint64_t index, bool make)
 {
 	size_t c = (size_t)(index / MEMO_CHUNK);
 	if (c >= m->memo_chunk_count)
@@ -1062,7 +1083,7 @@ static ti_value **memo_slot(vm *m, uint64_t index, bool make)
 	return &m->memo_chunks[c][index % MEMO_CHUNK];
 }
 
-static ti_status memo_put(vm *m, uint64_t index)
+static inline ti_status memo_put(vm *m, uint64_t index)
 {
 	ti_value *v = NULL;
 	if (top(m, &v))
@@ -1094,7 +1115,7 @@ static ti_status memo_put(vm *m, uint64_t index)
 	return TI_OK;
 }
 
-static ti_status memo_get(vm *m, uint64_t index)
+static inline ti_status memo_get(vm *m, uint64_t index)
 {
 	/* Every GET's index was found fetched, so an entry that was set has a slot. */
 	if (index >= m->memo_limit)
@@ -1105,14 +1126,33 @@ static ti_status memo_get(vm *m, uint64_t index)
 	return push(m, *slot);
 }
 
-static ti_status op_memo_bin(vm *m, uint8_t op)
+/* BINGET and BINPUT: a one-byte index; LONG_BINGET and LONG_BINPUT: four. A row each, as they are most of a pickle. */
+static ti_status op_binget(vm *m, uint8_t op)
 {
-	bool one = op == 'h' || op == 'q'; /* BINGET, BINPUT; else LONG_BINGET, LONG_BINPUT */
+	(void)op;
 	const uint8_t *p = NULL;
-	if (take(m, one ? 1 : 4, &p))
-		return m->err->code;
-	uint64_t index = one ? p[0] : (uint64_t)p[0] | (uint64_t)p[1] << 8 | (uint64_t)p[2] << 16 | (uint64_t)p[3] << 24;
-	return (op == 'h' || op == 'j') ? memo_get(m, index) : memo_put(m, index);
+	return take(m, 1, &p) ? m->err->code : memo_get(m, p[0]);
+}
+
+static ti_status op_binput(vm *m, uint8_t op)
+{
+	(void)op;
+	const uint8_t *p = NULL;
+	return take(m, 1, &p) ? m->err->code : memo_put(m, p[0]);
+}
+
+static ti_status op_long_binget(vm *m, uint8_t op)
+{
+	(void)op;
+	const uint8_t *p = NULL;
+	return take(m, 4, &p) ? m->err->code : memo_get(m, le(p, 4));
+}
+
+static ti_status op_long_binput(vm *m, uint8_t op)
+{
+	(void)op;
+	const uint8_t *p = NULL;
+	return take(m, 4, &p) ? m->err->code : memo_put(m, le(p, 4));
 }
 
 /* A memo index from GET's decimal text, or UINT64_MAX when it is not one (op_memo_text says why). */
@@ -1371,15 +1411,15 @@ static const struct opcode_row {
 	['}'] = {"EMPTY_DICT", op_empty},
 	['e'] = {"APPENDS", op_appends},
 	['g'] = {"GET", op_memo_text},
-	['h'] = {"BINGET", op_memo_bin},
+	['h'] = {"BINGET", op_binget},
 	['i'] = {"INST", op_global},
-	['j'] = {"LONG_BINGET", op_memo_bin},
+	['j'] = {"LONG_BINGET", op_long_binget},
 	['l'] = {"LIST", op_collect},
 	[']'] = {"EMPTY_LIST", op_empty},
 	['o'] = {"OBJ", op_obj},
 	['p'] = {"PUT", op_memo_text},
-	['q'] = {"BINPUT", op_memo_bin},
-	['r'] = {"LONG_BINPUT", op_memo_bin},
+	['q'] = {"BINPUT", op_binput},
+	['r'] = {"LONG_BINPUT", op_long_binput},
 	['s'] = {"SETITEM", op_append},
 	['t'] = {"TUPLE", op_collect},
 	[')'] = {"EMPTY_TUPLE", op_empty},
