@@ -5,7 +5,8 @@
  * ti_arena_release(). Allocation fails (returns NULL) once the total would
  * pass the ceiling given at init, so no input can make us allocate without
  * bound. Memory is zeroed and 8-byte aligned, which is all that pointers,
- * int64_t and double need.
+ * int64_t and double need. Blocks are 256 KiB; past 1 MiB an arena grows
+ * by 2 MiB blocks advised as transparent huge pages (arena.c says why).
  *
  * Two exceptions to "nothing is freed on its own": a growable array
  * (ti_arena_array_grow) moves when it grows, and a small block handed back
