@@ -169,13 +169,11 @@ ti_status ti_dict_set_attributes(ti_arena *a, ti_value *dict, ti_value *attribut
  * Items are followed through a small stack of their own: past it, what is
  * left simply stays in the arena, which is always safe.
  */
-void ti_value_unref(ti_arena *a, ti_value *v)
+void ti_value_release(ti_arena *a, ti_value *v)
 {
 	enum { PENDING_MAX = 64 };
 	ti_value *pending[PENDING_MAX];
 	size_t n = 0;
-	if (!v || v->refs == TI_REFS_KEPT || v->refs == 0 || --v->refs)
-		return;
 	pending[n++] = v;
 	while (n) {
 		ti_value *dead = pending[--n];

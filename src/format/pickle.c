@@ -1083,7 +1083,7 @@ static inline ti_value **memo_slot(vm *m, uint64_t index, bool make)
 	return &m->memo_chunks[c][index % MEMO_CHUNK];
 }
 
-static inline ti_status memo_put(vm *m, uint64_t index)
+static __attribute__((noinline)) ti_status memo_put_slow(vm *m, uint64_t index)
 {
 	ti_value *v = NULL;
 	if (top(m, &v))
@@ -1113,6 +1113,28 @@ static inline ti_status memo_put(vm *m, uint64_t index)
 	drop(m, *slot);
 	*slot = v;
 	return TI_OK;
+}
+
+/*
+ * PUT, first what nearly every one of a torch.save pickle is: a value on
+ * the stack, put at an index that no GET fetches. Nothing is kept for it,
+ * but that the index is set, when MEMOIZE needs the count (a byte 0x94
+ * anywhere in a big pickle says it may: find_fetched cannot tell data from
+ * opcodes) and the bit set holds the index already.
+ */
+static inline ti_status memo_put(vm *m, uint64_t index)
+{
+	if (m->sp > fence(m) && index < m->memo_limit && !bit_test(&m->memo_fetched, index)) {
+		if (!m->memoize)
+			return TI_OK;
+		if (index / 64 < m->memo_set.count) {
+			uint64_t *word = &m->memo_set.words[index / 64], bit = (uint64_t)1 << (index % 64);
+			m->memo_len += !(*word & bit);
+			*word |= bit;
+			return TI_OK;
+		}
+	}
+	return memo_put_slow(m, index);
 }
 
 static inline ti_status memo_get(vm *m, uint64_t index)
