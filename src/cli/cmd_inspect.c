@@ -915,43 +915,84 @@ static void json_stats(cli_out *o, row *r, const ti_tensor_stats *s)
 }
 
 /* One tensor object; name NULL for the components and quantizer tensors inside another. */
+/* A constant piece of a row at p: its bytes are known where it is inlined, so it is a move or two. */
+#define AT(p, text) (memcpy((p), (text), sizeof(text) - 1), (p) + sizeof(text) - 1)
+
+INLINE char *bool_at(char *p, bool v) { return v ? AT(p, "true") : AT(p, "false"); }
+
+/*
+ * The members every tensor row has, "name" (when it has one) to "shared",
+ * written with a cursor into the output buffer after taking room for the
+ * most they can be: each member through cli_out, with its own check for
+ * room, cost twice as much for the 20,000 rows of a big state_dict. A row
+ * too long for the buffer is made in one of its own.
+ */
+static bool json_tensor_head(cli_out *o, row *r, const char *name, const ti_tensor *x, bool tied)
+{
+	const char *dtype = dtype_label(x), *layout = ti_layout_name(x->layout);
+	const char *key = x->storage ? x->storage->key : NULL;
+	const char *device = x->storage ? x->storage->location : x->layout == TI_LAYOUT_STRIDED ? "meta" : "cpu";
+	size_t ln = name ? strlen(name) : 0, lk = key ? strlen(key) : 0, ld = strlen(device);
+	size_t most = 320 + strlen(dtype) + strlen(layout) + 6 * (ln + lk + ld) + 2 * CLI_DIMS_TEXT_MAX(x->ndim) +
+	              3 * CLI_INT_TEXT_MAX;
+	char *start = most <= CLI_OUT_BUFFER / 2 ? cli_out_room(o, most) : NULL, *own = NULL;
+	if (!start && !(start = own = malloc(most)))
+		return false;
+	char *p = start;
+	if (name) {
+		p = AT(p, "\"name\":");
+		p = cli_json_string_at(p, name, ln);
+		p = AT(p, ",");
+	}
+	p = AT(p, "\"dtype\":\"");
+	memcpy(p, dtype, strlen(dtype)); /* names of ours: nothing to escape */
+	p += strlen(dtype);
+	p = AT(p, "\",\"shape\":");
+	p = cli_dims_at(p, x->shape, x->ndim);
+	p = AT(p, ",\"stride\":");
+	p = x->stride ? cli_dims_at(p, x->stride, x->ndim) : AT(p, "null");
+	p = AT(p, ",\"storage_offset\":");
+	p = cli_int_at(p, x->storage_offset);
+	p = AT(p, ",\"requires_grad\":");
+	p = bool_at(p, x->requires_grad);
+	p = AT(p, ",\"parameter\":");
+	p = bool_at(p, x->is_parameter);
+	p = AT(p, ",\"layout\":\"");
+	memcpy(p, layout, strlen(layout));
+	p += strlen(layout);
+	p = AT(p, "\",\"storage\":");
+	p = key ? cli_json_string_at(p, key, lk) : AT(p, "null");
+	p = AT(p, ",\"storage_nbytes\":");
+	p = key ? cli_int_at(p, x->storage->nbytes) : AT(p, "null");
+	p = AT(p, ",\"saved_device\":");
+	p = cli_json_string_at(p, device, ld);
+	p = AT(p, ",\"nbytes\":");
+	p = cli_int_at(p, x->nbytes);
+	p = AT(p, ",\"numel\":");
+	p = cli_int_at(p, x->numel);
+	/* torch refuses is_contiguous() on sparse layouts: null says there is no answer */
+	p = AT(p, ",\"contiguous\":");
+	p = x->layout == TI_LAYOUT_STRIDED ? bool_at(p, ti_tensor_is_contiguous(x)) : AT(p, "null");
+	p = AT(p, ",\"shared\":");
+	p = bool_at(p, (x->storage && x->storage->tensor_count > 1) || tied);
+	if (own) {
+		cli_out_put(o, own, (size_t)(p - own));
+		free(own);
+	} else {
+		cli_out_wrote(o, (size_t)(p - start));
+	}
+	r->started = true;
+	return true;
+}
+
 static bool json_tensor(const inspect *in, cli_out *o, const char *name, const ti_tensor *x,
                         const ti_tensor_stats *stats)
 {
 	size_t at = 0;
 	const char *tie = name ? next_tie(in, name, &at) : NULL;
 	const ti_tensor_ext *xe = ti_tensor_ext_of(x);
-	bool ok = true;
 	row r = row_open(o);
-	if (name)
-		put_str(&r, K("name"), name);
-	put_name(&r, K("dtype"), dtype_label(x));
-	put_dims(&r, K("shape"), x->shape, x->ndim);
-	if (x->stride)
-		put_dims(&r, K("stride"), x->stride, x->ndim);
-	else
-		put_null(&r, K("stride"));
-	put_int(&r, K("storage_offset"), x->storage_offset);
-	put_bool(&r, K("requires_grad"), x->requires_grad);
-	put_bool(&r, K("parameter"), x->is_parameter);
-	put_name(&r, K("layout"), ti_layout_name(x->layout));
-	if (x->storage) {
-		put_str(&r, K("storage"), x->storage->key);
-		put_int(&r, K("storage_nbytes"), x->storage->nbytes);
-		put_str(&r, K("saved_device"), x->storage->location);
-	} else {
-		put_null(&r, K("storage"));
-		put_null(&r, K("storage_nbytes"));
-		put_str(&r, K("saved_device"), x->layout == TI_LAYOUT_STRIDED ? "meta" : "cpu");
-	}
-	put_int(&r, K("nbytes"), x->nbytes);
-	put_int(&r, K("numel"), x->numel);
-	/* torch refuses is_contiguous() on sparse layouts: null says there is no answer */
-	if (x->layout == TI_LAYOUT_STRIDED)
-		put_bool(&r, K("contiguous"), ti_tensor_is_contiguous(x));
-	else
-		put_null(&r, K("contiguous"));
-	put_bool(&r, K("shared"), (x->storage && x->storage->tensor_count > 1) || tie);
+	bool ok = json_tensor_head(o, &r, name, x, tie);
 	if (tie) { /* safetensors __metadata__ ties: the other names of this tensor's data */
 		key(&r, K("ties"));
 		cli_out_put(o, "[", 1);

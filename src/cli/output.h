@@ -74,6 +74,18 @@ void cli_out_right(cli_out *o, const char *s, int width);
 void cli_out_int(cli_out *o, int64_t v);
 /* d as JSON writes it and cli_dims spells it: "[8, 3, 7, 7]". */
 void cli_out_dims(cli_out *o, const int64_t *d, int n);
+
+/*
+ * The same written at p, for a caller that took cli_out_room for a whole
+ * row: each returns the end of what it wrote. At most CLI_INT_TEXT_MAX bytes
+ * for an integer, CLI_DIMS_TEXT_MAX(n) for dims, 6 * n + 2 for a JSON string
+ * of n bytes (escaped as cli_out_json_string escapes it).
+ */
+#define CLI_INT_TEXT_MAX 20
+#define CLI_DIMS_TEXT_MAX(n) (2 + (size_t)(n) * (CLI_INT_TEXT_MAX + 2))
+char *cli_int_at(char *p, int64_t v);
+char *cli_dims_at(char *p, const int64_t *d, int n);
+char *cli_json_string_at(char *p, const char *s, size_t n);
 /* s with control characters escaped, padded to width columns (see cli_put_safe). */
 void cli_out_safe(cli_out *o, const char *s, int width);
 /* s as a JSON string, escaped as cJSON prints strings, so both writers agree byte for byte. */
