@@ -419,10 +419,22 @@ static bool valid_utf8(const uint8_t *s, size_t n)
 	/* Python decodes with 'surrogatepass' in pickle, so surrogates are allowed;
 	 * overlong forms and code points past U+10FFFF are not. */
 	size_t i = 0;
-	for (uint64_t w; i + 8 <= n; i += 8) { /* eight bytes at a time while they are ASCII, as names are */
+	uint64_t w;
+	for (; i + 8 <= n; i += 8) { /* eight bytes at a time while they are ASCII, as names are */
 		memcpy(&w, s + i, 8);
 		if (w & 0x8080808080808080u)
 			break;
+	}
+	if (i < n && n >= 8 && i + 8 > n) { /* the last few: the string's last eight bytes, read again */
+		memcpy(&w, s + n - 8, 8);
+		if (!(w & 0x8080808080808080u))
+			return true;
+	} else if (n < 8) {
+		unsigned any = 0;
+		for (size_t k = 0; k < n; k++)
+			any |= s[k];
+		if (!(any & 0x80))
+			return true;
 	}
 	while (i < n) {
 		uint8_t c = s[i];
@@ -796,14 +808,12 @@ static ti_status op_binfloat(vm *m, uint8_t op)
 	return push(m, v);
 }
 
-/* BINUNICODE/BINBYTES/BINSTRING and their 1- and 8-byte-length siblings. */
+/* BINUNICODE8, BINBYTES, BINSTRING and their 1- and 8-byte-length siblings (BINUNICODE and SHORT_BINUNICODE: op_binunicode). */
 static ti_status op_counted(vm *m, uint8_t op)
 {
 	int width;
 	ti_kind kind;
 	switch (op) {
-	case 'X': width = 4; kind = TI_STR; break;           /* BINUNICODE */
-	case 0x8c: width = 1; kind = TI_STR; break;          /* SHORT_BINUNICODE */
 	case 0x8d: width = 8; kind = TI_STR; break;          /* BINUNICODE8 */
 	case 'B': width = 4; kind = TI_BYTES; break;         /* BINBYTES */
 	case 'C': width = 1; kind = TI_BYTES; break;         /* SHORT_BINBYTES */
@@ -832,6 +842,21 @@ static ti_status op_counted(vm *m, uint8_t op)
 	if (!s && op == 0x96)
 		m->stack[m->sp - 1]->flags |= TI_F_BYTEARRAY;
 	return s;
+}
+
+/* BINUNICODE and SHORT_BINUNICODE, every name and key of a torch.save pickle: op_counted's str case, on its own. */
+static ti_status op_binunicode(vm *m, uint8_t op)
+{
+	const uint8_t *p = NULL;
+	int width = op == 'X' ? 4 : 1;
+	if (take(m, (size_t)width, &p))
+		return m->err->code;
+	uint64_t n = le(p, width);
+	if (n > m->limits.string_max)
+		return FAIL(m, TI_E_LIMIT, "string of %" PRIu64 " bytes exceeds the %zu-byte limit", n, m->limits.string_max);
+	if (take(m, (size_t)n, &p))
+		return m->err->code;
+	return push_unicode(m, p, (size_t)n);
 }
 
 /* Protocol 0 STRING: a quoted Python 2 repr with backslash escapes. */
@@ -1425,7 +1450,7 @@ static const struct opcode_row {
 	['T'] = {"BINSTRING", op_counted},
 	['U'] = {"SHORT_BINSTRING", op_counted},
 	['V'] = {"UNICODE", op_unicode_text},
-	['X'] = {"BINUNICODE", op_counted},
+	['X'] = {"BINUNICODE", op_binunicode},
 	['a'] = {"APPEND", op_append},
 	['b'] = {"BUILD", op_build},
 	['c'] = {"GLOBAL", op_global},
@@ -1461,7 +1486,7 @@ static const struct opcode_row {
 	[0x8b] = {"LONG4", op_long_n},
 	['B'] = {"BINBYTES", op_counted},
 	['C'] = {"SHORT_BINBYTES", op_counted},
-	[0x8c] = {"SHORT_BINUNICODE", op_counted},
+	[0x8c] = {"SHORT_BINUNICODE", op_binunicode},
 	[0x8d] = {"BINUNICODE8", op_counted},
 	[0x8e] = {"BINBYTES8", op_counted},
 	[0x8f] = {"EMPTY_SET", op_empty},
