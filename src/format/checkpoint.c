@@ -118,7 +118,7 @@ static ti_status parse_count(const char *text, const char *what, int64_t *out, t
 /* Lists the records; the root folder is the text before the first '/' of the first entry. */
 static ti_status read_directory(ti_ckpt *c, const char *path, const ti_limits *lim, ti_error *err)
 {
-	if (ti_zip_open(path, lim->records_max, &c->zip, err))
+	if (ti_zip_open(path, lim->records_max, &c->arena, &c->zip, err))
 		return err->code;
 	size_t n = ti_zip_count(c->zip);
 	if (n == 0)

@@ -64,6 +64,7 @@ typedef struct vm {
 	size_t frame_end;           /* the end of the last FRAME's bytes: pos below it is inside that frame */
 	uint8_t op;                 /* the opcode at op_pos */
 	ti_arena *arena;
+	size_t arena_start;         /* arena->used when the main pass began */
 	const ti_pickle_hooks *hooks;
 	ti_pickle_limits limits;
 	ti_error *err;
@@ -120,10 +121,26 @@ static ti_status window_at(vm *m, size_t offset, size_t n)
 	return TI_OK;
 }
 
+/*
+ * Tells the arena what the rest of the pickle will make, at the rate its
+ * part read so far made values (ti_arena_expect): a big state_dict's
+ * values then go to huge blocks from early on, and its last block is a
+ * small one when little is left to make.
+ */
+static void expect_values(vm *m)
+{
+	size_t read = m->pos, made = m->arena->used - m->arena_start;
+	if (read < WINDOW || m->arena->used < m->arena_start)
+		return;
+	ti_arena_expect(m->arena, (size_t)((double)made / (double)read * (double)(m->size - read)));
+}
+
 static __attribute__((noinline)) ti_status need_slow(vm *m, size_t n, const uint8_t **p)
 {
 	if (n > m->size - m->pos)
 		return FAIL(m, TI_E_CORRUPT, "pickle truncated: opcode needs %zu bytes, %zu remain", n, m->size - m->pos);
+	if (m->src)
+		expect_values(m);
 	if (window_at(m, m->pos, n))
 		return m->err->code;
 	*p = m->data;
@@ -1585,6 +1602,7 @@ static ti_status find_fetched(vm *m)
 static ti_status run(vm *m, ti_value **out, size_t *consumed)
 {
 	ti_status s = find_fetched(m);
+	m->arena_start = m->arena->used;
 	while (!s && !m->result) {
 		if (m->pos >= m->size) {
 			s = FAIL(m, TI_E_CORRUPT, "pickle ends without STOP");

@@ -37,13 +37,16 @@ struct ti_arena_heap {
  * half of what was reserved; an allocation too big to share a block well
  * gets a block of its own. Arrays from 4 KiB up live in heap buffers.
  *
- * Once an arena holds HUGE_AFTER (1 MiB), it grows by huge blocks instead:
+ * Once an arena holds HUGE_AFTER (1 MiB), or while its caller expects a
+ * megabyte or more still to come (ti_arena_expect), it grows by huge blocks
+ * instead, and takes from them any allocation up to half their size:
  * 2 MiB, aligned to 2 MiB and advised as a transparent huge page (Linux
  * MADV_HUGEPAGE), which the kernel gives in one fault where 256 KiB blocks
  * take 64. Fresh memory is what a big pickle's values cost most: the
  * 20,000-tensor checkpoint's 5.6 MB of them were 1,400 page faults, each
  * dearer than the instructions that fill its page. A small arena never
- * makes one, so memory grows in steps of 2 MiB only past HUGE_AFTER; where
+ * makes one; a huge block is resident whole once touched, so the expected
+ * rest decides whether the last block is a huge one or a small one. Where
  * the kernel has no huge page (or THP is off), the block is one of small
  * pages like any other.
  */
@@ -112,7 +115,9 @@ static __attribute__((noinline)) void *alloc_new_block(ti_arena *a, size_t size)
 		want = size; /* the last block: just what fits under the ceiling */
 	}
 	ti_arena_block *b = NULL;
-	if (want == BLOCK_SIZE && a->reserved >= HUGE_AFTER && HUGE_BLOCK - sizeof(*b) <= room(a) && (b = huge_block()))
+	bool huge = a->expecting ? a->expect_end > a->used && a->expect_end - a->used >= HUGE_BLOCK / 2
+	                         : a->reserved >= HUGE_AFTER;
+	if (huge && size <= HUGE_BLOCK / 2 && HUGE_BLOCK - sizeof(*b) <= room(a) && (b = huge_block()))
 		want = HUGE_BLOCK - sizeof(*b);
 	if (!b && !(b = calloc(1, sizeof(*b) + want)))
 		return NULL;
@@ -129,6 +134,12 @@ static __attribute__((noinline)) void *alloc_new_block(ti_arena *a, size_t size)
 	b->used = size;
 	a->used += size;
 	return b->data;
+}
+
+void ti_arena_expect(ti_arena *a, size_t bytes)
+{
+	a->expecting = 1;
+	a->expect_end = bytes > SIZE_MAX - a->used ? SIZE_MAX : a->used + bytes;
 }
 
 void *ti_arena_alloc(ti_arena *a, size_t size)

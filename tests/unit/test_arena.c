@@ -180,3 +180,23 @@ Test(arena, past_two_mib_it_grows_by_huge_blocks_zeroed_and_under_its_ceiling)
 	cr_expect(got > ((size_t)5 << 19) && a.reserved <= a.limit, "got %zu bytes, reserved %zu under 3 MiB", got, a.reserved);
 	ti_arena_release(&a);
 }
+
+Test(arena, grows_by_huge_blocks_while_a_megabyte_is_expected_and_by_small_ones_after)
+{
+	ti_arena a;
+	ti_arena_init(&a, (size_t)64 << 20);
+	ti_arena_expect(&a, (size_t)3 << 20);
+	cr_assert(ti_arena_alloc(&a, 100) != NULL);
+	size_t huge = a.reserved;
+	cr_expect(huge >= ((size_t)2 << 20) - 64, "expecting 3 MiB, the first block holds %zu bytes, want a 2 MiB one", huge);
+	/* fill it: the next block is taken when 1 MiB or less is still expected, a small one */
+	while (a.reserved == huge)
+		cr_assert(ti_arena_alloc(&a, 1000) != NULL);
+	cr_expect(a.reserved - huge >= ((size_t)2 << 20) - 64, "with 1 MiB still expected, grew by %zu", a.reserved - huge);
+	ti_arena_expect(&a, 1000);
+	size_t before = a.reserved;
+	while (a.reserved == before)
+		cr_assert(ti_arena_alloc(&a, 1000) != NULL);
+	cr_expect(a.reserved - before <= (size_t)256 << 10, "with little expected, grew by %zu, want a small block", a.reserved - before);
+	ti_arena_release(&a);
+}
