@@ -5,7 +5,10 @@
  * ti_arena_release(). Allocation fails (returns NULL) once the total would
  * pass the ceiling given at init, so no input can make us allocate without
  * bound. Memory is zeroed and 8-byte aligned, which is all that pointers,
- * int64_t and double need.
+ * int64_t and double need. Blocks are 256 KiB; past 1 MiB (or while
+ * ti_arena_expect says 1 MiB more is coming) an arena grows by 2 MiB blocks
+ * advised as transparent huge pages (arena.c says why), and takes from them
+ * anything up to half their size.
  *
  * Two exceptions to "nothing is freed on its own": a growable array
  * (ti_arena_array_grow) moves when it grows, and a small block handed back
@@ -42,10 +45,22 @@ typedef struct ti_arena {
 	size_t reserved;/* bytes obtained from malloc */
 	size_t limit;   /* ceiling on reserved */
 	void *recycled[TI_ARENA_RECYCLE_MAX / 8 + 1]; /* free lists by size / 8 */
+	size_t expect_end; /* ti_arena_expect: used is expected to reach this */
+	int expecting;     /* ti_arena_expect was called: expect_end, not the 1 MiB rule, picks the next block */
 } ti_arena;
 
 void ti_arena_init(ti_arena *a, size_t limit);
 void ti_arena_release(ti_arena *a);
+
+/*
+ * Says that about bytes more are coming (a zip directory's arrays; what the
+ * rest of a pickle will make, at the rate its first part made values).
+ * From then on a new block is a huge one while 1 MiB or more is still to
+ * come, and a small one after: a big arena then starts with huge blocks
+ * instead of a megabyte of small ones, and does not end with a huge block
+ * mostly empty. The latest call counts.
+ */
+void ti_arena_expect(ti_arena *a, size_t bytes);
 
 /* Zeroed, 8-byte aligned; NULL when the ceiling or malloc says no. */
 void *ti_arena_alloc(ti_arena *a, size_t size);

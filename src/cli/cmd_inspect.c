@@ -144,28 +144,59 @@ static dtype_total *total_of(totals *t, const ti_tensor *x)
 }
 
 /*
- * The storages counted so far, by address: a sharded checkpoint's files
- * number their storages each from 0, so an index alone would not do.
+ * The storages counted so far. A checkpoint's own are marked by their
+ * position in it, a bit each; any other (a sharded source's files number
+ * their storages each from 0, a TorchScript archive's constants have their
+ * own) by address, in a table that doubles when half full. A table sized
+ * for 20,000 storages up front was half a megabyte touched all over.
  */
 typedef struct storage_set {
-	const ti_storage **slots;
+	const ti_ckpt *ckpt;
+	uint64_t *own;            /* a bit per storage of ckpt */
+	const ti_storage **slots; /* mask + 1 of them, or none yet */
 	size_t mask, used;
+	bool failed;              /* out of memory */
 } storage_set;
+
+static bool place_storage(const ti_storage **slots, size_t mask, const ti_storage *st)
+{
+	size_t h = ((uintptr_t)st >> 4) * 0x9e3779b97f4a7c15ull;
+	for (size_t i = h & mask;; i = (i + 1) & mask) {
+		if (slots[i] == st)
+			return false;
+		if (!slots[i]) {
+			slots[i] = st;
+			return true;
+		}
+	}
+}
 
 static bool seen_before(storage_set *set, const ti_storage *st)
 {
-	if (set->used >= set->mask) /* never full: a storage the lists did not count is not counted twice either */
-		return true;
-	size_t h = ((uintptr_t)st >> 4) * 0x9e3779b97f4a7c15ull;
-	for (size_t i = h & set->mask;; i = (i + 1) & set->mask) {
-		if (set->slots[i] == st)
-			return true;
-		if (!set->slots[i]) {
-			set->slots[i] = st;
-			set->used++;
-			return false;
-		}
+	if (set->ckpt && st->index < ti_ckpt_storage_count(set->ckpt) && ti_ckpt_storage(set->ckpt, st->index) == st) {
+		uint64_t bit = (uint64_t)1 << (st->index % 64), *word = &set->own[st->index / 64];
+		bool seen = *word & bit;
+		*word |= bit;
+		return seen;
 	}
+	if (2 * (set->used + 1) > set->mask + 1) {
+		size_t cap = set->slots ? 2 * (set->mask + 1) : 64;
+		const ti_storage **bigger = calloc(cap, sizeof(*bigger));
+		if (!bigger) {
+			set->failed = true;
+			return true;
+		}
+		for (size_t i = 0; set->slots && i <= set->mask; i++)
+			if (set->slots[i])
+				place_storage(bigger, cap - 1, set->slots[i]);
+		free(set->slots);
+		set->slots = bigger;
+		set->mask = cap - 1;
+	}
+	if (!place_storage(set->slots, set->mask, st))
+		return true;
+	set->used++;
+	return false;
 }
 
 static void count_storage(const ti_storage *st, storage_set *seen, totals *t)
@@ -181,12 +212,9 @@ static void count_storage(const ti_storage *st, storage_set *seen, totals *t)
 static int compute_totals(const inspect *in, totals *t)
 {
 	memset(t, 0, sizeof(*t));
-	/* every storage a tensor views is one the checkpoint (or source) lists: a table at least twice that */
-	size_t storages = in->ckpt ? ti_ckpt_storage_count(in->ckpt) : ti_source_storage_count(in->src), slots = 16;
-	while (slots < 2 * storages + 16)
-		slots *= 2;
-	storage_set set = {calloc(slots, sizeof(*set.slots)), slots - 1, 0}, *seen = &set;
-	if (!set.slots)
+	size_t own = in->ckpt ? ti_ckpt_storage_count(in->ckpt) : 0;
+	storage_set set = {.ckpt = in->ckpt, .own = calloc(own / 64 + 1, sizeof(uint64_t))}, *seen = &set;
+	if (!set.own)
 		return -1;
 	for (size_t i = 0; i < in->entry_count; i++) {
 		const ti_entry *e = &in->entries[i];
@@ -213,8 +241,9 @@ static int compute_totals(const inspect *in, totals *t)
 			count_storage(xe->quant.zero_points->storage, seen, t);
 		}
 	}
+	free(set.own);
 	free(set.slots);
-	return 0;
+	return set.failed ? -1 : 0;
 }
 
 /* What a tensor's row says beyond dtype, shape and bytes. */
@@ -762,7 +791,14 @@ static void row_close(row *r) { cli_out_put(r->o, "}", 1); }
  */
 #define K(name) "\"" name "\":", sizeof(name) + 2
 
-static void key(row *r, const char *quoted, size_t n)
+/*
+ * The put_ functions are inlined where they are called, so that each key's
+ * length is a constant there and its copy a few moves, not a call: a row of
+ * the 20,000-tensor checkpoint's JSON writes fifteen of them.
+ */
+#define INLINE static inline __attribute__((always_inline))
+
+INLINE void key(row *r, const char *quoted, size_t n)
 {
 	if (r->started)
 		cli_out_put(r->o, ",", 1);
@@ -778,38 +814,38 @@ static void key_named(row *r, const char *name)
 	cli_out_put(r->o, ":", 1);
 }
 
-static void put_str(row *r, const char *k, size_t n, const char *v)
+INLINE void put_str(row *r, const char *k, size_t n, const char *v)
 {
 	key(r, k, n);
 	cli_out_json_string(r->o, v);
 }
 
-static void put_int(row *r, const char *k, size_t n, int64_t v)
+INLINE void put_int(row *r, const char *k, size_t n, int64_t v)
 {
 	key(r, k, n);
 	cli_out_int(r->o, v);
 }
 
-static void put_raw(row *r, const char *k, size_t n, const char *v)
+INLINE void put_raw(row *r, const char *k, size_t n, const char *v)
 {
 	key(r, k, n);
 	cli_out_puts(r->o, v);
 }
 
-static void put_bool(row *r, const char *k, size_t n, bool v)
+INLINE void put_bool(row *r, const char *k, size_t n, bool v)
 {
 	key(r, k, n);
 	cli_out_put(r->o, v ? "true" : "false", v ? 4 : 5);
 }
 
-static void put_null(row *r, const char *k, size_t n)
+INLINE void put_null(row *r, const char *k, size_t n)
 {
 	key(r, k, n);
 	cli_out_put(r->o, "null", 4);
 }
 
 /* A name of ours (a dtype's, a layout's): plain ASCII, nothing to escape. */
-static void put_name(row *r, const char *k, size_t n, const char *v)
+INLINE void put_name(row *r, const char *k, size_t n, const char *v)
 {
 	key(r, k, n);
 	cli_out_put(r->o, "\"", 1);
@@ -817,10 +853,10 @@ static void put_name(row *r, const char *k, size_t n, const char *v)
 	cli_out_put(r->o, "\"", 1);
 }
 
-static void put_dims(row *r, const char *k, size_t n, const int64_t *d, int ndim)
+INLINE void put_dims(row *r, const char *k, size_t n, const int64_t *d, int ndim)
 {
-	char buf[TI_MAX_DIMS * 24 + 8];
-	put_raw(r, k, n, cli_dims(d, ndim, buf, sizeof(buf))); /* "[8, 3, 7, 7]" is JSON already */
+	key(r, k, n);
+	cli_out_dims(r->o, d, ndim); /* "[8, 3, 7, 7]" is JSON already */
 }
 
 /* A double as cJSON prints it (%1.15g, or %1.17g when that does not read back). */
@@ -894,43 +930,84 @@ static void json_stats(cli_out *o, row *r, const ti_tensor_stats *s)
 }
 
 /* One tensor object; name NULL for the components and quantizer tensors inside another. */
+/* A constant piece of a row at p: its bytes are known where it is inlined, so it is a move or two. */
+#define AT(p, text) (memcpy((p), (text), sizeof(text) - 1), (p) + sizeof(text) - 1)
+
+INLINE char *bool_at(char *p, bool v) { return v ? AT(p, "true") : AT(p, "false"); }
+
+/*
+ * The members every tensor row has, "name" (when it has one) to "shared",
+ * written with a cursor into the output buffer after taking room for the
+ * most they can be: each member through cli_out, with its own check for
+ * room, cost twice as much for the 20,000 rows of a big state_dict. A row
+ * too long for the buffer is made in one of its own.
+ */
+static bool json_tensor_head(cli_out *o, row *r, const char *name, const ti_tensor *x, bool tied)
+{
+	const char *dtype = dtype_label(x), *layout = ti_layout_name(x->layout);
+	const char *key = x->storage ? x->storage->key : NULL;
+	const char *device = x->storage ? x->storage->location : x->layout == TI_LAYOUT_STRIDED ? "meta" : "cpu";
+	size_t ln = name ? strlen(name) : 0, lk = key ? strlen(key) : 0, ld = strlen(device);
+	size_t most = 320 + strlen(dtype) + strlen(layout) + 6 * (ln + lk + ld) + 2 * CLI_DIMS_TEXT_MAX(x->ndim) +
+	              3 * CLI_INT_TEXT_MAX;
+	char *start = most <= CLI_OUT_BUFFER / 2 ? cli_out_room(o, most) : NULL, *own = NULL;
+	if (!start && !(start = own = malloc(most)))
+		return false;
+	char *p = start;
+	if (name) {
+		p = AT(p, "\"name\":");
+		p = cli_json_string_at(p, name, ln);
+		p = AT(p, ",");
+	}
+	p = AT(p, "\"dtype\":\"");
+	memcpy(p, dtype, strlen(dtype)); /* names of ours: nothing to escape */
+	p += strlen(dtype);
+	p = AT(p, "\",\"shape\":");
+	p = cli_dims_at(p, x->shape, x->ndim);
+	p = AT(p, ",\"stride\":");
+	p = x->stride ? cli_dims_at(p, x->stride, x->ndim) : AT(p, "null");
+	p = AT(p, ",\"storage_offset\":");
+	p = cli_int_at(p, x->storage_offset);
+	p = AT(p, ",\"requires_grad\":");
+	p = bool_at(p, x->requires_grad);
+	p = AT(p, ",\"parameter\":");
+	p = bool_at(p, x->is_parameter);
+	p = AT(p, ",\"layout\":\"");
+	memcpy(p, layout, strlen(layout));
+	p += strlen(layout);
+	p = AT(p, "\",\"storage\":");
+	p = key ? cli_json_string_at(p, key, lk) : AT(p, "null");
+	p = AT(p, ",\"storage_nbytes\":");
+	p = key ? cli_int_at(p, x->storage->nbytes) : AT(p, "null");
+	p = AT(p, ",\"saved_device\":");
+	p = cli_json_string_at(p, device, ld);
+	p = AT(p, ",\"nbytes\":");
+	p = cli_int_at(p, x->nbytes);
+	p = AT(p, ",\"numel\":");
+	p = cli_int_at(p, x->numel);
+	/* torch refuses is_contiguous() on sparse layouts: null says there is no answer */
+	p = AT(p, ",\"contiguous\":");
+	p = x->layout == TI_LAYOUT_STRIDED ? bool_at(p, ti_tensor_is_contiguous(x)) : AT(p, "null");
+	p = AT(p, ",\"shared\":");
+	p = bool_at(p, (x->storage && x->storage->tensor_count > 1) || tied);
+	if (own) {
+		cli_out_put(o, own, (size_t)(p - own));
+		free(own);
+	} else {
+		cli_out_wrote(o, (size_t)(p - start));
+	}
+	r->started = true;
+	return true;
+}
+
 static bool json_tensor(const inspect *in, cli_out *o, const char *name, const ti_tensor *x,
                         const ti_tensor_stats *stats)
 {
 	size_t at = 0;
 	const char *tie = name ? next_tie(in, name, &at) : NULL;
 	const ti_tensor_ext *xe = ti_tensor_ext_of(x);
-	bool ok = true;
 	row r = row_open(o);
-	if (name)
-		put_str(&r, K("name"), name);
-	put_name(&r, K("dtype"), dtype_label(x));
-	put_dims(&r, K("shape"), x->shape, x->ndim);
-	if (x->stride)
-		put_dims(&r, K("stride"), x->stride, x->ndim);
-	else
-		put_null(&r, K("stride"));
-	put_int(&r, K("storage_offset"), x->storage_offset);
-	put_bool(&r, K("requires_grad"), x->requires_grad);
-	put_bool(&r, K("parameter"), x->is_parameter);
-	put_name(&r, K("layout"), ti_layout_name(x->layout));
-	if (x->storage) {
-		put_str(&r, K("storage"), x->storage->key);
-		put_int(&r, K("storage_nbytes"), x->storage->nbytes);
-		put_str(&r, K("saved_device"), x->storage->location);
-	} else {
-		put_null(&r, K("storage"));
-		put_null(&r, K("storage_nbytes"));
-		put_str(&r, K("saved_device"), x->layout == TI_LAYOUT_STRIDED ? "meta" : "cpu");
-	}
-	put_int(&r, K("nbytes"), x->nbytes);
-	put_int(&r, K("numel"), x->numel);
-	/* torch refuses is_contiguous() on sparse layouts: null says there is no answer */
-	if (x->layout == TI_LAYOUT_STRIDED)
-		put_bool(&r, K("contiguous"), ti_tensor_is_contiguous(x));
-	else
-		put_null(&r, K("contiguous"));
-	put_bool(&r, K("shared"), (x->storage && x->storage->tensor_count > 1) || tie);
+	bool ok = json_tensor_head(o, &r, name, x, tie);
 	if (tie) { /* safetensors __metadata__ ties: the other names of this tensor's data */
 		key(&r, K("ties"));
 		cli_out_put(o, "[", 1);

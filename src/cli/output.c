@@ -46,6 +46,11 @@ void cli_out_close(cli_out *o)
 /* Room for n more bytes in the buffer, or NULL: then the caller writes straight to the FILE. */
 static char *room(cli_out *o, size_t n)
 {
+	return cli_out_room_slow(o, n);
+}
+
+char *cli_out_room_slow(cli_out *o, size_t n)
+{
 	if (!o->buf && o->owned && (o->buf = malloc(CLI_OUT_BUFFER)))
 		o->cap = CLI_OUT_BUFFER;
 	if (!o->buf)
@@ -115,17 +120,96 @@ void cli_out_right(cli_out *o, const char *s, int width)
 	cli_out_put(o, s, n);
 }
 
+/* The decimal digits of u, written backwards from end: two at a time, as a table gives them. */
+static char *digits_before(char *end, uint64_t u)
+{
+	static const char pairs[] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+	                            "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+	                            "8081828384858687888990919293949596979899";
+	while (u >= 100) {
+		unsigned r = (unsigned)(u % 100);
+		u /= 100;
+		end -= 2;
+		memcpy(end, pairs + 2 * r, 2);
+	}
+	if (u >= 10) {
+		end -= 2;
+		memcpy(end, pairs + 2 * u, 2);
+	} else {
+		*--end = (char)('0' + u);
+	}
+	return end;
+}
+
+enum { INT_TEXT_MAX = CLI_INT_TEXT_MAX }; /* "-9223372036854775808" */
+
+/* v in decimal at p (at most INT_TEXT_MAX bytes); returns the end. */
+char *cli_int_at(char *p, int64_t v)
+{
+	if (v >= 0 && v < 10) { /* a tensor row's offsets, flags and small sizes */
+		*p = (char)('0' + v);
+		return p + 1;
+	}
+	static const uint64_t tens[] = {
+		10u, 100u, 1000u, 10000u, 100000u, 1000000u, 10000000u, 100000000u, 1000000000u, 10000000000u,
+		100000000000u, 1000000000000u, 10000000000000u, 100000000000000u, 1000000000000000u,
+		10000000000000000u, 100000000000000000u, 1000000000000000000u, 10000000000000000000u,
+	};
+	uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+	size_t n = 1; /* digits: one more for each power of ten u reaches */
+	while (n < sizeof(tens) / sizeof(tens[0]) + 1 && u >= tens[n - 1])
+		n++;
+	if (v < 0)
+		*p++ = '-';
+	digits_before(p + n, u);
+	return p + n;
+}
+
+/* No buffer to write in: through a small one of its own. */
+static __attribute__((noinline)) void out_int_slow(cli_out *o, int64_t v)
+{
+	char small[INT_TEXT_MAX];
+	cli_out_put(o, small, (size_t)(cli_int_at(small, v) - small));
+}
+
 void cli_out_int(cli_out *o, int64_t v)
 {
-	char digits[24];
-	int k = sizeof(digits);
-	uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
-	do
-		digits[--k] = (char)('0' + u % 10);
-	while ((u /= 10));
-	if (v < 0)
-		digits[--k] = '-';
-	cli_out_put(o, digits + k, sizeof(digits) - (size_t)k);
+	char *p = cli_out_room(o, INT_TEXT_MAX);
+	if (p)
+		cli_out_wrote(o, (size_t)(cli_int_at(p, v) - p));
+	else
+		out_int_slow(o, v);
+}
+
+char *cli_dims_at(char *p, const int64_t *d, int n)
+{
+	*p++ = '[';
+	for (int i = 0; i < n; i++) {
+		if (i) {
+			memcpy(p, ", ", 2);
+			p += 2;
+		}
+		p = cli_int_at(p, d[i]);
+	}
+	*p++ = ']';
+	return p;
+}
+
+void cli_out_dims(cli_out *o, const int64_t *d, int n)
+{
+	char *p = cli_out_room(o, CLI_DIMS_TEXT_MAX(n > 0 ? n : 0));
+	if (!p) { /* no buffer, or more dims than it holds: a piece at a time */
+		cli_out_put(o, "[", 1);
+		for (int i = 0; i < n; i++) {
+			char t[INT_TEXT_MAX];
+			if (i)
+				cli_out_put(o, ", ", 2);
+			cli_out_put(o, t, (size_t)(cli_int_at(t, d[i]) - t));
+		}
+		cli_out_put(o, "]", 1);
+		return;
+	}
+	cli_out_wrote(o, (size_t)(cli_dims_at(p, d, n) - p));
 }
 
 void cli_out_safe(cli_out *o, const char *s, int width)
@@ -167,35 +251,96 @@ static bool needs_escape(uint64_t w)
 }
 
 /* cJSON 1.7's print_string_ptr: ", \ and the C escapes by name, other bytes below 0x20 as \u00xx, the rest as they are. */
-void cli_out_json_string(cli_out *o, const char *s)
+/*
+ * The length of s's first stretch that needs no escape: eight bytes at a
+ * time, and the last few as the string's last eight (read again) when it
+ * has eight, so that a name is a few word tests and no byte loop.
+ */
+static inline size_t plain_json(const char *s, size_t n)
 {
-	const char *plain = s, *end = s + strlen(s);
-	cli_out_put(o, "\"", 1);
-	for (uint64_t w; end - s >= 8; s += 8) { /* eight bytes at a time while none needs escaping */
-		memcpy(&w, s, 8);
+	size_t i = 0;
+	uint64_t w;
+	for (; n - i >= 8; i += 8) {
+		memcpy(&w, s + i, 8);
 		if (needs_escape(w))
 			break;
 	}
-	for (;; s++) {
-		unsigned char c = (unsigned char)*s;
-		if (c >= 0x20 && c != '"' && c != '\\')
-			continue;
-		cli_out_put(o, plain, (size_t)(s - plain));
-		plain = s + 1;
-		if (!c)
-			break;
-		char esc[8] = {'\\', 0};
-		switch (c) {
-		case '"': esc[1] = '"'; break;
-		case '\\': esc[1] = '\\'; break;
-		case '\b': esc[1] = 'b'; break;
-		case '\f': esc[1] = 'f'; break;
-		case '\n': esc[1] = 'n'; break;
-		case '\r': esc[1] = 'r'; break;
-		case '\t': esc[1] = 't'; break;
-		default: snprintf(esc + 1, sizeof(esc) - 1, "u%04x", c); break;
+	if (i < n && n - i < 8 && n >= 8) {
+		memcpy(&w, s + n - 8, 8);
+		if (!needs_escape(w))
+			return n;
+	}
+	while (i < n && (unsigned char)s[i] >= 0x20 && s[i] != '"' && s[i] != '\\')
+		i++;
+	return i;
+}
+
+/* The escape of c (below 0x20, '"' or '\\') at p; returns its end. */
+static char *escape_at(char *p, unsigned char c)
+{
+	*p++ = '\\';
+	switch (c) {
+	case '"': *p++ = '"'; break;
+	case '\\': *p++ = '\\'; break;
+	case '\b': *p++ = 'b'; break;
+	case '\f': *p++ = 'f'; break;
+	case '\n': *p++ = 'n'; break;
+	case '\r': *p++ = 'r'; break;
+	case '\t': *p++ = 't'; break;
+	default:
+		memcpy(p, "u00", 3);
+		p[3] = "0123456789abcdef"[c >> 4];
+		p[4] = "0123456789abcdef"[c & 15];
+		p += 5;
+		break;
+	}
+	return p;
+}
+
+char *cli_json_string_at(char *p, const char *s, size_t n)
+{
+	*p++ = '"';
+	if (n < 8) { /* a storage key, a device: byte by byte, copied as checked */
+		for (size_t i = 0; i < n; i++) {
+			unsigned char c = (unsigned char)s[i];
+			if (c < 0x20 || c == '"' || c == '\\')
+				p = escape_at(p, c);
+			else
+				*p++ = (char)c;
 		}
-		cli_out_puts(o, esc);
+		*p++ = '"';
+		return p;
+	}
+	for (size_t i = 0;;) {
+		size_t k = plain_json(s + i, n - i);
+		memcpy(p, s + i, k);
+		p += k;
+		i += k;
+		if (i == n)
+			break;
+		p = escape_at(p, (unsigned char)s[i++]);
+	}
+	*p++ = '"';
+	return p;
+}
+
+void cli_out_json_string(cli_out *o, const char *s)
+{
+	size_t n = strlen(s);
+	char *p = n < CLI_OUT_BUFFER / 6 ? cli_out_room(o, 6 * n + 2) : NULL;
+	if (p) {
+		cli_out_wrote(o, (size_t)(cli_json_string_at(p, s, n) - p));
+		return;
+	}
+	cli_out_put(o, "\"", 1); /* too long for the buffer, or none: a stretch at a time */
+	for (size_t i = 0;;) {
+		size_t k = plain_json(s + i, n - i);
+		cli_out_put(o, s + i, k);
+		i += k;
+		if (i == n)
+			break;
+		char esc[8];
+		cli_out_put(o, esc, (size_t)(escape_at(esc, (unsigned char)s[i++]) - esc));
 	}
 	cli_out_put(o, "\"", 1);
 }

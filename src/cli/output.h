@@ -36,6 +36,21 @@ void cli_out_flush(cli_out *o);
 void cli_out_close(cli_out *o);
 
 void cli_out_put_slow(cli_out *o, const char *s, size_t n);
+char *cli_out_room_slow(cli_out *o, size_t n);
+
+/*
+ * Room for up to n bytes written in place: the caller writes them at the
+ * pointer, then says how many with cli_out_wrote. NULL when there is no
+ * buffer or n is more than it holds: then the caller writes through
+ * cli_out_put instead. A number or a shape is written this way, without
+ * a copy through a buffer of its own.
+ */
+static inline char *cli_out_room(cli_out *o, size_t n)
+{
+	return o->buf && n <= o->cap - o->len ? o->buf + o->len : cli_out_room_slow(o, n);
+}
+
+static inline void cli_out_wrote(cli_out *o, size_t n) { o->len += n; }
 
 /* Inline, so that short constant pieces cost a move and a compare. */
 static inline void cli_out_put(cli_out *o, const char *s, size_t n)
@@ -57,6 +72,20 @@ void cli_out_pad(cli_out *o, size_t n);
 void cli_out_left(cli_out *o, const char *s, int width);
 void cli_out_right(cli_out *o, const char *s, int width);
 void cli_out_int(cli_out *o, int64_t v);
+/* d as JSON writes it and cli_dims spells it: "[8, 3, 7, 7]". */
+void cli_out_dims(cli_out *o, const int64_t *d, int n);
+
+/*
+ * The same written at p, for a caller that took cli_out_room for a whole
+ * row: each returns the end of what it wrote. At most CLI_INT_TEXT_MAX bytes
+ * for an integer, CLI_DIMS_TEXT_MAX(n) for dims, 6 * n + 2 for a JSON string
+ * of n bytes (escaped as cli_out_json_string escapes it).
+ */
+#define CLI_INT_TEXT_MAX 20
+#define CLI_DIMS_TEXT_MAX(n) (2 + (size_t)(n) * (CLI_INT_TEXT_MAX + 2))
+char *cli_int_at(char *p, int64_t v);
+char *cli_dims_at(char *p, const int64_t *d, int n);
+char *cli_json_string_at(char *p, const char *s, size_t n);
 /* s with control characters escaped, padded to width columns (see cli_put_safe). */
 void cli_out_safe(cli_out *o, const char *s, int width);
 /* s as a JSON string, escaped as cJSON prints strings, so both writers agree byte for byte. */

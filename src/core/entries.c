@@ -158,6 +158,19 @@ static ti_status walk_seq(walker *w, const char *name, const ti_value *v)
 
 static const char *name_of(const void *ctx, uint32_t i) { return ((const char *const *)ctx)[i]; }
 
+/* A top-level dict whose keys are all strings: each key is its name (child_name), and no list of names is made. */
+static const char *key_name_of(const void *ctx, uint32_t i) { return ((const ti_dict *)ctx)->keys[i]->as.bytes.data; }
+
+static bool keys_are_names(const char *prefix, const ti_dict *d)
+{
+	if (prefix[0])
+		return false;
+	for (size_t i = 0; i < d->count; i++)
+		if (d->keys[i]->kind != TI_STR)
+			return false;
+	return true;
+}
+
 /*
  * take[i]: whose value the name first seen at i shows, SKIP for a later
  * repeat; made on the first repeat, as a state_dict has none.
@@ -198,13 +211,15 @@ static ti_status walk_dict(walker *w, const char *name, const ti_value *v)
 	size_t n = v->as.dict->count;
 	if (n > TI_STRSORT_MAX)
 		return TI_FAIL(w->err, TI_E_LIMIT, "dict of %zu items is too big to name", n);
-	const char **names = n ? malloc(n * sizeof(*names)) : NULL;
+	/* A state_dict's keys are its names: a list of 20,000 pointers to them would be fresh memory for nothing. */
+	bool keyed = keys_are_names(name, v->as.dict);
+	const char **names = n && !keyed ? malloc(n * sizeof(*names)) : NULL;
 	repeats r = {NULL, n, false};
 	ti_strsort sorted;
 	ti_status s = TI_OK;
-	if (n && !names)
+	if (n && !keyed && !names)
 		return TI_FAIL(w->err, TI_E_NOMEM, "out of memory naming entries");
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < n && !keyed; i++) {
 		names[i] = child_name(w, name, v->as.dict->keys[i], i);
 		if (!names[i]) {
 			s = TI_FAIL(w->err, TI_E_LIMIT, "metadata exceeds the memory ceiling");
@@ -212,7 +227,8 @@ static ti_status walk_dict(walker *w, const char *name, const ti_value *v)
 		}
 	}
 	if (n > 1) { /* the sorted names go before the walk, which needs memory of its own */
-		r.failed = ti_strsort_build(&sorted, n, name_of, names) != 0;
+		r.failed = (keyed ? ti_strsort_build(&sorted, n, key_name_of, v->as.dict)
+		                  : ti_strsort_build(&sorted, n, name_of, names)) != 0;
 		if (!r.failed)
 			ti_strsort_repeats(&sorted, take_last, &r);
 		ti_strsort_release(&sorted);
@@ -223,7 +239,7 @@ static ti_status walk_dict(walker *w, const char *name, const ti_value *v)
 	}
 	for (size_t i = 0; i < n; i++) {
 		size_t from = r.take ? r.take[i] : i;
-		if (from != SKIP && (s = walk(w, names[i], v->as.dict->values[from])))
+		if (from != SKIP && (s = walk(w, keyed ? key_name_of(v->as.dict, (uint32_t)i) : names[i], v->as.dict->values[from])))
 			goto done;
 	}
 done:

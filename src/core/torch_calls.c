@@ -654,10 +654,10 @@ static ti_status build(void *ctx, ti_arena *arena, ti_value *object, ti_value *s
 
 bool ti_torch_key_position(const char *key, size_t *k)
 {
-	size_t n = 0;
-	*k = 0;
-	for (; key[n] >= '0' && key[n] <= '9' && n < 10; n++)
-		*k = *k * 10 + (size_t)(key[n] - '0');
+	size_t n = 0, v = 0; /* in a local: a store through k could change key's bytes, as far as the compiler knows */
+	for (; n < 10 && key[n] >= '0' && key[n] <= '9'; n++)
+		v = v * 10 + (size_t)(key[n] - '0');
+	*k = v;
 	return n && !key[n] && (key[0] != '0' || n == 1);
 }
 

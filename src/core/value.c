@@ -68,21 +68,33 @@ ti_value *ti_value_new_str(ti_arena *a, ti_kind kind, const char *data, size_t s
 	return v;
 }
 
+/*
+ * A tuple of up to this many items has them right after it, in one piece
+ * the arena can take back whole: a torch.save pickle makes four small
+ * tuples a tensor (persistent id, size, stride, arguments) and drops them.
+ */
+enum { TUPLE_INLINE_MAX = (TI_ARENA_RECYCLE_MAX - sizeof(ti_value)) / sizeof(ti_value *) };
+
+static bool items_inline(const ti_value *v) { return v->as.seq.items == (ti_value **)(uintptr_t)(v + 1); }
+
 static ti_value *new_seq(ti_arena *a, ti_kind kind, ti_value *const *items, size_t count, bool take)
 {
 	if (count > UINT32_MAX)
 		return NULL;
-	ti_value *v = ti_value_new(a, kind);
-	if (!v)
-		return NULL;
-	if (count) {
-		v->as.seq.items = ti_arena_array(a, count, sizeof(*items));
-		if (!v->as.seq.items)
+	ti_value *v;
+	if (kind == TI_TUPLE && count && count <= TUPLE_INLINE_MAX) {
+		if (!(v = ti_arena_alloc(a, sizeof(*v) + count * sizeof(*items))))
 			return NULL;
-		memcpy(v->as.seq.items, items, count * sizeof(*items));
-		for (size_t i = 0; i < count && !take; i++)
-			ti_value_ref(items[i]);
+		v->kind = kind;
+		v->as.seq.items = (ti_value **)(v + 1);
+	} else {
+		if (!(v = ti_value_new(a, kind)))
+			return NULL;
+		if (count && !(v->as.seq.items = ti_arena_array(a, count, sizeof(*items))))
+			return NULL;
 	}
+	for (size_t i = 0; i < count; i++)
+		v->as.seq.items[i] = take ? items[i] : ti_value_ref(items[i]);
 	v->as.seq.count = v->as.seq.capacity = (uint32_t)count;
 	return v;
 }
@@ -157,23 +169,25 @@ ti_status ti_dict_set_attributes(ti_arena *a, ti_value *dict, ti_value *attribut
  * Items are followed through a small stack of their own: past it, what is
  * left simply stays in the arena, which is always safe.
  */
-void ti_value_unref(ti_arena *a, ti_value *v)
+void ti_value_release(ti_arena *a, ti_value *v)
 {
 	enum { PENDING_MAX = 64 };
 	ti_value *pending[PENDING_MAX];
 	size_t n = 0;
-	if (!v || v->refs == TI_REFS_KEPT || v->refs == 0 || --v->refs)
-		return;
 	pending[n++] = v;
 	while (n) {
 		ti_value *dead = pending[--n];
 		ti_value **items = NULL;
-		size_t count = 0, items_size = 0;
+		size_t count = 0, items_size = 0, size = sizeof(*dead);
 		switch (dead->kind) {
 		case TI_TUPLE: case TI_LIST: case TI_SET: case TI_FROZENSET:
 			items = dead->as.seq.items;
 			count = dead->as.seq.count;
 			items_size = (size_t)dead->as.seq.capacity * sizeof(*items);
+			if (items && items_inline(dead)) { /* one piece with the tuple */
+				size += items_size;
+				items_size = 0;
+			}
 			break;
 		case TI_PERSID:
 			items = &dead->as.persid;
@@ -193,7 +207,7 @@ void ti_value_unref(ti_arena *a, ti_value *v)
 		}
 		if (items_size)
 			ti_arena_recycle(a, items, items_size);
-		ti_arena_recycle(a, dead, sizeof(*dead));
+		ti_arena_recycle(a, dead, size);
 	}
 }
 

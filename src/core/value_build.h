@@ -33,8 +33,15 @@ static inline ti_value *ti_value_keep(ti_value *v)
 	return v;
 }
 
+/* What ti_value_unref does at zero: hands v, and the items it alone held, back to the arena. */
+void ti_value_release(ti_arena *a, ti_value *v);
+
 /* Drops a reference; at zero the value, and items it alone held, go back to the arena. */
-void ti_value_unref(ti_arena *a, ti_value *v);
+static inline void ti_value_unref(ti_arena *a, ti_value *v)
+{
+	if (v && v->refs != TI_REFS_KEPT && v->refs && !--v->refs)
+		ti_value_release(a, v);
+}
 
 /* A dict starts empty, an object or global with its parts NULL. */
 ti_value *ti_value_new(ti_arena *a, ti_kind kind);

@@ -118,7 +118,7 @@ static ti_status parse_count(const char *text, const char *what, int64_t *out, t
 /* Lists the records; the root folder is the text before the first '/' of the first entry. */
 static ti_status read_directory(ti_ckpt *c, const char *path, const ti_limits *lim, ti_error *err)
 {
-	if (ti_zip_open(path, lim->records_max, &c->zip, err))
+	if (ti_zip_open(path, lim->records_max, &c->arena, &c->zip, err))
 		return err->code;
 	size_t n = ti_zip_count(c->zip);
 	if (n == 0)
@@ -399,6 +399,7 @@ void ti_ckpt_close(ti_ckpt *c)
 
 const ti_ckpt_info *ti_ckpt_get_info(const ti_ckpt *c) { return &c->info; }
 const ti_value *ti_ckpt_root(const ti_ckpt *c) { return c->root; }
+ti_zip *ti_ckpt_zip(const ti_ckpt *c) { return c->zip; }
 size_t ti_ckpt_record_count(const ti_ckpt *c) { return c->record_count; }
 const ti_record *ti_ckpt_record(const ti_ckpt *c, size_t i) { return i < c->record_count ? &c->records[i] : NULL; }
 size_t ti_ckpt_storage_count(const ti_ckpt *c) { return c->storage_count; }

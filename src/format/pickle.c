@@ -64,6 +64,7 @@ typedef struct vm {
 	size_t frame_end;           /* the end of the last FRAME's bytes: pos below it is inside that frame */
 	uint8_t op;                 /* the opcode at op_pos */
 	ti_arena *arena;
+	size_t arena_start;         /* arena->used when the main pass began */
 	const ti_pickle_hooks *hooks;
 	ti_pickle_limits limits;
 	ti_error *err;
@@ -120,10 +121,26 @@ static ti_status window_at(vm *m, size_t offset, size_t n)
 	return TI_OK;
 }
 
+/*
+ * Tells the arena what the rest of the pickle will make, at the rate its
+ * part read so far made values (ti_arena_expect): a big state_dict's
+ * values then go to huge blocks from early on, and its last block is a
+ * small one when little is left to make.
+ */
+static void expect_values(vm *m)
+{
+	size_t read = m->pos, made = m->arena->used - m->arena_start;
+	if (read < WINDOW || m->arena->used < m->arena_start)
+		return;
+	ti_arena_expect(m->arena, (size_t)((double)made / (double)read * (double)(m->size - read)));
+}
+
 static __attribute__((noinline)) ti_status need_slow(vm *m, size_t n, const uint8_t **p)
 {
 	if (n > m->size - m->pos)
 		return FAIL(m, TI_E_CORRUPT, "pickle truncated: opcode needs %zu bytes, %zu remain", n, m->size - m->pos);
+	if (m->src)
+		expect_values(m);
 	if (window_at(m, m->pos, n))
 		return m->err->code;
 	*p = m->data;
@@ -191,12 +208,22 @@ static inline ti_status take_into(vm *m, size_t n, const uint8_t **p)
 	return need(m, n, p);
 }
 
-static uint64_t le(const uint8_t *p, int n)
+/* A little-endian field of n bytes; the widths opcodes use read as one load once inlined. */
+static inline uint64_t le(const uint8_t *p, int n)
 {
 	uint64_t v = 0;
-	for (int i = n; i-- > 0;)
-		v = (v << 8) | p[i];
-	return v;
+	switch (n) {
+	case 1:
+		return p[0];
+	case 2:
+		return (uint64_t)p[0] | (uint64_t)p[1] << 8;
+	case 4:
+		return (uint64_t)p[0] | (uint64_t)p[1] << 8 | (uint64_t)p[2] << 16 | (uint64_t)p[3] << 24;
+	default:
+		for (int i = n; i-- > 0;)
+			v = (v << 8) | p[i];
+		return v;
+	}
 }
 
 /* The length of the text line that starts at offset, up to its '\n', within the limit. */
@@ -295,23 +322,29 @@ static ti_status read_two_lines(vm *m, const char **a, size_t *alen, const char 
 
 static size_t fence(const vm *m) { return m->mark_count ? m->marks[m->mark_count - 1] : 0; }
 
-/* Pushes v, counting the stack's reference to it. */
-static ti_status push(vm *m, ti_value *v)
+/* Makes room for one more value on the stack, or says why there is none. */
+static __attribute__((noinline)) ti_status grow_stack(vm *m)
+{
+	if (m->sp >= m->limits.stack_max)
+		return FAIL(m, TI_E_LIMIT, "pickle stack deeper than %zu values", m->limits.stack_max);
+	size_t cap = m->stack_cap ? m->stack_cap * 2 : 64;
+	if (cap > m->limits.stack_max)
+		cap = m->limits.stack_max;
+	ti_value **s = realloc(m->stack, cap * sizeof(*s));
+	if (!s)
+		return FAIL(m, TI_E_NOMEM, "out of memory growing the pickle stack");
+	m->stack = s;
+	m->stack_cap = cap;
+	return TI_OK;
+}
+
+/* Pushes v, counting the stack's reference to it. Inline: every opcode but a few ends here. */
+static inline ti_status push(vm *m, ti_value *v)
 {
 	if (!v)
 		return NOMEM(m);
-	if (m->sp == m->stack_cap) {
-		if (m->sp >= m->limits.stack_max)
-			return FAIL(m, TI_E_LIMIT, "pickle stack deeper than %zu values", m->limits.stack_max);
-		size_t cap = m->stack_cap ? m->stack_cap * 2 : 64;
-		if (cap > m->limits.stack_max)
-			cap = m->limits.stack_max;
-		ti_value **s = realloc(m->stack, cap * sizeof(*s));
-		if (!s)
-			return FAIL(m, TI_E_NOMEM, "out of memory growing the pickle stack");
-		m->stack = s;
-		m->stack_cap = cap;
-	}
+	if (m->sp == m->stack_cap && grow_stack(m))
+		return m->err->code;
 	m->stack[m->sp++] = ti_value_ref(v);
 	return TI_OK;
 }
@@ -361,7 +394,7 @@ static void drop_all(vm *m, ti_value **items, size_t n)
 
 static ti_value *new_value(vm *m, ti_kind kind) { return ti_value_new(m->arena, kind); }
 
-static ti_status push_int(vm *m, int64_t i)
+static inline ti_status push_int(vm *m, int64_t i)
 {
 	if (i >= 0 && i < 256) {
 		if (!m->small_ints[i])
@@ -403,10 +436,22 @@ static bool valid_utf8(const uint8_t *s, size_t n)
 	/* Python decodes with 'surrogatepass' in pickle, so surrogates are allowed;
 	 * overlong forms and code points past U+10FFFF are not. */
 	size_t i = 0;
-	for (uint64_t w; i + 8 <= n; i += 8) { /* eight bytes at a time while they are ASCII, as names are */
+	uint64_t w;
+	for (; i + 8 <= n; i += 8) { /* eight bytes at a time while they are ASCII, as names are */
 		memcpy(&w, s + i, 8);
 		if (w & 0x8080808080808080u)
 			break;
+	}
+	if (i < n && n >= 8 && i + 8 > n) { /* the last few: the string's last eight bytes, read again */
+		memcpy(&w, s + n - 8, 8);
+		if (!(w & 0x8080808080808080u))
+			return true;
+	} else if (n < 8) {
+		unsigned any = 0;
+		for (size_t k = 0; k < n; k++)
+			any |= s[k];
+		if (!(any & 0x80))
+			return true;
 	}
 	while (i < n) {
 		uint8_t c = s[i];
@@ -654,8 +699,13 @@ static ti_status op_bool(vm *m, uint8_t op)
 
 static ti_status op_binint(vm *m, uint8_t op)
 {
-	int n = op == 'J' ? 4 : op == 'K' ? 1 : 2;
 	const uint8_t *p = NULL;
+	if (op == 'K') { /* BININT1, as torch.save writes most sizes and strides: a shared small int */
+		if (take(m, 1, &p))
+			return m->err->code;
+		return push_int(m, p[0]);
+	}
+	int n = op == 'J' ? 4 : 2;
 	if (take(m, (size_t)n, &p))
 		return m->err->code;
 	uint64_t u = le(p, n);
@@ -775,14 +825,12 @@ static ti_status op_binfloat(vm *m, uint8_t op)
 	return push(m, v);
 }
 
-/* BINUNICODE/BINBYTES/BINSTRING and their 1- and 8-byte-length siblings. */
+/* BINUNICODE8, BINBYTES, BINSTRING and their 1- and 8-byte-length siblings (BINUNICODE and SHORT_BINUNICODE: op_binunicode). */
 static ti_status op_counted(vm *m, uint8_t op)
 {
 	int width;
 	ti_kind kind;
 	switch (op) {
-	case 'X': width = 4; kind = TI_STR; break;           /* BINUNICODE */
-	case 0x8c: width = 1; kind = TI_STR; break;          /* SHORT_BINUNICODE */
 	case 0x8d: width = 8; kind = TI_STR; break;          /* BINUNICODE8 */
 	case 'B': width = 4; kind = TI_BYTES; break;         /* BINBYTES */
 	case 'C': width = 1; kind = TI_BYTES; break;         /* SHORT_BINBYTES */
@@ -811,6 +859,21 @@ static ti_status op_counted(vm *m, uint8_t op)
 	if (!s && op == 0x96)
 		m->stack[m->sp - 1]->flags |= TI_F_BYTEARRAY;
 	return s;
+}
+
+/* BINUNICODE and SHORT_BINUNICODE, every name and key of a torch.save pickle: op_counted's str case, on its own. */
+static ti_status op_binunicode(vm *m, uint8_t op)
+{
+	const uint8_t *p = NULL;
+	int width = op == 'X' ? 4 : 1;
+	if (take(m, (size_t)width, &p))
+		return m->err->code;
+	uint64_t n = le(p, width);
+	if (n > m->limits.string_max)
+		return FAIL(m, TI_E_LIMIT, "string of %" PRIu64 " bytes exceeds the %zu-byte limit", n, m->limits.string_max);
+	if (take(m, (size_t)n, &p))
+		return m->err->code;
+	return push_unicode(m, p, (size_t)n);
 }
 
 /* Protocol 0 STRING: a quoted Python 2 repr with backslash escapes. */
@@ -1052,7 +1115,7 @@ static inline int bit_set(bits *b, uint64_t i)
 }
 
 /* Where a fetched memo entry lives; its chunk is made on first need (NULL when memory runs out). */
-static ti_value **memo_slot(vm *m, uint64_t index, bool make)
+static inline ti_value **memo_slot(vm *m, uint64_t index, bool make)
 {
 	size_t c = (size_t)(index / MEMO_CHUNK);
 	if (c >= m->memo_chunk_count)
@@ -1062,7 +1125,7 @@ static ti_value **memo_slot(vm *m, uint64_t index, bool make)
 	return &m->memo_chunks[c][index % MEMO_CHUNK];
 }
 
-static ti_status memo_put(vm *m, uint64_t index)
+static __attribute__((noinline)) ti_status memo_put_slow(vm *m, uint64_t index)
 {
 	ti_value *v = NULL;
 	if (top(m, &v))
@@ -1094,7 +1157,29 @@ static ti_status memo_put(vm *m, uint64_t index)
 	return TI_OK;
 }
 
-static ti_status memo_get(vm *m, uint64_t index)
+/*
+ * PUT, first what nearly every one of a torch.save pickle is: a value on
+ * the stack, put at an index that no GET fetches. Nothing is kept for it,
+ * but that the index is set, when MEMOIZE needs the count (a byte 0x94
+ * anywhere in a big pickle says it may: find_fetched cannot tell data from
+ * opcodes) and the bit set holds the index already.
+ */
+static inline ti_status memo_put(vm *m, uint64_t index)
+{
+	if (m->sp > fence(m) && index < m->memo_limit && !bit_test(&m->memo_fetched, index)) {
+		if (!m->memoize)
+			return TI_OK;
+		if (index / 64 < m->memo_set.count) {
+			uint64_t *word = &m->memo_set.words[index / 64], bit = (uint64_t)1 << (index % 64);
+			m->memo_len += !(*word & bit);
+			*word |= bit;
+			return TI_OK;
+		}
+	}
+	return memo_put_slow(m, index);
+}
+
+static inline ti_status memo_get(vm *m, uint64_t index)
 {
 	/* Every GET's index was found fetched, so an entry that was set has a slot. */
 	if (index >= m->memo_limit)
@@ -1105,14 +1190,33 @@ static ti_status memo_get(vm *m, uint64_t index)
 	return push(m, *slot);
 }
 
-static ti_status op_memo_bin(vm *m, uint8_t op)
+/* BINGET and BINPUT: a one-byte index; LONG_BINGET and LONG_BINPUT: four. A row each, as they are most of a pickle. */
+static ti_status op_binget(vm *m, uint8_t op)
 {
-	bool one = op == 'h' || op == 'q'; /* BINGET, BINPUT; else LONG_BINGET, LONG_BINPUT */
+	(void)op;
 	const uint8_t *p = NULL;
-	if (take(m, one ? 1 : 4, &p))
-		return m->err->code;
-	uint64_t index = one ? p[0] : (uint64_t)p[0] | (uint64_t)p[1] << 8 | (uint64_t)p[2] << 16 | (uint64_t)p[3] << 24;
-	return (op == 'h' || op == 'j') ? memo_get(m, index) : memo_put(m, index);
+	return take(m, 1, &p) ? m->err->code : memo_get(m, p[0]);
+}
+
+static ti_status op_binput(vm *m, uint8_t op)
+{
+	(void)op;
+	const uint8_t *p = NULL;
+	return take(m, 1, &p) ? m->err->code : memo_put(m, p[0]);
+}
+
+static ti_status op_long_binget(vm *m, uint8_t op)
+{
+	(void)op;
+	const uint8_t *p = NULL;
+	return take(m, 4, &p) ? m->err->code : memo_get(m, le(p, 4));
+}
+
+static ti_status op_long_binput(vm *m, uint8_t op)
+{
+	(void)op;
+	const uint8_t *p = NULL;
+	return take(m, 4, &p) ? m->err->code : memo_put(m, le(p, 4));
 }
 
 /* A memo index from GET's decimal text, or UINT64_MAX when it is not one (op_memo_text says why). */
@@ -1363,7 +1467,7 @@ static const struct opcode_row {
 	['T'] = {"BINSTRING", op_counted},
 	['U'] = {"SHORT_BINSTRING", op_counted},
 	['V'] = {"UNICODE", op_unicode_text},
-	['X'] = {"BINUNICODE", op_counted},
+	['X'] = {"BINUNICODE", op_binunicode},
 	['a'] = {"APPEND", op_append},
 	['b'] = {"BUILD", op_build},
 	['c'] = {"GLOBAL", op_global},
@@ -1371,15 +1475,15 @@ static const struct opcode_row {
 	['}'] = {"EMPTY_DICT", op_empty},
 	['e'] = {"APPENDS", op_appends},
 	['g'] = {"GET", op_memo_text},
-	['h'] = {"BINGET", op_memo_bin},
+	['h'] = {"BINGET", op_binget},
 	['i'] = {"INST", op_global},
-	['j'] = {"LONG_BINGET", op_memo_bin},
+	['j'] = {"LONG_BINGET", op_long_binget},
 	['l'] = {"LIST", op_collect},
 	[']'] = {"EMPTY_LIST", op_empty},
 	['o'] = {"OBJ", op_obj},
 	['p'] = {"PUT", op_memo_text},
-	['q'] = {"BINPUT", op_memo_bin},
-	['r'] = {"LONG_BINPUT", op_memo_bin},
+	['q'] = {"BINPUT", op_binput},
+	['r'] = {"LONG_BINPUT", op_long_binput},
 	['s'] = {"SETITEM", op_append},
 	['t'] = {"TUPLE", op_collect},
 	[')'] = {"EMPTY_TUPLE", op_empty},
@@ -1399,7 +1503,7 @@ static const struct opcode_row {
 	[0x8b] = {"LONG4", op_long_n},
 	['B'] = {"BINBYTES", op_counted},
 	['C'] = {"SHORT_BINBYTES", op_counted},
-	[0x8c] = {"SHORT_BINUNICODE", op_counted},
+	[0x8c] = {"SHORT_BINUNICODE", op_binunicode},
 	[0x8d] = {"BINUNICODE8", op_counted},
 	[0x8e] = {"BINBYTES8", op_counted},
 	[0x8f] = {"EMPTY_SET", op_empty},
@@ -1498,6 +1602,7 @@ static ti_status find_fetched(vm *m)
 static ti_status run(vm *m, ti_value **out, size_t *consumed)
 {
 	ti_status s = find_fetched(m);
+	m->arena_start = m->arena->used;
 	while (!s && !m->result) {
 		if (m->pos >= m->size) {
 			s = FAIL(m, TI_E_CORRUPT, "pickle ends without STOP");

@@ -1,8 +1,9 @@
 /*
  * zip_archive.h - the zip container (library-internal).
  * A ti_zip owns its file descriptor, its directory (the records, their
- * names) and, when a compressed record was read, a libzip handle; what it
- * returns lives as long as it.
+ * names: in the arena it was opened with, else its own) and, when a
+ * compressed record was read, a libzip handle; what it returns lives as
+ * long as it (and as the arena).
  */
 #ifndef TINSPECT_ZIP_ARCHIVE_H
 #define TINSPECT_ZIP_ARCHIVE_H
@@ -10,14 +11,21 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tinspect/arena.h"
 #include "tinspect/checkpoint.h"
 #include "tinspect/error.h"
 
 typedef struct ti_zip ti_zip;
 
-/* Opens and lists; refuses more than records_max entries and duplicate names. */
-ti_status ti_zip_open(const char *path, size_t records_max, ti_zip **out, ti_error *err);
+/*
+ * Opens and lists; refuses more than records_max entries and duplicate names.
+ * With an arena, the directory is kept in it (a checkpoint's, which outlives
+ * the zip); with NULL, in memory of the zip's own.
+ */
+ti_status ti_zip_open(const char *path, size_t records_max, ti_arena *arena, ti_zip **out, ti_error *err);
 void ti_zip_close(ti_zip *zip);
+/* The archive a torch zip checkpoint was read from (NULL for a legacy file): the checkpoint's, closed with it. */
+ti_zip *ti_ckpt_zip(const ti_ckpt *ckpt);
 
 size_t ti_zip_count(const ti_zip *zip);
 /* The records in directory order; records[i].index is i. */

@@ -312,7 +312,7 @@ static ti_status open_npz(ti_source *s, const char *path, ti_error *err)
 	ti_zip *zip;
 	ti_status st = source_add_part(s, path, &p, err);
 	if (!st)
-		st = ti_zip_open(path, lim.records_max, &zip, err);
+		st = ti_zip_open(path, lim.records_max, NULL, &zip, err);
 	if (st)
 		return st;
 	size_t count = ti_zip_count(zip);

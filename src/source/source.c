@@ -30,11 +30,6 @@ static const source_row *const rows[] = {
 	&source_npz,
 };
 
-/* Rows that take files of a kind above by what they hold, asked first. */
-static const source_claim *const claims[] = {
-	&source_torchscript,
-};
-
 enum { ARENA_MAX = (size_t)4 << 30 };
 
 const char *ti_source_format_name(ti_source_format format)
@@ -248,9 +243,6 @@ ti_status source_open_file(ti_source *s, const char *path, ti_error *err)
 	if (st)
 		return st;
 	const source_row *row = NULL;
-	for (size_t i = 0; i < sizeof(claims) / sizeof(claims[0]) && !row; i++)
-		if (claims[i]->row->kind == kind && claims[i]->claims(path))
-			row = claims[i]->row;
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]) && !row; i++)
 		if (rows[i]->kind == kind)
 			row = rows[i];

@@ -101,15 +101,11 @@ extern const source_row source_torch_legacy;
 extern const source_row source_dcp;
 
 /*
- * A row for files of a kind another row reads too (a zip), and whether a
- * file is its own: source.c asks these before the kind's row in its table.
+ * A TorchScript archive is a torch zip whose checkpoint found constants.pkl:
+ * the torch zip row opens it and hands it here (torchscript.c) to be read
+ * on, so that its directory is read once.
  */
-typedef struct source_claim {
-	const source_row *row;
-	bool (*claims)(const char *path);
-} source_claim;
-
-extern const source_claim source_torchscript; /* a zip with constants.pkl */
+ti_status source_read_torchscript(ti_source *s, source_part *p, ti_error *err);
 extern const source_row source_gguf;
 extern const source_row source_npy, source_npz;
 

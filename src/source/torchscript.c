@@ -539,23 +539,21 @@ static void count_sharing(const ti_entry *e, size_t n)
 			e[i].value->as.tensor->storage->tensor_count++;
 }
 
-static ti_status open_torchscript(ti_source *s, const char *path, ti_error *err)
+/*
+ * A torch zip whose checkpoint found constants.pkl in its root folder, as
+ * torch.load's _is_torchscript_zip asks: the torch zip row (torch_zip.c)
+ * opened it, and its module is read on from the checkpoint's own archive.
+ */
+ti_status source_read_torchscript(ti_source *s, source_part *p, ti_error *err)
 {
-	source_part *p;
-	ti_status st = source_add_part(s, path, &p, err);
-	if (st || (st = ti_ckpt_open(p->path, NULL, &p->ckpt, err)))
-		return st;
-	ti_limits lim;
-	ti_limits_default(&lim);
-	ts_reader r = {.s = s, .root = ti_ckpt_get_info(p->ckpt)->root};
+	ti_status st = TI_OK;
+	ts_reader r = {.s = s, .zip = ti_ckpt_zip(p->ckpt), .root = ti_ckpt_get_info(p->ckpt)->root};
 	ti_strmap_init(&r.classes);
 	ti_strmap_init(&r.files);
 	const ti_value *root = ti_ckpt_root(p->ckpt);
 	if (!is_torch_class(root))
 		st = TI_FAIL(err, TI_E_CORRUPT, "data.pkl holds a %s, not a TorchScript module",
 		             root ? ti_kind_name(root->kind) : "nothing");
-	if (!st)
-		st = ti_zip_open(path, lim.records_max, &r.zip, err);
 	if (!st)
 		st = walk_module(&r, root, "", 0, err);
 	size_t state_dict = r.entry_count;
@@ -567,36 +565,7 @@ static ti_status open_torchscript(ti_source *s, const char *path, ti_error *err)
 		count_sharing(r.entries, r.entry_count);
 		st = source_list_ckpt_entries(s, p, r.entries, state_dict, err);
 	}
-	ti_zip_close(r.zip);
 	ti_strmap_release(&r.classes);
 	ti_strmap_release(&r.files);
 	return st;
 }
-
-/* A zip with constants.pkl in its root folder, as torch.load's _is_torchscript_zip asks. */
-static bool claims_torchscript(const char *path)
-{
-	ti_zip *zip;
-	ti_error ignored;
-	ti_error_clear(&ignored);
-	if (ti_zip_open(path, (size_t)1 << 22, &zip, &ignored))
-		return false;
-	bool yes = false;
-	const ti_record *rec = ti_zip_records(zip);
-	const char *slash = ti_zip_count(zip) ? strchr(rec[0].name, '/') : NULL;
-	if (slash) {
-		char name[512];
-		int n = snprintf(name, sizeof(name), "%.*s/constants.pkl", (int)(slash - rec[0].name), rec[0].name);
-		yes = n > 0 && (size_t)n < sizeof(name) && ti_zip_find(zip, name) >= 0;
-	}
-	ti_zip_close(zip);
-	return yes;
-}
-
-static const source_row torchscript_row = {
-	.format = TI_SOURCE_TORCHSCRIPT,
-	.kind = TI_FILE_ZIP,
-	.open = open_torchscript,
-};
-
-const source_claim source_torchscript = {.row = &torchscript_row, .claims = claims_torchscript};

@@ -3,8 +3,8 @@
  *
  * A zip's record names and a dict's keys arrive together, and what we ask
  * of them is whether two are equal and, for a few, where one is. Sorting
- * each string's 32-bit hash with its position (8 bytes a string, a radix
- * sort in three passes that read and write memory in order) answers both:
+ * each string's 32-bit hash with its position (8 bytes a string, sorted in
+ * place: into buckets by the hash's top bits, then each bucket) answers both:
  * equal strings become neighbours and a lookup is a binary search. That
  * costs a third of inserting the strings one by one into a hash table,
  * whose every insertion is a cache miss. The strings stay with their owner

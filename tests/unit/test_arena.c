@@ -151,3 +151,52 @@ Test(arena, a_recycled_block_comes_back_zeroed)
 	cr_expect(r != NULL && r != p);
 	ti_arena_release(&a);
 }
+
+Test(arena, past_two_mib_it_grows_by_huge_blocks_zeroed_and_under_its_ceiling)
+{
+	enum { PIECE = 1000, PIECES = 12000 }; /* 12 MB: small blocks, then huge ones */
+	ti_arena a;
+	ti_arena_init(&a, (size_t)64 << 20);
+	unsigned char *first = NULL, *last = NULL;
+	for (int i = 0; i < PIECES; i++) {
+		unsigned char *p = ti_arena_alloc(&a, PIECE);
+		cr_assert(p != NULL, "piece %d failed", i);
+		for (size_t k = 0; k < PIECE; k += 97)
+			cr_assert(p[k] == 0, "byte %zu of piece %d is 0x%02x, want 0", k, i, p[k]);
+		memset(p, 0x5a, PIECE);
+		first = first ? first : p;
+		last = p;
+	}
+	cr_expect(first[0] == 0x5a && last[PIECE - 1] == 0x5a, "pieces lost what was written to them");
+	cr_expect(a.used >= (size_t)PIECE * PIECES && a.reserved <= a.limit, "used %zu, reserved %zu", a.used, a.reserved);
+	ti_arena_release(&a);
+	EXPECT_INT(a.reserved, 0);
+
+	/* a ceiling with no room for a huge block: small blocks up to it, as before */
+	ti_arena_init(&a, (size_t)3 << 20);
+	size_t got = 0;
+	while (ti_arena_alloc(&a, PIECE))
+		got += PIECE;
+	cr_expect(got > ((size_t)5 << 19) && a.reserved <= a.limit, "got %zu bytes, reserved %zu under 3 MiB", got, a.reserved);
+	ti_arena_release(&a);
+}
+
+Test(arena, grows_by_huge_blocks_while_a_megabyte_is_expected_and_by_small_ones_after)
+{
+	ti_arena a;
+	ti_arena_init(&a, (size_t)64 << 20);
+	ti_arena_expect(&a, (size_t)3 << 20);
+	cr_assert(ti_arena_alloc(&a, 100) != NULL);
+	size_t huge = a.reserved;
+	cr_expect(huge >= ((size_t)2 << 20) - 64, "expecting 3 MiB, the first block holds %zu bytes, want a 2 MiB one", huge);
+	/* fill it: the next block is taken when 1 MiB or less is still expected, a small one */
+	while (a.reserved == huge)
+		cr_assert(ti_arena_alloc(&a, 1000) != NULL);
+	cr_expect(a.reserved - huge >= ((size_t)2 << 20) - 64, "with 1 MiB still expected, grew by %zu", a.reserved - huge);
+	ti_arena_expect(&a, 1000);
+	size_t before = a.reserved;
+	while (a.reserved == before)
+		cr_assert(ti_arena_alloc(&a, 1000) != NULL);
+	cr_expect(a.reserved - before <= (size_t)256 << 10, "with little expected, grew by %zu, want a small block", a.reserved - before);
+	ti_arena_release(&a);
+}

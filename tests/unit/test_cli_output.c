@@ -156,3 +156,70 @@ Test(cli_output, json_from_a_name_that_is_not_utf8_stays_json)
 	cr_expect(strstr(text, "\"a\xef\xbf\xbd" "b\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd" "c\xc3\xa9\""), "got %s", text);
 	free(text);
 }
+
+static void put_ints(cli_out *o, const void *arg)
+{
+	(void)arg;
+	static const int64_t v[] = {0, 7, 9, 10, 99, 100, 1024, 65536, -1, -10, 999999999999, INT64_MAX, INT64_MIN};
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		cli_out_int(o, v[i]);
+		cli_out_put(o, " ", 1);
+	}
+}
+
+Test(cli_output, integers_are_written_as_printf_writes_them)
+{
+	char *got = written(put_ints, NULL);
+	EXPECT_STR(got, "0 7 9 10 99 100 1024 65536 -1 -10 999999999999 9223372036854775807 -9223372036854775808 ");
+	free(got);
+}
+
+static void put_shapes(cli_out *o, const void *arg)
+{
+	(void)arg;
+	static const int64_t d[] = {8, 3, -7, 7};
+	cli_out_dims(o, d, 0);
+	cli_out_dims(o, d, 1);
+	cli_out_dims(o, d, 4);
+}
+
+Test(cli_output, dims_are_written_as_cli_dims_spells_them)
+{
+	static const int64_t d[] = {8, 3, -7, 7};
+	char want[128], a[32], b[32], c[32];
+	snprintf(want, sizeof(want), "%s%s%s", cli_dims(d, 0, a, sizeof(a)), cli_dims(d, 1, b, sizeof(b)),
+	         cli_dims(d, 4, c, sizeof(c)));
+	char *got = written(put_shapes, NULL);
+	EXPECT_STR(got, want);
+	EXPECT_STR(got, "[][8][8, 3, -7, 7]");
+	free(got);
+}
+
+static void put_json_strings(cli_out *o, const void *arg)
+{
+	for (const char *const *s = arg; *s; s++) {
+		cli_out_json_string(o, *s);
+		cli_out_put(o, "\n", 1);
+	}
+}
+
+Test(cli_output, json_strings_are_escaped_as_cjson_escapes_them_wherever_the_escape_falls)
+{
+	/* escapes in the first word, in a whole word, in the last few bytes; plain strings of every length */
+	static const char *const strings[] = {
+		"", "a", "blocks.0.p0", "layers.12.attention.weight", "exactly8", "sixteen-bytes-ok",
+		"\"quoted\"", "tab\there", "0123456789abcde\\", "01234567\x01", "x\x1f", "caf\xc3\xa9 \xff", NULL,
+	};
+	char *got = written(put_json_strings, strings);
+	char want[1024] = "";
+	for (const char *const *s = strings; *s; s++) {
+		cJSON *j = cJSON_CreateString(*s);
+		char *text = cJSON_PrintUnformatted(j);
+		strcat(want, text);
+		strcat(want, "\n");
+		cJSON_free(text);
+		cJSON_Delete(j);
+	}
+	EXPECT_STR(got, want);
+	free(got);
+}

@@ -109,3 +109,34 @@ Test(strsort, an_empty_set_finds_nothing)
 	EXPECT_INT(ti_strsort_repeats(&s, log_repeat, &log), 0);
 	ti_strsort_release(&s);
 }
+
+/* Every third name given twice: the sorted hashes hold each string's positions ascending. */
+static const char *crowd_of(const void *ctx, uint32_t i)
+{
+	const char *const *crowd = ctx;
+	return crowd[i];
+}
+
+Test(strsort, sorts_a_crowd_whose_buckets_hold_many_names_each)
+{
+	enum { CROWD = 300000 }; /* past 4,096 buckets of four: each is sorted by qsort */
+	char **crowd = malloc(CROWD * sizeof(*crowd));
+	cr_assert(crowd);
+	for (int i = 0; i < CROWD; i++) {
+		char buf[32];
+		snprintf(buf, sizeof(buf), "layers.%d.weight", i % 3 == 2 ? i - 1 : i);
+		crowd[i] = strdup(buf);
+	}
+	ti_strsort s;
+	ASSERT_INT(ti_strsort_build(&s, CROWD, crowd_of, crowd), 0);
+	for (size_t i = 1; i < s.count; i++)
+		cr_assert(s.items[i - 1] < s.items[i], "items %zu and %zu out of order", i - 1, i);
+	for (int i = 0; i < CROWD; i += 997)
+		EXPECT_INT(ti_strsort_find(&s, crowd[i]), i % 3 == 2 ? i - 1 : i);
+	repeat_log log = {0};
+	EXPECT_INT(ti_strsort_repeats(&s, log_repeat, &log), CROWD / 3);
+	ti_strsort_release(&s);
+	for (int i = 0; i < CROWD; i++)
+		free(crowd[i]);
+	free(crowd);
+}
