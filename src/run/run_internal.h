@@ -86,6 +86,16 @@ ti_status rt_new_exact(rt_call *c, ti_dtype dtype, int ndim, const int64_t *shap
 /* A view of base (shares its storage). */
 ti_status rt_view(rt_call *c, rt_tensor *base, int ndim, const int64_t *shape, const int64_t *stride, int64_t offset,
                   rt_tensor **out, ti_error *err);
+/*
+ * The output of an elementwise kernel written over its input, as PyTorch's
+ * in-place ops (relu_, add_) write theirs: a view of input's value with
+ * the output's shape when this call is the last to read it, nothing else
+ * holds it or its storage, and it is contiguous, in the dtype the output is
+ * held in, of the output's size. NULL otherwise (and while planning): the
+ * kernel makes a new tensor. A kernel may read element i of the input
+ * until it writes element i of the output, no later.
+ */
+rt_tensor *rt_reuse(rt_call *c, const ti_meta_tensor *input, ti_dtype dtype, int ndim, const int64_t *shape);
 /* t itself (a new reference) when contiguous, else a contiguous copy. */
 ti_status rt_contiguous(rt_call *c, rt_tensor *t, rt_tensor **out, ti_error *err);
 /* Drops a reference a kernel holds (rt_new, rt_view, rt_contiguous results not given as outputs). */
