@@ -1,7 +1,8 @@
 #!/bin/sh
 # Installs the Debian packages tinspect needs, when they are missing.
 # Usage: install-deps.sh build|test|ci|fuzz
-#   build: compiler, libzip, cJSON, OpenBLAS
+#   build: compiler, libzip, cJSON, OpenBLAS, oneDNN (libdnnl-dev: the header run's convolutions are
+#          built against; the library is loaded with dlopen when run convolves, our own kernels without it)
 #   test:  build + Criterion, valgrind (make valgrind), groff, mandoc and jq (the docs test),
 #          xmllint (libxml2-utils: the JUnit XML against tests/ci/junit.xsd)
 #   ci:    test + PyTorch for the conformance test and the benchmark, node and npm
@@ -10,7 +11,7 @@
 # As root it runs apt-get; otherwise it prints the exact command and fails.
 set -eu
 what=${1:-build}
-pkgs="gcc make pkg-config libzip-dev libcjson-dev libopenblas-dev"
+pkgs="gcc make pkg-config libzip-dev libcjson-dev libopenblas-dev libdnnl-dev"
 case $what in
 build) ;;
 test) pkgs="$pkgs libcriterion-dev valgrind groff-base mandoc jq libxml2-utils" ;;

@@ -348,6 +348,25 @@ ti_status rt_view(rt_call *c, rt_tensor *base, int ndim, const int64_t *shape, c
 	return TI_OK;
 }
 
+rt_tensor *rt_reuse(rt_call *c, const ti_meta_tensor *input, ti_dtype dtype, int ndim, const int64_t *shape)
+{
+	rt_exec *ex = c->ex;
+	entry *e = ex->mode == WALK_REAL && input ? find(ex, input) : NULL;
+	if (!e || !e->t || e->permanent || e->last_use != ex->seq)
+		return NULL; /* read later, kept, or not a value of this walk */
+	rt_tensor *t = e->t, *out;
+	int64_t n = 1;
+	for (int i = 0; i < ndim; i++)
+		n *= shape[i];
+	if (t->refs != 1 || t->storage->refs != 1 || t->dtype != held_as(dtype) || t->offset || !rt_is_contiguous(t) ||
+	    rt_numel(t) != n || ndim > RT_MAX_DIMS)
+		return NULL; /* a view of it, or it of another, lives; or it is no plain copy of the output's size */
+	int64_t stride[RT_MAX_DIMS];
+	rt_contiguous_strides(ndim, shape, stride);
+	ti_error ignored;
+	return rt_view(c, t, ndim, shape, stride, 0, &out, &ignored) ? NULL : out;
+}
+
 /* Copies src (any strides) into dst (contiguous, same shape and dtype size). */
 static void copy_strided(const rt_tensor *src, void *dst)
 {

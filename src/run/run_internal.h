@@ -56,8 +56,32 @@ typedef struct rt_kernel {
 	bool view;                   /* its output shares its first input's storage (memory plan) */
 } rt_kernel;
 
-/* conv.c: images side by side in one sgemm of an ungrouped convolution (scratch.c sizes its columns by it). */
+/* conv.c: images side by side in one sgemm of an ungrouped convolution. */
 int64_t rt_conv_images_per_gemm(int64_t images, int64_t plane);
+/* conv.c: the bytes a conv1d/2d/3d call holds beside its operands while it runs (scratch.c's row for them). */
+int64_t rt_conv_scratch_bytes(rt_call *c);
+/*
+ * onednn.c: a float32 convolution through oneDNN (libdnnl.so.2, loaded
+ * with dlopen on the first call). Sizes of the last `spatial` dims only;
+ * contiguous NCHW-style operands, weight [out, in / groups, *kernel].
+ */
+typedef struct rt_dnnl_conv {
+	int spatial;                                     /* 1, 2 or 3 */
+	int64_t images, in_channels, out_channels, groups;
+	int64_t image[3], kernel[3], stride[3], dilation[3], pad_left[3], pad_right[3], plane[3];
+	bool bias;
+} rt_dnnl_conv;
+/* Whether oneDNN is loaded (the first call loads it; TINSPECT_LIBDNNL names another library, "none" none). */
+bool rt_dnnl_loaded(void);
+/*
+ * How many of d's images oneDNN takes per call with at most budget bytes
+ * beside the operands (its layouts' copies and its scratchpad): 0 when
+ * oneDNN is not here, refuses d, or needs more than budget for one image.
+ */
+int64_t rt_dnnl_conv_images(const rt_dnnl_conv *d, int64_t budget);
+/* y = conv(x, w) + bias (bias may be NULL), per_call images a call; false when oneDNN failed (y then undefined). */
+bool rt_dnnl_conv_run(const rt_dnnl_conv *d, int64_t per_call, int threads, const float *x, const float *w,
+                      const float *bias, float *y);
 
 /* scratch.c: the bytes a kernel's temporaries take while it runs (for the plan's peak), 0 when none. */
 int64_t rt_scratch_bytes(rt_call *c, const char *name, bool module);
@@ -86,6 +110,16 @@ ti_status rt_new_exact(rt_call *c, ti_dtype dtype, int ndim, const int64_t *shap
 /* A view of base (shares its storage). */
 ti_status rt_view(rt_call *c, rt_tensor *base, int ndim, const int64_t *shape, const int64_t *stride, int64_t offset,
                   rt_tensor **out, ti_error *err);
+/*
+ * The output of an elementwise kernel written over its input, as PyTorch's
+ * in-place ops (relu_, add_) write theirs: a view of input's value with
+ * the output's shape when this call is the last to read it, nothing else
+ * holds it or its storage, and it is contiguous, in the dtype the output is
+ * held in, of the output's size. NULL otherwise (and while planning): the
+ * kernel makes a new tensor. A kernel may read element i of the input
+ * until it writes element i of the output, no later.
+ */
+rt_tensor *rt_reuse(rt_call *c, const ti_meta_tensor *input, ti_dtype dtype, int ndim, const int64_t *shape);
 /* t itself (a new reference) when contiguous, else a contiguous copy. */
 ti_status rt_contiguous(rt_call *c, rt_tensor *t, rt_tensor **out, ti_error *err);
 /* Drops a reference a kernel holds (rt_new, rt_view, rt_contiguous results not given as outputs). */

@@ -31,38 +31,8 @@ static int64_t prod(const int64_t *v, int n)
 	return p;
 }
 
-/*
- * conv1d/conv2d/conv3d: im2col columns, (C_in / groups) * kernel elements
- * by output plane, for as many images as one sgemm takes
- * (rt_conv_images_per_gemm), and then the product before it is laid out
- * image by image; a 1x1 kernel of stride 1 without padding needs columns
- * only when several images share an sgemm.
- */
-static int64_t conv(rt_call *c)
-{
-	const rt_tensor *x = arg(c, "input"), *w = arg(c, "weight");
-	if (!x || !w || c->call->output_count < 1 || c->call->outputs[0].kind != TI_ARG_TENSOR)
-		return 0;
-	const ti_meta_tensor *y = c->call->outputs[0].as.tensor;
-	int spatial = w->ndim - 2;
-	int64_t stride[3], padding[3];
-	int ns = rt_ints(c, "stride", stride, 3), np = rt_ints(c, "padding", padding, 3);
-	bool direct = true;
-	for (int d = 0; d < spatial; d++)
-		direct = direct && w->shape[2 + d] == 1;
-	for (int d = 0; d < ns; d++)
-		direct = direct && stride[d] == 1;
-	for (int d = 0; d < np; d++)
-		direct = direct && padding[d] == 0; /* 'same' and 'valid' pad a 1x1 kernel by 0 too */
-	int64_t plane = 1;
-	for (int d = 0; d < spatial; d++)
-		plane *= y->shape[y->ndim - spatial + d].value;
-	int64_t images = x->ndim == spatial + 2 ? x->shape[0] : 1;
-	int64_t chunk = rt_int(c, "groups") == 1 ? rt_conv_images_per_gemm(images, plane) : 1;
-	int64_t cols = direct && chunk == 1 ? 0 : w->shape[1] * prod(w->shape + 2, spatial) * plane * chunk;
-	int64_t wide = chunk > 1 ? w->shape[0] * plane * chunk + 1 : 0;
-	return (cols + wide) * (int64_t)sizeof(float);
-}
+/* conv1d/conv2d/conv3d: conv.c sizes them, as it sizes its buffers (its columns, oneDNN's copies). */
+static int64_t conv(rt_call *c) { return rt_conv_scratch_bytes(c); }
 
 /* conv_transpose1d/2d/3d: the columns W^T x of one group of one image, (C_out / groups) * kernel by input plane. */
 static int64_t conv_transpose(rt_call *c)

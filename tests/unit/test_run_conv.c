@@ -3,6 +3,9 @@
  * pool.c, norm.c) on tiny cases whose values are worked out by hand:
  * inputs arange, weights ones.
  */
+#include <stdlib.h>
+
+#include "run/run_internal.h"
 #include "run_harness.h"
 
 /* Opens text, fills the weights with fill and the inputs x and w with arange, runs on one thread. */
@@ -102,4 +105,108 @@ Test(run_conv, bilinear_is_x1_weight_x2_plus_bias)
 	const float want[] = {10, 10};
 	expect_values(&r.report->outputs[0], want, 2);
 	done(&r);
+}
+
+/*
+ * Convolutions with enough work for oneDNN (src/run/onednn.c), ones for
+ * weights, bias and input: each output is the count of its kernel taps
+ * that fall inside the input, times the input channels of its group, plus
+ * the bias (when it has one). Run through oneDNN where it is installed and through our own
+ * kernels with TINSPECT_LIBDNNL=none or a library that is not there: the
+ * same exact integers either way (padding on each side, 'same' with the
+ * odd pad on the right, stride, dilation, groups, 1-d and 3-d).
+ */
+typedef struct ones_conv {
+	const char *text;
+	int spatial, bias; /* bias: 1, or 0 for bias=False */
+	int64_t images, out_channels, in_per_group;
+	int64_t image[3], kernel[3], stride[3], pad_left[3], dilation[3], plane[3];
+} ones_conv;
+
+static const ones_conv ones_convs[] = {
+	{"{\"inputs\": {\"x\": {\"shape\": [4, 32, 32, 32]}}, \"modules\": {\"c\": {\"type\": \"Conv2d\", "
+	 "\"in_channels\": 32, \"out_channels\": 32, \"kernel_size\": 3, \"padding\": 1}}}",
+	 2, 1, 4, 32, 32, {32, 32}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {32, 32}},
+	{"{\"inputs\": {\"x\": {\"shape\": [4, 64, 33, 31]}}, \"modules\": {\"c\": {\"type\": \"Conv2d\", "
+	 "\"in_channels\": 64, \"out_channels\": 64, \"kernel_size\": 4, \"padding\": \"same\", \"groups\": 4}}}",
+	 2, 1, 4, 64, 16, {33, 31}, {4, 4}, {1, 1}, {1, 1}, {1, 1}, {33, 31}},
+	{"{\"inputs\": {\"x\": {\"shape\": [8, 64, 2049]}}, \"modules\": {\"c\": {\"type\": \"Conv1d\", "
+	 "\"in_channels\": 64, \"out_channels\": 64, \"kernel_size\": 5, \"stride\": 2, \"padding\": 2, "
+	 "\"dilation\": 3}}}",
+	 1, 1, 8, 64, 64, {2049}, {5}, {2}, {2}, {3}, {1021}},
+	{"{\"inputs\": {\"x\": {\"shape\": [2, 16, 16, 16, 16]}}, \"modules\": {\"c\": {\"type\": \"Conv3d\", "
+	 "\"in_channels\": 16, \"out_channels\": 16, \"kernel_size\": 3, \"padding\": 1}}}",
+	 3, 1, 2, 16, 16, {16, 16, 16}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {16, 16, 16}},
+	/* pointwise: oneDNN's matmul, the images a batch that shares the weight */
+	{"{\"inputs\": {\"x\": {\"shape\": [4, 64, 32, 32]}}, \"modules\": {\"c\": {\"type\": \"Conv2d\", "
+	 "\"in_channels\": 64, \"out_channels\": 512, \"kernel_size\": 1, \"bias\": false}}}",
+	 2, 0, 4, 512, 64, {32, 32}, {1, 1}, {1, 1}, {0, 0}, {1, 1}, {32, 32}},
+	/* depthwise */
+	{"{\"inputs\": {\"x\": {\"shape\": [16, 64, 64, 64]}}, \"modules\": {\"c\": {\"type\": \"Conv2d\", "
+	 "\"in_channels\": 64, \"out_channels\": 64, \"kernel_size\": 3, \"padding\": 1, \"groups\": 64}}}",
+	 2, 1, 16, 64, 1, {64, 64}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {64, 64}},
+};
+
+/* Taps of dim i's kernel inside the input for output position o. */
+static int64_t taps_inside(const ones_conv *c, int i, int64_t o)
+{
+	int64_t n = 0;
+	for (int64_t k = 0; k < c->kernel[i]; k++) {
+		int64_t at = o * c->stride[i] - c->pad_left[i] + k * c->dilation[i];
+		n += at >= 0 && at < c->image[i];
+	}
+	return n;
+}
+
+static void expect_ones_convs(void)
+{
+	for (size_t n = 0; n < sizeof(ones_convs) / sizeof(ones_convs[0]); n++) {
+		const ones_conv *c = &ones_convs[n];
+		const char *names[] = {"x"}, *policies[] = {"ones"};
+		ran r = run_filled(c->text, (ti_model_options){0}, "ones", names, policies, 1, 0);
+		cr_assert_eq(r.status, TI_OK, "case %zu: %s", n, r.err.message);
+		const ti_run_tensor *y = &r.report->outputs[0];
+		int64_t plane = 1;
+		for (int i = 0; i < c->spatial; i++)
+			plane *= c->plane[i];
+		cr_assert_eq(y->nbytes, (size_t)(c->images * c->out_channels * plane) * sizeof(float), "case %zu: size", n);
+		const float *got = y->data;
+		int64_t wrong = 0;
+		for (int64_t at = 0; at < c->images * c->out_channels * plane; at++) {
+			int64_t taps = 1, rest = at % plane;
+			for (int i = c->spatial - 1; i >= 0; i--) {
+				taps *= taps_inside(c, i, rest % c->plane[i]);
+				rest /= c->plane[i];
+			}
+			float want = (float)(taps * c->in_per_group + c->bias);
+			if (got[at] != want && wrong++ < 3)
+				cr_expect_eq(got[at], want, "case %zu element %lld: got %.9g, want %.9g", n, (long long)at,
+				             (double)got[at], (double)want);
+		}
+		cr_expect_eq(wrong, 0, "case %zu: %lld outputs wrong", n, (long long)wrong);
+		done(&r);
+	}
+}
+
+Test(run_conv, convolutions_for_onednn_count_the_taps_inside_the_input)
+{
+	expect_ones_convs();
+	if (rt_dnnl_loaded())
+		cr_log_info("through oneDNN");
+	else
+		cr_log_warn("oneDNN (libdnnl.so.2) is not installed: our own kernels ran instead");
+}
+
+Test(run_conv, convolutions_for_onednn_run_our_own_kernels_with_tinspect_libdnnl_none)
+{
+	setenv("TINSPECT_LIBDNNL", "none", 1);
+	expect_ones_convs();
+	cr_expect(!rt_dnnl_loaded(), "TINSPECT_LIBDNNL=none loads no oneDNN");
+}
+
+Test(run_conv, convolutions_for_onednn_run_our_own_kernels_without_the_library)
+{
+	setenv("TINSPECT_LIBDNNL", "/nonexistent/libdnnl.so.2", 1);
+	expect_ones_convs();
+	cr_expect(!rt_dnnl_loaded(), "a library that is not there is no oneDNN");
 }

@@ -175,46 +175,171 @@ static void fill_bias(float *dst, const rt_tensor *bias, int64_t first, int64_t 
 	}
 }
 
-ti_status rt_k_conv(rt_call *c, ti_error *err)
-{
+/* A convolution call read once: operands, geometry, and what oneDNN would be asked (onednn.c). */
+typedef struct conv_setup {
 	conv_operands o;
-	ti_status st = operands(c, &o, err);
+	geometry g;
+	int64_t groups, images, out_channels;
+	rt_dnnl_conv dnnl;
+	bool by_dnnl; /* the shape oneDNN is worth asking (onednn_worth); whether it is here is another matter */
+} conv_setup;
+
+/*
+ * Which convolutions go to oneDNN (docs/run-kernels.md has the
+ * measurements, ResNet-50's shapes at batch 8 on two threads):
+ *  - a kernel wider than 1 in some dim: im2col writes, and sgemm reads,
+ *    kernel-size copies of the input; oneDNN's direct kernel ran the 3x3
+ *    and 7x7 shapes 1.2 to 2x faster, reorders to and from its blocked
+ *    layout included;
+ *  - a pointwise one (kernel 1, stride 1, no padding, one group) on a
+ *    plane of ONEDNN_MIN_PLANE positions or more: oneDNN's matmul on our
+ *    layout, no reorder, in about 0.8x OpenBLAS's time. Below that plane
+ *    our sgemm over images side by side was faster; with stride, ours
+ *    gathers a copy of the output's size and wins too;
+ *  - and ONEDNN_MIN_WORK multiply-adds or more: below it compiling a new
+ *    shape's kernel (about half a millisecond) costs more than it saves.
+ */
+#define ONEDNN_MIN_WORK ((int64_t)1 << 25)
+#define ONEDNN_MIN_PLANE 128
+
+static bool onednn_worth(const conv_setup *s)
+{
+	const geometry *g = &s->g;
+	int64_t taps = product(g->kernel, CONV_DIMS), plane = product(g->plane, CONV_DIMS);
+	bool pointwise = s->groups == 1 && plane >= ONEDNN_MIN_PLANE;
+	for (int i = 0; i < CONV_DIMS; i++)
+		pointwise = pointwise && g->kernel[i] == 1 && g->stride[i] == 1 && g->padding[i] == 0;
+	if ((taps == 1 && !pointwise) || s->images < 1 || s->out_channels < 1 || g->channels < 1 || plane < 1)
+		return false;
+	/* images * out * plane * (in / groups) * taps, in double: no overflow whatever the model says */
+	double work = (double)s->images * (double)s->out_channels * (double)plane * (double)g->channels * (double)taps;
+	return work >= (double)ONEDNN_MIN_WORK;
+}
+
+static ti_status setup(rt_call *c, conv_setup *s, ti_error *err)
+{
+	memset(s, 0, sizeof(*s));
+	conv_operands *o = &s->o;
+	ti_status st = operands(c, o, err);
 	if (st)
 		return st;
-	rt_tensor *in = o.input, *w = o.weight;
-	int lead = CONV_DIMS - o.spatial;
-	int64_t groups = rt_int(c, "groups");
-	geometry g = {.channels = in->shape[o.batched ? 1 : 0] / groups};
+	rt_tensor *in = o->input, *w = o->weight;
+	geometry *g = &s->g;
+	int lead = CONV_DIMS - o->spatial;
+	s->groups = rt_int(c, "groups");
+	if (s->groups < 1)
+		s->groups = 1;
+	g->channels = in->shape[o->batched ? 1 : 0] / s->groups;
 	for (int i = 0; i < CONV_DIMS; i++) {
-		g.image[i] = i < lead ? 1 : in->shape[in->ndim - CONV_DIMS + i];
-		g.kernel[i] = i < lead ? 1 : w->shape[2 + i - lead];
+		g->image[i] = i < lead ? 1 : in->shape[in->ndim - CONV_DIMS + i];
+		g->kernel[i] = i < lead ? 1 : w->shape[2 + i - lead];
 	}
-	spatial_ints(c, "stride", o.spatial, 1, g.stride);
-	spatial_ints(c, "dilation", o.spatial, 1, g.dilation);
+	spatial_ints(c, "stride", o->spatial, 1, g->stride);
+	spatial_ints(c, "dilation", o->spatial, 1, g->dilation);
 	const char *mode = ti_bound_str(&c->call->in, "padding");
 	bool same = mode && !strcmp(mode, "same");
+	int64_t pad_right[CONV_DIMS];
 	if (same) { /* PyTorch puts the odd one on the right: out = in at stride 1 */
-		for (int i = 0; i < CONV_DIMS; i++)
-			g.padding[i] = g.dilation[i] * (g.kernel[i] - 1) / 2;
-	} else if (mode) { /* 'valid' */
-		memset(g.padding, 0, sizeof(g.padding));
+		for (int i = 0; i < CONV_DIMS; i++) {
+			g->padding[i] = g->dilation[i] * (g->kernel[i] - 1) / 2;
+			pad_right[i] = g->dilation[i] * (g->kernel[i] - 1) - g->padding[i];
+		}
 	} else {
-		spatial_ints(c, "padding", o.spatial, 0, g.padding);
+		if (mode) /* 'valid' */
+			memset(g->padding, 0, sizeof(g->padding));
+		else
+			spatial_ints(c, "padding", o->spatial, 0, g->padding);
+		memcpy(pad_right, g->padding, sizeof(pad_right));
 	}
 	for (int i = 0; i < CONV_DIMS; i++)
-		g.plane[i] = same ? g.image[i]
-		                  : (g.image[i] + 2 * g.padding[i] - g.dilation[i] * (g.kernel[i] - 1) - 1) / g.stride[i] + 1;
-	int64_t images = o.batched ? in->shape[0] : 1, out_ch = w->shape[0], per_group = out_ch / groups;
+		g->plane[i] = same ? g->image[i]
+		                   : (g->image[i] + 2 * g->padding[i] - g->dilation[i] * (g->kernel[i] - 1) - 1) / g->stride[i] + 1;
+	s->images = o->batched ? in->shape[0] : 1;
+	s->out_channels = w->shape[0];
+	s->by_dnnl = onednn_worth(s);
+	rt_dnnl_conv *d = &s->dnnl;
+	*d = (rt_dnnl_conv){.spatial = o->spatial, .images = s->images, .in_channels = g->channels * s->groups,
+	                    .out_channels = s->out_channels, .groups = s->groups, .bias = o->bias != NULL};
+	for (int i = 0; i < o->spatial; i++) {
+		d->image[i] = g->image[lead + i];
+		d->kernel[i] = g->kernel[lead + i];
+		d->stride[i] = g->stride[lead + i];
+		d->dilation[i] = g->dilation[lead + i];
+		d->pad_left[i] = g->padding[lead + i];
+		d->pad_right[i] = pad_right[lead + i];
+		d->plane[i] = g->plane[lead + i];
+	}
+	return TI_OK;
+}
+
+/*
+ * The bytes a convolution holds beside its operands while it runs: our
+ * im2col columns, (C_in / groups) * kernel elements by output plane, for
+ * as many images as one sgemm takes (rt_conv_images_per_gemm), and then
+ * the product before it is laid out image by image (a 1x1 kernel of
+ * stride 1 without padding needs columns only when several images share
+ * an sgemm). A convolution oneDNN is worth asking (onednn_worth) gets
+ * the size of its weights besides, room for oneDNN's copy of them in its
+ * layout (or the matmul's scratchpad): oneDNN then runs as many images a
+ * call as these bytes hold, so the plan is the same whether oneDNN is
+ * installed or not.
+ */
+static int64_t scratch_of(const conv_setup *s)
+{
+	const geometry *g = &s->g;
+	int64_t plane = product(g->plane, CONV_DIMS), k = g->channels * product(g->kernel, CONV_DIMS);
+	bool direct = true;
+	for (int i = 0; i < CONV_DIMS; i++)
+		direct = direct && g->kernel[i] == 1 && g->stride[i] == 1 && g->padding[i] == 0;
+	int64_t chunk = s->groups == 1 ? rt_conv_images_per_gemm(s->images, plane) : 1;
+	int64_t cols = !direct || chunk > 1 ? k * plane * chunk : 0;
+	int64_t wide = chunk > 1 ? s->out_channels * plane * chunk + 1 : 0;
+	int64_t weights = s->by_dnnl ? s->out_channels * k : 0;
+	return (cols + wide + weights) * (int64_t)sizeof(float);
+}
+
+int64_t rt_conv_scratch_bytes(rt_call *c)
+{
+	conv_setup s;
+	ti_error ignored;
+	ti_error_clear(&ignored);
+	if (setup(c, &s, &ignored))
+		return 0;
+	if (s.by_dnnl)
+		rt_dnnl_loaded(); /* loaded while the run is planned, not in the forward's time */
+	return scratch_of(&s);
+}
+
+ti_status rt_k_conv(rt_call *c, ti_error *err)
+{
+	conv_setup s;
+	ti_status st = setup(c, &s, err);
+	if (st)
+		return st;
+	conv_operands o = s.o;
+	geometry g = s.g;
+	rt_tensor *in = o.input, *w = o.weight;
+	int64_t groups = s.groups, images = s.images, out_ch = s.out_channels, per_group = out_ch / groups;
 	int64_t k = g.channels * product(g.kernel, CONV_DIMS), plane = product(g.plane, CONV_DIMS);
 	int64_t pixels = product(g.image, CONV_DIMS);
 	bool direct = true;
 	for (int i = 0; i < CONV_DIMS; i++)
 		direct = direct && g.kernel[i] == 1 && g.stride[i] == 1 && g.padding[i] == 0;
-	rt_tensor *xc, *wc = NULL, *y = NULL;
+	rt_tensor *xc, *wc = NULL, *y = NULL, *bc = NULL;
 	if ((st = rt_contiguous(c, in, &xc, err)))
 		return st;
 	if ((st = rt_contiguous(c, w, &wc, err)) || (st = new_output(c, &o, out_ch, g.plane, &y, err)))
 		goto done;
+	if (s.by_dnnl) {
+		/* oneDNN within the scratch the plan counted (scratch_of): as many images a call as fit */
+		int64_t per_call = rt_dnnl_conv_images(&s.dnnl, scratch_of(&s));
+		if (per_call > 0 && o.bias && (st = rt_contiguous(c, o.bias, &bc, err)))
+			goto done;
+		if (per_call > 0 &&
+		    rt_dnnl_conv_run(&s.dnnl, per_call, c->threads, rt_f32(xc), rt_f32(wc), bc ? rt_f32(bc) : NULL, rt_f32(y)))
+			goto made;
+		/* oneDNN is not here, refused the shape, or needs more memory than that: our own kernel */
+	}
 	/* small planes: several images' columns side by side, one wider sgemm (see rt_conv_images_per_gemm) */
 	int64_t chunk = groups == 1 ? rt_conv_images_per_gemm(images, plane) : 1;
 	float *cols = NULL, *wide = NULL;
@@ -267,12 +392,14 @@ ti_status rt_k_conv(rt_call *c, ti_error *err)
 		}
 	free(cols);
 	free(wide);
+made:
 	st = rt_output(c, y, err);
 	y = NULL;
 done:
 	rt_release(c->ex, y);
 	rt_release(c->ex, xc);
 	rt_release(c->ex, wc);
+	rt_release(c->ex, bc);
 	return st;
 }
 

@@ -76,7 +76,8 @@ static inline double apply(binop op, double x, double y, double alpha)
 	return 0;
 }
 
-static void binary_rows(void *user, int64_t begin, int64_t end)
+/* Output elements [begin, end): row by row of the last dim, a row's part at each end. */
+static void binary_range(void *user, int64_t begin, int64_t end)
 {
 	binary_job *j = user;
 	int nd = j->nd;
@@ -84,7 +85,8 @@ static void binary_rows(void *user, int64_t begin, int64_t end)
 	int64_t sa = j->a.t && nd ? j->a.stride[nd - 1] : 0, sb = j->b.t && nd ? j->b.stride[nd - 1] : 0;
 	bool fast = j->out->dtype == TI_DT_FLOAT32 && (!j->a.t || j->a.t->dtype == TI_DT_FLOAT32) &&
 	            (!j->b.t || j->b.t->dtype == TI_DT_FLOAT32);
-	for (int64_t row = begin; row < end; row++) {
+	for (int64_t at = begin; at < end;) {
+		int64_t row = at / inner, first = at % inner, last = inner - first < end - at ? inner : first + (end - at);
 		int64_t rem = row, oa = 0, ob = 0;
 		for (int d = nd - 2; d >= 0; d--) {
 			int64_t i = rem % j->shape[d];
@@ -93,32 +95,38 @@ static void binary_rows(void *user, int64_t begin, int64_t end)
 			ob += i * j->b.stride[d];
 		}
 		int64_t base = row * inner;
+		at += last - first;
 		if (fast) {
 			const float *pa = j->a.t ? rt_f32(j->a.t) + oa : NULL, *pb = j->b.t ? rt_f32(j->b.t) + ob : NULL;
 			float ca = (float)j->a.number, cb = (float)j->b.number, al = (float)j->alpha;
 			float *po = rt_f32(j->out) + base;
 			switch (j->op) {
 			case B_ADD:
-				for (int64_t i = 0; i < inner; i++)
+				if (pa && pb && sa == 1 && sb == 1) { /* the usual residual add: unit strides, vectorised */
+					for (int64_t i = first; i < last; i++)
+						po[i] = pa[i] + al * pb[i];
+					continue;
+				}
+				for (int64_t i = first; i < last; i++)
 					po[i] = (pa ? pa[i * sa] : ca) + al * (pb ? pb[i * sb] : cb);
 				continue;
 			case B_MUL:
-				for (int64_t i = 0; i < inner; i++)
+				for (int64_t i = first; i < last; i++)
 					po[i] = (pa ? pa[i * sa] : ca) * (pb ? pb[i * sb] : cb);
 				continue;
 			case B_SUB:
-				for (int64_t i = 0; i < inner; i++)
+				for (int64_t i = first; i < last; i++)
 					po[i] = (pa ? pa[i * sa] : ca) - al * (pb ? pb[i * sb] : cb);
 				continue;
 			case B_DIV:
-				for (int64_t i = 0; i < inner; i++)
+				for (int64_t i = first; i < last; i++)
 					po[i] = (pa ? pa[i * sa] : ca) / (pb ? pb[i * sb] : cb);
 				continue;
 			default:
 				break;
 			}
 		}
-		for (int64_t i = 0; i < inner; i++) {
+		for (int64_t i = first; i < last; i++) {
 			double x = j->a.t ? read_at(j->a.t, oa + i * sa) : j->a.number;
 			double y = j->b.t ? read_at(j->b.t, ob + i * sb) : j->b.number;
 			double v = apply(j->op, x, y, j->alpha);
@@ -130,6 +138,38 @@ static void binary_rows(void *user, int64_t begin, int64_t end)
 			}
 		}
 	}
+}
+
+/*
+ * The job's dims merged where both operands step through them as through
+ * one (dims of size 1 dropped): the output is contiguous, so a residual
+ * add of two [8, 256, 56, 56] tensors is one row of 6.4 M elements, not
+ * 114,688 rows of 56 whose index arithmetic cost as much as the adds.
+ */
+static void coalesce(binary_job *j)
+{
+	int n = 0;
+	for (int d = 0; d < j->nd; d++) {
+		if (j->shape[d] == 1)
+			continue;
+		if (n > 0 && j->a.stride[n - 1] == j->a.stride[d] * j->shape[d] &&
+		    j->b.stride[n - 1] == j->b.stride[d] * j->shape[d]) {
+			j->shape[n - 1] *= j->shape[d];
+			j->a.stride[n - 1] = j->a.stride[d];
+			j->b.stride[n - 1] = j->b.stride[d];
+			continue;
+		}
+		j->shape[n] = j->shape[d];
+		j->a.stride[n] = j->a.stride[d];
+		j->b.stride[n] = j->b.stride[d];
+		n++;
+	}
+	if (!n) { /* every dim 1 (or none): one element */
+		j->shape[0] = 1;
+		j->a.stride[0] = j->b.stride[0] = 0;
+		n = j->nd ? 1 : 0;
+	}
+	j->nd = n;
 }
 
 /* The operand's strides against the output's shape: 0 where it broadcasts. */
@@ -179,10 +219,14 @@ static ti_status binary(rt_call *c, binop op, const ti_arg *x, const ti_arg *y, 
 	broadcast_strides(&j.b, j.nd, j.shape);
 	const ti_meta_tensor *meta = c->call->outputs[0].kind == TI_ARG_TENSOR ? c->call->outputs[0].as.tensor : NULL;
 	ti_dtype dt = meta ? meta->dtype : TI_DT_FLOAT32;
-	if ((st = rt_new(c, dt, j.nd, j.shape, &j.out, err)))
+	/* a residual add over the operand that dies here, as add_ (each element read before it is written) */
+	if (!(j.out = rt_reuse(c, x && x->kind == TI_ARG_TENSOR ? x->as.tensor : NULL, dt, j.nd, j.shape)) &&
+	    !(j.out = rt_reuse(c, y && y->kind == TI_ARG_TENSOR ? y->as.tensor : NULL, dt, j.nd, j.shape)) &&
+	    (st = rt_new(c, dt, j.nd, j.shape, &j.out, err)))
 		return st;
-	int64_t inner = j.nd ? j.shape[j.nd - 1] : 1, rows = inner ? rt_numel(j.out) / inner : 0;
-	rt_parallel(c, rows, inner ? (1 << 15) / inner + 1 : 1, binary_rows, &j);
+	int64_t numel = rt_numel(j.out);
+	coalesce(&j);
+	rt_parallel(c, numel, 1 << 15, binary_range, &j);
 	return rt_output(c, j.out, err);
 }
 
@@ -376,9 +420,12 @@ static ti_status unary_with(rt_call *c, unop op, float lo, float hi, ti_error *e
 		return st;
 	if (in->dtype != TI_DT_FLOAT32)
 		return TI_FAIL(err, TI_E_UNSUPPORTED, "no CPU kernel yet for this activation on %s", ti_dtype_name(in->dtype));
-	if ((st = rt_contiguous(c, in, &xc, err)))
+	if ((y = rt_reuse(c, ti_bound_tensor(&c->call->in, "input"), TI_DT_FLOAT32, in->ndim, in->shape))) {
+		xc = y; /* relu_ as PyTorch's inplace=True runs it: over the input, which nothing reads after */
+		y->refs++;
+	} else if ((st = rt_contiguous(c, in, &xc, err))) {
 		return st;
-	if ((st = rt_new(c, TI_DT_FLOAT32, in->ndim, in->shape, &y, err))) {
+	} else if ((st = rt_new(c, TI_DT_FLOAT32, in->ndim, in->shape, &y, err))) {
 		rt_release(c->ex, xc);
 		return st;
 	}

@@ -98,9 +98,15 @@ static ti_status channel_norm(rt_call *c, const channel_norm_args *a, ti_error *
 	int batch_dims = a->unbatched ? 0 : 1;
 	if (in->ndim < batch_dims + 1)
 		return TI_FAIL(err, TI_E_UNSUPPORTED, "no CPU kernel yet for a %d-d norm input", in->ndim);
-	ti_status st = prepared(c, in, &xc, &y, err);
-	if (st)
+	ti_status st = TI_OK;
+	/* over the input when nothing reads it after (a convolution's output, in ResNet): each channel's
+	   values are read, for its statistics too, before they are written */
+	if ((y = rt_reuse(c, ti_bound_tensor(&c->call->in, "input"), TI_DT_FLOAT32, in->ndim, in->shape))) {
+		xc = y;
+		y->refs++;
+	} else if ((st = prepared(c, in, &xc, &y, err))) {
 		return st;
+	}
 	int64_t n = batch_dims ? in->shape[0] : 1, channels = in->shape[batch_dims], inner = 1;
 	for (int d = batch_dims + 1; d < in->ndim; d++)
 		inner *= in->shape[d];

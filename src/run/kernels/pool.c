@@ -107,12 +107,57 @@ static float avg_at(const pool_job *j, const float *x, const int64_t o[POOL_DIMS
 	return (float)(sum / (double)count);
 }
 
+/*
+ * Max pooling without indices, a row of outputs at a time: each output
+ * still takes its taps in max_at's order (depth, row, then column), so
+ * ties and NaN go the same way, but the loop over a row's outputs is
+ * straight-line code the compiler vectorises, with no window arithmetic
+ * per output (ResNet's max_pool2d took 30 ms at batch 8 element by element).
+ */
+static void max_rows(const pool_job *j, const float *x, float *y)
+{
+	int64_t width = j->out[2], s2 = j->stride[2], p2 = j->padding[2], d2 = j->dilation[2];
+	for (int64_t o0 = 0; o0 < j->out[0]; o0++)
+		for (int64_t o1 = 0; o1 < j->out[1]; o1++) {
+			float *row = y + (o0 * j->out[1] + o1) * width;
+			for (int64_t w = 0; w < width; w++)
+				row[w] = -INFINITY;
+			int64_t lo0, hi0, step0, lo1, hi1, step1, first0, end0, first1, end1;
+			window(j, 0, o0, &lo0, &hi0, &step0);
+			window(j, 1, o1, &lo1, &hi1, &step1);
+			inside(lo0, hi0, step0, j->in[0], &first0, &end0);
+			inside(lo1, hi1, step1, j->in[1], &first1, &end1);
+			for (int64_t a = first0; a < end0; a += step0)
+				for (int64_t b = first1; b < end1; b += step1) {
+					const float *line = x + (a * j->in[1] + b) * j->in[2];
+					for (int64_t k = 0; k < j->kernel[2]; k++) {
+						/* outputs w whose tap k lies inside: 0 <= w * s2 - p2 + k * d2 < in[2] */
+						int64_t shift = k * d2 - p2, w0 = 0, w1 = width;
+						if (shift < 0)
+							w0 = (-shift + s2 - 1) / s2;
+						if (j->in[2] - shift <= 0)
+							w1 = 0;
+						else if ((j->in[2] - shift + s2 - 1) / s2 < w1)
+							w1 = (j->in[2] - shift + s2 - 1) / s2;
+						for (int64_t w = w0; w < w1; w++) {
+							float v = line[w * s2 + shift], m = row[w];
+							row[w] = v > m || v != v ? v : m;
+						}
+					}
+				}
+		}
+}
+
 static void pool_planes(void *user, int64_t begin, int64_t end)
 {
 	pool_job *j = user;
 	int64_t in_plane = j->in[0] * j->in[1] * j->in[2], out_plane = j->out[0] * j->out[1] * j->out[2];
 	for (int64_t p = begin; p < end; p++) {
 		const float *x = j->x + p * in_plane;
+		if (j->max && !j->adaptive && !j->indices) {
+			max_rows(j, x, j->y + p * out_plane);
+			continue;
+		}
 		int64_t o[POOL_DIMS];
 		for (int64_t n = 0; n < out_plane; n++) {
 			o[0] = n / (j->out[1] * j->out[2]), o[1] = n / j->out[2] % j->out[1], o[2] = n % j->out[2];
