@@ -948,8 +948,8 @@ static bool json_tensor_head(cli_out *o, row *r, const char *name, const ti_tens
 	const char *key = x->storage ? x->storage->key : NULL;
 	const char *device = x->storage ? x->storage->location : x->layout == TI_LAYOUT_STRIDED ? "meta" : "cpu";
 	size_t ln = name ? strlen(name) : 0, lk = key ? strlen(key) : 0, ld = strlen(device);
-	size_t most = 320 + strlen(dtype) + strlen(layout) + 6 * (ln + lk + ld) + 2 * CLI_DIMS_TEXT_MAX(x->ndim) +
-	              3 * CLI_INT_TEXT_MAX;
+	size_t lt = strlen(dtype), ll = strlen(layout);
+	size_t most = 320 + lt + ll + 6 * (ln + lk + ld) + 2 * CLI_DIMS_TEXT_MAX(x->ndim) + 3 * CLI_INT_TEXT_MAX;
 	char *start = most <= CLI_OUT_BUFFER / 2 ? cli_out_room(o, most) : NULL, *own = NULL;
 	if (!start && !(start = own = malloc(most)))
 		return false;
@@ -960,8 +960,8 @@ static bool json_tensor_head(cli_out *o, row *r, const char *name, const ti_tens
 		p = AT(p, ",");
 	}
 	p = AT(p, "\"dtype\":\"");
-	memcpy(p, dtype, strlen(dtype)); /* names of ours: nothing to escape */
-	p += strlen(dtype);
+	memcpy(p, dtype, lt); /* names of ours: nothing to escape */
+	p += lt;
 	p = AT(p, "\",\"shape\":");
 	p = cli_dims_at(p, x->shape, x->ndim);
 	p = AT(p, ",\"stride\":");
@@ -973,8 +973,8 @@ static bool json_tensor_head(cli_out *o, row *r, const char *name, const ti_tens
 	p = AT(p, ",\"parameter\":");
 	p = bool_at(p, x->is_parameter);
 	p = AT(p, ",\"layout\":\"");
-	memcpy(p, layout, strlen(layout));
-	p += strlen(layout);
+	memcpy(p, layout, ll);
+	p += ll;
 	p = AT(p, "\",\"storage\":");
 	p = key ? cli_json_string_at(p, key, lk) : AT(p, "null");
 	p = AT(p, ",\"storage_nbytes\":");

@@ -150,6 +150,11 @@ char *cli_int_at(char *p, int64_t v)
 		*p = (char)('0' + v);
 		return p + 1;
 	}
+	if (v >= 10 && v < 10000) { /* its sizes and byte counts, mostly: two or four digits, or three */
+		size_t n = v < 100 ? 2 : v < 1000 ? 3 : 4;
+		digits_before(p + n, (uint64_t)v);
+		return p + n;
+	}
 	static const uint64_t tens[] = {
 		10u, 100u, 1000u, 10000u, 100000u, 1000000u, 10000000u, 100000000u, 1000000000u, 10000000000u,
 		100000000000u, 1000000000000u, 10000000000000u, 100000000000000u, 1000000000000000u,

@@ -299,9 +299,13 @@ ti_status ti_value_as_int_array(const ti_value *v, int64_t *out, size_t max_coun
 		return err->code;
 	if (seq->count > max_count)
 		return TI_FAIL(err, TI_E_LIMIT, "%zu dimensions, more than the %zu allowed", (size_t)seq->count, max_count);
-	for (size_t i = 0; i < seq->count; i++)
-		if (ti_value_as_int(seq->items[i], &out[i], err))
+	for (size_t i = 0; i < seq->count; i++) {
+		const ti_value *item = seq->items[i];
+		if (item && item->kind == TI_INT) /* a size or a stride: read here, without a call each */
+			out[i] = item->as.integer;
+		else if (ti_value_as_int(item, &out[i], err))
 			return err->code;
+	}
 	*count = seq->count;
 	return TI_OK;
 }

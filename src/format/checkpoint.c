@@ -258,6 +258,29 @@ typedef struct paired {
 	uint64_t size;
 } paired;
 
+/*
+ * Calls pair(ctx, k, record) for each record data/<k> whose k is a
+ * position below the storage count.
+ */
+static void each_position_record(const ti_ckpt *c, void (*pair)(void *ctx, size_t k, size_t record), void *ctx)
+{
+	size_t rl = strlen(c->info.root), k;
+	for (size_t i = 0; i < c->record_count; i++) {
+		const char *name = c->records[i].name;
+		/* every name starts with the root and a '/' (read_directory) */
+		if (!strncmp(name + rl, "/data/", 6) && ti_torch_key_position(name + rl + 6, &k) && k < c->storage_count)
+			pair(ctx, k, i);
+	}
+}
+
+static void pair_into_table(void *ctx, size_t k, size_t record)
+{
+	paired *p = ((paired **)ctx)[0];
+	const ti_ckpt *c = ((const ti_ckpt **)ctx)[1];
+	p[k].index = (int64_t)record;
+	p[k].size = c->records[record].size;
+}
+
 static paired *pair_records(const ti_ckpt *c)
 {
 	paired *p = malloc((c->storage_count ? c->storage_count : 1) * sizeof(*p));
@@ -265,23 +288,37 @@ static paired *pair_records(const ti_ckpt *c)
 		return NULL;
 	for (size_t k = 0; k < c->storage_count; k++)
 		p[k].index = -1;
-	size_t rl = strlen(c->info.root), k;
-	for (size_t i = 0; i < c->record_count; i++) {
-		const char *name = c->records[i].name;
-		/* every name starts with the root and a '/' (read_directory) */
-		if (!strncmp(name + rl, "/data/", 6) && ti_torch_key_position(name + rl + 6, &k) && k < c->storage_count) {
-			p[k].index = (int64_t)i;
-			p[k].size = c->records[i].size;
-		}
-	}
+	const void *ctx[2] = {p, c};
+	each_position_record(c, pair_into_table, (void *)ctx);
 	return p;
+}
+
+/* Storage k, whose key is its own position: its record straight into it. */
+static void pair_into_storage(void *ctx, size_t k, size_t record)
+{
+	const ti_ckpt *c = ctx;
+	c->storages[k]->record_index = (int64_t)record;
+	c->storages[k]->record_size = c->records[record].size;
 }
 
 /* Each storage has a record data/<key> whose size is its element count times element size. */
 static ti_status check_storages(ti_ckpt *c, ti_error *err)
 {
-	paired *pairs = pair_records(c);
-	if (!pairs)
+	/*
+	 * torch.save keys storage i "i": then each storage is its own slot and
+	 * the pairing writes into it, where a table of 16 bytes a storage
+	 * (320 KB, fresh pages, for 20,000 of them) would only be read back.
+	 */
+	bool own = true;
+	for (size_t i = 0, k; i < c->storage_count && own; i++) {
+		own = ti_torch_key_position(c->storages[i]->key, &k) && k == i;
+		c->storages[i]->record_index = -1; /* until a record pairs with it */
+		c->storages[i]->record_size = 0;
+	}
+	paired *pairs = NULL;
+	if (own)
+		each_position_record(c, pair_into_storage, c);
+	else if (!(pairs = pair_records(c)))
 		return TI_FAIL(err, TI_E_NOMEM, "out of memory");
 	size_t rl = strlen(c->info.root);
 	ti_status s = TI_OK;
@@ -290,9 +327,9 @@ static ti_status check_storages(ti_ckpt *c, ti_error *err)
 		char name[1024];
 		size_t k, kl;
 		/* A key that is a position names its record: the pairing found it, or nothing did. */
-		bool position = ti_torch_key_position(st->key, &k) && k < c->storage_count;
-		int64_t index = position ? pairs[k].index : -1;
-		uint64_t size = position ? pairs[k].size : 0;
+		bool position = own || (ti_torch_key_position(st->key, &k) && k < c->storage_count);
+		int64_t index = own ? st->record_index : position ? pairs[k].index : -1;
+		uint64_t size = own ? st->record_size : position ? pairs[k].size : 0;
 		if (index < 0) {
 			kl = strlen(st->key);
 			if (rl + kl + 7 > sizeof(name)) {

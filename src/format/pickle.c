@@ -1604,21 +1604,30 @@ static ti_status run(vm *m, ti_value **out, size_t *consumed)
 	ti_status s = find_fetched(m);
 	m->arena_start = m->arena->used;
 	while (!s && !m->result) {
-		if (m->pos >= m->size) {
+		size_t pos = m->pos, at = pos - m->base;
+		if (pos >= m->size) {
 			s = FAIL(m, TI_E_CORRUPT, "pickle ends without STOP");
 			m->op_pos = m->size;
 			break;
 		}
-		m->op_pos = m->pos;
-		const uint8_t *p;
-		if ((s = need(m, 1, &p)))
-			break;
-		uint8_t op = m->op = *p;
-		if (!opcodes[op].run) {
+		m->op_pos = pos;
+		uint8_t op;
+		if (at < m->avail) { /* the opcode's byte is in the window, as all but one in 64 Ki are */
+			op = m->data[at];
+			m->pos = pos + 1;
+		} else {
+			const uint8_t *p;
+			if ((s = need(m, 1, &p)))
+				break;
+			op = *p;
+		}
+		m->op = op;
+		op_fn fn = opcodes[op].run;
+		if (!fn) {
 			s = FAIL(m, TI_E_CORRUPT, "bad pickle opcode 0x%02x", op);
 			break;
 		}
-		s = opcodes[op].run(m, op);
+		s = fn(m, op);
 	}
 	if (s)
 		ti_error_at(m->err, NULL, (int64_t)m->op_pos);

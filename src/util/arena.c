@@ -142,6 +142,36 @@ void ti_arena_expect(ti_arena *a, size_t bytes)
 	a->expect_end = bytes > SIZE_MAX - a->used ? SIZE_MAX : a->used + bytes;
 }
 
+/*
+ * Clears n words (at most TI_ARENA_RECYCLE_MAX / 8): a store each, through
+ * a jump into the run of them, where a loop (which the compiler would make a
+ * memset, a rep stos) cost more than the few stores a value needs.
+ */
+static inline void zero_words(uint64_t *w, size_t n)
+{
+	switch (n) {
+	case 16: w[15] = 0; /* fall through */
+	case 15: w[14] = 0; /* fall through */
+	case 14: w[13] = 0; /* fall through */
+	case 13: w[12] = 0; /* fall through */
+	case 12: w[11] = 0; /* fall through */
+	case 11: w[10] = 0; /* fall through */
+	case 10: w[9] = 0; /* fall through */
+	case 9: w[8] = 0; /* fall through */
+	case 8: w[7] = 0; /* fall through */
+	case 7: w[6] = 0; /* fall through */
+	case 6: w[5] = 0; /* fall through */
+	case 5: w[4] = 0; /* fall through */
+	case 4: w[3] = 0; /* fall through */
+	case 3: w[2] = 0; /* fall through */
+	case 2: w[1] = 0; /* fall through */
+	case 1: w[0] = 0; /* fall through */
+	default: break;
+	}
+}
+
+_Static_assert(TI_ARENA_RECYCLE_MAX / 8 <= 16, "zero_words clears at most 16 words");
+
 void *ti_arena_alloc(ti_arena *a, size_t size)
 {
 	if (size > SIZE_MAX - ALIGN)
@@ -150,10 +180,7 @@ void *ti_arena_alloc(ti_arena *a, size_t size)
 	if (size <= TI_ARENA_RECYCLE_MAX && a->recycled[size / ALIGN]) {
 		void *p = a->recycled[size / ALIGN];
 		a->recycled[size / ALIGN] = *(void **)p;
-		/* A few words: stores one by one beat the rep stos that memset becomes here. */
-		volatile uint64_t *w = p;
-		for (size_t i = 0; i < size / 8; i++)
-			w[i] = 0;
+		zero_words(p, size / 8);
 		return p;
 	}
 	ti_arena_block *b = a->head;
