@@ -25,6 +25,8 @@
 #    A failure names the file and the line of its `$ `.
 # 4. Every relative link `](PATH)` or `](PATH#anchor)` of README.md and
 #    docs/*.md names a file or folder that exists, relative to the page.
+# 5. When bench/results.jsonl (a committed `make bench` run) exists, the
+#    README's speed table is the one bench/goals.py writes from it.
 #
 # --regen rewrites the example outputs of README.md and every docs/*.md page
 # from what the commands print (keeping each `...` and the number of lines
@@ -329,6 +331,18 @@ for p in $pages; do
 	done <"$work/links"
 	[ "$bad" = 0 ] && pass
 done
+
+# ---- 5. the README's speed table is the committed `make bench` run's ----
+# bench/bench.sh writes bench/results.jsonl and the table between the
+# <!-- bench:begin --> and <!-- bench:end --> markers from it (bench/goals.py):
+# a figure edited by hand, or a run not written in, fails here.
+if [ -f bench/results.jsonl ]; then
+	if python3 bench/goals.py readme-check bench/results.jsonl "$readme" >"$work/bench-check" 2>&1; then
+		pass
+	else
+		fail "readme_speed_table: $(cat "$work/bench-check")"
+	fi
+fi
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
