@@ -31,12 +31,6 @@ import json
 import os
 import sys
 
-OPS = {
-    "<=": lambda v, g: v <= g,
-    ">=": lambda v, g: v >= g,
-}
-
-
 def met(op, value, goal, slack=1.0):
     """Whether value meets goal; with slack K > 1, whether it is within K times past it."""
     if op == "<=":
@@ -46,7 +40,7 @@ def met(op, value, goal, slack=1.0):
 
 def record(figure, value, unit, op, goal, note=""):
     """Holds one figure to its goal; returns whether it is met. Appends to $BENCH_GOALS."""
-    if op not in OPS:
+    if op not in ("<=", ">="):
         raise ValueError("goal operator must be <= or >=")
     ok = met(op, value, goal)
     path = os.environ.get("BENCH_GOALS")

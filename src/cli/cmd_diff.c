@@ -148,7 +148,8 @@ static int select_state_dicts(ti_source *src[2], const char *files[2], const ti_
 	}
 	size_t best = 0;
 	const char *best_keys[2] = {keys[0], keys[1]};
-	for (int x = 0; x < ncand[0]; x++)
+	/* no other key to try on either side (plain state dicts): nothing to search, each name map built once below */
+	for (int x = 0; x < ncand[0] && (ncand[0] > 1 || ncand[1] > 1); x++)
 		for (int y = 0; y < ncand[1]; y++)
 			for (int w = -1; w < 0 || (!strip && ti_key_wrappers[w].prefix); w++)
 				for (int side = 0; side < 2; side++) { /* the wrapper's prefix on A's names, or on B's */
@@ -158,7 +159,8 @@ static int select_state_dicts(ti_source *src[2], const char *files[2], const ti_
 					const char *wrap = w < 0 ? strip : ti_key_wrappers[w].prefix;
 					if (names_as(src[1 - side], k[1 - side], strip, &other)) {
 						ti_strmap_release(&other);
-						return cli_report(files[1 - side], &(ti_error){.code = TI_E_NOMEM, .message = "out of memory"});
+						fprintf(stderr, "tinspect: out of memory\n");
+						return EXIT_RESOURCE;
 					}
 					size_t n = in_common(src[side], k[side], wrap, &other);
 					ti_strmap_release(&other);

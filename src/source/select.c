@@ -72,9 +72,9 @@ ti_status ti_source_select(ti_source *src, const ti_source_selection *sel, ti_er
 		if (!wanted)
 			continue;
 		t.name = name;
-		if (t.tie_of)
-			t.tie_of = renamed(t.tie_of, sel->key, sel->strip_prefix) ? renamed(t.tie_of, sel->key, sel->strip_prefix)
-			                                                         : t.tie_of;
+		const char *tie = t.tie_of ? renamed(t.tie_of, sel->key, sel->strip_prefix) : NULL;
+		if (tie)
+			t.tie_of = tie;
 		src->tensors[kept++] = t;
 	}
 	if (!any_strip)
