@@ -29,6 +29,7 @@ struct ti_ckpt {
 	size_t record_count;
 	ti_storage **storages;
 	size_t storage_count;
+	bool keys_are_positions; /* every storage i's key is "i" (the torch interpreter's finding) */
 	ti_value *root;
 	ti_entry_list entries;
 	scan_findings findings; /* data.pkl's globals and calls, judged as scan judges them */
@@ -242,6 +243,7 @@ static ti_status read_pickle(ti_ckpt *c, const ti_limits *lim, ti_error *err)
 	}
 	c->storages = torch.storages;
 	c->storage_count = torch.storage_count;
+	c->keys_are_positions = torch.keys_are_positions;
 	ti_torch_release(&torch);
 	return TI_OK;
 }
@@ -309,9 +311,8 @@ static ti_status check_storages(ti_ckpt *c, ti_error *err)
 	 * the pairing writes into it, where a table of 16 bytes a storage
 	 * (320 KB, fresh pages, for 20,000 of them) would only be read back.
 	 */
-	bool own = true;
-	for (size_t i = 0, k; i < c->storage_count && own; i++) {
-		own = ti_torch_key_position(c->storages[i]->key, &k) && k == i;
+	bool own = c->keys_are_positions;
+	for (size_t i = 0; i < c->storage_count && own; i++) {
 		c->storages[i]->record_index = -1; /* until a record pairs with it */
 		c->storages[i]->record_size = 0;
 	}
