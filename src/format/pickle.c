@@ -75,9 +75,13 @@ typedef struct vm {
 	/* The memo: which entries are ever fetched (the first pass), and the
 	 * values of those, in chunks made on first use; which are set, counted
 	 * for MEMOIZE's index when the pickle has one. */
-	bits memo_fetched, memo_set;
+	bits memo_fetched, memo_set; /* memo_fetched: the indices below the pickle's size */
 	ti_value ***memo_chunks;
 	size_t memo_chunk_count;
+	/* Fetched indices from the pickle's size up (sorted), and their values: few, in any real pickle none. */
+	uint64_t *far;
+	ti_value **far_values;
+	size_t far_count, far_cap;
 	bool memoize;    /* a MEMOIZE byte is in the pickle: memo_set and memo_len are kept */
 	uint64_t memo_limit; /* indices kept: below the ceiling and below MEMO_DENSE or the pickle's size */
 	size_t memo_len; /* entries set, which MEMOIZE uses as its index */
@@ -1114,9 +1118,33 @@ static inline int bit_set(bits *b, uint64_t i)
 	return 0;
 }
 
+/* Where index is in the far list, or -1. */
+static int64_t far_find(const vm *m, uint64_t index)
+{
+	size_t lo = 0, hi = m->far_count;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (m->far[mid] < index)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < m->far_count && m->far[lo] == index ? (int64_t)lo : -1;
+}
+
+/* Whether a GET may fetch index (find_fetched). */
+static inline bool memo_fetched(const vm *m, uint64_t index)
+{
+	return index < m->size ? bit_test(&m->memo_fetched, index) : far_find(m, index) >= 0;
+}
+
 /* Where a fetched memo entry lives; its chunk is made on first need (NULL when memory runs out). */
 static inline ti_value **memo_slot(vm *m, uint64_t index, bool make)
 {
+	if (index >= m->size) {
+		int64_t k = far_find(m, index);
+		return k >= 0 ? &m->far_values[k] : NULL;
+	}
 	size_t c = (size_t)(index / MEMO_CHUNK);
 	if (c >= m->memo_chunk_count)
 		return NULL;
@@ -1146,7 +1174,7 @@ static __attribute__((noinline)) ti_status memo_put_slow(vm *m, uint64_t index)
 			return FAIL(m, TI_E_NOMEM, "out of memory growing the pickle memo");
 		m->memo_len++;
 	}
-	if (!bit_test(&m->memo_fetched, index))
+	if (!memo_fetched(m, index))
 		return TI_OK; /* never fetched: nothing need remember it */
 	ti_value **slot = memo_slot(m, index, true);
 	if (!slot)
@@ -1166,7 +1194,7 @@ static __attribute__((noinline)) ti_status memo_put_slow(vm *m, uint64_t index)
  */
 static inline ti_status memo_put(vm *m, uint64_t index)
 {
-	if (m->sp > fence(m) && index < m->memo_limit && !bit_test(&m->memo_fetched, index)) {
+	if (m->sp > fence(m) && index < m->size && !bit_test(&m->memo_fetched, index)) {
 		if (!m->memoize)
 			return TI_OK;
 		if (index / 64 < m->memo_set.count) {
@@ -1555,6 +1583,12 @@ static uint64_t get_index(const uint8_t *p, const uint8_t *end)
  * opcodes. A window is cut short of its end by the longest GET, so that no
  * GET straddles two.
  */
+static int compare_index(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return (x > y) - (x < y);
+}
+
 static ti_status find_fetched(vm *m)
 {
 	enum { GET_MAX = 20 }; /* 'g', 18 digits, '\n' */
@@ -1563,6 +1597,9 @@ static ti_status find_fetched(vm *m)
 	 * to 2^32: the indices kept are those below the pickle's size (Python's
 	 * pickler numbers densely) or below MEMO_DENSE, which a hand-made BINPUT
 	 * may use in a small pickle, so that such bytes cost no more than that.
+	 * Those below the size are a bit each; those above, which only such bytes
+	 * and hand-made pickles name, go in a sorted list: as bits, one of them
+	 * near 2^20 in a 57 kB pickle cleared 128 KiB (32 page faults).
 	 */
 	uint64_t dense = m->size > MEMO_DENSE ? m->size : MEMO_DENSE, highest = 0;
 	uint64_t limit = m->memo_limit = m->limits.memo_max < dense ? m->limits.memo_max : dense;
@@ -1582,6 +1619,18 @@ static ti_status find_fetched(vm *m)
 				uint64_t index = get_index(p, end);
 				if (index >= limit)
 					continue;
+				if (index >= m->size) {
+					if (m->far_count == m->far_cap) {
+						size_t cap = m->far_cap ? 2 * m->far_cap : 16;
+						uint64_t *far = realloc(m->far, cap * sizeof(*far));
+						if (!far)
+							return FAIL(m, TI_E_NOMEM, "out of memory growing the pickle memo");
+						m->far = far;
+						m->far_cap = cap;
+					}
+					m->far[m->far_count++] = index;
+					continue;
+				}
 				if (bit_set(&m->memo_fetched, index))
 					return FAIL(m, TI_E_NOMEM, "out of memory growing the pickle memo");
 				any = true;
@@ -1594,6 +1643,16 @@ static ti_status find_fetched(vm *m)
 	if (any) {
 		m->memo_chunk_count = (size_t)(highest / MEMO_CHUNK) + 1;
 		if (!(m->memo_chunks = calloc(m->memo_chunk_count, sizeof(*m->memo_chunks))))
+			return FAIL(m, TI_E_NOMEM, "out of memory growing the pickle memo");
+	}
+	if (m->far_count) { /* sorted, each index once */
+		qsort(m->far, m->far_count, sizeof(*m->far), compare_index);
+		size_t n = 1;
+		for (size_t i = 1; i < m->far_count; i++)
+			if (m->far[i] != m->far[n - 1])
+				m->far[n++] = m->far[i];
+		m->far_count = n;
+		if (!(m->far_values = calloc(n, sizeof(*m->far_values))))
 			return FAIL(m, TI_E_NOMEM, "out of memory growing the pickle memo");
 	}
 	return TI_OK;
@@ -1644,6 +1703,8 @@ static ti_status run(vm *m, ti_value **out, size_t *consumed)
 	for (size_t i = 0; i < m->memo_chunk_count; i++)
 		free(m->memo_chunks[i]);
 	free(m->memo_chunks);
+	free(m->far);
+	free(m->far_values);
 	return s;
 }
 
