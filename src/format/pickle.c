@@ -1194,7 +1194,7 @@ static __attribute__((noinline)) ti_status memo_put_slow(vm *m, uint64_t index)
  */
 static inline ti_status memo_put(vm *m, uint64_t index)
 {
-	if (m->sp > fence(m) && index < m->size && !bit_test(&m->memo_fetched, index)) {
+	if (m->sp > fence(m) && index < m->size && index < m->memo_limit && !bit_test(&m->memo_fetched, index)) {
 		if (!m->memoize)
 			return TI_OK;
 		if (index / 64 < m->memo_set.count) {
