@@ -13,9 +13,11 @@
 #if TI_ARENA_ASAN
 #include <sanitizer/asan_interface.h>
 #define POISON(p, n) ASAN_POISON_MEMORY_REGION((p), (n))
+#define UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION((p), (n))
 #define REUSE_RECYCLED 0
 #else
 #define POISON(p, n) ((void)(p), (void)(n))
+#define UNPOISON(p, n) ((void)(p), (void)(n))
 #define REUSE_RECYCLED 1
 #endif
 
@@ -65,8 +67,10 @@ void ti_arena_release(ti_arena *a)
 {
 	for (ti_arena_block *b = a->head, *next; b; b = next) {
 		next = b->next;
-		if (b->mapped)
+		if (b->mapped) {
+			UNPOISON(b, HUGE_BLOCK); /* what was recycled in it: the next mapping there starts clean */
 			munmap(b, HUGE_BLOCK);
+		}
 		else
 			free(b);
 	}
@@ -94,6 +98,7 @@ static ti_arena_block *huge_block(void)
 	if (block + HUGE_BLOCK < map + 2 * HUGE_BLOCK)
 		munmap(block + HUGE_BLOCK, (size_t)(map + 2 * HUGE_BLOCK - (block + HUGE_BLOCK)));
 	madvise(block, HUGE_BLOCK, MADV_HUGEPAGE); /* advice: where it is not taken, small pages do */
+	UNPOISON(block, HUGE_BLOCK); /* under ASan, memory mapped where a poisoned block was */
 	ti_arena_block *b = (ti_arena_block *)(void *)block;
 	b->mapped = true;
 	return b;

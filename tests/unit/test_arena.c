@@ -200,3 +200,21 @@ Test(arena, grows_by_huge_blocks_while_a_megabyte_is_expected_and_by_small_ones_
 	cr_expect(a.reserved - before <= (size_t)256 << 10, "with little expected, grew by %zu, want a small block", a.reserved - before);
 	ti_arena_release(&a);
 }
+
+Test(arena, a_huge_block_mapped_where_a_released_one_held_recycled_pieces_is_usable)
+{
+	/* Under AddressSanitizer a recycled piece is poisoned: its huge block must not leave that to the next mapping. */
+	for (int round = 0; round < 3; round++) {
+		ti_arena a;
+		ti_arena_init(&a, (size_t)64 << 20);
+		ti_arena_expect(&a, (size_t)8 << 20);
+		for (int i = 0; i < 4000; i++) {
+			unsigned char *p = ti_arena_alloc(&a, 64);
+			cr_assert(p != NULL);
+			memset(p, 1, 64);
+			if (i % 2)
+				ti_arena_recycle(&a, p, 64);
+		}
+		ti_arena_release(&a);
+	}
+}
