@@ -12,8 +12,12 @@ PYTHON ?= /usr/bin/python3
 PKG_CONFIG ?= pkg-config
 
 DEPS_CFLAGS := $(shell $(PKG_CONFIG) --cflags libzip libcjson 2>/dev/null)
-DEPS_LIBS := $(shell $(PKG_CONFIG) --libs libzip libcjson 2>/dev/null) -lm -ldl -lpthread
-TEST_LIBS := $(shell $(PKG_CONFIG) --libs criterion 2>/dev/null)
+# libzip: its header only. The library is not linked: src/format/zip_lazy.c opens it
+# when a command first inflates or opens an archive with it, so the others do not map
+# it and what it links (libcrypto, libbz2, libz).
+DEPS_LIBS := $(shell $(PKG_CONFIG) --libs libcjson 2>/dev/null) -lm -ldl -lpthread
+# The unit tests build zips with libzip's writing functions, so they link it.
+TEST_LIBS := $(shell $(PKG_CONFIG) --libs criterion libzip 2>/dev/null)
 # OpenBLAS (tinspect run): its header only. The library is not linked: run opens it
 # with dlopen (src/run/kernels/linalg.c), so no other command loads it or its threads.
 # Debian's .pc points at the pthread variant's cblas.h.

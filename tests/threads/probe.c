@@ -7,7 +7,8 @@
  *
  * N: pthread_create calls; M: mapped libraries whose path names a BLAS,
  * LAPACK or Fortran runtime (libopenblas, libblas, liblapack, libgfortran,
- * libdnnl), each named after it ("maps 1 libopenblas.so.0").
+ * libdnnl) or libzip and what it links (libcrypto, libbz2), each named after
+ * it ("maps 1 libopenblas.so.0").
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -29,7 +30,8 @@ int pthread_create(pthread_t *id, const pthread_attr_t *attr, void *(*fn)(void *
 	return real(id, attr, fn, arg);
 }
 
-static const char *const heavy[] = {"libopenblas", "libblas", "liblapack", "libgfortran", "libdnnl"};
+static const char *const heavy[] = {"libopenblas", "libblas",  "liblapack", "libgfortran",
+                                    "libdnnl",     "libzip.", "libcrypto", "libbz2"};
 
 __attribute__((destructor)) static void report(void)
 {

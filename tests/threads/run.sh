@@ -1,7 +1,7 @@
 #!/bin/sh
 # tests/threads/run.sh - the commands that do not compute with BLAS start as
-# plain C programs: no BLAS (or Fortran runtime) mapped, no thread but the
-# main one.
+# plain C programs: no BLAS (or Fortran runtime) mapped, no libzip (nor the
+# libcrypto it links) unless it inflates, no thread but the main one.
 #
 # usage: sh tests/threads/run.sh TINSPECT
 #
@@ -9,11 +9,12 @@
 # pthread_create calls and, at exit, lists the BLAS-like libraries in
 # /proc/self/maps. Each command line below (NAME, expected exit, WHAT,
 # arguments) runs under it; WHAT is what the probe must report:
-#   plain     no thread started, no BLAS mapped
-#   no-blas   no BLAS mapped (threads allowed)
+#   plain     no thread started, no BLAS or libzip mapped
+#   no-blas   no BLAS or libzip mapped (threads allowed)
 #   blas      a BLAS mapped: `run` must open one, so a probe that sees
 #             nothing fails here instead of passing everything
 #   threads   at least one thread started (run --threads 2)
+#   zip       libzip mapped: a compressed npz is inflated by it
 # Prints 'N passed, M failed' and exits 1 when anything failed.
 
 set -u
@@ -63,6 +64,7 @@ while read -r name code what args; do
 		plain) [ "$threads" = 0 ] && [ "$maps" = 0 ] || { ok=0 why="$report"; } ;;
 		no-blas) [ "$maps" = 0 ] || { ok=0 why="$report"; } ;;
 		blas) [ "$maps" != 0 ] || { ok=0 why="no BLAS mapped: $report"; } ;;
+		zip) case $report in *libzip.*) ;; *) ok=0 why="libzip not mapped: $report" ;; esac ;;
 		threads) [ "$threads" != 0 ] || { ok=0 why="no thread started: $report"; } ;;
 		*) ok=0 why="unknown expectation '$what'" ;;
 		esac
@@ -92,9 +94,21 @@ diff              1    plain    diff fixtures/diff/base.pt fixtures/diff/perturb
 diff_values       1    plain    diff fixtures/diff/base.pt fixtures/diff/perturbed.pt --values
 ops               0    plain    ops
 ops_glob          0    plain    ops layer_norm*
+npz_compressed    0    zip      fixtures/npy/compressed.npz
 run_blas          0    blas     run tests/cli/models/conv_seq.json --bind N=2 --bind T=9 --fill ones --input x=ones --threads 1
 run_threads       0    threads  run tests/cli/models/conv_seq.json --bind N=2 --bind T=9 --fill ones --input x=ones --threads 2
 CASES
+
+# Without libzip, an entry that needs inflating is a one-line error and exit 3
+# (unreadable), never a crash: the library is opened only when it is needed.
+TINSPECT_LIBZIP=none "$bin" fixtures/npy/compressed.npz >"$tmp/out" 2>"$tmp/err"
+rc=$?
+if [ $rc = 3 ] && [ "$(wc -l <"$tmp/err")" = 1 ] && grep -q "libzip is not loaded" "$tmp/err"; then
+	passed=$((passed + 1))
+else
+	failed=$((failed + 1))
+	echo "FAIL npz_without_libzip: exit $rc: $(cat "$tmp/err")"
+fi
 
 echo "$passed passed, $failed failed"
 [ $failed = 0 ]
