@@ -727,23 +727,28 @@ void cli_json_begin(cli_json_doc *d, FILE *f)
  */
 static void put_utf8(FILE *f, const char *text)
 {
-	const unsigned char *s = (const unsigned char *)text;
+	const unsigned char *s = (const unsigned char *)text, *run = s; /* run: valid bytes not yet written */
 	while (*s) {
-		size_t len = *s < 0x80 ? 1 : (*s >> 5) == 6 ? 2 : (*s >> 4) == 14 ? 3 : (*s >> 3) == 30 ? 4 : 0;
-		bool ok = len == 1 || (len && *s >= 0xc2 && *s <= 0xf4);
+		if (*s < 0x80) {
+			s++;
+			continue;
+		}
+		size_t len = (*s >> 5) == 6 ? 2 : (*s >> 4) == 14 ? 3 : (*s >> 3) == 30 ? 4 : 0;
+		bool ok = len && *s >= 0xc2 && *s <= 0xf4;
 		for (size_t k = 1; ok && k < len; k++)
 			ok = (s[k] & 0xc0) == 0x80;
 		if (ok && len > 2)
 			ok = !((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] >= 0xa0) || (s[0] == 0xf0 && s[1] < 0x90) ||
 			       (s[0] == 0xf4 && s[1] > 0x8f));
 		if (ok) {
-			fwrite(s, 1, len, f);
 			s += len;
-		} else {
-			fputs("\xef\xbf\xbd", f);
-			s++;
+			continue;
 		}
+		fwrite(run, 1, (size_t)(s - run), f);
+		fputs("\xef\xbf\xbd", f);
+		run = ++s;
 	}
+	fwrite(run, 1, (size_t)(s - run), f);
 }
 
 static void put_key(cli_json_doc *d, const char *key)
