@@ -9,6 +9,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "util/vec.h"
+
 /*
  * The values are defined by separately rounded operations: a compiler must not
  * fuse a * b + c into one multiply-add where the target has one (-march with
@@ -37,7 +39,7 @@ static inline uint32_t bits_of_float(float f)
 	return b;
 }
 
-void ti_draw_uniform_f32(const uint32_t w[TI_DRAW_WORDS], int bits, float out[TI_DRAW_WORDS])
+TI_AVX2_CLONES void ti_draw_uniform_f32(const uint32_t w[TI_DRAW_WORDS], int bits, float out[TI_DRAW_WORDS])
 {
 	int shift = 32 - bits;
 	float scale = ldexpf(1.0f, -bits); /* a power of two: the products are exact */
@@ -107,7 +109,7 @@ static inline void cos_sin_turn(float u, float *c_out, float *s_out)
 	*s_out = float_of_bits(sin_bits);
 }
 
-void ti_draw_normal_f32(const uint32_t w[TI_DRAW_WORDS], float out[TI_DRAW_WORDS])
+TI_AVX2_CLONES void ti_draw_normal_f32(const uint32_t w[TI_DRAW_WORDS], float out[TI_DRAW_WORDS])
 {
 	for (int p = 0; p < TI_DRAW_WORDS / 2; p++) {
 		float r = sqrtf(-2.0f * log_open(open_uniform(w[2 * p])));
@@ -130,7 +132,7 @@ void ti_draw_normal_f64(const uint32_t w[TI_DRAW_WORDS], double out[TI_DRAW_WORD
 	}
 }
 
-void ti_draw_affine_f32(double a, double scale, float x[TI_DRAW_WORDS])
+TI_AVX2_CLONES void ti_draw_affine_f32(double a, double scale, float x[TI_DRAW_WORDS])
 {
 	if (a == 0 && scale == 1) { /* a + x, exactly: only -0 becomes +0 when a is +0 */
 		float a32 = (float)a;

@@ -2,6 +2,7 @@
  * philox.c - Philox4x32-10 (see philox.h for the source of the constants).
  */
 #include "materialize/philox.h"
+#include "util/vec.h"
 
 #define PHILOX_M0 UINT32_C(0xD2511F53)
 #define PHILOX_M1 UINT32_C(0xCD9E8D57)
@@ -32,7 +33,7 @@ void ti_philox4x32_10(const uint32_t counter[4], const uint32_t key[2], uint32_t
 	out[3] = c3;
 }
 
-void ti_philox4x32_10_batch(uint64_t first, uint64_t high, const uint32_t key[2],
+TI_AVX2_CLONES void ti_philox4x32_10_batch(uint64_t first, uint64_t high, const uint32_t key[2],
                             uint32_t out[4 * TI_PHILOX_BATCH])
 {
 	/* one array per word, one element per block: each round is one loop over the blocks */

@@ -18,6 +18,18 @@
 #include <emmintrin.h>
 #endif
 
+/*
+ * A function whose loops gcc vectorises is also compiled for AVX2 and the
+ * one the CPU has is chosen when the process starts (target clones, an
+ * ifunc). Only where the lanes do what the scalar code does: no fused
+ * multiply-add (ISO C mode forbids contraction), no approximations.
+ */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#define TI_AVX2_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define TI_AVX2_CLONES
+#endif
+
 typedef float ti_f32x4 __attribute__((vector_size(16)));
 typedef double ti_f64x2 __attribute__((vector_size(16)));
 typedef int32_t ti_i32x4 __attribute__((vector_size(16)));
