@@ -1004,6 +1004,33 @@ static ti_status parse_shape(parser *p, const cJSON *shape, const char *jp, int 
 }
 
 /*
+ * An --input spec, SHAPE[:DTYPE], split in place: its sizes ("8x3x224x224"
+ * or "N,3,224,224") into items and the dtype's name after the last ':'
+ * (NULL without one). The number of sizes, or -1 when there are more than max.
+ */
+static int split_input_spec(char *text, char **items, int max, const char **dtype)
+{
+	char *colon = strrchr(text, ':');
+	*dtype = NULL;
+	if (colon) {
+		*colon = '\0';
+		*dtype = colon + 1;
+	}
+	char sep = strchr(text, ',') ? ',' : 'x';
+	int n = 0;
+	for (char *item = *text ? text : NULL; item;) {
+		if (n == max)
+			return -1;
+		char *end = strchr(item, sep);
+		if (end)
+			*end++ = '\0';
+		items[n++] = item;
+		item = end;
+	}
+	return n;
+}
+
+/*
  * --input NAME=SHAPE[:DTYPE]: "8x3x224x224" or "N,3,224,224:float16" in place
  * of the description's shape (and dtype, when given).
  */
@@ -1017,35 +1044,26 @@ static ti_status override_input(parser *p, ti_model_tensor *t, const char *jp, t
 			spec = o->input_specs[i];
 	if (!spec)
 		return TI_OK;
-	char *text = ti_arena_strdup(&m->arena, spec);
+	char *text = ti_arena_strdup(&m->arena, spec), *items[TI_META_MAX_DIMS];
 	if (!text)
 		return TI_FAIL(err, TI_E_NOMEM, "out of memory for the description");
-	char *colon = strrchr(text, ':');
-	if (colon) {
-		*colon = '\0';
-		const char *dn = !strncmp(colon + 1, "torch.", 6) ? colon + 7 : colon + 1;
+	const char *dtype;
+	int n = split_input_spec(text, items, TI_META_MAX_DIMS, &dtype);
+	if (n < 0)
+		return TI_FAIL(err, TI_E_INVALID, "--input %s: more than %d dimensions", t->name, TI_META_MAX_DIMS);
+	if (dtype) {
+		const char *dn = !strncmp(dtype, "torch.", 6) ? dtype + 6 : dtype;
 		if (!(t->dtype = ti_dtype_from_torch_name(dn)))
-			return TI_FAIL(err, TI_E_INVALID, "--input %s: unknown dtype '%s'", t->name, colon + 1);
+			return TI_FAIL(err, TI_E_INVALID, "--input %s: unknown dtype '%s'", t->name, dtype);
 	}
-	char sep = strchr(text, ',') ? ',' : 'x';
 	ti_dim *dims = ti_arena_calloc(&m->arena, TI_META_MAX_DIMS + 1, sizeof(*dims));
 	if (!dims)
 		return TI_FAIL(err, TI_E_NOMEM, "out of memory for the description");
-	int n = 0;
-	for (char *item = text; *text; ) {
-		char *end = strchr(item, sep);
-		if (end)
-			*end = '\0';
-		if (n == TI_META_MAX_DIMS)
-			return TI_FAIL(err, TI_E_INVALID, "--input %s: more than %d dimensions", t->name, TI_META_MAX_DIMS);
-		if (!ti_dim_parse(&m->sym, item, &dims[n]) || ti_dim_compare(&m->sym, dims[n], TI_CMP_GE, ti_dim_int(0)) == TI_FALSE)
+	for (int k = 0; k < n; k++)
+		if (!ti_dim_parse(&m->sym, items[k], &dims[k]) ||
+		    ti_dim_compare(&m->sym, dims[k], TI_CMP_GE, ti_dim_int(0)) == TI_FALSE)
 			return TI_FAIL(err, TI_E_INVALID, "--input %s: '%s' is not a size (an integer, a symbol or a formula)",
-			               t->name, item);
-		n++;
-		if (!end)
-			break;
-		item = end + 1;
-	}
+			               t->name, items[k]);
 	(void)jp;
 	t->ndim = n;
 	t->shape = dims;
@@ -1375,14 +1393,13 @@ static ti_status bind_from_inputs(parser *p, const cJSON *inputs, ti_error *err)
 		const cJSON *shape = decl ? cJSON_GetObjectItemCaseSensitive(decl, "shape") : NULL;
 		if (!cJSON_IsArray(shape))
 			continue; /* an unknown input is reported with the list of known ones */
-		char text[256];
-		snprintf(text, sizeof(text), "%s", o->input_specs[i]);
-		char *colon = strrchr(text, ':');
-		if (colon)
-			*colon = '\0';
-		const char *sep = strchr(text, ',') ? "," : "x";
-		int n = 0;
-		for (char *save = NULL, *item = strtok_r(text, sep, &save); item; item = strtok_r(NULL, sep, &save), n++) {
+		char *text = ti_arena_strdup(&m->arena, o->input_specs[i]), *items[TI_META_MAX_DIMS];
+		if (!text)
+			return TI_FAIL(err, TI_E_NOMEM, "out of memory for the description");
+		const char *dtype;
+		int count = split_input_spec(text, items, TI_META_MAX_DIMS, &dtype);
+		for (int n = 0; n < count; n++) { /* more than the most dimensions: override_input says so */
+			const char *item = items[n];
 			const cJSON *want = cJSON_GetArrayItem(shape, n);
 			char *end;
 			long long given = strtoll(item, &end, 10);
