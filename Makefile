@@ -1,4 +1,5 @@
 # tinspect - see README.md. Targets: all test conformance asan fuzz bench man install uninstall clean run deps
+# The folders of src/ depend on each other one way only, as LAYERS lists (tests/layers/run.sh).
 .DELETE_ON_ERROR:
 .SUFFIXES:
 
@@ -123,6 +124,7 @@ test: deps-test
 	sh tests/docs/run.sh ./tinspect
 	sh tests/ci/run.sh ./tinspect
 	sh tests/threads/run.sh ./tinspect
+	PYTHON=$(PYTHON) sh tests/layers/run.sh
 	@if $(PYTHON) -c 'import torch' 2>/dev/null; then \
 		$(PYTHON) tests/conformance/conformance.py ./tinspect && \
 		$(PYTHON) tests/conformance/shapes_conformance.py ./tinspect && \

@@ -18,7 +18,7 @@
 
 #include "tinspect/error.h"
 #include "tinspect/pickle.h"
-#include "tinspect/scan.h"
+#include "tinspect/findings.h"
 #include "tinspect/tensor.h"
 #include "tinspect/value.h"
 
@@ -55,18 +55,7 @@ typedef struct ti_ckpt_info {
 	int pickle_protocol;    /* from PROTO, 0/1 when absent */
 } ti_ckpt_info;
 
-/* A named thing in the checkpoint: a tensor (value->kind == TI_TENSOR) or another value. */
-/*
- * The name of a value that is the pickle's root itself (torch.save(tensor)):
- * the table, the JSON and a converted file all call it this.
- */
-#define TI_ROOT_NAME "(root)"
-
-typedef struct ti_entry {
-	const char *name;       /* dotted path: "optimizer.state.0.exp_avg"; TI_ROOT_NAME for the root itself */
-	const ti_value *value;
-} ti_entry;
-
+/* ti_entry and TI_ROOT_NAME, what a checkpoint's entries are, are value.h's. */
 /* limits may be NULL for the defaults. */
 ti_status ti_ckpt_open(const char *path, const ti_limits *limits, ti_ckpt **out,
                        ti_error *err);

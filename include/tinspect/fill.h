@@ -106,34 +106,7 @@
 #include "tinspect/arena.h"
 #include "tinspect/dtype.h"
 #include "tinspect/error.h"
-
-typedef enum ti_fill_kind {
-	TI_FILL_EMPTY,
-	TI_FILL_ZEROS,
-	TI_FILL_ONES,
-	TI_FILL_FULL,
-	TI_FILL_RAND,
-	TI_FILL_RANDN,
-	TI_FILL_UNIFORM,
-	TI_FILL_NORMAL,
-	TI_FILL_ARANGE,
-	TI_FILL_INIT,
-	TI_FILL_LOAD
-} ti_fill_kind;
-
-typedef struct ti_fill_policy {
-	ti_fill_kind kind;
-	/* full: a = V; uniform: [a, b); normal: mean a, std b; rand 0, 1; randn 0, 1 */
-	double a, b;
-	/* full: V was written as an integer within int64, held exactly here */
-	bool exact;
-	int64_t a_int;
-	/*
-	 * Elements [zero_begin, zero_end) are written as zero after the fill:
-	 * Embedding's padding_idx row. Empty (0, 0) unless ti_init_policy() sets it.
-	 */
-	uint64_t zero_begin, zero_end;
-} ti_fill_policy;
+#include "tinspect/fill_policy.h"
 
 /* Where a tensor's random numbers come from: see "The random generator" above. */
 typedef struct ti_fill_key {
@@ -156,11 +129,6 @@ ti_status ti_fill_parse(const char *text, ti_fill_policy *out, ti_error *err);
 /* A policy in the text ti_fill_parse() reads back ("uniform:-0.125,0.125"); numbers shortest-exact. */
 void ti_fill_format(const ti_fill_policy *policy, char *buf, size_t size);
 
-/* Policies made directly, for init rules and tests. */
-ti_fill_policy ti_fill_constant(ti_fill_kind kind); /* zeros, ones, empty, rand, randn, arange, init, load */
-ti_fill_policy ti_fill_full(double value);
-ti_fill_policy ti_fill_uniform(double low, double high);
-ti_fill_policy ti_fill_normal(double mean, double std);
 
 /* ---- filling ---- */
 

@@ -72,7 +72,7 @@
 
 #include "tinspect/dtype.h"
 #include "tinspect/error.h"
-#include "tinspect/fill.h"
+#include "tinspect/fill_policy.h"
 
 /* One tensor of a module, under the module's local name. */
 typedef struct ti_init_tensor {

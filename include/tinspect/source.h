@@ -29,7 +29,7 @@
 #include "tinspect/checkpoint.h"
 #include "tinspect/dtype.h"
 #include "tinspect/error.h"
-#include "tinspect/scan.h"
+#include "tinspect/findings.h"
 
 typedef struct ti_source ti_source;
 

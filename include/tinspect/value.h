@@ -141,4 +141,16 @@ const ti_value *ti_dict_get(const ti_value *dict, const char *key);
 
 const char *ti_kind_name(ti_kind kind);
 
+/*
+ * The name of a value that is the pickle's root itself (torch.save(tensor)):
+ * the table, the JSON and a converted file all call it this.
+ */
+#define TI_ROOT_NAME "(root)"
+
+/* A named thing in a checkpoint: a tensor (value->kind == TI_TENSOR) or another value. */
+typedef struct ti_entry {
+	const char *name;       /* dotted path: "optimizer.state.0.exp_avg"; TI_ROOT_NAME for the root itself */
+	const ti_value *value;
+} ti_entry;
+
 #endif

@@ -9,7 +9,7 @@
 #define TINSPECT_ENTRIES_H
 
 #include "tinspect/arena.h"
-#include "tinspect/checkpoint.h"
+#include "tinspect/value.h"
 
 typedef struct ti_entry_list {
 	ti_entry *items;

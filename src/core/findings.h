@@ -16,7 +16,7 @@
 
 #include "tinspect/arena.h"
 #include "tinspect/error.h"
-#include "tinspect/scan.h"
+#include "tinspect/findings.h"
 #include "tinspect/value.h"
 #include "util/strmap.h"
 

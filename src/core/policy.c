@@ -19,7 +19,7 @@
  *
  * Rows are matched in order and the first match wins.
  */
-#include "tinspect/scan.h"
+#include "tinspect/findings.h"
 #include "tinspect/value.h"
 
 #include <stdbool.h>

@@ -14,7 +14,7 @@
  * the payload offset their local header gives: it differs from the central
  * directory's idea because of torch's 'FB' padding extra field. Compressed
  * records are read through libzip, opened on first need: this file and
- * scan/zip_walk.c (which inflates for the scanner) are the only ones that
+ * format/zip_walk.c (which inflates for the scanner) are the only ones that
  * include <zip.h>.
  */
 #include "format/zip_archive.h"

@@ -64,34 +64,6 @@ static int kind_row(ti_fill_kind kind)
 	return -1;
 }
 
-ti_fill_policy ti_fill_constant(ti_fill_kind kind)
-{
-	ti_fill_policy p = {.kind = kind};
-	if (kind == TI_FILL_RAND || kind == TI_FILL_RANDN)
-		p.b = 1.0;
-	if (kind == TI_FILL_ONES) {
-		p.a = 1.0;
-		p.exact = true;
-		p.a_int = 1;
-	}
-	return p;
-}
-
-ti_fill_policy ti_fill_full(double value)
-{
-	return (ti_fill_policy){.kind = TI_FILL_FULL, .a = value};
-}
-
-ti_fill_policy ti_fill_uniform(double low, double high)
-{
-	return (ti_fill_policy){.kind = TI_FILL_UNIFORM, .a = low, .b = high};
-}
-
-ti_fill_policy ti_fill_normal(double mean, double std)
-{
-	return (ti_fill_policy){.kind = TI_FILL_NORMAL, .a = mean, .b = std};
-}
-
 /* ---- text ---- */
 
 /* One number of a policy: all of s[0, len), as strtod reads it; integers also exactly. */

@@ -28,7 +28,7 @@
 
 #include "core/findings.h"
 #include "format/legacy.h"
-#include "scan/zip_walk.h"
+#include "format/zip_walk.h"
 #include "tinspect/checkpoint.h"
 #include "tinspect/dcp.h"
 #include "tinspect/pickle.h"

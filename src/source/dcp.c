@@ -7,7 +7,7 @@
  * A chunk is a whole torch.save zip written into the data file at the
  * byte range its _StorageInfo gives (filesystem.py _write_item: root
  * 'archive', offsets counted from the blob's start). It is opened on the
- * first read that needs it: its zip walked (scan/zip_walk.c reads any byte
+ * first read that needs it: its zip walked (format/zip_walk.c reads any byte
  * range), its data.pkl run through the torch interpreter, which must give
  * one strided tensor of the chunk's sizes and the tensor's dtype, and its
  * data/<key> record found stored. Reading then copies runs: as long a run
@@ -25,7 +25,7 @@
 #include <unistd.h>
 
 #include "core/torch_unpickle.h"
-#include "scan/zip_walk.h"
+#include "format/zip_walk.h"
 #include "tinspect/dcp.h"
 
 enum {

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""cast_conformance.py - our dtype casts (src/materialize/cast.c) against PyTorch's `.to()` on CPU.
+"""cast_conformance.py - our dtype casts (src/core/cast.c) against PyTorch's `.to()` on CPU.
 
 Usage: /usr/bin/python3 tests/conformance/cast_conformance.py [--samples N] [--keep DIR]
 
@@ -85,7 +85,7 @@ def build_helper(workdir):
     cc = os.environ.get("CC", "cc")
     cmd = [cc, "-std=c11", "-D_POSIX_C_SOURCE=200809L", "-O2", "-I" + os.path.join(ROOT, "include"),
            "-I" + os.path.join(ROOT, "src"), "-o", exe, source,
-           os.path.join(ROOT, "src/materialize/cast.c"), os.path.join(ROOT, "src/core/dtype.c"),
+           os.path.join(ROOT, "src/core/cast.c"), os.path.join(ROOT, "src/core/dtype.c"),
            os.path.join(ROOT, "src/util/error.c"), "-lm"]
     subprocess.run(cmd, check=True)
     return exe

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 
 #include "format/crc32.h"
-#include "scan/zip_walk.h"
+#include "format/zip_walk.h"
 #include "unit.h"
 #include <criterion/parameterized.h>
 

@@ -25,7 +25,7 @@
 
 #include "tinspect/error.h"
 #include "tinspect/pickle.h" /* ti_pickle_source: the bytes being walked */
-#include "tinspect/scan.h"   /* ti_scan_severity */
+#include "tinspect/findings.h" /* ti_scan_severity */
 
 typedef struct zw_entry {
 	const char *name;          /* central directory name, NUL-terminated (owned by the zw_archive) */

@@ -24,7 +24,7 @@
  * Deflated entries are inflated by libzip, as in format/zip_archive.c: we
  * link no zlib of our own.
  */
-#include "scan/zip_walk.h"
+#include "format/zip_walk.h"
 
 #include <inttypes.h>
 #include <stdarg.h>

@@ -1,0 +1,2 @@
+#include "top/a.h"
+int low_b(void) { return 0; }

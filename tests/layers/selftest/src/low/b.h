@@ -1,0 +1,1 @@
+int low_b(void);
