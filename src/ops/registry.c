@@ -77,12 +77,8 @@ const char *ti_op_closest(const char *name, char *buf, size_t size)
 	ti_closest_init(&c, name);
 	for (size_t t = 0; t < sizeof(tables) / sizeof(tables[0]); t++)
 		for (const ti_op_rule *r = tables[t]; r->signature; r++)
-			ti_closest_offer(&c, r->signature, strcspn(r->signature, "("));
-	if (!c.best || c.best_len >= size)
-		return NULL;
-	memcpy(buf, c.best, c.best_len);
-	buf[c.best_len] = '\0';
-	return buf;
+			ti_closest_offer_signature(&c, r->signature);
+	return ti_closest_copy(&c, buf, size);
 }
 
 void ti_op_each(void (*fn)(void *user, const ti_op_rule *rule), void *user)

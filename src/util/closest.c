@@ -56,3 +56,17 @@ void ti_closest_offer(ti_closest *c, const char *text, size_t len)
 	c->best_len = len;
 	c->best_distance = d;
 }
+
+void ti_closest_offer_signature(ti_closest *c, const char *signature)
+{
+	ti_closest_offer(c, signature, strcspn(signature, "("));
+}
+
+const char *ti_closest_copy(const ti_closest *c, char *buf, size_t size)
+{
+	if (!c->best || c->best_len >= size)
+		return NULL;
+	memcpy(buf, c->best, c->best_len);
+	buf[c->best_len] = '\0';
+	return buf;
+}

@@ -20,5 +20,9 @@ typedef struct ti_closest {
 void ti_closest_init(ti_closest *c, const char *name);
 /* Offers a candidate: the first len bytes of text. */
 void ti_closest_offer(ti_closest *c, const char *text, size_t len);
+/* Offers a signature's name: "conv2d(Tensor input, ...)" offers "conv2d". */
+void ti_closest_offer_signature(ti_closest *c, const char *signature);
+/* The best candidate copied into buf, or NULL when none is close or it does not fit. */
+const char *ti_closest_copy(const ti_closest *c, char *buf, size_t size);
 
 #endif
