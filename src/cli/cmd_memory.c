@@ -142,6 +142,7 @@ typedef struct memory_args {
 	bool no_fit_line;        /* --fit found none: its own lines say so, not print_text's */
 	int top, depth;
 	bool json;
+	bool help; /* --help was asked for and printed */
 	/* cuda: memory outside the allocator's tensors, by name */
 	struct overhead { char name[32]; int64_t bytes; } overheads[16];
 	int overhead_count;
@@ -150,6 +151,9 @@ typedef struct memory_args {
 	ti_source *weights_src;
 	ti_arena arena;          /* what outlives one estimate: the checkpoint's dtypes */
 	size_t matched, param_count;
+	/* what the command line gave, for the checks across options */
+	size_t ntrain, nfrozen, ncheck, nwrap;
+	bool optimizer_given, impl_given, kv_given, overhead_given, device_given, cpu_isa_given, trust;
 } memory_args;
 
 /* PyTorch 2.x on a recent GPU: the context's own memory (driver, kernels; 300-700 MiB by GPU and version), cuBLAS's workspace. */
@@ -868,75 +872,71 @@ static ti_cpu_isa host_cpu_isa(void)
 	return max > (int)isa ? (ti_cpu_isa)max : isa; /* the enum runs from the largest set down */
 }
 
-int cmd_memory(int argc, char **argv)
+/* The command line into a, each option on its own: 0, or the exit status. */
+static int parse_args(int argc, char **argv, memory_args *a)
 {
 	cli_parser p = {argc, 1, argv, options, "memory", false};
-	static memory_args a;
-	memset(&a, 0, sizeof(a));
-	a.top = 8;
-	memcpy(a.overheads, default_overheads, sizeof(default_overheads));
-	a.overhead_count = (int)(sizeof(default_overheads) / sizeof(default_overheads[0]));
-	size_t ntrain = 0, nfrozen = 0, ncheck = 0, nwrap = 0;
-	bool optimizer_given = false, impl_given = false, kv_given = false, overhead_given = false, trust = false;
-	bool device_given = false;
-	bool cpu_isa_given = false;
 	int id, rc, choice;
 	const char *value;
+	a->top = 8;
+	memcpy(a->overheads, default_overheads, sizeof(default_overheads));
+	a->overhead_count = (int)(sizeof(default_overheads) / sizeof(default_overheads[0]));
 	while ((id = cli_next(&p, &value)) != -1) {
 		switch (id) {
 		case -2:
 			return EXIT_USAGE;
 		case 0:
-			if (a.cm.file)
-				return cli_usage_error("memory: one MODEL.json at a time ('%s' and '%s')", a.cm.file, value);
-			a.cm.file = value;
+			if (a->cm.file)
+				return cli_usage_error("memory: one MODEL.json at a time ('%s' and '%s')", a->cm.file, value);
+			a->cm.file = value;
 			break;
 		case OPT_HELP:
+			a->help = true;
 			return cli_help(help);
 		case OPT_JSON:
-			a.json = true;
+			a->json = true;
 			break;
 		case OPT_RAW:
 			cli_raw_numbers = true;
 			break;
 		case OPT_BIND:
-			if ((rc = cli_model_bind(&a.cm, value)))
+			if ((rc = cli_model_bind(&a->cm, value)))
 				return rc;
 			break;
 		case OPT_INPUT:
-			if ((rc = cli_model_input(&a.cm, "memory", (char *)value)))
+			if ((rc = cli_model_input(&a->cm, "memory", (char *)value)))
 				return rc;
 			break;
 		case OPT_MODE:
 			if ((rc = parse_choice("mode", value, modes, &choice)))
 				return rc;
-			a.o.mode = (ti_memory_mode)choice;
-			a.cm.training = a.o.mode == TI_MEMORY_TRAIN; /* module.training: "$training", batch statistics */
+			a->o.mode = (ti_memory_mode)choice;
+			a->cm.training = a->o.mode == TI_MEMORY_TRAIN; /* module.training: "$training", batch statistics */
 			break;
 		case OPT_OPTIMIZER:
 			if ((rc = parse_choice("optimizer", value, optimizer_names, &choice)))
 				return rc;
-			a.o.optimizer = (ti_memory_optimizer)(choice + 1);
-			optimizer_given = true;
+			a->o.optimizer = (ti_memory_optimizer)(choice + 1);
+			a->optimizer_given = true;
 			break;
 		case OPT_IMPL:
 			if ((rc = parse_choice("impl", value, impl_names, &choice)))
 				return rc;
-			a.o.impl = (ti_memory_impl)choice;
-			impl_given = true;
+			a->o.impl = (ti_memory_impl)choice;
+			a->impl_given = true;
 			break;
 		case OPT_DEVICE:
 			if ((rc = parse_choice("device", value, device_names, &choice)))
 				return rc;
-			a.o.device = (ti_memory_device)choice;
-			device_given = true;
+			a->o.device = (ti_memory_device)choice;
+			a->device_given = true;
 			break;
 		case OPT_CPU_ISA: {
 			int isa = ti_cpu_isa_parse(value);
 			if (isa < 0)
 				return cli_usage_error("memory: --cpu-isa '%s' is not one of avx512_core, avx2, avx, sse41", value);
-			a.o.cpu_isa = (ti_cpu_isa)isa;
-			cpu_isa_given = true;
+			a->o.cpu_isa = (ti_cpu_isa)isa;
+			a->cpu_isa_given = true;
 			break;
 		}
 		case OPT_DTYPE: {
@@ -944,28 +944,28 @@ int cmd_memory(int argc, char **argv)
 			if (dt != TI_DT_FLOAT16 && dt != TI_DT_BFLOAT16 && dt != TI_DT_FLOAT32 && dt != TI_DT_FLOAT64)
 				return cli_usage_error("memory: --dtype '%s' is not a floating dtype (float32, float16, bfloat16, ...)",
 				                       value);
-			a.o.dtype = dt;
+			a->o.dtype = dt;
 			break;
 		}
 		case OPT_TRAINABLE:
 		case OPT_FROZEN:
-			if ((id == OPT_TRAINABLE ? ntrain : nfrozen) == 64)
+			if ((id == OPT_TRAINABLE ? a->ntrain : a->nfrozen) == 64)
 				return cli_usage_error("memory: more than 64 --%s globs", id == OPT_TRAINABLE ? "trainable" : "frozen");
 			if (id == OPT_TRAINABLE)
-				a.trainable[ntrain++] = value;
+				a->trainable[a->ntrain++] = value;
 			else
-				a.frozen[nfrozen++] = value;
+				a->frozen[a->nfrozen++] = value;
 			break;
 		case OPT_DEVICE_MEMORY: {
 			ti_error err;
 			ti_error_clear(&err);
-			if (ti_memory_parse_size(value, &a.device_bytes, &a.device_name, &err) || !a.device_bytes)
+			if (ti_memory_parse_size(value, &a->device_bytes, &a->device_name, &err) || !a->device_bytes)
 				return cli_usage_error("memory: --device-memory %s", err.message[0] ? err.message : "must be more than 0");
-			a.device_text = value;
+			a->device_text = value;
 			break;
 		}
 		case OPT_FIT:
-			a.fit = value;
+			a->fit = value;
 			break;
 		case OPT_OVERHEAD: {
 			const char *eq = strchr(value, '=');
@@ -973,27 +973,27 @@ int cmd_memory(int argc, char **argv)
 			const char *gpu;
 			ti_error err;
 			ti_error_clear(&err);
-			if (!eq || eq == value || (size_t)(eq - value) >= sizeof(a.overheads[0].name))
+			if (!eq || eq == value || (size_t)(eq - value) >= sizeof(a->overheads[0].name))
 				return cli_usage_error("memory: --overhead wants NAME=SIZE (context=600MiB), not '%s'", value);
 			if (ti_memory_parse_size(eq + 1, &bytes, &gpu, &err) || gpu)
 				return cli_usage_error("memory: --overhead %s", err.message[0] ? err.message : "wants a size, not a GPU");
 			int k = 0;
-			while (k < a.overhead_count && strncmp(a.overheads[k].name, value, (size_t)(eq - value)))
+			while (k < a->overhead_count && strncmp(a->overheads[k].name, value, (size_t)(eq - value)))
 				k++;
 			if (k == 16)
 				return cli_usage_error("memory: more than 16 --overhead names");
-			snprintf(a.overheads[k].name, sizeof(a.overheads[k].name), "%.*s", (int)(eq - value), value);
-			a.overheads[k].bytes = bytes;
-			if (k == a.overhead_count)
-				a.overhead_count++;
-			overhead_given = true;
+			snprintf(a->overheads[k].name, sizeof(a->overheads[k].name), "%.*s", (int)(eq - value), value);
+			a->overheads[k].bytes = bytes;
+			if (k == a->overhead_count)
+				a->overhead_count++;
+			a->overhead_given = true;
 			break;
 		}
 		case OPT_TRUST:
-			trust = true;
+			a->trust = true;
 			break;
 		case OPT_WORLD:
-			if ((rc = parse_count("world-size", "a number of ranks", value, 1, 1000000, &a.o.world_size)))
+			if ((rc = parse_count("world-size", "a number of ranks", value, 1, 1000000, &a->o.world_size)))
 				return rc;
 			break;
 
@@ -1001,66 +1001,66 @@ int cmd_memory(int argc, char **argv)
 			static const char *const strategies[] = {"none", "ddp", "zero1", "zero2", "zero3", "fsdp", NULL};
 			if (!strncmp(value, "tp=", 3) || !strncmp(value, "pp=", 3)) {
 				if ((rc = parse_count("strategy", value[0] == 't' ? "tp=K with K" : "pp=K with K", value + 3, 1, 4096,
-				                      value[0] == 't' ? &a.o.tensor_parallel : &a.o.pipeline)))
+				                      value[0] == 't' ? &a->o.tensor_parallel : &a->o.pipeline)))
 					return rc;
 				break;
 			}
 			if ((rc = parse_choice("strategy", value, strategies, &choice)))
 				return rc;
-			a.o.strategy = (ti_memory_strategy)(choice == 5 ? TI_STRATEGY_ZERO3 : choice);
+			a->o.strategy = (ti_memory_strategy)(choice == 5 ? TI_STRATEGY_ZERO3 : choice);
 			break;
 		}
 		case OPT_BUCKET:
-			if ((rc = parse_bytes("bucket", value, &a.o.bucket_bytes)))
+			if ((rc = parse_bytes("bucket", value, &a->o.bucket_bytes)))
 				return rc;
 			break;
 		case OPT_WRAP:
-			if (nwrap == 64)
+			if (a->nwrap == 64)
 				return cli_usage_error("memory: more than 64 --wrap globs");
-			a.wrap[nwrap++] = value;
+			a->wrap[a->nwrap++] = value;
 			break;
 		case OPT_WEIGHTS:
-			a.weights = value;
+			a->weights = value;
 			break;
 		case OPT_MICRO:
-			if ((rc = parse_count("micro-batches", "a number", value, 1, 1000000, &a.o.micro_batches)))
+			if ((rc = parse_count("micro-batches", "a number", value, 1, 1000000, &a->o.micro_batches)))
 				return rc;
 			break;
 		case OPT_AMP: {
 			static const char *const amps[] = {"bf16", "fp16", "bfloat16", "float16", NULL};
 			if ((rc = parse_choice("amp", value, amps, &choice)))
 				return rc;
-			a.o.amp = choice % 2 ? TI_DT_FLOAT16 : TI_DT_BFLOAT16;
+			a->o.amp = choice % 2 ? TI_DT_FLOAT16 : TI_DT_BFLOAT16;
 			break;
 		}
 		case OPT_PLOT:
-			a.plot = value;
+			a->plot = value;
 			break;
 		case OPT_FORCE:
-			a.force = true;
+			a->force = true;
 			break;
 		case OPT_KV_CACHE: {
 			static const char *const kv[] = {"auto", "on", "off", NULL};
 			if ((rc = parse_choice("kv-cache", value, kv, &choice)))
 				return rc;
-			a.o.kv_cache = choice == 2 ? -1 : choice;
-			kv_given = true;
+			a->o.kv_cache = choice == 2 ? -1 : choice;
+			a->kv_given = true;
 			break;
 		}
 		case OPT_CHECKPOINT:
-			if (ncheck == 64)
+			if (a->ncheck == 64)
 				return cli_usage_error("memory: more than 64 --checkpoint globs");
-			a.checkpoint[ncheck++] = value;
+			a->checkpoint[a->ncheck++] = value;
 			break;
 		case OPT_ACCUMULATE:
-			if ((rc = parse_count("accumulate", "a number of micro-batches", value, 1, 1000000, &a.o.accumulate)))
+			if ((rc = parse_count("accumulate", "a number of micro-batches", value, 1, 1000000, &a->o.accumulate)))
 				return rc;
 			break;
 		case OPT_DEPTH: {
 			int64_t v;
 			if ((rc = parse_count("depth", "a number", value, 1, 64, &v)))
 				return rc;
-			a.depth = (int)v;
+			a->depth = (int)v;
 			break;
 		}
 
@@ -1068,79 +1068,187 @@ int cmd_memory(int argc, char **argv)
 			int64_t v;
 			if ((rc = parse_count("top", "a number", value, 0, 1000, &v)))
 				return rc;
-			a.top = (int)v;
+			a->top = (int)v;
 			break;
 		}
 
 		}
 	}
-	if (!a.cm.file)
+	return 0;
+}
+
+/* The options against each other, and what follows from them (--device-memory GPU: cuda): 0 or the exit status. */
+static int check_args(memory_args *a)
+{
+	if (!a->cm.file)
 		return cli_usage_error("memory: no MODEL.json given (see 'tinspect memory --help')");
 	/* a GPU's memory is a CUDA step's: --device-memory RTX-4090 implies --device cuda */
-	if (a.device_name && device_given && a.o.device != TI_MEMORY_CUDA)
+	if (a->device_name && a->device_given && a->o.device != TI_MEMORY_CUDA)
 		return cli_usage_error("memory: --device-memory %s is a GPU, but --device says otherwise: drop --device or "
-		                       "give a size (24GiB)", a.device_text);
-	if (a.device_name)
-		a.o.device = TI_MEMORY_CUDA;
-	if (cpu_isa_given && a.o.device != TI_MEMORY_CPU)
+		                       "give a size (24GiB)", a->device_text);
+	if (a->device_name)
+		a->o.device = TI_MEMORY_CUDA;
+	if (a->cpu_isa_given && a->o.device != TI_MEMORY_CPU)
 		return cli_usage_error("memory: --cpu-isa applies to --device cpu only");
-	if (!cpu_isa_given)
-		a.o.cpu_isa = host_cpu_isa();
-	if (a.o.mode != TI_MEMORY_TRAIN && (optimizer_given || impl_given || ntrain || nfrozen || ncheck || a.o.accumulate))
+	if (!a->cpu_isa_given)
+		a->o.cpu_isa = host_cpu_isa();
+	if (a->o.mode != TI_MEMORY_TRAIN && (a->optimizer_given || a->impl_given || a->ntrain || a->nfrozen || a->ncheck || a->o.accumulate))
 		return cli_usage_error("memory: --%s applies to --mode train only",
-		                       optimizer_given ? "optimizer" : impl_given ? "impl" : ntrain ? "trainable"
-		                       : nfrozen ? "frozen" : ncheck ? "checkpoint" : "accumulate");
-	if ((a.o.strategy || a.o.world_size || a.o.bucket_bytes || nwrap) && a.o.mode != TI_MEMORY_TRAIN)
+		                       a->optimizer_given ? "optimizer" : a->impl_given ? "impl" : a->ntrain ? "trainable"
+		                       : a->nfrozen ? "frozen" : a->ncheck ? "checkpoint" : "accumulate");
+	if ((a->o.strategy || a->o.world_size || a->o.bucket_bytes || a->nwrap) && a->o.mode != TI_MEMORY_TRAIN)
 		return cli_usage_error("memory: --%s applies to --mode train only",
-		                       a.o.strategy ? "strategy" : a.o.world_size ? "world-size" : a.o.bucket_bytes ? "bucket" : "wrap");
-	if (a.o.micro_batches && a.o.pipeline < 2)
+		                       a->o.strategy ? "strategy" : a->o.world_size ? "world-size" : a->o.bucket_bytes ? "bucket" : "wrap");
+	if (a->o.micro_batches && a->o.pipeline < 2)
 		return cli_usage_error("memory: --micro-batches applies to --strategy pp=K");
-	if ((a.o.tensor_parallel > 1 || a.o.pipeline > 1) && a.o.mode != TI_MEMORY_TRAIN)
-		return cli_usage_error("memory: --strategy %s applies to --mode train only", a.o.pipeline > 1 ? "pp=K" : "tp=K");
-	if (a.o.pipeline > 1 && (a.o.tensor_parallel > 1 || a.o.strategy || a.fit))
+	if ((a->o.tensor_parallel > 1 || a->o.pipeline > 1) && a->o.mode != TI_MEMORY_TRAIN)
+		return cli_usage_error("memory: --strategy %s applies to --mode train only", a->o.pipeline > 1 ? "pp=K" : "tp=K");
+	if (a->o.pipeline > 1 && (a->o.tensor_parallel > 1 || a->o.strategy || a->fit))
 		return cli_usage_error("memory: --strategy pp=K alone, without --fit, is what is simulated yet");
-	if (a.o.tensor_parallel > 1 && a.o.strategy)
+	if (a->o.tensor_parallel > 1 && a->o.strategy)
 		return cli_usage_error("memory: give one --strategy: tp=K with a data-parallel strategy is not simulated yet");
-	if (a.o.world_size > 1 && !a.o.strategy)
+	if (a->o.world_size > 1 && !a->o.strategy)
 		return cli_usage_error("memory: --world-size %lld needs --strategy ddp|zero1|zero2|zero3|fsdp",
-		                       (long long)a.o.world_size);
-	if (a.o.strategy && a.o.world_size < 2 && a.o.strategy != TI_STRATEGY_DDP)
+		                       (long long)a->o.world_size);
+	if (a->o.strategy && a->o.world_size < 2 && a->o.strategy != TI_STRATEGY_DDP)
 		return cli_usage_error("memory: --strategy shards over ranks: give --world-size 2 or more");
-	if (nwrap && a.o.strategy != TI_STRATEGY_ZERO3)
+	if (a->nwrap && a->o.strategy != TI_STRATEGY_ZERO3)
 		return cli_usage_error("memory: --wrap applies to --strategy zero3 or fsdp");
-	if (a.force && !a.plot)
+	if (a->force && !a->plot)
 		return cli_usage_error("memory: -f replaces the --plot file: give --plot FILE.svg");
-	if (a.o.mode == TI_MEMORY_TRAIN && kv_given)
+	if (a->o.mode == TI_MEMORY_TRAIN && a->kv_given)
 		return cli_usage_error("memory: --kv-cache applies to --mode infer only");
-	if (a.o.device != TI_MEMORY_CUDA && overhead_given)
+	if (a->o.device != TI_MEMORY_CUDA && a->overhead_given)
 		return cli_usage_error("memory: --overhead applies to --device cuda only");
-	if (a.fit && !a.device_bytes)
-		return cli_usage_error("memory: --fit %s needs --device-memory SIZE to fit into", a.fit);
-	if (a.o.mode != TI_MEMORY_TRAIN)
-		a.o.optimizer = TI_OPTIM_NONE;
-	a.o.trainable = a.trainable;
-	a.o.trainable_count = ntrain;
-	a.o.frozen = a.frozen;
-	a.o.frozen_count = nfrozen;
-	a.o.checkpoint = a.checkpoint;
-	a.o.checkpoint_count = ncheck;
-	a.o.wrap = a.wrap;
-	a.o.wrap_count = nwrap;
+	if (a->fit && !a->device_bytes)
+		return cli_usage_error("memory: --fit %s needs --device-memory SIZE to fit into", a->fit);
+	if (a->o.mode != TI_MEMORY_TRAIN)
+		a->o.optimizer = TI_OPTIM_NONE;
+	a->o.trainable = a->trainable;
+	a->o.trainable_count = a->ntrain;
+	a->o.frozen = a->frozen;
+	a->o.frozen_count = a->nfrozen;
+	a->o.checkpoint = a->checkpoint;
+	a->o.checkpoint_count = a->ncheck;
+	a->o.wrap = a->wrap;
+	a->o.wrap_count = a->nwrap;
+	return 0;
+}
 
+/*
+ * The step as the options ask: the largest --fit value (*fit_value), every
+ * pipeline stage (the one that needs the most in *r), or the one step. 0 with
+ * *r to print; a negative ti_error code with err to report; else the exit
+ * status, *said set when the answer is already printed (no --fit value fits).
+ */
+static int estimate_step(memory_args *a, const ti_memory_report **r_out, int64_t *fit_value_out, bool *said,
+                         ti_error *err_out)
+{
+	int rc;
+	const ti_memory_report *r = NULL;
+	int64_t fit_value = 0;
+	ti_error err;
+	ti_error_clear(&err);
+	if (a->fit) {
+		for (int i = 0; i < a->cm.bind_count; i++)
+			if (!strcmp(a->cm.bind_names[i], a->fit)) {
+				rc = cli_usage_error("memory: --fit %s searches its value: do not --bind it too", a->fit);
+				goto out;
+			}
+		/* read and check the file once, with the symbol at 1 */
+		int slot = bind_slot(a, a->fit);
+		a->cm.bind_values[slot] = 1;
+		rc = estimate(a, &r, &err, false);
+		if (rc && rc != -TI_E_SHAPE)
+			goto out;
+		a->cm.bind_count--; /* the search adds it back */
+		if ((rc = fit_search(a, &fit_value, &r)))
+			goto out;
+		if (!fit_value) {
+			rc = no_fit_at_one(a, slot, &err);
+			*said = rc >= 0;
+			goto out;
+		}
+	} else if (a->o.pipeline > 1) {
+		/* every stage; the one that needs the most is printed, the others in a line each */
+		int64_t worst = -1, worst_peak = -1;
+		for (int64_t st = 0; st < a->o.pipeline; st++) {
+			a->o.stage = st;
+			rc = estimate(a, &r, &err, st > 0);
+			if (rc)
+				goto out;
+			a->stage_peaks[st < 64 ? st : 63] = r->peak;
+			if (r->peak > worst_peak) {
+				worst_peak = r->peak;
+				worst = st;
+			}
+		}
+		a->o.stage = worst;
+		rc = estimate(a, &r, &err, true);
+	} else {
+		rc = estimate(a, &r, &err, false);
+	}
+out:
+	*r_out = r;
+	*fit_value_out = fit_value;
+	*err_out = err;
+	return rc;
+}
+
+/* The answer: text or JSON, the plot, and whether it fits the device. */
+static int print_result(memory_args *a, const ti_memory_report *r, int64_t fit_value)
+{
+	if (a->fit && !a->json)
+		printf("largest %s that fits: %lld\n\n", a->fit, (long long)fit_value);
+	int rc;
+	rc = a->json ? print_json(a, r, fit_value) : print_text(a, r);
+	if (!rc && a->plot) {
+		const char *inputs[] = {a->cm.file};
+		cli_plot_limit limit = {a->device_bytes, a->device_name ? a->device_name : a->device_text,
+		                        a->device_bytes ? device_need(a, r) : 0};
+		rc = cli_memory_plot_file(r, a->cm.file, &limit, a->plot, inputs, 1, a->force);
+	}
+	if (!rc && a->device_bytes)
+		rc = fit_verdict(a, r, device_need(a, r));
+	return rc;
+}
+
+/* A failed estimate's message and exit status. */
+static int report_failure(const memory_args *a, int rc, const ti_error *err)
+{
+	if (-rc == TI_E_INVALID && strstr(err->message, "--bind")) {
+		fprintf(stderr, "tinspect: memory: %s: %s\n", a->cm.file, err->message);
+		rc = EXIT_USAGE;
+	} else if (-rc == TI_E_SHAPE) {
+		fprintf(stderr, "tinspect: %s: %s\n", a->cm.file, err->message);
+		rc = EXIT_NEGATIVE;
+	} else {
+		rc = cli_report(a->cm.file, err);
+	}
+	return rc;
+}
+
+int cmd_memory(int argc, char **argv)
+{
+	static memory_args a;
+	memset(&a, 0, sizeof(a));
+	int rc = parse_args(argc, argv, &a);
+	if (rc || a.help || (rc = check_args(&a)))
+		return rc;
 	if ((rc = cli_check_input(a.cm.file)))
 		return rc;
 	if (!cli_is_description(a.cm.file)) {
-		const char *needs = a.fit ? "--fit" : a.cm.bind_count ? "--bind" : ncheck ? "--checkpoint"
-		                  : a.o.accumulate ? "--accumulate" : kv_given ? "--kv-cache" : ntrain ? "--trainable"
-		                  : nfrozen ? "--frozen" : a.o.device == TI_MEMORY_CUDA ? "--device cuda"
+		const char *needs = a.fit ? "--fit" : a.cm.bind_count ? "--bind" : a.ncheck ? "--checkpoint"
+		                  : a.o.accumulate ? "--accumulate" : a.kv_given ? "--kv-cache" : a.ntrain ? "--trainable"
+		                  : a.nfrozen ? "--frozen" : a.o.device == TI_MEMORY_CUDA ? "--device cuda"
 		                  : a.depth ? "--depth" : a.o.strategy ? "--strategy" : a.plot ? "--plot"
 		                  : a.o.amp ? "--amp" : a.o.tensor_parallel || a.o.pipeline ? "--strategy"
 		                  : a.weights ? "--weights" : NULL;
 		if (needs)
 			return cli_usage_error("memory: %s needs a model description; %s is a checkpoint", needs, a.cm.file);
-		return from_checkpoint(&a, trust);
+		return from_checkpoint(&a, a.trust);
 	}
-	if (trust && !a.weights)
+	if (a.trust && !a.weights)
 		return cli_usage_error("memory: --trust applies to a checkpoint; %s is a model description", a.cm.file);
 	ti_arena_init(&a.arena, (size_t)64 << 20);
 	if (a.weights) {
@@ -1152,87 +1260,18 @@ int cmd_memory(int argc, char **argv)
 			rc = cli_report_open_failure(a.weights, &werr);
 			goto done;
 		}
-		if ((rc = cli_check_source_safety(a.weights_src, trust)))
+		if ((rc = cli_check_source_safety(a.weights_src, a.trust)))
 			goto done;
 	}
+	const ti_memory_report *r;
+	int64_t fit_value;
+	bool said = false;
 	ti_error err;
-	ti_error_clear(&err);
-	const ti_memory_report *r = NULL;
-	int64_t fit_value = 0;
-	if (a.fit) {
-		for (int i = 0; i < a.cm.bind_count; i++)
-			if (!strcmp(a.cm.bind_names[i], a.fit)) {
-				rc = cli_usage_error("memory: --fit %s searches its value: do not --bind it too", a.fit);
-				goto done;
-			}
-		/* read and check the file once, with the symbol at 1 */
-		int slot = bind_slot(&a, a.fit);
-		a.cm.bind_values[slot] = 1;
-		rc = estimate(&a, &r, &err, false);
-		if (rc > 0)
-			goto done;
-		if (rc < 0 && -rc != TI_E_SHAPE)
-			goto failed;
-		a.cm.bind_count--; /* the search adds it back */
-		if ((rc = fit_search(&a, &fit_value, &r)))
-			goto done;
-		if (!fit_value) {
-			rc = no_fit_at_one(&a, slot, &err);
-			if (rc < 0)
-				goto failed;
-			goto done;
-		}
-		if (!a.json)
-			printf("largest %s that fits: %lld\n\n", a.fit, (long long)fit_value);
-	} else if (a.o.pipeline > 1) {
-		/* every stage; the one that needs the most is printed, the others in a line each */
-		int64_t worst = -1, worst_peak = -1;
-		for (int64_t st = 0; st < a.o.pipeline; st++) {
-			a.o.stage = st;
-			rc = estimate(&a, &r, &err, st > 0);
-			if (rc > 0)
-				goto done;
-			if (rc < 0)
-				goto failed;
-			a.stage_peaks[st < 64 ? st : 63] = r->peak;
-			if (r->peak > worst_peak) {
-				worst_peak = r->peak;
-				worst = st;
-			}
-		}
-		a.o.stage = worst;
-		rc = estimate(&a, &r, &err, true);
-		if (rc > 0)
-			goto done;
-		if (rc < 0)
-			goto failed;
-	} else {
-		rc = estimate(&a, &r, &err, false);
-		if (rc > 0)
-			goto done;
-		if (rc < 0)
-			goto failed;
-	}
-	rc = a.json ? print_json(&a, r, fit_value) : print_text(&a, r);
-	if (!rc && a.plot) {
-		const char *inputs[] = {a.cm.file};
-		cli_plot_limit limit = {a.device_bytes, a.device_name ? a.device_name : a.device_text,
-		                        a.device_bytes ? device_need(&a, r) : 0};
-		rc = cli_memory_plot_file(r, a.cm.file, &limit, a.plot, inputs, 1, a.force);
-	}
-	if (!rc && a.device_bytes)
-		rc = fit_verdict(&a, r, device_need(&a, r));
-	goto done;
-failed:
-	if (-rc == TI_E_INVALID && strstr(err.message, "--bind")) {
-		fprintf(stderr, "tinspect: memory: %s: %s\n", a.cm.file, err.message);
-		rc = EXIT_USAGE;
-	} else if (-rc == TI_E_SHAPE) {
-		fprintf(stderr, "tinspect: %s: %s\n", a.cm.file, err.message);
-		rc = EXIT_NEGATIVE;
-	} else {
-		rc = cli_report(a.cm.file, &err);
-	}
+	rc = estimate_step(&a, &r, &fit_value, &said, &err);
+	if (rc < 0)
+		rc = report_failure(&a, rc, &err);
+	else if (!rc && !said)
+		rc = print_result(&a, r, fit_value);
 done:
 	if (a.cm.model)
 		ti_model_close(a.cm.model);
