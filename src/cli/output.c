@@ -10,7 +10,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-#include "cli/cli.h"
+#include "cli/exit.h"
 
 void cli_out_init(cli_out *o, FILE *file)
 {

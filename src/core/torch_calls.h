@@ -6,7 +6,11 @@
 #ifndef TINSPECT_TORCH_CALLS_H
 #define TINSPECT_TORCH_CALLS_H
 
-#include "core/known_globals.h"
+#include "tinspect/error.h"
+#include "tinspect/pickle.h" /* ti_call_kind */
+#include "tinspect/value.h"
+
+struct ti_torch; /* the interpreter's state: torch_unpickle.h */
 
 #define TI_CALL_DECL(fn) ti_status fn(struct ti_torch *t, const ti_value *args, \
                                       ti_call_kind how, ti_value **out, ti_error *err)
