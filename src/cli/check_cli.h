@@ -1,6 +1,8 @@
 /*
  * check_cli.h - what cmd_check.c (one pair) and check_manifest.c (pairs in
- * children, CI reports) share: a pair's JSON report read back.
+ * children, CI reports) share: a pair's JSON report read back
+ * (check_report.c). The dependencies run one way: cmd_check.c calls the
+ * other two and hands check_manifest.c the command its children run.
  */
 #ifndef TINSPECT_CLI_CHECK_CLI_H
 #define TINSPECT_CLI_CHECK_CLI_H
@@ -24,17 +26,25 @@ int check_report_status(const cJSON *report);
 /* A pair's report as text: PyTorch's words and notes, each gate, the summary; a step that raises to errs. */
 void check_report_text(const cJSON *report, FILE *out, FILE *errs);
 
+/* How a batch of pairs is checked and reported. */
+typedef struct check_batch {
+	int (*check)(int argc, char **argv); /* checks one pair in a child: the check command (cmd_check) */
+	const char *const *common;           /* options every pair gets, before its own */
+	int common_count;
+	int jobs;                            /* children at once; 0: one per core */
+	bool json, github;
+	const char *junit;                   /* a JUnit file to write, or NULL */
+} check_batch;
+
 /*
  * Checks each pair in a child (`check MODEL CKPT --json COMMON... ARGS...`,
- * jobs at once, in dir when not NULL) and prints one report: every pair's
- * text (or one JSON document), GitHub annotations when github, a JUnit
- * file when junit. Returns the highest exit status of the pairs.
+ * b->jobs at once, in dir when not NULL) and prints one report: every
+ * pair's text (or one JSON document), GitHub annotations, a JUnit file, as
+ * b says. Returns the highest exit status of the pairs.
  */
-int check_pairs_in_children(const check_pair_spec *pairs, size_t count, const char *const *common, int common_count,
-                            const char *dir, int jobs, bool json, bool github, const char *junit);
+int check_pairs_in_children(const check_pair_spec *pairs, size_t count, const char *dir, const check_batch *b);
 
 /* --manifest FILE: the pairs it lists, relative to its folder, through check_pairs_in_children. */
-int check_manifest(const char *path, const char *const *common, int common_count, int jobs, bool json, bool github,
-                   const char *junit);
+int check_manifest(const char *path, const check_batch *b);
 
 #endif

@@ -97,9 +97,12 @@ static const char *first_line(ti_arena *arena, const char *text)
 	return ti_arena_strndup(arena, text, nl ? (size_t)(nl - text) : strlen(text));
 }
 
-int check_pairs_in_children(const check_pair_spec *pairs, size_t count, const char *const *common, int common_count,
-                            const char *dir, int jobs, bool json, bool github, const char *junit)
+int check_pairs_in_children(const check_pair_spec *pairs, size_t count, const char *dir, const check_batch *b)
 {
+	const char *const *common = b->common;
+	int common_count = b->common_count, jobs = b->jobs;
+	bool json = b->json, github = b->github;
+	const char *junit = b->junit;
 	ti_arena arena;
 	ti_arena_init(&arena, (size_t)1 << 30);
 	cli_subrun *runs = ti_arena_calloc(&arena, count + 1, sizeof(*runs));
@@ -126,7 +129,7 @@ int check_pairs_in_children(const check_pair_spec *pairs, size_t count, const ch
 			argv[argc++] = (char *)common[k];
 		for (int k = 0; k < pairs[i].arg_count; k++)
 			argv[argc++] = (char *)pairs[i].args[k];
-		runs[i] = (cli_subrun){.run = cmd_check, .argc = argc, .argv = argv, .dir = dir};
+		runs[i] = (cli_subrun){.run = b->check, .argc = argc, .argv = argv, .dir = dir};
 	}
 	if (jobs < 1) {
 		long online = sysconf(_SC_NPROCESSORS_ONLN);
@@ -251,8 +254,7 @@ static char *read_all(const char *path, size_t *size)
 	return buf;
 }
 
-int check_manifest(const char *path, const char *const *common, int common_count, int jobs, bool json, bool github,
-                   const char *junit)
+int check_manifest(const char *path, const check_batch *b)
 {
 	int rc = cli_check_input(path);
 	if (rc)
@@ -354,8 +356,7 @@ int check_manifest(const char *path, const char *const *common, int common_count
 		char *slash = strrchr(dir, '/');
 		if (slash)
 			*(slash == dir ? slash + 1 : slash) = '\0';
-		rc = check_pairs_in_children(pairs, (size_t)n, common, common_count, slash ? dir : NULL, jobs, json, github,
-		                             junit);
+		rc = check_pairs_in_children(pairs, (size_t)n, slash ? dir : NULL, b);
 	}
 	ti_arena_release(&arena);
 	cJSON_Delete(doc);

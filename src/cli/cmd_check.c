@@ -476,63 +476,6 @@ static int check_pair(check_args *a, cJSON **out)
 	return EXIT_OK;
 }
 
-int check_report_status(const cJSON *report)
-{
-	const cJSON *c;
-	int rc = EXIT_OK;
-	cJSON_ArrayForEach(c, cJSON_GetObjectItem(report, "checks"))
-	{
-		const char *o = cJSON_GetStringValue(cJSON_GetObjectItem(c, "outcome"));
-		if (o && !strcmp(o, "fail") && rc < EXIT_NEGATIVE)
-			rc = EXIT_NEGATIVE;
-		if (o && !strcmp(o, "error"))
-			rc = EXIT_INPUT;
-	}
-	return rc;
-}
-
-void check_report_text(const cJSON *report, FILE *out, FILE *errs)
-{
-	const char *model = cJSON_GetStringValue(cJSON_GetObjectItem(report, "model"));
-	const cJSON *msg = cJSON_GetObjectItem(report, "message");
-	fprintf(out, "%s\n", cJSON_GetStringValue(msg ? msg : cJSON_GetObjectItem(report, "result")));
-	const cJSON *c;
-	cJSON_ArrayForEach(c, cJSON_GetObjectItem(report, "notes"))
-		fprintf(out, "note: %s\n", cJSON_GetStringValue(c));
-	bool all = true;
-	cJSON_ArrayForEach(c, cJSON_GetObjectItem(report, "checks"))
-	{
-		const char *name = cJSON_GetStringValue(cJSON_GetObjectItem(c, "name"));
-		const char *outcome = cJSON_GetStringValue(cJSON_GetObjectItem(c, "outcome"));
-		const char *title = cJSON_GetStringValue(cJSON_GetObjectItem(c, "title"));
-		const char *text = cJSON_GetStringValue(cJSON_GetObjectItem(c, "message"));
-		bool pass = !strcmp(outcome, "pass");
-		all = all && (pass || !strcmp(outcome, "skipped"));
-		if (!strcmp(name, "load_state_dict") || !strcmp(outcome, "skipped"))
-			continue;
-		if (!strcmp(name, "shapes")) {
-			if (!pass) /* as `shapes` reports a step that raises */
-				fprintf(errs, "tinspect: %s: %s\n", model, text ? text : title);
-			continue;
-		}
-		if (!strcmp(name, "ties")) { /* a line per tie broken */
-			const cJSON *t;
-			cJSON_ArrayForEach(t, cJSON_GetObjectItem(report, "tie_errors"))
-				fprintf(out, "ties: %s\n", cJSON_GetStringValue(t));
-			continue;
-		}
-		fprintf(out, "%s: %s%s%s\n", name, title, text ? ": " : "", text ? text : "");
-	}
-	const cJSON *shapes = cJSON_GetObjectItem(report, "shapes");
-	if (all && shapes)
-		fprintf(out, "%s: %d tensors load into %s (%s); shapes propagate through its %d steps\n",
-		        cJSON_GetStringValue(cJSON_GetObjectItem(report, "checkpoint")),
-		        (int)cJSON_GetNumberValue(cJSON_GetObjectItem(report, "matched")), model,
-		        cJSON_GetStringValue(cJSON_GetObjectItem(report, "class")),
-		        (int)cJSON_GetNumberValue(cJSON_GetObjectItem(shapes, "steps")));
-	fflush(out);
-}
-
 /* Records an option as given, for a child (and for memory when it is memory's). */
 static int remember(check_args *a, int id, const char *value)
 {
@@ -681,17 +624,18 @@ int cmd_check(int argc, char **argv)
 	if (rc)
 		return rc < 0 ? EXIT_OK : rc;
 	if (a.manifest) {
+		check_batch batch = {cmd_check, a.pass, a.pass_count, a.jobs, a.json, a.github, a.junit};
 		if (a.cm.file)
 			rc = cli_usage_error("check: --manifest lists the pairs: give no MODEL.json or CHECKPOINT with it");
 		else
-			rc = check_manifest(a.manifest, a.pass, a.pass_count, a.jobs, a.json, a.github, a.junit);
+			rc = check_manifest(a.manifest, &batch);
 		return rc;
 	}
 	if (!a.cm.file || !a.ckpt)
 		return cli_usage_error("check: give MODEL.json and CHECKPOINT (see 'tinspect check --help')");
 	if (a.junit || a.github) /* the pair in a child, so that every failure becomes a test case */
-		return check_pairs_in_children(&(check_pair_spec){.model = a.cm.file, .checkpoint = a.ckpt}, 1, a.pass,
-		                               a.pass_count, NULL, 1, a.json, a.github, a.junit);
+		return check_pairs_in_children(&(check_pair_spec){.model = a.cm.file, .checkpoint = a.ckpt}, 1, NULL,
+		                               &(check_batch){cmd_check, a.pass, a.pass_count, 1, a.json, a.github, a.junit});
 	cJSON *report;
 	if ((rc = check_pair(&a, &report)))
 		return rc;

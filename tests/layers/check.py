@@ -18,9 +18,10 @@ usage: check.py [--root DIR] [--objects DIR]
    an edge. Every strongly connected set of more than one node is a
    ring of files that depend on each other.
 3. Calls. From the built objects (nm), an edge from a file to each file
-   whose function or table it uses: no call may go up LAYERS (whatever it
-   declared to make it), and no files may call each other in a ring, whatever
-   headers they share.
+   whose functions it calls or takes the address of (a registry's table of
+   handlers calls them; a table of another file's rule data is no call): no
+   call may go up LAYERS (whatever it declared to make it), and no files may
+   call each other in a ring, whatever headers they share.
 
 What is not mended yet is listed in tests/layers/known (one entry a line: an
 include as 'FILE: HEADER', a ring as 'ring: NODE ...' or 'calls: NODE ...'). An entry not
@@ -149,7 +150,7 @@ def rings(edges):
 
 
 def call_edges(objects):
-    """F/x -> the F/y whose symbols x.o uses, from nm; None without objects."""
+    """F/x -> the F/y whose functions x.o uses, from nm; None without objects."""
     import subprocess
     if not os.path.isdir(objects):
         return None
@@ -163,7 +164,7 @@ def call_edges(objects):
         out = subprocess.run(["nm", o], capture_output=True, text=True, check=True).stdout
         for line in out.splitlines():
             parts = line.split()
-            if len(parts) == 3 and parts[1] in "TDRBVW":
+            if len(parts) == 3 and parts[1] in "TW":  # functions: a table of another file's data is no call
                 defined.setdefault(parts[2], node)
             elif len(parts) == 2 and parts[0] == "U":
                 used[node].add(parts[1])
