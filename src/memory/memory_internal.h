@@ -112,6 +112,10 @@ int mem_tensor_of(mem_builder *b, const ti_meta_tensor *t);
 /* A new tensor of bytes in a storage of its own (views: mem_tensor_view). -1 when out of memory. */
 int mem_tensor_new(mem_builder *b, int64_t bytes, const char *name);
 int mem_tensor_view(mem_builder *b, int base, int64_t bytes);
+/* The empty map from meta tensors to tensor ids a builder starts with (builder.c); NULL when out of memory. */
+void *mem_tensor_map_new(ti_arena *arena);
+/* The tensor id bound to t, or -1. */
+int mem_tensor_find(const mem_builder *b, const ti_meta_tensor *t);
 /* Binds meta tensor t to tensor id (a rule's synthetic output is the op's real output). */
 int mem_tensor_bind(mem_builder *b, const ti_meta_tensor *t, int id);
 int64_t mem_meta_bytes(const ti_meta_tensor *t);

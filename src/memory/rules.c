@@ -7,8 +7,9 @@
  * autograd saves (PyTorch's names from tools/autograd/derivatives.yaml:
  * "input weight"; "result" for the output), what else it saves (a dropout's
  * mask, a norm's statistics, a max-pool's indices) and the scratch its CPU
- * kernel takes. A module row (MultiheadAttention, TransformerEncoderLayer,
- * LSTM) expands the call into the operators PyTorch's Python code runs.
+ * kernel takes. The modules and operators played as the kernels they run
+ * (MultiheadAttention, TransformerEncoderLayer, LSTM, sdpa) are expand.c's
+ * table, above this one.
  * The figures were measured on PyTorch 1.13's CPU kernels with one thread
  * (tests/conformance/memory_ops.py).
  */
@@ -56,17 +57,6 @@ static void outputs_of(const ti_op_call *c, call_tensors *ct)
 	ct->n = 0;
 	for (int i = 0; i < c->output_count; i++)
 		add_arg(ct, &c->outputs[i], "result");
-}
-
-int64_t mem_meta_bytes(const ti_meta_tensor *t)
-{
-	int64_t n = (int64_t)ti_dtype_size(t->dtype);
-	if (!n)
-		n = 1;
-	for (int k = 0; k < t->ndim; k++)
-		if (!mem_mul(n, t->shape[k].value, &n))
-			return -1;
-	return n;
 }
 
 static bool has_word(const char *list, const char *word)
@@ -636,32 +626,6 @@ static ti_status plan_plain(mem_builder *b, const mem_event *ev, const plain_row
 	ti_status st = mem_amp(b, &u, row->name, err);
 	mem_tp(b, &u, row->name);
 	return st ? st : mem_emit(b, &u, err);
-}
-
-/* ---- rows that expand a module ---- */
-
-
-static const mem_rule module_rules[] = {
-	{"MultiheadAttention", mem_expand_mha, "in-projection input, q/k/v, softmax result, dropout mask, attention output"},
-	{"TransformerEncoderLayer", mem_expand_encoder_layer, "its attention, norms, feed-forward and dropouts"},
-	{"TransformerEncoder", mem_expand_encoder, "each layer's, and the final norm's"},
-	{"LSTM", mem_expand_rnn, "the gates, cell states and h of every step of every layer"},
-	{"GRU", mem_expand_rnn, "the gates, the clones of in-place updates and h of every step"},
-	{"RNN", mem_expand_rnn, "h and its pre-activation of every step"},
-	{NULL, NULL, NULL},
-};
-
-static const mem_rule op_rules[] = {
-	{"scaled_dot_product_attention", mem_expand_sdpa, "math kernel: scaled q, k, softmax result, dropout mask, v"},
-	{NULL, NULL, NULL},
-};
-
-const mem_rule *mem_rule_find(const char *name, bool module)
-{
-	for (const mem_rule *r = module ? module_rules : op_rules; r->name; r++)
-		if (!strcmp(r->name, name))
-			return r;
-	return NULL;
 }
 
 bool mem_rule_plain(const char *name) { return plain_find(name) != NULL; }

@@ -19,134 +19,6 @@
 #include "memory/memory_internal.h"
 #include "util/strmap.h"
 
-/* ---- meta tensor -> tensor id ---- */
-
-typedef struct ptr_map {
-	const void **keys;
-	int *values;
-	size_t capacity, count;
-} ptr_map;
-
-static size_t ptr_hash(const void *p)
-{
-	uint64_t x = (uint64_t)(uintptr_t)p;
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdULL;
-	x ^= x >> 33;
-	return (size_t)x;
-}
-
-static int map_get(const ptr_map *m, const void *key)
-{
-	if (!m->capacity)
-		return -1;
-	for (size_t i = ptr_hash(key) & (m->capacity - 1);; i = (i + 1) & (m->capacity - 1)) {
-		if (!m->keys[i])
-			return -1;
-		if (m->keys[i] == key)
-			return m->values[i];
-	}
-}
-
-static int map_put(ti_arena *a, ptr_map *m, const void *key, int value)
-{
-	if ((m->count + 1) * 2 > m->capacity) {
-		size_t cap = m->capacity ? m->capacity * 2 : 1024;
-		const void **keys = ti_arena_calloc(a, cap, sizeof(*keys));
-		int *values = ti_arena_calloc(a, cap, sizeof(*values));
-		if (!keys || !values)
-			return -1;
-		for (size_t i = 0; i < m->capacity; i++)
-			if (m->keys[i]) {
-				size_t j = ptr_hash(m->keys[i]) & (cap - 1);
-				while (keys[j])
-					j = (j + 1) & (cap - 1);
-				keys[j] = m->keys[i];
-				values[j] = m->values[i];
-			}
-		m->keys = keys;
-		m->values = values;
-		m->capacity = cap;
-	}
-	size_t i = ptr_hash(key) & (m->capacity - 1);
-	while (m->keys[i] && m->keys[i] != key)
-		i = (i + 1) & (m->capacity - 1);
-	if (!m->keys[i])
-		m->count++;
-	m->keys[i] = key;
-	m->values[i] = value;
-	return 0;
-}
-
-/* ---- the builder's side (memory_internal.h) ---- */
-
-static int new_tensor(mem_builder *b, int64_t bytes, int storage, const char *name)
-{
-	if (bytes < 0)
-		return -1;
-	if (ti_arena_array_grow(b->arena, (void **)&b->tensors, &b->tensor_capacity, sizeof(*b->tensors),
-	                        b->tensor_count + 1))
-		return -1;
-	int id = (int)b->tensor_count++;
-	b->tensors[id] = (mem_tensor){bytes, storage, false, -1, -1, 4, true, false, false, name};
-	return id;
-}
-
-int mem_tensor_new(mem_builder *b, int64_t bytes, const char *name)
-{
-	return new_tensor(b, bytes, b->storage_count++, name);
-}
-
-int mem_tensor_view(mem_builder *b, int base, int64_t bytes)
-{
-	int id = new_tensor(b, bytes, b->tensors[base].storage, b->tensors[base].name);
-	if (id >= 0) {
-		b->tensors[id].elsize = b->tensors[base].elsize;
-		b->tensors[id].floating = b->tensors[base].floating;
-		b->tensors[id].split = b->tensors[base].split;
-	}
-	return id;
-}
-
-void mem_tensor_dtype(mem_builder *b, int id, ti_dtype dtype)
-{
-	if (id < 0)
-		return;
-	b->tensors[id].elsize = (int)ti_dtype_size(dtype);
-	b->tensors[id].floating = ti_dtype_is_floating(dtype);
-}
-
-int mem_tensor_bind(mem_builder *b, const ti_meta_tensor *t, int id)
-{
-	return map_put(b->arena, b->map, t, id);
-}
-
-/* Tensors first met as an input: the model's inputs and what no traced call made. */
-int mem_tensor_of(mem_builder *b, const ti_meta_tensor *t)
-{
-	int id = map_get(b->map, t);
-	if (id >= 0)
-		return id;
-	id = mem_tensor_new(b, mem_meta_bytes(t), "input");
-	if (id < 0 || map_put(b->arena, b->map, t, id))
-		return -1;
-	mem_tensor_dtype(b, id, t->dtype);
-	return id;
-}
-
-ti_status mem_emit(mem_builder *b, const mem_unit *u, ti_error *err)
-{
-	if (ti_arena_array_grow(b->arena, (void **)&b->units, &b->unit_capacity, sizeof(*b->units), b->unit_count + 1))
-		return TI_FAIL(err, TI_E_NOMEM, "out of memory for the ledger");
-	b->units[b->unit_count] = *u;
-	b->units[b->unit_count].segment = b->segment;
-	for (int o = 0; o < u->nout; o++)
-		if (b->tensors[u->out[o]].producer < 0)
-			b->tensors[u->out[o]].producer = (int)b->unit_count;
-	b->unit_count++;
-	return TI_OK;
-}
-
 /* ---- from the trace to units ---- */
 
 static bool glob_any(const char *const *globs, size_t n, const char *name)
@@ -189,7 +61,7 @@ static ti_status walk(mem_builder *b, module_list *ml, const mem_trace *tr, int 
 static void held_tensors(mem_builder *b, mem_unit *u, const ti_arg *a)
 {
 	if (a->kind == TI_ARG_TENSOR) {
-		int id = map_get(b->map, a->as.tensor);
+		int id = mem_tensor_find(b, a->as.tensor);
 		if (id >= 0 && u->nin < MEM_MAX_IO)
 			u->in[u->nin++] = id;
 	} else if (a->kind == TI_ARG_LIST) {
@@ -937,7 +809,7 @@ static ti_status map_params(sim *s, ti_error *err)
 			mem_tensor_dtype(b, id, param_dtype(s->opt, p, i));
 		}
 		s->param_tensor[i] = id;
-		if (meta && map_put(b->arena, b->map, meta, id))
+		if (meta && mem_tensor_bind(b, meta, id))
 			return TI_FAIL(err, TI_E_NOMEM, "out of memory");
 	}
 	return TI_OK;
@@ -1011,7 +883,7 @@ static ti_status classify(sim *s, const ti_model_report *rep, ti_error *err)
 				return TI_FAIL(err, TI_E_LIMIT, "inputs past %lld bytes", (long long)TI_MEMORY_MAX_BYTES);
 		}
 	for (size_t i = 0; i < m->input_count; i++) {
-		int t = m->inputs[i].meta ? map_get(b->map, m->inputs[i].meta) : -1;
+		int t = m->inputs[i].meta ? mem_tensor_find(b, m->inputs[i].meta) : -1;
 		if (t >= 0)
 			s->l.st[b->tensors[t].storage].name = m->inputs[i].name;
 	}
@@ -1021,7 +893,7 @@ static ti_status classify(sim *s, const ti_model_report *rep, ti_error *err)
 			s->l.st[i].stage_output = true;
 		}
 	for (size_t i = 0; i < rep->output_count && !s->sent; i++) {
-		int t = rep->outputs[i].meta ? map_get(b->map, rep->outputs[i].meta) : -1;
+		int t = rep->outputs[i].meta ? mem_tensor_find(b, rep->outputs[i].meta) : -1;
 		if (t >= 0)
 			s->l.st[b->tensors[t].storage].output = true;
 	}
@@ -1508,7 +1380,7 @@ ti_status ti_memory_estimate(ti_model *model, const ti_memory_options *options, 
 	if ((st = check_concrete(model, err)))
 		return st;
 	sim *s = ti_arena_alloc(&model->arena, sizeof(*s));
-	ptr_map *map = ti_arena_alloc(&model->arena, sizeof(*map));
+	void *map = mem_tensor_map_new(&model->arena);
 	if (!s || !map)
 		return TI_FAIL(err, TI_E_NOMEM, "out of memory");
 	s->opt = options;

@@ -1,0 +1,158 @@
+/*
+ * builder.c - the ledger being built (memory_internal.h's mem_builder):
+ * tensors by meta tensor, their bytes and dtypes, the units emitted. Below
+ * the rules, the expansions, AMP and the simulation, which all build with it.
+ */
+#include <stdint.h>
+#include <string.h>
+
+#include "memory/memory_internal.h"
+
+/* ---- meta tensor -> tensor id ---- */
+
+typedef struct ptr_map {
+	const void **keys;
+	int *values;
+	size_t capacity, count;
+} ptr_map;
+
+static size_t ptr_hash(const void *p)
+{
+	uint64_t x = (uint64_t)(uintptr_t)p;
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	return (size_t)x;
+}
+
+static int map_get(const ptr_map *m, const void *key)
+{
+	if (!m->capacity)
+		return -1;
+	for (size_t i = ptr_hash(key) & (m->capacity - 1);; i = (i + 1) & (m->capacity - 1)) {
+		if (!m->keys[i])
+			return -1;
+		if (m->keys[i] == key)
+			return m->values[i];
+	}
+}
+
+static int map_put(ti_arena *a, ptr_map *m, const void *key, int value)
+{
+	if ((m->count + 1) * 2 > m->capacity) {
+		size_t cap = m->capacity ? m->capacity * 2 : 1024;
+		const void **keys = ti_arena_calloc(a, cap, sizeof(*keys));
+		int *values = ti_arena_calloc(a, cap, sizeof(*values));
+		if (!keys || !values)
+			return -1;
+		for (size_t i = 0; i < m->capacity; i++)
+			if (m->keys[i]) {
+				size_t j = ptr_hash(m->keys[i]) & (cap - 1);
+				while (keys[j])
+					j = (j + 1) & (cap - 1);
+				keys[j] = m->keys[i];
+				values[j] = m->values[i];
+			}
+		m->keys = keys;
+		m->values = values;
+		m->capacity = cap;
+	}
+	size_t i = ptr_hash(key) & (m->capacity - 1);
+	while (m->keys[i] && m->keys[i] != key)
+		i = (i + 1) & (m->capacity - 1);
+	if (!m->keys[i])
+		m->count++;
+	m->keys[i] = key;
+	m->values[i] = value;
+	return 0;
+}
+
+void *mem_tensor_map_new(ti_arena *arena)
+{
+	return ti_arena_calloc(arena, 1, sizeof(ptr_map));
+}
+
+int mem_tensor_find(const mem_builder *b, const ti_meta_tensor *t)
+{
+	return map_get(b->map, t);
+}
+
+/* ---- the builder's side (memory_internal.h) ---- */
+
+static int new_tensor(mem_builder *b, int64_t bytes, int storage, const char *name)
+{
+	if (bytes < 0)
+		return -1;
+	if (ti_arena_array_grow(b->arena, (void **)&b->tensors, &b->tensor_capacity, sizeof(*b->tensors),
+	                        b->tensor_count + 1))
+		return -1;
+	int id = (int)b->tensor_count++;
+	b->tensors[id] = (mem_tensor){bytes, storage, false, -1, -1, 4, true, false, false, name};
+	return id;
+}
+
+int mem_tensor_new(mem_builder *b, int64_t bytes, const char *name)
+{
+	return new_tensor(b, bytes, b->storage_count++, name);
+}
+
+int mem_tensor_view(mem_builder *b, int base, int64_t bytes)
+{
+	int id = new_tensor(b, bytes, b->tensors[base].storage, b->tensors[base].name);
+	if (id >= 0) {
+		b->tensors[id].elsize = b->tensors[base].elsize;
+		b->tensors[id].floating = b->tensors[base].floating;
+		b->tensors[id].split = b->tensors[base].split;
+	}
+	return id;
+}
+
+void mem_tensor_dtype(mem_builder *b, int id, ti_dtype dtype)
+{
+	if (id < 0)
+		return;
+	b->tensors[id].elsize = (int)ti_dtype_size(dtype);
+	b->tensors[id].floating = ti_dtype_is_floating(dtype);
+}
+
+int mem_tensor_bind(mem_builder *b, const ti_meta_tensor *t, int id)
+{
+	return map_put(b->arena, b->map, t, id);
+}
+
+/* Tensors first met as an input: the model's inputs and what no traced call made. */
+int mem_tensor_of(mem_builder *b, const ti_meta_tensor *t)
+{
+	int id = map_get(b->map, t);
+	if (id >= 0)
+		return id;
+	id = mem_tensor_new(b, mem_meta_bytes(t), "input");
+	if (id < 0 || map_put(b->arena, b->map, t, id))
+		return -1;
+	mem_tensor_dtype(b, id, t->dtype);
+	return id;
+}
+
+ti_status mem_emit(mem_builder *b, const mem_unit *u, ti_error *err)
+{
+	if (ti_arena_array_grow(b->arena, (void **)&b->units, &b->unit_capacity, sizeof(*b->units), b->unit_count + 1))
+		return TI_FAIL(err, TI_E_NOMEM, "out of memory for the ledger");
+	b->units[b->unit_count] = *u;
+	b->units[b->unit_count].segment = b->segment;
+	for (int o = 0; o < u->nout; o++)
+		if (b->tensors[u->out[o]].producer < 0)
+			b->tensors[u->out[o]].producer = (int)b->unit_count;
+	b->unit_count++;
+	return TI_OK;
+}
+
+int64_t mem_meta_bytes(const ti_meta_tensor *t)
+{
+	int64_t n = (int64_t)ti_dtype_size(t->dtype);
+	if (!n)
+		n = 1;
+	for (int k = 0; k < t->ndim; k++)
+		if (!mem_mul(n, t->shape[k].value, &n))
+			return -1;
+	return n;
+}
