@@ -26,515 +26,16 @@
 
 #include "memory/memory_internal.h"
 #include "model/model_internal.h"
+#include "run/exec.h"
 #include "run/run_internal.h"
 #include "tinspect/cast.h"
 #include "tinspect/check.h"
 #include "tinspect/view.h"
 
-typedef enum walk_mode {
-	WALK_USES,  /* no data: who reads what, last */
-	WALK_PLAN,  /* no data: bytes held, peak */
-	WALK_REAL
-} walk_mode;
-
-#define RT_CACHE_BLOCKS 64
-
-typedef struct entry {
-	const void *meta;
-	rt_tensor *t;            /* NULL once freed */
-	int last_use;            /* the last kernel (sequence number) that reads it; -1: none */
-	bool permanent;          /* weights, the description's outputs, --save-all */
-	bool has_stats, checked;
-	bool wanted;             /* its statistics are reported (a step above stats_depth, an output) */
-	bool made;               /* bound in this walk (it may be let go since, when nothing reads it) */
-	ti_run_stats stats;
-} entry;
-
-struct rt_exec {
-	ti_model *model;
-	const ti_run_options *opt;
-	const ti_model_report *rep;
-	mem_trace trace;
-	walk_mode mode;
-	int seq;                 /* kernels run so far in this walk */
-	/* meta tensor -> entry */
-	entry *entries;
-	size_t count, cap;
-	const void **keys;
-	int *slots;
-	size_t key_cap;
-	size_t live, peak;       /* bytes of storages held */
-	const char *peak_at;
-	int threads;
-	ti_arena arena;
-	char *mismatch;
-	struct timespec started;  /* the last walk's start, after weights and inputs */
-	/* freed blocks kept for the next request of their size (see take_block) */
-	struct block {
-		void *data;
-		size_t bytes;
-	} cache[RT_CACHE_BLOCKS];
-	int cached;
-	size_t cached_bytes, ceiling; /* ceiling: the planned peak, once known; 0 keeps nothing */
-};
-
 struct ti_run {
 	rt_exec ex;
 	ti_run_report report;
 };
-
-/* ---- the value map ---- */
-
-static size_t hash_ptr(const void *p)
-{
-	uint64_t x = (uint64_t)(uintptr_t)p;
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdULL;
-	x ^= x >> 33;
-	return (size_t)x;
-}
-
-static entry *find(rt_exec *ex, const void *meta)
-{
-	if (!ex->key_cap)
-		return NULL;
-	for (size_t i = hash_ptr(meta) & (ex->key_cap - 1);; i = (i + 1) & (ex->key_cap - 1)) {
-		if (!ex->keys[i])
-			return NULL;
-		if (ex->keys[i] == meta)
-			return &ex->entries[ex->slots[i]];
-	}
-}
-
-static entry *find_or_add(rt_exec *ex, const void *meta)
-{
-	entry *e = find(ex, meta);
-	if (e)
-		return e;
-	if (2 * (ex->count + 1) > ex->key_cap) {
-		size_t cap = ex->key_cap ? 2 * ex->key_cap : 1024;
-		const void **keys = calloc(cap, sizeof(*keys));
-		int *slots = calloc(cap, sizeof(*slots));
-		if (!keys || !slots) {
-			free(keys);
-			free(slots);
-			return NULL;
-		}
-		for (size_t k = 0; k < ex->count; k++) {
-			size_t i = hash_ptr(ex->entries[k].meta) & (cap - 1);
-			while (keys[i])
-				i = (i + 1) & (cap - 1);
-			keys[i] = ex->entries[k].meta;
-			slots[i] = (int)k;
-		}
-		free(ex->keys);
-		free(ex->slots);
-		ex->keys = keys;
-		ex->slots = slots;
-		ex->key_cap = cap;
-	}
-	if (ex->count == ex->cap) {
-		size_t cap = ex->cap ? 2 * ex->cap : 512;
-		entry *more = realloc(ex->entries, cap * sizeof(*more));
-		if (!more)
-			return NULL;
-		ex->entries = more;
-		ex->cap = cap;
-	}
-	size_t i = hash_ptr(meta) & (ex->key_cap - 1);
-	while (ex->keys[i])
-		i = (i + 1) & (ex->key_cap - 1);
-	ex->keys[i] = meta;
-	ex->slots[i] = (int)ex->count;
-	e = &ex->entries[ex->count++];
-	*e = (entry){.meta = meta, .last_use = -1};
-	return e;
-}
-
-/* ---- tensors and storages ---- */
-
-int64_t rt_numel(const rt_tensor *t)
-{
-	int64_t n = 1;
-	for (int i = 0; i < t->ndim; i++)
-		n *= t->shape[i];
-	return n;
-}
-
-void rt_contiguous_strides(int ndim, const int64_t *shape, int64_t *stride)
-{
-	int64_t s = 1;
-	for (int i = ndim - 1; i >= 0; i--) {
-		stride[i] = s;
-		s *= shape[i] > 1 ? shape[i] : 1;
-	}
-}
-
-bool rt_is_contiguous(const rt_tensor *t)
-{
-	int64_t s = 1;
-	for (int i = t->ndim - 1; i >= 0; i--) {
-		if (t->shape[i] != 1 && t->stride[i] != s)
-			return false;
-		s *= t->shape[i];
-	}
-	return true;
-}
-
-/*
- * Freed blocks are kept for the next request of the same size, as
- * PyTorch's allocator keeps its: a fresh block costs a page fault per 4 KiB
- * on first touch (a fifth of a transformer's forward), and a run allocates
- * the same few sizes layer after layer. What is live and what is kept never
- * passes the planned peak, so the run's memory stays within what was
- * checked against the ceiling.
- */
-static void give_block(rt_exec *ex, void *data, size_t bytes)
-{
-	if (!data)
-		return;
-	if (ex->cached == RT_CACHE_BLOCKS || ex->live + ex->cached_bytes + bytes > ex->ceiling) {
-		free(data);
-		return;
-	}
-	ex->cache[ex->cached++] = (struct block){data, bytes};
-	ex->cached_bytes += bytes;
-}
-
-/* A kept block of exactly bytes, or NULL; with none, kept blocks go until a new one fits under the peak. */
-static void *take_block(rt_exec *ex, size_t bytes)
-{
-	for (int i = ex->cached - 1; i >= 0; i--)
-		if (ex->cache[i].bytes == bytes) {
-			void *data = ex->cache[i].data;
-			ex->cache[i] = ex->cache[--ex->cached];
-			ex->cached_bytes -= bytes;
-			return data;
-		}
-	while (ex->cached && ex->live + ex->cached_bytes + bytes > ex->ceiling) {
-		ex->cached--;
-		ex->cached_bytes -= ex->cache[ex->cached].bytes;
-		free(ex->cache[ex->cached].data);
-	}
-	return NULL;
-}
-
-static void drop_cache(rt_exec *ex)
-{
-	while (ex->cached)
-		free(ex->cache[--ex->cached].data);
-	ex->cached_bytes = 0;
-}
-
-static void storage_drop(rt_exec *ex, rt_storage *s)
-{
-	if (--s->refs > 0)
-		return;
-	ex->live -= s->bytes;
-	give_block(ex, s->data, (s->bytes + 63) & ~(size_t)63);
-	free(s);
-}
-
-void rt_release(rt_exec *ex, rt_tensor *t)
-{
-	if (!t || --t->refs > 0)
-		return;
-	storage_drop(ex, t->storage);
-	free(t);
-}
-
-/*
- * The dtype a value of dtype dt is held in while kernels compute: every
- * floating type in float32 (PyTorch's CPU kernels compute float16 and
- * bfloat16 in float32 too; the result is rounded back after each kernel,
- * round_outputs), integers in int64, bool as bool. TI_DT_INVALID: not run.
- */
-static const ti_dtype held_as_table[TI_DT_COUNT] = {
-	[TI_DT_FLOAT32] = TI_DT_FLOAT32, [TI_DT_FLOAT64] = TI_DT_FLOAT32, [TI_DT_FLOAT16] = TI_DT_FLOAT32,
-	[TI_DT_BFLOAT16] = TI_DT_FLOAT32, [TI_DT_INT64] = TI_DT_INT64,    [TI_DT_INT32] = TI_DT_INT64,
-	[TI_DT_INT16] = TI_DT_INT64,     [TI_DT_INT8] = TI_DT_INT64,      [TI_DT_UINT8] = TI_DT_INT64,
-	[TI_DT_BOOL] = TI_DT_BOOL,
-};
-
-static ti_dtype held_as(ti_dtype dt) { return dt > TI_DT_INVALID && dt < TI_DT_COUNT ? held_as_table[dt] : TI_DT_INVALID; }
-
-static ti_status new_tensor(rt_exec *ex, ti_dtype dtype, int ndim, const int64_t *shape, bool data, rt_tensor **out,
-                            ti_error *err)
-{
-	if (ndim > RT_MAX_DIMS)
-		return TI_FAIL(err, TI_E_UNSUPPORTED, "no CPU kernel yet for tensors of %d dimensions", ndim);
-	rt_tensor *t = calloc(1, sizeof(*t));
-	rt_storage *s = calloc(1, sizeof(*s));
-	if (!t || !s) {
-		free(t);
-		free(s);
-		return TI_FAIL(err, TI_E_NOMEM, "out of memory");
-	}
-	t->dtype = dtype;
-	t->ndim = ndim;
-	if (ndim)
-		memcpy(t->shape, shape, (size_t)ndim * sizeof(*shape));
-	rt_contiguous_strides(ndim, t->shape, t->stride);
-	t->storage = s;
-	t->refs = 1;
-	s->refs = 1;
-	s->bytes = (size_t)rt_numel(t) * ti_dtype_size(dtype);
-	if (data && s->bytes) {
-		/* 64-byte lines: sgemm and the vector loops like them aligned */
-		size_t bytes = (s->bytes + 63) & ~(size_t)63;
-		if (!(s->data = take_block(ex, bytes)) && posix_memalign(&s->data, 64, bytes)) {
-			free(t);
-			free(s);
-			return TI_FAIL(err, TI_E_NOMEM, "out of memory for a tensor of %zu bytes", bytes);
-		}
-	}
-	ex->live += s->bytes;
-	if (ex->live > ex->peak)
-		ex->peak = ex->live;
-	*out = t;
-	return TI_OK;
-}
-
-ti_status rt_new(rt_call *c, ti_dtype dtype, int ndim, const int64_t *shape, rt_tensor **out, ti_error *err)
-{
-	ti_dtype held = held_as(dtype); /* a kernel that asks for the propagated dtype gets what holds it */
-	if (!held)
-		return TI_FAIL(err, TI_E_UNSUPPORTED, "no CPU kernel yet for %s values", ti_dtype_name(dtype));
-	return new_tensor(c->ex, held, ndim, shape, c->ex->mode == WALK_REAL, out, err);
-}
-
-const ti_meta_tensor *rt_meta_out(rt_call *c)
-{
-	const ti_arg *a = &c->call->outputs[0];
-	return c->call->output_count && a->kind == TI_ARG_TENSOR ? a->as.tensor : NULL;
-}
-
-ti_status rt_new_out(rt_call *c, ti_dtype dtype, rt_tensor **out, ti_error *err)
-{
-	const ti_meta_tensor *m = rt_meta_out(c);
-	int64_t shape[RT_MAX_DIMS];
-	if (!m || m->ndim > RT_MAX_DIMS)
-		return TI_FAIL(err, TI_E_UNSUPPORTED, "no CPU kernel yet for this output");
-	for (int i = 0; i < m->ndim; i++)
-		shape[i] = m->shape[i].value;
-	return rt_new(c, dtype, m->ndim, shape, out, err);
-}
-
-ti_status rt_new_exact(rt_call *c, ti_dtype dtype, int ndim, const int64_t *shape, rt_tensor **out, ti_error *err)
-{
-	return new_tensor(c->ex, dtype, ndim, shape, c->ex->mode == WALK_REAL, out, err);
-}
-
-ti_status rt_view(rt_call *c, rt_tensor *base, int ndim, const int64_t *shape, const int64_t *stride, int64_t offset,
-                  rt_tensor **out, ti_error *err)
-{
-	if (ndim > RT_MAX_DIMS)
-		return TI_FAIL(err, TI_E_UNSUPPORTED, "no CPU kernel yet for tensors of %d dimensions", ndim);
-	rt_tensor *t = calloc(1, sizeof(*t));
-	if (!t)
-		return TI_FAIL(err, TI_E_NOMEM, "out of memory");
-	t->dtype = base->dtype;
-	t->ndim = ndim;
-	if (ndim) {
-		memcpy(t->shape, shape, (size_t)ndim * sizeof(*shape));
-		memcpy(t->stride, stride, (size_t)ndim * sizeof(*stride));
-	}
-	t->offset = offset;
-	t->storage = base->storage;
-	t->storage->refs++;
-	t->refs = 1;
-	(void)c;
-	*out = t;
-	return TI_OK;
-}
-
-rt_tensor *rt_reuse(rt_call *c, const ti_meta_tensor *input, ti_dtype dtype, int ndim, const int64_t *shape)
-{
-	rt_exec *ex = c->ex;
-	entry *e = ex->mode == WALK_REAL && input ? find(ex, input) : NULL;
-	if (!e || !e->t || e->permanent || e->last_use != ex->seq)
-		return NULL; /* read later, kept, or not a value of this walk */
-	rt_tensor *t = e->t, *out;
-	int64_t n = 1;
-	for (int i = 0; i < ndim; i++)
-		n *= shape[i];
-	if (t->refs != 1 || t->storage->refs != 1 || t->dtype != held_as(dtype) || t->offset || !rt_is_contiguous(t) ||
-	    rt_numel(t) != n || ndim > RT_MAX_DIMS)
-		return NULL; /* a view of it, or it of another, lives; or it is no plain copy of the output's size */
-	int64_t stride[RT_MAX_DIMS];
-	rt_contiguous_strides(ndim, shape, stride);
-	ti_error ignored;
-	return rt_view(c, t, ndim, shape, stride, 0, &out, &ignored) ? NULL : out;
-}
-
-/* Copies src (any strides) into dst (contiguous, same shape and dtype size). */
-static void copy_strided(const rt_tensor *src, void *dst)
-{
-	size_t es = ti_dtype_size(src->dtype);
-	int64_t n = rt_numel(src);
-	if (!n)
-		return;
-	const char *base = (const char *)src->storage->data + (size_t)src->offset * es;
-	int64_t idx[RT_MAX_DIMS] = {0};
-	int nd = src->ndim;
-	/* the innermost dimension as a run */
-	int64_t inner = nd ? src->shape[nd - 1] : 1, istride = nd ? src->stride[nd - 1] : 1;
-	char *out = dst;
-	for (int64_t done = 0; done < n; done += inner) {
-		int64_t off = 0;
-		for (int d = 0; d < nd - 1; d++)
-			off += idx[d] * src->stride[d];
-		const char *p = base + (size_t)off * es;
-		if (istride == 1) {
-			memcpy(out, p, (size_t)inner * es);
-		} else if (es == 4) {
-			for (int64_t i = 0; i < inner; i++)
-				((float *)out)[i] = ((const float *)p)[i * istride];
-		} else {
-			for (int64_t i = 0; i < inner; i++)
-				memcpy(out + (size_t)i * es, p + (size_t)(i * istride) * es, es);
-		}
-		out += (size_t)inner * es;
-		for (int d = nd - 2; d >= 0; d--) {
-			if (++idx[d] < src->shape[d])
-				break;
-			idx[d] = 0;
-		}
-	}
-}
-
-ti_status rt_contiguous(rt_call *c, rt_tensor *t, rt_tensor **out, ti_error *err)
-{
-	if (rt_is_contiguous(t)) {
-		t->refs++;
-		*out = t;
-		return TI_OK;
-	}
-	ti_status st = rt_new(c, t->dtype, t->ndim, t->shape, out, err);
-	if (!st && c->ex->mode == WALK_REAL)
-		copy_strided(t, (*out)->storage->data);
-	return st;
-}
-
-ti_status rt_output(rt_call *c, rt_tensor *t, ti_error *err)
-{
-	if (c->out_count == TI_OP_MAX_OUTPUTS) {
-		rt_release(c->ex, t);
-		return TI_FAIL(err, TI_E_LIMIT, "more than %d outputs", TI_OP_MAX_OUTPUTS);
-	}
-	c->out[c->out_count++] = t;
-	return TI_OK;
-}
-
-ti_status rt_of(rt_call *c, const ti_meta_tensor *meta, rt_tensor **out, ti_error *err)
-{
-	entry *e = find(c->ex, meta);
-	if (!e || !e->t)
-		return TI_FAIL(err, TI_E_UNSUPPORTED, "a tensor has no value here");
-	*out = e->t;
-	return TI_OK;
-}
-
-ti_status rt_arg(rt_call *c, const char *name, rt_tensor **out, ti_error *err)
-{
-	const ti_meta_tensor *meta = ti_bound_tensor(&c->call->in, name);
-	*out = NULL;
-	return meta ? rt_of(c, meta, out, err) : TI_OK;
-}
-
-ti_status rt_param(rt_call *c, const char *name, rt_tensor **out, ti_error *err)
-{
-	const ti_meta_tensor *meta = c->module ? ti_module_tensor_get(c->module, name) : NULL;
-	*out = NULL;
-	return meta ? rt_of(c, meta, out, err) : TI_OK;
-}
-
-int64_t rt_int(rt_call *c, const char *name) { return ti_bound_dim(&c->call->in, name).value; }
-double rt_float(rt_call *c, const char *name) { return ti_bound_float(&c->call->in, name); }
-
-bool rt_dim(rt_call *c, const ti_arg *a, int64_t *out)
-{
-	ti_dim d;
-	switch (a ? a->kind : TI_ARG_ABSENT) {
-	case TI_ARG_INT: d = a->as.dim; break;
-	case TI_ARG_BOOL: d = ti_dim_int(a->as.boolean); break;
-	case TI_ARG_STR: /* a symbol or a formula of them ("T", "T // 2"), as the shape rules read it */
-		if (!ti_dim_parse(&c->ex->model->sym, a->as.str, &d))
-			return false;
-		break;
-	default: return false;
-	}
-	if (!ti_dim_is_int(d))
-		return false;
-	*out = d.value;
-	return true;
-}
-
-int rt_ints(rt_call *c, const char *name, int64_t *out, int max)
-{
-	int n = 0;
-	const ti_arg *items = ti_bound_list(&c->call->in, name, &n);
-	if (n > max)
-		return -1;
-	for (int i = 0; i < n; i++)
-		if (!rt_dim(c, &items[i], &out[i]))
-			out[i] = 0;
-	return n;
-}
-
-bool rt_scalar(const ti_arg *a, double *out)
-{
-	if (!a)
-		return false;
-	switch (a->kind) {
-	case TI_ARG_INT: *out = (double)a->as.dim.value; return true;
-	case TI_ARG_FLOAT: *out = a->as.real; return true;
-	case TI_ARG_BOOL: *out = a->as.boolean; return true;
-	default: return false;
-	}
-}
-
-/* ---- threads ---- */
-
-typedef struct chunk {
-	void (*fn)(void *, int64_t, int64_t);
-	void *user;
-	int64_t begin, end;
-} chunk;
-
-static void *run_chunk(void *p)
-{
-	chunk *k = p;
-	k->fn(k->user, k->begin, k->end);
-	return NULL;
-}
-
-void rt_parallel(rt_call *c, int64_t n, int64_t grain, void (*fn)(void *user, int64_t begin, int64_t end), void *user)
-{
-	int threads = c->threads > 64 ? 64 : c->threads;
-	if (grain < 1)
-		grain = 1;
-	if (threads > n / grain)
-		threads = (int)(n / grain);
-	if (threads <= 1) {
-		fn(user, 0, n);
-		return;
-	}
-	chunk parts[64];
-	pthread_t ids[64];
-	bool started[64] = {0};
-	for (int i = 0; i < threads; i++)
-		parts[i] = (chunk){fn, user, n * i / threads, n * (i + 1) / threads};
-	for (int i = 1; i < threads; i++)
-		started[i] = !pthread_create(&ids[i], NULL, run_chunk, &parts[i]);
-	run_chunk(&parts[0]);
-	for (int i = 1; i < threads; i++) {
-		if (started[i])
-			pthread_join(ids[i], NULL);
-		else
-			run_chunk(&parts[i]); /* no thread to spare: this one does it */
-	}
-}
 
 /* ---- statistics ---- */
 
@@ -735,7 +236,7 @@ static ti_status stats_of(rt_exec *ex, const rt_tensor *t, ti_run_stats *out, ti
 		if (!tmp)
 			return TI_FAIL(err, TI_E_NOMEM, "out of memory for statistics");
 		if (t->dtype == TI_DT_FLOAT32) {
-			copy_strided(t, tmp);
+			rt_copy_strided(t, tmp);
 		} else {
 			size_t es = ti_dtype_size(t->dtype);
 			void *raw = malloc((size_t)(n ? n : 1) * es);
@@ -743,7 +244,7 @@ static ti_status stats_of(rt_exec *ex, const rt_tensor *t, ti_run_stats *out, ti
 				free(tmp);
 				return TI_FAIL(err, TI_E_NOMEM, "out of memory for statistics");
 			}
-			copy_strided(t, raw);
+			rt_copy_strided(t, raw);
 			ti_status st = ti_cast(t->dtype, raw, TI_DT_FLOAT32, tmp, (size_t)n, 0, err);
 			free(raw);
 			if (st) {
@@ -832,7 +333,7 @@ static ti_status round_values(const rt_tensor *t, ti_dtype dtype, ti_error *err)
 /* The kernel's output against the propagated one: false (and ex->mismatch) when they differ. */
 static bool same_as_meta(rt_exec *ex, const char *name, int k, const ti_meta_tensor *meta, const rt_tensor *t)
 {
-	bool same = meta->ndim == t->ndim && held_as(meta->dtype) == t->dtype;
+	bool same = meta->ndim == t->ndim && rt_held_as(meta->dtype) == t->dtype;
 	for (int i = 0; same && i < t->ndim; i++)
 		same = !meta->shape[i].sym && meta->shape[i].value == t->shape[i];
 	if (same)
@@ -850,7 +351,7 @@ static bool same_as_meta(rt_exec *ex, const char *name, int k, const ti_meta_ten
 
 static ti_status bind_value(rt_exec *ex, const void *meta, rt_tensor *t, bool permanent, ti_error *err)
 {
-	entry *e = find_or_add(ex, meta);
+	entry *e = rt_entry_add(ex, meta);
 	if (!e) {
 		rt_release(ex, t);
 		return TI_FAIL(err, TI_E_NOMEM, "out of memory");
@@ -871,14 +372,14 @@ static ti_status run_kernel(rt_exec *ex, const mem_event *ev, const rt_kernel *k
 		return TI_FAIL(err, TI_E_UNSUPPORTED, "no CPU kernel yet for '%s' with more than %d tensors", ev->name,
 		               RT_MAX_IO);
 	for (int i = 0; i < nin; i++) {
-		entry *e = find(ex, ins[i]);
+		entry *e = rt_entry_find(ex, ins[i]);
 		if (!e || !e->t)
 			return TI_FAIL(err, TI_E_UNSUPPORTED, "a tensor '%s' reads has no value", ev->name);
 		if (ex->mode == WALK_USES)
 			e->last_use = ex->seq;
 	}
 	for (int i = 0; i < nout; i++)
-		if (!held_as(outs[i]->dtype))
+		if (!rt_held_as(outs[i]->dtype))
 			return TI_FAIL(err, TI_E_UNSUPPORTED, "no CPU kernel yet for '%s' making %s", ev->name,
 			               ti_dtype_name(outs[i]->dtype));
 	rt_call c = {.ex = ex, .call = call, .module = k->module ? ev->module : NULL, .threads = ex->threads};
@@ -892,9 +393,9 @@ static ti_status run_kernel(rt_exec *ex, const mem_event *ev, const rt_kernel *k
 			for (int d = 0; d < outs[i]->ndim; d++)
 				shape[d] = outs[i]->shape[d].value;
 			rt_tensor *t;
-			entry *base = k->view && nin ? find(ex, ins[0]) : NULL;
+			entry *base = k->view && nin ? rt_entry_find(ex, ins[0]) : NULL;
 			st = base ? rt_view(&c, base->t, outs[i]->ndim, shape, base->t->stride, 0, &t, err)
-			          : rt_new(&c, held_as(outs[i]->dtype), outs[i]->ndim, shape, &t, err);
+			          : rt_new(&c, rt_held_as(outs[i]->dtype), outs[i]->ndim, shape, &t, err);
 			if (!st)
 				st = rt_output(&c, t, err);
 		}
@@ -915,7 +416,7 @@ static ti_status run_kernel(rt_exec *ex, const mem_event *ev, const rt_kernel *k
 			rt_release(ex, c.out[i]);
 			continue;
 		}
-		entry *e = find_or_add(ex, outs[i]);
+		entry *e = rt_entry_add(ex, outs[i]);
 		if (ex->mode == WALK_REAL && e) {
 			e->checked = true;
 			/* a view holds its base's values, rounded already; a new value is rounded to its dtype */
@@ -936,7 +437,7 @@ static ti_status run_kernel(rt_exec *ex, const mem_event *ev, const rt_kernel *k
 	/* values this kernel read last, and outputs nobody reads, let go */
 	if (ex->mode != WALK_USES) {
 		for (int i = 0; i < nin + nout; i++) {
-			entry *e = find(ex, i < nin ? (const void *)ins[i] : (const void *)outs[i - nin]);
+			entry *e = rt_entry_find(ex, i < nin ? (const void *)ins[i] : (const void *)outs[i - nin]);
 			if (e && e->t && !e->permanent && e->last_use <= ex->seq) {
 				rt_release(ex, e->t);
 				e->t = NULL;
@@ -952,7 +453,7 @@ static bool outputs_have_values(rt_exec *ex, const ti_op_call *call)
 	const ti_meta_tensor *outs[RT_MAX_IO];
 	int n = call_outputs(call, outs);
 	for (int i = 0; i < n && i < RT_MAX_IO; i++) {
-		entry *e = find(ex, outs[i]);
+		entry *e = rt_entry_find(ex, outs[i]);
 		if (!e || !e->t)
 			return false;
 	}
@@ -965,7 +466,7 @@ static bool outputs_made(rt_exec *ex, const ti_op_call *call)
 	const ti_meta_tensor *outs[RT_MAX_IO];
 	int n = call_outputs(call, outs);
 	for (int i = 0; i < n && i < RT_MAX_IO; i++) {
-		entry *e = find(ex, outs[i]);
+		entry *e = rt_entry_find(ex, outs[i]);
 		if (!e || (!e->t && !e->made))
 			return false;
 	}
@@ -1088,12 +589,12 @@ static ti_status bind_weights(rt_exec *ex, const ti_check_report *load, ti_error
 				t->refs++;
 			}
 		if (!t) {
-			if (!held_as(p->dtype)) {
+			if (!rt_held_as(p->dtype)) {
 				st = TI_FAIL(err, TI_E_UNSUPPORTED, "no CPU kernel yet for %s parameters ('%s')",
 				             ti_dtype_name(p->dtype), p->name);
 				break;
 			}
-			if ((st = new_tensor(ex, held_as(p->dtype), p->ndim, p->shape, real, &t, err)))
+			if ((st = rt_tensor_make(ex, rt_held_as(p->dtype), p->ndim, p->shape, real, &t, err)))
 				break;
 			ex->peak_at = "the weights";
 			if (real) {
@@ -1140,7 +641,7 @@ static ti_status bind_inputs(rt_exec *ex, ti_error *err)
 	}
 	for (size_t i = 0; i < rep->input_count; i++) {
 		const ti_model_tensor *x = &rep->inputs[i];
-		if (!held_as(x->dtype))
+		if (!rt_held_as(x->dtype))
 			return TI_FAIL(err, TI_E_UNSUPPORTED, "no CPU kernel yet for %s inputs ('%s')", ti_dtype_name(x->dtype),
 			               x->name);
 		int64_t shape[TI_META_MAX_DIMS];
@@ -1154,7 +655,7 @@ static ti_status bind_inputs(rt_exec *ex, ti_error *err)
 			if (!strcmp(ex->opt->inputs[k].name, x->name))
 				given = &ex->opt->inputs[k];
 		rt_tensor *t;
-		ti_status st = new_tensor(ex, held_as(x->dtype), x->ndim, shape, real, &t, err);
+		ti_status st = rt_tensor_make(ex, rt_held_as(x->dtype), x->ndim, shape, real, &t, err);
 		if (st)
 			return st;
 		if (real && given && given->kind == TI_RUN_INPUT_TENSOR) {
@@ -1223,7 +724,7 @@ static int machine_cores(void)
 /* A report tensor for a meta one: shape as propagated, statistics, data when kept (made contiguous). */
 static ti_status report_tensor(rt_exec *ex, const ti_model_tensor *mt, ti_run_tensor *t, bool *ran, ti_error *err)
 {
-	entry *e = find(ex, mt->meta);
+	entry *e = rt_entry_find(ex, mt->meta);
 	t->name = mt->name;
 	t->dtype = mt->dtype;
 	t->ndim = mt->ndim;
@@ -1257,7 +758,7 @@ static ti_status report_tensor(rt_exec *ex, const ti_model_tensor *mt, ti_run_te
 	t->checked = e->checked;
 	if (e->t && e->t->dtype != mt->dtype) { /* held in float32 or int64: the value's own dtype, for --save */
 		rt_tensor *own;
-		ti_status st = new_tensor(ex, mt->dtype, e->t->ndim, e->t->shape, true, &own, err);
+		ti_status st = rt_tensor_make(ex, mt->dtype, e->t->ndim, e->t->shape, true, &own, err);
 		if (!st && (st = ti_cast(e->t->dtype, (const char *)e->t->storage->data + (size_t)e->t->offset * ti_dtype_size(e->t->dtype), mt->dtype, own->storage->data, (size_t)rt_numel(e->t),
 		                         0, err)))
 			rt_release(ex, own);
@@ -1321,13 +822,13 @@ static ti_status want_stats(rt_exec *ex, ti_error *err)
 	int depth = ex->opt->stats_depth;
 	for (size_t i = 0; i < rep->step_count; i++)
 		for (int k = 0; (!depth || rep->steps[i].depth < depth) && k < rep->steps[i].output_count; k++) {
-			entry *e = find_or_add(ex, rep->steps[i].outputs[k].meta);
+			entry *e = rt_entry_add(ex, rep->steps[i].outputs[k].meta);
 			if (!e)
 				return TI_FAIL(err, TI_E_NOMEM, "out of memory");
 			e->wanted = true;
 		}
 	for (size_t i = 0; i < rep->output_count; i++) {
-		entry *e = find_or_add(ex, rep->outputs[i].meta);
+		entry *e = rt_entry_add(ex, rep->outputs[i].meta);
 		if (!e)
 			return TI_FAIL(err, TI_E_NOMEM, "out of memory");
 		e->wanted = true;
@@ -1410,7 +911,7 @@ ti_status ti_run_execute(ti_model *model, const ti_run_options *options, ti_run 
 		ex->ceiling = ex->peak; /* freed blocks may be kept up to the planned peak */
 		st = walk_all(ex, WALK_REAL, options->weights ? &load : NULL, err);
 		ex->ceiling = 0;
-		drop_cache(ex);
+		rt_cache_drop(ex);
 		struct timespec now;
 		clock_gettime(CLOCK_MONOTONIC, &now);
 		run->report.forward_seconds =
@@ -1432,7 +933,7 @@ void ti_run_free(ti_run *run)
 	if (!run)
 		return;
 	let_all_go(&run->ex);
-	drop_cache(&run->ex);
+	rt_cache_drop(&run->ex);
 	free(run->ex.entries);
 	free(run->ex.keys);
 	free(run->ex.slots);
