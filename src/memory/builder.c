@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "memory/memory_internal.h"
+#include "util/ptr_hash.h"
 
 /* ---- meta tensor -> tensor id ---- */
 
@@ -16,20 +17,11 @@ typedef struct ptr_map {
 	size_t capacity, count;
 } ptr_map;
 
-static size_t ptr_hash(const void *p)
-{
-	uint64_t x = (uint64_t)(uintptr_t)p;
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdULL;
-	x ^= x >> 33;
-	return (size_t)x;
-}
-
 static int map_get(const ptr_map *m, const void *key)
 {
 	if (!m->capacity)
 		return -1;
-	for (size_t i = ptr_hash(key) & (m->capacity - 1);; i = (i + 1) & (m->capacity - 1)) {
+	for (size_t i = ti_ptr_hash(key) & (m->capacity - 1);; i = (i + 1) & (m->capacity - 1)) {
 		if (!m->keys[i])
 			return -1;
 		if (m->keys[i] == key)
@@ -47,7 +39,7 @@ static int map_put(ti_arena *a, ptr_map *m, const void *key, int value)
 			return -1;
 		for (size_t i = 0; i < m->capacity; i++)
 			if (m->keys[i]) {
-				size_t j = ptr_hash(m->keys[i]) & (cap - 1);
+				size_t j = ti_ptr_hash(m->keys[i]) & (cap - 1);
 				while (keys[j])
 					j = (j + 1) & (cap - 1);
 				keys[j] = m->keys[i];
@@ -57,7 +49,7 @@ static int map_put(ti_arena *a, ptr_map *m, const void *key, int value)
 		m->values = values;
 		m->capacity = cap;
 	}
-	size_t i = ptr_hash(key) & (m->capacity - 1);
+	size_t i = ti_ptr_hash(key) & (m->capacity - 1);
 	while (m->keys[i] && m->keys[i] != key)
 		i = (i + 1) & (m->capacity - 1);
 	if (!m->keys[i])

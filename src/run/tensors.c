@@ -14,23 +14,15 @@
 #include "run/exec.h"
 #include "run/run_internal.h"
 #include "tinspect/cast.h"
+#include "util/ptr_hash.h"
 
 /* ---- the value map ---- */
-
-static size_t hash_ptr(const void *p)
-{
-	uint64_t x = (uint64_t)(uintptr_t)p;
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdULL;
-	x ^= x >> 33;
-	return (size_t)x;
-}
 
 entry *rt_entry_find(rt_exec *ex, const void *meta)
 {
 	if (!ex->key_cap)
 		return NULL;
-	for (size_t i = hash_ptr(meta) & (ex->key_cap - 1);; i = (i + 1) & (ex->key_cap - 1)) {
+	for (size_t i = ti_ptr_hash(meta) & (ex->key_cap - 1);; i = (i + 1) & (ex->key_cap - 1)) {
 		if (!ex->keys[i])
 			return NULL;
 		if (ex->keys[i] == meta)
@@ -53,7 +45,7 @@ entry *rt_entry_add(rt_exec *ex, const void *meta)
 			return NULL;
 		}
 		for (size_t k = 0; k < ex->count; k++) {
-			size_t i = hash_ptr(ex->entries[k].meta) & (cap - 1);
+			size_t i = ti_ptr_hash(ex->entries[k].meta) & (cap - 1);
 			while (keys[i])
 				i = (i + 1) & (cap - 1);
 			keys[i] = ex->entries[k].meta;
@@ -73,7 +65,7 @@ entry *rt_entry_add(rt_exec *ex, const void *meta)
 		ex->entries = more;
 		ex->cap = cap;
 	}
-	size_t i = hash_ptr(meta) & (ex->key_cap - 1);
+	size_t i = ti_ptr_hash(meta) & (ex->key_cap - 1);
 	while (ex->keys[i])
 		i = (i + 1) & (ex->key_cap - 1);
 	ex->keys[i] = meta;
