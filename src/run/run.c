@@ -400,7 +400,7 @@ static ti_status run_kernel(rt_exec *ex, const mem_event *ev, const rt_kernel *k
 				st = rt_output(&c, t, err);
 		}
 		/* the kernel's temporaries, live beside its inputs and outputs while it runs */
-		size_t scratch = st ? 0 : (size_t)rt_scratch_bytes(&c, k->name, k->module);
+		size_t scratch = st ? 0 : (size_t)rt_scratch_bytes(k, &c);
 		if (ex->live + scratch > ex->peak) {
 			ex->peak = ex->live + scratch;
 			ex->peak_at = ev->name;

@@ -56,9 +56,37 @@ typedef struct rt_kernel {
 	bool view;                   /* its output shares its first input's storage (memory plan) */
 } rt_kernel;
 
+/*
+ * What a kernel holds beside its operands while it runs (columns, scores,
+ * gates), sized from the call as the kernel sizes its buffers: the plan
+ * adds it to what is live, so a run that would pass the ceiling is refused
+ * before anything is allocated. Each kernel file lists its own beside its
+ * kernels (rt_scratch_<family>[], by the kernel's name: an operator's or a
+ * module type's); a kernel without a row takes none worth counting.
+ */
+typedef int64_t (*rt_scratch_fn)(rt_call *c);
+typedef struct rt_scratch {
+	const char *name;
+	rt_scratch_fn bytes;
+} rt_scratch;
+/* table.c: the bytes kernel k's temporaries take for call c, 0 when none. */
+int64_t rt_scratch_bytes(const rt_kernel *k, rt_call *c);
+/* For scratch rows: an argument's tensor, or NULL when it has none. */
+const rt_tensor *rt_arg_or_null(rt_call *c, const char *name);
+/* The (L, N) of a sequence argument: [L, N, E], [N, L, E] when batch_first, [L, E] unbatched. */
+void rt_sequence_dims(const rt_tensor *x, bool batch_first, int64_t *L, int64_t *N);
+static inline int64_t rt_prod(const int64_t *v, int n)
+{
+	int64_t p = 1;
+	for (int i = 0; i < n; i++)
+		p *= v[i];
+	return p;
+}
+static inline int64_t rt_ctor_int(const ti_module *m, const char *name) { return ti_bound_dim(&m->ctor, name).value; }
+
 /* conv.c: images side by side in one sgemm of an ungrouped convolution. */
 int64_t rt_conv_images_per_gemm(int64_t images, int64_t plane);
-/* conv.c: the bytes a conv1d/2d/3d call holds beside its operands while it runs (scratch.c's row for them). */
+/* conv.c: the bytes a conv1d/2d/3d call holds beside its operands while it runs (its columns, oneDNN's copies). */
 int64_t rt_conv_scratch_bytes(rt_call *c);
 /*
  * onednn.c: a float32 convolution through oneDNN (libdnnl.so.2, loaded
@@ -83,8 +111,6 @@ int64_t rt_dnnl_conv_images(const rt_dnnl_conv *d, int64_t budget);
 bool rt_dnnl_conv_run(const rt_dnnl_conv *d, int64_t per_call, int threads, const float *x, const float *w,
                       const float *bias, float *y);
 
-/* scratch.c: the bytes a kernel's temporaries take while it runs (for the plan's peak), 0 when none. */
-int64_t rt_scratch_bytes(rt_call *c, const char *name, bool module);
 
 /* kernels/table.c: the one table (each family's rows), and lookup. */
 const rt_kernel *rt_kernel_find(const char *name, bool module);

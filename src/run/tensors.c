@@ -460,3 +460,18 @@ void rt_parallel(rt_call *c, int64_t n, int64_t grain, void (*fn)(void *user, in
 	}
 }
 
+const rt_tensor *rt_arg_or_null(rt_call *c, const char *name)
+{
+	ti_error ignored;
+	ti_error_clear(&ignored);
+	rt_tensor *x = NULL;
+	return rt_arg(c, name, &x, &ignored) ? NULL : x;
+}
+
+/* The (L, N) of a sequence argument: [L, N, E], [N, L, E] when batch_first, [L, E] unbatched. */
+void rt_sequence_dims(const rt_tensor *x, bool batch_first, int64_t *L, int64_t *N)
+{
+	bool batched = x->ndim == 3;
+	*L = x->shape[batched && batch_first ? 1 : 0];
+	*N = batched ? x->shape[batch_first ? 0 : 1] : 1;
+}

@@ -788,6 +788,85 @@ done:
 	return st;
 }
 
+/* ---- scratch: what each kernel above holds beside its operands, for the plan ---- */
+
+/* scaled_dot_product_attention's scratch: one [L, S] score matrix. */
+static int64_t sdpa_scratch(rt_call *c)
+{
+	const rt_tensor *q = rt_arg_or_null(c, "query"), *k = rt_arg_or_null(c, "key");
+	if (!q || !k || q->ndim < 2 || k->ndim < 2)
+		return 0;
+	return q->shape[q->ndim - 2] * k->shape[k->ndim - 2] * (int64_t)sizeof(float);
+}
+
+/*
+ * One multi-head attention of L queries over S2 keys and values (S plus
+ * bias_k and the zero-attention column), batch N, width E, H heads: the
+ * projected queries, the key rows before projection, projected keys and
+ * values, one head's scores, the context, and the merged mask (per head:
+ * N*H blocks) when masked.
+ */
+static int64_t attention_core(int64_t L, int64_t S2, int64_t N, int64_t E, int64_t H, bool masked)
+{
+	int64_t floats = L * N * E + S2 * N * E + 2 * N * S2 * E + L * S2 + L * N * E + 6;
+	if (masked)
+		floats += N * H * L * S2 + 1;
+	return floats * (int64_t)sizeof(float);
+}
+
+static int64_t mha_scratch(rt_call *c)
+{
+	const rt_tensor *q = rt_arg_or_null(c, "query"), *k = rt_arg_or_null(c, "key");
+	if (!q || !k || !c->module)
+		return 0;
+	bool bf = ti_bound_bool(&c->module->ctor, "batch_first");
+	int64_t L, S, N, n;
+	rt_sequence_dims(q, bf, &L, &N);
+	rt_sequence_dims(k, bf, &S, &n);
+	S += (ti_module_tensor_get(c->module, "bias_k") ? 1 : 0) + (ti_bound_bool(&c->module->ctor, "add_zero_attn") ? 1 : 0);
+	bool masked = rt_arg_or_null(c, "attn_mask") || rt_arg_or_null(c, "key_padding_mask");
+	return attention_core(L, S, N, rt_ctor_int(c->module, "embed_dim"), rt_ctor_int(c->module, "num_heads"), masked);
+}
+
+/*
+ * The Transformer modules: for the longest sequence, two rows-by-E buffers
+ * and the feed-forward's rows-by-F, and the largest of the attentions,
+ * which run one after the other (self, to the memory, the encoder's).
+ */
+static int64_t transformer_scratch(rt_call *c)
+{
+	const ti_module *m = c->module;
+	if (!m)
+		return 0;
+	bool whole = !strcmp(m->type, "Transformer"), bf = ti_bound_bool(&m->ctor, "batch_first");
+	const rt_tensor *x = rt_arg_or_null(c, whole || strstr(m->type, "Decoder") ? "tgt" : "src");
+	const rt_tensor *mem = whole ? rt_arg_or_null(c, "src") : rt_arg_or_null(c, "memory");
+	if (!x)
+		return 0;
+	int64_t L, N, S = 0, n;
+	rt_sequence_dims(x, bf, &L, &N);
+	if (mem)
+		rt_sequence_dims(mem, bf, &S, &n);
+	int64_t E = rt_ctor_int(m, "d_model"), H = rt_ctor_int(m, "nhead"), F = rt_ctor_int(m, "dim_feedforward");
+	int64_t rows = (L > S ? L : S) * N, most = attention_core(L, L, N, E, H, true);
+	if (mem && attention_core(L, S, N, E, H, true) > most)
+		most = attention_core(L, S, N, E, H, true);
+	if (whole && attention_core(S, S, N, E, H, true) > most)
+		most = attention_core(S, S, N, E, H, true);
+	return (2 * rows * E + rows * F + 3) * (int64_t)sizeof(float) + most;
+}
+
+const rt_scratch rt_scratch_attention[] = {
+	{"scaled_dot_product_attention", sdpa_scratch},
+	{"MultiheadAttention", mha_scratch},
+	{"TransformerEncoderLayer", transformer_scratch},
+	{"TransformerDecoderLayer", transformer_scratch},
+	{"TransformerEncoder", transformer_scratch},
+	{"TransformerDecoder", transformer_scratch},
+	{"Transformer", transformer_scratch},
+	{NULL, NULL},
+};
+
 const rt_kernel rt_kernels_attention[] = {
 	{"scaled_dot_product_attention", false, k_sdpa, false},
 	{"MultiheadAttention", true, k_mha, false},

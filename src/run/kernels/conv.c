@@ -542,6 +542,39 @@ done:
 	return st;
 }
 
+/* ---- scratch: what each kernel above holds beside its operands, for the plan ---- */
+
+/* The scratch of conv_transpose1d/2d/3d: the columns W^T x of one group of one image, (C_out / groups) * kernel by input plane. */
+static int64_t conv_transpose_scratch(rt_call *c)
+{
+	const rt_tensor *x = rt_arg_or_null(c, "input"), *w = rt_arg_or_null(c, "weight");
+	if (!x || !w || w->ndim < 3 || x->ndim < w->ndim - 2)
+		return 0;
+	int spatial = w->ndim - 2;
+	return w->shape[1] * rt_prod(w->shape + 2, spatial) * rt_prod(x->shape + x->ndim - spatial, spatial) *
+	       (int64_t)sizeof(float);
+}
+
+/* bilinear's scratch: x2 A^T, batch by out * in1. */
+static int64_t bilinear_scratch(rt_call *c)
+{
+	const rt_tensor *x1 = rt_arg_or_null(c, "input1"), *w = rt_arg_or_null(c, "weight");
+	if (!x1 || !w || w->ndim != 3)
+		return 0;
+	return rt_prod(x1->shape, x1->ndim) * w->shape[0] * (int64_t)sizeof(float);
+}
+
+const rt_scratch rt_scratch_conv[] = {
+	{"conv1d", rt_conv_scratch_bytes},
+	{"conv2d", rt_conv_scratch_bytes},
+	{"conv3d", rt_conv_scratch_bytes},
+	{"conv_transpose1d", conv_transpose_scratch},
+	{"conv_transpose2d", conv_transpose_scratch},
+	{"conv_transpose3d", conv_transpose_scratch},
+	{"bilinear", bilinear_scratch},
+	{NULL, NULL},
+};
+
 const rt_kernel rt_kernels_conv[] = {
 	{"conv1d", false, rt_k_conv, false},
 	{"conv2d", false, rt_k_conv, false},

@@ -361,6 +361,35 @@ done:
 	return st;
 }
 
+/* ---- scratch: what each kernel above holds beside its operands, for the plan ---- */
+
+/*
+ * RNN, LSTM, GRU: two layers' outputs (one for a single layer), the input
+ * gates of the whole sequence, one step's hidden gates, and the state.
+ */
+static int64_t rnn_scratch(rt_call *c)
+{
+	const rt_tensor *x = rt_arg_or_null(c, "input");
+	const ti_module *m = c->module;
+	if (!x || !m || (x->ndim != 2 && x->ndim != 3))
+		return 0;
+	int64_t L, N;
+	rt_sequence_dims(x, ti_bound_bool(&m->ctor, "batch_first"), &L, &N);
+	int64_t H = rt_ctor_int(m, "hidden_size"), layers = rt_ctor_int(m, "num_layers");
+	int64_t proj = !strcmp(m->type, "LSTM") ? rt_ctor_int(m, "proj_size") : 0, R = proj > 0 ? proj : H;
+	int64_t G = !strcmp(m->type, "LSTM") ? 4 : !strcmp(m->type, "GRU") ? 3 : 1;
+	int64_t width = (ti_bound_bool(&m->ctor, "bidirectional") ? 2 : 1) * R, rows = L * N;
+	int64_t floats = (layers > 1 ? 2 : 1) * (rows * width + 1) + rows * G * H + N * G * H + 3 * N * H + 4;
+	return floats * (int64_t)sizeof(float);
+}
+
+const rt_scratch rt_scratch_rnn[] = {
+	{"RNN", rnn_scratch},
+	{"LSTM", rnn_scratch},
+	{"GRU", rnn_scratch},
+	{NULL, NULL},
+};
+
 const rt_kernel rt_kernels_rnn[] = {
 	{"RNN", true, k_rnn, false},
 	{"LSTM", true, k_rnn, false},

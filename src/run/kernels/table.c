@@ -56,6 +56,23 @@ const rt_kernel *rt_kernel_find(const char *name, bool module)
 	return NULL;
 }
 
+/* each family's scratch rows, beside its kernels */
+extern const rt_scratch rt_scratch_conv[];
+extern const rt_scratch rt_scratch_attention[];
+extern const rt_scratch rt_scratch_rnn[];
+static const rt_scratch *const scratch_families[] = {rt_scratch_conv, rt_scratch_attention, rt_scratch_rnn};
+
+int64_t rt_scratch_bytes(const rt_kernel *k, rt_call *c)
+{
+	for (size_t f = 0; f < sizeof(scratch_families) / sizeof(scratch_families[0]); f++)
+		for (const rt_scratch *s = scratch_families[f]; s->name; s++)
+			if (!strcmp(s->name, k->name)) {
+				int64_t n = s->bytes(c);
+				return n > 0 ? n : 0;
+			}
+	return 0;
+}
+
 /* Kernels that write into their first argument and return it (x[i] = v): run although their output has a value. */
 static const char *const in_place[] = {"setitem", "operator.setitem"};
 
