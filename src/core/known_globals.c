@@ -61,12 +61,3 @@ const struct ti_known_global *ti_known_global_find(const char *module, const cha
 	return NULL;
 }
 
-const char *ti_known_global_type_name(const struct ti_known_global *known)
-{
-	return known ? known->type_name : NULL;
-}
-
-int ti_global_is(const ti_value *v, ti_global_role role)
-{
-	return v && v->kind == TI_GLOBAL && v->as.global->known && v->as.global->known->role == role;
-}
