@@ -31,7 +31,6 @@ without them.
 
 import json
 import os
-import struct
 import subprocess
 import sys
 import tempfile
@@ -48,6 +47,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "tools", "export"))
 from tinspect_export import export  # noqa: E402
+from safetensors_io import load_safetensors  # noqa: E402
 
 
 class SmallCNN(nn.Module):
@@ -112,32 +112,6 @@ def run(cmd):
         return p.stdout, p.returncode, p.stderr
     except subprocess.TimeoutExpired:
         return "", -1, "timed out after 300 s"
-
-
-SAFETENSORS_DTYPES = {"F64": torch.float64, "F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16,
-                      "I64": torch.int64, "I32": torch.int32, "I16": torch.int16, "I8": torch.int8,
-                      "U8": torch.uint8, "BOOL": torch.bool}
-
-
-def load_safetensors(path):
-    with open(path, "rb") as f:
-        data = f.read()
-    (n,) = struct.unpack("<Q", data[:8])
-    header = json.loads(data[8:8 + n])
-    base = 8 + n
-    out = {}
-    for name, e in header.items():
-        if name == "__metadata__":
-            continue
-        begin, end = e["data_offsets"]
-        dt = SAFETENSORS_DTYPES[e["dtype"]]
-        buf = bytearray(data[base + begin:base + end])
-        t = torch.frombuffer(buf, dtype=dt) if buf else torch.empty(0, dtype=dt)
-        out[name] = t.reshape(e["shape"])
-    for k, v in header.get("__metadata__", {}).items():  # ties: the name whose data it shares
-        if k.startswith("tie."):
-            out[k[4:]] = out[v]
-    return out
 
 
 def dtype_name(t):
@@ -239,7 +213,7 @@ def main(argv):
                 if rc:
                     report("%s/convert-%s" % (name, fmt), "exit %d: %s" % (rc, err.strip()))
                     continue
-                loaded = torch.load(out_path) if fmt == "torch" else load_safetensors(out_path)
+                loaded = torch.load(out_path) if fmt == "torch" else load_safetensors(out_path, ties=True)
                 report("%s/convert-%s" % (name, fmt), values_mismatch(sd, loaded, "the converted file"))
             out, rc, err = run([binary, "scan", path])
             lines = out.strip().split("\n")

@@ -30,8 +30,9 @@ def save_safetensors(tensors, path, metadata=None):
         f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
 
 
-def load_safetensors(path):
-    """The file back as a plain dict (the header's order), as PyTorch sees it."""
+def load_safetensors(path, ties=False):
+    """The file back as a plain dict (the header's order), as PyTorch sees it; with ties, also
+    each name the metadata writes only as a tie ("tie.NAME": the name whose data it shares)."""
     with open(path, "rb") as f:
         n = struct.unpack("<Q", f.read(8))[0]
         header = json.loads(f.read(n))
@@ -48,4 +49,7 @@ def load_safetensors(path):
         t = torch.frombuffer(buf, dtype=dt) if buf else torch.empty(0, dtype=dt)
         out[name] = t.reshape(h["shape"]).clone()
     assert base > 0
+    for k, v in (header.get("__metadata__", {}).items() if ties else ()):
+        if k.startswith("tie."):
+            out[k[4:]] = out[v]
     return out
