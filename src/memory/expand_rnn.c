@@ -10,10 +10,17 @@
  * the next step's linear_hh): 7 x B x H elements a step for LSTM and GRU
  * alike, 2 for the plain RNN; and each layer's input (a batch_first input
  * is transposed to a copy twice). Measured within 0.7 % by
- * tests/conformance/memory_ops.py. Inference frees each step as it goes; the precomputed input
- * gates of a layer and its outputs are the scratch: 10 x T x B x H elements
- * for LSTM, 9 for GRU, 4 for RNN (measured: 10.1, 9.05 MB at T=128, B=16,
- * H=128). The figures assume no cuDNN and no mkldnn RNN.
+ * tests/conformance/memory_ops.py.
+ *
+ * Inference frees each step as it goes; what is live is the layer's (per
+ * T x B x H, G gates: LSTM 4, GRU 3, RNN 1), read from FullLayer,
+ * FullBidirectionalLayer and apply_layer_stack: the previous layer's output
+ * (dirs, from the second layer on); one direction: linear_ih over the
+ * sequence (G), the list of step outputs (1) and their stack (1); both
+ * directions: at the second linear_ih the first's is still held (2G) with
+ * the forward list and stack (2), and at the cat every piece is (G, two
+ * lists, two stacks, the cat's 2). The scratch is that peak less the output.
+ * The figures assume no cuDNN and no mkldnn RNN (neither in 1.13's CPU path).
  */
 #include <string.h>
 
@@ -21,13 +28,13 @@
 
 typedef struct rnn_costs {
 	const char *type;
-	int saved_per_step, infer_scratch, train_scratch; /* in B x H (x T for scratch) elements */
+	int saved_per_step, gates, train_scratch; /* in B x H (x T for train_scratch) elements; gates: G */
 } rnn_costs;
 
 static const rnn_costs costs[] = {
-	{"LSTM", 7, 10, 6},
-	{"GRU", 7, 9, 6},
-	{"RNN", 2, 4, 3},
+	{"LSTM", 7, 4, 6},
+	{"GRU", 7, 3, 6},
+	{"RNN", 2, 1, 3},
 };
 
 static void add_tensors(mem_builder *b, mem_unit *u, const ti_arg *a, bool in)
@@ -77,10 +84,13 @@ ti_status mem_expand_rnn(mem_builder *b, const mem_event *ev, ti_error *err)
 	int64_t layers = ti_module_dim(m, "num_layers").value;
 	int64_t dirs = ti_module_bool(m, "bidirectional") ? 2 : 1;
 	int64_t es = (int64_t)ti_dtype_size(x->dtype);
+	/* inference: the peak of the last layer (with its input from the second on), in T x B x H, less the output */
+	int64_t g = k->gates, layer_peak = dirs == 2 ? (2 * g + 2 > g + 6 ? 2 * g + 2 : g + 6) : g + 2;
+	int64_t infer_scratch = (layers > 1 ? dirs : 0) + layer_peak - dirs;
 	int64_t bh, per_step, total, scratch;
 	int64_t layer_inputs, x_bytes = mem_meta_bytes(x);
 	if (!mem_mul(batch, hidden, &bh) || !mem_mul(bh, es, &bh) || !mem_mul(bh, steps, &per_step) ||
-	    !mem_mul(per_step, layers * dirs * k->saved_per_step, &total) || !mem_mul(per_step, k->infer_scratch, &scratch) ||
+	    !mem_mul(per_step, layers * dirs * k->saved_per_step, &total) || !mem_mul(per_step, infer_scratch, &scratch) ||
 	    !mem_mul(per_step, (layers - 1) * dirs, &layer_inputs) || x_bytes < 0 || !mem_add(&total, layer_inputs) ||
 	    (batch_first && !mem_add(&total, 2 * x_bytes)))
 		return TI_FAIL(err, TI_E_LIMIT, "%s: more than 2^62 bytes", m->path);
