@@ -12,6 +12,7 @@
 
 #include "memory/memory_internal.h"
 #include "run/run_internal.h"
+#include "tinspect/run.h"
 
 typedef enum walk_mode {
 	WALK_USES,  /* no data: who reads what, last */

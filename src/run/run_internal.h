@@ -13,9 +13,14 @@
 #ifndef TINSPECT_RUN_INTERNAL_H
 #define TINSPECT_RUN_INTERNAL_H
 
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
 #include "nn/module.h"
 #include "ops/op.h"
-#include "tinspect/run.h"
+#include "tinspect/dtype.h"
+#include "tinspect/error.h"
 
 #define RT_MAX_DIMS 16 /* tensors the kernels take; more is "no CPU kernel" */
 

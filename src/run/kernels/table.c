@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "run/run_internal.h"
+#include "tinspect/run.h"
 
 /* one family a line: each kernels/<family>.c exports its rows */
 extern const rt_kernel rt_kernels_elementwise[];
