@@ -47,6 +47,8 @@ struct rt_exec {
 	int *slots;
 	size_t key_cap;
 	size_t live, peak;       /* bytes of storages held */
+	size_t scratch_held;     /* bytes of kernels' temporaries held (rt_scratch_alloc) */
+	size_t kernel_high;      /* live + scratch_held at its highest since the kernel running began */
 	const char *peak_at;
 	int threads;
 	ti_arena arena;

@@ -48,9 +48,10 @@ int64_t rt_dnnl_conv_images(const rt_dnnl_conv *d, int64_t budget)
 }
 
 bool rt_dnnl_conv_run(const rt_dnnl_conv *d, int64_t per_call, int threads, const float *x, const float *w,
-                      const float *bias, float *y)
+                      const float *bias, float *y, size_t *held)
 {
 	(void)d, (void)per_call, (void)threads, (void)x, (void)w, (void)bias, (void)y;
+	*held = 0;
 	return false;
 }
 
@@ -479,8 +480,9 @@ static bool job_step(job *j, const float *x, float *y)
 }
 
 bool rt_dnnl_conv_run(const rt_dnnl_conv *d, int64_t per_call, int threads, const float *x, const float *w,
-                      const float *bias, float *y)
+                      const float *bias, float *y, size_t *held)
 {
+	*held = 0;
 	if (per_call < 1 || !rt_dnnl_loaded())
 		return false;
 	if (api.omp_set_num_threads)
@@ -514,6 +516,8 @@ bool rt_dnnl_conv_run(const rt_dnnl_conv *d, int64_t per_call, int threads, cons
 	memory_drop(&j.bias);
 	if (j.stream)
 		api.dnnl_stream_destroy(j.stream);
+	/* the buffers only grew: together, the most they held at once */
+	*held = j.src_buf.bytes + j.dst_buf.bytes + j.weights_buf.bytes + j.pad_buf.bytes;
 	free(j.src_buf.data);
 	free(j.dst_buf.data);
 	free(j.weights_buf.data);

@@ -385,7 +385,10 @@ static ti_status run_kernel(rt_exec *ex, const mem_event *ev, const rt_kernel *k
 	rt_call c = {.ex = ex, .call = call, .module = k->module ? ev->module : NULL, .threads = ex->threads};
 	ti_status st = TI_OK;
 	if (ex->mode == WALK_REAL) {
+		ex->kernel_high = ex->live + ex->scratch_held;
 		st = k->run(&c, err);
+		if (rt_scratch_probe && !st)
+			rt_scratch_probe(k, &c, rt_scratch_bytes(k, &c), (int64_t)(ex->kernel_high - ex->live));
 	} else {
 		/* no data: outputs as propagated, views on their first input */
 		for (int i = 0; i < nout && !st; i++) {

@@ -6,8 +6,8 @@
  * A real tensor is a shape, strides in elements and an offset into a
  * refcounted storage, as PyTorch's: views share the storage. Storages are
  * malloc'd by the executor, which counts their bytes; a kernel allocates only
- * through rt_new (outputs) and rt_scratch (its own temporaries, freed by
- * rt_release before it returns). Kernels compute in float32; indices are
+ * through rt_new (outputs) and rt_scratch_alloc (its own temporaries, freed
+ * before it returns). Kernels compute in float32; indices are
  * int64, masks bool.
  */
 #ifndef TINSPECT_RUN_INTERNAL_H
@@ -65,17 +65,35 @@ typedef struct rt_kernel {
  * What a kernel holds beside its operands while it runs (columns, scores,
  * gates), sized from the call as the kernel sizes its buffers: the plan
  * adds it to what is live, so a run that would pass the ceiling is refused
- * before anything is allocated. Each kernel file lists its own beside its
- * kernels (rt_scratch_<family>[], by the kernel's name: an operator's or a
- * module type's); a kernel without a row takes none worth counting.
+ * before anything is allocated. Each kernel file states its kernels'
+ * scratch beside them, one row per kernel function (rt_scratch_<family>[]);
+ * a kernel without a row takes none. A kernel takes its temporaries with
+ * rt_scratch_alloc, which counts them, so tests/unit/test_run_scratch.c can
+ * hold every kernel to what its row states.
  */
 typedef int64_t (*rt_scratch_fn)(rt_call *c);
 typedef struct rt_scratch {
-	const char *name;
+	rt_kernel_fn run;            /* the kernel, as its rows in the table name it */
 	rt_scratch_fn bytes;
 } rt_scratch;
 /* table.c: the bytes kernel k's temporaries take for call c, 0 when none. */
 int64_t rt_scratch_bytes(const rt_kernel *k, rt_call *c);
+/*
+ * A kernel's temporary of bytes (malloc'd; zeroed when zero), or NULL when
+ * out of memory; rt_scratch_free gives it back (NULL is no-op). Called on
+ * the kernel's own thread, not inside rt_parallel's workers.
+ */
+void *rt_scratch_alloc(rt_call *c, size_t bytes, bool zero);
+void rt_scratch_free(rt_call *c, void *p);
+/* Temporaries a library held for the kernel (oneDNN's buffers): bytes at their most, held beside the rest. */
+void rt_scratch_note(rt_call *c, size_t bytes);
+/*
+ * For tests: when set, called after each kernel of the real walk with the
+ * bytes its scratch row states for the call and the most it held beyond
+ * what is live once it returns (its temporaries, rt_scratch_alloc's and
+ * rt_new's, at their highest). NULL in tinspect itself.
+ */
+extern void (*rt_scratch_probe)(const rt_kernel *k, rt_call *c, int64_t stated, int64_t held);
 /* For scratch rows: an argument's tensor, or NULL when it has none. */
 const rt_tensor *rt_arg_or_null(rt_call *c, const char *name);
 /* The (L, N) of a sequence argument: [L, N, E], [N, L, E] when batch_first, [L, E] unbatched. */
@@ -91,8 +109,6 @@ static inline int64_t rt_ctor_int(const ti_module *m, const char *name) { return
 
 /* conv.c: images side by side in one sgemm of an ungrouped convolution. */
 int64_t rt_conv_images_per_gemm(int64_t images, int64_t plane);
-/* conv.c: the bytes a conv1d/2d/3d call holds beside its operands while it runs (its columns, oneDNN's copies). */
-int64_t rt_conv_scratch_bytes(rt_call *c);
 /*
  * onednn.c: a float32 convolution through oneDNN (libdnnl.so.2, loaded
  * with dlopen on the first call). Sizes of the last `spatial` dims only;
@@ -112,9 +128,13 @@ bool rt_dnnl_loaded(void);
  * oneDNN is not here, refuses d, or needs more than budget for one image.
  */
 int64_t rt_dnnl_conv_images(const rt_dnnl_conv *d, int64_t budget);
-/* y = conv(x, w) + bias (bias may be NULL), per_call images a call; false when oneDNN failed (y then undefined). */
+/*
+ * y = conv(x, w) + bias (bias may be NULL), per_call images a call; false
+ * when oneDNN failed (y then undefined). *held: the bytes of its layouts'
+ * copies and scratchpad at their most (for rt_scratch_note).
+ */
 bool rt_dnnl_conv_run(const rt_dnnl_conv *d, int64_t per_call, int threads, const float *x, const float *w,
-                      const float *bias, float *y);
+                      const float *bias, float *y, size_t *held);
 
 
 /* kernels/table.c: the one table (each family's rows), and lookup. */

@@ -6,6 +6,8 @@
  */
 #include <math.h>
 #include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -215,6 +217,8 @@ ti_status rt_tensor_make(rt_exec *ex, ti_dtype dtype, int ndim, const int64_t *s
 	ex->live += s->bytes;
 	if (ex->live > ex->peak)
 		ex->peak = ex->live;
+	if (ex->live + ex->scratch_held > ex->kernel_high)
+		ex->kernel_high = ex->live + ex->scratch_held;
 	*out = t;
 	return TI_OK;
 }
@@ -458,6 +462,44 @@ void rt_parallel(rt_call *c, int64_t n, int64_t grain, void (*fn)(void *user, in
 		else
 			run_chunk(&parts[i]); /* no thread to spare: this one does it */
 	}
+}
+
+void (*rt_scratch_probe)(const rt_kernel *k, rt_call *c, int64_t stated, int64_t held);
+
+/* Each temporary starts with its size, so that rt_scratch_free can count it off; the rest stays aligned as malloc's. */
+#define SCRATCH_HEADER (_Alignof(max_align_t) > sizeof(size_t) ? _Alignof(max_align_t) : sizeof(size_t))
+
+void *rt_scratch_alloc(rt_call *c, size_t bytes, bool zero)
+{
+	if (bytes > SIZE_MAX - SCRATCH_HEADER)
+		return NULL;
+	char *block = zero ? calloc(1, SCRATCH_HEADER + bytes) : malloc(SCRATCH_HEADER + bytes);
+	if (!block)
+		return NULL;
+	memcpy(block, &bytes, sizeof(bytes));
+	rt_exec *ex = c->ex;
+	ex->scratch_held += bytes;
+	if (ex->live + ex->scratch_held > ex->kernel_high)
+		ex->kernel_high = ex->live + ex->scratch_held;
+	return block + SCRATCH_HEADER;
+}
+
+void rt_scratch_free(rt_call *c, void *p)
+{
+	if (!p)
+		return;
+	char *block = (char *)p - SCRATCH_HEADER;
+	size_t bytes;
+	memcpy(&bytes, block, sizeof(bytes));
+	c->ex->scratch_held -= bytes;
+	free(block);
+}
+
+void rt_scratch_note(rt_call *c, size_t bytes)
+{
+	rt_exec *ex = c->ex;
+	if (ex->live + ex->scratch_held + bytes > ex->kernel_high)
+		ex->kernel_high = ex->live + ex->scratch_held + bytes;
 }
 
 const rt_tensor *rt_arg_or_null(rt_call *c, const char *name)

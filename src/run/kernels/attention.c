@@ -130,7 +130,7 @@ static ti_status k_sdpa(rt_call *c, ti_error *err)
 	mask_view m;
 	mask_strides(&m, mask, nd);
 	a.mask = mask ? &m : NULL;
-	float *scores = malloc((size_t)((a.L * a.S) != 0 ? a.L * a.S : 1) * sizeof(float));
+	float *scores = rt_scratch_alloc(c, (size_t)((a.L * a.S) != 0 ? a.L * a.S : 1) * sizeof(float), false);
 	if (!scores)
 		return TI_FAIL(err, TI_E_NOMEM, "out of memory for attention scores");
 	if ((st = rt_contiguous(c, q, &qc, err)) || (st = rt_contiguous(c, k, &kc, err)) ||
@@ -149,7 +149,7 @@ static ti_status k_sdpa(rt_call *c, ti_error *err)
 	st = rt_output(c, y, err);
 	y = NULL;
 done:
-	free(scores);
+	rt_scratch_free(c, scores);
 	rt_release(c->ex, qc);
 	rt_release(c->ex, kc);
 	rt_release(c->ex, vc);
@@ -218,12 +218,13 @@ static float mask_value(const rt_tensor *t, int64_t off)
  * and zero-attention columns, which the masks pad with 0), or NULL when
  * nothing masks; *per_head tells the first dimension.
  */
-static float *merged_mask(const mha_shape *sh, const mha_masks *mk, int64_t S2, bool *per_head, ti_error *err)
+static float *merged_mask(rt_call *c, const mha_shape *sh, const mha_masks *mk, int64_t S2, bool *per_head,
+                          ti_error *err)
 {
 	const rt_tensor *attn = mk->attn, *pad = mk->padding;
 	*per_head = (attn && attn->ndim == 3 && attn->shape[0] != 1) || pad;
 	int64_t blocks = *per_head ? sh->N * sh->H : 1, L = sh->L, S = sh->S;
-	float *m = malloc((size_t)(blocks * L * S2 + 1) * sizeof(float));
+	float *m = rt_scratch_alloc(c, (size_t)(blocks * L * S2 + 1) * sizeof(float), false);
 	if (!m) {
 		TI_FAIL(err, TI_E_NOMEM, "out of memory for an attention mask");
 		return NULL;
@@ -270,7 +271,7 @@ static void keys_batch_major(const mha_shape *sh, const float *proj, const float
 }
 
 /* multi_head_attention_forward in eval mode: the projections, the heads, the output projection into out [L*N, E]. */
-static ti_status mha_core(const mha_shape *sh, const mha_params *p, const mha_masks *mk, bool need_weights,
+static ti_status mha_core(rt_call *c, const mha_shape *sh, const mha_params *p, const mha_masks *mk, bool need_weights,
                           const float *query, const float *key, const float *value, float *out,
                           const mha_weights_out *weights, ti_error *err)
 {
@@ -279,15 +280,18 @@ static ti_status mha_core(const mha_shape *sh, const mha_params *p, const mha_ma
 	/* the hint replaces the mask only where SDPA would take it: no padding mask, no weights */
 	bool causal = mk->causal && !mk->padding && !need_weights, per_head = false;
 	float *mask = NULL;
-	if (!causal && (mk->attn || mk->padding) && !(mask = merged_mask(sh, mk, S2, &per_head, err)))
+	if (!causal && (mk->attn || mk->padding) && !(mask = merged_mask(c, sh, mk, S2, &per_head, err)))
 		return TI_E_NOMEM;
-	float *pq = malloc((size_t)(L * N * E + 1) * sizeof(float));
-	float *tmp = malloc((size_t)(S * N * E + 1) * sizeof(float));
-	float *pk = malloc((size_t)(N * S2 * E + 1) * sizeof(float)), *pv = malloc((size_t)(N * S2 * E + 1) * sizeof(float));
-	float *scores = malloc((size_t)(L * S2 + 1) * sizeof(float));
-	float *ctx = malloc((size_t)(L * N * E + 1) * sizeof(float));
+	float *pq = rt_scratch_alloc(c, (size_t)(L * N * E + 1) * sizeof(float), false);
+	float *tmp = rt_scratch_alloc(c, (size_t)(S * N * E + 1) * sizeof(float), false);
+	float *pk = rt_scratch_alloc(c, (size_t)(N * S2 * E + 1) * sizeof(float), false);
+	float *pv = rt_scratch_alloc(c, (size_t)(N * S2 * E + 1) * sizeof(float), false);
+	float *scores = rt_scratch_alloc(c, (size_t)(L * S2 + 1) * sizeof(float), false);
+	float *ctx = rt_scratch_alloc(c, (size_t)(L * N * E + 1) * sizeof(float), false);
+	float *const held[] = {mask, pq, tmp, pk, pv, scores, ctx};
 	if (!pq || !tmp || !pk || !pv || !scores || !ctx) {
-		free(mask), free(pq), free(tmp), free(pk), free(pv), free(scores), free(ctx);
+		for (size_t i = 0; i < sizeof(held) / sizeof(held[0]); i++)
+			rt_scratch_free(c, held[i]);
 		return TI_FAIL(err, TI_E_NOMEM, "out of memory for attention");
 	}
 	const float *b_in = p->b_in;
@@ -314,7 +318,8 @@ static ti_status mha_core(const mha_shape *sh, const mha_params *p, const mha_ma
 		for (int64_t i = 0; i < N * L * S2; i++)
 			w[i] /= (float)H;
 	project(ctx, L * N, E, p->w_out, p->b_out, E, out);
-	free(mask), free(pq), free(tmp), free(pk), free(pv), free(scores), free(ctx);
+	for (size_t i = 0; i < sizeof(held) / sizeof(held[0]); i++)
+		rt_scratch_free(c, held[i]);
 	return TI_OK;
 }
 
@@ -444,7 +449,7 @@ static ti_status k_mha(rt_call *c, ti_error *err)
 		goto done;
 	mha_masks mk = {mask, kpm, ti_bound_bool(&c->call->in, "is_causal")};
 	mha_weights_out wo = {weights ? rt_f32(weights) : NULL, average};
-	if ((st = mha_core(&sh, &p, &mk, need_weights, rt_f32(qc), rt_f32(kc), rt_f32(vc), rt_f32(y),
+	if ((st = mha_core(c, &sh, &p, &mk, need_weights, rt_f32(qc), rt_f32(kc), rt_f32(vc), rt_f32(y),
 	                   weights ? &wo : NULL, err)))
 		goto done;
 	st = rt_output(c, y, err);
@@ -515,9 +520,9 @@ static ti_status tx_begin(rt_call *c, tx_run *r, int64_t N, int64_t rows, ti_err
 	};
 	if (act && !r->cfg.gelu && strcmp(act, "relu"))
 		return TI_FAIL(err, TI_E_UNSUPPORTED, "no CPU kernel yet for '%s' with activation '%s'", m->type, act);
-	r->h = malloc((size_t)(rows * r->cfg.E + 1) * sizeof(float));
-	r->t = malloc((size_t)(rows * r->cfg.E + 1) * sizeof(float));
-	r->ff = malloc((size_t)(rows * r->cfg.F + 1) * sizeof(float));
+	r->h = rt_scratch_alloc(c, (size_t)(rows * r->cfg.E + 1) * sizeof(float), false);
+	r->t = rt_scratch_alloc(c, (size_t)(rows * r->cfg.E + 1) * sizeof(float), false);
+	r->ff = rt_scratch_alloc(c, (size_t)(rows * r->cfg.F + 1) * sizeof(float), false);
 	if (!r->h || !r->t || !r->ff)
 		return TI_FAIL(err, TI_E_NOMEM, "out of memory for a transformer layer");
 	return TI_OK;
@@ -526,9 +531,9 @@ static ti_status tx_begin(rt_call *c, tx_run *r, int64_t N, int64_t rows, ti_err
 static void tx_end(tx_run *r)
 {
 	release_held(r->c, &r->hd);
-	free(r->h);
-	free(r->t);
-	free(r->ff);
+	rt_scratch_free(r->c, r->h);
+	rt_scratch_free(r->c, r->t);
+	rt_scratch_free(r->c, r->ff);
 }
 
 /* "<prefix><norm>weight" and "bias" applied to rows of x into y. */
@@ -570,8 +575,9 @@ static ti_status residual_block(tx_run *r, const char *prefix, const char *norm,
 		mha_params p;
 		mha_params_of(r->c, &r->hd, where, E, &p, &st, err);
 		mha_shape sh = {E, cfg->H, L, memory ? S : L, r->N, cfg->batch_first};
+		const float *kv = memory ? memory : in;
 		if (!st)
-			st = mha_core(&sh, &p, masks, false, in, memory ? memory : in, memory ? memory : in, r->t, NULL, err);
+			st = mha_core(r->c, &sh, &p, masks, false, in, kv, kv, r->t, NULL, err);
 	} else {
 		const float *w1 = held_param(r->c, &r->hd, prefix, "linear1.weight", &st, err),
 		            *b1 = held_param(r->c, &r->hd, prefix, "linear1.bias", &st, err),
@@ -857,13 +863,9 @@ static int64_t transformer_scratch(rt_call *c)
 }
 
 const rt_scratch rt_scratch_attention[] = {
-	{"scaled_dot_product_attention", sdpa_scratch},
-	{"MultiheadAttention", mha_scratch},
-	{"TransformerEncoderLayer", transformer_scratch},
-	{"TransformerDecoderLayer", transformer_scratch},
-	{"TransformerEncoder", transformer_scratch},
-	{"TransformerDecoder", transformer_scratch},
-	{"Transformer", transformer_scratch},
+	{k_sdpa, sdpa_scratch},
+	{k_mha, mha_scratch},
+	{k_transformer, transformer_scratch},
 	{NULL, NULL},
 };
 

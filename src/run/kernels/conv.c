@@ -298,7 +298,8 @@ static int64_t scratch_of(const conv_setup *s)
 	return (cols + wide + weights) * (int64_t)sizeof(float);
 }
 
-int64_t rt_conv_scratch_bytes(rt_call *c)
+/* The scratch of conv1d/2d/3d (scratch_of). */
+static int64_t conv_scratch(rt_call *c)
 {
 	conv_setup s;
 	ti_error ignored;
@@ -335,21 +336,24 @@ ti_status rt_k_conv(rt_call *c, ti_error *err)
 		int64_t per_call = rt_dnnl_conv_images(&s.dnnl, scratch_of(&s));
 		if (per_call > 0 && o.bias && (st = rt_contiguous(c, o.bias, &bc, err)))
 			goto done;
-		if (per_call > 0 &&
-		    rt_dnnl_conv_run(&s.dnnl, per_call, c->threads, rt_f32(xc), rt_f32(wc), bc ? rt_f32(bc) : NULL, rt_f32(y)))
+		size_t held = 0;
+		bool ran = per_call > 0 && rt_dnnl_conv_run(&s.dnnl, per_call, c->threads, rt_f32(xc), rt_f32(wc),
+		                                            bc ? rt_f32(bc) : NULL, rt_f32(y), &held);
+		rt_scratch_note(c, held);
+		if (ran)
 			goto made;
 		/* oneDNN is not here, refused the shape, or needs more memory than that: our own kernel */
 	}
 	/* small planes: several images' columns side by side, one wider sgemm (see rt_conv_images_per_gemm) */
 	int64_t chunk = groups == 1 ? rt_conv_images_per_gemm(images, plane) : 1;
 	float *cols = NULL, *wide = NULL;
-	if ((!direct || chunk > 1) && !(cols = malloc((size_t)((k * plane * chunk) != 0 ? k * plane * chunk : 1) *
-	                                               sizeof(*cols)))) {
+	size_t col_count = (size_t)((k * plane * chunk) != 0 ? k * plane * chunk : 1);
+	if ((!direct || chunk > 1) && !(cols = rt_scratch_alloc(c, col_count * sizeof(*cols), false))) {
 		st = TI_FAIL(err, TI_E_NOMEM, "out of memory for the convolution's columns");
 		goto done;
 	}
-	if (chunk > 1 && !(wide = malloc((size_t)(out_ch * plane * chunk + 1) * sizeof(*wide)))) {
-		free(cols);
+	if (chunk > 1 && !(wide = rt_scratch_alloc(c, (size_t)(out_ch * plane * chunk + 1) * sizeof(*wide), false))) {
+		rt_scratch_free(c, cols);
 		st = TI_FAIL(err, TI_E_NOMEM, "out of memory for the convolution's columns");
 		goto done;
 	}
@@ -390,8 +394,8 @@ ti_status rt_k_conv(rt_call *c, ti_error *err)
 			rt_sgemm(false, false, per_group, plane, k, 1.0f, wt + grp * per_group * k, k, colmat, plane,
 			         o.bias ? 1.0f : 0.0f, dst, plane);
 		}
-	free(cols);
-	free(wide);
+	rt_scratch_free(c, cols);
+	rt_scratch_free(c, wide);
 made:
 	st = rt_output(c, y, err);
 	y = NULL;
@@ -408,7 +412,7 @@ done:
  * fewer than CONV_WIDE_COLUMNS positions (ResNet's 28x28 to 7x7 stages)
  * makes a narrow product that sgemm runs far below its speed, so images
  * are put side by side up to that width; a wide plane goes one image at a
- * time. scratch.c sizes the plan's columns with the same answer.
+ * time. scratch_of sizes the plan's columns with the same answer.
  */
 #define CONV_WIDE_COLUMNS 2048
 
@@ -451,7 +455,7 @@ static ti_status k_conv_transpose(rt_call *c, ti_error *err)
 		return st;
 	if ((st = rt_contiguous(c, w, &wc, err)) || (st = new_output(c, &o, out_ch, g.image, &y, err)))
 		goto done;
-	float *cols = malloc((size_t)((rows * plane) != 0 ? rows * plane : 1) * sizeof(*cols));
+	float *cols = rt_scratch_alloc(c, (size_t)((rows * plane) != 0 ? rows * plane : 1) * sizeof(*cols), false);
 	if (!cols) {
 		st = TI_FAIL(err, TI_E_NOMEM, "out of memory for the transposed convolution's columns");
 		goto done;
@@ -469,7 +473,7 @@ static ti_status k_conv_transpose(rt_call *c, ti_error *err)
 			cols_job j = {.g = &g, .image = dst, .cols = cols};
 			rt_parallel(c, out_per_group, 1, col2im_range, &j);
 		}
-	free(cols);
+	rt_scratch_free(c, cols);
 	st = rt_output(c, y, err);
 	y = NULL;
 done:
@@ -523,7 +527,8 @@ static ti_status k_bilinear(rt_call *c, ti_error *err)
 	if ((st = rt_contiguous(c, x1, &a, err)) || (st = rt_contiguous(c, x2, &b, err)) ||
 	    (st = rt_contiguous(c, w, &wc, err)) || (st = rt_new(c, TI_DT_FLOAT32, m->ndim, shape, &y, err)))
 		goto done;
-	if (!(u = malloc((size_t)((batch * out * in1) != 0 ? batch * out * in1 : 1) * sizeof(*u)))) {
+	size_t products = (size_t)((batch * out * in1) != 0 ? batch * out * in1 : 1);
+	if (!(u = rt_scratch_alloc(c, products * sizeof(*u), false))) {
 		st = TI_FAIL(err, TI_E_NOMEM, "out of memory for bilinear's products");
 		goto done;
 	}
@@ -534,7 +539,7 @@ static ti_status k_bilinear(rt_call *c, ti_error *err)
 	st = rt_output(c, y, err);
 	y = NULL;
 done:
-	free(u);
+	rt_scratch_free(c, u);
 	rt_release(c->ex, y);
 	rt_release(c->ex, a);
 	rt_release(c->ex, b);
@@ -565,13 +570,9 @@ static int64_t bilinear_scratch(rt_call *c)
 }
 
 const rt_scratch rt_scratch_conv[] = {
-	{"conv1d", rt_conv_scratch_bytes},
-	{"conv2d", rt_conv_scratch_bytes},
-	{"conv3d", rt_conv_scratch_bytes},
-	{"conv_transpose1d", conv_transpose_scratch},
-	{"conv_transpose2d", conv_transpose_scratch},
-	{"conv_transpose3d", conv_transpose_scratch},
-	{"bilinear", bilinear_scratch},
+	{rt_k_conv, conv_scratch},
+	{k_conv_transpose, conv_transpose_scratch},
+	{k_bilinear, bilinear_scratch},
 	{NULL, NULL},
 };
 

@@ -281,13 +281,13 @@ static ti_status k_rnn(rt_call *c, ti_error *err)
 	float *buffers[2] = {NULL, NULL};
 	rnn_work w = {0};
 	size_t rows = (size_t)(d.L * N);
-	buffers[0] = malloc((rows * (size_t)width + 1) * sizeof(float));
-	buffers[1] = d.layers > 1 ? malloc((rows * (size_t)width + 1) * sizeof(float)) : NULL;
-	w.gates_in = malloc((rows * (size_t)GH + 1) * sizeof(float));
-	w.gates_h = malloc(((size_t)(N * GH) + 1) * sizeof(float));
-	w.h = malloc(((size_t)(N * H) + 1) * sizeof(float));
-	w.h_new = malloc(((size_t)(N * H) + 1) * sizeof(float));
-	w.c = calloc((size_t)(N * H) + 1, sizeof(float));
+	buffers[0] = rt_scratch_alloc(c, (rows * (size_t)width + 1) * sizeof(float), false);
+	buffers[1] = d.layers > 1 ? rt_scratch_alloc(c, (rows * (size_t)width + 1) * sizeof(float), false) : NULL;
+	w.gates_in = rt_scratch_alloc(c, (rows * (size_t)GH + 1) * sizeof(float), false);
+	w.gates_h = rt_scratch_alloc(c, ((size_t)(N * GH) + 1) * sizeof(float), false);
+	w.h = rt_scratch_alloc(c, ((size_t)(N * H) + 1) * sizeof(float), false);
+	w.h_new = rt_scratch_alloc(c, ((size_t)(N * H) + 1) * sizeof(float), false);
+	w.c = rt_scratch_alloc(c, ((size_t)(N * H) + 1) * sizeof(float), true);
 	if (!buffers[0] || (d.layers > 1 && !buffers[1]) || !w.gates_in || !w.gates_h || !w.h || !w.h_new || !w.c) {
 		st = TI_FAIL(err, TI_E_NOMEM, "out of memory for '%s'", c->module->type);
 		goto done;
@@ -345,13 +345,13 @@ static ti_status k_rnn(rt_call *c, ti_error *err)
 		c_n = NULL;
 	}
 done:
-	free(buffers[0]);
-	free(buffers[1]);
-	free(w.gates_in);
-	free(w.gates_h);
-	free(w.h);
-	free(w.h_new);
-	free(w.c);
+	rt_scratch_free(c, buffers[0]);
+	rt_scratch_free(c, buffers[1]);
+	rt_scratch_free(c, w.gates_in);
+	rt_scratch_free(c, w.gates_h);
+	rt_scratch_free(c, w.h);
+	rt_scratch_free(c, w.h_new);
+	rt_scratch_free(c, w.c);
 	rt_release(c->ex, seq);
 	rt_release(c->ex, states[0]);
 	rt_release(c->ex, states[1]);
@@ -365,7 +365,11 @@ done:
 
 /*
  * RNN, LSTM, GRU: two layers' outputs (one for a single layer), the input
- * gates of the whole sequence, one step's hidden gates, and the state.
+ * gates of the whole sequence, one step's hidden gates, the state (h, the
+ * next h, c: each of k_rnn's seven buffers one float longer), and the
+ * input copied time-major (sequence_first) unless it is so already: a
+ * batch_first batch of more than one sequence always is copied, whatever
+ * strides the plan's walk gives the input.
  */
 static int64_t rnn_scratch(rt_call *c)
 {
@@ -373,20 +377,22 @@ static int64_t rnn_scratch(rt_call *c)
 	const ti_module *m = c->module;
 	if (!x || !m || (x->ndim != 2 && x->ndim != 3))
 		return 0;
+	bool batch_first = ti_bound_bool(&m->ctor, "batch_first");
 	int64_t L, N;
-	rt_sequence_dims(x, ti_bound_bool(&m->ctor, "batch_first"), &L, &N);
+	rt_sequence_dims(x, batch_first, &L, &N);
 	int64_t H = rt_ctor_int(m, "hidden_size"), layers = rt_ctor_int(m, "num_layers");
 	int64_t proj = !strcmp(m->type, "LSTM") ? rt_ctor_int(m, "proj_size") : 0, R = proj > 0 ? proj : H;
 	int64_t G = !strcmp(m->type, "LSTM") ? 4 : !strcmp(m->type, "GRU") ? 3 : 1;
 	int64_t width = (ti_bound_bool(&m->ctor, "bidirectional") ? 2 : 1) * R, rows = L * N;
-	int64_t floats = (layers > 1 ? 2 : 1) * (rows * width + 1) + rows * G * H + N * G * H + 3 * N * H + 4;
+	int64_t floats = (layers > 1 ? 2 : 1) * (rows * width + 1) + rows * G * H + N * G * H + 3 * N * H + 5;
+	bool copied = !rt_is_contiguous(x) || (x->ndim == 3 && batch_first && L > 1 && N > 1);
+	if (copied)
+		floats += rt_numel(x);
 	return floats * (int64_t)sizeof(float);
 }
 
 const rt_scratch rt_scratch_rnn[] = {
-	{"RNN", rnn_scratch},
-	{"LSTM", rnn_scratch},
-	{"GRU", rnn_scratch},
+	{k_rnn, rnn_scratch},
 	{NULL, NULL},
 };
 

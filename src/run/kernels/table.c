@@ -57,7 +57,7 @@ const rt_kernel *rt_kernel_find(const char *name, bool module)
 	return NULL;
 }
 
-/* each family's scratch rows, beside its kernels */
+/* each family's scratch rows, beside its kernels: a row per kernel function */
 extern const rt_scratch rt_scratch_conv[];
 extern const rt_scratch rt_scratch_attention[];
 extern const rt_scratch rt_scratch_rnn[];
@@ -66,8 +66,8 @@ static const rt_scratch *const scratch_families[] = {rt_scratch_conv, rt_scratch
 int64_t rt_scratch_bytes(const rt_kernel *k, rt_call *c)
 {
 	for (size_t f = 0; f < sizeof(scratch_families) / sizeof(scratch_families[0]); f++)
-		for (const rt_scratch *s = scratch_families[f]; s->name; s++)
-			if (!strcmp(s->name, k->name)) {
+		for (const rt_scratch *s = scratch_families[f]; s->run; s++)
+			if (s->run == k->run) {
 				int64_t n = s->bytes(c);
 				return n > 0 ? n : 0;
 			}
