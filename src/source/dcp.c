@@ -403,4 +403,4 @@ static ti_status open_dcp(ti_source *s, const char *path, ti_error *err)
 	return list_items(s, dcp, meta, err);
 }
 
-const source_row source_dcp = {TI_SOURCE_DCP, TI_FILE_DCP, open_dcp};
+const source_row source_dcp = {.format = TI_SOURCE_DCP, .kind = TI_FILE_DCP, .open = open_dcp};

@@ -173,4 +173,4 @@ static ti_status open_gguf(ti_source *s, const char *path, ti_error *err)
 	return TI_OK;
 }
 
-const source_row source_gguf = {TI_SOURCE_GGUF, TI_FILE_GGUF, open_gguf};
+const source_row source_gguf = {.format = TI_SOURCE_GGUF, .kind = TI_FILE_GGUF, .open = open_gguf};

@@ -43,14 +43,16 @@ ti_status ti_source_folder_weights(const char *dir, char *out, size_t size, ti_e
 	               "model.safetensors.index.json, pytorch_model.bin or pytorch_model.bin.index.json)");
 }
 
-static ti_status open_hf_directory(ti_source *s, const char *path, ti_error *err)
+/* A Hugging Face folder stands for its weights file, which source.c opens by its content. */
+static ti_status hf_directory_weights(ti_source *s, const char *path, const char **file, ti_error *err)
 {
 	size_t need = strlen(path) + 64;
-	char *file = ti_arena_alloc(&s->arena, need);
-	if (!file)
+	char *name = ti_arena_alloc(&s->arena, need);
+	if (!name)
 		return source_out_of_memory(err);
-	ti_status st = ti_source_folder_weights(path, file, need, err);
-	return st ? st : source_open_file(s, file, err);
+	*file = name;
+	return ti_source_folder_weights(path, name, need, err);
 }
 
-const source_row source_hf_directory = {TI_SOURCE_HF_SHARDED, TI_FILE_DIRECTORY, open_hf_directory};
+const source_row source_hf_directory = {
+	.format = TI_SOURCE_HF_SHARDED, .kind = TI_FILE_DIRECTORY, .stands_for = hf_directory_weights};

@@ -106,4 +106,4 @@ static ti_status open_hf_index(ti_source *s, const char *path, ti_error *err)
 	return st;
 }
 
-const source_row source_hf_index = {TI_SOURCE_HF_SHARDED, TI_FILE_JSON, open_hf_index};
+const source_row source_hf_index = {.format = TI_SOURCE_HF_SHARDED, .kind = TI_FILE_JSON, .open = open_hf_index};

@@ -338,7 +338,8 @@ static ti_status open_npz(ti_source *s, const char *path, ti_error *err)
 	return st;
 }
 
-bool source_npz_claims(int fd)
+/* A zip is a .npz when its first member is named *.npy (ti_npz_sniff): up to that name, 30 + 65535 bytes. */
+static bool claims_npz(int fd)
 {
 	uint8_t head[30 + 65535];
 	ssize_t got;
@@ -348,5 +349,6 @@ bool source_npz_claims(int fd)
 	return got > 0 && ti_npz_sniff(head, (size_t)got);
 }
 
-const source_row source_npy = {TI_SOURCE_NPY, TI_FILE_NPY, open_npy};
-const source_row source_npz = {TI_SOURCE_NPZ, TI_FILE_NPZ, open_npz};
+const source_row source_npy = {.format = TI_SOURCE_NPY, .kind = TI_FILE_NPY, .open = open_npy};
+const source_row source_npz = {.format = TI_SOURCE_NPZ, .kind = TI_FILE_ZIP, .open = open_npz,
+                               .claims_head = claims_npz};

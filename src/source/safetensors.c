@@ -102,4 +102,5 @@ static ti_status open_safetensors(ti_source *s, const char *path, ti_error *err)
 	return st ? st : source_add_safetensors(s, p, true, err);
 }
 
-const source_row source_safetensors = {TI_SOURCE_SAFETENSORS, TI_FILE_SAFETENSORS, open_safetensors};
+const source_row source_safetensors = {.format = TI_SOURCE_SAFETENSORS, .kind = TI_FILE_SAFETENSORS,
+                                       .open = open_safetensors};

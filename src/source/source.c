@@ -18,7 +18,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* The zip rows first, in the order their claims are asked: the torch zip row, which claims every zip, last. */
 static const source_row *const rows[] = {
+	&source_npz,
+	&source_torchscript,
 	&source_torch_zip,
 	&source_safetensors,
 	&source_hf_index,
@@ -27,7 +30,6 @@ static const source_row *const rows[] = {
 	&source_dcp,
 	&source_gguf,
 	&source_npy,
-	&source_npz,
 };
 
 enum { ARENA_MAX = (size_t)4 << 30 };
@@ -73,9 +75,24 @@ static ti_source *listed(const ti_source *cs)
 
 /* ---- opening by content ---- */
 
-/* What path's content says it is, and its size; a failing system call is TI_E_IO. */
-static ti_status sniff_path(const char *path, ti_file_kind *kind, uint64_t *size, ti_error *err)
+/* The zip row that claims the zip open as fd from its first bytes, or NULL. */
+static const source_row *zip_claimed_by_head(int fd)
 {
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
+		if (rows[i]->kind == TI_FILE_ZIP && rows[i]->claims_head && rows[i]->claims_head(fd))
+			return rows[i];
+	return NULL;
+}
+
+/*
+ * What path's content says it is, and its size; for a zip, the row that
+ * claims it from its first bytes, if one does (*claimed, else NULL). A
+ * failing system call is TI_E_IO.
+ */
+static ti_status sniff_path(const char *path, ti_file_kind *kind, uint64_t *size, const source_row **claimed,
+                            ti_error *err)
+{
+	*claimed = NULL;
 	struct stat sb;
 	if (stat(path, &sb))
 		return TI_FAIL(err, TI_E_IO, "cannot open: %s", strerror(errno));
@@ -95,9 +112,8 @@ static ti_status sniff_path(const char *path, ti_file_kind *kind, uint64_t *size
 		got = pread(fd, head, sizeof(head), 0);
 	while (got < 0 && errno == EINTR);
 	int saved = errno;
-	if (got >= 0 && (*kind = ti_file_sniff(head, (size_t)got, (uint64_t)sb.st_size)) == TI_FILE_ZIP &&
-	    source_npz_claims(fd)) /* the zip dispatch: which zip it is, from its first member */
-		*kind = TI_FILE_NPZ;
+	if (got >= 0 && (*kind = ti_file_sniff(head, (size_t)got, (uint64_t)sb.st_size)) == TI_FILE_ZIP)
+		*claimed = zip_claimed_by_head(fd);
 	close(fd);
 	if (got < 0)
 		return TI_FAIL(err, TI_E_IO, "cannot read: %s", strerror(saved));
@@ -126,21 +142,47 @@ static ti_status no_reader(ti_file_kind kind, uint64_t size, ti_error *err)
 	}
 }
 
-ti_status source_open_file(ti_source *s, const char *path, ti_error *err)
+/*
+ * A zip that no row claims from its first bytes: read once as a torch
+ * checkpoint (opened and judged now), and read on by the row that claims
+ * it from that checkpoint.
+ */
+static ti_status open_zip_checkpoint(ti_source *s, const char *path, ti_error *err)
+{
+	s->format = TI_SOURCE_TORCH_ZIP;
+	source_part *p;
+	ti_status st = source_add_part(s, path, &p, err);
+	if (st || (st = ti_ckpt_open(p->path, NULL, &p->ckpt, err)))
+		return st;
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
+		if (rows[i]->kind == TI_FILE_ZIP && rows[i]->claims_checkpoint && rows[i]->claims_checkpoint(p->ckpt)) {
+			s->format = rows[i]->format;
+			return rows[i]->read_checkpoint(s, p, err);
+		}
+	return TI_FAIL(err, TI_E_UNSUPPORTED, "no reader claims this zip"); /* the torch zip row claims every one */
+}
+
+/* Opens path with the row its content names; a folder that stands for a file in it, with that file's. */
+static ti_status open_by_content(ti_source *s, const char *path, ti_error *err)
 {
 	ti_file_kind kind = TI_FILE_UNKNOWN;
 	uint64_t size = 0;
-	ti_status st = sniff_path(path, &kind, &size, err);
+	const source_row *row = NULL;
+	ti_status st = sniff_path(path, &kind, &size, &row, err);
 	if (st)
 		return st;
-	const source_row *row = NULL;
+	if (kind == TI_FILE_ZIP && !row)
+		return open_zip_checkpoint(s, path, err);
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]) && !row; i++)
 		if (rows[i]->kind == kind)
 			row = rows[i];
 	if (!row)
 		return no_reader(kind, size, err);
 	s->format = row->format;
-	return row->open(s, path, err);
+	if (!row->stands_for)
+		return row->open(s, path, err);
+	const char *file;
+	return (st = row->stands_for(s, path, &file, err)) ? st : open_by_content(s, file, err);
 }
 
 ti_status ti_source_open(const char *path, ti_source **out, ti_error *err)
@@ -152,7 +194,7 @@ ti_status ti_source_open(const char *path, ti_source **out, ti_error *err)
 		free(s);
 		return source_out_of_memory(err);
 	}
-	ti_status st = source_open_file(s, path, err);
+	ti_status st = open_by_content(s, path, err);
 	if (st) {
 		ti_source_close(s);
 		return st;

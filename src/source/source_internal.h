@@ -89,31 +89,36 @@ struct ti_source {
 	struct ti_dcp *dcp;         /* a DCP folder's metadata, closed with the source */
 };
 
-/* A row of the format table: the kind of file it reads, and how. */
+/*
+ * A row of the format table (source.c): the kind of file it reads (sniff.h)
+ * and how. Only source.c picks a row; no row opens a file by its content.
+ *
+ * Several formats are zip archives, which sniff.h calls TI_FILE_ZIP alike:
+ * a NumPy .npz, a TorchScript archive, a torch.save zip. Each of their rows
+ * says how it claims a zip, and source.c asks them in the table's order:
+ * first from the archive's first bytes (claims_head: the row then opens
+ * the file itself), then, when none claims it so, from the archive read
+ * once as a torch checkpoint (claims_checkpoint; the torch zip row, last,
+ * claims every one), and the row that claims it reads on from that
+ * checkpoint (read_checkpoint), so the directory is read once.
+ *
+ * A folder's row may instead name the file in it that stands for it
+ * (stands_for): source.c opens that one by its content.
+ */
 typedef struct source_row {
 	ti_source_format format;
 	ti_file_kind kind;
 	ti_status (*open)(ti_source *s, const char *path, ti_error *err);
+	bool (*claims_head)(int fd);
+	bool (*claims_checkpoint)(const ti_ckpt *ckpt);
+	ti_status (*read_checkpoint)(ti_source *s, source_part *p, ti_error *err);
+	ti_status (*stands_for)(ti_source *s, const char *path, const char **file, ti_error *err);
 } source_row;
 
-extern const source_row source_torch_zip, source_safetensors, source_hf_index, source_hf_directory;
-extern const source_row source_torch_legacy;
-extern const source_row source_dcp;
-
-/*
- * A TorchScript archive is a torch zip whose checkpoint found constants.pkl:
- * the torch zip row opens it and hands it here (torchscript.c) to be read
- * on, so that its directory is read once.
- */
-ti_status source_read_torchscript(ti_source *s, source_part *p, ti_error *err);
-extern const source_row source_gguf;
-extern const source_row source_npy, source_npz;
-
-/* Whether the zip open as fd is a NumPy .npz (sniff.h ti_npz_sniff): the zip dispatch's question for npy.c. */
-bool source_npz_claims(int fd);
-
-/* Opens path with the row its content names: what rows that hold other files (an index, a folder) call. */
-ti_status source_open_file(ti_source *s, const char *path, ti_error *err);
+/* The rows, in source.c's table. */
+extern const source_row source_npz, source_torchscript, source_torch_zip;
+extern const source_row source_safetensors, source_hf_index, source_hf_directory, source_torch_legacy;
+extern const source_row source_dcp, source_gguf, source_npy;
 
 /* A source with no file yet: what a model description's parameters become (description.c). */
 ti_status source_new_empty(ti_source_format format, ti_source **out, ti_error *err);

@@ -20,4 +20,5 @@ static ti_status open_torch_legacy(ti_source *s, const char *path, ti_error *err
 	return st;
 }
 
-const source_row source_torch_legacy = {TI_SOURCE_TORCH_LEGACY, TI_FILE_LEGACY_TORCH, open_torch_legacy};
+const source_row source_torch_legacy = {.format = TI_SOURCE_TORCH_LEGACY, .kind = TI_FILE_LEGACY_TORCH,
+                                        .open = open_torch_legacy};

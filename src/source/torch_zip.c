@@ -5,9 +5,6 @@
  */
 #include "source/source_internal.h"
 
-#include <string.h>
-
-
 /* Lists p's checkpoint's storages and tensors in s. */
 ti_status source_list_torch_zip(ti_source *s, source_part *p, ti_error *err)
 {
@@ -23,26 +20,22 @@ ti_status source_add_torch_zip(ti_source *s, source_part *p, ti_error *err)
 	return st ? st : source_list_torch_zip(s, p, err);
 }
 
-/*
- * A torch zip alone: opened and judged now, listed on the first query
- * (source.c). The checkpoint tells a TorchScript archive by its
- * constants.pkl record, as torch.load's _is_torchscript_zip does: that one
- * is read on by torchscript.c, from the directory read here.
- */
-static ti_status open_torch_zip(ti_source *s, const char *path, ti_error *err)
+/* Every zip that no row before this one claims is read as a torch.save zip. */
+static bool claims_any(const ti_ckpt *ckpt)
 {
-	source_part *p;
-	ti_status st = source_add_part(s, path, &p, err);
-	if (st || (st = ti_ckpt_open(p->path, NULL, &p->ckpt, err)))
-		return st;
-	if (!strcmp(ti_ckpt_get_info(p->ckpt)->format, "torchscript-zip")) {
-		s->format = TI_SOURCE_TORCHSCRIPT;
-		return source_read_torchscript(s, p, err);
-	}
+	(void)ckpt;
+	return true;
+}
+
+/* A torch zip alone, its checkpoint opened and judged by source.c: listed on the first query that needs it. */
+static ti_status read_torch_zip(ti_source *s, source_part *p, ti_error *err)
+{
+	(void)err;
 	s->unlisted = p;
 	p->entries = ti_ckpt_entry(p->ckpt, 0); /* inspect needs its entries, not its listing */
 	p->entry_count = ti_ckpt_entry_count(p->ckpt);
 	return TI_OK;
 }
 
-const source_row source_torch_zip = {TI_SOURCE_TORCH_ZIP, TI_FILE_ZIP, open_torch_zip};
+const source_row source_torch_zip = {.format = TI_SOURCE_TORCH_ZIP, .kind = TI_FILE_ZIP,
+                                     .claims_checkpoint = claims_any, .read_checkpoint = read_torch_zip};

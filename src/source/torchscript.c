@@ -540,11 +540,16 @@ static void count_sharing(const ti_entry *e, size_t n)
 }
 
 /*
- * A torch zip whose checkpoint found constants.pkl in its root folder, as
- * torch.load's _is_torchscript_zip asks: the torch zip row (torch_zip.c)
- * opened it, and its module is read on from the checkpoint's own archive.
+ * A zip is a TorchScript archive when its checkpoint found constants.pkl
+ * in its root folder, as torch.load's _is_torchscript_zip asks.
  */
-ti_status source_read_torchscript(ti_source *s, source_part *p, ti_error *err)
+static bool claims_torchscript(const ti_ckpt *ckpt)
+{
+	return !strcmp(ti_ckpt_get_info(ckpt)->format, "torchscript-zip");
+}
+
+/* The module, read on from the checkpoint source.c opened, from its own archive. */
+static ti_status read_torchscript(ti_source *s, source_part *p, ti_error *err)
 {
 	ti_status st = TI_OK;
 	ts_reader r = {.s = s, .zip = ti_ckpt_zip(p->ckpt), .root = ti_ckpt_get_info(p->ckpt)->root};
@@ -569,3 +574,6 @@ ti_status source_read_torchscript(ti_source *s, source_part *p, ti_error *err)
 	ti_strmap_release(&r.files);
 	return st;
 }
+
+const source_row source_torchscript = {.format = TI_SOURCE_TORCHSCRIPT, .kind = TI_FILE_ZIP,
+                                       .claims_checkpoint = claims_torchscript, .read_checkpoint = read_torchscript};
