@@ -10,7 +10,11 @@ Two models written the way people write them, not the way an exporter would like
            position embeddings from precomputed cos/sin buffers with rotate_half done by
            slicing and cat, a SwiGLU MLP (w2(silu(w1 x) * w3 x)), grouped-query attention
            (n_kv_heads < n_heads, the key/value heads repeated by expand + reshape), no
-           biases, an untied output projection.
+           biases, an untied output projection. Two other ways people write it are
+           options: kv_repeat="interleave" repeats the heads with repeat_interleave (which
+           PyTorch 1.13 cannot run on the meta device), rope_cache=False keeps only an
+           inv_freq buffer and computes cos/sin in every forward (as Hugging Face's
+           LlamaRotaryEmbedding does).
 
 Both use F.scaled_dot_product_attention where it exists (PyTorch 2.x) and the manual path
 otherwise (PyTorch 1.13, what CI runs). Dropout is configurable and 0.0 by default (as
@@ -18,7 +22,9 @@ nanoGPT pretrains); the nn.Dropout modules are still called, so they appear in a
 
 CONFIGS holds a small configuration of each for CI and a realistic one (GPT-2 124M, a
 TinyLlama-1.1B shaped LLaMA with 4 key/value heads) for --full runs. make(name, full)
-builds one; the input is a (batch, sequence) int64 tensor of token ids.
+builds one; the input is a (batch, sequence) int64 tensor of token ids. The exporter's
+own tests (tools/export/tests/small_models.py) build these classes in smaller
+configurations of their own.
 """
 import math
 from dataclasses import dataclass
@@ -165,6 +171,8 @@ class LlamaConfig:
     max_seq_len: int = 64
     dropout: float = 0.0
     ffn_hidden_dim: int = None  # set: this width; None: Meta's formula from dim
+    kv_repeat: str = "expand"   # "expand": expand + reshape (Meta's, Hugging Face's); "interleave": repeat_interleave
+    rope_cache: bool = True     # True: cos/sin buffers made once; False: an inv_freq buffer, cos/sin every forward
 
     @property
     def hidden_dim(self):
@@ -219,6 +227,7 @@ class Attention(nn.Module):
         self.wo = nn.Linear(cfg.n_heads * self.head_dim, cfg.dim, bias=False)
         self.attn_dropout = nn.Dropout(cfg.dropout)
         self.dropout = cfg.dropout
+        self.kv_repeat = cfg.kv_repeat
 
     def forward(self, x, cos, sin):
         bsz, seqlen, _ = x.shape
@@ -226,8 +235,12 @@ class Attention(nn.Module):
         k = self.wk(x).view(bsz, seqlen, self.n_kv_heads, self.head_dim).transpose(1, 2)
         v = self.wv(x).view(bsz, seqlen, self.n_kv_heads, self.head_dim).transpose(1, 2)
         q, k = apply_rotary_pos_emb(q, k, cos, sin)
-        k = repeat_kv(k, self.n_rep)
-        v = repeat_kv(v, self.n_rep)
+        if self.kv_repeat == "interleave":
+            k = k.repeat_interleave(self.n_rep, dim=1)
+            v = v.repeat_interleave(self.n_rep, dim=1)
+        else:
+            k = repeat_kv(k, self.n_rep)
+            v = repeat_kv(v, self.n_rep)
         if HAS_SDPA:
             out = F.scaled_dot_product_attention(q, k, v, dropout_p=self.dropout if self.training else 0.0,
                                                  is_causal=True)
@@ -279,6 +292,9 @@ class Llama(nn.Module):
         self.output = nn.Linear(cfg.dim, cfg.vocab_size, bias=False)
         head_dim = cfg.dim // cfg.n_heads
         inv_freq = 1.0 / (cfg.rope_theta ** (torch.arange(0, head_dim, 2).float() / head_dim))
+        if not cfg.rope_cache:
+            self.register_buffer("inv_freq", inv_freq, persistent=False)
+            return
         t = torch.arange(cfg.max_seq_len).float()
         freqs = torch.outer(t, inv_freq)
         emb = torch.cat((freqs, freqs), dim=-1)
@@ -288,8 +304,14 @@ class Llama(nn.Module):
     def forward(self, tokens):
         _bsz, seqlen = tokens.shape
         h = self.tok_embeddings(tokens)
-        cos = self.cos_cached[:seqlen]
-        sin = self.sin_cached[:seqlen]
+        if self.config.rope_cache:
+            cos = self.cos_cached[:seqlen]
+            sin = self.sin_cached[:seqlen]
+        else:
+            t = torch.arange(seqlen, device=tokens.device, dtype=self.inv_freq.dtype)
+            freqs = torch.outer(t, self.inv_freq)
+            emb = torch.cat((freqs, freqs), dim=-1)
+            cos, sin = emb.cos(), emb.sin()
         for layer in self.layers:
             h = layer(h, cos, sin)
         h = self.norm(h)
