@@ -103,7 +103,7 @@ for p in (HERE, EXPORT_PKG):
         sys.path.insert(0, p)
 
 import memory_conformance as mc  # noqa: E402  (run_tinspect, compare, PEAK_TOLERANCE)
-import memshim_run  # noqa: E402  (build_shim, run_worker, Shim)
+import memshim_run  # noqa: E402  (build_shim, run_worker, Shim, uniq_bytes, need_torch)
 
 BATCH = 2             # the batch the exporter traces at, and every check binds N to
 SEQ = {False: 16, True: 128}  # the language models' sequence length (default run, --full)
@@ -265,12 +265,10 @@ def make_input(case, bindings, device):
     return torch.randn((bindings["N"],) + case.input_shape, device=device)
 
 
-def dtype_name(dtype):
-    return str(dtype).replace("torch.", "")
-
-
 def state_dict_listing(model):
     """[(name, shape, dtype, kind)] of model.state_dict(), kind "parameter" or "buffer"."""
+    from tinspect_export.names import dtype_name
+
     out = []
     for name, t in model.state_dict().items():
         mod_path, _, leaf = name.rpartition(".")
@@ -329,15 +327,7 @@ def memory_worker(spec):
     model = build_model(case, "cpu")
     x = make_input(case, spec["bindings"], "cpu")
 
-    def uniq_bytes(tensors):
-        seen = {}
-        for t in tensors:
-            if t is not None:
-                s = t.storage()
-                seen[s.data_ptr()] = max(seen.get(s.data_ptr(), 0), s.nbytes())
-        return sum(seen.values())
-
-    res = {"weights": uniq_bytes(list(model.parameters()) + list(model.buffers())),
+    res = {"weights": memshim_run.uniq_bytes(list(model.parameters()) + list(model.buffers())),
            "optimizer_state": 0, "opt_state_no_step": 0, "gradients": 0}
 
     def floating_outputs(out):
@@ -373,7 +363,7 @@ def memory_worker(spec):
                 loss = loss + t.sum()
             mark("forward")
             loss.backward()
-            res["gradients"] = uniq_bytes(p.grad for p in params)
+            res["gradients"] = memshim_run.uniq_bytes(p.grad for p in params)
             mark("backward")
             opt.step()
             opt.zero_grad(set_to_none=True)
@@ -867,15 +857,6 @@ if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "--worker":
         print(json.dumps(memory_worker(json.loads(sys.argv[2]))))
         sys.exit(0)
-    try:
-        import torch  # noqa: F401
-        import torchvision  # noqa: F401
-    except Exception:  # ImportError, or a broken install: re-exec under $PYTHON once
-        target = os.environ.get("PYTHON", "/usr/bin/python3")
-        if (not os.environ.get("_TINSPECT_CONF_REEXEC") and os.path.exists(target)
-                and os.path.realpath(target) != os.path.realpath(sys.executable)):
-            os.environ["_TINSPECT_CONF_REEXEC"] = "1"
-            os.execv(target, [target] + sys.argv)
-        print("skipped: torch or torchvision is not importable with %s; export conformance not run" % sys.executable)
-        sys.exit(0)
+    memshim_run.need_torch(("torch", "torchvision"),
+                           "skipped: torch or torchvision is not importable with %s; export conformance not run")
     sys.exit(main())

@@ -47,6 +47,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "tools", "export"))
 from tinspect_export import export  # noqa: E402
+from tinspect_export.names import dtype_name  # noqa: E402
+from check_conformance import TiedLM, expected  # noqa: E402  (as check_conformance.py loads a state_dict)
 from safetensors_io import load_safetensors  # noqa: E402
 
 
@@ -60,18 +62,6 @@ class SmallCNN(nn.Module):
     def forward(self, x):
         x = torch.relu(self.bn1(self.conv1(x)))
         return self.fc(torch.flatten(nn.functional.adaptive_avg_pool2d(x, 1), 1))
-
-
-class TiedLM(nn.Module):
-    def __init__(self, vocab=50, dim=16):
-        super().__init__()
-        self.embed = nn.Embedding(vocab, dim)
-        self.proj = nn.Linear(dim, dim)
-        self.lm_head = nn.Linear(dim, vocab, bias=False)
-        self.lm_head.weight = self.embed.weight
-
-    def forward(self, idx):
-        return self.lm_head(torch.tanh(self.proj(self.embed(idx))))
 
 
 class Buffers(nn.Module):
@@ -114,18 +104,15 @@ def run(cmd):
         return "", -1, "timed out after 300 s"
 
 
-def dtype_name(t):
-    return str(t.dtype).replace("torch.", "")
-
-
 def listing_mismatch(binary, path, sd, constants):
     out, rc, err = run([binary, "inspect", path, "--json"])
     if rc:
         return "tinspect inspect failed (exit %d): %s" % (rc, err.strip())
     doc = json.loads(out)
     got = [(t["name"], t["shape"], t["dtype"], t["stride"]) for t in doc["tensors"]]
-    want = [(k, list(v.shape), dtype_name(v), list(v.stride())) for k, v in sd.items()]
-    want += [("constants.c%d" % i, list(c.shape), dtype_name(c), list(c.stride())) for i, c in enumerate(constants)]
+    want = [(k, list(v.shape), dtype_name(v.dtype), list(v.stride())) for k, v in sd.items()]
+    want += [("constants.c%d" % i, list(c.shape), dtype_name(c.dtype), list(c.stride()))
+             for i, c in enumerate(constants)]
     if got != want:
         for i, (g, w) in enumerate(zip(got, want)):
             if g != w:
@@ -178,13 +165,6 @@ def constants_of(path):
         return list(Unpickler(io.BytesIO(z.read(root + "/constants.pkl")), z, root).load())
 
 
-def expected_check(model, sd):
-    try:
-        return repr(model.load_state_dict(sd, strict=True)), 0
-    except RuntimeError as e:
-        return str(e), 1
-
-
 def main(argv):
     binary = os.path.abspath(argv[1] if len(argv) > 1 else os.path.join(ROOT, "tinspect"))
     ran = failed = 0
@@ -228,7 +208,7 @@ def main(argv):
                 continue
             desc = os.path.join(tmp, name + ".json")
             export(eager, inputs, desc)
-            want, want_rc = expected_check(eager, sd)
+            want, want_rc = expected(eager, sd, True)
             out, rc, err = run([binary, "check", desc, path])
             lines = out.split("\n")
             want_lines = want.split("\n")

@@ -99,6 +99,8 @@ import sys
 import tempfile
 import time
 
+import memshim_run  # need_torch, uniq_bytes
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 MEMSHIM_SRC = os.path.join(ROOT, "tests", "tools", "memshim.c")
@@ -215,17 +217,8 @@ def worker(spec):
     inputs = interp.make_inputs()
     t_build = time.process_time() - t_build
 
-    def uniq_bytes(tensors):
-        seen = {}
-        for t in tensors:
-            if t is None:
-                continue
-            s = t.storage()
-            seen[s.data_ptr()] = max(seen.get(s.data_ptr(), 0), s.nbytes())
-        return sum(seen.values())
-
-    weights = uniq_bytes(list(model.parameters()) + list(model.buffers()))
-    input_bytes = uniq_bytes(inputs.values())
+    weights = memshim_run.uniq_bytes(list(model.parameters()) + list(model.buffers()))
+    input_bytes = memshim_run.uniq_bytes(inputs.values())
     n_params = sum(p.numel() for p in model.parameters())
     mode, optname = spec["mode"], spec["optimizer"]
 
@@ -282,7 +275,7 @@ def worker(spec):
             reset()
             loss.backward()
             ph["backward_peak"], ph["after_backward"] = peak(), live()
-            ph["gradients"] = uniq_bytes(p.grad for p in params)
+            ph["gradients"] = memshim_run.uniq_bytes(p.grad for p in params)
             reset()
             opt.step()
             ph["optimizer_peak"] = peak()
@@ -615,15 +608,6 @@ if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "--worker":
         print(json.dumps(worker(json.loads(sys.argv[2]))))
         sys.exit(0)
-    try:
-        import torch  # noqa: F401
-    except Exception:  # ImportError, or a broken install: re-exec under $PYTHON once
-        target = os.environ.get("PYTHON", "/usr/bin/python3")
-        if (not os.environ.get("_TINSPECT_CONF_REEXEC") and os.path.exists(target)
-                and os.path.realpath(target) != os.path.realpath(sys.executable)):
-            os.environ["_TINSPECT_CONF_REEXEC"] = "1"
-            os.execv(target, [target] + sys.argv)
-        print("skipped: torch is not importable with %s (set PYTHON to an interpreter that has "
-              "torch); memory conformance not run" % sys.executable)
-        sys.exit(0)
+    memshim_run.need_torch(("torch",), "skipped: torch is not importable with %s (set PYTHON to an interpreter "
+                                       "that has torch); memory conformance not run")
     sys.exit(main())

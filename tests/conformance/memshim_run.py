@@ -1,9 +1,13 @@
-"""memshim_run.py - shared plumbing for memory_ops.py and memory_optim.py.
+"""memshim_run.py - shared plumbing of the conformance scripts that measure
+memory (memory_ops.py, memory_optim.py, memory_conformance.py,
+export_conformance.py).
 
 build_shim() compiles tests/tools/memshim.c (the team's LD_PRELOAD allocation
 tracker) into a fresh temporary directory; run_worker() runs one measurement in
 a child python under LD_PRELOAD with one thread and returns the JSON object the
-child prints on its last stdout line. In the child, Shim() reads the counters.
+child prints on its last stdout line. In the child, Shim() reads the counters
+and uniq_bytes() sizes tensors as their storages. need_torch() is a script's
+first step: PyTorch importable, else the script again under $PYTHON, else a skip.
 """
 import ctypes
 import gc
@@ -15,6 +19,35 @@ import tempfile
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 SHIM_SRC = os.path.join(ROOT, "tests", "tools", "memshim.c")
+
+
+def need_torch(modules, skipped):
+    """Imports modules ("torch", "torchvision"); when one fails (not installed, or a broken
+    install), runs this script again, once, under $PYTHON (default /usr/bin/python3), or
+    prints skipped (its %s: this interpreter) and exits 0."""
+    try:
+        for name in modules:
+            __import__(name)
+    except Exception:
+        target = os.environ.get("PYTHON", "/usr/bin/python3")
+        if (not os.environ.get("_TINSPECT_CONF_REEXEC") and os.path.exists(target)
+                and os.path.realpath(target) != os.path.realpath(sys.executable)):
+            os.environ["_TINSPECT_CONF_REEXEC"] = "1"
+            os.execv(target, [target] + sys.argv)
+        print(skipped % sys.executable)
+        sys.exit(0)
+
+
+def uniq_bytes(tensors):
+    """Bytes of the storages under tensors (None entries skipped), each storage counted once
+    at the largest size seen: a tied weight or a view adds nothing."""
+    seen = {}
+    for t in tensors:
+        if t is None:
+            continue
+        s = t.storage()
+        seen[s.data_ptr()] = max(seen.get(s.data_ptr(), 0), s.nbytes())
+    return sum(seen.values())
 
 
 def build_shim():
