@@ -48,6 +48,10 @@ class GPTConfig:
     n_embd: int = 128
     dropout: float = 0.0
     bias: bool = True
+    gelu: str = "none"           # nn.GELU(approximate=...): "none" (nanoGPT) or "tanh" (GPT-2's own)
+    attention: str = "auto"      # "auto": scaled_dot_product_attention where it exists; "manual": always by hand
+    mask_persistent: bool = False  # the hand-written path's causal mask buffer: in the state_dict or not
+    mlp_sequential: bool = False   # the MLP as nn.Sequential(Linear, GELU, Linear, Dropout): mlp.0.weight ...
 
 
 class CausalSelfAttention(nn.Module):
@@ -61,10 +65,11 @@ class CausalSelfAttention(nn.Module):
         self.n_head = cfg.n_head
         self.n_embd = cfg.n_embd
         self.dropout = cfg.dropout
-        self.flash = HAS_SDPA
+        self.flash = HAS_SDPA and cfg.attention == "auto"
         if not self.flash:
             mask = torch.tril(torch.ones(cfg.block_size, cfg.block_size))
-            self.register_buffer("bias", mask.view(1, 1, cfg.block_size, cfg.block_size), persistent=False)
+            self.register_buffer("bias", mask.view(1, 1, cfg.block_size, cfg.block_size),
+                                 persistent=cfg.mask_persistent)
 
     def forward(self, x):
         B, T, C = x.shape
@@ -90,7 +95,7 @@ class MLP(nn.Module):
     def __init__(self, cfg):
         super().__init__()
         self.c_fc = nn.Linear(cfg.n_embd, 4 * cfg.n_embd, bias=cfg.bias)
-        self.gelu = nn.GELU()
+        self.gelu = nn.GELU(approximate=cfg.gelu)
         self.c_proj = nn.Linear(4 * cfg.n_embd, cfg.n_embd, bias=cfg.bias)
         self.dropout = nn.Dropout(cfg.dropout)
 
@@ -104,7 +109,9 @@ class Block(nn.Module):
         self.ln_1 = nn.LayerNorm(cfg.n_embd)
         self.attn = CausalSelfAttention(cfg)
         self.ln_2 = nn.LayerNorm(cfg.n_embd)
-        self.mlp = MLP(cfg)
+        self.mlp = MLP(cfg) if not cfg.mlp_sequential else nn.Sequential(
+            nn.Linear(cfg.n_embd, 4 * cfg.n_embd, bias=cfg.bias), nn.GELU(approximate=cfg.gelu),
+            nn.Linear(4 * cfg.n_embd, cfg.n_embd, bias=cfg.bias), nn.Dropout(cfg.dropout))
 
     def forward(self, x):
         x = x + self.attn(self.ln_1(x))

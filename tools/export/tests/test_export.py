@@ -124,6 +124,10 @@ class Export(unittest.TestCase):
         text = json.dumps(r.description)
         self.assertIn('["split_1", "B", "T", 4, 16]', text.replace("view\", \"args\": ", ""))
         self.assertEqual(r.description["tied"], {"lm_head.weight": "transformer.wte.weight"})
+        block = r.description["modules"]["transformer"]["modules"]["h"]["modules"]["0"]["modules"]
+        self.assertEqual(block["attn"]["buffers"]["bias"], {"shape": [1, 1, 64, 64], "dtype": "float32"})
+        self.assertEqual(block["mlp"]["type"], "Sequential")
+        self.assertEqual(block["mlp"]["modules"]["1"], {"type": "GELU", "approximate": "tanh"})
         self.assertEqual(r.reference[-1], [((2, 8, 1000), "float32")])
         self.check(model, r)
 
