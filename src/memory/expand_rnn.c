@@ -8,8 +8,10 @@
  * are views of them; GRU 3H), the clones autograd makes for in-place mul_ on
  * values its backward needs, the cell state and its tanh, and h (saved by
  * the next step's linear_hh): 7 x B x H elements a step for LSTM and GRU
- * alike, 2 for the plain RNN; and each layer's input (a batch_first input
- * is transposed to a copy twice). Measured within 0.7 % by
+ * alike; the plain RNN's cell (tanh(linear_hh(h) + input)) keeps only its
+ * output h, saved by tanh's backward and the next step; and each layer's
+ * input (a batch_first input, transposed, is copied contiguous by each
+ * direction's linear_ih). Measured within 0.7 % by
  * tests/conformance/memory_ops.py.
  *
  * Inference frees each step as it goes; what is live is the layer's (per
@@ -20,6 +22,21 @@
  * directions: at the second linear_ih the first's is still held (2G) with
  * the forward list and stack (2), and at the cat every piece is (G, two
  * lists, two stacks, the cat's 2). The scratch is that peak less the output.
+ * Training's backward is walked as 1.13's autograd engine runs it, layer by
+ * layer from the top, the reverse direction first (its nodes are newer):
+ * each step's linear_hh gives a new G*H x H gradient of weight_hh, and the
+ * engine's InputBuffer adds the next one out of place (old + new: the
+ * gradient comes out of TBackward as a view, so its storage is shared and
+ * input_buffer.cpp may not reuse it), three live at once from the second
+ * step on;
+ * each step's gate gradient (G x B x H) is held until UnbindBackward stacks
+ * them for linear_ih's backward, which then gives weight_ih's gradient and,
+ * below the top layer or for an input that wants one, the input's (the
+ * second direction's added to the first's in place); a step's saved tensors go
+ * as its backward runs (LSTM and GRU 7 x B x H, the plain RNN its output h).
+ * The walk's highest point above where the backward starts is the unit's
+ * whole backward peak (bwd_whole): measured within 1 % of 1.13 from 1 to 3
+ * layers, both directions, H 256 to 1024 (tests/conformance/memory_rnn.py).
  * The figures assume no cuDNN and no mkldnn RNN (neither in 1.13's CPU path).
  */
 #include <string.h>
@@ -34,8 +51,62 @@ typedef struct rnn_costs {
 static const rnn_costs costs[] = {
 	{"LSTM", 7, 4, 6},
 	{"GRU", 7, 3, 6},
-	{"RNN", 2, 1, 3},
+	{"RNN", 1, 1, 3},
 };
+
+typedef struct rnn_dims {
+	int64_t steps, batch, hidden, input, layers, dirs, es;
+	bool input_grad; /* the first layer's input wants a gradient */
+} rnn_dims;
+
+/* The product of n factors, false past 2^62. */
+static bool product(int64_t *out, int n, const int64_t *f)
+{
+	*out = 1;
+	for (int i = 0; i < n; i++)
+		if (!mem_mul(*out, f[i], out))
+			return false;
+	return true;
+}
+
+#define PRODUCT(out, ...) product(out, (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), (int64_t[]){__VA_ARGS__})
+
+/* The training backward's highest point above its start, walked as the header says; false past 2^62. */
+static bool backward_peak(const rnn_costs *k, const rnn_dims *d, int64_t *peak)
+{
+	int64_t g = k->gates, ghh, tbh, layer_out;
+	if (!PRODUCT(&ghh, g, d->hidden, d->hidden, d->es) || !PRODUCT(&tbh, d->steps, d->batch, d->hidden, d->es) ||
+	    !PRODUCT(&layer_out, tbh, d->dirs))
+		return false;
+	int64_t live = 0, hh_sums = d->steps >= 2 ? 3 : 1;
+	*peak = 0;
+	for (int64_t l = d->layers; l-- > 0;) {
+		int64_t in = l ? d->dirs * d->hidden : d->input, ghi, tbi = 0, at;
+		if (!PRODUCT(&ghi, g, d->hidden, in, d->es) ||
+		    ((l || d->input_grad) && !PRODUCT(&tbi, d->steps, d->batch, in, d->es)))
+			return false;
+		int64_t held, freed; /* a direction's gate gradients; its steps' saved tensors */
+		if (!PRODUCT(&held, g, tbh) || !PRODUCT(&freed, k->saved_per_step, tbh))
+			return false;
+		for (int64_t dir = 0; dir < d->dirs; dir++) {
+			at = live + hh_sums * ghh; /* the step weight_hh gradients: old, new and their sum */
+			*peak = at > *peak ? at : *peak;
+			live += ghh + held - freed;
+			at = live + held; /* UnbindBackward's stack beside the gate gradients it stacks */
+			*peak = at > *peak ? at : *peak;
+			at = live + ghi + tbi; /* linear_ih's backward; a second input gradient is added in place */
+			*peak = at > *peak ? at : *peak;
+			live += ghi + (dir ? 0 : tbi) - held;
+			if (live > ((int64_t)1 << 62) || *peak > ((int64_t)1 << 62))
+				return false;
+		}
+		if (l)
+			live -= layer_out; /* the layer's input, the one below's output, saved by its linear_ih */
+		if (l < d->layers - 1)
+			live -= layer_out; /* the gradient of this layer's output */
+	}
+	return true;
+}
 
 static void add_tensors(mem_builder *b, mem_unit *u, const ti_arg *a, bool in)
 {
@@ -92,7 +163,7 @@ ti_status mem_expand_rnn(mem_builder *b, const mem_event *ev, ti_error *err)
 	if (!mem_mul(batch, hidden, &bh) || !mem_mul(bh, es, &bh) || !mem_mul(bh, steps, &per_step) ||
 	    !mem_mul(per_step, layers * dirs * k->saved_per_step, &total) || !mem_mul(per_step, infer_scratch, &scratch) ||
 	    !mem_mul(per_step, (layers - 1) * dirs, &layer_inputs) || x_bytes < 0 || !mem_add(&total, layer_inputs) ||
-	    (batch_first && !mem_add(&total, 2 * x_bytes)))
+	    (batch_first && !mem_add(&total, dirs * x_bytes)))
 		return TI_FAIL(err, TI_E_LIMIT, "%s: more than 2^62 bytes", m->path);
 	mem_unit u;
 	memset(&u, 0, sizeof(u));
@@ -104,6 +175,11 @@ ti_status mem_expand_rnn(mem_builder *b, const mem_event *ev, ti_error *err)
 	u.fwd_scratch = scratch;
 	u.fwd_scratch_grad = per_step * k->train_scratch;
 	u.saved_extra = total;
+	rnn_dims dims = {steps, batch, hidden, x->shape[x->ndim - 1].value, layers, dirs, es,
+	                 b->tensors[mem_tensor_of(b, x)].grad};
+	if (!backward_peak(k, &dims, &u.bwd_scratch))
+		return TI_FAIL(err, TI_E_LIMIT, "%s: more than 2^62 bytes", m->path);
+	u.bwd_whole = true;
 	for (int i = 0; c->in.sig && i < c->in.sig->count; i++)
 		add_tensors(b, &u, &c->in.args[i], true);
 	if (u.nin)

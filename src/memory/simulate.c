@@ -630,6 +630,8 @@ static void backward(sim *s)
 		if (!any)
 			continue;
 		transient(s, u->bwd_scratch, TI_MEM_TEMPORARY, u->label);
+		if (u->bwd_whole)
+			release_saved(s, (int)k);
 		int go = s->pending[u->out[0]];
 		int made[MEM_MAX_IO], grads[MEM_MAX_IO], nmade = 0;
 		for (int i = 0; i < u->nin; i++) {
@@ -662,7 +664,8 @@ static void backward(sim *s)
 		/* the backward returns all its gradients at once; then the engine hands each on */
 		for (int i = 0; i < nmade; i++)
 			accumulate(s, made[i], grads[i], b->tensors[made[i]].name);
-		release_saved(s, (int)k);
+		if (!u->bwd_whole)
+			release_saved(s, (int)k);
 		if (f >= 0 && s->fsdp[f].first == (int)k)
 			gather(s, f, false);
 		for (int o = 0; o < u->nout; o++) {
@@ -1231,12 +1234,8 @@ static void play(sim *s, long long stop_at)
 	}
 	if (s->opt->mode != TI_MEMORY_TRAIN)
 		return;
-	/* loss = sum of the outputs: each output's gradient is an expanded scalar, no allocation */
-	for (size_t i = 0; i < l->count; i++)
-		if (l->st[i].output && !l->st[i].stage_output) {
-			if (!l->st[i].saved)
-				free_storage(l, (int)i);
-		}
+	/* loss = sum of the outputs: each output's gradient is an expanded scalar, no allocation; the
+	 * outputs stay live through backward (out = model(x); loss = f(out); loss.backward()) */
 	for (size_t t = 0; t < b->tensor_count; t++) {
 		const mem_tensor *x = &b->tensors[t];
 		if (x->grad && x->param < 0 && l->st[x->storage].output) {
@@ -1253,6 +1252,9 @@ static void play(sim *s, long long stop_at)
 		}
 	}
 	backward(s);
+	for (size_t i = 0; i < l->count; i++)
+		if (l->st[i].output && !l->st[i].stage_output && l->st[i].live && !l->st[i].saved)
+			free_storage(l, (int)i);
 	l->phase = TI_PHASE_OPTIMIZER;
 	l->unit = -1;
 	transient(s, s->optimizer_scratch, TI_MEM_TEMPORARY, "optimizer step temporaries");

@@ -23,7 +23,8 @@ enum {
 	W1 = 4096 * 1024 * 4, B1 = 4096 * 4, W2 = 1024 * 4096 * 4, B2 = 1024 * 4,
 	WEIGHTS = W1 + B1 + W2 + B2, /* 33,574,912 */
 	X = 64 * 1024 * 4,           /* 262,144 */
-	H = 64 * 4096 * 4            /* 1 MiB: the hidden layer */
+	H = 64 * 4096 * 4,           /* 1 MiB: the hidden layer */
+	Y = 64 * 1024 * 4            /* the output: in training live until the backward ends */
 };
 
 static ti_model *model_of(const char *text, int64_t n)
@@ -74,8 +75,8 @@ Test(memory, training_keeps_what_relu_and_linear_saved_and_peaks_at_the_first_la
 	cr_assert_eq(r->optimizer_state, 0);
 	/* relu saves its result, which the second linear saves as its input: one hidden layer */
 	cr_assert_eq(r->activations, H, "activations %lld", (long long)r->activations);
-	/* the first linear's backward: the second's .grad, the hidden gradient, the first's new .grad */
-	cr_assert_eq(r->peak, WEIGHTS + X + (W2 + B2) + H + (W1 + B1), "peak %lld", (long long)r->peak);
+	/* the first linear's backward: the output, the second's .grad, the hidden gradient, the first's new .grad */
+	cr_assert_eq(r->peak, WEIGHTS + X + Y + (W2 + B2) + H + (W1 + B1), "peak %lld", (long long)r->peak);
 	cr_assert_eq(r->peak_phase, TI_PHASE_BACKWARD);
 	cr_assert_str_eq(r->peak_step, "net.0 (linear)");
 	ti_model_close(m);
@@ -87,7 +88,7 @@ Test(memory, momentum_adds_one_buffer_per_parameter_for_the_whole_step)
 	ti_memory_options o = {.mode = TI_MEMORY_TRAIN, .optimizer = TI_OPTIM_MOMENTUM};
 	const ti_memory_report *r = estimate(m, &o);
 	cr_assert_eq(r->optimizer_state, WEIGHTS);
-	cr_assert_eq(r->peak, 2 * WEIGHTS + X + (W2 + B2) + H + (W1 + B1));
+	cr_assert_eq(r->peak, 2 * WEIGHTS + X + Y + (W2 + B2) + H + (W1 + B1));
 	ti_model_close(m);
 }
 
@@ -129,8 +130,8 @@ Test(memory, accumulation_starts_the_last_micro_batch_with_every_gradient_live)
 	ti_model *m = model_of(mlp, 64);
 	ti_memory_options o = {.mode = TI_MEMORY_TRAIN, .optimizer = TI_OPTIM_SGD, .accumulate = 4};
 	const ti_memory_report *r = estimate(m, &o);
-	/* the second linear's backward: every .grad, relu's saved result, and its three new gradients at once */
-	cr_assert_eq(r->peak, WEIGHTS + X + WEIGHTS + H + (H + W2 + B2), "peak %lld", (long long)r->peak);
+	/* the second linear's backward: the output, every .grad, relu's saved result, and its three new gradients */
+	cr_assert_eq(r->peak, WEIGHTS + X + Y + WEIGHTS + H + (H + W2 + B2), "peak %lld", (long long)r->peak);
 	ti_model_close(m);
 }
 
@@ -157,11 +158,12 @@ Test(memory, tied_weights_are_one_storage_and_their_two_gradients_are_summed_out
 	ti_model *m = model_of(tied, 0);
 	ti_memory_options o = {.mode = TI_MEMORY_TRAIN, .optimizer = TI_OPTIM_SGD};
 	const ti_memory_report *r = estimate(m, &o);
-	enum { E = 1000 * 64 * 4 };
+	enum { E = 1000 * 64 * 4, LOGITS = 8 * 1000 * 4 };
 	cr_assert_eq(r->weights, E);
 	cr_assert_eq(r->gradients, E);
-	/* the head's gradient, the embedding's, and their sum, at once (measured on PyTorch 1.13) */
-	cr_assert(r->peak >= 4 * E && r->peak < 4 * E + 8192, "peak %lld", (long long)r->peak);
+	/* the head's gradient, the embedding's, and their sum, at once (measured on PyTorch 1.13), beside the
+	   logits, live until the backward ends */
+	cr_assert(r->peak >= 4 * E + LOGITS && r->peak < 4 * E + LOGITS + 8192, "peak %lld", (long long)r->peak);
 	ti_model_close(m);
 }
 
@@ -266,7 +268,7 @@ Test(memory, ddp_keeps_a_bucket_copy_of_every_gradient)
 	                       .world_size = 2};
 	const ti_memory_report *r = estimate(m, &o);
 	cr_assert_eq(r->communication, WEIGHTS);
-	cr_assert_eq(r->peak, 2 * WEIGHTS + X + (W2 + B2) + H + (W1 + B1), "peak %lld", (long long)r->peak);
+	cr_assert_eq(r->peak, 2 * WEIGHTS + X + Y + (W2 + B2) + H + (W1 + B1), "peak %lld", (long long)r->peak);
 	ti_model_close(m);
 }
 
@@ -353,9 +355,9 @@ Test(memory, avx2_takes_gemms_scratch_for_a_kernel_taller_than_its_map)
 	int64_t avx512 = conv_peak(k, TRAIN, TI_ISA_AVX512_CORE), avx2 = conv_peak(k, TRAIN, TI_ISA_AVX2);
 	/* avx512_core peaks in forward: the weight, x, y and the weight reordered into the blocked layout */
 	cr_assert_eq(avx512, 2 * weight + 2 * map, "avx512_core %lld", (long long)avx512);
-	/* avx2 in backward: the weight, x (saved), and the GEMM's five weights and columns (y.sum()'s gradient
-	   is an expanded scalar) */
-	cr_assert_eq(avx2, 6 * weight + map + columns, "avx2 %lld", (long long)avx2);
+	/* avx2 in backward: the weight, x (saved), y (live until the backward ends), and the GEMM's five weights
+	   and columns (y.sum()'s gradient is an expanded scalar) */
+	cr_assert_eq(avx2, 6 * weight + 2 * map + columns, "avx2 %lld", (long long)avx2);
 	cr_assert_eq(conv_peak(k, TRAIN, TI_ISA_SSE41), avx2);
 }
 
@@ -423,4 +425,49 @@ Test(memory, a_device_size_says_its_unit_and_a_shared_gpu_name_is_refused)
 	cr_assert(strstr(err.message, "A100-40GB or A100-80GB"), "%s", err.message);
 	cr_assert_eq(ti_memory_parse_size("rtx 4090", &bytes, &gpu, &err), TI_OK);
 	cr_assert_str_eq(gpu, "RTX-4090");
+}
+
+/* x [T=10, B=4, 32] -> LSTM(32, 64), sequence-first, float32. */
+static const char *lstm =
+	"{\"inputs\": {\"x\": {\"shape\": [10, \"N\", 32]}},"
+	" \"modules\": {\"rnn\": {\"type\": \"LSTM\", \"input_size\": 32, \"hidden_size\": 64, \"num_layers\": %d,"
+	"   \"bidirectional\": %s}},"
+	" \"graph\": [{\"out\": [\"y\", \"h\"], \"call\": \"rnn\", \"args\": [\"x\"]}], \"outputs\": [\"y\"]}";
+
+static int64_t lstm_backward_rise(int layers, const char *bidirectional)
+{
+	char text[1024];
+	snprintf(text, sizeof(text), lstm, layers, bidirectional);
+	ti_model *m = model_of(text, 4);
+	ti_memory_options o = {.mode = TI_MEMORY_TRAIN, .optimizer = TI_OPTIM_SGD};
+	const ti_memory_report *r = estimate(m, &o);
+	cr_assert_eq(r->peak_phase, TI_PHASE_BACKWARD);
+	cr_assert_str_eq(r->peak_step, "rnn (LSTM)");
+	int64_t start = -1;
+	for (size_t i = 0; i < r->point_count; i++)
+		if (r->timeline[i].phase == TI_PHASE_FORWARD)
+			start = r->timeline[i].live;
+	/* h_n and c_n, returned beside y and used by nothing, go when the backward starts */
+	int64_t rise = r->peak - (start - 2 * layers * (strcmp(bidirectional, "true") ? 1 : 2) * 4 * 64 * 4);
+	ti_model_close(m);
+	return rise;
+}
+
+enum { GHH = 4 * 64 * 64 * 4, TBH = 10 * 4 * 64 * 4 };
+
+Test(memory, an_lstm_backward_holds_three_weight_hh_gradients_while_the_engine_adds_them)
+{
+	/* one layer: the top of the walk is the second step's old + new + sum of weight_hh's gradient */
+	int64_t rise = lstm_backward_rise(1, "false");
+	cr_assert_eq(rise, 3 * GHH, "rise %lld", (long long)rise);
+}
+
+Test(memory, a_lower_lstm_layer_peaks_above_what_the_upper_one_left)
+{
+	/* the upper layer leaves weight_hh's and weight_ih's gradients (G*H*H each here, its input being H wide) and
+	 * its input's gradient (T*B*H), and lets go of its steps' 7*T*B*H and of its input (the lower layer's output):
+	 * then the lower layer's three weight_hh gradients */
+	int64_t rise = lstm_backward_rise(2, "false");
+	int64_t upper = GHH + GHH + TBH - 7 * TBH - TBH /* the layer's input, saved */;
+	cr_assert_eq(rise, upper + 3 * GHH, "rise %lld", (long long)rise);
 }
