@@ -57,6 +57,7 @@ static const rnn_costs costs[] = {
 typedef struct rnn_dims {
 	int64_t steps, batch, hidden, input, layers, dirs, es;
 	bool input_grad; /* the first layer's input wants a gradient */
+	bool dropout;    /* training with dropout between layers: each layer's input is its own tensor */
 } rnn_dims;
 
 /* The product of n factors, false past 2^62. */
@@ -102,6 +103,12 @@ static bool backward_peak(const rnn_costs *k, const rnn_dims *d, int64_t *peak)
 		}
 		if (l)
 			live -= layer_out; /* the layer's input, the one below's output, saved by its linear_ih */
+		if (l && d->dropout) {
+			/* the input was dropout(below's output) = output * noise: the gradient through the noise is new */
+			int64_t at = live + layer_out;
+			*peak = at > *peak ? at : *peak;
+			live -= layer_out; /* the gradient it replaces and the noise go; the new one stays */
+		}
 		if (l < d->layers - 1)
 			live -= layer_out; /* the gradient of this layer's output */
 	}
@@ -158,11 +165,15 @@ ti_status mem_expand_rnn(mem_builder *b, const mem_event *ev, ti_error *err)
 	/* inference: the peak of the last layer (with its input from the second on), in T x B x H, less the output */
 	int64_t g = k->gates, layer_peak = dirs == 2 ? (2 * g + 2 > g + 6 ? 2 * g + 2 : g + 6) : g + 2;
 	int64_t infer_scratch = (layers > 1 ? dirs : 0) + layer_peak - dirs;
+	/* training, dropout between layers (apply_layer_stack): the noise (input * noise; mul saves it) beside each
+	 * layer's input, which is the dropout's output; the output below it is not kept */
+	bool dropping = b->options->mode == TI_MEMORY_TRAIN && layers > 1 && ti_module_float(m, "dropout") > 0;
 	int64_t bh, per_step, total, scratch;
 	int64_t layer_inputs, x_bytes = mem_meta_bytes(x);
 	if (!mem_mul(batch, hidden, &bh) || !mem_mul(bh, es, &bh) || !mem_mul(bh, steps, &per_step) ||
 	    !mem_mul(per_step, layers * dirs * k->saved_per_step, &total) || !mem_mul(per_step, infer_scratch, &scratch) ||
-	    !mem_mul(per_step, (layers - 1) * dirs, &layer_inputs) || x_bytes < 0 || !mem_add(&total, layer_inputs) ||
+	    !mem_mul(per_step, (layers - 1) * dirs * (dropping ? 2 : 1), &layer_inputs) || x_bytes < 0 ||
+	    !mem_add(&total, layer_inputs) ||
 	    (batch_first && !mem_add(&total, dirs * x_bytes)))
 		return TI_FAIL(err, TI_E_LIMIT, "%s: more than 2^62 bytes", m->path);
 	mem_unit u;
@@ -176,7 +187,7 @@ ti_status mem_expand_rnn(mem_builder *b, const mem_event *ev, ti_error *err)
 	u.fwd_scratch_grad = per_step * k->train_scratch;
 	u.saved_extra = total;
 	rnn_dims dims = {steps, batch, hidden, x->shape[x->ndim - 1].value, layers, dirs, es,
-	                 b->tensors[mem_tensor_of(b, x)].grad};
+	                 b->tensors[mem_tensor_of(b, x)].grad, dropping};
 	if (!backward_peak(k, &dims, &u.bwd_scratch))
 		return TI_FAIL(err, TI_E_LIMIT, "%s: more than 2^62 bytes", m->path);
 	u.bwd_whole = true;

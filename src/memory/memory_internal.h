@@ -73,6 +73,8 @@ typedef struct mem_unit {
 	mem_out_kind out_kind;
 	bool differentiable;         /* false: outputs never require grad (argmax, comparisons) */
 	unsigned saved_in;           /* bit i: in[i] is saved for backward (when the unit records a graph) */
+	unsigned saved_if[MEM_MAX_IO]; /* per input: 0 saved as saved_in says; else only when one of these
+	                                  inputs (bit j: in[j]) wants a gradient, the formula that reads it */
 	unsigned saved_out;          /* bit i: out[i] is saved */
 	int64_t saved_extra;         /* new tensors saved beside (a dropout mask, norm statistics) */
 	int64_t fwd_scratch;         /* freed before the call returns */

@@ -5,7 +5,10 @@
  * A plain row says how the outputs relate to the inputs (new tensors, views
  * of the first input, the first input written in place), which arguments
  * autograd saves (PyTorch's names from tools/autograd/derivatives.yaml:
- * "input weight"; "result" for the output), what else it saves (a dropout's
+ * "input weight"; "result" for the output; "input:other" when only the
+ * formula of other's gradient reads input, so that input is saved only if
+ * other wants a gradient, as autograd's generated code does: x * 0.125 saves
+ * nothing, a frozen linear's input is not kept), what else it saves (a dropout's
  * mask, a norm's statistics, a max-pool's indices) and the scratch its CPU
  * kernel takes. The modules and operators played as the kernels they run
  * (MultiheadAttention, TransformerEncoderLayer, LSTM, sdpa) are expand.c's
@@ -59,17 +62,50 @@ static void outputs_of(const ti_op_call *c, call_tensors *ct)
 		add_arg(ct, &c->outputs[i], "result");
 }
 
-static bool has_word(const char *list, const char *word)
+/* The entry of list (words split by spaces; a word may end in ":cond,cond") whose name is word, or NULL. */
+static const char *find_word(const char *list, const char *word, size_t *len_out)
 {
 	size_t n = strlen(word);
 	for (const char *p = list; p && *p;) {
 		const char *e = strchr(p, ' ');
 		size_t len = e ? (size_t)(e - p) : strlen(p);
-		if (len == n && !strncmp(p, word, n))
-			return true;
+		const char *colon = memchr(p, ':', len);
+		size_t name_len = colon ? (size_t)(colon - p) : len;
+		if (name_len == n && !strncmp(p, word, n)) {
+			if (len_out)
+				*len_out = len;
+			return p;
+		}
 		p = e ? e + 1 : p + len;
 	}
-	return false;
+	return NULL;
+}
+
+static bool has_word(const char *list, const char *word)
+{
+	return find_word(list, word, NULL) != NULL;
+}
+
+#define NEVER_SAVED (~0u)
+
+/* The inputs (bit j: ct->name[j]) whose gradients need the saved word: 0 when it is saved unconditionally. */
+static unsigned saved_if(const char *list, const char *word, const call_tensors *ct)
+{
+	size_t len;
+	const char *p = find_word(list, word, &len);
+	const char *colon = p ? memchr(p, ':', len) : NULL;
+	if (!colon)
+		return 0;
+	unsigned need = 0;
+	for (const char *q = colon + 1, *end = p + len; q < end;) {
+		const char *comma = memchr(q, ',', (size_t)(end - q));
+		size_t n = comma ? (size_t)(comma - q) : (size_t)(end - q);
+		for (int j = 0; j < ct->n; j++)
+			if (strlen(ct->name[j]) == n && !strncmp(ct->name[j], q, n))
+				need |= 1u << j;
+		q = comma ? comma + 1 : end;
+	}
+	return need ? need : NEVER_SAVED; /* the operand it waits on is no tensor (x * 0.125) */
 }
 
 static bool bound_flag(const ti_op_call *c, const char *name)
@@ -175,9 +211,9 @@ static const plain_row plain_rows[] = {
 	{"add", NEW, "", EXTRA_NONE, false}, {"sub", NEW, "", EXTRA_NONE, false},
 	{"subtract", NEW, "", EXTRA_NONE, false}, {"rsub", NEW, "", EXTRA_NONE, false},
 	{"neg", NEW, "", EXTRA_NONE, false}, {"negative", NEW, "", EXTRA_NONE, false},
-	{"mul", NEW, "input other", EXTRA_NONE, false}, {"multiply", NEW, "input other", EXTRA_NONE, false},
-	{"div", NEW, "input other", EXTRA_NONE, false}, {"divide", NEW, "input other", EXTRA_NONE, false},
-	{"true_divide", NEW, "input other", EXTRA_NONE, false},
+	{"mul", NEW, "input:other other:input", EXTRA_NONE, false}, {"multiply", NEW, "input:other other:input", EXTRA_NONE, false},
+	{"div", NEW, "input:other other", EXTRA_NONE, false}, {"divide", NEW, "input:other other", EXTRA_NONE, false},
+	{"true_divide", NEW, "input:other other", EXTRA_NONE, false},
 	{"pow", NEW, "input exponent", EXTRA_NONE, false}, {"square", NEW, "input", EXTRA_NONE, false},
 	{"abs", NEW, "input", EXTRA_NONE, false}, {"exp", NEW, "result", EXTRA_NONE, false},
 	{"log", NEW, "input", EXTRA_NONE, false}, {"sqrt", NEW, "result", EXTRA_NONE, false},
@@ -206,9 +242,9 @@ static const plain_row plain_rows[] = {
 	{"alpha_dropout", INPLACE_FLAG, "", EXTRA_DROPOUT, false},
 	{"feature_alpha_dropout", INPLACE_FLAG, "", EXTRA_DROPOUT, false},
 	/* linear algebra */
-	{"linear", NEW, "input weight", EXTRA_NONE, false}, {"bilinear", NEW, "input1 input2 weight", EXTRA_NONE, false},
-	{"matmul", NEW, "input other", EXTRA_NONE, false}, {"mm", NEW, "input mat2", EXTRA_NONE, false},
-	{"bmm", NEW, "input mat2", EXTRA_NONE, false}, {"mv", NEW, "input vec", EXTRA_NONE, false},
+	{"linear", NEW, "input:weight weight:input", EXTRA_NONE, false}, {"bilinear", NEW, "input1 input2 weight", EXTRA_NONE, false},
+	{"matmul", NEW, "input:other other:input", EXTRA_NONE, false}, {"mm", NEW, "input:mat2 mat2:input", EXTRA_NONE, false},
+	{"bmm", NEW, "input:mat2 mat2:input", EXTRA_NONE, false}, {"mv", NEW, "input:vec vec:input", EXTRA_NONE, false},
 	{"dot", NEW, "input tensor", EXTRA_NONE, false}, {"outer", NEW, "input vec2", EXTRA_NONE, false},
 	{"addmm", NEW, "mat1 mat2", EXTRA_NONE, false}, {"baddbmm", NEW, "batch1 batch2", EXTRA_NONE, false},
 	{"einsum", NEW, "operands", EXTRA_NONE, false},
@@ -530,8 +566,11 @@ static ti_status plan_plain(mem_builder *b, const mem_event *ev, const plain_row
 		if (id < 0)
 			return TI_FAIL(err, TI_E_NOMEM, "out of memory for the ledger");
 		u.in[u.nin] = id;
-		if (has_word(row->saves, in.name[i]))
+		unsigned need = saved_if(row->saves, in.name[i], &in);
+		if (has_word(row->saves, in.name[i]) && need != NEVER_SAVED) {
 			u.saved_in |= 1u << u.nin;
+			u.saved_if[u.nin] = need;
+		}
 		u.nin++;
 	}
 	mem_out_kind kind = MEM_OUT_NEW;

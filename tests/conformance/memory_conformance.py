@@ -149,9 +149,6 @@ CUDA_KNOWN = {
     "mha_blocks/train": "over: fused attention in 2.x training (with the math kernel: within 4.1 %)",
     "transformer_encoder/train": "over: fused attention in 2.x training (with the math kernel still "
                                  "+14 to +16 %: not yet traced)",
-    "llama_decoder/train": "over at B=2, T=512 since the ledger keeps the outputs through backward, as "
-                           "the measurement does: about two logits' worth (31 MiB each) above 2.11, not "
-                           "yet traced (it passed before only because the logits were dropped at the loss)",
 }
 
 

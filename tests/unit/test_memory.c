@@ -130,8 +130,9 @@ Test(memory, accumulation_starts_the_last_micro_batch_with_every_gradient_live)
 	ti_model *m = model_of(mlp, 64);
 	ti_memory_options o = {.mode = TI_MEMORY_TRAIN, .optimizer = TI_OPTIM_SGD, .accumulate = 4};
 	const ti_memory_report *r = estimate(m, &o);
-	/* the second linear's backward: the output, every .grad, relu's saved result, and its three new gradients */
-	cr_assert_eq(r->peak, WEIGHTS + X + Y + WEIGHTS + H + (H + W2 + B2), "peak %lld", (long long)r->peak);
+	/* the second linear's backward: the output, every .grad, relu's saved result, the loss's gradient made
+	   contiguous for its formulas, and its three new gradients */
+	cr_assert_eq(r->peak, WEIGHTS + X + Y + WEIGHTS + H + Y + (H + W2 + B2), "peak %lld", (long long)r->peak);
 	ti_model_close(m);
 }
 
@@ -470,4 +471,28 @@ Test(memory, a_lower_lstm_layer_peaks_above_what_the_upper_one_left)
 	int64_t rise = lstm_backward_rise(2, "false");
 	int64_t upper = GHH + GHH + TBH - 7 * TBH - TBH /* the layer's input, saved */;
 	cr_assert_eq(rise, upper + 3 * GHH, "rise %lld", (long long)rise);
+}
+
+/* x [N=64, 8, 64] -> Linear(64, 64) as q; q @ k^T * 0.125 -> softmax -> @ v, k and v inputs without gradients. */
+static const char *scaled_scores =
+	"{\"inputs\": {\"x\": {\"shape\": [\"N\", 8, 64]}, \"k\": {\"shape\": [\"N\", 8, 64]},"
+	"             \"v\": {\"shape\": [\"N\", 8, 64]}},"
+	" \"modules\": {\"q\": {\"type\": \"Linear\", \"in_features\": 64, \"out_features\": 64}},"
+	" \"graph\": [{\"out\": \"q\", \"call\": \"q\", \"args\": [\"x\"]},"
+	"            {\"out\": \"kt\", \"op\": \"transpose\", \"args\": [\"k\", -2, -1]},"
+	"            {\"out\": \"s\", \"op\": \"matmul\", \"args\": [\"q\", \"kt\"]},"
+	"            {\"out\": \"s\", \"op\": \"mul\", \"args\": [\"s\", 0.125]},"
+	"            {\"out\": \"a\", \"op\": \"softmax\", \"args\": [\"s\", -1]},"
+	"            {\"out\": \"y\", \"op\": \"matmul\", \"args\": [\"a\", \"v\"]}], \"outputs\": [\"y\"]}";
+
+Test(memory, an_operand_is_saved_only_for_the_gradient_whose_formula_reads_it)
+{
+	ti_model *m = model_of(scaled_scores, 64);
+	ti_memory_options o = {.mode = TI_MEMORY_TRAIN, .optimizer = TI_OPTIM_SGD};
+	const ti_memory_report *r = estimate(m, &o);
+	/* kept: softmax's result (and the linear's input x, an input already). Not kept: q (only k's gradient, not
+	   wanted, reads it), the scores (scaled by a number, which wants no gradient), a as matmul's operand
+	   beyond softmax's own, v and k^T (inputs) */
+	cr_assert_eq(r->activations, 64 * 8 * 8 * 4, "activations %lld", (long long)r->activations);
+	ti_model_close(m);
 }
