@@ -82,7 +82,8 @@ typedef struct mem_unit {
 	int64_t bwd_scratch;         /* the backward's own temporaries */
 	bool bwd_whole;              /* bwd_scratch is the backward's whole peak above its start, its own
 	                                gradients included: what it saved is let go before they are counted */
-	unsigned grad_view;          /* bit i: in[i]'s gradient is a view of the output's (no allocation) */
+	unsigned grad_view;          /* bit i: in[i]'s gradient is a view of the output's, or that gradient
+	                                itself (add: no allocation) */
 	bool unknown;                /* no rule: what it saves is a guess */
 	bool release;                /* no call: a graph's name lets go of its inputs here */
 	int segment;                 /* the checkpointed module it runs in, -1 none */

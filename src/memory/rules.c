@@ -173,7 +173,9 @@ typedef struct plain_row {
 	out_rule out;
 	const char *saves;   /* parameter names, "result" */
 	extra_kind extra;
-	bool grad_view;      /* VIEW rows: the input's gradient is a view of the output's */
+	unsigned grad_view;  /* bit i: input i's gradient is the output's own, no new tensor: VIEW rows a view of
+	                        it; NEW rows the very tensor where the shapes match (add's formula returns grad
+	                        for both operands, sub's for the first; a broadcast operand's is summed anew) */
 } plain_row;
 
 static const plain_row plain_rows[] = {
@@ -208,8 +210,8 @@ static const plain_row plain_rows[] = {
 	{"index_select", NEW, "index", EXTRA_NONE, false}, {"gather", NEW, "index", EXTRA_NONE, false},
 	{"take_along_dim", NEW, "indices", EXTRA_NONE, false},
 	/* arithmetic */
-	{"add", NEW, "", EXTRA_NONE, false}, {"sub", NEW, "", EXTRA_NONE, false},
-	{"subtract", NEW, "", EXTRA_NONE, false}, {"rsub", NEW, "", EXTRA_NONE, false},
+	{"add", NEW, "", EXTRA_NONE, 3u}, {"sub", NEW, "", EXTRA_NONE, 1u},
+	{"subtract", NEW, "", EXTRA_NONE, 1u}, {"rsub", NEW, "", EXTRA_NONE, false},
 	{"neg", NEW, "", EXTRA_NONE, false}, {"negative", NEW, "", EXTRA_NONE, false},
 	{"mul", NEW, "input:other other:input", EXTRA_NONE, false}, {"multiply", NEW, "input:other other:input", EXTRA_NONE, false},
 	{"div", NEW, "input:other other", EXTRA_NONE, false}, {"divide", NEW, "input:other other", EXTRA_NONE, false},
@@ -601,8 +603,13 @@ static ti_status plan_plain(mem_builder *b, const mem_event *ev, const plain_row
 			u.saved_out |= 1u << u.nout;
 		u.nout++;
 	}
-	if (row->grad_view)
-		u.grad_view = 1u;
+	if (kind == MEM_OUT_VIEW)
+		u.grad_view = row->grad_view & 1u;
+	else if (kind == MEM_OUT_NEW && out.n == 1)
+		for (int i = 0; i < in.n && i < 32; i++)
+			if ((row->grad_view & (1u << i)) && in.t[i]->dtype == out.t[0]->dtype &&
+			    mem_meta_bytes(in.t[i]) == mem_meta_bytes(out.t[0]))
+				u.grad_view |= 1u << i;
 	/*
 	 * In place, a formula that needs the input (hardtanh_, silu_: not relu_,
 	 * which needs its result) makes autograd clone the input first and save

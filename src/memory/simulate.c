@@ -685,8 +685,8 @@ static void backward(sim *s)
 			if (repeat)
 				continue;
 			int g;
-			if ((u->grad_view & (1u << i)) && u->out_kind == MEM_OUT_VIEW && go >= 0) {
-				g = go; /* a view of the output's gradient */
+			if ((u->grad_view & (1u << i)) && u->out_kind != MEM_OUT_INPLACE && go >= 0) {
+				g = go; /* a view of the output's gradient, or that gradient itself (add) */
 			} else {
 				const mem_tensor *x = &b->tensors[t];
 				g = add_storage(s, x->bytes, x->param >= 0 ? TI_MEM_GRADIENT : TI_MEM_ACT_GRADIENT,

@@ -496,3 +496,28 @@ Test(memory, an_operand_is_saved_only_for_the_gradient_whose_formula_reads_it)
 	cr_assert_eq(r->activations, 64 * 8 * 8 * 4, "activations %lld", (long long)r->activations);
 	ti_model_close(m);
 }
+
+/* Two linears on x, added: the residual pattern. */
+static const char *two_branches =
+	"{\"inputs\": {\"x\": {\"shape\": [\"N\", 256]}},"
+	" \"modules\": {\"a\": {\"type\": \"Linear\", \"in_features\": 256, \"out_features\": 256},"
+	"               \"b\": {\"type\": \"Linear\", \"in_features\": 256, \"out_features\": 256}},"
+	" \"graph\": [{\"out\": \"p\", \"call\": \"a\", \"args\": [\"x\"]}, {\"out\": \"q\", \"call\": \"b\", \"args\": [\"x\"]},"
+	"            {\"out\": \"y\", \"op\": \"add\", \"args\": [\"p\", \"q\"]}], \"outputs\": [\"y\"]}";
+
+Test(memory, add_hands_its_output_gradient_to_both_operands_without_a_copy)
+{
+	ti_model *m = model_of(two_branches, 64);
+	ti_memory_options o = {.mode = TI_MEMORY_TRAIN, .optimizer = TI_OPTIM_SGD};
+	const ti_memory_report *r = estimate(m, &o);
+	const ti_memory_point *before = NULL, *add = NULL;
+	for (size_t i = 1; i < r->point_count && !add; i++)
+		if (r->timeline[i].phase == TI_PHASE_BACKWARD && !strcmp(r->timeline[i].step, "add")) {
+			add = &r->timeline[i];
+			before = &r->timeline[i - 1];
+		}
+	cr_assert(add, "no backward step named add");
+	/* the loss's gradient is an expanded scalar and add's formula returns it for both operands */
+	cr_assert_eq(add->high, before->live, "add's backward allocated %lld bytes", (long long)(add->high - before->live));
+	ti_model_close(m);
+}
