@@ -639,7 +639,7 @@ static ti_status plan_plain(mem_builder *b, const mem_event *ev, const plain_row
 	case EXTRA_CHANNEL_STATS:
 		if (x && x->ndim >= 2 && train) {
 			u.saved_extra = 2 * 4 * x->shape[1].value;
-			u.bwd_scratch = mem_meta_bytes(x); /* measured: backward peaks at twice the input */
+			u.bwd_scratch = 2 * mem_meta_bytes(x); /* measured: backward peaks at twice the input above its start: the input gradient and as much scratch (the scratch taken before the gradients) */
 		}
 		if (!train) /* eval: the running statistics; nothing of the input is needed beyond */
 			u.saved_in &= ~1u;

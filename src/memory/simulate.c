@@ -521,16 +521,17 @@ static void release_saved(sim *s, int k)
 {
 	mem_builder *b = &s->b;
 	const mem_unit *u = &b->units[k];
+	/* an output stays: the caller holds it until the backward ends */
 	for (int i = 0; i < u->nin; i++)
 		if (s->saved[k] & (1u << i)) {
 			storage *x = &s->l.st[b->tensors[u->in[i]].storage];
-			if (--x->saved == 0)
+			if (--x->saved == 0 && !x->output)
 				free_storage(&s->l, b->tensors[u->in[i]].storage);
 		}
 	for (int o = 0; o < u->nout; o++)
 		if (u->saved_out & (1u << o)) {
 			storage *x = &s->l.st[b->tensors[u->out[o]].storage];
-			if (--x->saved == 0)
+			if (--x->saved == 0 && !x->output)
 				free_storage(&s->l, b->tensors[u->out[o]].storage);
 		}
 	if (s->extra[k] >= 0) {

@@ -252,7 +252,9 @@ def worker(spec):
     else:
         model.train()
         params = [p for p in model.parameters() if p.requires_grad]
-        if optname == "momentum":
+        if optname == "sgd":
+            opt = torch.optim.SGD(params, lr=0.01, foreach=False)
+        elif optname == "momentum":
             opt = torch.optim.SGD(params, lr=0.01, momentum=0.9, foreach=False)
         elif optname == "adam":
             opt = torch.optim.Adam(params, lr=1e-3, foreach=False)
