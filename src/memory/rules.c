@@ -477,6 +477,16 @@ static bool conv_backward_weights_jit(const ti_op_call *c, const ti_meta_tensor 
  * weights above what it starts with (the rest is the GEMM's packing
  * buffers), against 2.0 with the JIT kernel.
  */
+/* A tensor's bytes with its channels (dim 1) padded to oneDNN's block on the instruction set. */
+static int64_t blocked_bytes(int64_t bytes, const ti_meta_tensor *t, ti_cpu_isa isa)
+{
+	int64_t c = t->ndim >= 2 ? t->shape[1].value : 0, block = isa == TI_ISA_AVX512_CORE ? 16 : 8;
+	if (c <= 4 || c % block == 0)
+		return bytes;
+	int64_t padded = (c + block - 1) / block * block;
+	return bytes / c * padded;
+}
+
 static int64_t conv_scratch(const char *op, const ti_op_call *c, const ti_meta_tensor *x, const ti_meta_tensor *y,
                             ti_cpu_isa isa, int64_t *backward)
 {
@@ -523,13 +533,18 @@ static int64_t conv_scratch(const char *op, const ti_op_call *c, const ti_meta_t
 		}
 		if (!plain && !mem_mul(4 * w->shape[1].value * kernel, spatial, &columns))
 			columns = 0;
-		if (mem_mul(5, weight, &gemm) && mem_add(&gemm, columns) && gemm > *backward)
+		/* beside the weight's gradient (the simulator counts it with the scratch): four more and the columns */
+		if (mem_mul(4, weight, &gemm) && mem_add(&gemm, columns) && gemm > *backward)
 			*backward = gemm;
 	}
 	/* forward reorders into its blocked layout; on small maps the weight is the largest (measured: ResNet-18's
-	   layer4 at 2x3x64x80 takes 9.1 MiB, its 512x512x3x3 weight's 9.0) */
-	int64_t most = in > out ? in : out;
-	return weight > most ? weight : most;
+	   layer4 at 2x3x64x80 takes 9.1 MiB, its 512x512x3x3 weight's 9.0). The blocked layout holds channels
+	   in blocks of 16 (avx512_core) or 8: a count that is no multiple is padded, and the output is computed
+	   padded beside the plain one (measured: a depthwise 5x5 on 19 channels holds 32 channels' worth of its
+	   input and output). The first layer's few channels (4 or fewer) stay plain. */
+	int64_t in_blk = blocked_bytes(in, x, isa), out_blk = blocked_bytes(out, y, isa);
+	int64_t most = in_blk > out_blk ? in_blk : out_blk;
+	return (weight > most ? weight : most) + (out_blk - out);
 }
 
 /* Every output is one of the inputs itself (an item of a tuple, stochastic_depth in evaluation). */
@@ -543,6 +558,58 @@ static bool passes_inputs_through(const call_tensors *in, const call_tensors *ou
 			return false;
 	}
 	return true;
+}
+
+/*
+ * PyTorch 1.13's matmul of two operands of three dimensions or more reshapes
+ * each to (batch, rows, columns) for bmm (at::native::matmul): a view where
+ * the operand's batch dimensions merge into one stride, else a copy, and
+ * bmm's backward saves what it got. A transposed view of a (B, T, H, D)
+ * projection (q, k, v split from one linear and moved head-first) does not
+ * merge: the copy is what attention keeps. Sizes of 1 never block a merge.
+ */
+static bool batch_dims_merge(const ti_meta_tensor *t, int batch_dims)
+{
+	int own = t->ndim - 2;
+	int64_t product = 1, expect = -1;
+	for (int i = own - 1; i >= 0; i--) {
+		int64_t size = t->shape[i].value, stride = t->stride[i].value;
+		if (t->shape[i].sym || t->stride[i].sym)
+			return true; /* symbolic: not decided here */
+		product *= size;
+		if (size == 1)
+			continue;
+		if (expect >= 0 && stride != expect)
+			return false;
+		expect = stride * size;
+	}
+	return own >= batch_dims || product == 1; /* broadcast over more batch dims: expanded, then copied */
+}
+
+static void matmul_copies(const call_tensors *in, const call_tensors *out, mem_unit *u)
+{
+	if (in->n != 2 || out->n != 1 || in->t[0]->ndim < 3 || in->t[1]->ndim < 3)
+		return;
+	int batch_dims = out->t[0]->ndim - 2;
+	for (int i = 0; i < 2; i++) {
+		if (batch_dims_merge(in->t[i], batch_dims))
+			continue;
+		int64_t bytes = mem_meta_bytes(in->t[i]);
+		if (in->t[i]->ndim - 2 < batch_dims) { /* broadcast over more batch dims: copied at the output's batch */
+			int64_t batch = 1, own = 1;
+			for (int d = 0; d < batch_dims; d++)
+				batch *= out->t[0]->shape[d].value;
+			for (int d = 0; d < in->t[i]->ndim - 2; d++)
+				own *= in->t[i]->shape[d].value;
+			bytes = own ? bytes / own * batch : bytes;
+		}
+		if (u->saved_in & (1u << i)) {
+			u->saved_in &= ~(1u << i);
+			u->saved_extra += bytes; /* bmm keeps the copy, not the operand (assumed wanted: attention's are) */
+		}
+		u->fwd_scratch += bytes;
+	}
+	u->fwd_scratch_grad = 0;
 }
 
 static ti_status plan_plain(mem_builder *b, const mem_event *ev, const plain_row *row, ti_error *err)
@@ -639,7 +706,7 @@ static ti_status plan_plain(mem_builder *b, const mem_event *ev, const plain_row
 	case EXTRA_CHANNEL_STATS:
 		if (x && x->ndim >= 2 && train) {
 			u.saved_extra = 2 * 4 * x->shape[1].value;
-			u.bwd_scratch = 2 * mem_meta_bytes(x); /* measured: backward peaks at twice the input above its start: the input gradient and as much scratch (the scratch taken before the gradients) */
+			u.bwd_scratch = mem_meta_bytes(x); /* measured: backward peaks at twice the input: its gradient and this */
 		}
 		if (!train) /* eval: the running statistics; nothing of the input is needed beyond */
 			u.saved_in &= ~1u;
@@ -667,6 +734,8 @@ static ti_status plan_plain(mem_builder *b, const mem_event *ev, const plain_row
 	}
 	if (row->extra == EXTRA_DROPOUT && !dropping)
 		u.differentiable = true;
+	if (!strcmp(row->name, "matmul"))
+		matmul_copies(&in, &out, &u);
 	if (x && out.n && !strncmp(row->name, "conv", 4) && b->options->device == TI_MEMORY_CPU)
 		u.fwd_scratch = conv_scratch(row->name, c, x, out.t[0], b->options->cpu_isa, &u.bwd_scratch);
 	ti_status st = mem_amp(b, &u, row->name, err);

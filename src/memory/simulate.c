@@ -418,7 +418,6 @@ static void forward_unit(sim *s, size_t k, run_kind kind)
 		alloc_storage(l, t->storage);
 	}
 	int64_t scratch = keep && u->fwd_scratch_grad >= 0 ? u->fwd_scratch_grad : u->fwd_scratch;
-	transient(s, scratch, TI_MEM_TEMPORARY, u->label);
 	if (keep) {
 		s->saved[k] = 0;
 		for (int i = 0; i < u->nin; i++)
@@ -440,6 +439,9 @@ static void forward_unit(sim *s, size_t k, run_kind kind)
 			}
 		}
 	}
+	/* the scratch comes on top of what the call keeps (a recurrent layer's stack of step outputs is made
+	 * when every step's saved tensors exist) */
+	transient(s, scratch, TI_MEM_TEMPORARY, u->label);
 	/* what this unit was the last to read, and outputs nobody reads, die now */
 	int seg_last = u->segment >= 0 ? b->segments[u->segment].last : -1;
 	for (int side = 0; side < 2; side++) {
@@ -664,11 +666,18 @@ static void backward(sim *s)
 		if (!any)
 			continue;
 		int go = s->pending[u->out[0]];
-		transient(s, u->bwd_scratch, TI_MEM_TEMPORARY, u->label);
-		if (u->bwd_whole)
+		if (u->bwd_whole) {
+			transient(s, u->bwd_scratch, TI_MEM_TEMPORARY, u->label);
 			release_saved(s, (int)k);
+		}
+		/* the backward's scratch lives beside the gradients it makes (BatchNorm's, mkldnn's reorders: measured),
+		 * as does the loss's gradient made contiguous */
 		int64_t copy = expanded_grad_copy(s, u, go);
-		int copy_id = copy ? add_storage(s, copy, TI_MEM_ACT_GRADIENT, "the loss's gradient, made contiguous", u->module) : -1;
+		if (!u->bwd_whole && !mem_add(&copy, u->bwd_scratch)) {
+			l->overflow = true;
+			return;
+		}
+		int copy_id = copy ? add_storage(s, copy, TI_MEM_TEMPORARY, u->label, u->module) : -1;
 		if (copy && copy_id < 0) {
 			l->overflow = true;
 			return;
