@@ -31,8 +31,10 @@
  * step on;
  * each step's gate gradient (G x B x H) is held until UnbindBackward stacks
  * them for linear_ih's backward, which then gives weight_ih's gradient and,
- * below the top layer or for an input that wants one, the input's (the
- * second direction's added to the first's in place); a step's saved tensors go
+ * below the top layer, the input's (a second direction's added to the
+ * first's in place; the first layer's input gradient, where one is wanted,
+ * the simulator counts after the walk: the builder cannot know whether it
+ * is, that is decided when the step is played); a step's saved tensors go
  * as its backward runs (LSTM and GRU 7 x B x H, the plain RNN its output h).
  * The walk's highest point above where the backward starts is the unit's
  * whole backward peak (bwd_whole): measured within 1 % of 1.13 from 1 to 3
@@ -59,7 +61,6 @@ static const rnn_costs costs[] = {
 
 typedef struct rnn_dims {
 	int64_t steps, batch, hidden, input, layers, dirs, es;
-	bool input_grad; /* the first layer's input wants a gradient */
 	bool dropout;    /* training with dropout between layers: each layer's input is its own tensor */
 } rnn_dims;
 
@@ -87,7 +88,7 @@ static bool backward_peak(const rnn_costs *k, const rnn_dims *d, int64_t *peak)
 	for (int64_t l = d->layers; l-- > 0;) {
 		int64_t in = l ? d->dirs * d->hidden : d->input, ghi, tbi = 0, at;
 		if (!PRODUCT(&ghi, g, d->hidden, in, d->es) ||
-		    ((l || d->input_grad) && !PRODUCT(&tbi, d->steps, d->batch, in, d->es)))
+		    (l && !PRODUCT(&tbi, d->steps, d->batch, in, d->es)))
 			return false;
 		int64_t held, freed; /* a direction's gate gradients; its steps' saved tensors */
 		if (!PRODUCT(&held, g, tbh) || !PRODUCT(&freed, k->saved_per_step, tbh))
@@ -190,7 +191,7 @@ ti_status mem_expand_rnn(mem_builder *b, const mem_event *ev, ti_error *err)
 	u.fwd_scratch_grad = per_step * k->train_scratch;
 	u.saved_extra = total;
 	rnn_dims dims = {steps, batch, hidden, x->shape[x->ndim - 1].value, layers, dirs, es,
-	                 b->tensors[mem_tensor_of(b, x)].grad, dropping};
+	                 dropping};
 	if (!backward_peak(k, &dims, &u.bwd_scratch))
 		return TI_FAIL(err, TI_E_LIMIT, "%s: more than 2^62 bytes", m->path);
 	u.bwd_whole = true;

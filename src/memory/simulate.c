@@ -672,18 +672,18 @@ static void backward(sim *s)
 		}
 		/* the backward's scratch lives beside the gradients it makes (BatchNorm's, mkldnn's reorders: measured),
 		 * as does the loss's gradient made contiguous */
-		int64_t copy = expanded_grad_copy(s, u, go);
-		if (!u->bwd_whole && !mem_add(&copy, u->bwd_scratch)) {
+		int64_t beside = expanded_grad_copy(s, u, go);
+		if (!u->bwd_whole && !mem_add(&beside, u->bwd_scratch)) {
 			l->overflow = true;
 			return;
 		}
-		int copy_id = copy ? add_storage(s, copy, TI_MEM_TEMPORARY, u->label, u->module) : -1;
-		if (copy && copy_id < 0) {
+		int beside_id = beside ? add_storage(s, beside, TI_MEM_TEMPORARY, u->label, u->module) : -1;
+		if (beside && beside_id < 0) {
 			l->overflow = true;
 			return;
 		}
-		if (copy_id >= 0)
-			alloc_storage(l, copy_id); /* live while the formulas make this unit's gradients */
+		if (beside_id >= 0)
+			alloc_storage(l, beside_id); /* live while the formulas make this unit's gradients */
 		int made[MEM_MAX_IO], grads[MEM_MAX_IO], nmade = 0;
 		for (int i = 0; i < u->nin; i++) {
 			int t = u->in[i];
@@ -712,8 +712,8 @@ static void backward(sim *s)
 			made[nmade] = t;
 			grads[nmade++] = g;
 		}
-		if (copy_id >= 0)
-			free_storage(l, copy_id);
+		if (beside_id >= 0)
+			free_storage(l, beside_id);
 		/* the backward returns all its gradients at once; then the engine hands each on */
 		for (int i = 0; i < nmade; i++)
 			accumulate(s, made[i], grads[i], b->tensors[made[i]].name);
