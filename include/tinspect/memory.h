@@ -46,6 +46,18 @@ typedef enum ti_memory_impl { TI_IMPL_FOR_LOOP, TI_IMPL_FOREACH, TI_IMPL_FUSED }
 typedef enum ti_memory_device { TI_MEMORY_CPU, TI_MEMORY_CUDA } ti_memory_device;
 
 /*
+ * The PyTorch whose kernels and defaults the step follows. 1.13 and 2.x
+ * differ where memory is concerned in attention (2.x runs
+ * MultiheadAttention without need_weights, and
+ * F.scaled_dot_product_attention, through fused kernels that keep no
+ * attention matrix) and in the optimizers (2.x steps CUDA parameters with
+ * the foreach implementation by default, keeps `step` on the CPU, and its
+ * foreach Adam makes one temporary, not two). TI_TORCH_DEFAULT is what each
+ * device was measured with: 1.13 on the CPU, 2.x on CUDA.
+ */
+typedef enum ti_torch_version { TI_TORCH_DEFAULT, TI_TORCH_1_13, TI_TORCH_2 } ti_torch_version;
+
+/*
  * The instruction set oneDNN (PyTorch's mkldnn) picks its CPU convolution
  * kernels for, named as ONEDNN_MAX_CPU_ISA names it. The kernels, and so
  * their scratch, differ: a backward a JIT kernel of the set cannot do runs
@@ -69,6 +81,7 @@ typedef struct ti_memory_options {
 	ti_memory_optimizer optimizer;   /* training: TI_OPTIM_NONE leaves the optimizer out (a lower bound) */
 	ti_memory_impl impl;
 	ti_memory_device device;
+	ti_torch_version torch;          /* TI_TORCH_DEFAULT: 1.13 on the CPU, 2 on CUDA */
 	ti_cpu_isa cpu_isa;              /* cpu: the instruction set oneDNN's kernels are chosen for */
 	ti_dtype dtype;                  /* weights in this dtype; 0: as described */
 	const char *const *trainable;    /* globs: only these parameters train (fine-tuning) */
@@ -100,6 +113,15 @@ const char *ti_cpu_isa_name(ti_cpu_isa isa);
 int ti_cpu_isa_parse(const char *name);
 /* The most this machine's processor (cpuid) and operating system support, as oneDNN reads them. */
 ti_cpu_isa ti_cpu_isa_host(void);
+
+/* "1.13" or "2"; NULL for anything else. */
+const char *ti_torch_version_name(ti_torch_version v);
+/* Parses "1.13", "2" (and "2.x", "2.4" ...): -1 when unknown. */
+int ti_torch_version_parse(const char *name);
+/* The version options follow, TI_TORCH_DEFAULT resolved by the device. */
+ti_torch_version ti_memory_torch(const ti_memory_options *options);
+/* The optimizer implementation PyTorch picks when none is asked for: foreach for 2.x on CUDA, else for-loop. */
+ti_memory_impl ti_memory_default_impl(const ti_memory_options *options);
 
 /* Names of the optimizers and implementations as the command line spells them; NULL past the end. */
 const char *ti_memory_optimizer_name(ti_memory_optimizer o);

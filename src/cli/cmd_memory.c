@@ -19,7 +19,7 @@
 enum {
 	OPT_HELP = 1, OPT_JSON, OPT_RAW, OPT_BIND, OPT_INPUT, OPT_MODE, OPT_OPTIMIZER, OPT_IMPL, OPT_DEVICE, OPT_DTYPE,
 	OPT_TRAINABLE, OPT_FROZEN, OPT_DEVICE_MEMORY, OPT_FIT, OPT_TOP, OPT_CHECKPOINT, OPT_ACCUMULATE, OPT_KV_CACHE, OPT_OVERHEAD, OPT_TRUST, OPT_DEPTH, OPT_WORLD, OPT_STRATEGY,
-	OPT_BUCKET, OPT_WRAP, OPT_PLOT, OPT_FORCE, OPT_AMP, OPT_MICRO, OPT_WEIGHTS, OPT_CPU_ISA
+	OPT_BUCKET, OPT_WRAP, OPT_PLOT, OPT_FORCE, OPT_AMP, OPT_MICRO, OPT_WEIGHTS, OPT_CPU_ISA, OPT_TORCH
 };
 
 static const cli_option options[] = {
@@ -33,6 +33,7 @@ static const cli_option options[] = {
 	{"impl", 0, OPT_VALUE, OPT_IMPL},
 	{"device", 0, OPT_VALUE, OPT_DEVICE},
 	{"cpu-isa", 0, OPT_VALUE, OPT_CPU_ISA},
+	{"torch", 0, OPT_VALUE, OPT_TORCH},
 	{"dtype", 0, OPT_VALUE, OPT_DTYPE},
 	{"trainable", 0, OPT_VALUE, OPT_TRAINABLE},
 	{"frozen", 0, OPT_VALUE, OPT_FROZEN},
@@ -80,8 +81,9 @@ static const char help[] =
 	"  --optimizer NAME     training: sgd, momentum, adam, adamw, adagrad, rmsprop,\n"
 	"                       lion, adafactor, adam8bit (none given: the optimizer's\n"
 	"                       state and step are left out, and the peak is a lower bound)\n"
-	"  --impl NAME          the optimizer's implementation: for-loop (default),\n"
-	"                       foreach, fused\n"
+	"  --impl NAME          the optimizer's implementation: for-loop, foreach, fused\n"
+	"                       (default: what --torch picks: foreach for 2 on cuda,\n"
+	"                       else for-loop)\n"
 	"  --world-size W       training on W ranks, with --strategy: per-rank figures\n"
 	"  --strategy NAME      ddp (gradient buckets), zero1 (optimizer state\n"
 	"                       partitioned), zero2 (and gradients), zero3 or fsdp (and\n"
@@ -97,6 +99,12 @@ static const char help[] =
 	"  --cpu-isa NAME       cpu: the instruction set oneDNN chooses PyTorch's convolution\n"
 	"                       kernels for: avx512_core, avx2, avx, sse41 (default: this\n"
 	"                       machine's, at most $ONEDNN_MAX_CPU_ISA)\n"
+	"  --torch 1.13|2       the PyTorch whose kernels and defaults the step follows\n"
+	"                       (default: 1.13 on the cpu, 2 on cuda, what each is\n"
+	"                       measured against): 2 runs attention without\n"
+	"                       need_weights through fused kernels that keep no\n"
+	"                       attention matrix, and its optimizers default to foreach\n"
+	"                       on cuda; torch.compile is not modelled\n"
 	"  --weights CKPT       the parameters in the dtypes a checkpoint of the model holds\n"
 	"                       them, and its optimizer state when it holds one\n"
 	"  --dtype DT           the floating weights in this dtype\n"
@@ -398,9 +406,10 @@ static void print_settings(const memory_args *a, const ti_memory_report *r)
 	for (size_t i = 0; i < o->trainable_count; i++)
 		printf("%s'%s'", i ? " " : ", training only ", o->trainable[i]);
 	if (o->device == TI_MEMORY_CUDA)
-		printf(", cuda\n\n");
+		printf(", cuda");
 	else
-		printf(", cpu (%s)\n\n", ti_cpu_isa_name(o->cpu_isa));
+		printf(", cpu (%s)", ti_cpu_isa_name(o->cpu_isa));
+	printf(", PyTorch %s\n\n", ti_torch_version_name(ti_memory_torch(o)));
 }
 
 static void add_globs(cJSON *obj, const char *key, const char *const *globs, size_t n)
@@ -530,6 +539,7 @@ static int print_json_doc(const memory_args *a, const ti_memory_report *r, int64
 	cJSON_AddStringToObject(root, "file", a->cm.file);
 	cJSON_AddStringToObject(root, "mode", modes[o->mode]);
 	cJSON_AddStringToObject(root, "device", device_names[o->device]);
+	cJSON_AddStringToObject(root, "torch", ti_torch_version_name(ti_memory_torch(o)));
 	if (o->device == TI_MEMORY_CPU)
 		cJSON_AddStringToObject(root, "cpu_isa", ti_cpu_isa_name(o->cpu_isa));
 	if (o->mode == TI_MEMORY_TRAIN) {
@@ -931,6 +941,13 @@ static int parse_args(int argc, char **argv, memory_args *a)
 			a->o.device = (ti_memory_device)choice;
 			a->device_given = true;
 			break;
+		case OPT_TORCH: {
+			int v = ti_torch_version_parse(value);
+			if (v < 0)
+				return cli_usage_error("memory: --torch '%s' is not 1.13 or 2", value);
+			a->o.torch = (ti_torch_version)v;
+			break;
+		}
 		case OPT_CPU_ISA: {
 			int isa = ti_cpu_isa_parse(value);
 			if (isa < 0)
@@ -1092,6 +1109,9 @@ static int check_args(memory_args *a)
 		return cli_usage_error("memory: --cpu-isa applies to --device cpu only");
 	if (!a->cpu_isa_given)
 		a->o.cpu_isa = host_cpu_isa();
+	a->o.torch = ti_memory_torch(&a->o);
+	if (!a->impl_given)
+		a->o.impl = ti_memory_default_impl(&a->o);
 	if (a->o.mode != TI_MEMORY_TRAIN && (a->optimizer_given || a->impl_given || a->ntrain || a->nfrozen || a->ncheck || a->o.accumulate))
 		return cli_usage_error("memory: --%s applies to --mode train only",
 		                       a->optimizer_given ? "optimizer" : a->impl_given ? "impl" : a->ntrain ? "trainable"

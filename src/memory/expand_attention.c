@@ -48,8 +48,8 @@ static int64_t bytes_of(const attn_shape *s, int64_t a, int64_t b, int64_t c)
  * The core: q, k, v already projected and laid out [B*H, T|S, hd]; returns
  * the attention output [B*H, T, hd]. p is the dropout probability in force.
  */
-static int attention_core(mem_builder *b, const attn_shape *s, int q, int k, int v, int mask, double p, int *weights,
-                          ti_error *err)
+static int attention_core(mem_builder *b, const attn_shape *s, int q, int k, int v, int mask, double p, bool scale_k,
+                          int *weights, ti_error *err)
 {
 	int64_t bh = s->batch * s->heads, hd = s->embed / s->heads;
 	int in[3] = {q};
@@ -60,6 +60,11 @@ static int attention_core(mem_builder *b, const attn_shape *s, int q, int k, int
 	int kt = mem_step(b, "transpose", kt_in, 1, 0, bytes_of(s, bh, hd, s->source), MEM_OUT_VIEW, false, 0, err);
 	if (kt < 0)
 		return -1;
+	if (scale_k) { /* 2.x's math kernel scales both: q * sqrt(scale) @ (k^T * sqrt(scale)) */
+		int ks_in[1] = {kt};
+		if ((kt = mem_step(b, "mul", ks_in, 1, 0, bytes_of(s, bh, hd, s->source), MEM_OUT_NEW, false, 0, err)) < 0)
+			return -1;
+	}
 	int mm_in[3] = {qs, kt, mask};
 	int scores = mem_step(b, mask >= 0 ? "baddbmm" : "bmm", mm_in, 3, 3u, bytes_of(s, bh, s->target, s->source),
 	                      MEM_OUT_NEW, false, 0, err);
@@ -72,13 +77,92 @@ static int attention_core(mem_builder *b, const attn_shape *s, int q, int k, int
 	if (p > 0) {
 		int d_in[1] = {attn};
 		int64_t n = bytes_of(s, bh, s->target, s->source);
-		attn = mem_step(b, "dropout", d_in, 1, 0, n, MEM_OUT_NEW, false, n, err);
+		attn = mem_step(b, "dropout", d_in, 1, 0, n, MEM_OUT_NEW, false, mem_dropout_saved(b, n, s->elsize, true), err);
 		if (attn < 0)
 			return -1;
 	}
 	*weights = attn;
 	int o_in[2] = {attn, v};
 	return mem_step(b, "bmm", o_in, 2, 3u, bytes_of(s, bh, s->target, s->vdim / s->heads), MEM_OUT_NEW, false, 0, err);
+}
+
+/*
+ * PyTorch 2.x runs F.scaled_dot_product_attention (and MultiheadAttention
+ * without need_weights) by one of its kernels, chosen in
+ * aten/src/ATen/native/transformers/cuda/sdp_utils.cpp and sdp_utils_cpp.cpp
+ * (1.13 has the math kernel only):
+ *   CUDA  flash (float16/bfloat16, no attention mask, head size <= 256),
+ *         else memory-efficient (float16/bfloat16/float32, head size a
+ *         multiple of 8 / 4; masks allowed), else math;
+ *   CPU   flash (no dropout; float32, float64, bfloat16, float16), else math.
+ * A fused kernel keeps no attention matrix: it saves q, k, v, its output
+ * (laid out [B, T, H, hd]) and the rows' logsumexp in float32
+ * ([B, H, T], the memory-efficient kernel's rounded up to 32 rows, made
+ * only when a gradient is wanted). Its backward makes the gradients of q,
+ * k and v and, beside them, float32 rows of its own: delta [B, H, T]
+ * (memory-efficient), softmax_d and the float32 accumulator of dq
+ * [B, T128, H, hd32] (flash), a block of scores and of their gradient
+ * per thread (the CPU's, blocks of qSplit x kvSplit).
+ */
+typedef enum sdpa_kernel { SDPA_MATH, SDPA_FLASH, SDPA_EFFICIENT, SDPA_FLASH_CPU } sdpa_kernel;
+
+static const char *const sdpa_kernel_op[] = {
+	[SDPA_MATH] = "scaled_dot_product_attention",
+	[SDPA_FLASH] = "_scaled_dot_product_flash_attention",
+	[SDPA_EFFICIENT] = "_scaled_dot_product_efficient_attention",
+	[SDPA_FLASH_CPU] = "_scaled_dot_product_flash_attention_for_cpu",
+};
+
+static sdpa_kernel sdpa_choose(const mem_builder *b, const attn_shape *s, bool masked, double p)
+{
+	if (ti_memory_torch(b->options) != TI_TORCH_2)
+		return SDPA_MATH;
+	int64_t hd = s->embed / s->heads, vd = s->vdim / s->heads;
+	if (b->options->device == TI_MEMORY_CPU)
+		return p == 0 && hd == vd ? SDPA_FLASH_CPU : SDPA_MATH;
+	bool half = s->elsize == 2;
+	if (half && !masked && hd == vd && hd <= 256)
+		return SDPA_FLASH;
+	int align = half ? 8 : 4;
+	if ((half || s->elsize == 4) && hd % align == 0 && vd % align == 0)
+		return SDPA_EFFICIENT;
+	return SDPA_MATH;
+}
+
+static int64_t round_up(int64_t n, int64_t to)
+{
+	return (n + to - 1) / to * to;
+}
+
+/* One fused attention kernel on q, k, v laid out [B*H, T|S, hd]: its output [B*H, T, hd]. */
+static int sdpa_fused(mem_builder *b, const attn_shape *s, sdpa_kernel kern, int q, int k, int v, int mask,
+                      ti_error *err)
+{
+	int64_t bh = s->batch * s->heads, hd = s->embed / s->heads, vd = s->vdim / s->heads;
+	bool train = mem_training(b);
+	int64_t rows = bh * (kern == SDPA_EFFICIENT ? round_up(s->target, 32) : s->target);
+	int64_t lse = kern == SDPA_EFFICIENT && !train ? 0 : f32(b, rows);
+	int in[4] = {q, k, v, mask};
+	int o = mem_step(b, sdpa_kernel_op[kern], in, mask >= 0 ? 4 : 3, mask >= 0 ? 0xfu : 0x7u,
+	                 bytes_of(s, bh, s->target, vd), MEM_OUT_NEW, true, train ? lse : 0, err);
+	if (o < 0)
+		return -1;
+	mem_unit *u = &b->units[b->unit_count - 1];
+	u->fwd_scratch = train ? 0 : lse; /* made and let go when no gradient is wanted */
+	if (kern == SDPA_FLASH_CPU) {
+		/* one thread's blocks (sdp_utils_cpp's split sizes; the figures are of one thread) */
+		int64_t qs = s->target >= 768 ? 256 : s->target >= 192 ? 64 : 32, kvs = 512;
+		qs = qs < s->target ? qs : s->target;
+		kvs = kvs < s->source ? kvs : s->source;
+		u->fwd_scratch += f32(b, qs * kvs + 2 * qs + qs * vd);
+		u->bwd_scratch = f32(b, 2 * qs * kvs);
+	} else if (kern == SDPA_FLASH) {
+		int64_t t128 = round_up(s->target, 128);
+		u->bwd_scratch = f32(b, bh * t128) + f32(b, bh * t128 * round_up(hd, 32));
+	} else {
+		u->bwd_scratch = f32(b, bh * s->target);
+	}
+	return o;
 }
 
 static int linear(mem_builder *b, const ti_module *m, const char *weight, const char *bias, int x, int64_t out_bytes,
@@ -129,12 +213,18 @@ static int mha(mem_builder *b, const ti_module *m, const char *prefix, const att
 	}
 	if (q < 0 || k < 0 || v < 0)
 		return -1;
-	int weights;
-	int o = attention_core(b, s, q, k, v, mask, p, &weights, err);
+	/* 2.x: without need_weights, F.scaled_dot_product_attention on q, k, v viewed [B, H, T, hd] */
+	bool torch2 = ti_memory_torch(b->options) == TI_TORCH_2;
+	sdpa_kernel kern = torch2 && !need_weights ? sdpa_choose(b, s, mask >= 0, p) : SDPA_MATH;
+	int weights = -1;
+	int o = kern != SDPA_MATH ? sdpa_fused(b, s, kern, q, k, v, mask, err)
+	                          : attention_core(b, s, q, k, v, mask, p, torch2 && !need_weights, &weights, err);
 	if (o < 0)
 		return -1;
+	/* [T, B, E] made contiguous: a copy, except a fused kernel's [B, T, H, hd] output at B = 1 */
 	int c_in[1] = {o};
-	int flat = mem_step(b, "contiguous", c_in, 1, 0, bytes_of(s, s->target, s->batch, E), MEM_OUT_NEW, false, 0, err);
+	int flat = mem_step(b, "contiguous", c_in, 1, 0, bytes_of(s, s->target, s->batch, E),
+	                    kern != SDPA_MATH && s->batch == 1 ? MEM_OUT_VIEW : MEM_OUT_NEW, false, 0, err);
 	if (flat < 0)
 		return -1;
 	snprintf(w, sizeof(w), "%sout_proj.weight", prefix);
@@ -279,13 +369,13 @@ static int norm(mem_builder *b, const ti_module *m, const char *prefix, const ch
 	                f32(b, 2 * s->target * s->batch), err);
 }
 
-/* Dropout in training: a float mask saved beside a new output (the CPU's input * bernoulli noise). */
-static int drop(mem_builder *b, int input, int64_t bytes, double p, ti_error *err)
+/* Dropout in training: its noise or mask saved beside a new output (mem_dropout_saved). */
+static int drop(mem_builder *b, int input, int64_t bytes, int64_t elsize, double p, ti_error *err)
 {
 	if (p <= 0)
 		return input;
 	int in[1] = {input};
-	return mem_step(b, "dropout", in, 1, 0, bytes, MEM_OUT_NEW, false, bytes, err);
+	return mem_step(b, "dropout", in, 1, 0, bytes, MEM_OUT_NEW, false, mem_dropout_saved(b, bytes, elsize, true), err);
 }
 
 /* One TransformerEncoderLayer's units under prefix ("" or "layers.3."): attention, feed-forward, norms. */
@@ -306,7 +396,7 @@ static int encoder_layer(mem_builder *b, const ti_module *m, const char *prefix,
 	snprintf(pre, sizeof(pre), "%sself_attn.", prefix);
 	int weights;
 	int a = mha(b, m, pre, s, h, h, h, true, mask, p, false, &weights, err);
-	if (a < 0 || (a = drop(b, a, tok_bytes, p, err)) < 0)
+	if (a < 0 || (a = drop(b, a, tok_bytes, s->elsize, p, err)) < 0)
 		return -1;
 	int add_in[2] = {x, a};
 	int sum = mem_step(b, "add", add_in, 2, 0, tok_bytes, MEM_OUT_NEW, false, 0, err);
@@ -328,13 +418,13 @@ static int encoder_layer(mem_builder *b, const ti_module *m, const char *prefix,
 	int act_in[1] = {f};
 	bool gelu = act && !strcmp(act, "gelu");
 	f = mem_step(b, gelu ? "gelu" : "relu", act_in, 1, gelu ? 1u : 0u, ff_bytes, MEM_OUT_NEW, !gelu, 0, err);
-	if (f < 0 || (f = drop(b, f, ff_bytes, p, err)) < 0)
+	if (f < 0 || (f = drop(b, f, ff_bytes, s->elsize, p, err)) < 0)
 		return -1;
 	snprintf(name, sizeof(name), "%slinear2.weight", prefix);
 	snprintf(name2, sizeof(name2), "%slinear2.bias", prefix);
 	int l2_in[3] = {f, mem_param(b, m, name), mem_param(b, m, name2)};
 	int y = mem_step(b, "linear", l2_in, 3, 3u, tok_bytes, MEM_OUT_NEW, false, 0, err);
-	if (y < 0 || (y = drop(b, y, tok_bytes, p, err)) < 0)
+	if (y < 0 || (y = drop(b, y, tok_bytes, s->elsize, p, err)) < 0)
 		return -1;
 	int add2_in[2] = {x, y};
 	sum = mem_step(b, "add", add2_in, 2, 0, tok_bytes, MEM_OUT_NEW, false, 0, err);
@@ -381,7 +471,7 @@ ti_status mem_expand_encoder(mem_builder *b, const mem_event *ev, ti_error *err)
 	return expand_encoder(b, ev, true, err);
 }
 
-/* F.scaled_dot_product_attention, [..., L, E] inputs, by its math kernel (the one every version has on the CPU). */
+/* F.scaled_dot_product_attention, [..., L, E] inputs, by the kernel the version chooses (sdpa_choose). */
 ti_status mem_expand_sdpa(mem_builder *b, const mem_event *ev, ti_error *err)
 {
 	const ti_op_call *c = ev->call;
@@ -406,10 +496,13 @@ ti_status mem_expand_sdpa(mem_builder *b, const mem_event *ev, ti_error *err)
 			p = c->in.args[i].as.real;
 	int weights;
 	int mask_id = mask ? mem_tensor_of(b, mask) : -1;
-	if (mask_id < 0 && arg_bool(c, "is_causal", false)) /* the causal mask the kernel builds: a bool [L, S] */
+	sdpa_kernel kern = sdpa_choose(b, &s, mask_id >= 0, mem_training(b) ? p : 0);
+	if (kern == SDPA_MATH && mask_id < 0 && arg_bool(c, "is_causal", false)) /* the math kernel builds it: bool [L, S] */
 		mask_id = mem_tensor_new(b, s.target * s.source, "causal mask");
-	int out = attention_core(b, &s, mem_tensor_of(b, qm), mem_tensor_of(b, km), mem_tensor_of(b, vm), mask_id, p,
-	                         &weights, err);
+	int q = mem_tensor_of(b, qm), k = mem_tensor_of(b, km), v = mem_tensor_of(b, vm);
+	int out = kern != SDPA_MATH ? sdpa_fused(b, &s, kern, q, k, v, mask_id, err)
+	                            : attention_core(b, &s, q, k, v, mask_id, p, ti_memory_torch(b->options) == TI_TORCH_2,
+	                                             &weights, err);
 	if (out < 0)
 		return err->code;
 	int ids[1] = {out};

@@ -107,7 +107,7 @@ ti_status ti_memory_from_source(ti_source *src, const ti_memory_options *o, ti_a
 		for (size_t i = 0; i < np; i++)
 			if (!mem_add(&r->gradients, params[i].bytes))
 				return TI_FAIL(err, TI_E_LIMIT, "gradients past 2^62 bytes");
-		ti_status st = mem_optim_cost_of(o->optimizer, o->impl, params, np, &cost, &rule, err);
+		ti_status st = mem_optim_cost_of(o, params, np, &cost, &rule, err);
 		if (st)
 			return st;
 		if (saved_state) {

@@ -195,7 +195,16 @@ typedef struct mem_optim_cost {
 } mem_optim_cost;
 
 /* State and step temporaries for the trainable parameters params[0..n). */
-ti_status mem_optim_cost_of(ti_memory_optimizer o, ti_memory_impl impl, const mem_param_info *params, size_t n,
+/*
+ * What a training dropout of `bytes` (elements of es bytes) saves beside its
+ * output: on the CPU the noise it multiplies by, in the input's dtype
+ * (input * bernoulli noise, _dropout_impl); on CUDA F.dropout (fused: true
+ * when the call is plain dropout) runs native_dropout, which saves a bool
+ * mask, a byte per element.
+ */
+int64_t mem_dropout_saved(const mem_builder *b, int64_t bytes, int64_t es, bool fused);
+
+ti_status mem_optim_cost_of(const ti_memory_options *options, const mem_param_info *params, size_t n,
                             mem_optim_cost *out, const char **rule, ti_error *err);
 
 /* ---- checked arithmetic ---- */

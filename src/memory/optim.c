@@ -21,6 +21,15 @@
  *   foreach   a whole group at once: Adam 2 P, Adagrad 3 P, RMSprop P,
  *             SGD with momentum none;
  *   fused     none beyond a few scalars (1.13 has it on CUDA only).
+ *
+ * PyTorch 2.x (torch/optim/adam.py _multi_tensor_adam and its siblings):
+ * foreach Adam divides and adds eps in place, one temporary P
+ * (exp_avg_sq_sqrt) where 1.13 made two; Adagrad keeps std and a scaled
+ * gradient (2 P), RMSprop avg (P). Its `step` tensors live on the CPU
+ * unless the implementation is fused or capturable; they are counted with
+ * the state all the same, as the state dict holds them (4 bytes a
+ * parameter). Its default implementation on CUDA is foreach
+ * (ti_memory_default_impl).
  */
 #include <string.h>
 
@@ -32,27 +41,28 @@ typedef struct optim_row {
 	int step_tensors;        /* 0-dim float32 `step` tensors per parameter */
 	int temporaries;         /* parameter-sized temporaries the for-loop step makes at once */
 	int foreach_temporaries; /* the same per parameter, all alive together in foreach */
+	int foreach_temporaries_2; /* the same in PyTorch 2.x's foreach */
 	int kept;                /* of those, bound to a local that lives into the next parameter's step */
 	const char *rule;
 } optim_row;
 
 static const optim_row rows[] = {
-	[TI_OPTIM_NONE] = {"none", 0, 0, 0, 0, 0, "no optimizer: gradients only"},
-	[TI_OPTIM_SGD] = {"sgd", 0, 0, 0, 0, 0, "SGD: no state; p.add_(grad, alpha=-lr) in place"},
-	[TI_OPTIM_MOMENTUM] = {"momentum", 1, 0, 0, 0, 0,
+	[TI_OPTIM_NONE] = {"none", 0, 0, 0, 0, 0, 0, "no optimizer: gradients only"},
+	[TI_OPTIM_SGD] = {"sgd", 0, 0, 0, 0, 0, 0, "SGD: no state; p.add_(grad, alpha=-lr) in place"},
+	[TI_OPTIM_MOMENTUM] = {"momentum", 1, 0, 0, 0, 0, 0,
 	                       "SGD(momentum): momentum_buffer per trainable parameter; buf.mul_().add_(grad) in place"},
-	[TI_OPTIM_ADAM] = {"adam", 2, 1, 2, 2, 1,
+	[TI_OPTIM_ADAM] = {"adam", 2, 1, 2, 2, 1, 1,
 	                   "Adam: exp_avg + exp_avg_sq per trainable parameter, a float32 step each; "
 	                   "denom = exp_avg_sq.sqrt() / c + eps"},
-	[TI_OPTIM_ADAMW] = {"adamw", 2, 1, 2, 2, 1,
+	[TI_OPTIM_ADAMW] = {"adamw", 2, 1, 2, 2, 1, 1,
 	                    "AdamW: exp_avg + exp_avg_sq per trainable parameter, a float32 step each; "
 	                    "denom = exp_avg_sq.sqrt() / c + eps"},
-	[TI_OPTIM_ADAGRAD] = {"adagrad", 1, 1, 1, 3, 1, "Adagrad: sum per trainable parameter; std = state_sum.sqrt().add_(eps)"},
-	[TI_OPTIM_RMSPROP] = {"rmsprop", 1, 1, 1, 1, 1, "RMSprop: square_avg per trainable parameter; avg = square_avg.sqrt().add_(eps)"},
-	[TI_OPTIM_LION] = {"lion", 1, 0, 1, 1, 0, "Lion: exp_avg per trainable parameter; update = sign(interpolation)"},
-	[TI_OPTIM_ADAFACTOR] = {"adafactor", 0, 1, 2, 1, 0,
+	[TI_OPTIM_ADAGRAD] = {"adagrad", 1, 1, 1, 3, 2, 1, "Adagrad: sum per trainable parameter; std = state_sum.sqrt().add_(eps)"},
+	[TI_OPTIM_RMSPROP] = {"rmsprop", 1, 1, 1, 1, 1, 1, "RMSprop: square_avg per trainable parameter; avg = square_avg.sqrt().add_(eps)"},
+	[TI_OPTIM_LION] = {"lion", 1, 0, 1, 1, 1, 0, "Lion: exp_avg per trainable parameter; update = sign(interpolation)"},
+	[TI_OPTIM_ADAFACTOR] = {"adafactor", 0, 1, 2, 1, 1, 0,
 	                        "Adafactor: row and column second-moment factors per matrix, a full one per vector"},
-	[TI_OPTIM_ADAM8BIT] = {"adam8bit", 0, 1, 0, 0, 0,
+	[TI_OPTIM_ADAM8BIT] = {"adam8bit", 0, 1, 0, 0, 0, 0,
 	                       "8-bit Adam (bitsandbytes): two uint8 states per element + a float32 scale per 2048"},
 };
 
@@ -97,9 +107,18 @@ static int64_t adafactor_state(const mem_param_info *p)
 	return (rows + (rows / (inner ? inner : 1)) * cols) * es;
 }
 
-ti_status mem_optim_cost_of(ti_memory_optimizer o, ti_memory_impl impl, const mem_param_info *params, size_t n,
+ti_memory_impl ti_memory_default_impl(const ti_memory_options *options)
+{
+	return ti_memory_torch(options) == TI_TORCH_2 && options->device == TI_MEMORY_CUDA ? TI_IMPL_FOREACH
+	                                                                                    : TI_IMPL_FOR_LOOP;
+}
+
+ti_status mem_optim_cost_of(const ti_memory_options *options, const mem_param_info *params, size_t n,
                             mem_optim_cost *out, const char **rule, ti_error *err)
 {
+	ti_memory_optimizer o = options->optimizer;
+	ti_memory_impl impl = options->impl;
+	bool torch2 = ti_memory_torch(options) == TI_TORCH_2;
 	memset(out, 0, sizeof(*out));
 	if ((unsigned)o >= sizeof(rows) / sizeof(rows[0]))
 		return TI_FAIL(err, TI_E_INVALID, "unknown optimizer %d", (int)o);
@@ -125,7 +144,7 @@ ti_status mem_optim_cost_of(ti_memory_optimizer o, ti_memory_impl impl, const me
 		if (t > largest)
 			largest = t;
 		kept = p->bytes * r->kept; /* kept <= 1: no overflow past the check above */
-		if (!mem_mul(p->bytes, r->foreach_temporaries, &t) || !mem_add(&all, t))
+		if (!mem_mul(p->bytes, torch2 ? r->foreach_temporaries_2 : r->foreach_temporaries, &t) || !mem_add(&all, t))
 			return TI_FAIL(err, TI_E_LIMIT, "optimizer temporaries past %lld bytes", (long long)TI_MEMORY_MAX_BYTES);
 	}
 	switch (impl) {

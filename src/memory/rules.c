@@ -152,7 +152,7 @@ static bool training(const mem_builder *b, const ti_op_call *c)
 
 typedef enum extra_kind {
 	EXTRA_NONE,
-	EXTRA_DROPOUT,    /* training: a float mask of the input's size (CPU: input * bernoulli noise) */
+	EXTRA_DROPOUT,    /* training: the noise or mask it saves (mem_dropout_saved; feature dropouts one per channel) */
 	EXTRA_ROW_STATS,  /* mean and rstd: two floats per normalized row */
 	EXTRA_CHANNEL_STATS, /* training: mean and invstd per channel */
 	EXTRA_GROUP_STATS,/* mean and rstd per (sample, group) */
@@ -330,6 +330,13 @@ static const char *label_of(mem_builder *b, const char *op)
 {
 	const char *path = b->module_path && *b->module_path ? b->module_path : NULL;
 	return path ? ti_arena_printf(b->arena, "%s (%s)", path, op) : ti_arena_strdup(b->arena, op);
+}
+
+int64_t mem_dropout_saved(const mem_builder *b, int64_t bytes, int64_t es, bool fused)
+{
+	if (fused && b->options->device == TI_MEMORY_CUDA)
+		return es > 0 ? bytes / es : bytes;
+	return bytes;
 }
 
 static int64_t rows_of(const ti_meta_tensor *t, int normalized_dims)
@@ -691,8 +698,16 @@ static ti_status plan_plain(mem_builder *b, const mem_event *ev, const plain_row
 	case EXTRA_NONE:
 		break;
 	case EXTRA_DROPOUT:
-		if (dropping && x)
-			u.saved_extra = mem_meta_bytes(x);
+		if (dropping && x) {
+			/* feature dropouts (_dropout_impl<feature>): noise of one element per channel, [N, C, 1, ...] */
+			bool feature = strstr(row->name, "dropout1d") || strstr(row->name, "dropout2d") ||
+			               strstr(row->name, "dropout3d") || !strcmp(row->name, "feature_alpha_dropout");
+			int64_t es = (int64_t)ti_dtype_size(x->dtype), bytes = mem_meta_bytes(x);
+			if (feature && x->ndim >= 2)
+				u.saved_extra = x->shape[0].value * x->shape[1].value * es;
+			else
+				u.saved_extra = mem_dropout_saved(b, bytes, es, !strcmp(row->name, "dropout"));
+		}
 		break;
 	case EXTRA_ROW_STATS: {
 		int nd = 1;

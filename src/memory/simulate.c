@@ -980,7 +980,7 @@ static ti_status optimizer_setup(sim *s, ti_error *err)
 			return TI_FAIL(err, TI_E_LIMIT, "gradients past %lld bytes", (long long)TI_MEMORY_MAX_BYTES);
 	}
 	mem_optim_cost cost;
-	ti_status st = mem_optim_cost_of(s->opt->optimizer, s->opt->impl, info, n, &cost, &s->optimizer_rule, err);
+	ti_status st = mem_optim_cost_of(s->opt, info, n, &cost, &s->optimizer_rule, err);
 	if (st)
 		return st;
 	if (s->opt->optimizer_state_bytes > 0) {
