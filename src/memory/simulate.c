@@ -613,9 +613,15 @@ static void accumulate(sim *s, int t, int g, const char *name)
  * Backward formulas that multiply the output's gradient by a matrix take it
  * contiguous: the loss's gradient, an expanded scalar with no storage, is
  * copied out whole for them (measured on 1.13: Linear(512, 8000) on
- * [2, 512, 512] holds the 31 MiB copy beside both of its gradients).
+ * [2, 512, 512] holds the 31 MiB copy beside both of its gradients). So do
+ * the convolutions' backward kernels (mkldnn_convolution_backward's
+ * grad_output.contiguous(), slow_conv2d's expect_contiguous: measured, a
+ * 1x1 Conv2d ending a model at [16, 64, 32, 32] holds the 4 MiB copy beside
+ * its reorders and the input's gradient).
  */
-static const char *const dense_grad_ops[] = {"linear", "matmul", "mm", "bmm", "addmm", "baddbmm", NULL};
+static const char *const dense_grad_ops[] = {"linear", "matmul", "mm", "bmm", "addmm", "baddbmm",
+                                             "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
+                                             "conv_transpose3d", NULL};
 
 static int64_t expanded_grad_copy(const sim *s, const mem_unit *u, int go)
 {
