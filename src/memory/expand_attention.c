@@ -49,13 +49,14 @@ static int64_t bytes_of(const attn_shape *s, int64_t a, int64_t b, int64_t c)
  * the attention output [B*H, T, hd]. p is the dropout probability in force.
  */
 static int attention_core(mem_builder *b, const attn_shape *s, int q, int k, int v, int mask, double p, bool scale_k,
-                          int *weights, ti_error *err)
+                          int *weights, int *scaled, ti_error *err)
 {
 	int64_t bh = s->batch * s->heads, hd = s->embed / s->heads;
 	int in[3] = {q};
 	int qs = mem_step(b, "div", in, 1, 0, bytes_of(s, bh, s->target, hd), MEM_OUT_NEW, false, 0, err);
 	if (qs < 0)
 		return -1;
+	*scaled = qs;
 	int kt_in[1] = {k};
 	int kt = mem_step(b, "transpose", kt_in, 1, 0, bytes_of(s, bh, hd, s->source), MEM_OUT_VIEW, false, 0, err);
 	if (kt < 0)
@@ -216,9 +217,9 @@ static int mha(mem_builder *b, const ti_module *m, const char *prefix, const att
 	/* 2.x: without need_weights, F.scaled_dot_product_attention on q, k, v viewed [B, H, T, hd] */
 	bool torch2 = ti_memory_torch(b->options) == TI_TORCH_2;
 	sdpa_kernel kern = torch2 && !need_weights ? sdpa_choose(b, s, mask >= 0, p) : SDPA_MATH;
-	int weights = -1;
+	int weights = -1, scaled = -1;
 	int o = kern != SDPA_MATH ? sdpa_fused(b, s, kern, q, k, v, mask, err)
-	                          : attention_core(b, s, q, k, v, mask, p, torch2 && !need_weights, &weights, err);
+	                          : attention_core(b, s, q, k, v, mask, p, torch2 && !need_weights, &weights, &scaled, err);
 	if (o < 0)
 		return -1;
 	/* [T, B, E] made contiguous: a copy, except a fused kernel's [B, T, H, hd] output at B = 1 */
@@ -240,38 +241,79 @@ static int mha(mem_builder *b, const ti_module *m, const char *prefix, const att
 		if (*weights_out < 0)
 			return -1;
 	}
-	return out;
+	if (mem_training(b))
+		return out; /* what backward needs is saved; the rest goes when autograd lets it */
+	/*
+	 * Inference: the function's locals live until it returns - q, k and v
+	 * (the packed projection they view), the scaled q and, unless averaged
+	 * away, the attention weights - beside the out-projection (measured on
+	 * 1.13 with an odd head count, which takes this path: the peak above the
+	 * input is max(6X + A, 4X + 2A) on 9 sizes).
+	 */
+	int keep[6] = {out, q, k, v, scaled, need_weights ? -1 : weights}, nkeep = 0;
+	for (int i = 0; i < 6; i++)
+		if (keep[i] >= 0)
+			keep[nkeep++] = keep[i];
+	return mem_step(b, "return", keep, nkeep, 0, bytes_of(s, s->target, s->batch, E), MEM_OUT_VIEW, false, 0, err);
 }
 
 /*
  * PyTorch 1.13's inference fast path (eval, no grad, batch_first,
- * self-attention, no attn_mask): MultiheadAttention runs
+ * self-attention, an even number of heads; MultiheadAttention also without
+ * dropout or attn_mask): MultiheadAttention runs
  * _native_multi_head_attention and an encoder layer
- * _transformer_encoder_layer_fwd, fused kernels whose scratch was measured
- * (tests/conformance/memory_ops.py) as the attention matrix and twice the
- * input, A + 2X; an encoder layer's feed-forward takes its hidden layer and
- * twice the input if that is more. One unit each: a new output of the
- * input's size.
+ * _transformer_encoder_layer_fwd. native_multi_head_attention projects
+ * qkv [B, T, 3E] and moves it into q_k_v [3, B, H, T, hd] (both live: 6X),
+ * frees qkv, computes q k^T [B, H, T, T] and its softmax in place (3X + A),
+ * writes the context into q's storage and projects it through a [B, T, E]
+ * copy into the output (5X). The encoder layer adds its feed-forward's
+ * hidden layer beside its input (F + 2X), and a pre-norm layer keeps its
+ * norm's output beside the attention (X more); with need_weights q k^T is
+ * kept through the projection (5X + A) and averaged over the heads
+ * (4X + A + A/H). Measured with tests/tools/memshim.c on 1.13, the peak
+ * above the input is exactly max(6X, A + 3X, F + 2X) (+ X pre-norm) on 15
+ * sizes, and with need_weights max(6X, 5X + A, 4X + A + A/H) on 4. One unit each: a new output of the
+ * input's size and the rest as scratch.
  */
-static int fast_path(mem_builder *b, const char *op, int x, const attn_shape *s, int64_t ff, ti_error *err)
+static int fast_path(mem_builder *b, const char *op, int x, const attn_shape *s, int64_t ff, bool norm_first,
+                     bool need_weights, ti_error *err)
 {
 	int64_t tok = bytes_of(s, s->batch, s->target, s->embed);
 	int64_t a = bytes_of(s, s->batch * s->heads, s->target, s->source);
 	int64_t hidden = ff ? bytes_of(s, s->batch, s->target, ff) : 0;
-	if (tok < 0 || a < 0 || hidden < 0)
+	if (tok < 0 || a < 0 || hidden < 0 || tok > TI_MEMORY_MAX_BYTES / 8)
 		return TI_FAIL(err, TI_E_LIMIT, "attention past 2^62 bytes"), -1;
 	int in[1] = {x};
 	int out = mem_step(b, op, in, 1, 0, tok, MEM_OUT_NEW, false, 0, err);
 	if (out < 0)
 		return -1;
 	mem_unit *u = &b->units[b->unit_count - 1];
-	u->fwd_scratch = a + 2 * tok > hidden + 2 * tok ? a + 2 * tok : hidden + 2 * tok;
+	int64_t most = 5 * tok;
+	if (a + 2 * tok > most)
+		most = a + 2 * tok;
+	if (ff && hidden + tok > most)
+		most = hidden + tok;
+	/* need_weights: q k^T is kept through the projection, then averaged over the heads beside the output */
+	if (need_weights && 4 * tok + a > most)
+		most = 4 * tok + a;
+	if (need_weights && 3 * tok + a + a / s->heads > most)
+		most = 3 * tok + a + a / s->heads;
+	u->fwd_scratch = most + (norm_first ? tok : 0);
 	return out;
 }
 
-static bool takes_fast_path(const mem_builder *b, const ti_module *m, bool self, bool masked)
+/* 1.13's MultiheadAttention.forward and TransformerEncoderLayer.forward: why_not_fast_path is empty. */
+static bool takes_fast_path(const mem_builder *b, const ti_module *m, int64_t heads, bool self, bool masked,
+                            double dropout)
 {
-	return !mem_training(b) && self && !masked && ti_module_bool(m, "batch_first");
+	return !mem_training(b) && self && !masked && ti_module_bool(m, "batch_first") && heads % 2 == 0 &&
+	       dropout == 0;
+}
+
+static bool encoder_activation_fused(const ti_module *m)
+{
+	const char *act = ti_module_str(m, "activation");
+	return !act || !strcmp(act, "relu") || !strcmp(act, "gelu");
 }
 
 /* The first tensor argument of a call by name, or NULL. */
@@ -348,8 +390,8 @@ ti_status mem_expand_mha(mem_builder *b, const mem_event *ev, ti_error *err)
 	double p = mem_training(b) ? ti_module_float(m, "dropout") : 0;
 	int weights = -1;
 	bool self = qm == km && km == vm;
-	int out = takes_fast_path(b, m, self, mask != NULL)
-	        ? fast_path(b, "_native_multi_head_attention", q, &s, 0, err)
+	int out = takes_fast_path(b, m, s.heads, self, mask != NULL, ti_module_float(m, "dropout"))
+	        ? fast_path(b, "_native_multi_head_attention", q, &s, 0, false, arg_bool(c, "need_weights", true), err)
 	        : mha(b, m, "", &s, q, k, v, self, mk, p, arg_bool(c, "need_weights", true), &weights, err);
 	if (out < 0)
 		return err->code;
@@ -444,13 +486,15 @@ static ti_status expand_encoder(mem_builder *b, const mem_event *ev, bool stack,
 	const ti_meta_tensor *mask = arg_tensor(c, stack ? "mask" : "src_mask");
 	int x = mem_tensor_of(b, xm), mk = mask ? mem_tensor_of(b, mask) : -1;
 	int64_t layers = stack ? ti_module_dim(m, "num_layers").value : 1;
-	bool fast = takes_fast_path(b, m, true, mask != NULL);
+	/* the encoder layer's fast path does not ask about dropout (inference has none) but wants relu or gelu */
+	bool fast = takes_fast_path(b, m, s.heads, true, mask != NULL, 0) && encoder_activation_fused(m);
 	for (int64_t i = 0; i < layers && x >= 0; i++) {
 		char prefix[48];
 		prefix[0] = '\0';
 		if (stack)
 			snprintf(prefix, sizeof(prefix), "layers.%lld.", (long long)i);
-		x = fast ? fast_path(b, "_transformer_encoder_layer_fwd", x, &s, ti_module_dim(m, "dim_feedforward").value, err)
+		x = fast ? fast_path(b, "_transformer_encoder_layer_fwd", x, &s, ti_module_dim(m, "dim_feedforward").value,
+		                     ti_module_bool(m, "norm_first"), false, err)
 		         : encoder_layer(b, m, prefix, x, &s, mk, err);
 	}
 	if (x >= 0 && stack && mem_param(b, m, "norm.weight") >= 0)
@@ -500,9 +544,10 @@ ti_status mem_expand_sdpa(mem_builder *b, const mem_event *ev, ti_error *err)
 	if (kern == SDPA_MATH && mask_id < 0 && arg_bool(c, "is_causal", false)) /* the math kernel builds it: bool [L, S] */
 		mask_id = mem_tensor_new(b, s.target * s.source, "causal mask");
 	int q = mem_tensor_of(b, qm), k = mem_tensor_of(b, km), v = mem_tensor_of(b, vm);
+	int scaled;
 	int out = kern != SDPA_MATH ? sdpa_fused(b, &s, kern, q, k, v, mask_id, err)
 	                            : attention_core(b, &s, q, k, v, mask_id, p, ti_memory_torch(b->options) == TI_TORCH_2,
-	                                             &weights, err);
+	                                             &weights, &scaled, err);
 	if (out < 0)
 		return err->code;
 	int ids[1] = {out};

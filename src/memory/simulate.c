@@ -617,11 +617,14 @@ static void accumulate(sim *s, int t, int g, const char *name)
  * the convolutions' backward kernels (mkldnn_convolution_backward's
  * grad_output.contiguous(), slow_conv2d's expect_contiguous: measured, a
  * 1x1 Conv2d ending a model at [16, 64, 32, 32] holds the 4 MiB copy beside
- * its reorders and the input's gradient).
+ * its reorders and the input's gradient), and GELU's, which hands the
+ * gradient to oneDNN's eltwise_backward (measured: GELU ending a model
+ * holds a copy of its output's size beside its input's gradient; the tanh
+ * approximation's own kernel would not, and is counted the same).
  */
 static const char *const dense_grad_ops[] = {"linear", "matmul", "mm", "bmm", "addmm", "baddbmm",
                                              "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
-                                             "conv_transpose3d", NULL};
+                                             "conv_transpose3d", "gelu", NULL};
 
 static int64_t expanded_grad_copy(const sim *s, const mem_unit *u, int go)
 {
