@@ -138,7 +138,7 @@ test: deps-test
 		$(PYTHON) tests/conformance/memory_checkpoint.py ./tinspect && \
 		$(PYTHON) tests/conformance/memory_recompute.py ./tinspect && \
 		$(PYTHON) tests/conformance/memory_rnn.py ./tinspect && \
-		$(PYTHON) tests/conformance/memory_random.py ./tinspect --compare tests/conformance/memory_models/measured_random_cpu.json --remeasure 20 && \
+		$(PYTHON) tests/conformance/memory_random.py ./tinspect --compare tests/conformance/memory_models/measured_random_cpu.json --remeasure 20 --check-readme README.md && \
 		$(PYTHON) tests/conformance/memory_conformance.py ./tinspect --measured tests/conformance/memory_models/measured_cuda_h100.json && \
 		$(PYTHON) tests/conformance/memory_conformance.py ./tinspect --measured tests/conformance/memory_models/measured_cuda_h100_full.json && \
 		(cd tools/export/tests && TINSPECT=$(CURDIR)/tinspect $(PYTHON) -m unittest -q test_export) && \
@@ -166,6 +166,15 @@ conformance: deps-test
 		$(PYTHON) tests/conformance/run_conformance.py ./tinspect --shapes-corpus-only && \
 		$(PYTHON) tests/conformance/run_export_conformance.py ./tinspect; \
 	else echo "conformance: skipped (python3-torch is not installed)"; fi
+
+# Everything measured again, hours on two cores: the long suites above, the memory corpus at
+# its realistic sizes, and every case of the random memory corpus re-measured (make test
+# compares all of them with the committed measurements and re-measures 20).
+conformance-full: conformance
+	@if $(PYTHON) -c 'import torch' 2>/dev/null; then \
+		$(PYTHON) tests/conformance/memory_conformance.py ./tinspect --full && \
+		$(PYTHON) tests/conformance/memory_random.py ./tinspect --compare tests/conformance/memory_models/measured_random_cpu.json --remeasure all; \
+	else echo "conformance-full: skipped (python3-torch is not installed)"; fi
 
 # The whole suite under AddressSanitizer and UndefinedBehaviorSanitizer.
 asan: deps-test
@@ -267,6 +276,6 @@ uninstall:
 clean:
 	rm -rf build tinspect
 
-.PHONY: all deps deps-test deps-fuzz run test conformance asan bench fuzz fuzz-replay valgrind man install uninstall clean
+.PHONY: conformance-full all deps deps-test deps-fuzz run test conformance asan bench fuzz fuzz-replay valgrind man install uninstall clean
 
 -include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(ASAN_LIB_OBJ:.o=.d) $(ASAN_CLI_OBJ:.o=.d) $(ASAN_TEST_OBJ:.o=.d)

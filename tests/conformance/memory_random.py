@@ -18,14 +18,18 @@ Each model is measured in inference and in training with a random optimizer (sgd
 adam).
 
   memory_random.py TINSPECT --measure N --seed S -o FILE   draw N models, measure, write FILE
+                   [--start I]                              (models I to I+N-1; a FILE of the same draw
+                                                            is added to: a stopped run goes on)
   memory_random.py TINSPECT --compare FILE                  estimate every case in FILE again
-                   [--remeasure K]                          and re-measure K of them (a rotating
-                                                            sample, chosen by the date)
+                   [--remeasure K|all]                      and re-measure K of them (a rotating
+                                                            sample, chosen by the date) or all
 
 --compare prints the distribution of errors (percentiles, the ten worst) and fails when a case is
 more than 5 % (and 64 KiB) from its measurement, or when a re-measured case moved by more than
 1 % (PyTorch or the machine changed: measure again); whether the distribution meets the goal
-(every case within 5 %, the median within 1 %) is printed beside it.
+(every case within 5 %, the median within 1 %) is printed beside it. --write-readme README.md
+writes the distribution as a table between README's memory-accuracy markers; --check-readme
+README.md fails when the table there is not the one this comparison gives.
 """
 import argparse
 import datetime
@@ -42,6 +46,7 @@ sys.path.insert(0, HERE)
 LIMIT = 0.05          # a case further than this fails the comparison
 GOAL, GOAL_MEDIAN = 0.05, 0.01
 SLACK = 64 * 1024     # below this many bytes a miss is not counted (allocator scale)
+ACT_CAP = 512 << 20   # a CNN's batch is halved until its activations (float32) are below this
 ACTS = ["ReLU", "GELU", "SiLU", "Tanh", "Sigmoid"]
 
 
@@ -108,7 +113,7 @@ def draw_cnn(rng):
     c = Chain()
     ch, hw = 3, rng.choice([32, 48, 64, 96, 128])
     inputs = {"x": {"shape": ["N", 3, hw, hw]}}
-    x = "x"
+    x, acts = "x", 0
     for _ in range(rng.randint(2, 6)):
         kind = rng.random()
         if kind < 0.55 or hw < 8:
@@ -154,11 +159,16 @@ def draw_cnn(rng):
             x = activation(rng, c, x)
             if hw > 256:
                 break
+        acts += 3 * ch * hw * hw  # a layer's output, its norm's and its activation's, per sample
     if rng.random() < 0.5:
         x = c.call({"type": "AdaptiveAvgPool2d", "output_size": 1}, [x])
         x = c.op("flatten", [x], start_dim=1)
         x = c.call({"type": "Linear", "in_features": ch, "out_features": rng.choice([10, 100, 1000])}, [x])
-    return inputs, c, [x], {"N": rng.choice([2, 4, 8, 16])}
+    n = rng.choice([2, 4, 8, 16])
+    # a batch whose activations pass ACT_CAP takes minutes on the reference BLAS and proves nothing more
+    while n > 1 and 4 * n * acts > ACT_CAP:
+        n //= 2
+    return inputs, c, [x], {"N": n}
 
 
 def written_attention(rng, c, x, d, heads):
@@ -268,12 +278,35 @@ def estimate(mc, binary, path, bind, mode, opt, cpu_isa):
     return doc, err
 
 
+def save(path, out):
+    """Writes the measurements whole or not at all: a run stopped midway keeps every model it finished."""
+    tmp = path + ".part"
+    with open(tmp, "w") as f:
+        json.dump(out, f, indent=0, separators=(",", ":"))
+        f.write("\n")
+    os.replace(tmp, path)
+
+
 def measure_cmd(a, mc):
     import torch
+    out = {"torch": torch.__version__, "device": "cpu", "threads": 1, "cpu_isa": mc.tinspect_cpu_isa(a.tinspect),
+           "measured": datetime.date.today().isoformat(), "generator": "tests/conformance/memory_random.py",
+           "seed": a.seed, "cases": []}
+    if os.path.exists(a.output):  # go on from where an earlier run of the same draw stopped
+        with open(a.output) as f:
+            old = json.load(f)
+        for key in ("torch", "cpu_isa", "seed"):
+            if old.get(key) != out[key]:
+                raise SystemExit("%s was measured with %s %r, this run has %r: give another file" % (
+                    a.output, key, old.get(key), out[key]))
+        out["cases"] = old["cases"]
+    done = {c["index"] for c in out["cases"]}
     tmp = tempfile.mkdtemp(prefix="memory-random-")
     so = mc.build_memshim(tmp)
-    cases, t0 = [], time.time()
-    for i in range(a.measure):
+    t0, count = time.time(), 0
+    for i in range(a.start, a.start + a.measure):
+        if i in done:
+            continue
         name, desc, bind, opt = draw(a.seed, i)
         path = write_desc(tmp, name, desc)
         doc, err = mc.run_tinspect(a.tinspect, path, bind, "infer", None)
@@ -287,16 +320,15 @@ def measure_cmd(a, mc):
                 print("skip %s/%s: %s" % (name, mode, e), flush=True)
                 continue
             keep = {k: v for k, v in res.items() if isinstance(v, int)}
-            cases.append({"case": "%s/%s" % (name, mode if o is None else "%s-%s" % (mode, o)), "seed": a.seed,
-                          "index": i, "bind": bind, "mode": mode, "optimizer": o, "desc": desc, "torch": keep})
-            print("measured %-40s %8.1f MiB" % (cases[-1]["case"], keep["peak"] / 2 ** 20), flush=True)
-    out = {"torch": torch.__version__, "device": "cpu", "threads": 1, "cpu_isa": mc.tinspect_cpu_isa(a.tinspect),
-           "measured": datetime.date.today().isoformat(), "generator": "tests/conformance/memory_random.py",
-           "seed": a.seed, "cases": cases}
-    with open(a.output, "w") as f:
-        json.dump(out, f, indent=0, separators=(",", ":"))
-        f.write("\n")
-    print("%d cases measured in %.0f s into %s" % (len(cases), time.time() - t0, a.output))
+            out["cases"].append({"case": "%s/%s" % (name, mode if o is None else "%s-%s" % (mode, o)),
+                                 "seed": a.seed, "index": i, "bind": bind, "mode": mode, "optimizer": o,
+                                 "desc": desc, "torch": keep})
+            count += 1
+            print("measured %-40s %8.1f MiB" % (out["cases"][-1]["case"], keep["peak"] / 2 ** 20), flush=True)
+        out["cases"].sort(key=lambda c: (c["index"], c["mode"]))
+        out["measured"] = datetime.date.today().isoformat()
+        save(a.output, out)
+    print("%d cases measured in %.0f s into %s (%d in all)" % (count, time.time() - t0, a.output, len(out["cases"])))
     return 0
 
 
@@ -358,6 +390,8 @@ def compare_cmd(a, mc):
         for _, e, case, want, got in sorted(rows, reverse=True)[:10]:
             print("    %-40s torch %8.1f MiB  tinspect %8.1f MiB  %+6.1f %%" % (case, want / 2 ** 20, got / 2 ** 20,
                                                                              100 * e))
+    if a.write_readme or a.check_readme:
+        failed += readme_table(a.write_readme or a.check_readme, data, rows, write=bool(a.write_readme))
     for f in failed:
         print("FAIL " + f)
     print("memory random: %d of %d within %d %% of their measurement" % (
@@ -365,15 +399,65 @@ def compare_cmd(a, mc):
     return 1 if failed else 0
 
 
+README_BEGIN, README_END = "<!-- memory-accuracy:begin -->", "<!-- memory-accuracy:end -->"
+
+
+def accuracy_table(data, rows):
+    """The errors' distribution as a Markdown table: a row per family and step, and all of them."""
+    def line(label, sel):
+        errs = [r[0] for r in sel]
+        within = sum(1 for r in sel if r[0] <= GOAL or abs(r[4] - r[3]) <= SLACK)
+        return "| %s | %d | %d | %.1f %% | %.1f %% | %.1f %% | %.1f %% |" % (
+            label, len(sel), within, 100 * percentile(errs, 50), 100 * percentile(errs, 90),
+            100 * percentile(errs, 99), 100 * max(errs))
+    out = ["Measured against PyTorch %s on the CPU (%s, one thread) on %d random models that no rule was "
+           "written for (`tests/conformance/memory_random.py`; `make test` compares every case):" % (
+               data.get("torch"), data.get("cpu_isa"), len({r[2].split("/")[0] for r in rows})),
+           "",
+           "| models | cases | within 5 % | median error | p90 | p99 | largest |",
+           "| --- | --- | --- | --- | --- | --- | --- |"]
+    names = {"mlp": "MLPs", "cnn": "CNNs", "seq": "sequence models"}
+    for fam in ("mlp", "cnn", "seq"):
+        for mode in ("infer", "train"):
+            sel = [r for r in rows if r[2].startswith(fam + "_") and r[2].split("/")[1].startswith(mode)]
+            if sel:
+                out.append(line("%s, %s" % (names[fam], "inference" if mode == "infer" else "training"), sel))
+    out.append(line("**all**", rows))
+    return "\n".join(out) + "\n"
+
+
+def readme_table(path, data, rows, write):
+    """Writes the table between README's markers, or says how the README's differs: [] when it is the same."""
+    with open(path) as f:
+        text = f.read()
+    if README_BEGIN not in text or README_END not in text:
+        return ["%s has no %s ... %s markers" % (path, README_BEGIN, README_END)]
+    head, rest = text.split(README_BEGIN, 1)
+    old, tail = rest.split(README_END, 1)
+    new = "\n" + accuracy_table(data, rows)
+    if write:
+        with open(path, "w") as f:
+            f.write(head + README_BEGIN + new + README_END + tail)
+        print("wrote the accuracy table into %s" % path)
+        return []
+    if old != new:
+        return ["%s's memory accuracy table is not this run's: write it with --write-readme %s" % (path, path)]
+    print("%s's memory accuracy table is this run's" % path)
+    return []
+
+
 def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("tinspect", nargs="?", default=os.path.join(HERE, "..", "..", "tinspect"))
     ap.add_argument("--measure", type=int, metavar="N")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--start", type=int, default=0, metavar="I", help="--measure: the first model's index")
     ap.add_argument("-o", "--output", metavar="FILE")
     ap.add_argument("--compare", metavar="FILE")
-    ap.add_argument("--remeasure", type=int, default=0, metavar="K")
+    ap.add_argument("--remeasure", type=lambda v: 1 << 30 if v == "all" else int(v), default=0, metavar="K|all")
     ap.add_argument("--show", type=int, metavar="I", help="print model I of --seed's draw and exit")
+    ap.add_argument("--write-readme", metavar="FILE", help="--compare: write the errors' table into FILE")
+    ap.add_argument("--check-readme", metavar="FILE", help="--compare: fail when FILE's table is not this run's")
     a = ap.parse_args(argv[1:])
     if a.show is not None:
         name, desc, bind, opt = draw(a.seed, a.show)
