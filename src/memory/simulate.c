@@ -1614,7 +1614,8 @@ done:
  * The alternatives the options leave open, each played: on the CPU, when a
  * convolution's scratch depends on the instruction set and none was given,
  * every other set. *least and *most take their peaks, *kinds what else
- * their units depend on (another set's GEMM backward depends on threads).
+ * their units depend on (another set's GEMM backward depends on threads),
+ * and loses the set when every set peaks alike.
  */
 static ti_status play_alternatives(ti_model *model, const mem_trace *trace, const ti_model_report *rep,
                                    const ti_memory_options *options, unsigned *kinds, int64_t *least, int64_t *most,
@@ -1637,6 +1638,8 @@ static ti_status play_alternatives(ti_model *model, const mem_trace *trace, cons
 		*least = r->peak < *least ? r->peak : *least;
 		*most = r->peak > *most ? r->peak : *most;
 	}
+	if (*least == *most) /* the scratch differs, but never at the peak: the peak does not depend on the set */
+		*kinds &= ~MEM_UNCERTAIN(TI_UNCERTAIN_CPU_ISA);
 	return TI_OK;
 }
 

@@ -27,26 +27,20 @@ static const struct uncertain_row {
 	const char *why;
 } rows[TI_UNCERTAIN_KIND_COUNT] = {
 	[TI_UNCERTAIN_RULES] = {"rules", true,
-		"the rules' own error: every estimate of the random corpus, measured with PyTorch 1.13, was within "
-		PERCENT(TI_MEMORY_RULES_TOLERANCE_PERCENT) " %"},
+		"the rules' own error, within " PERCENT(TI_MEMORY_RULES_TOLERANCE_PERCENT) " % on the measured random corpus"},
 	[TI_UNCERTAIN_CPU_ISA] = {"cpu-isa", true,
-		"oneDNN picks its convolution kernels, and their scratch, by the instruction set, which --cpu-isa did not "
-		"fix: the range spans avx512_core, avx2, avx and sse41"},
+		"oneDNN's convolution scratch differs by instruction set, not fixed by --cpu-isa: avx512_core to sse41 spanned"},
 	[TI_UNCERTAIN_THREADS] = {"threads", false,
-		"one thread assumed: oneDNN's GEMM weight gradient books four weights of scratch per thread, beyond the "
-		"high end"},
+		"one thread assumed; oneDNN's GEMM weight gradient books four more weights per thread"},
 	[TI_UNCERTAIN_CUDNN_WORKSPACE] = {"cudnn-workspace", false,
-		"cuDNN's convolution workspaces are not modelled, and PyTorch bounds them only by the memory free: the high "
-		"end is the rules' tolerance only"},
+		"cuDNN's convolution workspaces are not modelled, bounded only by free memory: the high end is the rules' "
+		"tolerance only"},
 	[TI_UNCERTAIN_CUDNN_RNN] = {"cudnn-rnn", false,
-		"cuDNN runs recurrent layers with kernels and buffers of its own, not modelled (the CPU's are): the high "
-		"end is the rules' tolerance only"},
-	[TI_UNCERTAIN_NO_OPTIMIZER] = {"no-optimizer", false,
-		"no --optimizer given: its state and step are left out, beyond the high end"},
-	[TI_UNCERTAIN_NO_RULE] = {"no-rule", false,
-		"operators without a memory rule: what they save is a guess, beyond the high end"},
-	[TI_UNCERTAIN_NO_GRAPH] = {"no-graph", false,
-		"a checkpoint alone has no graph: activations and inputs are not counted, beyond the high end"},
+		"cuDNN's recurrent kernels and buffers are not modelled, the CPU's are: the high end is the rules' tolerance "
+		"only"},
+	[TI_UNCERTAIN_NO_OPTIMIZER] = {"no-optimizer", false, "no --optimizer given: its state and step are left out"},
+	[TI_UNCERTAIN_NO_RULE] = {"no-rule", false, "operators without a memory rule: what they save is a guess"},
+	[TI_UNCERTAIN_NO_GRAPH] = {"no-graph", false, "a checkpoint alone: activations and inputs are not counted"},
 };
 
 const char *ti_memory_uncertain_name(ti_memory_uncertain_kind k)
