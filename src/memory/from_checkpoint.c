@@ -59,9 +59,6 @@ static bool is_buffer(const char *name)
 	return false;
 }
 
-/* a checkpoint alone: what only a graph gives is not counted */
-#define NO_GRAPH MEM_UNCERTAIN(TI_UNCERTAIN_NO_GRAPH)
-
 ti_status ti_memory_from_source(ti_source *src, const ti_memory_options *o, ti_arena *arena,
                                 const ti_memory_report **out, ti_error *err)
 {
@@ -130,13 +127,13 @@ ti_status ti_memory_from_source(ti_source *src, const ti_memory_options *o, ti_a
 	ti_memory_term terms[] = {
 		{"weights", r->weights, saved_state ? "the model's tensors, each storage once (the optimizer's apart)"
 		                                    : "every tensor, each storage once", false, NULL, 0},
-		{"inputs", 0, "unknown without a description", true, why, NO_GRAPH},
+		{"inputs", 0, "unknown without a description", true, why, 0},
 		{"gradients", r->gradients, train ? "a .grad per floating parameter" : "inference: none", false, NULL, 0},
 		{"optimizer_state", r->optimizer_state, rule, false, NULL, 0},
-		{"activations", 0, "unknown without a description", train, train ? why : NULL, train ? NO_GRAPH : 0},
+		{"activations", 0, "unknown without a description", train, train ? why : NULL, 0},
 		{"kv_cache", 0, "unknown without a description", false, NULL, 0},
 		{"peak", r->peak, train ? "weights + gradients + optimizer state + the step's temporaries" : "the weights",
-		 true, why, NO_GRAPH},
+		 true, why, 0},
 	};
 	r->term_count = sizeof(terms) / sizeof(terms[0]);
 	r->terms = ti_arena_calloc(arena, r->term_count, sizeof(*r->terms));
@@ -147,7 +144,9 @@ ti_status ti_memory_from_source(ti_source *src, const ti_memory_options *o, ti_a
 	notes[0] = why;
 	r->notes = notes;
 	r->note_count = 1;
-	ti_status st = mem_uncertain_list(r, arena, MEM_UNCERTAIN(TI_UNCERTAIN_RULES) | NO_GRAPH, err);
+	/* what only a graph gives is not counted: the high end is open */
+	unsigned kinds = MEM_UNCERTAIN(TI_UNCERTAIN_RULES) | MEM_UNCERTAIN(TI_UNCERTAIN_NO_GRAPH);
+	ti_status st = mem_uncertain_list(r, arena, kinds, err);
 	if (st || (st = mem_peak_range(r, r->peak, r->peak, err)))
 		return st;
 	*out = r;

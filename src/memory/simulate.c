@@ -1643,24 +1643,31 @@ static ti_status play_alternatives(ti_model *model, const mem_trace *trace, cons
 	return TI_OK;
 }
 
-/* The uncertainty kinds each term can depend on (bits); a term takes those the report has, when it counts. */
+/*
+ * What the machine the step runs on decides, beyond the description: the kinds a term or a tensor names as
+ * "depends on". The rules' tolerance is every figure's (named once, in the list); a missing optimizer, rule
+ * or graph makes a term a lower bound, whose why says so already.
+ */
+#define MACHINE_KINDS (MEM_UNCERTAIN(TI_UNCERTAIN_CPU_ISA) | MEM_UNCERTAIN(TI_UNCERTAIN_THREADS) | \
+                       MEM_UNCERTAIN(TI_UNCERTAIN_CUDNN_WORKSPACE) | MEM_UNCERTAIN(TI_UNCERTAIN_CUDNN_RNN))
+
+/* The kinds each term can depend on (bits); a term takes those the report has, when it counts bytes. */
 static const struct {
 	const char *term;
 	unsigned kinds;
 } term_depends[] = {
-	{"optimizer_state", MEM_UNCERTAIN(TI_UNCERTAIN_NO_OPTIMIZER)},
-	{"activations", MEM_UNCERTAIN(TI_UNCERTAIN_CUDNN_RNN) | MEM_UNCERTAIN(TI_UNCERTAIN_NO_RULE)},
-	{"peak", ~MEM_UNCERTAIN(TI_UNCERTAIN_RULES)}, /* the rules' tolerance is every figure's: named once, in the list */
+	{"activations", MEM_UNCERTAIN(TI_UNCERTAIN_CUDNN_RNN)}, /* cuDNN keeps its own reserve for backward */
+	{"peak", MACHINE_KINDS},
 };
 
 static void mark_depends(ti_memory_report *r, unsigned kinds)
 {
 	for (size_t i = 0; i < r->term_count; i++)
 		for (size_t k = 0; k < sizeof(term_depends) / sizeof(term_depends[0]); k++)
-			if (!strcmp(r->terms[i].name, term_depends[k].term) && (r->terms[i].bytes > 0 || r->terms[i].lower_bound))
+			if (!strcmp(r->terms[i].name, term_depends[k].term) && r->terms[i].bytes > 0)
 				r->terms[i].depends = term_depends[k].kinds & kinds;
 	for (size_t i = 0; i < r->top_count; i++)
-		r->top[i].depends &= kinds & ~MEM_UNCERTAIN(TI_UNCERTAIN_RULES);
+		r->top[i].depends &= kinds & MACHINE_KINDS;
 }
 
 ti_status ti_memory_estimate(ti_model *model, const ti_memory_options *options, const ti_memory_report **out,
