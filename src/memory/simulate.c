@@ -455,8 +455,8 @@ static void forward_unit(sim *s, size_t k, run_kind kind)
 		}
 	}
 	/* the scratch comes on top of what the call keeps (a recurrent layer's stack of step outputs is made
-	 * when every step's saved tensors exist) */
-	/* the GEMM's reduction buffer, booked per thread, is the backward's */
+	 * when every step's saved tensors exist); it does not depend on the thread count: the GEMM's reduction
+	 * buffer, booked per thread, is the backward's */
 	transient(s, scratch, TI_MEM_TEMPORARY, u->label, u->depends & ~MEM_UNCERTAIN(TI_UNCERTAIN_THREADS));
 	/* what this unit was the last to read, and outputs nobody reads, die now */
 	int seg_last = u->segment >= 0 ? b->segments[u->segment].last : -1;
