@@ -12,6 +12,11 @@
  * in-place operations allocate nothing), and the report is the high-water
  * mark of the live bytes and the moment that reached it.
  *
+ * What the description does not fix (the instruction set oneDNN picks its
+ * CPU kernels for, the thread count, cuDNN's kernels on a GPU) makes the
+ * peak uncertain: the report gives a range for it and names each cause,
+ * and the terms and tensors each cause shapes say so (ti_memory_uncertainty).
+ *
  * Sizes must be concrete: every symbol of the description bound. All byte
  * arithmetic is checked: a size past 2^62 is TI_E_LIMIT, never a wrap.
  * Ownership: the report lives in the model's arena, until ti_model_close.
@@ -76,6 +81,41 @@ typedef enum ti_memory_strategy {
 	TI_STRATEGY_NONE, TI_STRATEGY_DDP, TI_STRATEGY_ZERO1, TI_STRATEGY_ZERO2, TI_STRATEGY_ZERO3
 } ti_memory_strategy;
 
+/*
+ * The rules' measured tolerance, in percent: on the random corpus of
+ * tests/conformance/memory_random.py (models nobody wrote a rule for,
+ * measured with PyTorch 1.13 on the CPU) every estimate was within it. The
+ * peak's range is widened by it on both sides.
+ */
+#define TI_MEMORY_RULES_TOLERANCE_PERCENT 5
+
+/*
+ * What makes an estimate uncertain. A depends mask (a term's, a live
+ * tensor's) has bit k set when kind k shapes its bytes.
+ */
+typedef enum ti_memory_uncertain_kind {
+	TI_UNCERTAIN_RULES,           /* "rules": the rules' own error, TI_MEMORY_RULES_TOLERANCE_PERCENT */
+	TI_UNCERTAIN_CPU_ISA,         /* "cpu-isa": oneDNN's convolution kernels, the set not given (cpu_isa_fixed) */
+	TI_UNCERTAIN_THREADS,         /* "threads": oneDNN's GEMM convolution books scratch per thread; one assumed */
+	TI_UNCERTAIN_CUDNN_WORKSPACE, /* "cudnn-workspace": cuDNN's convolution workspaces, not modelled */
+	TI_UNCERTAIN_CUDNN_RNN,       /* "cudnn-rnn": cuDNN's recurrent kernels, not modelled */
+	TI_UNCERTAIN_NO_OPTIMIZER,    /* "no-optimizer": training without one, its state and step left out */
+	TI_UNCERTAIN_NO_RULE,         /* "no-rule": operators without a memory rule, what they save guessed */
+	TI_UNCERTAIN_NO_GRAPH,        /* "no-graph": a checkpoint alone, activations and inputs not counted */
+	TI_UNCERTAIN_KIND_COUNT
+} ti_memory_uncertain_kind;
+
+/* The kind's name as the JSON and the table spell it ("cpu-isa"); NULL past the end. */
+const char *ti_memory_uncertain_name(ti_memory_uncertain_kind k);
+
+/* One cause of uncertainty in a report. */
+typedef struct ti_memory_uncertainty {
+	ti_memory_uncertain_kind kind;
+	const char *name;      /* "cpu-isa" */
+	const char *why;       /* a sentence: what varies, and what the range makes of it */
+	bool covered;          /* the range takes it in; false: it can only add, and may pass peak_high */
+} ti_memory_uncertainty;
+
 typedef struct ti_memory_options {
 	ti_memory_mode mode;
 	ti_memory_optimizer optimizer;   /* training: TI_OPTIM_NONE leaves the optimizer out (a lower bound) */
@@ -83,6 +123,8 @@ typedef struct ti_memory_options {
 	ti_memory_device device;
 	ti_torch_version torch;          /* TI_TORCH_DEFAULT: 1.13 on the CPU, 2 on CUDA */
 	ti_cpu_isa cpu_isa;              /* cpu: the instruction set oneDNN's kernels are chosen for */
+	bool cpu_isa_fixed;              /* cpu: cpu_isa is the one the step runs with (given, not assumed): the
+	                                    peak's range does not span the other sets */
 	ti_dtype dtype;                  /* weights in this dtype; 0: as described */
 	const char *const *trainable;    /* globs: only these parameters train (fine-tuning) */
 	size_t trainable_count;
@@ -146,6 +188,7 @@ typedef struct ti_memory_tensor {
 	const char *name;      /* "layer1.0.conv1: conv2d output", a parameter's name */
 	ti_memory_kind kind;
 	int64_t bytes;
+	unsigned depends;      /* bit k: uncertainty kind k shapes its bytes (one the report names) */
 } ti_memory_tensor;
 
 /* One point of the timeline: the live bytes after a unit of one phase ran (its peak inside it). */
@@ -169,6 +212,7 @@ typedef struct ti_memory_term {
 	const char *rule;      /* "Adam: exp_avg + exp_avg_sq per trainable parameter, fp32" */
 	bool lower_bound;      /* the true figure may be higher: why says why */
 	const char *why;
+	unsigned depends;      /* bit k: uncertainty kind k shapes it (one the report names) */
 } ti_memory_term;
 
 typedef struct ti_memory_report {
@@ -182,6 +226,11 @@ typedef struct ti_memory_report {
 	int64_t kv_cache;         /* keys and values of every attention step at the bound length (inference) */
 	int kv_sites, kv_causal;  /* attention steps found; how many mask their scores */
 	int64_t peak;             /* the most bytes live at any moment of the step */
+	int64_t peak_low, peak_high; /* the range the peak lies in: the least and the most peak under the alternatives
+	                                of what is uncertain and covered, widened by the rules' tolerance */
+	bool peak_high_open;      /* an uncertainty the range does not cover may add past peak_high */
+	const ti_memory_uncertainty *uncertain; /* what makes the peak uncertain: the rules first */
+	size_t uncertain_count;
 	int64_t in_flight;        /* pipeline: the micro-batches whose activations this stage holds at once */
 	int64_t stage_first, stage_last; /* pipeline: the stage's ledger units (of the whole model's) */
 	int64_t reserved_peak;    /* cuda: the caching allocator's segments at the most */
@@ -213,6 +262,10 @@ const char *ti_memory_gpu_name(size_t i);
 /*
  * Simulates one step of model (opened, not yet run) under options. A shape
  * error of the model is TI_E_SHAPE with the message `shapes` gives.
+ * The peak's range: on the CPU, when a convolution's scratch depends on the
+ * instruction set and options->cpu_isa_fixed is false, the step is simulated
+ * again under every ti_cpu_isa (the walk and the ledger, not the shape run:
+ * a few milliseconds), and the range spans their peaks.
  */
 ti_status ti_memory_estimate(ti_model *model, const ti_memory_options *options, const ti_memory_report **out,
                              ti_error *err);

@@ -68,6 +68,12 @@ static const char help[] =
 	"term with the rule behind it, the peak and the step that reached it, the\n"
 	"largest tensors live at that moment, and a timeline.\n"
 	"\n"
+	"Under the peak, its range and why: the peak under each instruction set\n"
+	"when --cpu-isa is not given and the convolutions' scratch depends on it,\n"
+	"widened by the rules' measured error (5 %); what has no bound (the thread\n"
+	"count, cuDNN's workspaces on cuda) is named and leaves the high end open.\n"
+	"Terms and tensors such a cause shapes say \"depends on\" it.\n"
+	"\n"
 	"Given a checkpoint instead (any file inspect reads), the terms it alone\n"
 	"gives: its weights, and for training a gradient per floating parameter and\n"
 	"the optimizer state (the checkpoint's own when it holds one). With no graph\n"
@@ -133,7 +139,9 @@ static const char help[] =
 	"                       calls keep for backward at the end of forward\n"
 	"  --plot FILE.svg      also draw the timeline as an SVG chart\n"
 	"  -f, --force          replace the --plot FILE if it exists\n"
-	"  --json               print one JSON document instead of the table\n"
+	"  --json               print one JSON document instead of the table (the\n"
+	"                       range: \"peak_range\": {\"low\", \"high\", \"high_open\",\n"
+	"                       \"uncertain\": [{\"name\", \"why\", \"covered\"}]})\n"
 	"  --raw                print byte sizes as exact integers\n"
 	"  --trust              use a checkpoint whose pickle calls something dangerous\n"
 	"  -h, --help           show this help\n";
@@ -320,6 +328,54 @@ static void sparkline(const ti_memory_report *r, int width)
 	printf("\n          forward%s\n", r->gradients || r->activations ? " | backward | optimizer" : "");
 }
 
+/* The names of the uncertainties a depends mask has, "cpu-isa, threads", into buf ("" for none). */
+static const char *depends_words(unsigned depends, char *buf, size_t cap)
+{
+	size_t used = 0;
+	buf[0] = '\0';
+	for (int k = 0; k < TI_UNCERTAIN_KIND_COUNT && used < cap; k++)
+		if (depends & (1u << k))
+			used += (size_t)snprintf(buf + used, cap - used, "%s%s", used ? ", " : "", ti_memory_uncertain_name(k));
+	return buf;
+}
+
+static void add_depends(cJSON *obj, unsigned depends)
+{
+	if (!depends)
+		return;
+	cJSON *list = cJSON_AddArrayToObject(obj, "depends");
+	for (int k = 0; k < TI_UNCERTAIN_KIND_COUNT; k++)
+		if (depends & (1u << k))
+			cJSON_AddItemToArray(list, cJSON_CreateString(ti_memory_uncertain_name(k)));
+}
+
+/* The line under the peak: its range, and why it is one ("or more" where the high end is open). */
+static void print_range(const ti_memory_report *r)
+{
+	char low[32], high[32];
+	printf("range %s \u2013 %s%s (", cli_bytes(r->peak_low, low, sizeof(low)), cli_bytes(r->peak_high, high, sizeof(high)),
+	       r->peak_high_open ? " or more" : "");
+	for (size_t i = 0; i < r->uncertain_count; i++)
+		printf("%s%s: %s", i ? "; " : "", r->uncertain[i].name, r->uncertain[i].why);
+	printf(")\n");
+}
+
+static void add_range(cJSON *root, const ti_memory_report *r)
+{
+	cJSON *range = cJSON_AddObjectToObject(root, "peak_range");
+	cJSON_AddNumberToObject(range, "low", (double)r->peak_low);
+	cJSON_AddNumberToObject(range, "high", (double)r->peak_high);
+	cJSON_AddBoolToObject(range, "high_open", r->peak_high_open);
+	cJSON *list = cJSON_AddArrayToObject(range, "uncertain");
+	for (size_t i = 0; i < r->uncertain_count; i++) {
+		cJSON *x = cJSON_CreateObject();
+		cJSON_AddStringToObject(x, "name", r->uncertain[i].name);
+		cJSON_AddStringToObject(x, "why", r->uncertain[i].why);
+		cJSON_AddBoolToObject(x, "covered", r->uncertain[i].covered);
+		cJSON_AddItemToArray(list, x);
+	}
+}
+
 /* The peak's term when the peak is only a lower bound (a checkpoint alone, opaque steps), else NULL. */
 static const ti_memory_term *peak_lower_bound(const ti_memory_report *r)
 {
@@ -455,10 +511,11 @@ static int print_text(const memory_args *a, const ti_memory_report *r)
 	cli_table_init(&t, term_columns, 3);
 	for (size_t i = 0; i < r->term_count; i++) {
 		const ti_memory_term *x = &r->terms[i];
-		char bytes[40], rule[400];
+		char bytes[40], rule[500], depends[120];
 		snprintf(bytes, sizeof(bytes), "%s%s", x->lower_bound ? ">= " : "", cli_bytes(x->bytes, b1, sizeof(b1)));
-		snprintf(rule, sizeof(rule), "%s%s%s", x->rule, x->lower_bound && x->why ? "; lower bound: " : "",
-		         x->lower_bound && x->why ? x->why : "");
+		depends_words(x->depends, depends, sizeof(depends));
+		snprintf(rule, sizeof(rule), "%s%s%s%s%s", x->rule, x->lower_bound && x->why ? "; lower bound: " : "",
+		         x->lower_bound && x->why ? x->why : "", *depends ? "; depends on " : "", depends);
 		const char *row[] = {x->name, bytes, rule};
 		cli_table_add(&t, row);
 	}
@@ -467,6 +524,7 @@ static int print_text(const memory_args *a, const ti_memory_report *r)
 		return rc;
 	printf("\npeak %s%s during %s, at %s\n", r->unit_count ? "" : "at least ", cli_bytes(r->peak, b1, sizeof(b1)),
 	       ti_memory_phase_name(r->peak_phase), r->peak_step);
+	print_range(r);
 	if (o->pipeline > 1) {
 		printf("pipeline: stage %lld of %lld needs the most (units %lld to %lld, %lld micro-batches in flight):",
 		       (long long)o->stage, (long long)o->pipeline, (long long)r->stage_first, (long long)r->stage_last,
@@ -488,8 +546,10 @@ static int print_text(const memory_args *a, const ti_memory_report *r)
 		       r->top_count);
 		cli_table_init(&t, top_columns, 3);
 		for (size_t i = 0; i < r->top_count && (int)i < a->top; i++) {
-			const char *row[] = {ti_memory_kind_name(r->top[i].kind), cli_bytes(r->top[i].bytes, b2, sizeof(b2)),
-			                     r->top[i].name ? r->top[i].name : "?"};
+			char name[400], depends[120];
+			snprintf(name, sizeof(name), "%s%s%s", r->top[i].name ? r->top[i].name : "?",
+			         r->top[i].depends ? "; depends on " : "", depends_words(r->top[i].depends, depends, sizeof(depends)));
+			const char *row[] = {ti_memory_kind_name(r->top[i].kind), cli_bytes(r->top[i].bytes, b2, sizeof(b2)), name};
 			cli_table_add(&t, row);
 		}
 		if ((rc = cli_table_flush(&t)))
@@ -559,6 +619,7 @@ static int print_json_doc(const memory_args *a, const ti_memory_report *r, int64
 	cJSON_AddNumberToObject(root, "communication", (double)r->communication);
 	cJSON_AddNumberToObject(root, "kv_cache", (double)r->kv_cache);
 	cJSON_AddNumberToObject(root, "peak", (double)r->peak);
+	add_range(root, r);
 	if (o->device == TI_MEMORY_CUDA) {
 		cJSON_AddNumberToObject(root, "reserved_peak", (double)r->reserved_peak);
 		cJSON *ov = cJSON_AddObjectToObject(root, "overheads");
@@ -585,6 +646,7 @@ static int print_json_doc(const memory_args *a, const ti_memory_report *r, int64
 		cJSON_AddBoolToObject(t, "lower_bound", r->terms[i].lower_bound);
 		if (r->terms[i].why)
 			cJSON_AddStringToObject(t, "why", r->terms[i].why);
+		add_depends(t, r->terms[i].depends);
 		cJSON_AddItemToArray(terms, t);
 	}
 	cJSON *top = cJSON_AddArrayToObject(root, "top");
@@ -593,6 +655,7 @@ static int print_json_doc(const memory_args *a, const ti_memory_report *r, int64
 		cJSON_AddStringToObject(t, "name", r->top[i].name ? r->top[i].name : "?");
 		cJSON_AddStringToObject(t, "kind", ti_memory_kind_name(r->top[i].kind));
 		cJSON_AddNumberToObject(t, "bytes", (double)r->top[i].bytes);
+		add_depends(t, r->top[i].depends);
 		cJSON_AddItemToArray(top, t);
 	}
 	if (a->depth) {
@@ -1112,6 +1175,7 @@ static int check_args(memory_args *a)
 	a->o.torch = ti_memory_torch(&a->o);
 	if (!a->impl_given)
 		a->o.impl = ti_memory_default_impl(&a->o);
+	a->o.cpu_isa_fixed = a->cpu_isa_given; /* else the peak's range spans every set: the step may run elsewhere */
 	if (a->o.mode != TI_MEMORY_TRAIN && (a->optimizer_given || a->impl_given || a->ntrain || a->nfrozen || a->ncheck || a->o.accumulate))
 		return cli_usage_error("memory: --%s applies to --mode train only",
 		                       a->optimizer_given ? "optimizer" : a->impl_given ? "impl" : a->ntrain ? "trainable"

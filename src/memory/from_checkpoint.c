@@ -126,14 +126,14 @@ ti_status ti_memory_from_source(ti_source *src, const ti_memory_options *o, ti_a
 	const char *why = "a checkpoint has no graph: activations and inputs are not counted (give a description for them)";
 	ti_memory_term terms[] = {
 		{"weights", r->weights, saved_state ? "the model's tensors, each storage once (the optimizer's apart)"
-		                                    : "every tensor, each storage once", false, NULL},
-		{"inputs", 0, "unknown without a description", true, why},
-		{"gradients", r->gradients, train ? "a .grad per floating parameter" : "inference: none", false, NULL},
-		{"optimizer_state", r->optimizer_state, rule, false, NULL},
-		{"activations", 0, "unknown without a description", train, train ? why : NULL},
-		{"kv_cache", 0, "unknown without a description", false, NULL},
+		                                    : "every tensor, each storage once", false, NULL, 0},
+		{"inputs", 0, "unknown without a description", true, why, 0},
+		{"gradients", r->gradients, train ? "a .grad per floating parameter" : "inference: none", false, NULL, 0},
+		{"optimizer_state", r->optimizer_state, rule, false, NULL, 0},
+		{"activations", 0, "unknown without a description", train, train ? why : NULL, 0},
+		{"kv_cache", 0, "unknown without a description", false, NULL, 0},
 		{"peak", r->peak, train ? "weights + gradients + optimizer state + the step's temporaries" : "the weights",
-		 true, why},
+		 true, why, 0},
 	};
 	r->term_count = sizeof(terms) / sizeof(terms[0]);
 	r->terms = ti_arena_calloc(arena, r->term_count, sizeof(*r->terms));
@@ -144,6 +144,11 @@ ti_status ti_memory_from_source(ti_source *src, const ti_memory_options *o, ti_a
 	notes[0] = why;
 	r->notes = notes;
 	r->note_count = 1;
+	/* what only a graph gives is not counted: the high end is open */
+	unsigned kinds = MEM_UNCERTAIN(TI_UNCERTAIN_RULES) | MEM_UNCERTAIN(TI_UNCERTAIN_NO_GRAPH);
+	ti_status st = mem_uncertain_list(r, arena, kinds, err);
+	if (st || (st = mem_peak_range(r, r->peak, r->peak, err)))
+		return st;
 	*out = r;
 	return TI_OK;
 }

@@ -87,6 +87,8 @@ typedef struct mem_unit {
 	bool unknown;                /* no rule: what it saves is a guess */
 	bool release;                /* no call: a graph's name lets go of its inputs here */
 	int segment;                 /* the checkpointed module it runs in, -1 none */
+	unsigned depends;            /* bit k: uncertainty kind k shapes its scratch and what it saves beside
+	                                (the instruction set a convolution's kernels are chosen for) */
 } mem_unit;
 
 /* Builds units from events: the rules' side. */
@@ -162,6 +164,8 @@ typedef struct mem_rule {
 	const char *name;            /* operator name or module type */
 	mem_rule_fn plan;
 	const char *saves;           /* in words, for --explain and the man page */
+	unsigned cuda_depends;       /* on cuda: the uncertainty kinds (bits) of the kernels PyTorch runs there
+	                                instead of the ones the row plays (cuDNN's RNN) */
 } mem_rule;
 
 /* The rows that expand a module or operator into the operators PyTorch runs (expand_*.c). */
@@ -179,6 +183,17 @@ ti_status mem_rule_plan_op(mem_builder *b, const mem_event *ev, ti_error *err);
 const mem_rule *mem_rule_find(const char *name, bool module);
 /* The row used when an operator has neither a row nor sub-calls: outputs new, inputs saved. */
 ti_status mem_rule_default(mem_builder *b, const mem_event *ev, ti_error *err);
+
+/* ---- what is uncertain (uncertain.c) ---- */
+
+#define MEM_UNCERTAIN(k) (1u << (k))
+
+/* The kinds of uncertainty the step's figures have, as a mask: from the units' depends and the options. */
+unsigned mem_uncertain_kinds(const ti_memory_options *o, unsigned unit_depends, bool unknown_ops);
+/* Sets r's list of uncertainties (kinds, a mask) and whether the high end is open; the list lives in arena. */
+ti_status mem_uncertain_list(ti_memory_report *r, ti_arena *arena, unsigned kinds, ti_error *err);
+/* Sets r's range from the least and the most peak under the alternatives, widened by the rules' tolerance. */
+ti_status mem_peak_range(ti_memory_report *r, int64_t least, int64_t most, ti_error *err);
 
 /* ---- optimizers ---- */
 

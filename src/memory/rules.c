@@ -497,9 +497,10 @@ static int64_t blocked_bytes(int64_t bytes, const ti_meta_tensor *t, ti_cpu_isa 
 #define GEMM_CHUNK ((int64_t)1 << 19) /* oneDNN's forward im2col in chunks of about half a MiB (measured) */
 
 static int64_t conv_scratch(const char *op, const ti_op_call *c, const ti_meta_tensor *x, const ti_meta_tensor *y,
-                            ti_cpu_isa isa, int64_t *backward)
+                            ti_cpu_isa isa, int64_t *backward, bool *gemm)
 {
 	*backward = 0;
+	*gemm = false;
 	const ti_meta_tensor *w = NULL;
 	for (int i = 0; c->in.sig && i < c->in.sig->count; i++)
 		if (!strcmp(c->in.sig->params[i].name, "weight") && c->in.args[i].kind == TI_ARG_TENSOR)
@@ -554,7 +555,8 @@ static int64_t conv_scratch(const char *op, const ti_op_call *c, const ti_meta_t
 	   .grad and diff_weights - and 256, 128 and 96 channels on 8x8 to 32x32 maps within 2 %) */
 	*backward = in + out > weight ? in + out : weight;
 	if (!conv_backward_weights_jit(c, x, y, w, isa)) {
-		int64_t columns = 0, spatial = 1, gemm;
+		int64_t columns = 0, spatial = 1, bytes;
+		*gemm = true;
 		bool plain = kernel == 1;
 		for (int k = 2; k < y->ndim; k++) {
 			spatial *= y->shape[k].value;
@@ -563,8 +565,8 @@ static int64_t conv_scratch(const char *op, const ti_op_call *c, const ti_meta_t
 		if (!plain && !mem_mul(4 * w->shape[1].value * kernel, spatial, &columns))
 			columns = 0;
 		/* beside the weight's gradient (the simulator counts it with the scratch): four more and the columns */
-		if (mem_mul(4, weight, &gemm) && mem_add(&gemm, columns) && gemm > *backward)
-			*backward = gemm;
+		if (mem_mul(4, weight, &bytes) && mem_add(&bytes, columns) && bytes > *backward)
+			*backward = bytes;
 	}
 	/* forward reorders into its blocked layout; on small maps the weight is the largest (measured: ResNet-18's
 	   layer4 at 2x3x64x80 takes 9.1 MiB, its 512x512x3x3 weight's 9.0). The blocked layout holds channels
@@ -574,6 +576,34 @@ static int64_t conv_scratch(const char *op, const ti_op_call *c, const ti_meta_t
 	int64_t in_blk = blocked_bytes(in, x, isa), out_blk = blocked_bytes(out, y, isa);
 	int64_t most = in_blk > out_blk ? in_blk : out_blk;
 	return weight + most + (out_blk - out);
+}
+
+/*
+ * A convolution's scratch, and what it depends on that the description does
+ * not fix. On the CPU: the instruction set, where another set's kernels
+ * would take other scratch (a weight gradient as a GEMM, channels padded to
+ * another block), and in training the thread count, where the weight
+ * gradient runs as a GEMM (its reduction buffer is booked per thread; the
+ * figures are one thread's). On cuda: cuDNN's workspaces, not modelled.
+ */
+static void conv_plan(mem_builder *b, mem_unit *u, const char *op, const ti_op_call *c, const ti_meta_tensor *x,
+                      const ti_meta_tensor *y)
+{
+	if (b->options->device == TI_MEMORY_CUDA) {
+		u->depends |= MEM_UNCERTAIN(TI_UNCERTAIN_CUDNN_WORKSPACE);
+		return;
+	}
+	bool train = b->options->mode == TI_MEMORY_TRAIN, gemm;
+	u->fwd_scratch = conv_scratch(op, c, x, y, b->options->cpu_isa, &u->bwd_scratch, &gemm);
+	if (gemm && train)
+		u->depends |= MEM_UNCERTAIN(TI_UNCERTAIN_THREADS);
+	for (int isa = 0; ti_cpu_isa_name((ti_cpu_isa)isa); isa++) {
+		int64_t backward;
+		bool other_gemm;
+		int64_t forward = conv_scratch(op, c, x, y, (ti_cpu_isa)isa, &backward, &other_gemm);
+		if (forward != u->fwd_scratch || (train && backward != u->bwd_scratch))
+			u->depends |= MEM_UNCERTAIN(TI_UNCERTAIN_CPU_ISA);
+	}
 }
 
 /* Every output is one of the inputs itself (an item of a tuple, stochastic_depth in evaluation). */
@@ -773,8 +803,8 @@ static ti_status plan_plain(mem_builder *b, const mem_event *ev, const plain_row
 		u.differentiable = true;
 	if (!strcmp(row->name, "matmul"))
 		matmul_copies(&in, &out, &u);
-	if (x && out.n && !strncmp(row->name, "conv", 4) && b->options->device == TI_MEMORY_CPU)
-		u.fwd_scratch = conv_scratch(row->name, c, x, out.t[0], b->options->cpu_isa, &u.bwd_scratch);
+	if (x && out.n && !strncmp(row->name, "conv", 4))
+		conv_plan(b, &u, row->name, c, x, out.t[0]);
 	ti_status st = mem_amp(b, &u, row->name, err);
 	mem_tp(b, &u, row->name);
 	return st ? st : mem_emit(b, &u, err);

@@ -117,6 +117,17 @@ static ti_status walk_children(mem_builder *b, module_list *ml, const mem_trace 
 	return TI_OK;
 }
 
+/* A row that expands a call; on cuda its units name what the kernels PyTorch runs there make uncertain. */
+static ti_status plan_by_rule(mem_builder *b, const mem_rule *rule, const mem_event *ev, ti_error *err)
+{
+	size_t first = b->unit_count;
+	ti_status st = rule->plan(b, ev, err);
+	if (!st && b->options->device == TI_MEMORY_CUDA)
+		for (size_t k = first; k < b->unit_count; k++)
+			b->units[k].depends |= rule->cuda_depends;
+	return st;
+}
+
 static ti_status walk(mem_builder *b, module_list *ml, const mem_trace *tr, int id, ti_error *err)
 {
 	const mem_event *ev = &tr->events[id];
@@ -145,7 +156,7 @@ static ti_status walk(mem_builder *b, module_list *ml, const mem_trace *tr, int 
 		}
 		const mem_rule *rule = mod->kind == TI_MODULE_LEAF ? mem_rule_find(ev->name, true) : NULL;
 		if (rule && ev->call)
-			st = rule->plan(b, ev, err);
+			st = plan_by_rule(b, rule, ev, err);
 		else {
 			b->leaf_module_parent = mod->kind == TI_MODULE_LEAF;
 			if (ev->first_child >= 0)
@@ -160,7 +171,7 @@ static ti_status walk(mem_builder *b, module_list *ml, const mem_trace *tr, int 
 	} else if (ev->call) {
 		const mem_rule *rule = mem_rule_find(ev->name, false);
 		if (rule)
-			st = rule->plan(b, ev, err);
+			st = plan_by_rule(b, rule, ev, err);
 		else if (mem_rule_plain(ev->name) || ev->first_child < 0)
 			st = mem_rule_plan_op(b, ev, err);
 		else {
@@ -190,6 +201,7 @@ typedef struct storage {
 	bool live;
 	int block;          /* cuda: its block in the caching allocator's model */
 	int module;
+	unsigned depends;   /* its unit's uncertainty kinds (bits): scratch and what is saved beside */
 } storage;
 
 typedef struct ledger {
@@ -235,7 +247,8 @@ static void snapshot(ledger *l)
 		return;
 	for (size_t i = 0; i < l->count; i++)
 		if (l->st[i].live && l->st[i].bytes > 0)
-			l->snap[l->snap_count++] = (ti_memory_tensor){l->st[i].name, l->st[i].kind, held(l, &l->st[i])};
+			l->snap[l->snap_count++] =
+				(ti_memory_tensor){l->st[i].name, l->st[i].kind, held(l, &l->st[i]), l->st[i].depends};
 	l->snapped = true;
 }
 
@@ -330,11 +343,11 @@ static int add_storage(sim *s, int64_t bytes, ti_memory_kind kind, const char *n
 	if (ti_arena_array_grow(s->l.arena, (void **)&s->l.st, &s->storage_capacity, sizeof(*s->l.st), s->l.count + 1))
 		return -1;
 	int id = (int)s->l.count++;
-	s->l.st[id] = (storage){bytes, kind, name, -1, 0, 0, false, false, false, false, false, MEM_CUDA_NO_BLOCK, module};
+	s->l.st[id] = (storage){bytes, kind, name, -1, 0, 0, false, false, false, false, false, MEM_CUDA_NO_BLOCK, module, 0};
 	return id;
 }
 
-static void transient(sim *s, int64_t bytes, ti_memory_kind kind, const char *name)
+static void transient(sim *s, int64_t bytes, ti_memory_kind kind, const char *name, unsigned depends)
 {
 	if (bytes <= 0)
 		return;
@@ -343,6 +356,7 @@ static void transient(sim *s, int64_t bytes, ti_memory_kind kind, const char *na
 		s->l.overflow = true;
 		return;
 	}
+	s->l.st[id].depends = depends;
 	alloc_storage(&s->l, id);
 	free_storage(&s->l, id);
 }
@@ -434,14 +448,16 @@ static void forward_unit(sim *s, size_t k, run_kind kind)
 				l->overflow = true;
 			else {
 				l->st[id].saved = 1;
+				l->st[id].depends = u->depends;
 				alloc_storage(l, id);
 				s->extra[k] = id;
 			}
 		}
 	}
 	/* the scratch comes on top of what the call keeps (a recurrent layer's stack of step outputs is made
-	 * when every step's saved tensors exist) */
-	transient(s, scratch, TI_MEM_TEMPORARY, u->label);
+	 * when every step's saved tensors exist); it does not depend on the thread count: the GEMM's reduction
+	 * buffer, booked per thread, is the backward's */
+	transient(s, scratch, TI_MEM_TEMPORARY, u->label, u->depends & ~MEM_UNCERTAIN(TI_UNCERTAIN_THREADS));
 	/* what this unit was the last to read, and outputs nobody reads, die now */
 	int seg_last = u->segment >= 0 ? b->segments[u->segment].last : -1;
 	for (int side = 0; side < 2; side++) {
@@ -676,7 +692,7 @@ static void backward(sim *s)
 			continue;
 		int go = s->pending[u->out[0]];
 		if (u->bwd_whole) {
-			transient(s, u->bwd_scratch, TI_MEM_TEMPORARY, u->label);
+			transient(s, u->bwd_scratch, TI_MEM_TEMPORARY, u->label, u->depends);
 			release_saved(s, (int)k);
 		}
 		/* the backward's scratch lives beside the gradients it makes (BatchNorm's, mkldnn's reorders: measured),
@@ -691,8 +707,10 @@ static void backward(sim *s)
 			l->overflow = true;
 			return;
 		}
-		if (beside_id >= 0)
+		if (beside_id >= 0) {
+			l->st[beside_id].depends = u->depends;
 			alloc_storage(l, beside_id); /* live while the formulas make this unit's gradients */
+		}
 		int made[MEM_MAX_IO], grads[MEM_MAX_IO], nmade = 0;
 		for (int i = 0; i < u->nin; i++) {
 			int t = u->in[i];
@@ -1319,7 +1337,7 @@ static void play(sim *s, long long stop_at)
 			free_storage(l, (int)i);
 	l->phase = TI_PHASE_OPTIMIZER;
 	l->unit = -1;
-	transient(s, s->optimizer_scratch, TI_MEM_TEMPORARY, "optimizer step temporaries");
+	transient(s, s->optimizer_scratch, TI_MEM_TEMPORARY, "optimizer step temporaries", 0);
 	point(s, "optimizer.step()");
 	for (size_t i = 0; i < l->count; i++)
 		if (l->st[i].kind == TI_MEM_GRADIENT && l->st[i].live) {
@@ -1391,20 +1409,20 @@ static ti_status build_terms(sim *s, ti_memory_report *r, ti_error *err)
 		                              list);
 	}
 	ti_memory_term terms[] = {
-		{"weights", r->weights, "parameters and buffers, each storage once", false, NULL},
-		{"inputs", r->inputs, "the step's input tensors", false, NULL},
-		{"gradients", r->gradients, "a .grad per trainable parameter, its dtype", false, NULL},
+		{"weights", r->weights, "parameters and buffers, each storage once", false, NULL, 0},
+		{"inputs", r->inputs, "the step's input tensors", false, NULL, 0},
+		{"gradients", r->gradients, "a .grad per trainable parameter, its dtype", false, NULL, 0},
 		{"optimizer_state", r->optimizer_state, s->optimizer_rule ? s->optimizer_rule : "inference: none",
 		 train && s->opt->optimizer == TI_OPTIM_NONE,
-		 train && s->opt->optimizer == TI_OPTIM_NONE ? "no --optimizer given" : NULL},
+		 train && s->opt->optimizer == TI_OPTIM_NONE ? "no --optimizer given" : NULL, 0},
 		{"activations", r->activations,
 		 train ? "saved for backward, live at the end of forward" : "inference: nothing is saved", unknown && train,
-		 train ? unknown_why : NULL},
+		 train ? unknown_why : NULL, 0},
 		{"communication", r->communication,
 		 s->opt->strategy == TI_STRATEGY_ZERO2 ? "ZeRO-2: one reduce-scatter bucket"
 		 : r->communication ? "DDP: gradient buckets, a copy of every gradient (gradient_as_bucket_view=False)"
 		 : s->opt->strategy == TI_STRATEGY_ZERO3 ? "ZeRO-3/FSDP: gathered units counted as they live, in the peak"
-		 : "one rank: none", false, NULL},
+		 : "one rank: none", false, NULL, 0},
 		{"kv_cache", r->kv_cache,
 		 r->kv_cache ? ti_arena_printf(a, "keys and values of %d attention steps at the bound length, their dtype",
 		                               r->kv_sites)
@@ -1412,10 +1430,11 @@ static ti_status build_terms(sim *s, ti_memory_report *r, ti_error *err)
 		 : s->opt->kv_cache < 0 ? "none: --kv-cache off"
 		 : r->kv_sites ? "none: no attention step masks its scores (not a decoder; --kv-cache on counts one anyway)"
 		 : "none: no attention step",
-		 false, NULL},
+		 false, NULL, 0},
 		{"peak", r->peak, "the most live at any moment of the step: the ledger's high-water mark",
 		 unknown || (train && s->opt->optimizer == TI_OPTIM_NONE),
-		 unknown ? unknown_why : train && s->opt->optimizer == TI_OPTIM_NONE ? "no --optimizer given: its state and step left out" : NULL},
+		 unknown ? unknown_why : train && s->opt->optimizer == TI_OPTIM_NONE ? "no --optimizer given: its state and step left out" : NULL,
+		 0},
 	};
 	r->terms = ti_arena_calloc(a, sizeof(terms) / sizeof(terms[0]), sizeof(*r->terms));
 	if (!r->terms)
@@ -1429,20 +1448,17 @@ static ti_status build_terms(sim *s, ti_memory_report *r, ti_error *err)
 	return TI_OK;
 }
 
-ti_status ti_memory_estimate(ti_model *model, const ti_memory_options *options, const ti_memory_report **out,
-                             ti_error *err)
+/*
+ * Plays the traced step under options: the report (its range and its
+ * uncertainties not yet set) and the kinds of uncertainty its units and
+ * options have (*kinds). peak_only: the peak alone is wanted, not what is
+ * live at it (an alternative's).
+ */
+static ti_status simulate(ti_model *model, const mem_trace *trace, const ti_model_report *rep,
+                          const ti_memory_options *options, bool peak_only, ti_memory_report **out, unsigned *kinds,
+                          ti_error *err)
 {
-	mem_trace trace;
-	const ti_model_report *rep;
-	ti_status st = mem_trace_run(model, &trace, &rep, err);
-	if (st)
-		return st;
-	if (rep->failed) {
-		*err = rep->error;
-		return TI_E_SHAPE;
-	}
-	if ((st = check_concrete(model, err)))
-		return st;
+	ti_status st;
 	sim *s = ti_arena_alloc(&model->arena, sizeof(*s));
 	void *map = mem_tensor_map_new(&model->arena);
 	if (!s || !map)
@@ -1463,9 +1479,9 @@ ti_status ti_memory_estimate(ti_model *model, const ti_memory_options *options, 
 		st = err->code;
 		goto done;
 	}
-	for (size_t i = 0; i < trace.count && !st; i++)
-		if (trace.events[i].parent < 0)
-			st = walk(&s->b, &ml, &trace, (int)i, err);
+	for (size_t i = 0; i < trace->count && !st; i++)
+		if (trace->events[i].parent < 0)
+			st = walk(&s->b, &ml, trace, (int)i, err);
 	if (!st && options->mode == TI_MEMORY_TRAIN)
 		st = check_segments(&s->b, err);
 	if (!st)
@@ -1566,11 +1582,13 @@ ti_status ti_memory_estimate(ti_model *model, const ti_memory_options *options, 
 	r->unit_count = s->b.unit_count;
 	long long moment = s->l.peak_moment;
 	int64_t peak = s->l.peak;
-	play(s, moment);
-	r->top = s->l.snap;
-	r->top_count = s->l.snap_count;
-	if (r->top)
-		qsort(r->top, r->top_count, sizeof(*r->top), by_bytes);
+	if (!peak_only) {
+		play(s, moment);
+		r->top = s->l.snap;
+		r->top_count = s->l.snap_count;
+		if (r->top)
+			qsort(r->top, r->top_count, sizeof(*r->top), by_bytes);
+	}
 	r->peak = peak;
 	r->stage_first = stage_first;
 	r->stage_last = stage_last;
@@ -1589,10 +1607,101 @@ ti_status ti_memory_estimate(ti_model *model, const ti_memory_options *options, 
 	r->module_count = ml.count;
 	if ((st = build_terms(s, r, err)))
 		goto done;
+	unsigned depends = 0;
+	for (size_t k = 0; k < s->b.unit_count; k++)
+		depends |= s->b.units[k].depends;
+	*kinds = mem_uncertain_kinds(options, depends, s->b.unknown_count > 0);
 	*out = r;
 done:
 	mem_cuda_free_all(s->l.allocator);
 	s->l.allocator = NULL;
 	ti_strmap_release(&ml.index);
 	return st;
+}
+
+/*
+ * The alternatives the options leave open, each played: on the CPU, when a
+ * convolution's scratch depends on the instruction set and none was given,
+ * every other set. *least and *most take their peaks, *kinds what else
+ * their units depend on (another set's GEMM backward depends on threads),
+ * and loses the set when every set peaks alike.
+ */
+static ti_status play_alternatives(ti_model *model, const mem_trace *trace, const ti_model_report *rep,
+                                   const ti_memory_options *options, unsigned *kinds, int64_t *least, int64_t *most,
+                                   ti_error *err)
+{
+	if (!(*kinds & MEM_UNCERTAIN(TI_UNCERTAIN_CPU_ISA)))
+		return TI_OK;
+	for (int isa = 0; ti_cpu_isa_name((ti_cpu_isa)isa); isa++) {
+		if (isa == (int)options->cpu_isa)
+			continue;
+		ti_memory_options other = *options;
+		other.cpu_isa = (ti_cpu_isa)isa;
+		other.cpu_isa_fixed = true;
+		ti_memory_report *r;
+		unsigned theirs;
+		ti_status st = simulate(model, trace, rep, &other, true, &r, &theirs, err);
+		if (st)
+			return st;
+		*kinds |= theirs;
+		*least = r->peak < *least ? r->peak : *least;
+		*most = r->peak > *most ? r->peak : *most;
+	}
+	if (*least == *most) /* the scratch differs, but never at the peak: the peak does not depend on the set */
+		*kinds &= ~MEM_UNCERTAIN(TI_UNCERTAIN_CPU_ISA);
+	return TI_OK;
+}
+
+/*
+ * What the machine the step runs on decides, beyond the description: the kinds a term or a tensor names as
+ * "depends on". The rules' tolerance is every figure's (named once, in the list); a missing optimizer, rule
+ * or graph makes a term a lower bound, whose why says so already.
+ */
+#define MACHINE_KINDS (MEM_UNCERTAIN(TI_UNCERTAIN_CPU_ISA) | MEM_UNCERTAIN(TI_UNCERTAIN_THREADS) | \
+                       MEM_UNCERTAIN(TI_UNCERTAIN_CUDNN_WORKSPACE) | MEM_UNCERTAIN(TI_UNCERTAIN_CUDNN_RNN))
+
+/* The kinds each term can depend on (bits); a term takes those the report has, when it counts bytes. */
+static const struct {
+	const char *term;
+	unsigned kinds;
+} term_depends[] = {
+	{"activations", MEM_UNCERTAIN(TI_UNCERTAIN_CUDNN_RNN)}, /* cuDNN keeps its own reserve for backward */
+	{"peak", MACHINE_KINDS},
+};
+
+static void mark_depends(ti_memory_report *r, unsigned kinds)
+{
+	for (size_t i = 0; i < r->term_count; i++)
+		for (size_t k = 0; k < sizeof(term_depends) / sizeof(term_depends[0]); k++)
+			if (!strcmp(r->terms[i].name, term_depends[k].term) && r->terms[i].bytes > 0)
+				r->terms[i].depends = term_depends[k].kinds & kinds;
+	for (size_t i = 0; i < r->top_count; i++)
+		r->top[i].depends &= kinds & MACHINE_KINDS;
+}
+
+ti_status ti_memory_estimate(ti_model *model, const ti_memory_options *options, const ti_memory_report **out,
+                             ti_error *err)
+{
+	mem_trace trace;
+	const ti_model_report *rep;
+	ti_status st = mem_trace_run(model, &trace, &rep, err);
+	if (st)
+		return st;
+	if (rep->failed) {
+		*err = rep->error;
+		return TI_E_SHAPE;
+	}
+	if ((st = check_concrete(model, err)))
+		return st;
+	ti_memory_report *r;
+	unsigned kinds;
+	if ((st = simulate(model, &trace, rep, options, false, &r, &kinds, err)))
+		return st;
+	int64_t least = r->peak, most = r->peak;
+	if ((st = play_alternatives(model, &trace, rep, options, &kinds, &least, &most, err)) ||
+	    (st = mem_uncertain_list(r, &model->arena, kinds, err)) || (st = mem_peak_range(r, least, most, err)))
+		return st;
+	mark_depends(r, kinds);
+	*out = r;
+	return TI_OK;
 }

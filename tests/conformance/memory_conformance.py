@@ -46,14 +46,17 @@ Also recorded (exact, from the tensors, not from memshim):
 
 Then runs `tinspect memory FILE --bind K=V ... --mode infer|train
 [--optimizer momentum|adam] --device cpu [--cpu-isa ISA] --json` and reads the top-level
-integer keys peak, weights, gradients, optimizer_state, activations.
-Fails a case when |tinspect - torch| / torch > 10 % for peak, or when weights
-or optimizer_state differ at all from the exact values above (a tinspect
-optimizer_state equal to opt_state_no_step fails with a message saying so).
-gradients is compared too (a NOTE when it differs). Fails the run when the
-median peak error is over 5 %. When the binary has no `memory` command (exit
-2, "not a tinspect command"), prints PyTorch's figures only and marks the
-cases "measured only" (not failures).
+integer keys peak, weights, gradients, optimizer_state, activations, and peak_range.
+Fails a case when |tinspect - torch| / torch > 10 % for peak, when torch's peak lies
+outside tinspect's peak_range (low, high) - above a high end tinspect itself leaves
+open (high_open, an uncertainty not covered such as cudnn-workspace) is a NOTE and
+counted apart - or when weights or optimizer_state differ at all from the exact values
+above (a tinspect optimizer_state equal to opt_state_no_step fails with a message
+saying so). A case of CUDA_KNOWN or CPU_KNOWN that fails any of these is "known".
+gradients is compared too (a NOTE when it differs). Fails the run when the median peak
+error is over 5 %. When the binary has no `memory` command (exit 2, "not a tinspect
+command"), prints PyTorch's figures only and marks the cases "measured only" (not
+failures).
 
 Like with like: PyTorch's CPU convolutions are oneDNN's, whose kernels (and
 their scratch) depend on the processor's instruction set, which oneDNN reads
@@ -147,8 +150,23 @@ CUDA_KNOWN = {
 }
 
 
+# On the CPU, a case whose measurement lies outside the estimate's range (the rules' 5 % band) for a
+# cause not yet found: reported "known" as CUDA_KNOWN's are, with what was measured.
+CPU_KNOWN = {
+    "unet_small/train": "under by 5.0 %, just past the range's 5 %: with avx512_core's kernels PyTorch's backward "
+                        "holds about 17 MiB more than the ledger at its peak (about 12 MiB more with avx2's), "
+                        "not yet traced",
+}
+
+
 def cuda_known(name):
     return next((why for k, why in CUDA_KNOWN.items() if name.startswith(k)), None)
+
+
+def known_gap(name, device):
+    """Why a case of this device is a known miss (CUDA_KNOWN, CPU_KNOWN), or None."""
+    return next((why for k, why in (CUDA_KNOWN if device == "cuda" else CPU_KNOWN).items() if name.startswith(k)),
+                None)
 
 
 def case_name(model, mode, opt):
@@ -399,6 +417,24 @@ def tinspect_cpu_isa(binary):
     return doc.get("cpu_isa") if doc else None
 
 
+def range_verdict(doc, measured):
+    """Where the measured peak lies against the estimate's peak_range: ("inside" | "open" | "outside", words).
+
+    "open": above a high end the estimate itself leaves open (an uncertainty its range does not cover,
+    such as cuDNN's workspaces, which nothing bounds); the words name what it said was uncovered."""
+    rng = doc.get("peak_range")
+    if not isinstance(rng, dict) or not isinstance(rng.get("low"), int) or not isinstance(rng.get("high"), int):
+        return "outside", "no peak_range in tinspect's answer"
+    low, high = rng["low"], rng["high"]
+    if low <= measured <= high:
+        return "inside", ""
+    words = "peak %.1f MiB outside tinspect's range %.1f-%.1f MiB" % (measured / MIB, low / MIB, high / MIB)
+    uncovered = [u.get("name") for u in rng.get("uncertain", []) if not u.get("covered")]
+    if measured > high and rng.get("high_open") and uncovered:
+        return "open", "%s, whose high end is open (%s)" % (words, ", ".join(uncovered))
+    return "outside", words
+
+
 def compare(res, doc):
     """-> (fails, notes, peak error or None)."""
     fails, notes = [], []
@@ -502,6 +538,7 @@ def main():
     results = []
     errors = []
     failed = passed = measured_only = known_count = 0
+    ranges = {"inside": 0, "open": 0, "outside": 0}  # the measured peak against tinspect's peak_range
     isas = []  # the instruction sets tinspect assumed (one, unless the host's changed mid-run)
     table = [TABLE_HEAD, "(MiB above the baseline taken before the model is built; peak2 = second measured step;"
              " act_kept = live after forward+loss minus live before the step)"]
@@ -535,13 +572,21 @@ def main():
                 else:
                     fails, n2, err = compare(r, doc)
                     notes += n2
+                    # the range must hold the measurement, unless the estimate left its high end open
+                    verdict, words = range_verdict(doc, r["peak"])
+                    ranges[verdict] += 1
+                    entry["range"] = verdict
+                    if verdict == "outside":
+                        fails.append(words)
+                    elif verdict == "open":
+                        notes.append(words)
                     if isinstance(doc.get("peak"), int):
                         tpeak = mib(doc["peak"])
                 entry["error"] = err
                 entry["fails"] = fails
                 if err is not None:
                     errtxt = "%+.1f%%" % (100 * err)
-                known = cuda_known(name) if a.device == "cuda" else None
+                known = known_gap(name, a.device)
                 if fails and known:
                     known_count += 1
                     result = "known (%s): %s" % (known, "; ".join(fails))
@@ -593,6 +638,9 @@ def main():
     median_fail = median is not None and median > MEDIAN_TOLERANCE
     if median_fail:
         print("FAIL  the median peak error is over %.0f %%" % (100 * MEDIAN_TOLERANCE))
+    if sum(ranges.values()):
+        print("measured peak inside tinspect's range: %d of %d (%d above a high end it leaves open, %d outside: "
+              "failed unless known)" % (ranges["inside"], sum(ranges.values()), ranges["open"], ranges["outside"]))
     if a.device == "cpu" and isas:
         print("instruction set %s (oneDNN's, %s), one thread" % (
             ", ".join(isas), "as measured" if measured_isa else "read from this machine as oneDNN reads it"))

@@ -25,11 +25,14 @@ adam).
                                                             sample, chosen by the date) or all
 
 --compare prints the distribution of errors (percentiles, the ten worst) and fails when a case is
-more than 5 % (and 64 KiB) from its measurement, or when a re-measured case moved by more than
-1 % (PyTorch or the machine changed: measure again); whether the distribution meets the goal
-(every case within 5 %, the median within 1 %) is printed beside it. --write-readme README.md
-writes the distribution as a table between README's memory-accuracy markers; --check-readme
-README.md fails when the table there is not the one this comparison gives.
+more than 5 % (and 64 KiB) from its measurement, when the measurement lies outside the estimate's
+peak_range (above a high end the estimate leaves open is counted apart, not failed), or when a
+re-measured case moved by more than 1 % (PyTorch or the machine changed: measure again); whether
+the distribution meets the goal (every case within 5 %, the median within 1 %) is printed beside it.
+The file's instruction set is passed as --cpu-isa, so the range is the rules' tolerance around the
+estimate: the check holds the rules to the 5 % the range claims. --write-readme README.md writes
+the distribution as a table between README's memory-accuracy markers; --check-readme README.md
+fails when the table there is not the one this comparison gives.
 """
 import argparse
 import datetime
@@ -342,6 +345,7 @@ def compare_cmd(a, mc):
         data = json.load(f)
     tmp = tempfile.mkdtemp(prefix="memory-random-")
     rows, failed = [], []
+    ranges = {"inside": 0, "open": 0, "outside": 0}  # the measured peak against the estimate's peak_range
     for c in data["cases"]:
         name = c["case"].split("/")[0]
         path = write_desc(tmp, name, c["desc"])
@@ -355,6 +359,10 @@ def compare_cmd(a, mc):
         if abs(e) > LIMIT and abs(doc["peak"] - want) > SLACK:
             failed.append("%s: peak %.1f MiB, torch %.1f MiB (%+.1f %%)" % (
                 c["case"], doc["peak"] / 2 ** 20, want / 2 ** 20, 100 * e))
+        verdict, words = mc.range_verdict(doc, want)
+        ranges[verdict] += 1
+        if verdict == "outside":
+            failed.append("%s: %s" % (c["case"], words))
         for key in ("weights", "optimizer_state"):
             if key in c["torch"] and doc.get(key) != c["torch"][key] and not (
                     key == "optimizer_state" and doc.get(key) == c["torch"].get("opt_state_no_step")):
@@ -386,6 +394,8 @@ def compare_cmd(a, mc):
         within = sum(1 for r in rows if r[0] <= GOAL or abs(r[4] - r[3]) <= SLACK)
         print("  within 5 %%: %d of %d; goal: all within 5 %%, median within 1 %% (%s)" % (
             within, len(rows), "met" if within == len(rows) and percentile(errs, 50) <= GOAL_MEDIAN else "not met"))
+        print("  measured peak inside tinspect's range: %d of %d (%d above a high end it leaves open, %d outside)" % (
+            ranges["inside"], sum(ranges.values()), ranges["open"], ranges["outside"]))
         print("  the ten worst:")
         for _, e, case, want, got in sorted(rows, reverse=True)[:10]:
             print("    %-40s torch %8.1f MiB  tinspect %8.1f MiB  %+6.1f %%" % (case, want / 2 ** 20, got / 2 ** 20,

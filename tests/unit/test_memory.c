@@ -582,3 +582,210 @@ Test(memory, the_attention_fast_path_holds_qkv_twice_then_the_scores_and_wants_a
 	cr_expect_eq(attention_rise(4, 256, 64, 1, "false"), 3 * mib);
 	cr_expect_eq(attention_rise(16, 128, 256, 1, "false"), 13 * mib);
 }
+
+/* ---- the peak's range and what makes it uncertain ---- */
+
+static const ti_memory_uncertainty *uncertainty(const ti_memory_report *r, const char *name)
+{
+	for (size_t i = 0; i < r->uncertain_count; i++)
+		if (!strcmp(r->uncertain[i].name, name))
+			return &r->uncertain[i];
+	return NULL;
+}
+
+static const ti_memory_term *term(const ti_memory_report *r, const char *name)
+{
+	for (size_t i = 0; i < r->term_count; i++)
+		if (!strcmp(r->terms[i].name, name))
+			return &r->terms[i];
+	cr_assert_fail("no term '%s'", name);
+	return NULL;
+}
+
+#define BIT(kind) (1u << (kind))
+
+/* The estimate of conv_case k under options o (training with SGD, the instruction set as o says). */
+static const ti_memory_report *conv_report(conv_case k, ti_memory_options o, ti_model **m)
+{
+	char text[600];
+	snprintf(text, sizeof(text),
+	         "{\"inputs\": {\"x\": {\"shape\": [\"N\", %d, %d, %d]}},"
+	         " \"modules\": {\"conv\": {\"type\": \"Conv2d\", \"in_channels\": %d, \"out_channels\": %d,"
+	         "   \"kernel_size\": 3, \"padding\": %d, \"dilation\": %d, \"groups\": %d, \"bias\": false}},"
+	         " \"graph\": [{\"out\": \"y\", \"call\": \"conv\", \"args\": [\"x\"]}]}",
+	         k.c, k.h, k.w, k.c, k.c, k.dilation, k.dilation, k.groups);
+	*m = model_of(text, 2);
+	o.mode = TRAIN;
+	o.optimizer = TI_OPTIM_SGD;
+	return estimate(*m, &o);
+}
+
+Test(memory, a_convolutions_range_on_the_cpu_spans_every_instruction_sets_peak_and_the_rules_tolerance)
+{
+	conv_case k = {512, 2, 3, 1, 1}; /* avx512_core has a JIT weight gradient here, avx2 and below a GEMM */
+	ti_model *m;
+	const ti_memory_report *r = conv_report(k, (ti_memory_options){.cpu_isa = TI_ISA_AVX512_CORE}, &m);
+	int64_t least = INT64_MAX, most = 0;
+	for (int isa = TI_ISA_AVX512_CORE; isa <= TI_ISA_SSE41; isa++) {
+		int64_t p = conv_peak(k, TRAIN, (ti_cpu_isa)isa);
+		least = p < least ? p : least;
+		most = p > most ? p : most;
+		cr_expect_leq(r->peak_low, p * 95 / 100, "low %lld, %s's peak %lld", (long long)r->peak_low,
+		              ti_cpu_isa_name((ti_cpu_isa)isa), (long long)p);
+		cr_expect_geq(r->peak_high, p * 105 / 100, "high %lld, %s's peak %lld", (long long)r->peak_high,
+		              ti_cpu_isa_name((ti_cpu_isa)isa), (long long)p);
+	}
+	cr_assert_lt(least, most, "the sets' peaks differ here");
+	EXPECT_INT(r->peak_low, least - (least * 5 + 99) / 100);
+	EXPECT_INT(r->peak_high, most + (most * 5 + 99) / 100);
+	cr_expect_leq(r->peak_low, r->peak);
+	cr_expect_geq(r->peak_high, r->peak);
+	ASSERT_INT(r->uncertain_count >= 2, 1);
+	EXPECT_STR(r->uncertain[0].name, "rules");
+	const ti_memory_uncertainty *isa = uncertainty(r, "cpu-isa");
+	cr_assert_not_null(isa, "cpu-isa is named");
+	cr_expect(isa->covered, "the range spans the sets");
+	/* another set's GEMM backward books its buffer per thread: named, and past the high end */
+	cr_expect_not_null(uncertainty(r, "threads"));
+	cr_expect(r->peak_high_open);
+	cr_expect(term(r, "peak")->depends & BIT(TI_UNCERTAIN_CPU_ISA), "the peak names cpu-isa");
+	EXPECT_INT(term(r, "weights")->depends, 0);
+	ti_model_close(m);
+}
+
+Test(memory, the_scratch_live_at_the_peak_says_it_depends_on_the_instruction_set)
+{
+	conv_case k = {512, 2, 3, 1, 1};
+	ti_model *m;
+	const ti_memory_report *r = conv_report(k, (ti_memory_options){.cpu_isa = TI_ISA_AVX2}, &m);
+	bool found = false;
+	for (size_t i = 0; i < r->top_count; i++)
+		if (r->top[i].kind == TI_MEM_TEMPORARY) {
+			found = true;
+			cr_expect(r->top[i].depends & BIT(TI_UNCERTAIN_CPU_ISA), "'%s' names cpu-isa", r->top[i].name);
+			cr_expect(r->top[i].depends & BIT(TI_UNCERTAIN_THREADS), "the GEMM's buffer names threads");
+		} else {
+			EXPECT_INT(r->top[i].depends, 0);
+		}
+	cr_expect(found, "avx2's GEMM scratch is live at the peak");
+	ti_model_close(m);
+}
+
+Test(memory, an_mlps_range_is_the_rules_tolerance_around_its_peak)
+{
+	ti_model *m = model_of(mlp, 64);
+	ti_memory_options o = {.mode = TI_MEMORY_TRAIN, .optimizer = TI_OPTIM_ADAM};
+	const ti_memory_report *r = estimate(m, &o);
+	EXPECT_INT(r->peak_low, r->peak - (r->peak * 5 + 99) / 100);
+	EXPECT_INT(r->peak_high, r->peak + (r->peak * 5 + 99) / 100);
+	ASSERT_INT(r->uncertain_count, 1);
+	EXPECT_STR(r->uncertain[0].name, "rules");
+	cr_expect(r->uncertain[0].covered);
+	cr_expect_not(r->peak_high_open);
+	EXPECT_INT(term(r, "peak")->depends, 0);
+	ti_model_close(m);
+}
+
+Test(memory, an_instruction_set_given_does_not_widen_the_range)
+{
+	conv_case k = {512, 2, 3, 1, 1};
+	ti_model *m;
+	const ti_memory_report *r =
+		conv_report(k, (ti_memory_options){.cpu_isa = TI_ISA_AVX512_CORE, .cpu_isa_fixed = true}, &m);
+	EXPECT_INT(r->peak_low, r->peak - (r->peak * 5 + 99) / 100);
+	EXPECT_INT(r->peak_high, r->peak + (r->peak * 5 + 99) / 100);
+	cr_expect_null(uncertainty(r, "cpu-isa"));
+	cr_expect_null(uncertainty(r, "threads"), "avx512_core's JIT kernel books nothing per thread here");
+	EXPECT_INT(term(r, "peak")->depends, 0);
+	ti_model_close(m);
+	/* avx2 given: its GEMM backward still depends on the thread count, which nothing fixes */
+	r = conv_report(k, (ti_memory_options){.cpu_isa = TI_ISA_AVX2, .cpu_isa_fixed = true}, &m);
+	EXPECT_INT(r->peak_high, r->peak + (r->peak * 5 + 99) / 100);
+	cr_expect_null(uncertainty(r, "cpu-isa"));
+	cr_expect_not_null(uncertainty(r, "threads"));
+	cr_expect(r->peak_high_open);
+	ti_model_close(m);
+}
+
+Test(memory, a_depthwise_convolution_whose_scratch_no_set_changes_is_not_uncertain)
+{
+	conv_case k = {64, 2, 3, 1, 64}; /* jit_uni_dw on every set, 64 channels a multiple of every block */
+	ti_model *m;
+	const ti_memory_report *r = conv_report(k, (ti_memory_options){0}, &m);
+	cr_expect_null(uncertainty(r, "cpu-isa"));
+	EXPECT_INT(r->peak_high, r->peak + (r->peak * 5 + 99) / 100);
+	ti_model_close(m);
+}
+
+Test(memory, on_cuda_a_convolution_names_cudnns_workspace_and_leaves_the_high_end_open)
+{
+	conv_case k = {64, 8, 8, 1, 1};
+	ti_model *m;
+	const ti_memory_report *r = conv_report(k, (ti_memory_options){.device = TI_MEMORY_CUDA}, &m);
+	const ti_memory_uncertainty *ws = uncertainty(r, "cudnn-workspace");
+	cr_assert_not_null(ws, "cudnn-workspace is named");
+	cr_expect_not(ws->covered, "nothing bounds it");
+	cr_expect(r->peak_high_open);
+	cr_expect_null(uncertainty(r, "cpu-isa"), "no oneDNN on cuda");
+	EXPECT_INT(r->peak_high, r->peak + (r->peak * 5 + 99) / 100);
+	cr_expect(term(r, "peak")->depends & BIT(TI_UNCERTAIN_CUDNN_WORKSPACE));
+	ti_model_close(m);
+}
+
+Test(memory, on_cuda_a_recurrent_layer_names_cudnns_rnn_in_its_activations)
+{
+	char text[1024];
+	snprintf(text, sizeof(text), lstm, 1, "false");
+	ti_model *m = model_of(text, 4);
+	ti_memory_options o = {.mode = TI_MEMORY_TRAIN, .optimizer = TI_OPTIM_SGD, .device = TI_MEMORY_CUDA};
+	const ti_memory_report *r = estimate(m, &o);
+	cr_assert_not_null(uncertainty(r, "cudnn-rnn"));
+	cr_expect(term(r, "activations")->depends & BIT(TI_UNCERTAIN_CUDNN_RNN));
+	cr_expect(r->peak_high_open);
+	ti_model_close(m);
+	m = model_of(text, 4);
+	o.device = TI_MEMORY_CPU;
+	r = estimate(m, &o);
+	cr_expect_null(uncertainty(r, "cudnn-rnn"), "the CPU's kernels are the ones modelled");
+	ti_model_close(m);
+}
+
+Test(memory, training_without_an_optimizer_leaves_the_high_end_open)
+{
+	ti_model *m = model_of(mlp, 64);
+	ti_memory_options o = {.mode = TI_MEMORY_TRAIN};
+	const ti_memory_report *r = estimate(m, &o);
+	cr_expect_not_null(uncertainty(r, "no-optimizer"));
+	cr_expect(r->peak_high_open);
+	cr_expect(term(r, "peak")->lower_bound, "its why names the cause; depends names the machine's");
+	EXPECT_INT(term(r, "peak")->depends, 0);
+	EXPECT_STR(ti_memory_uncertain_name(TI_UNCERTAIN_CUDNN_WORKSPACE), "cudnn-workspace");
+	cr_expect_null(ti_memory_uncertain_name(TI_UNCERTAIN_KIND_COUNT));
+	ti_model_close(m);
+}
+
+Test(memory, a_set_that_changes_the_scratch_but_not_the_peak_is_not_named)
+{
+	/* 24 channels: avx512_core pads them to 32 in its blocked layout, avx2 not (a multiple of 8); inference
+	   peaks at the two maps of the output and its relu, beside which the padded scratch is smaller */
+	const char *text =
+		"{\"inputs\": {\"x\": {\"shape\": [\"N\", 24, 32, 32]}},"
+		" \"modules\": {\"conv\": {\"type\": \"Conv2d\", \"in_channels\": 24, \"out_channels\": 24, \"kernel_size\": 1,"
+		"   \"stride\": 2}, \"big\": {\"type\": \"Linear\", \"in_features\": 16, \"out_features\": 4096}},"
+		" \"graph\": [{\"out\": \"y\", \"call\": \"conv\", \"args\": [\"x\"]},"
+		"            {\"out\": \"z\", \"call\": \"big\", \"args\": [\"y\"]}]}";
+	int64_t peaks[4];
+	for (int isa = 0; isa < 4; isa++) {
+		ti_model *m = model_of(text, 16);
+		ti_memory_options o = {.cpu_isa = (ti_cpu_isa)isa, .cpu_isa_fixed = true};
+		peaks[isa] = estimate(m, &o)->peak;
+		ti_model_close(m);
+	}
+	cr_assert(peaks[0] == peaks[1] && peaks[1] == peaks[3], "every set peaks alike here");
+	ti_model *m = model_of(text, 16);
+	ti_memory_options o = {0};
+	const ti_memory_report *r = estimate(m, &o);
+	cr_expect_null(uncertainty(r, "cpu-isa"));
+	EXPECT_INT(r->peak_high, r->peak + (r->peak * 5 + 99) / 100);
+	ti_model_close(m);
+}
