@@ -138,7 +138,7 @@ test: deps-test
 		$(PYTHON) tests/conformance/memory_checkpoint.py ./tinspect && \
 		$(PYTHON) tests/conformance/memory_recompute.py ./tinspect && \
 		$(PYTHON) tests/conformance/memory_rnn.py ./tinspect && \
-		$(PYTHON) tests/conformance/memory_random.py ./tinspect --compare tests/conformance/memory_models/measured_random_cpu.json --remeasure 20 --check-readme README.md && \
+		$(PYTHON) tests/conformance/memory_random.py ./tinspect --compare tests/conformance/memory_models/measured_random_cpu.json --misses tests/conformance/memory_models/random_misses.json --remeasure 20 --check-readme README.md && \
 		$(PYTHON) tests/conformance/memory_conformance.py ./tinspect --measured tests/conformance/memory_models/measured_cuda_h100.json && \
 		$(PYTHON) tests/conformance/memory_conformance.py ./tinspect --measured tests/conformance/memory_models/measured_cuda_h100_full.json && \
 		(cd tools/export/tests && TINSPECT=$(CURDIR)/tinspect $(PYTHON) -m unittest -q test_export) && \
@@ -173,7 +173,7 @@ conformance: deps-test
 conformance-full: conformance
 	@if $(PYTHON) -c 'import torch' 2>/dev/null; then \
 		$(PYTHON) tests/conformance/memory_conformance.py ./tinspect --full && \
-		$(PYTHON) tests/conformance/memory_random.py ./tinspect --compare tests/conformance/memory_models/measured_random_cpu.json --remeasure all; \
+		$(PYTHON) tests/conformance/memory_random.py ./tinspect --compare tests/conformance/memory_models/measured_random_cpu.json --misses tests/conformance/memory_models/random_misses.json --remeasure all; \
 	else echo "conformance-full: skipped (python3-torch is not installed)"; fi
 
 # The whole suite under AddressSanitizer and UndefinedBehaviorSanitizer.

@@ -82,11 +82,21 @@ ti_status mem_uncertain_list(ti_memory_report *r, ti_arena *arena, unsigned kind
 	return TI_OK;
 }
 
-/* x * TI_MEMORY_RULES_TOLERANCE_PERCENT / 100 rounded up (the range never narrower), without the product's overflow. */
-static int64_t tolerance_of(int64_t x)
+/*
+ * The rules' error is measured against the measurement: |estimate - measured| <= p % of measured, which
+ * puts the measurement within estimate / (1 + p) and estimate / (1 - p). Floor and ceiling, without the
+ * products' overflow (x < 2^62).
+ */
+static int64_t below(int64_t x)
 {
-	int64_t p = TI_MEMORY_RULES_TOLERANCE_PERCENT;
-	return x / 100 * p + ((x % 100) * p + 99) / 100;
+	int64_t d = 100 + TI_MEMORY_RULES_TOLERANCE_PERCENT;
+	return x / d * 100 + (x % d) * 100 / d;
+}
+
+static int64_t above(int64_t x)
+{
+	int64_t d = 100 - TI_MEMORY_RULES_TOLERANCE_PERCENT;
+	return x / d * 100 + ((x % d) * 100 + d - 1) / d;
 }
 
 ti_status mem_peak_range(ti_memory_report *r, int64_t least, int64_t most, ti_error *err)
@@ -95,9 +105,9 @@ ti_status mem_peak_range(ti_memory_report *r, int64_t least, int64_t most, ti_er
 		least = r->peak;
 	if (most < r->peak)
 		most = r->peak;
-	r->peak_low = least - tolerance_of(least);
-	r->peak_high = most;
-	if (!mem_add(&r->peak_high, tolerance_of(most)))
+	r->peak_low = below(least);
+	r->peak_high = above(most);
+	if (r->peak_high > TI_MEMORY_MAX_BYTES)
 		return TI_FAIL(err, TI_E_LIMIT, "the peak's range passes %lld bytes", (long long)TI_MEMORY_MAX_BYTES);
 	return TI_OK;
 }

@@ -585,6 +585,17 @@ Test(memory, the_attention_fast_path_holds_qkv_twice_then_the_scores_and_wants_a
 
 /* ---- the peak's range and what makes it uncertain ---- */
 
+/* A measurement within 5 % of itself of the estimate x lies in [x / 1.05, x / 0.95] (floor, ceiling). */
+static int64_t range_low(int64_t x)
+{
+	return x * 100 / 105;
+}
+
+static int64_t range_high(int64_t x)
+{
+	return (x * 100 + 94) / 95;
+}
+
 static const ti_memory_uncertainty *uncertainty(const ti_memory_report *r, const char *name)
 {
 	for (size_t i = 0; i < r->uncertain_count; i++)
@@ -630,14 +641,14 @@ Test(memory, a_convolutions_range_on_the_cpu_spans_every_instruction_sets_peak_a
 		int64_t p = conv_peak(k, TRAIN, (ti_cpu_isa)isa);
 		least = p < least ? p : least;
 		most = p > most ? p : most;
-		cr_expect_leq(r->peak_low, p * 95 / 100, "low %lld, %s's peak %lld", (long long)r->peak_low,
+		cr_expect_leq(r->peak_low, p * 100 / 105, "low %lld, %s's peak %lld", (long long)r->peak_low,
 		              ti_cpu_isa_name((ti_cpu_isa)isa), (long long)p);
-		cr_expect_geq(r->peak_high, p * 105 / 100, "high %lld, %s's peak %lld", (long long)r->peak_high,
+		cr_expect_geq(r->peak_high, p * 100 / 95, "high %lld, %s's peak %lld", (long long)r->peak_high,
 		              ti_cpu_isa_name((ti_cpu_isa)isa), (long long)p);
 	}
 	cr_assert_lt(least, most, "the sets' peaks differ here");
-	EXPECT_INT(r->peak_low, least - (least * 5 + 99) / 100);
-	EXPECT_INT(r->peak_high, most + (most * 5 + 99) / 100);
+	EXPECT_INT(r->peak_low, range_low(least));
+	EXPECT_INT(r->peak_high, range_high(most));
 	cr_expect_leq(r->peak_low, r->peak);
 	cr_expect_geq(r->peak_high, r->peak);
 	ASSERT_INT(r->uncertain_count >= 2, 1);
@@ -676,8 +687,8 @@ Test(memory, an_mlps_range_is_the_rules_tolerance_around_its_peak)
 	ti_model *m = model_of(mlp, 64);
 	ti_memory_options o = {.mode = TI_MEMORY_TRAIN, .optimizer = TI_OPTIM_ADAM};
 	const ti_memory_report *r = estimate(m, &o);
-	EXPECT_INT(r->peak_low, r->peak - (r->peak * 5 + 99) / 100);
-	EXPECT_INT(r->peak_high, r->peak + (r->peak * 5 + 99) / 100);
+	EXPECT_INT(r->peak_low, range_low(r->peak));
+	EXPECT_INT(r->peak_high, range_high(r->peak));
 	ASSERT_INT(r->uncertain_count, 1);
 	EXPECT_STR(r->uncertain[0].name, "rules");
 	cr_expect(r->uncertain[0].covered);
@@ -692,15 +703,15 @@ Test(memory, an_instruction_set_given_does_not_widen_the_range)
 	ti_model *m;
 	const ti_memory_report *r =
 		conv_report(k, (ti_memory_options){.cpu_isa = TI_ISA_AVX512_CORE, .cpu_isa_fixed = true}, &m);
-	EXPECT_INT(r->peak_low, r->peak - (r->peak * 5 + 99) / 100);
-	EXPECT_INT(r->peak_high, r->peak + (r->peak * 5 + 99) / 100);
+	EXPECT_INT(r->peak_low, range_low(r->peak));
+	EXPECT_INT(r->peak_high, range_high(r->peak));
 	cr_expect_null(uncertainty(r, "cpu-isa"));
 	cr_expect_null(uncertainty(r, "threads"), "avx512_core's JIT kernel books nothing per thread here");
 	EXPECT_INT(term(r, "peak")->depends, 0);
 	ti_model_close(m);
 	/* avx2 given: its GEMM backward still depends on the thread count, which nothing fixes */
 	r = conv_report(k, (ti_memory_options){.cpu_isa = TI_ISA_AVX2, .cpu_isa_fixed = true}, &m);
-	EXPECT_INT(r->peak_high, r->peak + (r->peak * 5 + 99) / 100);
+	EXPECT_INT(r->peak_high, range_high(r->peak));
 	cr_expect_null(uncertainty(r, "cpu-isa"));
 	cr_expect_not_null(uncertainty(r, "threads"));
 	cr_expect(r->peak_high_open);
@@ -713,7 +724,7 @@ Test(memory, a_depthwise_convolution_whose_scratch_no_set_changes_is_not_uncerta
 	ti_model *m;
 	const ti_memory_report *r = conv_report(k, (ti_memory_options){0}, &m);
 	cr_expect_null(uncertainty(r, "cpu-isa"));
-	EXPECT_INT(r->peak_high, r->peak + (r->peak * 5 + 99) / 100);
+	EXPECT_INT(r->peak_high, range_high(r->peak));
 	ti_model_close(m);
 }
 
@@ -727,7 +738,7 @@ Test(memory, on_cuda_a_convolution_names_cudnns_workspace_and_leaves_the_high_en
 	cr_expect_not(ws->covered, "nothing bounds it");
 	cr_expect(r->peak_high_open);
 	cr_expect_null(uncertainty(r, "cpu-isa"), "no oneDNN on cuda");
-	EXPECT_INT(r->peak_high, r->peak + (r->peak * 5 + 99) / 100);
+	EXPECT_INT(r->peak_high, range_high(r->peak));
 	cr_expect(term(r, "peak")->depends & BIT(TI_UNCERTAIN_CUDNN_WORKSPACE));
 	ti_model_close(m);
 }
@@ -786,6 +797,6 @@ Test(memory, a_set_that_changes_the_scratch_but_not_the_peak_is_not_named)
 	ti_memory_options o = {0};
 	const ti_memory_report *r = estimate(m, &o);
 	cr_expect_null(uncertainty(r, "cpu-isa"));
-	EXPECT_INT(r->peak_high, r->peak + (r->peak * 5 + 99) / 100);
+	EXPECT_INT(r->peak_high, range_high(r->peak));
 	ti_model_close(m);
 }
