@@ -62,6 +62,8 @@ static const rnn_costs costs[] = {
 typedef struct rnn_dims {
 	int64_t steps, batch, hidden, input, layers, dirs, es;
 	bool dropout;    /* training with dropout between layers: each layer's input is its own tensor */
+	int64_t copy;    /* batch_first, two directions: the time-major copy of the input the reverse direction's
+	                    linear_ih saved (measured: one direction saves none, two save one), else 0 */
 } rnn_dims;
 
 /* The product of n factors, false past 2^62. */
@@ -76,8 +78,13 @@ static bool product(int64_t *out, int n, const int64_t *f)
 
 #define PRODUCT(out, ...) product(out, (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), (int64_t[]){__VA_ARGS__})
 
-/* The training backward's highest point above its start, walked as the header says; false past 2^62. */
-static bool backward_peak(const rnn_costs *k, const rnn_dims *d, int64_t *peak)
+/*
+ * The training backward's highest point above its start, walked as the header says; with input_grad, the
+ * first layer's input wants a gradient: each direction's linear_ih backward makes one, the second beside the
+ * first until the engine adds it in place (measured: a bidirectional RNN after a Linear holds both). False
+ * past 2^62.
+ */
+static bool backward_peak(const rnn_costs *k, const rnn_dims *d, bool input_grad, int64_t *peak)
 {
 	int64_t g = k->gates, ghh, tbh, layer_out;
 	if (!PRODUCT(&ghh, g, d->hidden, d->hidden, d->es) || !PRODUCT(&tbh, d->steps, d->batch, d->hidden, d->es) ||
@@ -88,7 +95,7 @@ static bool backward_peak(const rnn_costs *k, const rnn_dims *d, int64_t *peak)
 	for (int64_t l = d->layers; l-- > 0;) {
 		int64_t in = l ? d->dirs * d->hidden : d->input, ghi, tbi = 0, at;
 		if (!PRODUCT(&ghi, g, d->hidden, in, d->es) ||
-		    (l && !PRODUCT(&tbi, d->steps, d->batch, in, d->es)))
+		    ((l || input_grad) && !PRODUCT(&tbi, d->steps, d->batch, in, d->es)))
 			return false;
 		int64_t held, freed; /* a direction's gate gradients; its steps' saved tensors */
 		if (!PRODUCT(&held, g, tbh) || !PRODUCT(&freed, k->saved_per_step, tbh))
@@ -101,7 +108,13 @@ static bool backward_peak(const rnn_costs *k, const rnn_dims *d, int64_t *peak)
 			*peak = at > *peak ? at : *peak;
 			at = live + ghi + tbi; /* linear_ih's backward; a second input gradient is added in place */
 			*peak = at > *peak ? at : *peak;
-			live += ghi + (dir ? 0 : tbi) - held;
+			if (!l && dir && d->copy && input_grad) {
+				/* batch_first: the gradients arrive as views of the time-major copy's, and are summed out of
+				   place (measured: two directions after a Linear hold three input-sized gradients) */
+				at = live + 2 * tbi;
+				*peak = at > *peak ? at : *peak;
+			}
+			live += ghi + (dir ? 0 : tbi) - held - (l || dir ? 0 : d->copy); /* and the input's copy it saved */
 			if (live > ((int64_t)1 << 62) || *peak > ((int64_t)1 << 62))
 				return false;
 		}
@@ -178,7 +191,7 @@ ti_status mem_expand_rnn(mem_builder *b, const mem_event *ev, ti_error *err)
 	    !mem_mul(per_step, layers * dirs * k->saved_per_step, &total) || !mem_mul(per_step, infer_scratch, &scratch) ||
 	    !mem_mul(per_step, (layers - 1) * dirs * (dropping ? 2 : 1), &layer_inputs) || x_bytes < 0 ||
 	    !mem_add(&total, layer_inputs) ||
-	    (batch_first && !mem_add(&total, dirs * x_bytes)))
+	    (batch_first && !mem_add(&total, (dirs - 1) * x_bytes)))
 		return TI_FAIL(err, TI_E_LIMIT, "%s: more than 2^62 bytes", m->path);
 	mem_unit u;
 	memset(&u, 0, sizeof(u));
@@ -188,11 +201,13 @@ ti_status mem_expand_rnn(mem_builder *b, const mem_event *ev, ti_error *err)
 	u.differentiable = true;
 	u.out_kind = MEM_OUT_NEW;
 	u.fwd_scratch = scratch;
-	u.fwd_scratch_grad = per_step * k->train_scratch;
+	/* batch_first: a time-major copy of the input for each direction's linear_ih, which the forward-walked
+	   direction does not keep (measured: one direction keeps no copy after the forward, two keep one) */
+	u.fwd_scratch_grad = per_step * k->train_scratch + (batch_first ? x_bytes : 0);
 	u.saved_extra = total;
 	rnn_dims dims = {steps, batch, hidden, x->shape[x->ndim - 1].value, layers, dirs, es,
-	                 dropping};
-	if (!backward_peak(k, &dims, &u.bwd_scratch))
+	                 dropping, batch_first && dirs == 2 ? x_bytes : 0};
+	if (!backward_peak(k, &dims, false, &u.bwd_scratch) || !backward_peak(k, &dims, true, &u.bwd_whole_in))
 		return TI_FAIL(err, TI_E_LIMIT, "%s: more than 2^62 bytes", m->path);
 	u.bwd_whole = true;
 	for (int i = 0; c->in.sig && i < c->in.sig->count; i++)

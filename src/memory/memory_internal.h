@@ -80,6 +80,7 @@ typedef struct mem_unit {
 	int64_t fwd_scratch;         /* freed before the call returns */
 	int64_t fwd_scratch_grad;    /* the same when the call records a graph, if different (-1: same) */
 	int64_t bwd_scratch;         /* the backward's own temporaries */
+	int64_t bwd_whole_in;        /* bwd_whole: the same when in[0] wants a gradient, made inside the walk */
 	bool bwd_whole;              /* bwd_scratch is the backward's whole peak above its start, its own
 	                                gradients included: what it saved is let go before they are counted */
 	unsigned grad_view;          /* bit i: in[i]'s gradient is a view of the output's, or that gradient

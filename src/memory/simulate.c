@@ -692,7 +692,8 @@ static void backward(sim *s)
 			continue;
 		int go = s->pending[u->out[0]];
 		if (u->bwd_whole) {
-			transient(s, u->bwd_scratch, TI_MEM_TEMPORARY, u->label, u->depends);
+			bool input_grad = u->nin && b->tensors[u->in[0]].grad;
+			transient(s, input_grad ? u->bwd_whole_in : u->bwd_scratch, TI_MEM_TEMPORARY, u->label, u->depends);
 			release_saved(s, (int)k);
 		}
 		/* the backward's scratch lives beside the gradients it makes (BatchNorm's, mkldnn's reorders: measured),

@@ -291,7 +291,7 @@ def save(path, out):
     head = {k: v for k, v in out.items() if k != "cases"}
     with open(tmp, "w") as f:
         f.write(json.dumps(head, separators=(",", ":"))[:-1] + ',"cases":[\n')
-        f.write(",\n".join(json.dumps(c, separators=(",", ":"), sort_keys=True) for c in out["cases"]))
+        f.write(",\n".join(json.dumps(c, separators=(",", ":")) for c in out["cases"]))  # key order is the model's
         f.write("\n]}\n")
     os.replace(tmp, path)
 
