@@ -178,6 +178,10 @@ typedef struct plain_row {
 	                        for both operands, sub's for the first; a broadcast operand's is summed anew) */
 } plain_row;
 
+/* grad_view: every input's gradient is a slice of the output's (cat's backward narrows it, stack's unbinds it),
+   which stays whole while any slice lives (measured: cat's gradient held until its last input's is used) */
+#define GRAD_SLICES 0xffffffffu
+
 static const plain_row plain_rows[] = {
 	/* views: nothing saved; the gradient flows back as a view, except where backward must scatter */
 	{"view", VIEW, "", EXTRA_NONE, true}, {"view_as", VIEW, "", EXTRA_NONE, true},
@@ -202,9 +206,9 @@ static const plain_row plain_rows[] = {
 	{"double", NEW, "", EXTRA_NONE, false}, {"repeat", NEW, "", EXTRA_NONE, false},
 	{"tile", NEW, "", EXTRA_NONE, false}, {"flip", NEW, "", EXTRA_NONE, false},
 	{"roll", NEW, "", EXTRA_NONE, false}, {"pad", NEW, "", EXTRA_NONE, false},
-	{"cat", NEW, "", EXTRA_NONE, false}, {"concat", NEW, "", EXTRA_NONE, false},
-	{"concatenate", NEW, "", EXTRA_NONE, false}, {"stack", NEW, "", EXTRA_NONE, false},
-	{"hstack", NEW, "", EXTRA_NONE, false}, {"vstack", NEW, "", EXTRA_NONE, false},
+	{"cat", NEW, "", EXTRA_NONE, GRAD_SLICES}, {"concat", NEW, "", EXTRA_NONE, GRAD_SLICES},
+	{"concatenate", NEW, "", EXTRA_NONE, GRAD_SLICES}, {"stack", NEW, "", EXTRA_NONE, GRAD_SLICES},
+	{"hstack", NEW, "", EXTRA_NONE, GRAD_SLICES}, {"vstack", NEW, "", EXTRA_NONE, GRAD_SLICES},
 	{"pixel_shuffle", NEW, "", EXTRA_NONE, false}, {"pixel_unshuffle", NEW, "", EXTRA_NONE, false},
 	{"triu", NEW, "", EXTRA_NONE, false}, {"tril", NEW, "", EXTRA_NONE, false},
 	{"index_select", NEW, "index", EXTRA_NONE, false}, {"gather", NEW, "index", EXTRA_NONE, false},
@@ -731,6 +735,8 @@ static ti_status plan_plain(mem_builder *b, const mem_event *ev, const plain_row
 	}
 	if (kind == MEM_OUT_VIEW)
 		u.grad_view = row->grad_view & 1u;
+	else if (kind == MEM_OUT_NEW && out.n == 1 && row->grad_view == GRAD_SLICES)
+		u.grad_view = in.n >= 32 ? GRAD_SLICES : (1u << in.n) - 1;
 	else if (kind == MEM_OUT_NEW && out.n == 1)
 		for (int i = 0; i < in.n && i < 32; i++)
 			if ((row->grad_view & (1u << i)) && in.t[i]->dtype == out.t[0]->dtype &&

@@ -827,3 +827,29 @@ Test(memory, both_directions_input_gradients_are_held_until_the_engine_adds_them
 	cr_expect_lt(r->peak, 11 << 20, "peak %lld", (long long)r->peak);
 	ti_model_close(m);
 }
+
+/* x [N, 64] -> two Linears -> cat -> Linear: cat's gradient is sliced for its inputs, never copied. */
+static const char *concat =
+	"{\"inputs\": {\"x\": {\"shape\": [\"N\", 64]}},"
+	" \"modules\": {\"a\": {\"type\": \"Linear\", \"in_features\": 64, \"out_features\": 1024},"
+	"               \"b\": {\"type\": \"Linear\", \"in_features\": 64, \"out_features\": 1024},"
+	"               \"h\": {\"type\": \"Linear\", \"in_features\": 2048, \"out_features\": 8}},"
+	" \"graph\": [{\"out\": \"p\", \"call\": \"a\", \"args\": [\"x\"]}, {\"out\": \"q\", \"call\": \"b\", \"args\": [\"x\"]},"
+	"            {\"out\": \"c\", \"op\": \"cat\", \"args\": [[\"p\", \"q\"]], \"dim\": 1},"
+	"            {\"out\": \"y\", \"call\": \"h\", \"args\": [\"c\"]}], \"outputs\": [\"y\"]}";
+
+Test(memory, cat_hands_each_input_a_slice_of_its_gradient_and_allocates_nothing)
+{
+	ti_model *m = model_of(concat, 256);
+	ti_memory_options o = {.mode = TI_MEMORY_TRAIN, .optimizer = TI_OPTIM_SGD};
+	const ti_memory_report *r = estimate(m, &o);
+	const ti_memory_point *cat = NULL, *before = NULL;
+	for (size_t i = 1; i < r->point_count && !cat; i++)
+		if (r->timeline[i].phase == TI_PHASE_BACKWARD && !strcmp(r->timeline[i].step, "cat")) {
+			cat = &r->timeline[i];
+			before = &r->timeline[i - 1];
+		}
+	cr_assert(cat, "no backward step named cat");
+	cr_assert_eq(cat->high, before->live, "cat's backward allocated %lld bytes", (long long)(cat->high - before->live));
+	ti_model_close(m);
+}
