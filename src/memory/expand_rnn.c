@@ -207,7 +207,7 @@ ti_status mem_expand_rnn(mem_builder *b, const mem_event *ev, ti_error *err)
 	u.saved_extra = total;
 	rnn_dims dims = {steps, batch, hidden, x->shape[x->ndim - 1].value, layers, dirs, es,
 	                 dropping, batch_first && dirs == 2 ? x_bytes : 0};
-	if (!backward_peak(k, &dims, false, &u.bwd_scratch) || !backward_peak(k, &dims, true, &u.bwd_whole_in))
+	if (!backward_peak(k, &dims, false, &u.bwd_scratch) || !backward_peak(k, &dims, true, &u.bwd_scratch_in))
 		return TI_FAIL(err, TI_E_LIMIT, "%s: more than 2^62 bytes", m->path);
 	u.bwd_whole = true;
 	for (int i = 0; c->in.sig && i < c->in.sig->count; i++)

@@ -80,7 +80,8 @@ typedef struct mem_unit {
 	int64_t fwd_scratch;         /* freed before the call returns */
 	int64_t fwd_scratch_grad;    /* the same when the call records a graph, if different (-1: same) */
 	int64_t bwd_scratch;         /* the backward's own temporaries */
-	int64_t bwd_whole_in;        /* bwd_whole: the same when in[0] wants a gradient, made inside the walk */
+	int64_t bwd_scratch_in;      /* > 0: bwd_scratch when in[0] wants a gradient (a recurrent walk that makes it,
+	                                a convolution's backward-data buffer) */
 	bool bwd_whole;              /* bwd_scratch is the backward's whole peak above its start, its own
 	                                gradients included: what it saved is let go before they are counted */
 	unsigned grad_view;          /* bit i: in[i]'s gradient is a view of the output's, or that gradient

@@ -691,15 +691,16 @@ static void backward(sim *s)
 		if (!any)
 			continue;
 		int go = s->pending[u->out[0]];
+		int64_t scratch = u->bwd_scratch_in > 0 && u->nin && b->tensors[u->in[0]].grad ? u->bwd_scratch_in
+		                                                                              : u->bwd_scratch;
 		if (u->bwd_whole) {
-			bool input_grad = u->nin && b->tensors[u->in[0]].grad;
-			transient(s, input_grad ? u->bwd_whole_in : u->bwd_scratch, TI_MEM_TEMPORARY, u->label, u->depends);
+			transient(s, scratch, TI_MEM_TEMPORARY, u->label, u->depends);
 			release_saved(s, (int)k);
 		}
 		/* the backward's scratch lives beside the gradients it makes (BatchNorm's, mkldnn's reorders: measured),
 		 * as does the loss's gradient made contiguous */
 		int64_t beside = expanded_grad_copy(s, u, go);
-		if (!u->bwd_whole && !mem_add(&beside, u->bwd_scratch)) {
+		if (!u->bwd_whole && !mem_add(&beside, scratch)) {
 			l->overflow = true;
 			return;
 		}
