@@ -264,9 +264,11 @@ static const plain_row plain_rows[] = {
 	{"max_pool3d", NEW, "input", EXTRA_INDICES, false},
 	{"adaptive_max_pool1d", NEW, "input", EXTRA_INDICES, false},
 	{"adaptive_max_pool2d", NEW, "input", EXTRA_INDICES, false},
-	{"avg_pool1d", NEW, "", EXTRA_NONE, false}, {"avg_pool2d", NEW, "", EXTRA_NONE, false},
-	{"avg_pool3d", NEW, "", EXTRA_NONE, false}, {"adaptive_avg_pool1d", NEW, "", EXTRA_NONE, false},
-	{"adaptive_avg_pool2d", NEW, "", EXTRA_NONE, false}, {"adaptive_avg_pool3d", NEW, "", EXTRA_NONE, false},
+	/* avg_pool's backward formula takes self (for its shape, but autograd keeps the tensor), the adaptive
+	   ones too, even to a single value (measured on 1.13: AdaptiveAvgPool2d(1) after a Conv2d keeps its input) */
+	{"avg_pool1d", NEW, "input", EXTRA_NONE, false}, {"avg_pool2d", NEW, "input", EXTRA_NONE, false},
+	{"avg_pool3d", NEW, "input", EXTRA_NONE, false}, {"adaptive_avg_pool1d", NEW, "input", EXTRA_NONE, false},
+	{"adaptive_avg_pool2d", NEW, "input", EXTRA_NONE, false}, {"adaptive_avg_pool3d", NEW, "input", EXTRA_NONE, false},
 	{"interpolate", NEW, "", EXTRA_NONE, false}, {"upsample", NEW, "", EXTRA_NONE, false},
 	{"upsample_nearest", NEW, "", EXTRA_NONE, false}, {"upsample_bilinear", NEW, "", EXTRA_NONE, false},
 	/* normalization */

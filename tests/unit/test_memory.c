@@ -885,3 +885,30 @@ Test(memory, a_grouped_gemm_convolution_computes_its_inputs_gradient_through_an_
 	/* with it: the gradient, and beside it a buffer of the input's size (measured on 1.13 within 0.1 MiB) */
 	cr_expect_eq(grouped_rise(true), y + w + x + x + w, "input gradient: %lld", (long long)grouped_rise(true));
 }
+
+/* x [N, 64, 32, 32] -> 1x1 Conv2d -> a pool -> Linear or flatten: what the pool keeps for backward. */
+static int64_t pool_activations(const char *pool)
+{
+	char text[900];
+	snprintf(text, sizeof(text),
+	         "{\"inputs\": {\"x\": {\"shape\": [\"N\", 64, 32, 32]}},"
+	         " \"modules\": {\"c\": {\"type\": \"Conv2d\", \"in_channels\": 64, \"out_channels\": 64, \"kernel_size\": 1},"
+	         "               \"p\": %s},"
+	         " \"graph\": [{\"out\": \"h\", \"call\": \"c\", \"args\": [\"x\"]}, {\"out\": \"y\", \"call\": \"p\", \"args\": [\"h\"]}],"
+	         " \"outputs\": [\"y\"]}",
+	         pool);
+	ti_model *m = model_of(text, 2);
+	ti_memory_options o = {.mode = TI_MEMORY_TRAIN, .optimizer = TI_OPTIM_SGD};
+	int64_t a = estimate(m, &o)->activations;
+	ti_model_close(m);
+	return a;
+}
+
+Test(memory, avg_pool_keeps_its_input_for_backward_even_when_it_pools_to_one_value)
+{
+	const int64_t h = 2 * 64 * 32 * 32 * 4;
+	EXPECT_INT(pool_activations("{\"type\": \"AvgPool2d\", \"kernel_size\": 2}"), h);
+	EXPECT_INT(pool_activations("{\"type\": \"AdaptiveAvgPool2d\", \"output_size\": 4}"), h);
+	/* measured on 1.13: the conv's output is kept with AdaptiveAvgPool2d(1), as with the others */
+	EXPECT_INT(pool_activations("{\"type\": \"AdaptiveAvgPool2d\", \"output_size\": 1}"), h);
+}
