@@ -525,13 +525,15 @@ static int64_t conv_scratch(const char *op, const ti_op_call *c, const ti_meta_t
 		return *backward;
 	}
 	/*
-	 * A grouped convolution (not depthwise) whose groups' output channels are no multiple of 8 has no blocked
-	 * kernel: oneDNN runs it as im2col and a GEMM on the plain layout. Forward, the columns in chunks that fit
-	 * the cache (measured on 1.13: 0.35 to 0.46 MiB on 32x32 maps, one image's columns when smaller); backward,
+	 * A grouped convolution (not depthwise, a depthwise one's channel multiplier too) whose groups' output
+	 * channels are no multiple of 8 has no blocked kernel: oneDNN runs it as im2col and a GEMM on the plain
+	 * layout. Forward, the output once more or the columns in chunks that fit the cache, whichever is larger
+	 * (measured on 1.13: 0.35 to 0.46 MiB of columns on 32x32 maps, the output on larger ones; 131 channels
+	 * doubled on 64x64 maps, the output's 33 MiB); backward,
 	 * the weight's gradient from one image's and one group's columns (measured: within 0.1 MiB of them).
 	 */
-	int64_t groups = conv_arg(c, "groups", 0, 1), cin_g = w->shape[1].value;
-	if (groups > 1 && cin_g > 1 && (w->shape[0].value / groups) % 8 != 0) {
+	int64_t groups = conv_arg(c, "groups", 0, 1), cin_g = w->shape[1].value, cout_g = w->shape[0].value / groups;
+	if (groups > 1 && (cin_g > 1 || cout_g > 1) && cout_g % 8 != 0) {
 		int64_t spatial = 1, columns;
 		for (int k = 2; k < y->ndim; k++)
 			spatial *= y->shape[k].value;
@@ -541,7 +543,8 @@ static int64_t conv_scratch(const char *op, const ti_op_call *c, const ti_meta_t
 		/* the input's gradient is computed through a buffer of the input's size (measured: 256 -> 16 channels
 		   in 8 groups on 32x32 maps, at stride 1 and 2, within 0.1 MiB of the input and the weight) */
 		*backward_in = mem_meta_bytes(x) + mem_meta_bytes(w);
-		return columns < GEMM_CHUNK ? columns : GEMM_CHUNK;
+		int64_t chunk = columns < GEMM_CHUNK ? columns : GEMM_CHUNK, out = mem_meta_bytes(y);
+		return out > chunk ? out : chunk;
 	}
 	/* ConvParams::use_mkldnn with one thread: THNN only for a 1x1 kernel, stride 1, no dilation, a batch under 16 */
 	bool strided = false;
