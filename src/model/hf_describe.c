@@ -243,15 +243,15 @@ static ti_status describe(const cJSON *config, const ti_hf_template *t, char **o
 	const cJSON *cls = cJSON_GetObjectItemCaseSensitive(hf, "class");
 	if ((st = fill_fields(cJSON_GetObjectItemCaseSensitive(hf, "fields"), config, t->model_type, fields, err)))
 		goto done;
-	filler fl = {fields, t->model_type, err};
-	cJSON_DeleteItemFromObjectCaseSensitive(tmpl, "hf");
-	if ((st = fill(&fl, tmpl, 0)))
-		goto done;
 	char note[128];
 	snprintf(note, sizeof(note), "tinspect describe: %s from its config.json", t->model_type);
 	cJSON_AddStringToObject(desc, "description", note);
 	if (cJSON_IsString(cls))
 		cJSON_AddStringToObject(desc, "class", cls->valuestring);
+	filler fl = {fields, t->model_type, err};
+	cJSON_DeleteItemFromObjectCaseSensitive(tmpl, "hf"); /* cls goes with it */
+	if ((st = fill(&fl, tmpl, 0)))
+		goto done;
 	cJSON_AddItemToObject(desc, "config", fields);
 	fields = NULL;
 	while (tmpl->child) { /* the rest of the template, in its order; each item keeps its key */
