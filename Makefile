@@ -33,10 +33,15 @@ LIB_SRC := $(wildcard src/util/*.c src/core/*.c src/format/*.c src/source/*.c sr
 CLI_SRC := $(wildcard src/cli/*.c)
 TEST_SRC := $(wildcard tests/unit/*.c)
 
-LIB_OBJ := $(LIB_SRC:%.c=build/%.o)
+# The Hugging Face templates (src/model/hf/*.json, docs/huggingface.md), built into the program
+# as one generated C file: adding a model_type is adding its template.
+HF_TEMPLATES := $(sort $(wildcard src/model/hf/*.json))
+HF_GEN := build/gen/hf_templates.c
+
+LIB_OBJ := $(LIB_SRC:%.c=build/%.o) build/gen/hf_templates.o
 CLI_OBJ := $(CLI_SRC:%.c=build/%.o)
 TEST_OBJ := $(TEST_SRC:%.c=build/%.o)
-ASAN_LIB_OBJ := $(LIB_SRC:%.c=build/asan/%.o)
+ASAN_LIB_OBJ := $(LIB_SRC:%.c=build/asan/%.o) build/asan/gen/hf_templates.o
 ASAN_CLI_OBJ := $(CLI_SRC:%.c=build/asan/%.o)
 ASAN_TEST_OBJ := $(TEST_SRC:%.c=build/asan/%.o)
 
@@ -65,6 +70,21 @@ build/%.o: %.c
 build/asan/%.o: %.c
 	@mkdir -p $(@D)
 	$(CC) $(BASE_CFLAGS) $(SAN_FLAGS) $(CPPFLAGS_ALL) $(CFLAGS) -MMD -MP -c -o $@ $<
+
+$(HF_GEN): $(HF_TEMPLATES) tools/embed-templates.sh
+	@mkdir -p $(@D)
+	sh tools/embed-templates.sh $(HF_TEMPLATES) >$@
+
+build/gen/hf_templates.o: $(HF_GEN)
+	$(CC) $(BASE_CFLAGS) $(CPPFLAGS_ALL) $(CFLAGS) -c -o $@ $<
+
+build/asan/gen/hf_templates.o: $(HF_GEN)
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) $(SAN_FLAGS) $(CPPFLAGS_ALL) $(CFLAGS) -c -o $@ $<
+
+build/fuzz/gen/hf_templates.o: $(HF_GEN)
+	@mkdir -p $(@D)
+	$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link $(CPPFLAGS_ALL) $(CFLAGS) -c -o $@ $<
 
 # The random draw loops call sqrtf: without errno to set, gcc -O2 vectorises them (src/materialize/draw.h).
 build/src/materialize/draw.o build/asan/src/materialize/draw.o: BASE_CFLAGS += -fno-math-errno
@@ -207,7 +227,7 @@ FUZZ_HARNESSES ?= pickle checkpoint safetensors model scan dcp gguf npy
 FUZZ_CFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L -D_FILE_OFFSET_BITS=64 -Wall -Wextra -Werror -O1 -g \
 	-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 FUZZ_ALL := pickle checkpoint safetensors model scan dcp gguf npy
-FUZZ_LIB_OBJ := $(LIB_SRC:%.c=build/fuzz/%.o)
+FUZZ_LIB_OBJ := $(LIB_SRC:%.c=build/fuzz/%.o) build/fuzz/gen/hf_templates.o
 FUZZ_BIN := $(FUZZ_ALL:%=build/fuzz/fuzz_%)
 FUZZ_REPLAY_BIN := $(FUZZ_ALL:%=build/asan/fuzz-replay-%)
 # Made by pattern rules alone, they would be deleted as intermediates after each build.

@@ -57,6 +57,7 @@ int cmd_inspect(int argc, char **argv);
 bool cli_inspect_takes(const char *name);
 int cmd_shapes(int argc, char **argv);
 int cmd_params(int argc, char **argv);
+int cmd_describe(int argc, char **argv);
 int cmd_memory(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
 int cmd_materialize(int argc, char **argv);

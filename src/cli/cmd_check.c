@@ -83,7 +83,11 @@ static const cli_option options[] = {
 
 static const char help[] =
 	"usage: tinspect check MODEL.json CHECKPOINT [options]\n"
+	"       tinspect check FOLDER [options]\n"
 	"       tinspect check --manifest CHECKS.json [options]\n"
+	"\n"
+	"MODEL.json may be a Hugging Face folder or its config.json (tinspect\n"
+	"describe); FOLDER alone checks its weights against its config.json.\n"
 	"\n"
 	"Say whether CHECKPOINT loads into the described model as\n"
 	"model.load_state_dict(state_dict, strict=True) would: missing keys,\n"
@@ -136,6 +140,7 @@ typedef struct check_args {
 	const char *ckpt;
 	ti_check_options o;
 	const char *renames[CHECK_MAX_LIST], *ignores[CHECK_MAX_LIST];
+	bool hf_folder;                  /* `check FOLDER`: its weights against its config.json */
 	bool trust;
 	int64_t max_params;              /* 0: no gate */
 	const char *device_memory;       /* --device-memory, or NULL */
@@ -348,6 +353,14 @@ static int check_pair(check_args *a, cJSON **out)
 	*out = NULL;
 	if ((rc = cli_model_open(&a->cm)))
 		return rc;
+	if (a->hf_folder) {
+		/* save_pretrained leaves a tied parameter out and from_pretrained's tie_weights fills it: not missing */
+		size_t n;
+		const ti_model_param *p = ti_model_params(a->cm.model, &n);
+		for (size_t i = 0; i < n && a->o.ignore_count < CHECK_MAX_LIST; i++)
+			if (p[i].tied_to)
+				a->ignores[a->o.ignore_count++] = p[i].name;
+	}
 	ti_error err;
 	ti_error_clear(&err);
 	ti_source *src;
@@ -631,8 +644,12 @@ int cmd_check(int argc, char **argv)
 			rc = check_manifest(a.manifest, &batch);
 		return rc;
 	}
+	char config_path[4096];
+	if (a.cm.file && !a.ckpt && cli_hf_config_path(a.cm.file, config_path, sizeof(config_path)) != a.cm.file)
+		a.ckpt = a.cm.file, a.hf_folder = true; /* a Hugging Face folder: its weights against its config.json's */
 	if (!a.cm.file || !a.ckpt)
-		return cli_usage_error("check: give MODEL.json and CHECKPOINT (see 'tinspect check --help')");
+		return cli_usage_error("check: give MODEL.json and CHECKPOINT, or a Hugging Face FOLDER "
+		                       "(see 'tinspect check --help')");
 	if (a.junit || a.github) /* the pair in a child, so that every failure becomes a test case */
 		return check_pairs_in_children(&(check_pair_spec){.model = a.cm.file, .checkpoint = a.ckpt}, 1, NULL,
 		                               &(check_batch){cmd_check, a.pass, a.pass_count, 1, a.json, a.github, a.junit});

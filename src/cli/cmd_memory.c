@@ -1319,9 +1319,11 @@ int cmd_memory(int argc, char **argv)
 	int rc = parse_args(argc, argv, &a);
 	if (rc || a.help || (rc = check_args(&a)))
 		return rc;
-	if ((rc = cli_check_input(a.cm.file)))
+	/* a Hugging Face folder whose config.json tinspect can describe is a description, weights or none */
+	bool described = cli_is_description(a.cm.file);
+	if (!described && (rc = cli_check_input(a.cm.file)))
 		return rc;
-	if (!cli_is_description(a.cm.file)) {
+	if (!described) {
 		const char *needs = a.fit ? "--fit" : a.cm.bind_count ? "--bind" : a.ncheck ? "--checkpoint"
 		                  : a.o.accumulate ? "--accumulate" : a.kv_given ? "--kv-cache" : a.ntrain ? "--trainable"
 		                  : a.nfrozen ? "--frozen" : a.o.device == TI_MEMORY_CUDA ? "--device cuda"

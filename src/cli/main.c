@@ -17,11 +17,12 @@ static const cli_command commands[] = {
 	{"scan", cmd_scan, "say whether files are safe to torch.load, executing nothing"},
 	{"check", cmd_check, "say whether a checkpoint loads into a described model, as load_state_dict would"},
 	{"diff", cmd_diff, "compare two checkpoints by name: added, removed, renamed, changed, values"},
+	{"describe", cmd_describe, "write the description of a Hugging Face model from its config.json"},
 	{"ops", cmd_ops, "list the operators and module types a description may name"},
 	{"run", cmd_run, "execute a described model for real on the CPU: real shapes checked, statistics"},
 };
 
-const char *const cli_command_names[] = {"inspect", "shapes", "params", "memory", "materialize", "convert", "scan", "check", "diff", "ops", "run", NULL};
+const char *const cli_command_names[] = {"inspect", "shapes", "params", "memory", "materialize", "convert", "scan", "check", "diff", "describe", "ops", "run", NULL};
 
 static void usage(FILE *f)
 {
@@ -34,6 +35,7 @@ static void usage(FILE *f)
 	           "       tinspect scan FILE... [--json] [--allow GLOB] [--quiet]\n"
 	           "       tinspect check MODEL.json CHECKPOINT [--no-strict] [--key K] [--json]\n"
 	           "       tinspect diff A B [--values] [--atol X] [--rtol X] [--json]\n"
+	           "       tinspect describe FOLDER|config.json [-o MODEL.json] [-f]\n"
 	           "       tinspect ops [GLOB] [--json]\n"
 	           "       tinspect run MODEL.json [--input NAME=SPEC] [--weights CKPT] [--save OUT] ...\n"
 	           "       tinspect COMMAND --help\n"

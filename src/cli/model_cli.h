@@ -28,8 +28,18 @@ typedef struct cli_model {
 int cli_model_bind(cli_model *cm, const char *text);
 /* --input NAME=SHAPE[:DTYPE] (text is kept: it points into argv); prints the usage error and returns EXIT_USAGE when bad. */
 int cli_model_input(cli_model *cm, const char *command, char *text);
-/* Reads and opens cm->file; prints the error and returns its exit code when it fails. */
+/*
+ * Reads and opens cm->file: a description, or a Hugging Face folder or
+ * config.json, described first (ti_hf_describe); prints the error and
+ * returns its exit code when it fails.
+ */
 int cli_model_open(cli_model *cm);
+/* A file's text within the description ceiling (malloc'd into *out); prints the error and returns its exit code. */
+int cli_model_read(const char *path, char **out, size_t *out_size);
+/* The description text of file (cli_model_open's first half): a HF config's is built; malloc'd into *out. */
+int cli_model_text(const char *file, char **out, size_t *out_size);
+/* path/config.json when path is a folder holding one (written into buf), else path. */
+const char *cli_hf_config_path(const char *path, char *buf, size_t size);
 /*
  * Whether path is a model description rather than a checkpoint, by its
  * content: JSON that is no checkpoint index (a weight_map). A file that

@@ -11,6 +11,7 @@
 #include "cli/cli.h"
 #include "cli/model_cli.h"
 #include "cli/output.h"
+#include "tinspect/hf_describe.h"
 
 int cli_model_bind(cli_model *cm, const char *text)
 {
@@ -59,8 +60,33 @@ int cli_model_input(cli_model *cm, const char *command, char *text)
 	return EXIT_OK;
 }
 
+/* A folder whose config.json names a model_type with a template: described, not read as weights. */
+static bool is_described_folder(const char *path)
+{
+	char config_path[4096];
+	const char *config = cli_hf_config_path(path, config_path, sizeof(config_path));
+	if (config == path)
+		return false;
+	FILE *f = fopen(config, "rb");
+	char *buf = f ? malloc(TI_HF_CONFIG_MAX_BYTES) : NULL;
+	size_t got = buf ? fread(buf, 1, TI_HF_CONFIG_MAX_BYTES, f) : 0;
+	if (f)
+		fclose(f);
+	bool known = false;
+	if (buf && got < TI_HF_CONFIG_MAX_BYTES && ti_hf_is_config(buf, got)) {
+		char *desc = NULL;
+		ti_error err;
+		known = ti_hf_describe(buf, got, &desc, &err) != TI_E_UNSUPPORTED;
+		free(desc);
+	}
+	free(buf);
+	return known;
+}
+
 bool cli_is_description(const char *path)
 {
+	if (is_described_folder(path))
+		return true;
 	FILE *f = fopen(path, "rb");
 	struct stat sb;
 	if (!f || fstat(fileno(f), &sb) || !S_ISREG(sb.st_mode)) {
@@ -91,17 +117,30 @@ bool cli_is_description(const char *path)
 	return json && !index;
 }
 
-int cli_model_open(cli_model *cm)
+const char *cli_hf_config_path(const char *path, char *buf, size_t size)
 {
-	int rc = cli_check_input(cm->file);
+	struct stat sb;
+	if (stat(path, &sb) || !S_ISDIR(sb.st_mode))
+		return path;
+	size_t n = strlen(path);
+	if (snprintf(buf, size, "%s%sconfig.json", path, n && path[n - 1] == '/' ? "" : "/") >= (int)size ||
+	    stat(buf, &sb) || !S_ISREG(sb.st_mode))
+		return path;
+	return buf;
+}
+
+int cli_model_read(const char *path, char **out, size_t *out_size)
+{
+	*out = NULL;
+	int rc = cli_check_input(path);
 	if (rc)
 		return rc;
 	ti_error err;
 	ti_error_clear(&err);
-	FILE *f = fopen(cm->file, "rb");
+	FILE *f = fopen(path, "rb");
 	if (!f) {
 		TI_FAIL(&err, TI_E_IO, "cannot open: %s", strerror(errno));
-		return cli_report(cm->file, &err);
+		return cli_report(path, &err);
 	}
 	/* read at most the ceiling and one byte more, to tell "too large" from "just fits" */
 	size_t cap = 1 << 16, size = 0;
@@ -124,12 +163,12 @@ int cli_model_open(cli_model *cm)
 	fclose(f);
 	if (!buf) {
 		TI_FAIL(&err, TI_E_NOMEM, "out of memory reading the description");
-		return cli_report(cm->file, &err);
+		return cli_report(path, &err);
 	}
 	if (failed) {
 		free(buf);
 		TI_FAIL(&err, TI_E_IO, "read error");
-		return cli_report(cm->file, &err);
+		return cli_report(path, &err);
 	}
 	/* a checkpoint given where a description belongs: say what it is, not where its "JSON" went wrong */
 	ti_file_kind kind = ti_file_sniff(buf, size, size);
@@ -137,8 +176,43 @@ int cli_model_open(cli_model *cm)
 		free(buf);
 		TI_FAIL(&err, TI_E_UNSUPPORTED, "%s, not a model description (JSON)%s", ti_file_kind_name(kind),
 		        kind == TI_FILE_UNKNOWN ? "" : ": 'tinspect inspect' reads checkpoints");
-		return cli_report(cm->file, &err);
+		return cli_report(path, &err);
 	}
+	*out = buf;
+	*out_size = size;
+	return EXIT_OK;
+}
+
+int cli_model_text(const char *file, char **out, size_t *out_size)
+{
+	char config_path[4096];
+	const char *path = cli_hf_config_path(file, config_path, sizeof(config_path));
+	int rc = cli_model_read(path, out, out_size);
+	if (rc || !ti_hf_is_config(*out, *out_size))
+		return rc;
+	/* a Hugging Face config.json: the description of its model_type, built from it */
+	ti_error err;
+	ti_error_clear(&err);
+	char *desc;
+	ti_status st = ti_hf_describe(*out, *out_size, &desc, &err);
+	free(*out);
+	*out = NULL;
+	if (st)
+		return cli_report(path, &err);
+	*out = desc;
+	*out_size = strlen(desc);
+	return EXIT_OK;
+}
+
+int cli_model_open(cli_model *cm)
+{
+	char *buf;
+	size_t size;
+	int rc = cli_model_text(cm->file, &buf, &size);
+	if (rc)
+		return rc;
+	ti_error err;
+	ti_error_clear(&err);
 	ti_model_options opts = {.bind_names = cm->bind_names,
 	                         .bind_values = cm->bind_values,
 	                         .bind_count = (size_t)cm->bind_count,

@@ -139,7 +139,8 @@ static ti_status expr_product(expr *e, number *out)
 			out->value -= rhs.value * floor(out->value / rhs.value);
 		else
 			out->value /= rhs.value;
-		out->is_int = out->is_int && rhs.is_int && (op != '/' || floor_div);
+		/* a floor division is a whole number: "$(head_dim*rotary_pct)//1" is Python's int(...) of a size */
+		out->is_int = floor_div || (out->is_int && rhs.is_int && op != '/');
 	}
 	return st;
 }
@@ -419,11 +420,16 @@ static ti_status add_free_tensors(parser *p, const cJSON *j, ti_module *mod, con
 			int ndim = 0;
 			const cJSON *d;
 			cJSON_ArrayForEach(d, shape) {
-				if (!cJSON_IsNumber(d) || d->valuedouble < 0 || d->valuedouble != floor(d->valuedouble) ||
-				    d->valuedouble > 9007199254740992.0)
+				/* a size is an integer or a config reference ("$head_dim//2"), as a constructor's argument is */
+				ti_arg size = ti_arg_none();
+				const char *jsize = join(m, jp, "shape");
+				if ((cJSON_IsNumber(d) || (cJSON_IsString(d) && d->valuestring[0] == '$')) &&
+				    json_to_arg(p, d, jsize, 0, &size, err))
+					return TI_E_CORRUPT;
+				if (size.kind != TI_ARG_INT || !ti_dim_is_int(size.as.dim) || size.as.dim.value < 0)
 					return at(TI_FAIL(err, TI_E_CORRUPT, "a %s's sizes are non-negative integers",
-					                  kind ? "buffer" : "parameter"), err, join(m, jp, "shape"));
-				dims[ndim++] = (int64_t)d->valuedouble;
+					                  kind ? "buffer" : "parameter"), err, jsize);
+				dims[ndim++] = size.as.dim.value;
 			}
 			ti_dtype dt;
 			ti_status dst = parse_dtype(p, dtype, jp, &dt, err);

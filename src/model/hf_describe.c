@@ -1,0 +1,301 @@
+/*
+ * hf_describe.c - a description from a Hugging Face config.json: the
+ * template of its model_type, with the config's fields filled in
+ * (tinspect/hf_describe.h; the templates are src/model/hf/, one JSON file each).
+ *
+ * A template is a description plus three things that are read here and gone
+ * from what is returned:
+ *   "hf": {"class": ..., "fields": {NAME: DEFAULT}} - the config fields the
+ *     template reads, each with the default transformers' config class gives
+ *     it (a number, a boolean, a "$formula" of other fields) or null where the
+ *     field is required. They become the description's "config".
+ *   "$if": "NAME" (or "!NAME") in any object - the object is kept only when the
+ *     boolean field is true (false): a bias, a tied head, a norm.
+ *   {"$each": "NAME", "as": "e", "steps": [...]} in a list - the steps, NAME
+ *     times, with "{e}" in their strings replaced by 0, 1, ...
+ * and a string "$NAME" that is a boolean field alone becomes true or false
+ * (a Linear's "bias"). Numbers stay "$NAME" references to the config, so the
+ * description reads as the model's code does.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cJSON.h>
+
+#include "model/hf_templates.h"
+#include "tinspect/hf_describe.h"
+
+#define EACH_MAX 4096 /* "$each" copies: more than any model's experts or layers */
+
+typedef struct filler {
+	const cJSON *fields;  /* the description's config, filled */
+	const char *model_type;
+	ti_error *err;
+} filler;
+
+static const ti_hf_template *find_template(const char *model_type)
+{
+	for (size_t i = 0; i < ti_hf_template_count; i++)
+		if (!strcmp(ti_hf_templates[i].model_type, model_type))
+			return &ti_hf_templates[i];
+	return NULL;
+}
+
+const char *const *ti_hf_model_types(size_t *count)
+{
+	static const char *names[64];
+	size_t n = ti_hf_template_count < 64 ? ti_hf_template_count : 64;
+	for (size_t i = 0; i < n; i++)
+		names[i] = ti_hf_templates[i].model_type;
+	*count = n;
+	return names;
+}
+
+static ti_status unknown_type(const char *model_type, ti_error *err)
+{
+	char known[TI_ERROR_MESSAGE_MAX / 2];
+	size_t len = 0;
+	known[0] = '\0';
+	for (size_t i = 0; i < ti_hf_template_count && len + 2 < sizeof(known); i++)
+		len += (size_t)snprintf(known + len, sizeof(known) - len, "%s%s", i ? ", " : "",
+		                        ti_hf_templates[i].model_type);
+	return TI_FAIL(err, TI_E_UNSUPPORTED,
+	               "unknown model_type '%.60s' (known: %s); tinspect-export describes any model from its code",
+	               model_type, known);
+}
+
+static ti_status missing_field(ti_error *err, const char *name, const char *model_type)
+{
+	return TI_FAIL(err, TI_E_CORRUPT, "config.json has no '%s', which a %s model needs", name, model_type);
+}
+
+/* What the JSON kind of a field's value is, in words, for errors. */
+static const char *kind_name(const cJSON *v)
+{
+	return cJSON_IsBool(v) ? "a boolean" : cJSON_IsNumber(v) ? "a number" : cJSON_IsString(v) ? "a string"
+	     : cJSON_IsArray(v) ? "a list" : cJSON_IsObject(v) ? "an object" : "null";
+}
+
+/*
+ * The description's config: each field of the template's "hf.fields" from
+ * the config.json when it is there and not null, else its default. A
+ * field's value must be of its default's kind (a boolean for a boolean, a
+ * number for the rest).
+ */
+static ti_status fill_fields(const cJSON *fields, const cJSON *config, const char *model_type, cJSON *out,
+                             ti_error *err)
+{
+	const cJSON *f;
+	cJSON_ArrayForEach(f, fields) {
+		const cJSON *given = cJSON_GetObjectItemCaseSensitive(config, f->string);
+		const cJSON *value = given && !cJSON_IsNull(given) ? given : f;
+		if (value == f && cJSON_IsNull(f))
+			return missing_field(err, f->string, model_type);
+		bool want_bool = cJSON_IsBool(f);
+		if (value == given && (want_bool ? !cJSON_IsBool(given) : !cJSON_IsNumber(given)))
+			return TI_FAIL(err, TI_E_CORRUPT, "config.json's '%s' is %s, not %s", f->string, kind_name(given),
+			               want_bool ? "a boolean" : "a number");
+		cJSON *copy = cJSON_Duplicate(value, false);
+		if (!copy || !cJSON_AddItemToObject(out, f->string, copy)) {
+			cJSON_Delete(copy);
+			return TI_FAIL(err, TI_E_NOMEM, "out of memory for the description");
+		}
+	}
+	return TI_OK;
+}
+
+/* A boolean field's value, or -1 when name is no boolean field. */
+static int flag(const filler *fl, const char *name)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(fl->fields, name);
+	return cJSON_IsBool(v) ? cJSON_IsTrue(v) : -1;
+}
+
+/* "$if": "NAME" or "!NAME": whether the object stays. */
+static ti_status keep(const filler *fl, const cJSON *cond, bool *out)
+{
+	const char *name = cJSON_GetStringValue(cond);
+	bool negate = name && name[0] == '!';
+	int v = name ? flag(fl, name + negate) : -1;
+	if (v < 0)
+		return TI_FAIL(fl->err, TI_E_CORRUPT, "template %s: \"$if\" must name a boolean field, not '%s'",
+		               fl->model_type, name ? name : "?");
+	*out = negate ? !v : v;
+	return TI_OK;
+}
+
+/* Replaces "{as}" by index in every string under j. */
+static ti_status substitute(cJSON *j, const char *as, int index, ti_error *err)
+{
+	if (cJSON_IsString(j)) {
+		char key[40], num[24], buf[512];
+		snprintf(key, sizeof(key), "{%s}", as);
+		snprintf(num, sizeof(num), "%d", index);
+		const char *s = j->valuestring, *hit;
+		size_t len = 0;
+		while ((hit = strstr(s, key)) && len + (size_t)(hit - s) + strlen(num) < sizeof(buf)) {
+			memcpy(buf + len, s, (size_t)(hit - s));
+			len += (size_t)(hit - s);
+			memcpy(buf + len, num, strlen(num));
+			len += strlen(num);
+			s = hit + strlen(key);
+		}
+		if (s == j->valuestring)
+			return TI_OK;
+		if (len + strlen(s) >= sizeof(buf))
+			return TI_FAIL(err, TI_E_LIMIT, "template string '%.40s' is too long", j->valuestring);
+		strcpy(buf + len, s);
+		return cJSON_SetValuestring(j, buf) ? TI_OK : TI_FAIL(err, TI_E_NOMEM, "out of memory for the description");
+	}
+	cJSON *c;
+	cJSON_ArrayForEach(c, j) {
+		ti_status st = substitute(c, as, index, err);
+		if (st)
+			return st;
+	}
+	return TI_OK;
+}
+
+/* {"$each": "NAME", "as": "e", "steps": [...]}: the steps, NAME times, inserted before item in list. */
+static ti_status expand_each(const filler *fl, cJSON *list, cJSON *item)
+{
+	const cJSON *count = cJSON_GetObjectItemCaseSensitive(fl->fields, cJSON_GetStringValue(cJSON_GetObjectItem(item, "$each")));
+	const char *as = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(item, "as"));
+	const cJSON *steps = cJSON_GetObjectItemCaseSensitive(item, "steps");
+	if (!cJSON_IsNumber(count) || count->valuedouble < 0 || count->valuedouble > EACH_MAX || !as || strlen(as) > 32 ||
+	    !cJSON_IsArray(steps))
+		return TI_FAIL(fl->err, TI_E_CORRUPT,
+		               "template %s: \"$each\" takes a number field from 0 to %d, \"as\" and \"steps\"",
+		               fl->model_type, EACH_MAX);
+	for (int i = 0; i < (int)count->valuedouble; i++) {
+		const cJSON *s;
+		cJSON_ArrayForEach(s, steps) {
+			cJSON *copy = cJSON_Duplicate(s, true);
+			ti_status st = copy ? substitute(copy, as, i, fl->err) : TI_FAIL(fl->err, TI_E_NOMEM, "out of memory");
+			if (st) {
+				cJSON_Delete(copy);
+				return st;
+			}
+			/* insert before item: the copies keep the steps' order */
+			copy->prev = item->prev;
+			copy->next = item;
+			if (item == list->child)
+				list->child = copy;
+			else
+				item->prev->next = copy;
+			item->prev = copy;
+		}
+	}
+	return TI_OK;
+}
+
+/* Applies "$if", "$each" and boolean fields under j, in place. */
+static ti_status fill(const filler *fl, cJSON *j, int depth)
+{
+	if (depth > 64)
+		return TI_FAIL(fl->err, TI_E_CORRUPT, "template %s nests deeper than 64", fl->model_type);
+	cJSON *c = j->child;
+	while (c) {
+		cJSON *next = c->next;
+		bool stays = true;
+		const cJSON *cond = cJSON_IsObject(c) ? cJSON_GetObjectItemCaseSensitive(c, "$if") : NULL;
+		ti_status st = cond ? keep(fl, cond, &stays) : TI_OK;
+		if (st)
+			return st;
+		if (cJSON_IsArray(j) && cJSON_IsObject(c) && cJSON_GetObjectItemCaseSensitive(c, "$each")) {
+			if ((st = expand_each(fl, j, c)))
+				return st;
+			stays = false;
+		}
+		if (!stays) {
+			cJSON_Delete(cJSON_DetachItemViaPointer(j, c));
+		} else if (cJSON_IsString(c) && c->valuestring[0] == '$' && flag(fl, c->valuestring + 1) >= 0) {
+			cJSON *b = cJSON_CreateBool(flag(fl, c->valuestring + 1));
+			bool done = b && (c->string ? cJSON_ReplaceItemInObjectCaseSensitive(j, c->string, b)
+			                            : cJSON_ReplaceItemViaPointer(j, c, b));
+			if (!done) {
+				cJSON_Delete(b);
+				return TI_FAIL(fl->err, TI_E_NOMEM, "out of memory for the description");
+			}
+		} else {
+			if (cond)
+				cJSON_DeleteItemFromObjectCaseSensitive(c, "$if");
+			if ((st = fill(fl, c, depth + 1)))
+				return st;
+		}
+		c = next;
+	}
+	return TI_OK;
+}
+
+static ti_status describe(const cJSON *config, const ti_hf_template *t, char **out, ti_error *err)
+{
+	cJSON *tmpl = cJSON_Parse(t->text), *desc = cJSON_CreateObject(), *fields = cJSON_CreateObject();
+	ti_status st = TI_OK;
+	if (!tmpl || !desc || !fields) {
+		st = TI_FAIL(err, TI_E_NOMEM, "out of memory for the description");
+		goto done;
+	}
+	const cJSON *hf = cJSON_GetObjectItemCaseSensitive(tmpl, "hf");
+	const cJSON *cls = cJSON_GetObjectItemCaseSensitive(hf, "class");
+	if ((st = fill_fields(cJSON_GetObjectItemCaseSensitive(hf, "fields"), config, t->model_type, fields, err)))
+		goto done;
+	char note[128];
+	snprintf(note, sizeof(note), "tinspect describe: %s from its config.json", t->model_type);
+	cJSON_AddStringToObject(desc, "description", note);
+	if (cJSON_IsString(cls))
+		cJSON_AddStringToObject(desc, "class", cls->valuestring);
+	filler fl = {fields, t->model_type, err};
+	cJSON_DeleteItemFromObjectCaseSensitive(tmpl, "hf"); /* cls goes with it */
+	if ((st = fill(&fl, tmpl, 0)))
+		goto done;
+	cJSON_AddItemToObject(desc, "config", fields);
+	fields = NULL;
+	while (tmpl->child) { /* the rest of the template, in its order; each item keeps its key */
+		cJSON *item = cJSON_DetachItemViaPointer(tmpl, tmpl->child);
+		cJSON_AddItemToArray(desc, item);
+	}
+	if (!(*out = cJSON_Print(desc)))
+		st = TI_FAIL(err, TI_E_NOMEM, "out of memory for the description");
+done:
+	cJSON_Delete(tmpl);
+	cJSON_Delete(desc);
+	cJSON_Delete(fields);
+	return st;
+}
+
+ti_status ti_hf_describe(const char *text, size_t size, char **out, ti_error *err)
+{
+	*out = NULL;
+	if (size > TI_HF_CONFIG_MAX_BYTES)
+		return TI_FAIL(err, TI_E_LIMIT, "config.json is larger than %zu MiB", TI_HF_CONFIG_MAX_BYTES >> 20);
+	cJSON *config = cJSON_ParseWithLength(text, size);
+	if (!cJSON_IsObject(config)) {
+		cJSON_Delete(config);
+		return TI_FAIL(err, TI_E_CORRUPT, "not a JSON object, as a config.json is");
+	}
+	const char *model_type = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(config, "model_type"));
+	ti_status st;
+	if (!model_type)
+		st = TI_FAIL(err, TI_E_CORRUPT, "config.json has no \"model_type\" string");
+	else if (!find_template(model_type))
+		st = unknown_type(model_type, err);
+	else
+		st = describe(config, find_template(model_type), out, err);
+	cJSON_Delete(config);
+	return st;
+}
+
+int ti_hf_is_config(const char *text, size_t size)
+{
+	if (size > TI_HF_CONFIG_MAX_BYTES)
+		return 0;
+	cJSON *j = cJSON_ParseWithLength(text, size);
+	int is = cJSON_IsObject(j) && cJSON_IsString(cJSON_GetObjectItemCaseSensitive(j, "model_type")) &&
+	         !cJSON_GetObjectItemCaseSensitive(j, "graph");
+	cJSON_Delete(j);
+	return is;
+}

@@ -1,0 +1,267 @@
+/*
+ * test_hf_describe.c - descriptions built from Hugging Face config.json files
+ * (src/model/hf/): the parameter totals of real models from their real
+ * configs (fixtures/hf/), the state_dict names transformers' modeling code
+ * gives, and errors that name the field or list the known model_types.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "unit.h"
+
+#include "tinspect/hf_describe.h"
+#include "tinspect/model.h"
+
+static char *slurp(const char *path, size_t *size)
+{
+	FILE *f = fopen(path, "rb");
+	cr_assert(f, "cannot open %s", path);
+	char *buf = malloc(1 << 20);
+	*size = fread(buf, 1, 1 << 20, f);
+	fclose(f);
+	return buf;
+}
+
+/* The description of a config's text, opened; NULL with err set when describing fails. */
+static ti_model *describe_text(const char *text, size_t size, ti_error *err)
+{
+	char *desc;
+	ti_error_clear(err);
+	if (ti_hf_describe(text, size, &desc, err))
+		return NULL;
+	ti_model *m = NULL;
+	ti_model_options opts = {0};
+	ti_status st = ti_model_open(desc, strlen(desc), &opts, &m, err);
+	free(desc);
+	cr_assert(st == TI_OK, "the description does not open: %s in '%s'", err->message, err->member);
+	return m;
+}
+
+static ti_model *describe_file(const char *path)
+{
+	size_t size;
+	char *text = slurp(path, &size);
+	ti_error err;
+	ti_model *m = describe_text(text, size, &err);
+	free(text);
+	cr_assert(m, "%s: %s", path, err.message);
+	return m;
+}
+
+static int64_t total_params(const ti_model *m)
+{
+	size_t n;
+	const ti_model_param *p = ti_model_params(m, &n);
+	int64_t total = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (p[i].buffer || p[i].tied_to)
+			continue;
+		int64_t e = 1;
+		for (int k = 0; k < p[i].ndim; k++)
+			e *= p[i].shape[k];
+		total += e;
+	}
+	return total;
+}
+
+/*
+ * Published parameter totals (tied weights once, as model.num_parameters()
+ * counts them) of models whose real config.json is in fixtures/hf/. The
+ * totals are the ones the Hugging Face Hub shows from each model's
+ * safetensors metadata ("Model size"), and agree with the model cards'
+ * rounded figures: Llama 3.1 "8B", Llama 3.2 "1.23B", Mistral "7.24B",
+ * Qwen2.5-0.5B "0.49B" (0.36B non-embedding), Qwen2.5-7B "7.61B",
+ * gemma-2b "2.51B", Phi-3-mini "3.8B", GPT-2 "124M", Pythia-160M
+ * (162,322,944 in the Pythia paper's table), Mixtral "46.7B total",
+ * BERT-base "110M" (BertModel with its pooler), Llama-2-7b "6.74B",
+ * Qwen3-0.6B "0.6B" (0.44B non-embedding; tied head).
+ */
+static const struct {
+	const char *folder;
+	int64_t params;
+} published[] = {
+	{"fixtures/hf/Llama-3.1-8B/config.json", 8030261248},
+	{"fixtures/hf/Llama-3.2-1B/config.json", 1235814400},
+	{"fixtures/hf/Llama-2-7b-hf/config.json", 6738415616},
+	{"fixtures/hf/Mistral-7B-v0.1/config.json", 7241732096},
+	{"fixtures/hf/Qwen2.5-0.5B/config.json", 494032768},
+	{"fixtures/hf/Qwen2.5-7B/config.json", 7615616512},
+	{"fixtures/hf/Qwen3-0.6B/config.json", 596049920},
+	{"fixtures/hf/gemma-2b/config.json", 2506172416},
+	{"fixtures/hf/Phi-3-mini-4k-instruct/config.json", 3821079552},
+	{"fixtures/hf/gpt2/config.json", 124439808},
+	{"fixtures/hf/pythia-160m/config.json", 162322944},
+	{"fixtures/hf/Mixtral-8x7B-v0.1/config.json", 46702792704},
+	{"fixtures/hf/bert-base-uncased/config.json", 109482240},
+};
+
+Test(hf_describe, counts_the_published_parameters_of_real_models_from_their_configs)
+{
+	for (size_t i = 0; i < sizeof(published) / sizeof(published[0]); i++) {
+		ti_model *m = describe_file(published[i].folder);
+		int64_t got = total_params(m);
+		cr_expect(got == published[i].params, "%s: got %" PRId64 " parameters, want %" PRId64, published[i].folder,
+		          got, published[i].params);
+		ti_model_close(m);
+	}
+}
+
+Test(hf_describe, propagates_every_real_model_to_logits_of_the_vocabulary)
+{
+	const char *const names[] = {"B", "T"};
+	const int64_t values[] = {2, 8};
+	for (size_t i = 0; i < sizeof(published) / sizeof(published[0]); i++) {
+		size_t size;
+		char *text = slurp(published[i].folder, &size), *desc;
+		ti_error err;
+		ti_error_clear(&err);
+		cr_assert(ti_hf_describe(text, size, &desc, &err) == TI_OK, "%s: %s", published[i].folder, err.message);
+		ti_model_options opts = {.bind_names = names, .bind_values = values, .bind_count = 2};
+		ti_model *m = NULL;
+		cr_assert(ti_model_open(desc, strlen(desc), &opts, &m, &err) == TI_OK, "%s", err.message);
+		const ti_model_report *rep;
+		cr_assert(ti_model_run(m, &rep, &err) == TI_OK, "%s: %s", published[i].folder, err.message);
+		cr_expect(!rep->failed, "%s: step %d raised: %s", published[i].folder, rep->error_step, rep->error.message);
+		cr_expect(rep->output_count >= 1 && rep->outputs[0].ndim == 3, "%s: the first output is [B, T, ...]",
+		          published[i].folder);
+		ti_model_close(m);
+		free(desc);
+		free(text);
+	}
+}
+
+/* The first entries of a state_dict, in order, as transformers' modules register them. */
+static void expect_names(const char *config, const char *const *want, size_t count)
+{
+	ti_model *m = describe_file(config);
+	size_t n;
+	const ti_model_param *p = ti_model_params(m, &n);
+	cr_assert(n >= count, "%s: %zu entries, want at least %zu", config, n, count);
+	for (size_t i = 0; i < count; i++)
+		cr_expect(!strcmp(p[i].name, want[i]), "%s: entry %zu is '%s', want '%s'", config, i, p[i].name, want[i]);
+	ti_model_close(m);
+}
+
+Test(hf_describe, names_phi3s_fused_projections_as_transformers_registers_them)
+{
+	/* Phi3Attention registers o_proj before qkv_proj; Phi3MLP gate_up_proj, then down_proj */
+	static const char *const want[] = {
+		"model.embed_tokens.weight", "model.layers.0.self_attn.o_proj.weight",
+		"model.layers.0.self_attn.qkv_proj.weight", "model.layers.0.mlp.gate_up_proj.weight",
+		"model.layers.0.mlp.down_proj.weight", "model.layers.0.input_layernorm.weight",
+		"model.layers.0.post_attention_layernorm.weight",
+	};
+	expect_names("fixtures/hf/Phi-3-mini-4k-instruct/config.json", want, sizeof(want) / sizeof(want[0]));
+}
+
+Test(hf_describe, names_gpt2s_conv1d_weights_in_then_out)
+{
+	static const char *const want[] = {
+		"transformer.wte.weight", "transformer.wpe.weight", "transformer.h.0.ln_1.weight", "transformer.h.0.ln_1.bias",
+		"transformer.h.0.attn.c_attn.weight", "transformer.h.0.attn.c_attn.bias",
+	};
+	expect_names("fixtures/hf/gpt2/config.json", want, sizeof(want) / sizeof(want[0]));
+	ti_model *m = describe_file("fixtures/hf/gpt2/config.json");
+	size_t n;
+	const ti_model_param *p = ti_model_params(m, &n);
+	EXPECT_INT(p[4].shape[0], 768);  /* Conv1D(nf=2304, nx=768): weight [nx, nf] */
+	EXPECT_INT(p[4].shape[1], 2304);
+	EXPECT_STR(p[n - 1].name, "lm_head.weight");
+	EXPECT_STR(p[n - 1].tied_to, "transformer.wte.weight");
+	ti_model_close(m);
+}
+
+Test(hf_describe, gives_qwen2_biases_on_q_k_v_but_not_o)
+{
+	ti_model *m = describe_file("fixtures/hf/Qwen2.5-0.5B/config.json");
+	size_t n;
+	const ti_model_param *p = ti_model_params(m, &n);
+	bool q = false, o = false;
+	for (size_t i = 0; i < n; i++) {
+		q |= !strcmp(p[i].name, "model.layers.0.self_attn.q_proj.bias");
+		o |= !strcmp(p[i].name, "model.layers.0.self_attn.o_proj.bias");
+	}
+	cr_expect(q && !o, "q_proj.bias %s, o_proj.bias %s", q ? "present" : "absent", o ? "present" : "absent");
+	ti_model_close(m);
+}
+
+Test(hf_describe, keeps_every_mixtral_expert_resident)
+{
+	ti_model *m = describe_file("fixtures/hf/Mixtral-8x7B-v0.1/config.json");
+	size_t n;
+	const ti_model_param *p = ti_model_params(m, &n);
+	bool gate = false, last = false;
+	for (size_t i = 0; i < n; i++) {
+		gate |= !strcmp(p[i].name, "model.layers.31.block_sparse_moe.gate.weight");
+		last |= !strcmp(p[i].name, "model.layers.31.block_sparse_moe.experts.7.w3.weight");
+	}
+	cr_expect(gate && last, "the router gate and expert 7's w3 of the last layer are parameters");
+	ti_model_close(m);
+}
+
+Test(hf_describe, unties_llama_unless_the_config_ties_it)
+{
+	ti_model *tied = describe_file("fixtures/hf/Llama-3.2-1B/config.json");
+	ti_model *untied = describe_file("fixtures/hf/Llama-3.1-8B/config.json");
+	size_t n1, n2;
+	const ti_model_param *a = ti_model_params(tied, &n1), *b = ti_model_params(untied, &n2);
+	EXPECT_STR(a[n1 - 1].name, "lm_head.weight");
+	EXPECT_STR(a[n1 - 1].tied_to, "model.embed_tokens.weight");
+	EXPECT_STR(b[n2 - 1].name, "lm_head.weight");
+	EXPECT_STR(b[n2 - 1].tied_to, NULL);
+	ti_model_close(tied);
+	ti_model_close(untied);
+}
+
+Test(hf_describe, refuses_an_unknown_model_type_listing_the_known_ones)
+{
+	static const char text[] = "{\"model_type\": \"frobnet\"}";
+	ti_error err;
+	cr_assert(!describe_text(text, strlen(text), &err));
+	EXPECT_INT(err.code, TI_E_UNSUPPORTED);
+	cr_expect(strstr(err.message, "'frobnet'") && strstr(err.message, "llama") && strstr(err.message, "tinspect-export"),
+	          "got '%s'", err.message);
+}
+
+Test(hf_describe, names_the_field_a_config_lacks)
+{
+	static const char text[] = "{\"model_type\": \"mistral\", \"vocab_size\": 10, \"hidden_size\": 8,"
+	                           " \"intermediate_size\": 16, \"num_attention_heads\": 2}";
+	ti_error err;
+	cr_assert(!describe_text(text, strlen(text), &err));
+	EXPECT_INT(err.code, TI_E_CORRUPT);
+	EXPECT_STR(err.message, "config.json has no 'num_hidden_layers', which a mistral model needs");
+}
+
+Test(hf_describe, refuses_a_field_of_the_wrong_kind)
+{
+	static const char text[] = "{\"model_type\": \"llama\", \"vocab_size\": 10, \"hidden_size\": \"8\","
+	                           " \"intermediate_size\": 16, \"num_hidden_layers\": 1, \"num_attention_heads\": 2}";
+	ti_error err;
+	cr_assert(!describe_text(text, strlen(text), &err));
+	EXPECT_STR(err.message, "config.json's 'hidden_size' is a string, not a number");
+}
+
+Test(hf_describe, takes_transformers_defaults_for_optional_fields)
+{
+	/* LlamaConfig: num_key_value_heads = num_attention_heads, head_dim = hidden_size // heads, untied */
+	static const char text[] = "{\"model_type\": \"llama\", \"vocab_size\": 10, \"hidden_size\": 8,"
+	                           " \"intermediate_size\": 16, \"num_hidden_layers\": 1, \"num_attention_heads\": 2,"
+	                           " \"head_dim\": null}";
+	ti_error err;
+	ti_model *m = describe_text(text, strlen(text), &err);
+	cr_assert(m, "%s", err.message);
+	size_t n;
+	const ti_model_param *p = ti_model_params(m, &n);
+	EXPECT_STR(p[2].name, "model.layers.0.self_attn.k_proj.weight");
+	EXPECT_INT(p[2].shape[0], 8);
+	EXPECT_STR(p[n - 1].tied_to, NULL);
+	ti_model_close(m);
+}
+
+Test(hf_describe, tells_a_config_from_a_description)
+{
+	static const char config[] = "{\"model_type\": \"llama\"}", desc[] = "{\"model_type\": \"x\", \"graph\": []}";
+	EXPECT_INT(ti_hf_is_config(config, strlen(config)), 1);
+	EXPECT_INT(ti_hf_is_config(desc, strlen(desc)), 0);
+}
