@@ -541,8 +541,12 @@ ti_status mem_expand_sdpa(mem_builder *b, const mem_event *ev, ti_error *err)
 	int weights;
 	int mask_id = mask ? mem_tensor_of(b, mask) : -1;
 	sdpa_kernel kern = sdpa_choose(b, &s, mask_id >= 0, mem_training(b) ? p : 0);
-	if (kern == SDPA_MATH && mask_id < 0 && arg_bool(c, "is_causal", false)) /* the math kernel builds it: bool [L, S] */
-		mask_id = mem_tensor_new(b, s.target * s.source, "causal mask");
+	if (kern == SDPA_MATH && mask_id < 0 && arg_bool(c, "is_causal", false)) {
+		/* the math kernel builds it, a bool [L, S] made for this call and let go after it */
+		int none[1] = {-1};
+		if ((mask_id = mem_step(b, "tril", none, 0, 0, s.target * s.source, MEM_OUT_NEW, false, 0, err)) < 0)
+			return err->code;
+	}
 	int q = mem_tensor_of(b, qm), k = mem_tensor_of(b, km), v = mem_tensor_of(b, vm);
 	int scaled;
 	int out = kern != SDPA_MATH ? sdpa_fused(b, &s, kern, q, k, v, mask_id, err)

@@ -166,3 +166,20 @@ Test(memory_torch, foreach_adam_in_pytorch_2_makes_one_temporary_of_every_parame
 	EXPECT_INT(r->peak, weights + x + weights + (2 * weights + 16) + weights);
 	ti_model_close(m);
 }
+
+Test(memory_torch, the_math_kernels_causal_mask_is_made_for_the_call_and_is_no_input)
+{
+	const char *text =
+		"{\"inputs\": {\"q\": {\"shape\": [\"N\", 4, 256, 32]}},"
+		" \"graph\": [{\"out\": \"y\", \"op\": \"scaled_dot_product_attention\", \"args\": [\"q\", \"q\", \"q\"],"
+		"             \"is_causal\": true}], \"outputs\": [\"y\"]}";
+	ti_model *m = open_bound(text, 2);
+	ti_memory_options o = {.torch = TI_TORCH_1_13};
+	const ti_memory_report *r = simulate(m, &o);
+	const int64_t q = 2 * 4 * 256 * 32 * 4, scores = 2 * 4 * 256 * 256 * 4, mask = 256 * 256;
+	EXPECT_INT(r->inputs, q);
+	/* at most, at the softmax: q, the scaled q, the scores, the mask and the softmax's result */
+	cr_expect_leq(r->peak, q + q + 2 * scores + mask + q, "peak %lld", (long long)r->peak);
+	cr_expect_geq(r->peak, q + 2 * scores, "peak %lld", (long long)r->peak);
+	ti_model_close(m);
+}
