@@ -108,13 +108,7 @@ static bool backward_peak(const rnn_costs *k, const rnn_dims *d, bool input_grad
 			*peak = at > *peak ? at : *peak;
 			at = live + ghi + tbi; /* linear_ih's backward; a second input gradient is added in place */
 			*peak = at > *peak ? at : *peak;
-			if (!l && dir && d->copy && input_grad) {
-				/* batch_first: the gradients arrive as views of the time-major copy's, and are summed out of
-				   place (measured: two directions after a Linear hold three input-sized gradients) */
-				at = live + 2 * tbi;
-				*peak = at > *peak ? at : *peak;
-			}
-			live += ghi + (dir ? 0 : tbi) - held - (l || dir ? 0 : d->copy); /* and the input's copy it saved */
+			live += ghi + (dir ? 0 : tbi) - held - (l ? 0 : d->copy); /* and the input's copy it saved */
 			if (live > ((int64_t)1 << 62) || *peak > ((int64_t)1 << 62))
 				return false;
 		}
@@ -191,7 +185,7 @@ ti_status mem_expand_rnn(mem_builder *b, const mem_event *ev, ti_error *err)
 	    !mem_mul(per_step, layers * dirs * k->saved_per_step, &total) || !mem_mul(per_step, infer_scratch, &scratch) ||
 	    !mem_mul(per_step, (layers - 1) * dirs * (dropping ? 2 : 1), &layer_inputs) || x_bytes < 0 ||
 	    !mem_add(&total, layer_inputs) ||
-	    (batch_first && !mem_add(&total, (dirs - 1) * x_bytes)))
+	    (batch_first && !mem_add(&total, dirs * x_bytes)))
 		return TI_FAIL(err, TI_E_LIMIT, "%s: more than 2^62 bytes", m->path);
 	mem_unit u;
 	memset(&u, 0, sizeof(u));
@@ -203,17 +197,17 @@ ti_status mem_expand_rnn(mem_builder *b, const mem_event *ev, ti_error *err)
 	u.fwd_scratch = scratch;
 	/* batch_first: a time-major copy of the input for each direction's linear_ih, which the forward-walked
 	   direction does not keep (measured: one direction keeps no copy after the forward, two keep one) */
-	u.fwd_scratch_grad = per_step * k->train_scratch + (batch_first ? x_bytes : 0);
+	u.fwd_scratch_grad = per_step * k->train_scratch;
 	u.saved_extra = total;
 	rnn_dims dims = {steps, batch, hidden, x->shape[x->ndim - 1].value, layers, dirs, es,
-	                 dropping, batch_first && dirs == 2 ? x_bytes : 0};
+	                 dropping, batch_first ? x_bytes : 0};
 	if (!backward_peak(k, &dims, false, &u.bwd_scratch) || !backward_peak(k, &dims, true, &u.bwd_scratch_in))
 		return TI_FAIL(err, TI_E_LIMIT, "%s: more than 2^62 bytes", m->path);
 	u.bwd_whole = true;
 	for (int i = 0; c->in.sig && i < c->in.sig->count; i++)
 		add_tensors(b, &u, &c->in.args[i], true);
 	if (u.nin)
-		u.saved_in = 1u; /* the input, read by the first layer's linear_ih */
+		u.saved_in = batch_first ? 0 : 1u; /* the input, read by the first layer's linear_ih (batch_first: its copies) */
 	for (int i = 0; i < m->tensor_count && u.nin < MEM_MAX_IO; i++)
 		if (!m->tensors[i].buffer)
 			u.in[u.nin++] = mem_tensor_of(b, m->tensors[i].tensor);
