@@ -9,6 +9,10 @@
  *     template reads, each with the default transformers' config class gives
  *     it (a number, a boolean, a "$formula" of other fields) or null where the
  *     field is required. They become the description's "config".
+ *   "hf": {"only": {NAME: VALUE}} - config fields the template describes only
+ *     at one value (every layer of a Qwen2-MoE sparse: "decoder_sparse_step"
+ *     1, "mlp_only_layers" []); a config with another value is refused
+ *     rather than described wrongly. A field left out or null passes.
  *   "$if": "NAME" (or "!NAME") in any object - the object is kept only when the
  *     boolean field is true (false): a bias, a tied head, a norm.
  *   {"$each": "NAME", "as": "e", "steps": [...]} in a list - the steps, NAME
@@ -231,6 +235,25 @@ static ti_status fill(const filler *fl, cJSON *j, int depth)
 	return TI_OK;
 }
 
+/* "hf.only": each field the config gives must have the one value the template describes. */
+static ti_status check_only(const cJSON *only, const cJSON *config, const char *model_type, ti_error *err)
+{
+	const cJSON *want;
+	cJSON_ArrayForEach(want, only) {
+		const cJSON *given = cJSON_GetObjectItemCaseSensitive(config, want->string);
+		if (!given || cJSON_IsNull(given) || cJSON_Compare(given, want, true))
+			continue;
+		char *text = cJSON_PrintUnformatted(want);
+		ti_status st = TI_FAIL(err, TI_E_UNSUPPORTED,
+		                       "config.json's '%s' is not %.40s, the only value the %s template describes; "
+		                       "tinspect-export describes any model from its code",
+		                       want->string, text ? text : "?", model_type);
+		free(text);
+		return st;
+	}
+	return TI_OK;
+}
+
 static ti_status describe(const cJSON *config, const ti_hf_template *t, char **out, ti_error *err)
 {
 	cJSON *tmpl = cJSON_Parse(t->text), *desc = cJSON_CreateObject(), *fields = cJSON_CreateObject();
@@ -241,7 +264,8 @@ static ti_status describe(const cJSON *config, const ti_hf_template *t, char **o
 	}
 	const cJSON *hf = cJSON_GetObjectItemCaseSensitive(tmpl, "hf");
 	const cJSON *cls = cJSON_GetObjectItemCaseSensitive(hf, "class");
-	if ((st = fill_fields(cJSON_GetObjectItemCaseSensitive(hf, "fields"), config, t->model_type, fields, err)))
+	if ((st = fill_fields(cJSON_GetObjectItemCaseSensitive(hf, "fields"), config, t->model_type, fields, err)) ||
+	    (st = check_only(cJSON_GetObjectItemCaseSensitive(hf, "only"), config, t->model_type, err)))
 		goto done;
 	char note[128];
 	snprintf(note, sizeof(note), "tinspect describe: %s from its config.json", t->model_type);

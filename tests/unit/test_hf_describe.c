@@ -75,6 +75,13 @@ static int64_t total_params(const ti_model *m)
  * (162,322,944 in the Pythia paper's table), Mixtral "46.7B total",
  * BERT-base "110M" (BertModel with its pooler), Llama-2-7b "6.74B",
  * Qwen3-0.6B "0.6B" (0.44B non-embedding; tied head).
+ *
+ * The later families' totals are the Hub's safetensors counts, each also
+ * worked out by hand from the config and the shapes of transformers'
+ * modules (the arithmetic is beside each row), so no template was fitted to
+ * a number: gemma-2-2b (model card "2.6B"), gemma-3-1b-pt ("1B"; the text
+ * model, tied head), Qwen1.5-MoE-A2.7B (model card "14.3B parameters in
+ * total"), Qwen3-30B-A3B (model card "30.5B total"), OLMo-2-1124-7B ("7B").
  */
 static const struct {
 	const char *folder;
@@ -93,6 +100,18 @@ static const struct {
 	{"fixtures/hf/pythia-160m/config.json", 162322944},
 	{"fixtures/hf/Mixtral-8x7B-v0.1/config.json", 46702792704},
 	{"fixtures/hf/bert-base-uncased/config.json", 109482240},
+	/* 256000*2304 tied + 26*(q 2304*2048 + k,v 2*2304*1024 + o 2048*2304 + mlp 3*2304*9216 + 4 norms*2304) + 2304 */
+	{"fixtures/hf/gemma-2-2b/config.json", 2614341888},
+	/* 262144*1152 tied + 26*(q,o 2*1152*1024 + k,v 2*1152*256 + q/k norms 2*256 + mlp 3*1152*6912 + 4*1152) + 1152 */
+	{"fixtures/hf/gemma-3-1b-pt/config.json", 999885952},
+	/* 2*151936*2048 + 24*(qkv 3*(2048^2+2048) + o 2048^2 + gate 60*2048 + 60 experts 3*2048*1408
+	 * + shared 3*2048*5632 + shared gate 2048 + 2*2048) + 2048 */
+	{"fixtures/hf/Qwen1.5-MoE-A2.7B/config.json", 14315784192},
+	/* 2*151936*2048 + 48*(q,o 2*2048*4096 + k,v 2*2048*512 + 2*128 + gate 128*2048
+	 * + 128 experts 3*2048*768 + 2*2048) + 2048 */
+	{"fixtures/hf/Qwen3-30B-A3B/config.json", 30532122624},
+	/* 2*100352*4096 + 32*(4*4096^2 + q/k norms 2*4096 + mlp 3*4096*11008 + 2*4096) + 4096 */
+	{"fixtures/hf/OLMo-2-1124-7B/config.json", 7298617344},
 };
 
 Test(hf_describe, counts_the_published_parameters_of_real_models_from_their_configs)
@@ -140,6 +159,20 @@ static void expect_names(const char *config, const char *const *want, size_t cou
 	for (size_t i = 0; i < count; i++)
 		cr_expect(!strcmp(p[i].name, want[i]), "%s: entry %zu is '%s', want '%s'", config, i, p[i].name, want[i]);
 	ti_model_close(m);
+}
+
+/* Size dim of the named entry of a config's description; -1 when there is no such entry. */
+static int64_t size_of(const char *config, const char *name, int dim)
+{
+	ti_model *m = describe_file(config);
+	size_t n;
+	const ti_model_param *p = ti_model_params(m, &n);
+	int64_t size = -1;
+	for (size_t i = 0; i < n && size < 0; i++)
+		if (!strcmp(p[i].name, name) && dim < p[i].ndim)
+			size = p[i].shape[dim];
+	ti_model_close(m);
+	return size;
 }
 
 Test(hf_describe, names_phi3s_fused_projections_as_transformers_registers_them)
@@ -197,6 +230,72 @@ Test(hf_describe, keeps_every_mixtral_expert_resident)
 	}
 	cr_expect(gate && last, "the router gate and expert 7's w3 of the last layer are parameters");
 	ti_model_close(m);
+}
+
+Test(hf_describe, gives_gemma2_and_gemma3_four_norms_a_layer_and_gemma3_per_head_qk_norms)
+{
+	/* Gemma2DecoderLayer registers self_attn, mlp, then input, post-attention, pre- and post-feedforward norms */
+	static const char *const want[] = {
+		"model.embed_tokens.weight", "model.layers.0.self_attn.q_proj.weight", "model.layers.0.self_attn.k_proj.weight",
+		"model.layers.0.self_attn.v_proj.weight", "model.layers.0.self_attn.o_proj.weight",
+		"model.layers.0.mlp.gate_proj.weight", "model.layers.0.mlp.up_proj.weight", "model.layers.0.mlp.down_proj.weight",
+		"model.layers.0.input_layernorm.weight", "model.layers.0.post_attention_layernorm.weight",
+		"model.layers.0.pre_feedforward_layernorm.weight", "model.layers.0.post_feedforward_layernorm.weight",
+	};
+	expect_names("fixtures/hf/gemma-2-2b/config.json", want, sizeof(want) / sizeof(want[0]));
+	/* Gemma3Attention registers q_norm and k_norm, Gemma3RMSNorm(head_dim), after o_proj */
+	static const char *const gemma3[] = {
+		"model.embed_tokens.weight", "model.layers.0.self_attn.q_proj.weight", "model.layers.0.self_attn.k_proj.weight",
+		"model.layers.0.self_attn.v_proj.weight", "model.layers.0.self_attn.o_proj.weight",
+		"model.layers.0.self_attn.q_norm.weight", "model.layers.0.self_attn.k_norm.weight",
+	};
+	expect_names("fixtures/hf/gemma-3-1b-pt/config.json", gemma3, sizeof(gemma3) / sizeof(gemma3[0]));
+	EXPECT_INT(size_of("fixtures/hf/gemma-3-1b-pt/config.json", "model.layers.0.self_attn.k_norm.weight", 0), 256);
+}
+
+Test(hf_describe, norms_olmo2s_whole_q_and_k_projections_after_each_sublayer)
+{
+	/* Olmo2Attention: q_norm over num_attention_heads*head_dim, k_norm over num_key_value_heads*head_dim;
+	 * Olmo2DecoderLayer has no input norm, a post-attention and a post-feedforward one */
+	static const char *const want[] = {
+		"model.embed_tokens.weight", "model.layers.0.self_attn.q_proj.weight", "model.layers.0.self_attn.k_proj.weight",
+		"model.layers.0.self_attn.v_proj.weight", "model.layers.0.self_attn.o_proj.weight",
+		"model.layers.0.self_attn.q_norm.weight", "model.layers.0.self_attn.k_norm.weight",
+		"model.layers.0.mlp.gate_proj.weight", "model.layers.0.mlp.up_proj.weight", "model.layers.0.mlp.down_proj.weight",
+		"model.layers.0.post_attention_layernorm.weight", "model.layers.0.post_feedforward_layernorm.weight",
+		"model.layers.1.self_attn.q_proj.weight",
+	};
+	expect_names("fixtures/hf/OLMo-2-1124-7B/config.json", want, sizeof(want) / sizeof(want[0]));
+	EXPECT_INT(size_of("fixtures/hf/OLMo-2-1124-7B/config.json", "model.layers.0.self_attn.q_norm.weight", 0), 4096);
+}
+
+Test(hf_describe, gives_qwen2_moe_a_gated_shared_expert_beside_the_routed_ones)
+{
+	static const char *const want[] = {
+		"model.embed_tokens.weight", "model.layers.0.self_attn.q_proj.weight", "model.layers.0.self_attn.q_proj.bias",
+		"model.layers.0.self_attn.k_proj.weight", "model.layers.0.self_attn.k_proj.bias",
+		"model.layers.0.self_attn.v_proj.weight", "model.layers.0.self_attn.v_proj.bias",
+		"model.layers.0.self_attn.o_proj.weight", "model.layers.0.mlp.gate.weight",
+		"model.layers.0.mlp.experts.0.gate_proj.weight", "model.layers.0.mlp.experts.0.up_proj.weight",
+		"model.layers.0.mlp.experts.0.down_proj.weight",
+	};
+	static const char config[] = "fixtures/hf/Qwen1.5-MoE-A2.7B/config.json";
+	expect_names(config, want, sizeof(want) / sizeof(want[0]));
+	EXPECT_INT(size_of(config, "model.layers.23.mlp.shared_expert.down_proj.weight", 1), 5632);
+	EXPECT_INT(size_of(config, "model.layers.23.mlp.shared_expert_gate.weight", 0), 1);
+	EXPECT_INT(size_of(config, "model.layers.23.mlp.experts.59.up_proj.weight", 0), 1408);
+}
+
+Test(hf_describe, refuses_a_moe_config_whose_dense_layers_the_template_cannot_place)
+{
+	/* Qwen2MoeDecoderLayer: a layer in mlp_only_layers, or off decoder_sparse_step, is dense */
+	static const char text[] = "{\"model_type\": \"qwen3_moe\", \"vocab_size\": 10, \"hidden_size\": 8,"
+	                           " \"num_hidden_layers\": 2, \"num_attention_heads\": 2, \"moe_intermediate_size\": 4,"
+	                           " \"num_experts\": 2, \"num_experts_per_tok\": 1, \"mlp_only_layers\": [0]}";
+	ti_error err;
+	cr_assert(!describe_text(text, strlen(text), &err));
+	EXPECT_INT(err.code, TI_E_UNSUPPORTED);
+	cr_expect(strstr(err.message, "config.json's 'mlp_only_layers' is not []") != NULL, "got '%s'", err.message);
 }
 
 Test(hf_describe, unties_llama_unless_the_config_ties_it)
