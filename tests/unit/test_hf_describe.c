@@ -112,6 +112,11 @@ static const struct {
 	{"fixtures/hf/Qwen3-30B-A3B/config.json", 30532122624},
 	/* 2*100352*4096 + 32*(4*4096^2 + q/k norms 2*4096 + mlp 3*4096*11008 + 2*4096) + 4096 */
 	{"fixtures/hf/OLMo-2-1124-7B/config.json", 7298617344},
+	/* 50265*768 + 514*768 + 1*768 + 2*768 + 12*(4*(768^2+768) + 2*(768*3072) + 3072 + 768 + 2*2*768) + 768^2+768 */
+	{"fixtures/hf/roberta-base/config.json", 124645632},
+	/* patch conv 3*16*16*768+768, class token 768, positions 197*768, the same 12 layers as BERT-base,
+	 * the final layernorm 2*768 and the pooler 768^2+768 */
+	{"fixtures/hf/vit-base-patch16-224-in21k/config.json", 86389248},
 };
 
 Test(hf_describe, counts_the_published_parameters_of_real_models_from_their_configs)
@@ -296,6 +301,20 @@ Test(hf_describe, refuses_a_moe_config_whose_dense_layers_the_template_cannot_pl
 	cr_assert(!describe_text(text, strlen(text), &err));
 	EXPECT_INT(err.code, TI_E_UNSUPPORTED);
 	cr_expect(strstr(err.message, "config.json's 'mlp_only_layers' is not []") != NULL, "got '%s'", err.message);
+}
+
+Test(hf_describe, registers_vits_class_token_and_positions_before_the_patch_embedding)
+{
+	/* ViTEmbeddings' own parameters come first in its state dict, then its child modules */
+	static const char *const want[] = {
+		"embeddings.cls_token", "embeddings.position_embeddings", "embeddings.patch_embeddings.projection.weight",
+		"embeddings.patch_embeddings.projection.bias", "encoder.layer.0.attention.attention.query.weight",
+	};
+	static const char config[] = "fixtures/hf/vit-base-patch16-224-in21k/config.json";
+	expect_names(config, want, sizeof(want) / sizeof(want[0]));
+	EXPECT_INT(size_of(config, "embeddings.position_embeddings", 1), 197); /* (224/16)^2 patches + the class token */
+	EXPECT_INT(size_of(config, "encoder.layer.11.layernorm_after.weight", 0), 768);
+	EXPECT_INT(size_of(config, "pooler.dense.weight", 0), 768);
 }
 
 Test(hf_describe, unties_llama_unless_the_config_ties_it)
