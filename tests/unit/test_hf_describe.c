@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include <cJSON.h>
+
 #include "unit.h"
 
 #include "tinspect/hf_describe.h"
@@ -315,6 +317,64 @@ Test(hf_describe, registers_vits_class_token_and_positions_before_the_patch_embe
 	EXPECT_INT(size_of(config, "embeddings.position_embeddings", 1), 197); /* (224/16)^2 patches + the class token */
 	EXPECT_INT(size_of(config, "encoder.layer.11.layernorm_after.weight", 0), 768);
 	EXPECT_INT(size_of(config, "pooler.dense.weight", 0), 768);
+}
+
+/*
+ * Real checkpoints' tensor names: the model.safetensors.index.json of a real
+ * upload beside its config.json, copied from public GitHub repositories that
+ * vendor the Hugging Face files (the shards themselves are not there):
+ * gemma-2b-it from ananddhanabal/gemma, WizardLM-2-8x22B (a Mixtral 8x22B)
+ * from tbressers/WizardLM-2-8x22B, Llama-3.2-3B from
+ * PANDASANG1231/llama_3.2-3B-huggingface-shard0. The index has no shapes,
+ * but its total_size is the shards' bytes: at 2 bytes an element (bfloat16,
+ * the configs' torch_dtype) it is the parameter count of the names it lists.
+ */
+static const char *const real_indexes[] = {
+	"fixtures/hf/gemma-2b-it",
+	"fixtures/hf/WizardLM-2-8x22B",
+	"fixtures/hf/Llama-3.2-3B",
+};
+
+Test(hf_describe, names_exactly_the_tensors_of_real_checkpoints_and_their_bytes)
+{
+	for (size_t f = 0; f < sizeof(real_indexes) / sizeof(real_indexes[0]); f++) {
+		char path[256];
+		size_t size;
+		snprintf(path, sizeof(path), "%s/model.safetensors.index.json", real_indexes[f]);
+		char *text = slurp(path, &size);
+		cJSON *index = cJSON_ParseWithLength(text, size);
+		free(text);
+		const cJSON *map = cJSON_GetObjectItemCaseSensitive(index, "weight_map");
+		const cJSON *bytes = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(index, "metadata"),
+		                                                      "total_size");
+		cr_assert(cJSON_IsObject(map) && cJSON_IsNumber(bytes), "%s: no weight_map or total_size", path);
+		snprintf(path, sizeof(path), "%s/config.json", real_indexes[f]);
+		ti_model *m = describe_file(path);
+		size_t n;
+		const ti_model_param *p = ti_model_params(m, &n);
+		int64_t elements = 0;
+		size_t listed = 0;
+		for (size_t i = 0; i < n; i++) {
+			if (p[i].buffer)
+				continue;
+			bool in_file = cJSON_GetObjectItemCaseSensitive(map, p[i].name) != NULL;
+			/* save_pretrained leaves a tied head out; a file may also keep it */
+			cr_expect(in_file || p[i].tied_to, "%s: '%s' is not in the checkpoint", real_indexes[f], p[i].name);
+			if (!in_file)
+				continue;
+			listed++;
+			int64_t e = 1;
+			for (int k = 0; k < p[i].ndim; k++)
+				e *= p[i].shape[k];
+			elements += e;
+		}
+		cr_expect(listed == (size_t)cJSON_GetArraySize(map), "%s: the checkpoint has %d tensors, the description %zu of them",
+		          real_indexes[f], cJSON_GetArraySize(map), listed);
+		cr_expect(elements * 2 == (int64_t)bytes->valuedouble, "%s: %" PRId64 " bytes in bfloat16, the index says %.0f",
+		          real_indexes[f], elements * 2, bytes->valuedouble);
+		ti_model_close(m);
+		cJSON_Delete(index);
+	}
 }
 
 Test(hf_describe, unties_llama_unless_the_config_ties_it)
