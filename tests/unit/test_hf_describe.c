@@ -119,6 +119,9 @@ static const struct {
 	/* patch conv 3*16*16*768+768, class token 768, positions 197*768, the same 12 layers as BERT-base,
 	 * the final layernorm 2*768 and the pooler 768^2+768 */
 	{"fixtures/hf/vit-base-patch16-224-in21k/config.json", 86389248},
+	/* 65024*4544 tied + 32*(fused qkv 4544*(71+2)*64 + dense 4544^2 + mlp 2*4544*18176 + layernorm 2*4544)
+	 * + ln_f 2*4544 */
+	{"fixtures/hf/falcon-7b/config.json", 6921720704},
 };
 
 Test(hf_describe, counts_the_published_parameters_of_real_models_from_their_configs)
@@ -375,6 +378,21 @@ Test(hf_describe, names_exactly_the_tensors_of_real_checkpoints_and_their_bytes)
 		ti_model_close(m);
 		cJSON_Delete(index);
 	}
+}
+
+Test(hf_describe, fuses_falcons_multi_query_projection_and_refuses_the_new_architecture)
+{
+	/* FalconAttention with multi_query: query_key_value gives every head's q and one shared k and v */
+	static const char config[] = "fixtures/hf/falcon-7b/config.json";
+	EXPECT_INT(size_of(config, "transformer.h.0.self_attention.query_key_value.weight", 0), 4544 + 2 * 64);
+	EXPECT_INT(size_of(config, "transformer.h.31.input_layernorm.bias", 0), 4544);
+	EXPECT_INT(size_of(config, "transformer.h.0.post_attention_layernorm.weight", 0), -1); /* parallel_attn */
+	static const char text[] = "{\"model_type\": \"falcon\", \"vocab_size\": 10, \"hidden_size\": 8,"
+	                           " \"num_hidden_layers\": 1, \"num_attention_heads\": 2, \"new_decoder_architecture\": true}";
+	ti_error err;
+	cr_assert(!describe_text(text, strlen(text), &err));
+	EXPECT_INT(err.code, TI_E_UNSUPPORTED);
+	cr_expect(strstr(err.message, "'new_decoder_architecture' is not false") != NULL, "got '%s'", err.message);
 }
 
 Test(hf_describe, unties_llama_unless_the_config_ties_it)
