@@ -16,7 +16,11 @@
  *   "$if": "NAME" (or "!NAME") in any object - the object is kept only when the
  *     boolean field is true (false): a bias, a tied head, a norm.
  *   {"$each": "NAME", "as": "e", "steps": [...]} in a list - the steps, NAME
- *     times, with "{e}" in their strings replaced by 0, 1, ...
+ *     times, with "{e}" in their strings replaced by 0, 1, ...; with
+ *     "from": FIRST (a number field or an integer) the indices run from FIRST
+ *     to NAME - 1 (T5's layers after the first, DeepSeek's MoE layers after
+ *     the dense ones). The copies are filled in turn ("$if" and nested
+ *     "$each" inside them apply).
  * and a string "$NAME" that is a boolean field alone becomes true or false
  * (a Linear's "bias"). Numbers stay "$NAME" references to the config, so the
  * description reads as the model's code does.
@@ -163,18 +167,39 @@ static ti_status substitute(cJSON *j, const char *as, int index, ti_error *err)
 	return TI_OK;
 }
 
-/* {"$each": "NAME", "as": "e", "steps": [...]}: the steps, NAME times, inserted before item in list. */
-static ti_status expand_each(const filler *fl, cJSON *list, cJSON *item)
+/*
+ * A "$each" bound: a number field named by a string, or an integer; a field
+ * whose default is another field ("num_decoder_layers": "$num_layers") is
+ * followed. -1 when it is none of these.
+ */
+static double each_bound(const filler *fl, const cJSON *v)
 {
-	const cJSON *count = cJSON_GetObjectItemCaseSensitive(fl->fields, cJSON_GetStringValue(cJSON_GetObjectItem(item, "$each")));
+	if (cJSON_IsString(v))
+		v = cJSON_GetObjectItemCaseSensitive(fl->fields, v->valuestring);
+	for (int hops = 0; hops < 4 && cJSON_IsString(v) && v->valuestring[0] == '$'; hops++)
+		v = cJSON_GetObjectItemCaseSensitive(fl->fields, v->valuestring + 1);
+	return cJSON_IsNumber(v) && v->valuedouble >= 0 && v->valuedouble <= EACH_MAX ? v->valuedouble : -1;
+}
+
+/*
+ * {"$each": "NAME", "as": "e", "steps": [...]}: the steps for each index from
+ * "from" (default 0) to NAME - 1, inserted before item in list; *first is the
+ * first copy (NULL when there are none).
+ */
+static ti_status expand_each(const filler *fl, cJSON *list, cJSON *item, cJSON **first)
+{
+	const cJSON *from = cJSON_GetObjectItemCaseSensitive(item, "from");
+	double end = each_bound(fl, cJSON_GetObjectItemCaseSensitive(item, "$each"));
+	double start = from ? each_bound(fl, from) : 0;
 	const char *as = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(item, "as"));
 	const cJSON *steps = cJSON_GetObjectItemCaseSensitive(item, "steps");
-	if (!cJSON_IsNumber(count) || count->valuedouble < 0 || count->valuedouble > EACH_MAX || !as || strlen(as) > 32 ||
-	    !cJSON_IsArray(steps))
+	*first = NULL;
+	if (!cJSON_IsString(cJSON_GetObjectItemCaseSensitive(item, "$each")) || end < 0 || start < 0 || !as ||
+	    strlen(as) > 32 || !cJSON_IsArray(steps))
 		return TI_FAIL(fl->err, TI_E_CORRUPT,
 		               "template %s: \"$each\" takes a number field from 0 to %d, \"as\" and \"steps\"",
 		               fl->model_type, EACH_MAX);
-	for (int i = 0; i < (int)count->valuedouble; i++) {
+	for (int i = (int)start; i < (int)end; i++) {
 		const cJSON *s;
 		cJSON_ArrayForEach(s, steps) {
 			cJSON *copy = cJSON_Duplicate(s, true);
@@ -191,6 +216,8 @@ static ti_status expand_each(const filler *fl, cJSON *list, cJSON *item)
 			else
 				item->prev->next = copy;
 			item->prev = copy;
+			if (!*first)
+				*first = copy;
 		}
 	}
 	return TI_OK;
@@ -209,9 +236,12 @@ static ti_status fill(const filler *fl, cJSON *j, int depth)
 		ti_status st = cond ? keep(fl, cond, &stays) : TI_OK;
 		if (st)
 			return st;
-		if (cJSON_IsArray(j) && cJSON_IsObject(c) && cJSON_GetObjectItemCaseSensitive(c, "$each")) {
-			if ((st = expand_each(fl, j, c)))
+		if (stays && cJSON_IsArray(j) && cJSON_IsObject(c) && cJSON_GetObjectItemCaseSensitive(c, "$each")) {
+			cJSON *first;
+			if ((st = expand_each(fl, j, c, &first)))
 				return st;
+			if (first) /* fill the copies next, then what followed c */
+				next = first;
 			stays = false;
 		}
 		if (!stays) {

@@ -122,6 +122,9 @@ static const struct {
 	/* 65024*4544 tied + 32*(fused qkv 4544*(71+2)*64 + dense 4544^2 + mlp 2*4544*18176 + layernorm 2*4544)
 	 * + ln_f 2*4544 */
 	{"fixtures/hf/falcon-7b/config.json", 6921720704},
+	/* shared 32128*512 + encoder 6*(4*512^2 + 2*512*2048 + 2*512) + decoder 6*(8*512^2 + 2*512*2048 + 3*512)
+	 * + a relative_attention_bias 32*8 and a final_layer_norm 512 in each stack */
+	{"fixtures/hf/t5-small/config.json", 60506624},
 };
 
 Test(hf_describe, counts_the_published_parameters_of_real_models_from_their_configs)
@@ -393,6 +396,26 @@ Test(hf_describe, fuses_falcons_multi_query_projection_and_refuses_the_new_archi
 	cr_assert(!describe_text(text, strlen(text), &err));
 	EXPECT_INT(err.code, TI_E_UNSUPPORTED);
 	cr_expect(strstr(err.message, "'new_decoder_architecture' is not false") != NULL, "got '%s'", err.message);
+}
+
+Test(hf_describe, gives_t5s_relative_attention_bias_to_the_first_block_of_each_stack_alone)
+{
+	/* T5Stack: T5Block(config, has_relative_attention_bias=bool(i == 0)) */
+	static const char *const want[] = {
+		"shared.weight", "encoder.embed_tokens.weight", "encoder.block.0.layer.0.SelfAttention.q.weight",
+		"encoder.block.0.layer.0.SelfAttention.k.weight", "encoder.block.0.layer.0.SelfAttention.v.weight",
+		"encoder.block.0.layer.0.SelfAttention.o.weight",
+		"encoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight",
+		"encoder.block.0.layer.0.layer_norm.weight", "encoder.block.0.layer.1.DenseReluDense.wi.weight",
+		"encoder.block.0.layer.1.DenseReluDense.wo.weight", "encoder.block.0.layer.1.layer_norm.weight",
+		"encoder.block.1.layer.0.SelfAttention.q.weight",
+	};
+	static const char config[] = "fixtures/hf/t5-small/config.json";
+	expect_names(config, want, sizeof(want) / sizeof(want[0]));
+	EXPECT_INT(size_of(config, "decoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight", 1), 8);
+	EXPECT_INT(size_of(config, "decoder.block.1.layer.0.SelfAttention.relative_attention_bias.weight", 0), -1);
+	EXPECT_INT(size_of(config, "decoder.block.5.layer.1.EncDecAttention.o.weight", 0), 512);
+	EXPECT_INT(size_of(config, "decoder.block.6.layer.0.SelfAttention.q.weight", 0), -1);
 }
 
 Test(hf_describe, unties_llama_unless_the_config_ties_it)
