@@ -125,6 +125,10 @@ static const struct {
 	/* shared 32128*512 + encoder 6*(4*512^2 + 2*512*2048 + 2*512) + decoder 6*(8*512^2 + 2*512*2048 + 3*512)
 	 * + a relative_attention_bias 32*8 and a final_layer_norm 512 in each stack */
 	{"fixtures/hf/t5-small/config.json", 60506624},
+	/* 2*129280*7168 + 61*(MLA 7168*1536 + 1536 + 1536*128*192 + 7168*576 + 512 + 512*128*256 + 128*128*7168
+	 * + 2*7168) + 3 dense MLPs 3*7168*18432 + 58*(256 experts 3*7168*2048 + gate 256*7168
+	 * + shared expert 3*7168*2048) + 7168; the gates' e_score_correction_bias are buffers */
+	{"fixtures/hf/DeepSeek-V3/config.json", 671026404352},
 };
 
 Test(hf_describe, counts_the_published_parameters_of_real_models_from_their_configs)
@@ -416,6 +420,38 @@ Test(hf_describe, gives_t5s_relative_attention_bias_to_the_first_block_of_each_s
 	EXPECT_INT(size_of(config, "decoder.block.1.layer.0.SelfAttention.relative_attention_bias.weight", 0), -1);
 	EXPECT_INT(size_of(config, "decoder.block.5.layer.1.EncDecAttention.o.weight", 0), 512);
 	EXPECT_INT(size_of(config, "decoder.block.6.layer.0.SelfAttention.q.weight", 0), -1);
+}
+
+Test(hf_describe, gives_deepseek_v3_dense_layers_then_moe_layers_with_mla_attention)
+{
+	static const char config[] = "fixtures/hf/DeepSeek-V3/config.json";
+	/* DeepseekV3Attention with q_lora_rank: q_a_proj, q_a_layernorm, q_b_proj, then the compressed kv */
+	static const char *const want[] = {
+		"model.embed_tokens.weight", "model.layers.0.self_attn.q_a_proj.weight",
+		"model.layers.0.self_attn.q_a_layernorm.weight", "model.layers.0.self_attn.q_b_proj.weight",
+		"model.layers.0.self_attn.kv_a_proj_with_mqa.weight", "model.layers.0.self_attn.kv_a_layernorm.weight",
+		"model.layers.0.self_attn.kv_b_proj.weight", "model.layers.0.self_attn.o_proj.weight",
+		"model.layers.0.mlp.gate_proj.weight",
+	};
+	expect_names(config, want, sizeof(want) / sizeof(want[0]));
+	EXPECT_INT(size_of(config, "model.layers.0.self_attn.kv_a_proj_with_mqa.weight", 0), 512 + 64);
+	EXPECT_INT(size_of(config, "model.layers.2.mlp.up_proj.weight", 0), 18432);     /* first_k_dense_replace 3 */
+	EXPECT_INT(size_of(config, "model.layers.2.mlp.gate.weight", 0), -1);
+	EXPECT_INT(size_of(config, "model.layers.3.mlp.experts.255.up_proj.weight", 0), 2048);
+	EXPECT_INT(size_of(config, "model.layers.60.mlp.shared_experts.down_proj.weight", 1), 2048);
+	EXPECT_INT(size_of(config, "model.layers.60.mlp.gate.e_score_correction_bias", 0), 256);
+	EXPECT_INT(size_of(config, "model.layers.61.self_attn.q_a_proj.weight", 0), -1);
+	/* with the 58 persistent e_score_correction_bias buffers, the state dict holds 671,026,419,200 elements */
+	ti_model *m = describe_file(config);
+	size_t n;
+	const ti_model_param *p = ti_model_params(m, &n);
+	int64_t buffered = 0;
+	for (size_t i = 0; i < n; i++)
+		if (p[i].buffer && p[i].persistent && p[i].ndim == 1)
+			buffered += p[i].shape[0];
+	EXPECT_INT(buffered, 58 * 256);
+	EXPECT_INT(total_params(m) + buffered, 671026419200);
+	ti_model_close(m);
 }
 
 Test(hf_describe, unties_llama_unless_the_config_ties_it)
