@@ -497,21 +497,41 @@ Test(hf_describe, refuses_a_field_of_the_wrong_kind)
 	EXPECT_STR(err.message, "config.json's 'hidden_size' is a string, not a number");
 }
 
+/*
+ * Configs that leave optional fields out, and the entry whose size the
+ * config class's default gives: a describe of each text must have that
+ * entry at that index, with that first dimension.
+ */
+static const struct {
+	const char *text;
+	size_t entry;
+	const char *name;
+	int64_t size;
+} defaults[] = {
+	/* LlamaConfig: num_key_value_heads = num_attention_heads, head_dim = hidden_size // heads */
+	{"{\"model_type\": \"llama\", \"vocab_size\": 10, \"hidden_size\": 8, \"intermediate_size\": 16,"
+	 " \"num_hidden_layers\": 1, \"num_attention_heads\": 2, \"head_dim\": null}",
+	 2, "model.layers.0.self_attn.k_proj.weight", 8},
+	/* Qwen3MoeConfig has no head_dim field, unlike Qwen3Config (128): the attention takes hidden_size // heads */
+	{"{\"model_type\": \"qwen3_moe\", \"vocab_size\": 10, \"hidden_size\": 8, \"num_hidden_layers\": 1,"
+	 " \"num_attention_heads\": 2, \"moe_intermediate_size\": 4, \"num_experts\": 2, \"num_experts_per_tok\": 1}",
+	 5, "model.layers.0.self_attn.q_norm.weight", 4},
+};
+
 Test(hf_describe, takes_transformers_defaults_for_optional_fields)
 {
-	/* LlamaConfig: num_key_value_heads = num_attention_heads, head_dim = hidden_size // heads, untied */
-	static const char text[] = "{\"model_type\": \"llama\", \"vocab_size\": 10, \"hidden_size\": 8,"
-	                           " \"intermediate_size\": 16, \"num_hidden_layers\": 1, \"num_attention_heads\": 2,"
-	                           " \"head_dim\": null}";
-	ti_error err;
-	ti_model *m = describe_text(text, strlen(text), &err);
-	cr_assert(m, "%s", err.message);
-	size_t n;
-	const ti_model_param *p = ti_model_params(m, &n);
-	EXPECT_STR(p[2].name, "model.layers.0.self_attn.k_proj.weight");
-	EXPECT_INT(p[2].shape[0], 8);
-	EXPECT_STR(p[n - 1].tied_to, NULL);
-	ti_model_close(m);
+	for (size_t i = 0; i < sizeof(defaults) / sizeof(defaults[0]); i++) {
+		ti_error err;
+		ti_model *m = describe_text(defaults[i].text, strlen(defaults[i].text), &err);
+		cr_assert(m, "%s", err.message);
+		size_t n;
+		const ti_model_param *p = ti_model_params(m, &n);
+		cr_assert(n > defaults[i].entry, "%zu entries", n);
+		EXPECT_STR(p[defaults[i].entry].name, defaults[i].name);
+		EXPECT_INT(p[defaults[i].entry].shape[0], defaults[i].size);
+		EXPECT_STR(p[n - 1].tied_to, NULL); /* both untied by default */
+		ti_model_close(m);
+	}
 }
 
 Test(hf_describe, tells_a_config_from_a_description)
