@@ -78,12 +78,21 @@ static int64_t total_params(const ti_model *m)
  * BERT-base "110M" (BertModel with its pooler), Llama-2-7b "6.74B",
  * Qwen3-0.6B "0.6B" (0.44B non-embedding; tied head).
  *
- * The later families' totals are the Hub's safetensors counts, each also
- * worked out by hand from the config and the shapes of transformers'
- * modules (the arithmetic is beside each row), so no template was fitted to
- * a number: gemma-2-2b (model card "2.6B"), gemma-3-1b-pt ("1B"; the text
- * model, tied head), Qwen1.5-MoE-A2.7B (model card "14.3B parameters in
- * total"), Qwen3-30B-A3B (model card "30.5B total"), OLMo-2-1124-7B ("7B").
+ * The later families' totals were each worked out by hand from the real
+ * config and the shapes of transformers' modules (the arithmetic is beside
+ * each row), so no template was fitted to a number; they agree with the
+ * figures the Hub and the model cards publish: gemma-2-2b ("2.6B"; its
+ * model.safetensors.index.json gives 5,228,683,776 bytes in bfloat16,
+ * google/gemma-2-2b-it's index as quoted in public documentation, which is
+ * this total at 2 bytes each), gemma-2-9b ("9B", 9.24B on the Hub),
+ * gemma-3-1b-pt ("1B"; the text model, tied head), Qwen1.5-MoE-A2.7B (model
+ * card "14.3B parameters in total"), Qwen3-30B-A3B ("30.5B total"),
+ * OLMo-2-1124-7B ("7B"), roberta-base (RobertaModel with its pooler,
+ * "125M"), vit-base-patch16-224-in21k (ViTModel with its pooler, "86M"),
+ * falcon-7b ("7B"; tied head), t5-small (T5ForConditionalGeneration, "60M";
+ * the head and both stacks' embeddings tied to shared) and DeepSeek-V3
+ * (671B, without the multi-token-prediction layer its upload adds after
+ * layer 60, which transformers' model does not build).
  */
 static const struct {
 	const char *folder;
@@ -104,6 +113,8 @@ static const struct {
 	{"fixtures/hf/bert-base-uncased/config.json", 109482240},
 	/* 256000*2304 tied + 26*(q 2304*2048 + k,v 2*2304*1024 + o 2048*2304 + mlp 3*2304*9216 + 4 norms*2304) + 2304 */
 	{"fixtures/hf/gemma-2-2b/config.json", 2614341888},
+	/* 256000*3584 tied + 42*(q,o 2*3584*4096 + k,v 2*3584*2048 + mlp 3*3584*14336 + 4*3584) + 3584 */
+	{"fixtures/hf/gemma-2-9b/config.json", 9241705984},
 	/* 262144*1152 tied + 26*(q,o 2*1152*1024 + k,v 2*1152*256 + q/k norms 2*256 + mlp 3*1152*6912 + 4*1152) + 1152 */
 	{"fixtures/hf/gemma-3-1b-pt/config.json", 999885952},
 	/* 2*151936*2048 + 24*(qkv 3*(2048^2+2048) + o 2048^2 + gate 60*2048 + 60 experts 3*2048*1408
