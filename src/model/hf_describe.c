@@ -9,10 +9,18 @@
  *     template reads, each with the default transformers' config class gives
  *     it (a number, a boolean, a "$formula" of other fields) or null where the
  *     field is required. They become the description's "config".
+ *   "hf": {"only": {NAME: VALUE}} - config fields the template describes only
+ *     at one value (every layer of a Qwen2-MoE sparse: "decoder_sparse_step"
+ *     1, "mlp_only_layers" []); a config with another value is refused
+ *     rather than described wrongly. A field left out or null passes.
  *   "$if": "NAME" (or "!NAME") in any object - the object is kept only when the
  *     boolean field is true (false): a bias, a tied head, a norm.
  *   {"$each": "NAME", "as": "e", "steps": [...]} in a list - the steps, NAME
- *     times, with "{e}" in their strings replaced by 0, 1, ...
+ *     times, with "{e}" in their strings replaced by 0, 1, ...; with
+ *     "from": FIRST (a number field or an integer) the indices run from FIRST
+ *     to NAME - 1 (T5's layers after the first, DeepSeek's MoE layers after
+ *     the dense ones). The copies are filled in turn ("$if" and nested
+ *     "$each" inside them apply).
  * and a string "$NAME" that is a boolean field alone becomes true or false
  * (a Linear's "bias"). Numbers stay "$NAME" references to the config, so the
  * description reads as the model's code does.
@@ -159,18 +167,39 @@ static ti_status substitute(cJSON *j, const char *as, int index, ti_error *err)
 	return TI_OK;
 }
 
-/* {"$each": "NAME", "as": "e", "steps": [...]}: the steps, NAME times, inserted before item in list. */
-static ti_status expand_each(const filler *fl, cJSON *list, cJSON *item)
+/*
+ * A "$each" bound: a number field named by a string, or an integer; a field
+ * whose default is another field ("num_decoder_layers": "$num_layers") is
+ * followed. -1 when it is none of these.
+ */
+static double each_bound(const filler *fl, const cJSON *v)
 {
-	const cJSON *count = cJSON_GetObjectItemCaseSensitive(fl->fields, cJSON_GetStringValue(cJSON_GetObjectItem(item, "$each")));
+	if (cJSON_IsString(v))
+		v = cJSON_GetObjectItemCaseSensitive(fl->fields, v->valuestring);
+	for (int hops = 0; hops < 4 && cJSON_IsString(v) && v->valuestring[0] == '$'; hops++)
+		v = cJSON_GetObjectItemCaseSensitive(fl->fields, v->valuestring + 1);
+	return cJSON_IsNumber(v) && v->valuedouble >= 0 && v->valuedouble <= EACH_MAX ? v->valuedouble : -1;
+}
+
+/*
+ * {"$each": "NAME", "as": "e", "steps": [...]}: the steps for each index from
+ * "from" (default 0) to NAME - 1, inserted before item in list; *first is the
+ * first copy (NULL when there are none).
+ */
+static ti_status expand_each(const filler *fl, cJSON *list, cJSON *item, cJSON **first)
+{
+	const cJSON *from = cJSON_GetObjectItemCaseSensitive(item, "from");
+	double end = each_bound(fl, cJSON_GetObjectItemCaseSensitive(item, "$each"));
+	double start = from ? each_bound(fl, from) : 0;
 	const char *as = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(item, "as"));
 	const cJSON *steps = cJSON_GetObjectItemCaseSensitive(item, "steps");
-	if (!cJSON_IsNumber(count) || count->valuedouble < 0 || count->valuedouble > EACH_MAX || !as || strlen(as) > 32 ||
-	    !cJSON_IsArray(steps))
+	*first = NULL;
+	if (!cJSON_IsString(cJSON_GetObjectItemCaseSensitive(item, "$each")) || end < 0 || start < 0 || !as ||
+	    strlen(as) > 32 || !cJSON_IsArray(steps))
 		return TI_FAIL(fl->err, TI_E_CORRUPT,
 		               "template %s: \"$each\" takes a number field from 0 to %d, \"as\" and \"steps\"",
 		               fl->model_type, EACH_MAX);
-	for (int i = 0; i < (int)count->valuedouble; i++) {
+	for (int i = (int)start; i < (int)end; i++) {
 		const cJSON *s;
 		cJSON_ArrayForEach(s, steps) {
 			cJSON *copy = cJSON_Duplicate(s, true);
@@ -187,6 +216,8 @@ static ti_status expand_each(const filler *fl, cJSON *list, cJSON *item)
 			else
 				item->prev->next = copy;
 			item->prev = copy;
+			if (!*first)
+				*first = copy;
 		}
 	}
 	return TI_OK;
@@ -205,9 +236,12 @@ static ti_status fill(const filler *fl, cJSON *j, int depth)
 		ti_status st = cond ? keep(fl, cond, &stays) : TI_OK;
 		if (st)
 			return st;
-		if (cJSON_IsArray(j) && cJSON_IsObject(c) && cJSON_GetObjectItemCaseSensitive(c, "$each")) {
-			if ((st = expand_each(fl, j, c)))
+		if (stays && cJSON_IsArray(j) && cJSON_IsObject(c) && cJSON_GetObjectItemCaseSensitive(c, "$each")) {
+			cJSON *first;
+			if ((st = expand_each(fl, j, c, &first)))
 				return st;
+			if (first) /* fill the copies next, then what followed c */
+				next = first;
 			stays = false;
 		}
 		if (!stays) {
@@ -231,6 +265,25 @@ static ti_status fill(const filler *fl, cJSON *j, int depth)
 	return TI_OK;
 }
 
+/* "hf.only": each field the config gives must have the one value the template describes. */
+static ti_status check_only(const cJSON *only, const cJSON *config, const char *model_type, ti_error *err)
+{
+	const cJSON *want;
+	cJSON_ArrayForEach(want, only) {
+		const cJSON *given = cJSON_GetObjectItemCaseSensitive(config, want->string);
+		if (!given || cJSON_IsNull(given) || cJSON_Compare(given, want, true))
+			continue;
+		char *text = cJSON_PrintUnformatted(want);
+		ti_status st = TI_FAIL(err, TI_E_UNSUPPORTED,
+		                       "config.json's '%s' is not %.40s, the only value the %s template describes; "
+		                       "tinspect-export describes any model from its code",
+		                       want->string, text ? text : "?", model_type);
+		free(text);
+		return st;
+	}
+	return TI_OK;
+}
+
 static ti_status describe(const cJSON *config, const ti_hf_template *t, char **out, ti_error *err)
 {
 	cJSON *tmpl = cJSON_Parse(t->text), *desc = cJSON_CreateObject(), *fields = cJSON_CreateObject();
@@ -241,7 +294,8 @@ static ti_status describe(const cJSON *config, const ti_hf_template *t, char **o
 	}
 	const cJSON *hf = cJSON_GetObjectItemCaseSensitive(tmpl, "hf");
 	const cJSON *cls = cJSON_GetObjectItemCaseSensitive(hf, "class");
-	if ((st = fill_fields(cJSON_GetObjectItemCaseSensitive(hf, "fields"), config, t->model_type, fields, err)))
+	if ((st = fill_fields(cJSON_GetObjectItemCaseSensitive(hf, "fields"), config, t->model_type, fields, err)) ||
+	    (st = check_only(cJSON_GetObjectItemCaseSensitive(hf, "only"), config, t->model_type, err)))
 		goto done;
 	char note[128];
 	snprintf(note, sizeof(note), "tinspect describe: %s from its config.json", t->model_type);

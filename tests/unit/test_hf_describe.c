@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include <cJSON.h>
+
 #include "unit.h"
 
 #include "tinspect/hf_describe.h"
@@ -75,6 +77,22 @@ static int64_t total_params(const ti_model *m)
  * (162,322,944 in the Pythia paper's table), Mixtral "46.7B total",
  * BERT-base "110M" (BertModel with its pooler), Llama-2-7b "6.74B",
  * Qwen3-0.6B "0.6B" (0.44B non-embedding; tied head).
+ *
+ * The later families' totals were each worked out by hand from the real
+ * config and the shapes of transformers' modules (the arithmetic is beside
+ * each row), so no template was fitted to a number; they agree with the
+ * figures the Hub and the model cards publish: gemma-2-2b ("2.6B"; its
+ * model.safetensors.index.json gives 5,228,683,776 bytes in bfloat16,
+ * google/gemma-2-2b-it's index as quoted in public documentation, which is
+ * this total at 2 bytes each), gemma-2-9b ("9B", 9.24B on the Hub),
+ * gemma-3-1b-pt ("1B"; the text model, tied head), Qwen1.5-MoE-A2.7B (model
+ * card "14.3B parameters in total"), Qwen3-30B-A3B ("30.5B total"),
+ * OLMo-2-1124-7B ("7B"), roberta-base (RobertaModel with its pooler,
+ * "125M"), vit-base-patch16-224-in21k (ViTModel with its pooler, "86M"),
+ * falcon-7b ("7B"; tied head), t5-small (T5ForConditionalGeneration, "60M";
+ * the head and both stacks' embeddings tied to shared) and DeepSeek-V3
+ * (671B, without the multi-token-prediction layer its upload adds after
+ * layer 60, which transformers' model does not build).
  */
 static const struct {
 	const char *folder;
@@ -93,6 +111,35 @@ static const struct {
 	{"fixtures/hf/pythia-160m/config.json", 162322944},
 	{"fixtures/hf/Mixtral-8x7B-v0.1/config.json", 46702792704},
 	{"fixtures/hf/bert-base-uncased/config.json", 109482240},
+	/* 256000*2304 tied + 26*(q 2304*2048 + k,v 2*2304*1024 + o 2048*2304 + mlp 3*2304*9216 + 4 norms*2304) + 2304 */
+	{"fixtures/hf/gemma-2-2b/config.json", 2614341888},
+	/* 256000*3584 tied + 42*(q,o 2*3584*4096 + k,v 2*3584*2048 + mlp 3*3584*14336 + 4*3584) + 3584 */
+	{"fixtures/hf/gemma-2-9b/config.json", 9241705984},
+	/* 262144*1152 tied + 26*(q,o 2*1152*1024 + k,v 2*1152*256 + q/k norms 2*256 + mlp 3*1152*6912 + 4*1152) + 1152 */
+	{"fixtures/hf/gemma-3-1b-pt/config.json", 999885952},
+	/* 2*151936*2048 + 24*(qkv 3*(2048^2+2048) + o 2048^2 + gate 60*2048 + 60 experts 3*2048*1408
+	 * + shared 3*2048*5632 + shared gate 2048 + 2*2048) + 2048 */
+	{"fixtures/hf/Qwen1.5-MoE-A2.7B/config.json", 14315784192},
+	/* 2*151936*2048 + 48*(q,o 2*2048*4096 + k,v 2*2048*512 + 2*128 + gate 128*2048
+	 * + 128 experts 3*2048*768 + 2*2048) + 2048 */
+	{"fixtures/hf/Qwen3-30B-A3B/config.json", 30532122624},
+	/* 2*100352*4096 + 32*(4*4096^2 + q/k norms 2*4096 + mlp 3*4096*11008 + 2*4096) + 4096 */
+	{"fixtures/hf/OLMo-2-1124-7B/config.json", 7298617344},
+	/* 50265*768 + 514*768 + 1*768 + 2*768 + 12*(4*(768^2+768) + 2*(768*3072) + 3072 + 768 + 2*2*768) + 768^2+768 */
+	{"fixtures/hf/roberta-base/config.json", 124645632},
+	/* patch conv 3*16*16*768+768, class token 768, positions 197*768, the same 12 layers as BERT-base,
+	 * the final layernorm 2*768 and the pooler 768^2+768 */
+	{"fixtures/hf/vit-base-patch16-224-in21k/config.json", 86389248},
+	/* 65024*4544 tied + 32*(fused qkv 4544*(71+2)*64 + dense 4544^2 + mlp 2*4544*18176 + layernorm 2*4544)
+	 * + ln_f 2*4544 */
+	{"fixtures/hf/falcon-7b/config.json", 6921720704},
+	/* shared 32128*512 + encoder 6*(4*512^2 + 2*512*2048 + 2*512) + decoder 6*(8*512^2 + 2*512*2048 + 3*512)
+	 * + a relative_attention_bias 32*8 and a final_layer_norm 512 in each stack */
+	{"fixtures/hf/t5-small/config.json", 60506624},
+	/* 2*129280*7168 + 61*(MLA 7168*1536 + 1536 + 1536*128*192 + 7168*576 + 512 + 512*128*256 + 128*128*7168
+	 * + 2*7168) + 3 dense MLPs 3*7168*18432 + 58*(256 experts 3*7168*2048 + gate 256*7168
+	 * + shared expert 3*7168*2048) + 7168; the gates' e_score_correction_bias are buffers */
+	{"fixtures/hf/DeepSeek-V3/config.json", 671026404352},
 };
 
 Test(hf_describe, counts_the_published_parameters_of_real_models_from_their_configs)
@@ -140,6 +187,20 @@ static void expect_names(const char *config, const char *const *want, size_t cou
 	for (size_t i = 0; i < count; i++)
 		cr_expect(!strcmp(p[i].name, want[i]), "%s: entry %zu is '%s', want '%s'", config, i, p[i].name, want[i]);
 	ti_model_close(m);
+}
+
+/* Size dim of the named entry of a config's description; -1 when there is no such entry. */
+static int64_t size_of(const char *config, const char *name, int dim)
+{
+	ti_model *m = describe_file(config);
+	size_t n;
+	const ti_model_param *p = ti_model_params(m, &n);
+	int64_t size = -1;
+	for (size_t i = 0; i < n && size < 0; i++)
+		if (!strcmp(p[i].name, name) && dim < p[i].ndim)
+			size = p[i].shape[dim];
+	ti_model_close(m);
+	return size;
 }
 
 Test(hf_describe, names_phi3s_fused_projections_as_transformers_registers_them)
@@ -199,6 +260,211 @@ Test(hf_describe, keeps_every_mixtral_expert_resident)
 	ti_model_close(m);
 }
 
+Test(hf_describe, gives_gemma2_and_gemma3_four_norms_a_layer_and_gemma3_per_head_qk_norms)
+{
+	/* Gemma2DecoderLayer registers self_attn, mlp, then input, post-attention, pre- and post-feedforward norms */
+	static const char *const want[] = {
+		"model.embed_tokens.weight", "model.layers.0.self_attn.q_proj.weight", "model.layers.0.self_attn.k_proj.weight",
+		"model.layers.0.self_attn.v_proj.weight", "model.layers.0.self_attn.o_proj.weight",
+		"model.layers.0.mlp.gate_proj.weight", "model.layers.0.mlp.up_proj.weight", "model.layers.0.mlp.down_proj.weight",
+		"model.layers.0.input_layernorm.weight", "model.layers.0.post_attention_layernorm.weight",
+		"model.layers.0.pre_feedforward_layernorm.weight", "model.layers.0.post_feedforward_layernorm.weight",
+	};
+	expect_names("fixtures/hf/gemma-2-2b/config.json", want, sizeof(want) / sizeof(want[0]));
+	/* Gemma3Attention registers q_norm and k_norm, Gemma3RMSNorm(head_dim), after o_proj */
+	static const char *const gemma3[] = {
+		"model.embed_tokens.weight", "model.layers.0.self_attn.q_proj.weight", "model.layers.0.self_attn.k_proj.weight",
+		"model.layers.0.self_attn.v_proj.weight", "model.layers.0.self_attn.o_proj.weight",
+		"model.layers.0.self_attn.q_norm.weight", "model.layers.0.self_attn.k_norm.weight",
+	};
+	expect_names("fixtures/hf/gemma-3-1b-pt/config.json", gemma3, sizeof(gemma3) / sizeof(gemma3[0]));
+	EXPECT_INT(size_of("fixtures/hf/gemma-3-1b-pt/config.json", "model.layers.0.self_attn.k_norm.weight", 0), 256);
+}
+
+Test(hf_describe, norms_olmo2s_whole_q_and_k_projections_after_each_sublayer)
+{
+	/* Olmo2Attention: q_norm over num_attention_heads*head_dim, k_norm over num_key_value_heads*head_dim;
+	 * Olmo2DecoderLayer has no input norm, a post-attention and a post-feedforward one */
+	static const char *const want[] = {
+		"model.embed_tokens.weight", "model.layers.0.self_attn.q_proj.weight", "model.layers.0.self_attn.k_proj.weight",
+		"model.layers.0.self_attn.v_proj.weight", "model.layers.0.self_attn.o_proj.weight",
+		"model.layers.0.self_attn.q_norm.weight", "model.layers.0.self_attn.k_norm.weight",
+		"model.layers.0.mlp.gate_proj.weight", "model.layers.0.mlp.up_proj.weight", "model.layers.0.mlp.down_proj.weight",
+		"model.layers.0.post_attention_layernorm.weight", "model.layers.0.post_feedforward_layernorm.weight",
+		"model.layers.1.self_attn.q_proj.weight",
+	};
+	expect_names("fixtures/hf/OLMo-2-1124-7B/config.json", want, sizeof(want) / sizeof(want[0]));
+	EXPECT_INT(size_of("fixtures/hf/OLMo-2-1124-7B/config.json", "model.layers.0.self_attn.q_norm.weight", 0), 4096);
+}
+
+Test(hf_describe, gives_qwen2_moe_a_gated_shared_expert_beside_the_routed_ones)
+{
+	static const char *const want[] = {
+		"model.embed_tokens.weight", "model.layers.0.self_attn.q_proj.weight", "model.layers.0.self_attn.q_proj.bias",
+		"model.layers.0.self_attn.k_proj.weight", "model.layers.0.self_attn.k_proj.bias",
+		"model.layers.0.self_attn.v_proj.weight", "model.layers.0.self_attn.v_proj.bias",
+		"model.layers.0.self_attn.o_proj.weight", "model.layers.0.mlp.gate.weight",
+		"model.layers.0.mlp.experts.0.gate_proj.weight", "model.layers.0.mlp.experts.0.up_proj.weight",
+		"model.layers.0.mlp.experts.0.down_proj.weight",
+	};
+	static const char config[] = "fixtures/hf/Qwen1.5-MoE-A2.7B/config.json";
+	expect_names(config, want, sizeof(want) / sizeof(want[0]));
+	EXPECT_INT(size_of(config, "model.layers.23.mlp.shared_expert.down_proj.weight", 1), 5632);
+	EXPECT_INT(size_of(config, "model.layers.23.mlp.shared_expert_gate.weight", 0), 1);
+	EXPECT_INT(size_of(config, "model.layers.23.mlp.experts.59.up_proj.weight", 0), 1408);
+}
+
+Test(hf_describe, refuses_a_moe_config_whose_dense_layers_the_template_cannot_place)
+{
+	/* Qwen2MoeDecoderLayer: a layer in mlp_only_layers, or off decoder_sparse_step, is dense */
+	static const char text[] = "{\"model_type\": \"qwen3_moe\", \"vocab_size\": 10, \"hidden_size\": 8,"
+	                           " \"num_hidden_layers\": 2, \"num_attention_heads\": 2, \"moe_intermediate_size\": 4,"
+	                           " \"num_experts\": 2, \"num_experts_per_tok\": 1, \"mlp_only_layers\": [0]}";
+	ti_error err;
+	cr_assert(!describe_text(text, strlen(text), &err));
+	EXPECT_INT(err.code, TI_E_UNSUPPORTED);
+	cr_expect(strstr(err.message, "config.json's 'mlp_only_layers' is not []") != NULL, "got '%s'", err.message);
+}
+
+Test(hf_describe, registers_vits_class_token_and_positions_before_the_patch_embedding)
+{
+	/* ViTEmbeddings' own parameters come first in its state dict, then its child modules */
+	static const char *const want[] = {
+		"embeddings.cls_token", "embeddings.position_embeddings", "embeddings.patch_embeddings.projection.weight",
+		"embeddings.patch_embeddings.projection.bias", "encoder.layer.0.attention.attention.query.weight",
+	};
+	static const char config[] = "fixtures/hf/vit-base-patch16-224-in21k/config.json";
+	expect_names(config, want, sizeof(want) / sizeof(want[0]));
+	EXPECT_INT(size_of(config, "embeddings.position_embeddings", 1), 197); /* (224/16)^2 patches + the class token */
+	EXPECT_INT(size_of(config, "encoder.layer.11.layernorm_after.weight", 0), 768);
+	EXPECT_INT(size_of(config, "pooler.dense.weight", 0), 768);
+}
+
+/*
+ * Real checkpoints' tensor names: the model.safetensors.index.json of a real
+ * upload beside its config.json, copied from public GitHub repositories that
+ * vendor the Hugging Face files (the shards themselves are not there):
+ * gemma-2b-it from ananddhanabal/gemma, WizardLM-2-8x22B (a Mixtral 8x22B)
+ * from tbressers/WizardLM-2-8x22B, Llama-3.2-3B from
+ * PANDASANG1231/llama_3.2-3B-huggingface-shard0. The index has no shapes,
+ * but its total_size is the shards' bytes: at 2 bytes an element (bfloat16,
+ * the configs' torch_dtype) it is the parameter count of the names it lists.
+ */
+static const char *const real_indexes[] = {
+	"fixtures/hf/gemma-2b-it",
+	"fixtures/hf/WizardLM-2-8x22B",
+	"fixtures/hf/Llama-3.2-3B",
+};
+
+Test(hf_describe, names_exactly_the_tensors_of_real_checkpoints_and_their_bytes)
+{
+	for (size_t f = 0; f < sizeof(real_indexes) / sizeof(real_indexes[0]); f++) {
+		char path[256];
+		size_t size;
+		snprintf(path, sizeof(path), "%s/model.safetensors.index.json", real_indexes[f]);
+		char *text = slurp(path, &size);
+		cJSON *index = cJSON_ParseWithLength(text, size);
+		free(text);
+		const cJSON *map = cJSON_GetObjectItemCaseSensitive(index, "weight_map");
+		const cJSON *bytes = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(index, "metadata"),
+		                                                      "total_size");
+		cr_assert(cJSON_IsObject(map) && cJSON_IsNumber(bytes), "%s: no weight_map or total_size", path);
+		snprintf(path, sizeof(path), "%s/config.json", real_indexes[f]);
+		ti_model *m = describe_file(path);
+		size_t n;
+		const ti_model_param *p = ti_model_params(m, &n);
+		int64_t elements = 0;
+		size_t listed = 0;
+		for (size_t i = 0; i < n; i++) {
+			if (p[i].buffer)
+				continue;
+			bool in_file = cJSON_GetObjectItemCaseSensitive(map, p[i].name) != NULL;
+			/* save_pretrained leaves a tied head out; a file may also keep it */
+			cr_expect(in_file || p[i].tied_to, "%s: '%s' is not in the checkpoint", real_indexes[f], p[i].name);
+			if (!in_file)
+				continue;
+			listed++;
+			int64_t e = 1;
+			for (int k = 0; k < p[i].ndim; k++)
+				e *= p[i].shape[k];
+			elements += e;
+		}
+		cr_expect(listed == (size_t)cJSON_GetArraySize(map), "%s: the checkpoint has %d tensors, the description %zu of them",
+		          real_indexes[f], cJSON_GetArraySize(map), listed);
+		cr_expect(elements * 2 == (int64_t)bytes->valuedouble, "%s: %" PRId64 " bytes in bfloat16, the index says %.0f",
+		          real_indexes[f], elements * 2, bytes->valuedouble);
+		ti_model_close(m);
+		cJSON_Delete(index);
+	}
+}
+
+Test(hf_describe, fuses_falcons_multi_query_projection_and_refuses_the_new_architecture)
+{
+	/* FalconAttention with multi_query: query_key_value gives every head's q and one shared k and v */
+	static const char config[] = "fixtures/hf/falcon-7b/config.json";
+	EXPECT_INT(size_of(config, "transformer.h.0.self_attention.query_key_value.weight", 0), 4544 + 2 * 64);
+	EXPECT_INT(size_of(config, "transformer.h.31.input_layernorm.bias", 0), 4544);
+	EXPECT_INT(size_of(config, "transformer.h.0.post_attention_layernorm.weight", 0), -1); /* parallel_attn */
+	static const char text[] = "{\"model_type\": \"falcon\", \"vocab_size\": 10, \"hidden_size\": 8,"
+	                           " \"num_hidden_layers\": 1, \"num_attention_heads\": 2, \"new_decoder_architecture\": true}";
+	ti_error err;
+	cr_assert(!describe_text(text, strlen(text), &err));
+	EXPECT_INT(err.code, TI_E_UNSUPPORTED);
+	cr_expect(strstr(err.message, "'new_decoder_architecture' is not false") != NULL, "got '%s'", err.message);
+}
+
+Test(hf_describe, gives_t5s_relative_attention_bias_to_the_first_block_of_each_stack_alone)
+{
+	/* T5Stack: T5Block(config, has_relative_attention_bias=bool(i == 0)) */
+	static const char *const want[] = {
+		"shared.weight", "encoder.embed_tokens.weight", "encoder.block.0.layer.0.SelfAttention.q.weight",
+		"encoder.block.0.layer.0.SelfAttention.k.weight", "encoder.block.0.layer.0.SelfAttention.v.weight",
+		"encoder.block.0.layer.0.SelfAttention.o.weight",
+		"encoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight",
+		"encoder.block.0.layer.0.layer_norm.weight", "encoder.block.0.layer.1.DenseReluDense.wi.weight",
+		"encoder.block.0.layer.1.DenseReluDense.wo.weight", "encoder.block.0.layer.1.layer_norm.weight",
+		"encoder.block.1.layer.0.SelfAttention.q.weight",
+	};
+	static const char config[] = "fixtures/hf/t5-small/config.json";
+	expect_names(config, want, sizeof(want) / sizeof(want[0]));
+	EXPECT_INT(size_of(config, "decoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight", 1), 8);
+	EXPECT_INT(size_of(config, "decoder.block.1.layer.0.SelfAttention.relative_attention_bias.weight", 0), -1);
+	EXPECT_INT(size_of(config, "decoder.block.5.layer.1.EncDecAttention.o.weight", 0), 512);
+	EXPECT_INT(size_of(config, "decoder.block.6.layer.0.SelfAttention.q.weight", 0), -1);
+}
+
+Test(hf_describe, gives_deepseek_v3_dense_layers_then_moe_layers_with_mla_attention)
+{
+	static const char config[] = "fixtures/hf/DeepSeek-V3/config.json";
+	/* DeepseekV3Attention with q_lora_rank: q_a_proj, q_a_layernorm, q_b_proj, then the compressed kv */
+	static const char *const want[] = {
+		"model.embed_tokens.weight", "model.layers.0.self_attn.q_a_proj.weight",
+		"model.layers.0.self_attn.q_a_layernorm.weight", "model.layers.0.self_attn.q_b_proj.weight",
+		"model.layers.0.self_attn.kv_a_proj_with_mqa.weight", "model.layers.0.self_attn.kv_a_layernorm.weight",
+		"model.layers.0.self_attn.kv_b_proj.weight", "model.layers.0.self_attn.o_proj.weight",
+		"model.layers.0.mlp.gate_proj.weight",
+	};
+	expect_names(config, want, sizeof(want) / sizeof(want[0]));
+	EXPECT_INT(size_of(config, "model.layers.0.self_attn.kv_a_proj_with_mqa.weight", 0), 512 + 64);
+	EXPECT_INT(size_of(config, "model.layers.2.mlp.up_proj.weight", 0), 18432);     /* first_k_dense_replace 3 */
+	EXPECT_INT(size_of(config, "model.layers.2.mlp.gate.weight", 0), -1);
+	EXPECT_INT(size_of(config, "model.layers.3.mlp.experts.255.up_proj.weight", 0), 2048);
+	EXPECT_INT(size_of(config, "model.layers.60.mlp.shared_experts.down_proj.weight", 1), 2048);
+	EXPECT_INT(size_of(config, "model.layers.60.mlp.gate.e_score_correction_bias", 0), 256);
+	EXPECT_INT(size_of(config, "model.layers.61.self_attn.q_a_proj.weight", 0), -1);
+	/* with the 58 persistent e_score_correction_bias buffers, the state dict holds 671,026,419,200 elements */
+	ti_model *m = describe_file(config);
+	size_t n;
+	const ti_model_param *p = ti_model_params(m, &n);
+	int64_t buffered = 0;
+	for (size_t i = 0; i < n; i++)
+		if (p[i].buffer && p[i].persistent && p[i].ndim == 1)
+			buffered += p[i].shape[0];
+	EXPECT_INT(buffered, 58 * 256);
+	EXPECT_INT(total_params(m) + buffered, 671026419200);
+	ti_model_close(m);
+}
+
 Test(hf_describe, unties_llama_unless_the_config_ties_it)
 {
 	ti_model *tied = describe_file("fixtures/hf/Llama-3.2-1B/config.json");
@@ -242,21 +508,41 @@ Test(hf_describe, refuses_a_field_of_the_wrong_kind)
 	EXPECT_STR(err.message, "config.json's 'hidden_size' is a string, not a number");
 }
 
+/*
+ * Configs that leave optional fields out, and the entry whose size the
+ * config class's default gives: a describe of each text must have that
+ * entry at that index, with that first dimension.
+ */
+static const struct {
+	const char *text;
+	size_t entry;
+	const char *name;
+	int64_t size;
+} defaults[] = {
+	/* LlamaConfig: num_key_value_heads = num_attention_heads, head_dim = hidden_size // heads */
+	{"{\"model_type\": \"llama\", \"vocab_size\": 10, \"hidden_size\": 8, \"intermediate_size\": 16,"
+	 " \"num_hidden_layers\": 1, \"num_attention_heads\": 2, \"head_dim\": null}",
+	 2, "model.layers.0.self_attn.k_proj.weight", 8},
+	/* Qwen3MoeConfig has no head_dim field, unlike Qwen3Config (128): the attention takes hidden_size // heads */
+	{"{\"model_type\": \"qwen3_moe\", \"vocab_size\": 10, \"hidden_size\": 8, \"num_hidden_layers\": 1,"
+	 " \"num_attention_heads\": 2, \"moe_intermediate_size\": 4, \"num_experts\": 2, \"num_experts_per_tok\": 1}",
+	 5, "model.layers.0.self_attn.q_norm.weight", 4},
+};
+
 Test(hf_describe, takes_transformers_defaults_for_optional_fields)
 {
-	/* LlamaConfig: num_key_value_heads = num_attention_heads, head_dim = hidden_size // heads, untied */
-	static const char text[] = "{\"model_type\": \"llama\", \"vocab_size\": 10, \"hidden_size\": 8,"
-	                           " \"intermediate_size\": 16, \"num_hidden_layers\": 1, \"num_attention_heads\": 2,"
-	                           " \"head_dim\": null}";
-	ti_error err;
-	ti_model *m = describe_text(text, strlen(text), &err);
-	cr_assert(m, "%s", err.message);
-	size_t n;
-	const ti_model_param *p = ti_model_params(m, &n);
-	EXPECT_STR(p[2].name, "model.layers.0.self_attn.k_proj.weight");
-	EXPECT_INT(p[2].shape[0], 8);
-	EXPECT_STR(p[n - 1].tied_to, NULL);
-	ti_model_close(m);
+	for (size_t i = 0; i < sizeof(defaults) / sizeof(defaults[0]); i++) {
+		ti_error err;
+		ti_model *m = describe_text(defaults[i].text, strlen(defaults[i].text), &err);
+		cr_assert(m, "%s", err.message);
+		size_t n;
+		const ti_model_param *p = ti_model_params(m, &n);
+		cr_assert(n > defaults[i].entry, "%zu entries", n);
+		EXPECT_STR(p[defaults[i].entry].name, defaults[i].name);
+		EXPECT_INT(p[defaults[i].entry].shape[0], defaults[i].size);
+		EXPECT_STR(p[n - 1].tied_to, NULL); /* both untied by default */
+		ti_model_close(m);
+	}
 }
 
 Test(hf_describe, tells_a_config_from_a_description)
