@@ -559,6 +559,17 @@ ti_status mem_expand_sdpa(mem_builder *b, const mem_event *ev, ti_error *err)
 			return err->code;
 	}
 	int q = mem_tensor_of(b, qm), k = mem_tensor_of(b, km), v = mem_tensor_of(b, vm);
+	if (kern == SDPA_MATH && qm->ndim >= 3 && km->ndim == qm->ndim && vm->ndim == qm->ndim &&
+	    km->shape[km->ndim - 3].value < qm->shape[qm->ndim - 3].value) {
+		/* grouped-query attention (enable_gqa, or Hugging Face's repeat_kv before an eager step): the math path
+		   repeats k and v to the query's heads, copies as large as q's, let go after the call */
+		int k_in[1] = {k}, v_in[1] = {v};
+		if ((k = mem_step(b, "repeat_interleave", k_in, 1, 0, bytes_of(&s, s.batch, s.source, s.embed), MEM_OUT_NEW,
+		                  false, 0, err)) < 0 ||
+		    (v = mem_step(b, "repeat_interleave", v_in, 1, 0, bytes_of(&s, s.batch, s.source, s.vdim), MEM_OUT_NEW,
+		                  false, 0, err)) < 0)
+			return err->code;
+	}
 	int scaled;
 	int out = kern != SDPA_MATH ? sdpa_fused(b, &s, kern, q, k, v, mask_id, arg_bool(c, "is_causal", false), err)
 	                            : attention_core(b, &s, q, k, v, mask_id, p, ti_memory_torch(b->options) == TI_TORCH_2,

@@ -822,6 +822,19 @@ static int64_t kv_site_bytes(const sim *s, int key, int value, int *unsized)
 	return bytes;
 }
 
+/* The tensor a repeat (repeat_interleave, expand, repeat) of t was made from, through any number of them; else t. */
+static int before_repeats(const mem_builder *b, int t)
+{
+	static const char *const repeats[] = {"repeat_interleave", "expand", "repeat", NULL};
+	for (int guard = 0; t >= 0 && guard < 16; guard++) {
+		int p = b->tensors[t].producer;
+		if (p < 0 || !op_in(b->units[p].op, repeats) || !b->units[p].nin || b->units[p].in[0] < 0)
+			break;
+		t = b->units[p].in[0];
+	}
+	return t;
+}
+
 /* The fused kernels of F.scaled_dot_product_attention (expand_attention.c): q, k, v their first inputs. */
 static const char *const fused_attention[] = {"_scaled_dot_product_flash_attention",
                                               "_scaled_dot_product_efficient_attention",
@@ -870,6 +883,9 @@ static void find_kv(sim *s, int64_t *bytes, int *sites, int *causal, int *unsize
 			key = b->units[tp].in[0];
 			value = u->in[1];
 		}
+		/* a grouped-query step's k and v repeated to the query's heads: the cache holds them before */
+		key = before_repeats(b, key);
+		value = before_repeats(b, value);
 		int64_t site = kv_site_bytes(s, key, value, unsized);
 		if (site < 0 || !mem_add(bytes, site))
 			*bytes = TI_MEMORY_MAX_BYTES;
