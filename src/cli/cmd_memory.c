@@ -200,6 +200,7 @@ typedef struct memory_args {
 	size_t ntrain, nfrozen, ncheck, nwrap;
 	bool optimizer_given, impl_given, kv_given, overhead_given, device_given, cpu_isa_given, trust;
 	bool kv_dtype_given;
+	char window_note[240];   /* a Hugging Face config's sliding_window that --sliding-window did not apply, or "" */
 } memory_args;
 
 /* Device i of --device-memory becomes the one fitted and printed. */
@@ -657,6 +658,8 @@ static int print_text(const memory_args *a, const ti_memory_report *r)
 	sparkline(r, 60);
 	for (size_t i = 0; i < r->note_count; i++)
 		printf("note: %s\n", r->notes[i]);
+	if (a->window_note[0])
+		printf("note: %s\n", a->window_note);
 	if (a->weights)
 		printf("note: weights as %s holds them: %zu of %zu parameters found there, the others as described\n",
 		       a->weights, a->matched, a->param_count);
@@ -778,6 +781,8 @@ static int print_json_doc(const memory_args *a, const ti_memory_report *r, int64
 	cJSON *notes = cJSON_AddArrayToObject(root, "notes");
 	for (size_t i = 0; i < r->note_count; i++)
 		cJSON_AddItemToArray(notes, cJSON_CreateString(r->notes[i]));
+	if (a->window_note[0])
+		cJSON_AddItemToArray(notes, cJSON_CreateString(a->window_note));
 	if (a->device_bytes) {
 		cJSON_AddNumberToObject(root, "device_memory", (double)a->device_bytes);
 		cJSON_AddNumberToObject(root, "device_need", (double)device_need(a, r));
@@ -1505,6 +1510,42 @@ static int check_llm_symbols(memory_args *a)
 }
 
 /*
+ * A Hugging Face config whose attention slides (sliding_window, unless
+ * use_sliding_window is false) over fewer tokens than the context: the
+ * templates do not carry it, so a note says what --sliding-window would
+ * change. Nothing for a description, or when the option is given.
+ */
+static void window_note(memory_args *a, int64_t kv_cache)
+{
+	a->window_note[0] = '\0';
+	int64_t tokens = 0;
+	for (int i = 0; i < a->cm.bind_count; i++)
+		if (!strcmp(a->cm.bind_names[i], "T"))
+			tokens = a->cm.bind_values[i];
+	if (a->o.kv_window || !kv_cache || !tokens || a->o.mode != TI_MEMORY_INFER)
+		return;
+	char buf[4096];
+	char *text;
+	size_t size;
+	const char *path = cli_hf_config_path(a->cm.file, buf, sizeof(buf));
+	if (cli_model_read(path, &text, &size))
+		return;
+	cJSON *root = cJSON_ParseWithLength(text, size);
+	free(text);
+	const cJSON *w = cJSON_GetObjectItemCaseSensitive(root, "sliding_window");
+	const cJSON *use = cJSON_GetObjectItemCaseSensitive(root, "use_sliding_window");
+	bool alternates = cJSON_GetObjectItemCaseSensitive(root, "layer_types") ||
+	                  cJSON_GetObjectItemCaseSensitive(root, "sliding_window_pattern");
+	if (cJSON_GetObjectItemCaseSensitive(root, "model_type") && cJSON_IsNumber(w) && w->valuedouble >= 1 &&
+	    w->valuedouble < (double)tokens && !cJSON_IsFalse(use))
+		snprintf(a->window_note, sizeof(a->window_note),
+		         "config.json slides attention over %.0f tokens%s: the KV cache above holds all %lld; "
+		         "--sliding-window %.0f caps it as a sliding-window cache keeps it",
+		         w->valuedouble, alternates ? " on some layers" : "", (long long)tokens, w->valuedouble);
+	cJSON_Delete(root);
+}
+
+/*
  * The decode step of --context: the step again at T = 1, the KV cache of
  * every attention step holding the whole context (kv_tokens), into
  * a->decode. Nothing when the step has no KV cache (not a decoder, --kv-cache
@@ -1684,6 +1725,8 @@ int cmd_memory(int argc, char **argv)
 	rc = estimate_step(&a, &r, &fit_value, &said, &err);
 	if (!rc && !said && a.device_count > 1)
 		rc = device_rows(&a, primary, fit_value, &r, &err);
+	if (!rc && !said)
+		window_note(&a, r->kv_cache);
 	if (!rc && !said && (a.batch || a.context) && r->kv_cache) {
 		/* the decode step reopens the model: the prefill's report is made again after it */
 		if (!(rc = decode_step(&a, &err)))
