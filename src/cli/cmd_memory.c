@@ -719,7 +719,7 @@ static int print_json_doc(const memory_args *a, const ti_memory_report *r, int64
 		if (a->device_bytes)
 			cJSON_AddNumberToObject(d, "device_need", (double)a->decode.need);
 	}
-	if (o->kv_dtype)
+	if (o->kv_dtype && o->mode == TI_MEMORY_INFER)
 		cJSON_AddStringToObject(root, "kv_dtype", ti_dtype_name(o->kv_dtype));
 	if (o->kv_window)
 		cJSON_AddNumberToObject(root, "sliding_window", (double)o->kv_window);
