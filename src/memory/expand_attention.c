@@ -544,6 +544,12 @@ ti_status mem_expand_sdpa(mem_builder *b, const mem_event *ev, ti_error *err)
 	s.source = km->shape[km->ndim - 2].value;
 	s.embed = qm->shape[qm->ndim - 1].value;
 	s.vdim = vm->shape[vm->ndim - 1].value;
+	/* a decode step (kv_tokens): the new token attends over the cache, not over its own key alone */
+	int64_t cached = b->options->kv_tokens;
+	if (b->options->kv_window > 0 && cached > b->options->kv_window)
+		cached = b->options->kv_window;
+	if (cached > s.source)
+		s.source = cached;
 	const ti_meta_tensor *mask = arg_tensor(c, "attn_mask");
 	double p = 0;
 	for (int i = 0; c->in.sig && i < c->in.sig->count; i++)

@@ -972,12 +972,27 @@ Test(memory, a_fused_kernel_is_an_attention_step_too_and_caches_the_same)
 
 Test(memory, the_decode_step_runs_one_token_beside_the_cache_of_the_whole_context)
 {
+	/* flash: the token's q, k, v and output beside the cache (a few KiB), no scores */
 	ti_model *m = open_bt(2, 1);
-	ti_memory_options o = {.kv_cache = 1, .kv_tokens = 8192};
+	ti_memory_options o = {.kv_cache = 1, .kv_tokens = 8192, .attention = TI_ATTN_FLASH};
 	const ti_memory_report *r = estimate(m, &o);
 	cr_expect_eq(r->kv_cache, kv(2, 8192, 4), "got %lld, want %lld", (long long)r->kv_cache, (long long)kv(2, 8192, 4));
-	/* the cache and the step's own tensors (q, k, v, the output of one token: a few KiB) */
 	cr_expect(r->peak >= r->kv_cache && r->peak < r->kv_cache + 64 * 1024, "peak %lld", (long long)r->peak);
+	ti_model_close(m);
+}
+
+Test(memory, an_eager_decode_step_attends_over_the_cache_repeated_to_the_query_heads)
+{
+	/* the math path copies the cached k and v to the 8 query heads (B x 8 x 8192 x 64 x 4 bytes each) and
+	   scores the token against all 8192 (B x 8 x 1 x 8192 x 4, and their softmax) */
+	const int64_t repeat = (int64_t)2 * 8 * 8192 * 64 * 4, scores = (int64_t)2 * 8 * 8192 * 4;
+	ti_model *m = open_bt(2, 1);
+	ti_memory_options o = {.kv_cache = 1, .kv_tokens = 8192, .attention = TI_ATTN_EAGER};
+	const ti_memory_report *r = estimate(m, &o);
+	cr_expect_eq(r->kv_cache, kv(2, 8192, 4), "the cache stays at the key/value heads");
+	cr_expect(r->peak >= r->kv_cache + 2 * repeat + scores && r->peak < r->kv_cache + 2 * repeat + 2 * scores + 64 * 1024,
+	          "peak %lld, want the cache %lld + 2 copies %lld + the scores", (long long)r->peak, (long long)r->kv_cache,
+	          (long long)repeat);
 	ti_model_close(m);
 }
 
