@@ -63,6 +63,17 @@ typedef enum ti_memory_device { TI_MEMORY_CPU, TI_MEMORY_CUDA } ti_memory_device
 typedef enum ti_torch_version { TI_TORCH_DEFAULT, TI_TORCH_1_13, TI_TORCH_2 } ti_torch_version;
 
 /*
+ * The attention kernel F.scaled_dot_product_attention (and
+ * MultiheadAttention without need_weights) runs, as Hugging Face's
+ * attn_implementation names them: eager is the math path that materialises
+ * the B x H x T x S scores and their softmax; sdpa the fused kernel PyTorch 2
+ * dispatches to on the device (flash or memory-efficient on CUDA, flash on
+ * the CPU; math when none applies); flash the flash kernel always (the
+ * flash-attn package). TI_ATTN_DEFAULT: as ti_torch_version decides.
+ */
+typedef enum ti_memory_attention { TI_ATTN_DEFAULT, TI_ATTN_EAGER, TI_ATTN_SDPA, TI_ATTN_FLASH } ti_memory_attention;
+
+/*
  * The instruction set oneDNN (PyTorch's mkldnn) picks its CPU convolution
  * kernels for, named as ONEDNN_MAX_CPU_ISA names it. The kernels, and so
  * their scratch, differ: a backward a JIT kernel of the set cannot do runs
@@ -134,6 +145,12 @@ typedef struct ti_memory_options {
 	size_t checkpoint_count;
 	int64_t accumulate;              /* gradient accumulation over this many micro-batches; 0 or 1: none */
 	int kv_cache;                    /* inference: 0 a KV cache when attention is causal, 1 always, -1 never */
+	ti_dtype kv_dtype;               /* the KV cache's elements in this dtype; 0: the keys' and values' own */
+	int64_t kv_tokens;               /* > 0: each attention step caches this many tokens, not the keys' length
+	                                    (a decode step at length 1 with the cache of the whole context) */
+	int64_t kv_window;               /* > 0: no attention step caches more than this many tokens (a sliding
+	                                    window on every layer) */
+	ti_memory_attention attention;   /* the attention kernel; TI_ATTN_DEFAULT: as torch decides */
 	ti_dtype amp;                    /* torch.autocast to this dtype (bfloat16, float16); 0: none */
 	const ti_dtype *param_dtypes;    /* per model parameter (ti_model_params order): its dtype as a checkpoint
 	                                    holds it, 0 as described; NULL: all as described (--dtype still wins) */
@@ -164,6 +181,9 @@ int ti_torch_version_parse(const char *name);
 ti_torch_version ti_memory_torch(const ti_memory_options *options);
 /* The optimizer implementation PyTorch picks when none is asked for: foreach for 2.x on CUDA, else for-loop. */
 ti_memory_impl ti_memory_default_impl(const ti_memory_options *options);
+
+/* "eager", "sdpa", "flash" ("default" for TI_ATTN_DEFAULT); NULL past the end. */
+const char *ti_memory_attention_name(ti_memory_attention a);
 
 /* Names of the optimizers and implementations as the command line spells them; NULL past the end. */
 const char *ti_memory_optimizer_name(ti_memory_optimizer o);
@@ -223,8 +243,11 @@ typedef struct ti_memory_report {
 	int64_t optimizer_state;
 	int64_t activations;      /* saved for backward at the end of forward; 0 in inference */
 	int64_t communication;    /* DDP's gradient buckets, ZeRO-2's reduce bucket (per rank) */
-	int64_t kv_cache;         /* keys and values of every attention step at the bound length (inference) */
+	int64_t kv_cache;         /* keys and values of every attention step at the bound length (inference),
+	                             or at kv_tokens, capped by kv_window, in kv_dtype */
 	int kv_sites, kv_causal;  /* attention steps found; how many mask their scores */
+	int kv_unsized;           /* with kv_tokens or kv_window: sites whose length is unknown (left at the bound
+	                             length) */
 	int64_t peak;             /* the most bytes live at any moment of the step */
 	int64_t peak_low, peak_high; /* the range the peak lies in: the least and the most peak under the alternatives
 	                                of what is uncertain and covered, widened by the rules' tolerance */

@@ -19,7 +19,8 @@
 enum {
 	OPT_HELP = 1, OPT_JSON, OPT_RAW, OPT_BIND, OPT_INPUT, OPT_MODE, OPT_OPTIMIZER, OPT_IMPL, OPT_DEVICE, OPT_DTYPE,
 	OPT_TRAINABLE, OPT_FROZEN, OPT_DEVICE_MEMORY, OPT_FIT, OPT_TOP, OPT_CHECKPOINT, OPT_ACCUMULATE, OPT_KV_CACHE, OPT_OVERHEAD, OPT_TRUST, OPT_DEPTH, OPT_WORLD, OPT_STRATEGY,
-	OPT_BUCKET, OPT_WRAP, OPT_PLOT, OPT_FORCE, OPT_AMP, OPT_MICRO, OPT_WEIGHTS, OPT_CPU_ISA, OPT_TORCH
+	OPT_BUCKET, OPT_WRAP, OPT_PLOT, OPT_FORCE, OPT_AMP, OPT_MICRO, OPT_WEIGHTS, OPT_CPU_ISA, OPT_TORCH,
+	OPT_BATCH, OPT_CONTEXT, OPT_KV_DTYPE, OPT_SLIDING_WINDOW, OPT_ATTN
 };
 
 static const cli_option options[] = {
@@ -43,6 +44,11 @@ static const cli_option options[] = {
 	{"checkpoint", 0, OPT_VALUE, OPT_CHECKPOINT},
 	{"accumulate", 0, OPT_VALUE, OPT_ACCUMULATE},
 	{"kv-cache", 0, OPT_VALUE, OPT_KV_CACHE},
+	{"batch", 0, OPT_VALUE, OPT_BATCH},
+	{"context", 0, OPT_VALUE, OPT_CONTEXT},
+	{"kv-dtype", 0, OPT_VALUE, OPT_KV_DTYPE},
+	{"sliding-window", 0, OPT_VALUE, OPT_SLIDING_WINDOW},
+	{"attn", 0, OPT_VALUE, OPT_ATTN},
 	{"overhead", 0, OPT_VALUE, OPT_OVERHEAD},
 	{"trust", 0, OPT_FLAG, OPT_TRUST},
 	{"depth", 0, OPT_VALUE, OPT_DEPTH},
@@ -81,6 +87,11 @@ static const char help[] =
 	"\n"
 	"options:\n"
 	"  --bind NAME=N        a value for a symbol of the description (every one is needed)\n"
+	"  --batch B            a language model's batch: --bind B=B (the Hugging Face\n"
+	"                       templates' symbol; an error when the description has none)\n"
+	"  --context T          its context length: --bind T=T; in inference, beside the\n"
+	"                       prefill (the whole context at once) the decode step: one\n"
+	"                       new token with the KV cache of T tokens (\"decode\")\n"
 	"  --input NAME=SHAPE[:DTYPE]\n"
 	"                       an input's shape (8x3x224x224) and dtype, for the description's\n"
 	"  --mode infer|train   inference under no_grad (default), or a training step\n"
@@ -120,6 +131,14 @@ static const char help[] =
 	"  --kv-cache auto|on|off  inference: hold the keys and values of every attention\n"
 	"                       step at the bound length, as generation does (auto: when\n"
 	"                       an attention step masks its scores: a decoder)\n"
+	"  --kv-dtype DT        the KV cache's elements: float16, bfloat16, float32, int8,\n"
+	"                       fp8 (default: --dtype, else the keys' and values' own)\n"
+	"  --sliding-window W   no attention layer caches more than W tokens (Mistral's\n"
+	"                       sliding_window; layers that alternate need a template that\n"
+	"                       marks them, so this caps every layer)\n"
+	"  --attn eager|sdpa|flash  the attention kernel: eager materialises the B x H x T\n"
+	"                       x T scores; sdpa the fused kernel PyTorch 2 picks for the\n"
+	"                       device; flash always the flash kernel (default: as --torch)\n"
 	"  --trainable GLOB     only these parameters train (repeatable; fine-tuning)\n"
 	"  --frozen GLOB        these parameters do not train: no gradient, no state\n"
 	"  --checkpoint GLOB    activation checkpointing of the modules whose path matches\n"
@@ -132,8 +151,11 @@ static const char help[] =
 	"                       peak against --device-memory (default context=500MiB,\n"
 	"                       cublas=32MiB, cudnn=0; repeatable, replaces a default)\n"
 	"  --device-memory SIZE a size (80GiB, 24GB) or a GPU (H100-80GB, A100-40GB, L4,\n"
-	"                       RTX-4090, ...): say whether the peak fits; exit 1 if not\n"
+	"                       RTX-4090, ...): say whether the peak fits; exit 1 if not;\n"
+	"                       a comma list (H100-80GB,L4) gives a row per device and\n"
+	"                       exits 1 unless the step fits every one\n"
 	"  --fit SYMBOL         the largest value of SYMBOL whose peak fits --device-memory\n"
+	"                       (each listed device's)\n"
 	"  --top N              the N largest tensors live at the peak (default 8)\n"
 	"  --depth N            a row per module down to depth N: its weights and what its\n"
 	"                       calls keep for backward at the end of forward\n"
@@ -154,6 +176,13 @@ typedef struct memory_args {
 	bool force;
 	int64_t device_bytes;
 	const char *device_name, *device_text;
+	/* --device-memory A,B,...: every device; device_* above is the one being fitted or printed */
+	struct device { char text[64]; const char *gpu; int64_t bytes; int64_t fit_value, need; int verdict; } devices[16];
+	int device_count;
+	/* --batch, --context: the LLM templates' B and T */
+	int64_t batch, context;
+	/* --context in inference: the decode step (a token with the cache of the whole context), done when set */
+	struct decode { bool done; int64_t tokens, peak, need, kv_cache, weights, activations; } decode;
 	const char *fit;
 	bool no_fit_line;        /* --fit found none: its own lines say so, not print_text's */
 	int top, depth;
@@ -170,7 +199,17 @@ typedef struct memory_args {
 	/* what the command line gave, for the checks across options */
 	size_t ntrain, nfrozen, ncheck, nwrap;
 	bool optimizer_given, impl_given, kv_given, overhead_given, device_given, cpu_isa_given, trust;
+	bool kv_dtype_given;
+	char window_note[240];   /* a Hugging Face config's sliding_window that --sliding-window did not apply, or "" */
 } memory_args;
+
+/* Device i of --device-memory becomes the one fitted and printed. */
+static void use_device(memory_args *a, int i)
+{
+	a->device_bytes = a->devices[i].bytes;
+	a->device_name = a->devices[i].gpu;
+	a->device_text = a->devices[i].text;
+}
 
 /* PyTorch 2.x on a recent GPU: the context's own memory (driver, kernels; 300-700 MiB by GPU and version), cuBLAS's workspace. */
 static const struct overhead default_overheads[] = {
@@ -461,6 +500,12 @@ static void print_settings(const memory_args *a, const ti_memory_report *r)
 		printf("%s'%s'", i ? " " : ", frozen ", o->frozen[i]);
 	for (size_t i = 0; i < o->trainable_count; i++)
 		printf("%s'%s'", i ? " " : ", training only ", o->trainable[i]);
+	if (o->kv_dtype && (a->kv_dtype_given || o->mode == TI_MEMORY_INFER))
+		printf(", KV cache %s", ti_dtype_name(o->kv_dtype));
+	if (o->kv_window)
+		printf(", sliding window %lld", (long long)o->kv_window);
+	if (o->attention)
+		printf(", attention %s", ti_memory_attention_name(o->attention));
 	if (o->device == TI_MEMORY_CUDA)
 		printf(", cuda");
 	else
@@ -502,6 +547,36 @@ static void add_settings(cJSON *root, const memory_args *a)
 	add_globs(st, "trainable", o->trainable, o->trainable_count);
 }
 
+/* --device-memory A,B,...: a row per device, in the order given (each one's need and, with --fit, value). */
+static int print_devices(const memory_args *a)
+{
+	static const cli_column cols[] = {
+		{"DEVICE", CLI_LEFT, 0}, {"MEMORY", CLI_RIGHT, 0}, {"NEEDS", CLI_RIGHT, 0}, {"", CLI_LEFT, 0}, {"", CLI_RIGHT, 0},
+	};
+	cli_table t;
+	char fit_head[80];
+	snprintf(fit_head, sizeof(fit_head), "LARGEST %s", a->fit ? a->fit : "");
+	cli_column c[5];
+	memcpy(c, cols, sizeof(c));
+	c[3].header = "VERDICT";
+	c[4].header = a->fit ? fit_head : "";
+	printf("\n");
+	cli_table_init(&t, c, a->fit ? 5 : 4);
+	for (int i = 0; i < a->device_count; i++) {
+		const struct device *d = &a->devices[i];
+		char mem[32], need[32], verdict[64], value[32];
+		if (d->verdict == EXIT_OK)
+			snprintf(verdict, sizeof(verdict), "fits (%.1f %%)", 100.0 * (double)d->need / (double)d->bytes);
+		else
+			snprintf(verdict, sizeof(verdict), "%s", d->verdict == EXIT_UNDECIDED ? "cannot tell" : "does not fit");
+		snprintf(value, sizeof(value), "%lld", (long long)d->fit_value);
+		const char *row[] = {d->gpu ? d->gpu : d->text, cli_bytes(d->bytes, mem, sizeof(mem)),
+		                     cli_bytes(d->need, need, sizeof(need)), verdict, a->fit && d->fit_value ? value : "none"};
+		cli_table_add(&t, row);
+	}
+	return cli_table_flush(&t);
+}
+
 static int print_text(const memory_args *a, const ti_memory_report *r)
 {
 	char b1[32], b2[32];
@@ -519,10 +594,19 @@ static int print_text(const memory_args *a, const ti_memory_report *r)
 		const char *row[] = {x->name, bytes, rule};
 		cli_table_add(&t, row);
 	}
+	if (a->decode.done) {
+		char rule[300], w[32], kv[32], act[32];
+		snprintf(rule, sizeof(rule), "a decode step: one new token beside the KV cache of %lld tokens; weights %s + "
+		         "KV cache %s + its own activations %s (the peak above: the prefill, the whole context at once)",
+		         (long long)a->decode.tokens, cli_bytes(a->decode.weights, w, sizeof(w)),
+		         cli_bytes(a->decode.kv_cache, kv, sizeof(kv)), cli_bytes(a->decode.activations, act, sizeof(act)));
+		const char *row[] = {"decode", cli_bytes(a->decode.peak, b1, sizeof(b1)), rule};
+		cli_table_add(&t, row);
+	}
 	int rc = cli_table_flush(&t);
 	if (rc)
 		return rc;
-	printf("\npeak %s%s during %s, at %s\n", r->unit_count ? "" : "at least ", cli_bytes(r->peak, b1, sizeof(b1)),
+	printf("\n%speak %s%s during %s, at %s\n", a->decode.done ? "prefill " : "", r->unit_count ? "" : "at least ", cli_bytes(r->peak, b1, sizeof(b1)),
 	       ti_memory_phase_name(r->peak_phase), r->peak_step);
 	print_range(r);
 	if (o->pipeline > 1) {
@@ -574,9 +658,13 @@ static int print_text(const memory_args *a, const ti_memory_report *r)
 	sparkline(r, 60);
 	for (size_t i = 0; i < r->note_count; i++)
 		printf("note: %s\n", r->notes[i]);
+	if (a->window_note[0])
+		printf("note: %s\n", a->window_note);
 	if (a->weights)
 		printf("note: weights as %s holds them: %zu of %zu parameters found there, the others as described\n",
 		       a->weights, a->matched, a->param_count);
+	if (a->device_count > 1 && !a->no_fit_line)
+		return print_devices(a);
 	if (a->device_bytes && !a->no_fit_line)
 		print_fit(a, r, device_need(a, r));
 	return EXIT_OK;
@@ -619,6 +707,24 @@ static int print_json_doc(const memory_args *a, const ti_memory_report *r, int64
 	cJSON_AddNumberToObject(root, "communication", (double)r->communication);
 	cJSON_AddNumberToObject(root, "kv_cache", (double)r->kv_cache);
 	cJSON_AddNumberToObject(root, "peak", (double)r->peak);
+	if (a->decode.done) {
+		/* the peak above is the prefill's; a decode step holds the cache of the whole context */
+		cJSON_AddNumberToObject(root, "decode_peak", (double)a->decode.peak);
+		cJSON *d = cJSON_AddObjectToObject(root, "decode");
+		cJSON_AddNumberToObject(d, "tokens", (double)a->decode.tokens);
+		cJSON_AddNumberToObject(d, "weights", (double)a->decode.weights);
+		cJSON_AddNumberToObject(d, "kv_cache", (double)a->decode.kv_cache);
+		cJSON_AddNumberToObject(d, "activations", (double)a->decode.activations);
+		cJSON_AddNumberToObject(d, "peak", (double)a->decode.peak);
+		if (a->device_bytes)
+			cJSON_AddNumberToObject(d, "device_need", (double)a->decode.need);
+	}
+	if (o->kv_dtype && o->mode == TI_MEMORY_INFER)
+		cJSON_AddStringToObject(root, "kv_dtype", ti_dtype_name(o->kv_dtype));
+	if (o->kv_window)
+		cJSON_AddNumberToObject(root, "sliding_window", (double)o->kv_window);
+	if (o->attention)
+		cJSON_AddStringToObject(root, "attention", ti_memory_attention_name(o->attention));
 	add_range(root, r);
 	if (o->device == TI_MEMORY_CUDA) {
 		cJSON_AddNumberToObject(root, "reserved_peak", (double)r->reserved_peak);
@@ -675,6 +781,8 @@ static int print_json_doc(const memory_args *a, const ti_memory_report *r, int64
 	cJSON *notes = cJSON_AddArrayToObject(root, "notes");
 	for (size_t i = 0; i < r->note_count; i++)
 		cJSON_AddItemToArray(notes, cJSON_CreateString(r->notes[i]));
+	if (a->window_note[0])
+		cJSON_AddItemToArray(notes, cJSON_CreateString(a->window_note));
 	if (a->device_bytes) {
 		cJSON_AddNumberToObject(root, "device_memory", (double)a->device_bytes);
 		cJSON_AddNumberToObject(root, "device_need", (double)device_need(a, r));
@@ -688,6 +796,24 @@ static int print_json_doc(const memory_args *a, const ti_memory_report *r, int64
 		cJSON *f = cJSON_AddObjectToObject(root, "fit");
 		cJSON_AddStringToObject(f, "symbol", a->fit);
 		cJSON_AddNumberToObject(f, "value", (double)fit_value);
+	}
+	if (a->device_count > 1) {
+		/* every device of --device-memory, in the order given; the figures above are device_memory's */
+		cJSON *list = cJSON_AddArrayToObject(root, "devices");
+		for (int i = 0; i < a->device_count; i++) {
+			const struct device *d = &a->devices[i];
+			cJSON *x = cJSON_CreateObject();
+			cJSON_AddStringToObject(x, "device", d->gpu ? d->gpu : d->text);
+			cJSON_AddNumberToObject(x, "device_memory", (double)d->bytes);
+			cJSON_AddNumberToObject(x, "device_need", (double)d->need);
+			if (d->verdict == EXIT_UNDECIDED)
+				cJSON_AddNullToObject(x, "fits");
+			else
+				cJSON_AddBoolToObject(x, "fits", d->verdict == EXIT_OK);
+			if (a->fit)
+				cJSON_AddNumberToObject(x, "fit_value", (double)d->fit_value);
+			cJSON_AddItemToArray(list, x);
+		}
 	}
 	cJSON *timeline = cJSON_AddArrayToObject(root, "timeline");
 	for (size_t i = 0; i < r->point_count; i++) {
@@ -945,6 +1071,34 @@ static ti_cpu_isa host_cpu_isa(void)
 	return max > (int)isa ? (ti_cpu_isa)max : isa; /* the enum runs from the largest set down */
 }
 
+/* --device-memory SIZE|GPU[,SIZE|GPU...]: each into a->devices; the first is the one a single device uses. */
+static int parse_devices(memory_args *a, const char *value)
+{
+	a->device_count = 0;
+	for (const char *p = value; *p;) {
+		size_t n = strcspn(p, ",");
+		struct device *d = &a->devices[a->device_count];
+		if (a->device_count == 16)
+			return cli_usage_error("memory: --device-memory lists more than 16 devices");
+		if (!n || n >= sizeof(d->text))
+			return cli_usage_error("memory: --device-memory wants SIZE or GPU names separated by commas, not '%s'",
+			                       value);
+		snprintf(d->text, sizeof(d->text), "%.*s", (int)n, p);
+		ti_error err;
+		ti_error_clear(&err);
+		if (ti_memory_parse_size(d->text, &d->bytes, &d->gpu, &err) || !d->bytes)
+			return cli_usage_error("memory: --device-memory %s", err.message[0] ? err.message : "must be more than 0");
+		a->device_count++;
+		p += n;
+		if (*p == ',' && !*++p)
+			return cli_usage_error("memory: --device-memory '%s' ends with a comma", value);
+	}
+	if (!a->device_count)
+		return cli_usage_error("memory: --device-memory wants a size or a GPU");
+	use_device(a, 0);
+	return EXIT_OK;
+}
+
 /* The command line into a, each option on its own: 0, or the exit status. */
 static int parse_args(int argc, char **argv, memory_args *a)
 {
@@ -1036,12 +1190,45 @@ static int parse_args(int argc, char **argv, memory_args *a)
 			else
 				a->frozen[a->nfrozen++] = value;
 			break;
-		case OPT_DEVICE_MEMORY: {
-			ti_error err;
-			ti_error_clear(&err);
-			if (ti_memory_parse_size(value, &a->device_bytes, &a->device_name, &err) || !a->device_bytes)
-				return cli_usage_error("memory: --device-memory %s", err.message[0] ? err.message : "must be more than 0");
-			a->device_text = value;
+		case OPT_DEVICE_MEMORY:
+			if ((rc = parse_devices(a, value)))
+				return rc;
+			break;
+		case OPT_BATCH:
+		case OPT_CONTEXT: {
+			int64_t v;
+			char bind[96];
+			if ((rc = parse_count(id == OPT_BATCH ? "batch" : "context", "a number", value, 1, CLI_MODEL_MAX_BIND, &v)))
+				return rc;
+			*(id == OPT_BATCH ? &a->batch : &a->context) = v;
+			snprintf(bind, sizeof(bind), "%s=%lld", id == OPT_BATCH ? "B" : "T", (long long)v);
+			if ((rc = cli_model_bind(&a->cm, bind)))
+				return rc;
+			break;
+		}
+		case OPT_KV_DTYPE: {
+			/* the names people use for a quantized cache: int8, fp8 (vLLM's kv_cache_dtype) */
+			static const char *const names[] = {"float16", "bfloat16", "float32", "int8", "fp8", "fp16", "bf16",
+			                                    "fp32", "float8_e4m3fn", "float8_e5m2", NULL};
+			static const ti_dtype dtypes[] = {TI_DT_FLOAT16, TI_DT_BFLOAT16, TI_DT_FLOAT32, TI_DT_INT8,
+			                                  TI_DT_FLOAT8_E4M3FN, TI_DT_FLOAT16, TI_DT_BFLOAT16, TI_DT_FLOAT32,
+			                                  TI_DT_FLOAT8_E4M3FN, TI_DT_FLOAT8_E5M2};
+			if ((rc = parse_choice("kv-dtype", value, names, &choice)))
+				return rc;
+			a->o.kv_dtype = dtypes[choice];
+			a->kv_dtype_given = true;
+			break;
+		}
+		case OPT_SLIDING_WINDOW:
+			if ((rc = parse_count("sliding-window", "a number of tokens", value, 1, CLI_MODEL_MAX_BIND,
+			                      &a->o.kv_window)))
+				return rc;
+			break;
+		case OPT_ATTN: {
+			static const char *const names[] = {"eager", "sdpa", "flash", NULL};
+			if ((rc = parse_choice("attn", value, names, &choice)))
+				return rc;
+			a->o.attention = (ti_memory_attention)(choice + 1);
 			break;
 		}
 		case OPT_FIT:
@@ -1157,16 +1344,25 @@ static int parse_args(int argc, char **argv, memory_args *a)
 	return 0;
 }
 
+/* Any GPU of --device-memory: the step runs on cuda. */
+static const char *any_gpu(const memory_args *a)
+{
+	for (int i = 0; i < a->device_count; i++)
+		if (a->devices[i].gpu)
+			return a->devices[i].text;
+	return NULL;
+}
+
 /* The options against each other, and what follows from them (--device-memory GPU: cuda): 0 or the exit status. */
 static int check_args(memory_args *a)
 {
 	if (!a->cm.file)
 		return cli_usage_error("memory: no MODEL.json given (see 'tinspect memory --help')");
 	/* a GPU's memory is a CUDA step's: --device-memory RTX-4090 implies --device cuda */
-	if (a->device_name && a->device_given && a->o.device != TI_MEMORY_CUDA)
+	if (any_gpu(a) && a->device_given && a->o.device != TI_MEMORY_CUDA)
 		return cli_usage_error("memory: --device-memory %s is a GPU, but --device says otherwise: drop --device or "
-		                       "give a size (24GiB)", a->device_text);
-	if (a->device_name)
+		                       "give a size (24GiB)", any_gpu(a));
+	if (any_gpu(a))
 		a->o.device = TI_MEMORY_CUDA;
 	if (a->cpu_isa_given && a->o.device != TI_MEMORY_CPU)
 		return cli_usage_error("memory: --cpu-isa applies to --device cpu only");
@@ -1200,8 +1396,17 @@ static int check_args(memory_args *a)
 		return cli_usage_error("memory: --wrap applies to --strategy zero3 or fsdp");
 	if (a->force && !a->plot)
 		return cli_usage_error("memory: -f replaces the --plot file: give --plot FILE.svg");
-	if (a->o.mode == TI_MEMORY_TRAIN && a->kv_given)
-		return cli_usage_error("memory: --kv-cache applies to --mode infer only");
+	if (a->o.mode == TI_MEMORY_TRAIN && (a->kv_given || a->kv_dtype_given || a->o.kv_window))
+		return cli_usage_error("memory: --%s applies to --mode infer only",
+		                       a->kv_given ? "kv-cache" : a->kv_dtype_given ? "kv-dtype" : "sliding-window");
+	if (a->o.kv_cache < 0 && (a->kv_dtype_given || a->o.kv_window))
+		return cli_usage_error("memory: --%s sizes the KV cache, and --kv-cache off leaves it out",
+		                       a->kv_dtype_given ? "kv-dtype" : "sliding-window");
+	if (a->fit && ((a->batch && !strcmp(a->fit, "B")) || (a->context && !strcmp(a->fit, "T"))))
+		return cli_usage_error("memory: --fit %s searches its value: drop --%s", a->fit,
+		                       !strcmp(a->fit, "B") ? "batch" : "context");
+	if (!a->kv_dtype_given && a->o.dtype)
+		a->o.kv_dtype = a->o.dtype; /* a model loaded in bfloat16 caches in bfloat16 */
 	if (a->o.device != TI_MEMORY_CUDA && a->overhead_given)
 		return cli_usage_error("memory: --overhead applies to --device cuda only");
 	if (a->fit && !a->device_bytes)
@@ -1279,6 +1484,155 @@ out:
 	return rc;
 }
 
+/*
+ * --batch and --context bind the templates' B and T: a description without
+ * them is a usage error that says so (a plain --bind of an unknown symbol
+ * is only noticed by `shapes`). Opens and runs a copy of the description.
+ */
+static int check_llm_symbols(memory_args *a)
+{
+	if (!a->batch && !a->context)
+		return EXIT_OK;
+	int rc = cli_model_open(&a->cm);
+	if (rc)
+		return rc;
+	ti_error err;
+	ti_error_clear(&err);
+	const ti_model_report *rep;
+	if (!ti_model_run(a->cm.model, &rep, &err) && !rep->failed && ti_model_check_binds(a->cm.model, &err)) {
+		bool batch = a->batch && strstr(err.message, "'B'");
+		rc = cli_usage_error("memory: --%s binds the symbol %s: %s; give the description's with --bind NAME=VALUE",
+		                     batch ? "batch" : "context", batch ? "B" : "T", err.message);
+	}
+	ti_model_close(a->cm.model);
+	a->cm.model = NULL;
+	return rc;
+}
+
+/*
+ * A Hugging Face config whose attention slides (sliding_window, unless
+ * use_sliding_window is false) over fewer tokens than the context: the
+ * templates do not carry it, so a note says what --sliding-window would
+ * change. Nothing for a description, or when the option is given.
+ */
+static void window_note(memory_args *a, int64_t kv_cache)
+{
+	a->window_note[0] = '\0';
+	int64_t tokens = 0;
+	for (int i = 0; i < a->cm.bind_count; i++)
+		if (!strcmp(a->cm.bind_names[i], "T"))
+			tokens = a->cm.bind_values[i];
+	if (a->o.kv_window || !kv_cache || !tokens || a->o.mode != TI_MEMORY_INFER)
+		return;
+	char buf[4096];
+	char *text;
+	size_t size;
+	const char *path = cli_hf_config_path(a->cm.file, buf, sizeof(buf));
+	if (cli_model_read(path, &text, &size))
+		return;
+	cJSON *root = cJSON_ParseWithLength(text, size);
+	free(text);
+	const cJSON *w = cJSON_GetObjectItemCaseSensitive(root, "sliding_window");
+	const cJSON *use = cJSON_GetObjectItemCaseSensitive(root, "use_sliding_window");
+	bool alternates = cJSON_GetObjectItemCaseSensitive(root, "layer_types") ||
+	                  cJSON_GetObjectItemCaseSensitive(root, "sliding_window_pattern");
+	if (cJSON_GetObjectItemCaseSensitive(root, "model_type") && cJSON_IsNumber(w) && w->valuedouble >= 1 &&
+	    w->valuedouble < (double)tokens && !cJSON_IsFalse(use))
+		snprintf(a->window_note, sizeof(a->window_note),
+		         "config.json slides attention over %.0f tokens%s: the KV cache above holds all %lld; "
+		         "--sliding-window %.0f caps it as a sliding-window cache keeps it",
+		         w->valuedouble, alternates ? " on some layers" : "", (long long)tokens, w->valuedouble);
+	cJSON_Delete(root);
+}
+
+/*
+ * The decode step of --context: the step again at T = 1, the KV cache of
+ * every attention step holding the whole context (kv_tokens), into
+ * a->decode. Nothing when the step has no KV cache (not a decoder, --kv-cache
+ * off) or T is not bound. The model is opened again: an earlier report dies.
+ */
+static int decode_step(memory_args *a, ti_error *err)
+{
+	int slot = -1;
+	for (int i = 0; i < a->cm.bind_count; i++)
+		if (!strcmp(a->cm.bind_names[i], "T"))
+			slot = i;
+	if (slot < 0 || a->o.mode != TI_MEMORY_INFER)
+		return EXIT_OK;
+	int64_t context = a->cm.bind_values[slot];
+	ti_memory_options saved = a->o;
+	a->cm.bind_values[slot] = 1;
+	a->o.kv_tokens = context;
+	a->o.kv_cache = 1; /* the prefill found a decoder; at one token there is nothing left to mask */
+	const ti_memory_report *r;
+	int rc = estimate(a, &r, err, true);
+	a->cm.bind_values[slot] = context;
+	a->o = saved;
+	if (rc)
+		return rc;
+	a->decode.done = true;
+	a->decode.tokens = context;
+	a->decode.peak = r->peak;
+	a->decode.need = device_need(a, r);
+	a->decode.kv_cache = r->kv_cache;
+	a->decode.weights = r->weights;
+	int64_t act = r->peak - r->weights - r->kv_cache - r->inputs;
+	a->decode.activations = act > 0 ? act : 0;
+	return EXIT_OK;
+}
+
+/*
+ * --device-memory A,B,...: each device's need and verdict, and with --fit its
+ * largest value. The one printed in full (primary, the largest: *r, at
+ * fit_value) is estimated again at the end, as the searches reopen the model.
+ */
+static int device_rows(memory_args *a, int primary, int64_t fit_value, const ti_memory_report **r, ti_error *err)
+{
+	int64_t need = device_need(a, *r);
+	int rc;
+	for (int i = 0; i < a->device_count; i++) {
+		struct device *d = &a->devices[i];
+		if (!a->fit || i == primary) {
+			use_device(a, i);
+			d->need = need;
+			d->fit_value = fit_value;
+			d->verdict = fit_verdict(a, *r, need);
+		}
+	}
+	use_device(a, primary);
+	if (!a->fit)
+		return EXIT_OK;
+	int slot = bind_slot(a, a->fit);
+	if (slot < 0)
+		return cli_usage_error("memory: more than %d --bind options", CLI_MODEL_MAX_BINDS);
+	for (int i = 0; i < a->device_count; i++) {
+		struct device *d = &a->devices[i];
+		if (i == primary)
+			continue;
+		use_device(a, i);
+		bool fits;
+		if ((rc = fit_search(a, &d->fit_value, r)))
+			return rc;
+		if (!d->fit_value && (rc = probe(a, slot, 1, &fits, r)))
+			return rc;
+		d->need = device_need(a, *r);
+		d->verdict = d->fit_value ? fit_verdict(a, *r, d->need) : EXIT_NEGATIVE;
+	}
+	use_device(a, primary);
+	a->cm.bind_values[slot] = fit_value;
+	return estimate(a, r, err, true);
+}
+
+/* The devices' verdict: one that does not fit makes it 1 (a CI check wants every target), else one that cannot tell. */
+static int devices_verdict(const memory_args *a)
+{
+	int worst = EXIT_OK;
+	for (int i = 0; i < a->device_count; i++)
+		if (a->devices[i].verdict == EXIT_NEGATIVE || (a->devices[i].verdict == EXIT_UNDECIDED && worst == EXIT_OK))
+			worst = a->devices[i].verdict;
+	return worst;
+}
+
 /* The answer: text or JSON, the plot, and whether it fits the device. */
 static int print_result(memory_args *a, const ti_memory_report *r, int64_t fit_value)
 {
@@ -1292,7 +1646,9 @@ static int print_result(memory_args *a, const ti_memory_report *r, int64_t fit_v
 		                        a->device_bytes ? device_need(a, r) : 0};
 		rc = cli_memory_plot_file(r, a->cm.file, &limit, a->plot, inputs, 1, a->force);
 	}
-	if (!rc && a->device_bytes)
+	if (!rc && a->device_count > 1)
+		rc = devices_verdict(a);
+	else if (!rc && a->device_bytes)
 		rc = fit_verdict(a, r, device_need(a, r));
 	return rc;
 }
@@ -1324,12 +1680,15 @@ int cmd_memory(int argc, char **argv)
 	if (!described && (rc = cli_check_input(a.cm.file)))
 		return rc;
 	if (!described) {
-		const char *needs = a.fit ? "--fit" : a.cm.bind_count ? "--bind" : a.ncheck ? "--checkpoint"
+		const char *needs = a.fit ? "--fit" : a.batch ? "--batch" : a.context ? "--context"
+		                  : a.cm.bind_count ? "--bind" : a.ncheck ? "--checkpoint"
 		                  : a.o.accumulate ? "--accumulate" : a.kv_given ? "--kv-cache" : a.ntrain ? "--trainable"
 		                  : a.nfrozen ? "--frozen" : a.o.device == TI_MEMORY_CUDA ? "--device cuda"
 		                  : a.depth ? "--depth" : a.o.strategy ? "--strategy" : a.plot ? "--plot"
 		                  : a.o.amp ? "--amp" : a.o.tensor_parallel || a.o.pipeline ? "--strategy"
-		                  : a.weights ? "--weights" : NULL;
+		                  : a.weights ? "--weights" : a.kv_dtype_given ? "--kv-dtype"
+		                  : a.o.kv_window ? "--sliding-window" : a.o.attention ? "--attn"
+		                  : a.device_count > 1 ? "--device-memory with several devices" : NULL;
 		if (needs)
 			return cli_usage_error("memory: %s needs a model description; %s is a checkpoint", needs, a.cm.file);
 		return from_checkpoint(&a, a.trust);
@@ -1353,7 +1712,26 @@ int cmd_memory(int argc, char **argv)
 	int64_t fit_value;
 	bool said = false;
 	ti_error err;
+	ti_error_clear(&err);
+	/* several devices: the largest is fitted and printed in full, the others in a row each */
+	int primary = 0;
+	for (int i = 1; i < a.device_count; i++)
+		if (a.devices[i].bytes > a.devices[primary].bytes)
+			primary = i;
+	if (a.device_count)
+		use_device(&a, primary);
+	if ((rc = check_llm_symbols(&a)))
+		goto done;
 	rc = estimate_step(&a, &r, &fit_value, &said, &err);
+	if (!rc && !said && a.device_count > 1)
+		rc = device_rows(&a, primary, fit_value, &r, &err);
+	if (!rc && !said)
+		window_note(&a, r->kv_cache);
+	if (!rc && !said && (a.batch || a.context) && r->kv_cache) {
+		/* the decode step reopens the model: the prefill's report is made again after it */
+		if (!(rc = decode_step(&a, &err)))
+			rc = estimate(&a, &r, &err, true);
+	}
 	if (rc < 0)
 		rc = report_failure(&a, rc, &err);
 	else if (!rc && !said)

@@ -79,7 +79,7 @@ static int new_tensor(mem_builder *b, int64_t bytes, int storage, const char *na
 	                        b->tensor_count + 1))
 		return -1;
 	int id = (int)b->tensor_count++;
-	b->tensors[id] = (mem_tensor){bytes, storage, false, -1, -1, 4, true, false, false, name};
+	b->tensors[id] = (mem_tensor){bytes, storage, false, -1, -1, 4, true, false, false, name, 0};
 	return id;
 }
 
@@ -107,8 +107,16 @@ void mem_tensor_dtype(mem_builder *b, int id, ti_dtype dtype)
 	b->tensors[id].floating = ti_dtype_is_floating(dtype);
 }
 
+/* A meta tensor's second-to-last size: the rows a value of attention holds (its tokens), 0 when it has none. */
+static int64_t meta_rows(const ti_meta_tensor *t)
+{
+	return t->ndim >= 2 ? t->shape[t->ndim - 2].value : 0;
+}
+
 int mem_tensor_bind(mem_builder *b, const ti_meta_tensor *t, int id)
 {
+	if (id >= 0 && (size_t)id < b->tensor_count)
+		b->tensors[id].rows = meta_rows(t);
 	return map_put(b->arena, b->map, t, id);
 }
 
@@ -122,6 +130,7 @@ int mem_tensor_of(mem_builder *b, const ti_meta_tensor *t)
 	if (id < 0 || map_put(b->arena, b->map, t, id))
 		return -1;
 	mem_tensor_dtype(b, id, t->dtype);
+	b->tensors[id].rows = meta_rows(t);
 	return id;
 }
 

@@ -114,11 +114,21 @@ static const char *const sdpa_kernel_op[] = {
 	[SDPA_FLASH_CPU] = "_scaled_dot_product_flash_attention_for_cpu",
 };
 
+/* Whether F.scaled_dot_product_attention may run fused: PyTorch 2, or --attn sdpa|flash asks for it. */
+static bool sdpa_fusable(const mem_builder *b)
+{
+	ti_memory_attention a = b->options->attention;
+	return a == TI_ATTN_SDPA || a == TI_ATTN_FLASH || (a == TI_ATTN_DEFAULT && ti_memory_torch(b->options) == TI_TORCH_2);
+}
+
 static sdpa_kernel sdpa_choose(const mem_builder *b, const attn_shape *s, bool masked, double p)
 {
-	if (ti_memory_torch(b->options) != TI_TORCH_2)
+	if (!sdpa_fusable(b))
 		return SDPA_MATH;
 	int64_t hd = s->embed / s->heads, vd = s->vdim / s->heads;
+	/* flash-attn's own kernel: no scores whatever the dtype or mask (its sliding windows and masks are its own) */
+	if (b->options->attention == TI_ATTN_FLASH)
+		return b->options->device == TI_MEMORY_CPU ? SDPA_FLASH_CPU : SDPA_FLASH;
 	if (b->options->device == TI_MEMORY_CPU)
 		return p == 0 && hd == vd ? SDPA_FLASH_CPU : SDPA_MATH;
 	bool half = s->elsize == 2;
@@ -137,7 +147,7 @@ static int64_t round_up(int64_t n, int64_t to)
 
 /* One fused attention kernel on q, k, v laid out [B*H, T|S, hd]: its output [B*H, T, hd]. */
 static int sdpa_fused(mem_builder *b, const attn_shape *s, sdpa_kernel kern, int q, int k, int v, int mask,
-                      ti_error *err)
+                      bool causal, ti_error *err)
 {
 	int64_t bh = s->batch * s->heads, hd = s->embed / s->heads, vd = s->vdim / s->heads;
 	bool train = mem_training(b);
@@ -149,6 +159,7 @@ static int sdpa_fused(mem_builder *b, const attn_shape *s, sdpa_kernel kern, int
 	if (o < 0)
 		return -1;
 	mem_unit *u = &b->units[b->unit_count - 1];
+	u->causal = causal || mask >= 0;  /* for the KV cache: a decoder's attention (find_kv) */
 	u->fwd_scratch = train ? 0 : lse; /* made and let go when no gradient is wanted */
 	if (kern == SDPA_FLASH_CPU) {
 		/* one thread's blocks (sdp_utils_cpp's split sizes; the figures are of one thread) */
@@ -216,9 +227,9 @@ static int mha(mem_builder *b, const ti_module *m, const char *prefix, const att
 		return -1;
 	/* 2.x: without need_weights, F.scaled_dot_product_attention on q, k, v viewed [B, H, T, hd] */
 	bool torch2 = ti_memory_torch(b->options) == TI_TORCH_2;
-	sdpa_kernel kern = torch2 && !need_weights ? sdpa_choose(b, s, mask >= 0, p) : SDPA_MATH;
+	sdpa_kernel kern = !need_weights ? sdpa_choose(b, s, mask >= 0, p) : SDPA_MATH;
 	int weights = -1, scaled = -1;
-	int o = kern != SDPA_MATH ? sdpa_fused(b, s, kern, q, k, v, mask, err)
+	int o = kern != SDPA_MATH ? sdpa_fused(b, s, kern, q, k, v, mask, false, err)
 	                          : attention_core(b, s, q, k, v, mask, p, torch2 && !need_weights, &weights, &scaled, err);
 	if (o < 0)
 		return -1;
@@ -533,6 +544,12 @@ ti_status mem_expand_sdpa(mem_builder *b, const mem_event *ev, ti_error *err)
 	s.source = km->shape[km->ndim - 2].value;
 	s.embed = qm->shape[qm->ndim - 1].value;
 	s.vdim = vm->shape[vm->ndim - 1].value;
+	/* a decode step (kv_tokens): the new token attends over the cache, not over its own key alone */
+	int64_t cached = b->options->kv_tokens;
+	if (b->options->kv_window > 0 && cached > b->options->kv_window)
+		cached = b->options->kv_window;
+	if (cached > s.source)
+		s.source = cached;
 	const ti_meta_tensor *mask = arg_tensor(c, "attn_mask");
 	double p = 0;
 	for (int i = 0; c->in.sig && i < c->in.sig->count; i++)
@@ -548,8 +565,19 @@ ti_status mem_expand_sdpa(mem_builder *b, const mem_event *ev, ti_error *err)
 			return err->code;
 	}
 	int q = mem_tensor_of(b, qm), k = mem_tensor_of(b, km), v = mem_tensor_of(b, vm);
+	if (kern == SDPA_MATH && qm->ndim >= 3 && km->ndim == qm->ndim && vm->ndim == qm->ndim &&
+	    km->shape[km->ndim - 3].value < qm->shape[qm->ndim - 3].value) {
+		/* grouped-query attention (enable_gqa, or Hugging Face's repeat_kv before an eager step): the math path
+		   repeats k and v to the query's heads, copies as large as q's, let go after the call */
+		int k_in[1] = {k}, v_in[1] = {v};
+		if ((k = mem_step(b, "repeat_interleave", k_in, 1, 0, bytes_of(&s, s.batch, s.source, s.embed), MEM_OUT_NEW,
+		                  false, 0, err)) < 0 ||
+		    (v = mem_step(b, "repeat_interleave", v_in, 1, 0, bytes_of(&s, s.batch, s.source, s.vdim), MEM_OUT_NEW,
+		                  false, 0, err)) < 0)
+			return err->code;
+	}
 	int scaled;
-	int out = kern != SDPA_MATH ? sdpa_fused(b, &s, kern, q, k, v, mask_id, err)
+	int out = kern != SDPA_MATH ? sdpa_fused(b, &s, kern, q, k, v, mask_id, arg_bool(c, "is_causal", false), err)
 	                            : attention_core(b, &s, q, k, v, mask_id, p, ti_memory_torch(b->options) == TI_TORCH_2,
 	                                             &weights, &scaled, err);
 	if (out < 0)

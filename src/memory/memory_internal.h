@@ -55,6 +55,8 @@ typedef struct mem_tensor {
 	bool split;                  /* tensor parallelism: this rank holds 1/K of it */
 	bool tp_shard;               /* a parameter split over the tensor-parallel ranks */
 	const char *name;            /* what produced it, for the report */
+	int64_t rows;                /* its meta tensor's second-to-last size (a value's length: the tokens it
+	                                holds, for the KV cache), 0 unknown */
 } mem_tensor;
 
 typedef enum mem_out_kind {
@@ -91,6 +93,7 @@ typedef struct mem_unit {
 	int segment;                 /* the checkpointed module it runs in, -1 none */
 	unsigned depends;            /* bit k: uncertainty kind k shapes its scratch and what it saves beside
 	                                (the instruction set a convolution's kernels are chosen for) */
+	bool causal;                 /* a fused attention kernel that masks its scores (is_causal or a mask) */
 } mem_unit;
 
 /* Builds units from events: the rules' side. */

@@ -313,7 +313,7 @@ typedef struct sim {
 	int64_t *module_acts;  /* per module: what its calls leave live at the end of forward */
 	size_t module_count;
 	int64_t kv_bytes;
-	int kv_sites, kv_causal;
+	int kv_sites, kv_causal, kv_unsized;
 	/* ZeRO-3 / FSDP: the wrapped units, each one's full parameter bytes and its first and last ledger unit */
 	struct fsdp_unit { const char *path; int64_t bytes; int first, last, gather; } *fsdp;
 	size_t fsdp_count;
@@ -797,38 +797,98 @@ static int back_through(const mem_builder *b, int t, const char *const *names, b
 }
 
 /*
+ * One site's cache: its keys' and values' bytes, at the length the options
+ * ask (kv_tokens, capped by kv_window) and in kv_dtype. The length the
+ * tensors have is the values' rows (attn [.., T, S] @ v [.., S, hd]: S);
+ * when it is unknown the bytes stay as they are and *unsized counts it.
+ */
+static int64_t kv_site_bytes(const sim *s, int key, int value, int *unsized)
+{
+	const mem_tensor *k = &s->b.tensors[key], *v = &s->b.tensors[value];
+	int64_t bytes = k->bytes + v->bytes, rows = v->rows;
+	int64_t tokens = s->opt->kv_tokens > 0 ? s->opt->kv_tokens : rows;
+	if (s->opt->kv_window > 0 && tokens > s->opt->kv_window)
+		tokens = s->opt->kv_window;
+	if (tokens != rows) {
+		if (rows <= 0 || bytes % rows)
+			(*unsized)++;
+		else if (!mem_mul(bytes / rows, tokens, &bytes))
+			return -1;
+	}
+	/* another element size: the same elements (keys and values share the model's dtype) */
+	if (s->opt->kv_dtype && k->elsize > 0 && bytes % k->elsize == 0 &&
+	    !mem_mul(bytes / k->elsize, (int64_t)ti_dtype_size(s->opt->kv_dtype), &bytes))
+		return -1;
+	return bytes;
+}
+
+/* The tensor a repeat (repeat_interleave, expand, repeat) of t was made from, through any number of them; else t. */
+static int before_repeats(const mem_builder *b, int t)
+{
+	static const char *const repeats[] = {"repeat_interleave", "expand", "repeat", NULL};
+	for (int guard = 0; t >= 0 && guard < 16; guard++) {
+		int p = b->tensors[t].producer;
+		if (p < 0 || !op_in(b->units[p].op, repeats) || !b->units[p].nin || b->units[p].in[0] < 0)
+			break;
+		t = b->units[p].in[0];
+	}
+	return t;
+}
+
+/* The fused kernels of F.scaled_dot_product_attention (expand_attention.c): q, k, v their first inputs. */
+static const char *const fused_attention[] = {"_scaled_dot_product_flash_attention",
+                                              "_scaled_dot_product_efficient_attention",
+                                              "_scaled_dot_product_flash_attention_for_cpu", NULL};
+
+/*
  * An attention step is output = P(softmax(S(q, k^T) [masked, scaled])) @ v:
  * every matmul whose first operand comes from a softmax whose input comes
- * from a matmul of a transposed operand. Its cache holds k and v.
+ * from a matmul of a transposed operand, or a fused kernel that keeps no
+ * scores. Its cache holds k and v: their own tensors, so a grouped-query
+ * model's kv_heads, not the query's heads. *bytes is TI_MEMORY_MAX_BYTES
+ * when the sum passes it.
  */
-static void find_kv(sim *s, int64_t *bytes, int *sites, int *causal)
+static void find_kv(sim *s, int64_t *bytes, int *sites, int *causal, int *unsized)
 {
 	static const char *const passthrough[] = {"dropout", "to", "type_as", "float", "half", "bfloat16", "contiguous", NULL};
 	static const char *const scoring[] = {"masked_fill", "where", "add", "div", "mul", "sub", "to", "float", NULL};
 	static const char *const products[] = {"matmul", "bmm", "baddbmm", NULL};
 	static const char *const transposes[] = {"transpose", "permute", "t", "swapaxes", "swapdims", NULL};
+	static const char *const scaling[] = {"mul", "div", NULL};
 	mem_builder *b = &s->b;
 	*bytes = 0;
-	*sites = *causal = 0;
+	*sites = *causal = *unsized = 0;
 	for (size_t k = 0; k < b->unit_count; k++) {
 		const mem_unit *u = &b->units[k];
-		if (!op_in(u->op, products) || u->nin < 2)
-			continue;
-		int sm = back_through(b, u->in[0], passthrough, NULL);
-		if (sm < 0 || strcmp(b->units[sm].op, "softmax") || !b->units[sm].nin)
-			continue;
+		int key, value;
 		bool masked = false;
-		int q = back_through(b, b->units[sm].in[0], scoring, &masked);
-		if (q < 0 || !op_in(b->units[q].op, products) || b->units[q].nin < 2)
-			continue;
-		masked |= !strcmp(b->units[q].op, "baddbmm");
-		int kt = b->units[q].in[1], key = kt;
-		int tp = b->tensors[kt].producer;
-		if (tp >= 0 && op_in(b->units[tp].op, transposes) && b->units[tp].nin)
+		if (op_in(u->op, fused_attention) && u->nin >= 3) {
+			key = u->in[1];
+			value = u->in[2];
+			masked = u->causal;
+		} else {
+			if (!op_in(u->op, products) || u->nin < 2)
+				continue;
+			int sm = back_through(b, u->in[0], passthrough, NULL);
+			if (sm < 0 || strcmp(b->units[sm].op, "softmax") || !b->units[sm].nin)
+				continue;
+			int q = back_through(b, b->units[sm].in[0], scoring, &masked);
+			if (q < 0 || !op_in(b->units[q].op, products) || b->units[q].nin < 2)
+				continue;
+			masked |= !strcmp(b->units[q].op, "baddbmm");
+			/* k^T, scaled on its own by 2.x's math kernel (k^T * sqrt(scale)) */
+			int tp = back_through(b, b->units[q].in[1], scaling, NULL);
+			if (tp < 0 || !op_in(b->units[tp].op, transposes) || !b->units[tp].nin)
+				continue;
 			key = b->units[tp].in[0];
-		else if (tp < 0 || !op_in(b->units[tp].op, transposes))
-			continue;
-		*bytes += b->tensors[key].bytes + b->tensors[u->in[1]].bytes;
+			value = u->in[1];
+		}
+		/* a grouped-query step's k and v repeated to the query's heads: the cache holds them before */
+		key = before_repeats(b, key);
+		value = before_repeats(b, value);
+		int64_t site = kv_site_bytes(s, key, value, unsized);
+		if (site < 0 || !mem_add(bytes, site))
+			*bytes = TI_MEMORY_MAX_BYTES;
 		(*sites)++;
 		*causal += masked;
 	}
@@ -1396,6 +1456,21 @@ static ti_status add_note(ti_memory_report *r, ti_arena *a, const char *text, ti
 	return TI_OK;
 }
 
+/* The KV cache's rule: how many steps, at what length, in what dtype. */
+static const char *kv_rule(const sim *s, const ti_memory_report *r)
+{
+	char length[96], window[64] = "";
+	if (s->opt->kv_tokens > 0)
+		snprintf(length, sizeof(length), "%lld tokens", (long long)s->opt->kv_tokens);
+	else
+		snprintf(length, sizeof(length), "the bound length");
+	if (s->opt->kv_window > 0)
+		snprintf(window, sizeof(window), " (at most the sliding window's %lld)", (long long)s->opt->kv_window);
+	return ti_arena_printf(s->b.arena, "keys and values of %d attention steps at %s%s, %s%s", r->kv_sites, length,
+	                       window, s->opt->kv_dtype ? ti_dtype_name(s->opt->kv_dtype) : "their dtype",
+	                       r->kv_unsized ? "; some steps' length unknown: at the bound length" : "");
+}
+
 static ti_status build_terms(sim *s, ti_memory_report *r, ti_error *err)
 {
 	ti_arena *a = s->b.arena;
@@ -1426,8 +1501,7 @@ static ti_status build_terms(sim *s, ti_memory_report *r, ti_error *err)
 		 : s->opt->strategy == TI_STRATEGY_ZERO3 ? "ZeRO-3/FSDP: gathered units counted as they live, in the peak"
 		 : "one rank: none", false, NULL, 0},
 		{"kv_cache", r->kv_cache,
-		 r->kv_cache ? ti_arena_printf(a, "keys and values of %d attention steps at the bound length, their dtype",
-		                               r->kv_sites)
+		 r->kv_cache ? kv_rule(s, r)
 		 : train ? "training: none"
 		 : s->opt->kv_cache < 0 ? "none: --kv-cache off"
 		 : r->kv_sites ? "none: no attention step masks its scores (not a decoder; --kv-cache on counts one anyway)"
@@ -1496,7 +1570,11 @@ static ti_status simulate(ti_model *model, const mem_trace *trace, const ti_mode
 	if (options->mode == TI_MEMORY_TRAIN && options->strategy == TI_STRATEGY_ZERO3 && ranks(s) > 1 &&
 	    (st = fsdp_setup(s, ml.items, ml.count, err)))
 		goto done;
-	find_kv(s, &s->kv_bytes, &s->kv_sites, &s->kv_causal);
+	find_kv(s, &s->kv_bytes, &s->kv_sites, &s->kv_causal, &s->kv_unsized);
+	if (s->kv_bytes >= TI_MEMORY_MAX_BYTES) {
+		st = TI_FAIL(err, TI_E_LIMIT, "the KV cache needs more than %lld bytes", (long long)TI_MEMORY_MAX_BYTES);
+		goto done;
+	}
 	bool count_kv = options->mode == TI_MEMORY_INFER && s->kv_bytes > 0 &&
 	                (options->kv_cache > 0 || (options->kv_cache == 0 && s->kv_causal > 0));
 	if (count_kv) {
@@ -1549,6 +1627,7 @@ static ti_status simulate(ti_model *model, const mem_trace *trace, const ti_mode
 	r->kv_cache = s->kv_bytes;
 	r->kv_sites = s->kv_sites;
 	r->kv_causal = s->kv_causal;
+	r->kv_unsized = s->kv_unsized;
 	r->activations = options->mode == TI_MEMORY_TRAIN ? s->activations : 0;
 	r->peak = s->l.peak;
 	r->reserved_peak = s->l.allocator ? mem_cuda_peak_reserved(s->l.allocator) : 0;

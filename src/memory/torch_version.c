@@ -32,3 +32,11 @@ ti_torch_version ti_memory_torch(const ti_memory_options *options)
 		return options->torch;
 	return options->device == TI_MEMORY_CUDA ? TI_TORCH_2 : TI_TORCH_1_13;
 }
+
+static const char *const attention_names[] = {[TI_ATTN_DEFAULT] = "default", [TI_ATTN_EAGER] = "eager",
+                                              [TI_ATTN_SDPA] = "sdpa", [TI_ATTN_FLASH] = "flash"};
+
+const char *ti_memory_attention_name(ti_memory_attention a)
+{
+	return (unsigned)a < sizeof(attention_names) / sizeof(attention_names[0]) ? attention_names[a] : NULL;
+}

@@ -27,17 +27,23 @@ enum {
 	Y = 64 * 1024 * 4            /* the output: in training live until the backward ends */
 };
 
-static ti_model *model_of(const char *text, int64_t n)
+/* The description with its symbols bound. */
+static ti_model *model_bound(const char *text, const char *const *names, const int64_t *values, size_t count)
 {
-	const char *names[] = {"N"};
-	int64_t values[] = {n};
-	ti_model_options o = {.bind_names = names, .bind_values = values, .bind_count = 1};
+	ti_model_options o = {.bind_names = names, .bind_values = values, .bind_count = count};
 	ti_model *m = NULL;
 	ti_error err;
 	ti_error_clear(&err);
 	ti_status st = ti_model_open(text, strlen(text), &o, &m, &err);
 	cr_assert(st == TI_OK, "opening failed: %s", err.message);
 	return m;
+}
+
+static ti_model *model_of(const char *text, int64_t n)
+{
+	const char *names[] = {"N"};
+	int64_t values[] = {n};
+	return model_bound(text, names, values, 1);
 }
 
 static const ti_memory_report *estimate(ti_model *m, const ti_memory_options *o)
@@ -938,4 +944,131 @@ Test(memory, a_batch_first_recurrent_layer_saves_a_time_major_copy_of_its_input_
 	/* measured on 1.13: batch-first keeps two copies after the forward (12 MiB at 6 MiB of input), where
 	   sequence-first keeps the input itself, which the Linear's output is */
 	EXPECT_INT(lstm_activations(true) - lstm_activations(false), 2 * x - x);
+}
+
+/* ---- the KV cache as `memory --batch --context` sizes it: a grouped-query model's keys and values at their
+   own (kv_heads) size under every attention kernel, at the decode step's length, capped by a sliding window,
+   in another dtype; and the scores --attn eager keeps. Each is 2 (k, v) x B x kv_heads x tokens x head_dim x
+   bytes. ---- */
+
+/* One causal attention step of a GQA model: 8 query heads, 2 key/value heads, head_dim 64, float32. */
+static const char *gqa =
+	"{\"inputs\": {\"q\": {\"shape\": [\"B\", 8, \"T\", 64]}, \"k\": {\"shape\": [\"B\", 2, \"T\", 64]},"
+	"             \"v\": {\"shape\": [\"B\", 2, \"T\", 64]}},"
+	" \"graph\": [{\"out\": \"y\", \"op\": \"scaled_dot_product_attention\", \"args\": [\"q\", \"k\", \"v\"],"
+	"             \"is_causal\": true, \"enable_gqa\": true}]}";
+
+static ti_model *open_bt(int64_t batch, int64_t tokens)
+{
+	const char *names[] = {"B", "T"};
+	int64_t values[] = {batch, tokens};
+	return model_bound(gqa, names, values, 2);
+}
+
+/* 2 x B x kv_heads x tokens x head_dim x bytes */
+static int64_t kv(int64_t batch, int64_t tokens, int64_t bytes)
+{
+	return 2 * batch * 2 * tokens * 64 * bytes;
+}
+
+Test(memory, a_grouped_query_cache_holds_the_key_value_heads_not_the_query_heads)
+{
+	ti_model *m = open_bt(3, 512);
+	ti_memory_options o = {0};
+	const ti_memory_report *r = estimate(m, &o);
+	cr_expect_eq(r->kv_sites, 1);
+	cr_expect_eq(r->kv_causal, 1);
+	cr_expect_eq(r->kv_cache, kv(3, 512, 4), "got %lld, want %lld", (long long)r->kv_cache, (long long)kv(3, 512, 4));
+	ti_model_close(m);
+}
+
+Test(memory, a_fused_kernel_is_an_attention_step_too_and_caches_the_same)
+{
+	/* cuda runs PyTorch 2's fused kernels: no softmax to find, the kernel itself is the step */
+	ti_memory_attention kinds[] = {TI_ATTN_DEFAULT, TI_ATTN_SDPA, TI_ATTN_FLASH, TI_ATTN_EAGER};
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+		ti_model *m = open_bt(1, 1024);
+		ti_memory_options o = {.device = TI_MEMORY_CUDA, .attention = kinds[i]};
+		const ti_memory_report *r = estimate(m, &o);
+		cr_expect_eq(r->kv_causal, 1, "--attn %s: a causal step", ti_memory_attention_name(kinds[i]));
+		cr_expect_eq(r->kv_cache, kv(1, 1024, 4), "--attn %s: got %lld, want %lld", ti_memory_attention_name(kinds[i]),
+		             (long long)r->kv_cache, (long long)kv(1, 1024, 4));
+		ti_model_close(m);
+	}
+}
+
+Test(memory, the_decode_step_runs_one_token_beside_the_cache_of_the_whole_context)
+{
+	/* flash: the token's q, k, v and output beside the cache (a few KiB), no scores */
+	ti_model *m = open_bt(2, 1);
+	ti_memory_options o = {.kv_cache = 1, .kv_tokens = 8192, .attention = TI_ATTN_FLASH};
+	const ti_memory_report *r = estimate(m, &o);
+	cr_expect_eq(r->kv_cache, kv(2, 8192, 4), "got %lld, want %lld", (long long)r->kv_cache, (long long)kv(2, 8192, 4));
+	cr_expect(r->peak >= r->kv_cache && r->peak < r->kv_cache + 64 * 1024, "peak %lld", (long long)r->peak);
+	ti_model_close(m);
+}
+
+Test(memory, an_eager_decode_step_attends_over_the_cache_repeated_to_the_query_heads)
+{
+	/* the math path copies the cached k and v to the 8 query heads (B x 8 x 8192 x 64 x 4 bytes each) and
+	   scores the token against all 8192 (B x 8 x 1 x 8192 x 4, and their softmax) */
+	const int64_t repeat = (int64_t)2 * 8 * 8192 * 64 * 4, scores = (int64_t)2 * 8 * 8192 * 4;
+	ti_model *m = open_bt(2, 1);
+	ti_memory_options o = {.kv_cache = 1, .kv_tokens = 8192, .attention = TI_ATTN_EAGER};
+	const ti_memory_report *r = estimate(m, &o);
+	cr_expect_eq(r->kv_cache, kv(2, 8192, 4), "the cache stays at the key/value heads");
+	cr_expect(r->peak >= r->kv_cache + 2 * repeat + scores && r->peak < r->kv_cache + 2 * repeat + 2 * scores + 64 * 1024,
+	          "peak %lld, want the cache %lld + 2 copies %lld + the scores", (long long)r->peak, (long long)r->kv_cache,
+	          (long long)repeat);
+	ti_model_close(m);
+}
+
+Test(memory, a_sliding_window_caps_the_cache_and_a_shorter_context_is_left_alone)
+{
+	ti_model *m = open_bt(1, 8192);
+	ti_memory_options o = {.kv_window = 4096};
+	cr_expect_eq(estimate(m, &o)->kv_cache, kv(1, 4096, 4));
+	ti_model_close(m);
+	m = open_bt(1, 1000);
+	cr_expect_eq(estimate(m, &o)->kv_cache, kv(1, 1000, 4));
+	ti_model_close(m);
+}
+
+Test(memory, the_kv_dtype_sets_the_element_size)
+{
+	struct { ti_dtype dt; int64_t bytes; } cases[] = {
+		{TI_DT_BFLOAT16, 2}, {TI_DT_FLOAT16, 2}, {TI_DT_INT8, 1}, {TI_DT_FLOAT8_E4M3FN, 1}, {TI_DT_FLOAT32, 4},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		ti_model *m = open_bt(1, 256);
+		ti_memory_options o = {.kv_dtype = cases[i].dt};
+		const ti_memory_report *r = estimate(m, &o);
+		cr_expect_eq(r->kv_cache, kv(1, 256, cases[i].bytes), "%s: got %lld, want %lld", ti_dtype_name(cases[i].dt),
+		             (long long)r->kv_cache, (long long)kv(1, 256, cases[i].bytes));
+		ti_model_close(m);
+	}
+}
+
+Test(memory, eager_attention_keeps_the_scores_and_flash_keeps_none)
+{
+	/* B x H x T x T float32 scores: 1 x 8 x 2048 x 2048 x 4 = 128 MiB, and their softmax beside them */
+	const int64_t scores = (int64_t)8 * 2048 * 2048 * 4;
+	ti_model *m = open_bt(1, 2048);
+	ti_memory_options eager = {.device = TI_MEMORY_CUDA, .attention = TI_ATTN_EAGER};
+	int64_t eager_peak = estimate(m, &eager)->peak;
+	ti_model_close(m);
+	m = open_bt(1, 2048);
+	ti_memory_options flash = {.device = TI_MEMORY_CUDA, .attention = TI_ATTN_FLASH};
+	int64_t flash_peak = estimate(m, &flash)->peak;
+	ti_model_close(m);
+	cr_expect(eager_peak >= 2 * scores, "eager %lld: the scores and their softmax", (long long)eager_peak);
+	cr_expect(flash_peak < scores / 8, "flash %lld: no scores", (long long)flash_peak);
+}
+
+Test(memory, the_attention_kernels_have_their_hugging_face_names)
+{
+	cr_expect_str_eq(ti_memory_attention_name(TI_ATTN_EAGER), "eager");
+	cr_expect_str_eq(ti_memory_attention_name(TI_ATTN_SDPA), "sdpa");
+	cr_expect_str_eq(ti_memory_attention_name(TI_ATTN_FLASH), "flash");
+	cr_expect_null(ti_memory_attention_name((ti_memory_attention)9));
 }
