@@ -56,6 +56,16 @@ static const ti_memory_report *estimate(ti_model *m, const ti_memory_options *o)
 	return r;
 }
 
+/* How much the first backward step whose name contains step rose above what was live before it; asserts there is one. */
+static int64_t backward_rise(const ti_memory_report *r, const char *step)
+{
+	for (size_t i = 1; i < r->point_count; i++)
+		if (r->timeline[i].phase == TI_PHASE_BACKWARD && strstr(r->timeline[i].step, step))
+			return r->timeline[i].high - r->timeline[i - 1].live;
+	cr_assert_fail("no backward step named %s", step);
+	return -1;
+}
+
 Test(memory, inference_peaks_while_the_hidden_layer_and_its_relu_are_both_live)
 {
 	ti_model *m = model_of(mlp, 64);
@@ -518,15 +528,8 @@ Test(memory, add_hands_its_output_gradient_to_both_operands_without_a_copy)
 	ti_model *m = model_of(two_branches, 64);
 	ti_memory_options o = {.mode = TI_MEMORY_TRAIN, .optimizer = TI_OPTIM_SGD};
 	const ti_memory_report *r = estimate(m, &o);
-	const ti_memory_point *before = NULL, *add = NULL;
-	for (size_t i = 1; i < r->point_count && !add; i++)
-		if (r->timeline[i].phase == TI_PHASE_BACKWARD && !strcmp(r->timeline[i].step, "add")) {
-			add = &r->timeline[i];
-			before = &r->timeline[i - 1];
-		}
-	cr_assert(add, "no backward step named add");
 	/* the loss's gradient is an expanded scalar and add's formula returns it for both operands */
-	cr_assert_eq(add->high, before->live, "add's backward allocated %lld bytes", (long long)(add->high - before->live));
+	EXPECT_INT(backward_rise(r, "add"), 0);
 	ti_model_close(m);
 }
 
@@ -821,15 +824,9 @@ Test(memory, both_directions_input_gradients_are_held_until_the_engine_adds_them
 	ti_memory_options o = {.mode = TI_MEMORY_TRAIN, .optimizer = TI_OPTIM_SGD};
 	const ti_memory_report *r = estimate(m, &o);
 	const int64_t x = 64 * 16 * 512 * 4;
-	const ti_memory_point *rnn = NULL, *before = NULL;
-	for (size_t i = 1; i < r->point_count && !rnn; i++)
-		if (r->timeline[i].phase == TI_PHASE_BACKWARD && strstr(r->timeline[i].step, "(RNN)")) {
-			rnn = &r->timeline[i];
-			before = &r->timeline[i - 1];
-		}
-	cr_assert(rnn, "no backward step of the RNN");
 	/* measured on 1.13: the backward peaks 4 MiB above the end of the forward (10.35 MiB), two input gradients */
-	cr_expect_geq(rnn->high - before->live, 2 * x, "the RNN's backward rose %lld bytes", (long long)(rnn->high - before->live));
+	int64_t rise = backward_rise(r, "(RNN)");
+	cr_expect_geq(rise, 2 * x, "the RNN's backward rose %lld bytes", (long long)rise);
 	cr_expect_lt(r->peak, 11 << 20, "peak %lld", (long long)r->peak);
 	ti_model_close(m);
 }
@@ -849,14 +846,7 @@ Test(memory, cat_hands_each_input_a_slice_of_its_gradient_and_allocates_nothing)
 	ti_model *m = model_of(concat, 256);
 	ti_memory_options o = {.mode = TI_MEMORY_TRAIN, .optimizer = TI_OPTIM_SGD};
 	const ti_memory_report *r = estimate(m, &o);
-	const ti_memory_point *cat = NULL, *before = NULL;
-	for (size_t i = 1; i < r->point_count && !cat; i++)
-		if (r->timeline[i].phase == TI_PHASE_BACKWARD && !strcmp(r->timeline[i].step, "cat")) {
-			cat = &r->timeline[i];
-			before = &r->timeline[i - 1];
-		}
-	cr_assert(cat, "no backward step named cat");
-	cr_assert_eq(cat->high, before->live, "cat's backward allocated %lld bytes", (long long)(cat->high - before->live));
+	EXPECT_INT(backward_rise(r, "cat"), 0);
 	ti_model_close(m);
 }
 
@@ -875,10 +865,7 @@ static int64_t grouped_rise(bool input_grad)
 	ti_model *m = model_of(text, 4);
 	ti_memory_options o = {.mode = TI_MEMORY_TRAIN, .optimizer = TI_OPTIM_SGD, .cpu_isa = TI_ISA_AVX512_CORE};
 	const ti_memory_report *r = estimate(m, &o);
-	int64_t rise = 0;
-	for (size_t i = 1; i < r->point_count; i++)
-		if (r->timeline[i].phase == TI_PHASE_BACKWARD && !strcmp(r->timeline[i].step, "c (conv2d)"))
-			rise = r->timeline[i].high - r->timeline[i - 1].live;
+	int64_t rise = backward_rise(r, "c (conv2d)");
 	ti_model_close(m);
 	return rise;
 }
