@@ -432,6 +432,9 @@ static void forward_unit(sim *s, size_t k, run_kind kind)
 		alloc_storage(l, t->storage);
 	}
 	int64_t scratch = keep && u->fwd_scratch_grad >= 0 ? u->fwd_scratch_grad : u->fwd_scratch;
+	bool extra_kept = keep && wanted(s, u, u->saved_extra_if);
+	if (u->saved_extra_if && !extra_kept)
+		scratch += u->saved_extra;
 	if (keep) {
 		s->saved[k] = 0;
 		for (int i = 0; i < u->nin; i++)
@@ -442,7 +445,7 @@ static void forward_unit(sim *s, size_t k, run_kind kind)
 		for (int o = 0; o < u->nout; o++)
 			if (u->saved_out & (1u << o))
 				l->st[b->tensors[u->out[o]].storage].saved++;
-		if (u->saved_extra > 0) {
+		if (u->saved_extra > 0 && extra_kept) {
 			int id = add_storage(s, u->saved_extra, TI_MEM_SAVED, u->label, u->module);
 			if (id < 0)
 				l->overflow = true;
@@ -691,8 +694,10 @@ static void backward(sim *s)
 		if (!any)
 			continue;
 		int go = s->pending[u->out[0]];
-		int64_t scratch = u->bwd_scratch_in > 0 && u->nin && b->tensors[u->in[0]].grad ? u->bwd_scratch_in
-		                                                                              : u->bwd_scratch;
+		bool in_grad = u->bwd_scratch_in > 0 && u->nin && b->tensors[u->in[0]].grad;
+		int64_t scratch = in_grad ? u->bwd_scratch_in : u->bwd_scratch;
+		if (u->bwd_scratch_no_go[in_grad] > 0 && (go < 0 || s->l.st[go].bytes != b->tensors[u->out[0]].bytes))
+			scratch = u->bwd_scratch_no_go[in_grad];
 		if (u->bwd_whole) {
 			transient(s, scratch, TI_MEM_TEMPORARY, u->label, u->depends);
 			release_saved(s, (int)k);

@@ -1059,3 +1059,153 @@ Test(memory, the_attention_kernels_have_their_hugging_face_names)
 	cr_expect_str_eq(ti_memory_attention_name(TI_ATTN_FLASH), "flash");
 	cr_expect_null(ti_memory_attention_name((ti_memory_attention)9));
 }
+
+/* Inference of Linear(384, 384) then an LSTM(384, 128) over [16, 256] tokens: the peak, batch-first or not. */
+static int64_t lstm_inference_peak(bool batch_first, bool bidirectional)
+{
+	char text[900];
+	snprintf(text, sizeof(text),
+	         "{\"inputs\": {\"x\": {\"shape\": %s}},"
+	         " \"modules\": {\"l\": {\"type\": \"Linear\", \"in_features\": 384, \"out_features\": 384},"
+	         "               \"r\": {\"type\": \"LSTM\", \"input_size\": 384, \"hidden_size\": 128,"
+	         "                      \"bidirectional\": %s, \"batch_first\": %s}},"
+	         " \"graph\": [{\"out\": \"h\", \"call\": \"l\", \"args\": [\"x\"]},"
+	         "            {\"out\": [\"y\", \"hn\"], \"call\": \"r\", \"args\": [\"h\"]}], \"outputs\": [\"y\"]}",
+	         batch_first ? "[\"N\", 256, 384]" : "[256, \"N\", 384]", bidirectional ? "true" : "false",
+	         batch_first ? "true" : "false");
+	ti_model *m = model_of(text, 16);
+	ti_memory_options o = {.mode = TI_MEMORY_INFER};
+	const ti_memory_report *r = estimate(m, &o);
+	cr_assert_str_eq(r->peak_step, "r (LSTM)");
+	int64_t peak = r->peak;
+	ti_model_close(m);
+	return peak;
+}
+
+Test(memory, a_batch_first_lstm_copies_its_input_for_each_direction_s_input_projection_in_inference)
+{
+	const int64_t x = 16 * 256 * 384 * 4, tbh = 16 * 256 * 128 * 4;
+	/* measured on 1.13: two directions 26.0 MiB above the input against 20.0 sequence-first (the second
+	   linear_ih's contiguous copy beside the first's gates); one direction 14.0 against 12.0 (the copy beside
+	   its gates, 4 T x B x H, where the sequence-first peak is the gates with the step outputs and their stack) */
+	EXPECT_INT(lstm_inference_peak(true, true) - lstm_inference_peak(false, true), x);
+	EXPECT_INT(lstm_inference_peak(true, false) - lstm_inference_peak(false, false), x - 2 * tbh);
+}
+
+/* Linear(16, 8) over x [8, N=4, 16], or over its transpose [N, 8, 16] (not contiguous), training with SGD. */
+static int64_t linear_activations(bool transposed, bool frozen, int64_t *peak)
+{
+	char text[700];
+	snprintf(text, sizeof(text),
+	         "{\"inputs\": {\"x\": {\"shape\": [8, \"N\", 16]}},"
+	         " \"modules\": {\"l\": {\"type\": \"Linear\", \"in_features\": 16, \"out_features\": 8}},"
+	         " \"graph\": [%s{\"out\": \"y\", \"call\": \"l\", \"args\": [\"%s\"]}], \"outputs\": [\"y\"]}",
+	         transposed ? "{\"out\": \"xt\", \"op\": \"transpose\", \"args\": [\"x\", 0, 1]}, " : "",
+	         transposed ? "xt" : "x");
+	ti_model *m = model_of(text, 4);
+	const char *all[] = {"*"};
+	ti_memory_options o = {.mode = TI_MEMORY_TRAIN, .optimizer = TI_OPTIM_SGD, .frozen = frozen ? all : NULL,
+	                       .frozen_count = frozen ? 1 : 0};
+	const ti_memory_report *r = estimate(m, &o);
+	int64_t a = r->activations;
+	*peak = r->peak;
+	ti_model_close(m);
+	return a;
+}
+
+Test(memory, a_linear_over_a_transposed_input_keeps_the_copy_it_folds_the_input_into)
+{
+	const int64_t x = 8 * 4 * 16 * 4;
+	int64_t peak_plain, peak_transposed;
+	/* contiguous: the input itself is saved (a model input, no new activation); transposed: reshape to rows
+	   copies it, and mm saves the copy */
+	EXPECT_INT(linear_activations(true, false, &peak_transposed) - linear_activations(false, false, &peak_plain), x);
+	/* a frozen weight needs neither: the copy is made and freed in the call */
+	int64_t frozen_plain, frozen_transposed;
+	EXPECT_INT(linear_activations(true, true, &frozen_transposed), linear_activations(false, true, &frozen_plain));
+	cr_assert_geq(frozen_transposed - frozen_plain, x, "the copy is still made during the call");
+}
+
+/* x [N=4, T=64, 32] -> RNN(32, 64, bidirectional, batch_first) -> Linear(128, 8), training with SGD. */
+static const ti_memory_report *rnn_step(ti_model **m, const char *type, bool bidirectional)
+{
+	char text[900];
+	snprintf(text, sizeof(text),
+	         "{\"inputs\": {\"x\": {\"shape\": [64, \"N\", 32]}},"
+	         " \"modules\": {\"r\": {\"type\": \"%s\", \"input_size\": 32, \"hidden_size\": 64,"
+	         "                      \"bidirectional\": %s},"
+	         "               \"o\": {\"type\": \"Linear\", \"in_features\": %d, \"out_features\": 8}},"
+	         " \"graph\": [{\"out\": [\"y\", \"h\"], \"call\": \"r\", \"args\": [\"x\"]},"
+	         "            {\"out\": \"z\", \"call\": \"o\", \"args\": [\"y\"]}], \"outputs\": [\"z\"]}",
+	         type, bidirectional ? "true" : "false", bidirectional ? 128 : 64);
+	*m = model_of(text, 4);
+	ti_memory_options o = {.mode = TI_MEMORY_TRAIN, .optimizer = TI_OPTIM_SGD};
+	return estimate(*m, &o);
+}
+
+/* The forward's high at the recurrent layer less what is live when it ends. */
+static int64_t rnn_forward_scratch(const char *type, bool bidirectional)
+{
+	ti_model *m;
+	const ti_memory_report *r = rnn_step(&m, type, bidirectional);
+	int64_t scratch = -1;
+	for (size_t i = 0; i < r->point_count; i++)
+		if (r->timeline[i].phase == TI_PHASE_FORWARD && !strncmp(r->timeline[i].step, "r (", 3))
+			scratch = r->timeline[i].high - r->timeline[i].live;
+	ti_model_close(m);
+	return scratch;
+}
+
+Test(memory, a_recurrent_layer_in_training_holds_its_precomputed_gates_and_both_directions_stacks_at_the_end)
+{
+	const int64_t tbh = 64 * 4 * 64 * 4;
+	/* measured on 1.13 (one to three layers, B 4 to 16, T 64 to 256): the precomputed gates of linear_ih
+	   (G x T x B x H), held by the step inputs that are their views until the layer returns; with two
+	   directions also both directions' stacks beside their cat */
+	EXPECT_INT(rnn_forward_scratch("LSTM", false), 4 * tbh);
+	EXPECT_INT(rnn_forward_scratch("GRU", false), 3 * tbh);
+	EXPECT_INT(rnn_forward_scratch("RNN", false), 1 * tbh);
+	EXPECT_INT(rnn_forward_scratch("LSTM", true), 6 * tbh);
+	EXPECT_INT(rnn_forward_scratch("RNN", true), 3 * tbh);
+}
+
+Test(memory, a_recurrent_layer_s_output_gradient_goes_before_the_last_direction_stacks_its_gate_gradients)
+{
+	/* the steps' gradients are views of the output's (unbind, cat's slices): it goes when the last
+	   direction's first step has run, so UnbindBackward's stack (T x B x H) replaces it; the walk's top is
+	   then the second step's three weight_hh gradients (old, new, their sum), as measured on 1.13 */
+	ti_model *m;
+	const ti_memory_report *r = rnn_step(&m, "RNN", false);
+	int64_t before = -1, high = -1;
+	for (size_t i = 1; i < r->point_count; i++)
+		if (r->timeline[i].phase == TI_PHASE_BACKWARD && !strncmp(r->timeline[i].step, "r (", 3)) {
+			before = r->timeline[i - 1].live;
+			high = r->timeline[i].high;
+		}
+	ti_model_close(m);
+	EXPECT_INT(high - before, 3 * 64 * 64 * 4);
+}
+
+/* Self-attention over x [N=4, 64, 64], 2 heads, batch_first, a training step: what it saves for backward. */
+static int64_t attention_saved(ti_torch_version torch)
+{
+	ti_model *m = model_of("{\"inputs\": {\"x\": {\"shape\": [\"N\", 64, 64]}},"
+	                       " \"modules\": {\"m\": {\"type\": \"MultiheadAttention\", \"embed_dim\": 64, \"num_heads\": 2,"
+	                       "                       \"batch_first\": true}},"
+	                       " \"graph\": [{\"out\": [\"y\", \"w\"], \"call\": \"m\", \"args\": [\"x\", \"x\", \"x\"],"
+	                       "             \"need_weights\": false}], \"outputs\": [\"y\"]}",
+	                       4);
+	ti_memory_options o = {.mode = TI_MEMORY_TRAIN, .optimizer = TI_OPTIM_SGD, .torch = torch};
+	int64_t a = estimate(m, &o)->activations;
+	ti_model_close(m);
+	return a;
+}
+
+Test(memory, multihead_attention_in_1_13_saves_the_query_s_copy_scaled_and_the_keys_and_values_copies)
+{
+	const int64_t x = 4 * 64 * 64 * 4, scores = 4 * 2 * 64 * 64 * 4;
+	/* 1.13 (measured with saved-tensor hooks, 448 KiB): the in-projection's [T*B, E] copy of the transposed
+	   query (mm saves it), the scaled q, k's and v's copies made from linear(...).chunk(3), the softmax, the
+	   out-projection's input; the chunked projection itself goes once its three copies are made */
+	EXPECT_INT(attention_saved(TI_TORCH_1_13), 5 * x + scores);
+}
