@@ -373,6 +373,7 @@ static const struct {
 	{"fixtures/hf/Qwen3-1.7B", "model.safetensors.index.json", {NULL}, 0},
 	{"fixtures/hf/cogito-v1-preview-qwen-14B", "model.safetensors.index.json", {NULL}, 0},
 	{"fixtures/hf/gemma-2-9b-it", "model.safetensors.index.json", {NULL}, 0},
+	{"fixtures/hf/falcon-7b-instruct", "pytorch_model.bin.index.json", {NULL}, 0},
 	{"fixtures/hf/RedPajama-INCITE-7B-Base", "pytorch_model.bin.index.json",
 	 {".attention.bias", ".attention.masked_bias", ".attention.rotary_emb.inv_freq"}, 32 * (2048 * 2048 / 8 + 2 + 64 * 2)},
 };
