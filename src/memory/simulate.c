@@ -639,11 +639,18 @@ static void accumulate(sim *s, int t, int g, const char *name)
  * its reorders and the input's gradient), and GELU's, which hands the
  * gradient to oneDNN's eltwise_backward (measured: GELU ending a model
  * holds a copy of its output's size beside its input's gradient; the tanh
- * approximation's own kernel would not, and is counted the same).
+ * approximation's own kernel would not, and is counted the same). So do the
+ * poolings' and the upsamplings' backward kernels, which index the gradient
+ * as a contiguous array (measured on 1.13: max_pool2d, avg_pool2d, their
+ * adaptive forms, max_pool1d, nearest and bilinear interpolation ending a
+ * model each hold a copy of their output's size beside the input's gradient).
  */
-static const char *const dense_grad_ops[] = {"linear", "matmul", "mm", "bmm", "addmm", "baddbmm",
-                                             "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
-                                             "conv_transpose3d", "gelu", NULL};
+static const char *const dense_grad_ops[] = {
+	"linear", "matmul", "mm", "bmm", "addmm", "baddbmm", "conv1d", "conv2d", "conv3d", "conv_transpose1d",
+	"conv_transpose2d", "conv_transpose3d", "gelu", "max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d",
+	"avg_pool2d", "avg_pool3d", "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d",
+	"adaptive_max_pool1d", "adaptive_max_pool2d", "interpolate", "upsample", "upsample_nearest",
+	"upsample_bilinear", NULL};
 
 static int64_t expanded_grad_copy(const sim *s, const mem_unit *u, int go)
 {

@@ -1209,3 +1209,35 @@ Test(memory, multihead_attention_in_1_13_saves_the_query_s_copy_scaled_and_the_k
 	   out-projection's input; the chunked projection itself goes once its three copies are made */
 	EXPECT_INT(attention_saved(TI_TORCH_1_13), 5 * x + scores);
 }
+
+/* x [N=2, 3, 16, 16] -> Conv2d(3, 8, 1) -> the pooling given, ending the model; training with SGD. */
+static int64_t pool_backward_rise(const char *pool)
+{
+	char text[800];
+	snprintf(text, sizeof(text),
+	         "{\"inputs\": {\"x\": {\"shape\": [\"N\", 3, 16, 16]}},"
+	         " \"modules\": {\"c\": {\"type\": \"Conv2d\", \"in_channels\": 3, \"out_channels\": 8, \"kernel_size\": 1},"
+	         "               \"p\": %s},"
+	         " \"graph\": [{\"out\": \"h\", \"call\": \"c\", \"args\": [\"x\"]}, {\"out\": \"y\", \"call\": \"p\", \"args\": [\"h\"]}],"
+	         " \"outputs\": [\"y\"]}",
+	         pool);
+	ti_model *m = model_of(text, 2);
+	ti_memory_options o = {.mode = TI_MEMORY_TRAIN, .optimizer = TI_OPTIM_SGD};
+	const ti_memory_report *r = estimate(m, &o);
+	int64_t rise = -1;
+	for (size_t i = 1; i < r->point_count; i++)
+		if (r->timeline[i].phase == TI_PHASE_BACKWARD && !strncmp(r->timeline[i].step, "p (", 3))
+			rise = r->timeline[i].high - r->timeline[i - 1].live;
+	ti_model_close(m);
+	return rise;
+}
+
+Test(memory, a_pooling_that_ends_the_model_copies_the_loss_s_expanded_gradient_for_its_backward)
+{
+	const int64_t h = 2 * 8 * 16 * 16 * 4;
+	/* measured on 1.13: max_pool2d's and avg_pool2d's backward hold a contiguous copy of their output's
+	   gradient (an expanded scalar from the loss) beside their input's gradient */
+	EXPECT_INT(pool_backward_rise("{\"type\": \"MaxPool2d\", \"kernel_size\": 2}"), h + h / 4);
+	EXPECT_INT(pool_backward_rise("{\"type\": \"AvgPool2d\", \"kernel_size\": 2}"), h + h / 4);
+	EXPECT_INT(pool_backward_rise("{\"type\": \"AdaptiveAvgPool2d\", \"output_size\": 2}"), h + 2 * 8 * 2 * 2 * 4);
+}
