@@ -1241,3 +1241,36 @@ Test(memory, a_pooling_that_ends_the_model_copies_the_loss_s_expanded_gradient_f
 	EXPECT_INT(pool_backward_rise("{\"type\": \"AvgPool2d\", \"kernel_size\": 2}"), h + h / 4);
 	EXPECT_INT(pool_backward_rise("{\"type\": \"AdaptiveAvgPool2d\", \"output_size\": 2}"), h + 2 * 8 * 2 * 2 * 4);
 }
+
+/* x [N=2, 3, 32, 32] -> Conv2d(3, 32, 1) -> a depthwise Conv2d(32, 32, k, padding k/2, groups 32, no bias). */
+static int64_t depthwise_backward_rise(int k)
+{
+	char text[900];
+	snprintf(text, sizeof(text),
+	         "{\"inputs\": {\"x\": {\"shape\": [\"N\", 3, 32, 32]}},"
+	         " \"modules\": {\"c\": {\"type\": \"Conv2d\", \"in_channels\": 3, \"out_channels\": 32, \"kernel_size\": 1},"
+	         "               \"d\": {\"type\": \"Conv2d\", \"in_channels\": 32, \"out_channels\": 32, \"kernel_size\": %d,"
+	         "                      \"padding\": %d, \"groups\": 32, \"bias\": false}},"
+	         " \"graph\": [{\"out\": \"h\", \"call\": \"c\", \"args\": [\"x\"]}, {\"out\": \"y\", \"call\": \"d\", \"args\": [\"h\"]},"
+	         "            {\"out\": \"z\", \"op\": \"relu\", \"args\": [\"y\"]}], \"outputs\": [\"z\"]}",
+	         k, k / 2);
+	ti_model *m = model_of(text, 2);
+	ti_memory_options o = {.mode = TI_MEMORY_TRAIN, .optimizer = TI_OPTIM_SGD, .cpu_isa = TI_ISA_AVX512_CORE,
+	                       .cpu_isa_fixed = true};
+	const ti_memory_report *r = estimate(m, &o);
+	int64_t rise = -1;
+	for (size_t i = 1; i < r->point_count; i++)
+		if (r->timeline[i].phase == TI_PHASE_BACKWARD && !strncmp(r->timeline[i].step, "d (", 3))
+			rise = r->timeline[i].high - r->timeline[i - 1].live;
+	ti_model_close(m);
+	return rise;
+}
+
+Test(memory, a_depthwise_convolution_wider_than_3x3_holds_only_the_larger_of_its_reorders_in_backward)
+{
+	const int64_t map = 2 * 32 * 32 * 32 * 4;
+	/* measured on 1.13 (avx512_core): beside the input's gradient and the weight's, a 3x3 depthwise backward
+	   holds the input and the output's gradient reordered, a 7x7 one only the larger of them */
+	EXPECT_INT(depthwise_backward_rise(3), map + 2 * map + 32 * 9 * 4);
+	EXPECT_INT(depthwise_backward_rise(7), map + map + 32 * 49 * 4);
+}
