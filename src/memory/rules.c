@@ -566,13 +566,13 @@ static int64_t conv_scratch(const char *op, const ti_op_call *c, const ti_meta_t
 	   larger (measured on 1.13, avx512_core: Conv2d(512, 512, 3) on a 2x3 map peaks at three weights - the weight,
 	   .grad and diff_weights - and 256, 128 and 96 channels on 8x8 to 32x32 maps within 2 %) */
 	*backward = in + out > weight ? in + out : weight;
-	/* a depthwise convolution (one channel in and out per group) with a kernel wider than 3 holds only the
-	   larger of the two (measured on 1.13, avx512_core: 5x5, 7x7 and 9x9 kernels at stride 1 to 3, 4x4 too,
-	   exactly; 2x2 and 3x3 hold both, as every other convolution) */
+	/* a depthwise convolution (one channel in and out per group) holds only the larger of the two unless its
+	   kernel is 2 or 3 wide (measured on 1.13, avx512_core: 1x1 at stride 2, 4x4, 5x5, 7x7 and 9x9 at stride 1
+	   to 3 exactly; 2x2 and 3x3 hold both, as every other convolution) */
 	int64_t widest = 0;
 	for (int k = 2; k < w->ndim; k++)
 		widest = w->shape[k].value > widest ? w->shape[k].value : widest;
-	if (groups > 1 && cin_g == 1 && cout_g == 1 && widest > 3)
+	if (groups > 1 && cin_g == 1 && cout_g == 1 && (widest > 3 || widest == 1))
 		*backward = in > out ? in : out;
 	if (!conv_backward_weights_jit(c, x, y, w, isa)) {
 		int64_t columns = 0, spatial = 1, bytes;

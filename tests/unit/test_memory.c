@@ -1266,11 +1266,13 @@ static int64_t depthwise_backward_rise(int k)
 	return rise;
 }
 
-Test(memory, a_depthwise_convolution_wider_than_3x3_holds_only_the_larger_of_its_reorders_in_backward)
+Test(memory, a_depthwise_convolution_holds_only_the_larger_of_its_reorders_in_backward_unless_it_is_2_or_3_wide)
 {
 	const int64_t map = 2 * 32 * 32 * 32 * 4;
 	/* measured on 1.13 (avx512_core): beside the input's gradient and the weight's, a 3x3 depthwise backward
 	   holds the input and the output's gradient reordered, a 7x7 one only the larger of them */
 	EXPECT_INT(depthwise_backward_rise(3), map + 2 * map + 32 * 9 * 4);
 	EXPECT_INT(depthwise_backward_rise(7), map + map + 32 * 49 * 4);
+	/* and a 1x1 one (at stride 1 and a batch under 16 it is THNN's, holding one sample's columns) */
+	EXPECT_INT(depthwise_backward_rise(1), map + map / 2 + 32 * 4);
 }
