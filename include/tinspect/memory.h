@@ -149,7 +149,7 @@ typedef struct ti_memory_options {
 	int64_t kv_tokens;               /* > 0: each attention step caches this many tokens, not the keys' length
 	                                    (a decode step at length 1 with the cache of the whole context) */
 	int64_t kv_window;               /* > 0: no attention step caches more than this many tokens (a sliding
-	                                    window on every layer) */
+	                                    window on every layer, over the description's own kv_windows) */
 	ti_memory_attention attention;   /* the attention kernel; TI_ATTN_DEFAULT: as torch decides */
 	ti_dtype amp;                    /* torch.autocast to this dtype (bfloat16, float16); 0: none */
 	const ti_dtype *param_dtypes;    /* per model parameter (ti_model_params order): its dtype as a checkpoint
@@ -246,6 +246,8 @@ typedef struct ti_memory_report {
 	int64_t kv_cache;         /* keys and values of every attention step at the bound length (inference),
 	                             or at kv_tokens, capped by kv_window, in kv_dtype */
 	int kv_sites, kv_causal;  /* attention steps found; how many mask their scores */
+	int kv_sliding;           /* of them, how many attend over a sliding window (kv_window, or the
+	                             description's kv_windows) */
 	int kv_unsized;           /* with kv_tokens or kv_window: sites whose length is unknown (left at the bound
 	                             length) */
 	int64_t peak;             /* the most bytes live at any moment of the step */

@@ -133,9 +133,12 @@ static const char help[] =
 	"                       an attention step masks its scores: a decoder)\n"
 	"  --kv-dtype DT        the KV cache's elements: float16, bfloat16, float32, int8,\n"
 	"                       fp8 (default: --dtype, else the keys' and values' own)\n"
-	"  --sliding-window W   no attention layer caches more than W tokens (Mistral's\n"
-	"                       sliding_window; layers that alternate need a template that\n"
-	"                       marks them, so this caps every layer)\n"
+	"  --sliding-window W   every attention layer caches at most W tokens, over the\n"
+	"                       windows a Hugging Face config gives its layers (without\n"
+	"                       it: Mistral's sliding_window on every layer, Qwen2's\n"
+	"                       from max_window_layers, Gemma 2's even layers, Gemma 3's\n"
+	"                       5 of 6, or the config's layer_types: a sliding layer holds\n"
+	"                       min(T, W) tokens, the rest T)\n"
 	"  --attn eager|sdpa|flash  the attention kernel: eager materialises the B x H x T\n"
 	"                       x T scores; sdpa the fused kernel PyTorch 2 picks for the\n"
 	"                       device; flash always the flash kernel (default: as --torch)\n"
@@ -200,7 +203,7 @@ typedef struct memory_args {
 	size_t ntrain, nfrozen, ncheck, nwrap;
 	bool optimizer_given, impl_given, kv_given, overhead_given, device_given, cpu_isa_given, trust;
 	bool kv_dtype_given;
-	char window_note[240];   /* a Hugging Face config's sliding_window that --sliding-window did not apply, or "" */
+	char window_note[400];   /* a Hugging Face config's sliding_window that --sliding-window did not apply, or "" */
 } memory_args;
 
 /* Device i of --device-memory becomes the one fitted and printed. */
@@ -1511,17 +1514,18 @@ static int check_llm_symbols(memory_args *a)
 
 /*
  * A Hugging Face config whose attention slides (sliding_window, unless
- * use_sliding_window is false) over fewer tokens than the context: the
- * templates do not carry it, so a note says what --sliding-window would
- * change. Nothing for a description, or when the option is given.
+ * use_sliding_window is false) over fewer tokens than the context: a note
+ * says that the prefill holds the whole context, the decode step the
+ * window, and what --sliding-window would change. Nothing for a description, or when the option is given.
  */
-static void window_note(memory_args *a, int64_t kv_cache)
+static void window_note(memory_args *a, int64_t kv_cache, int sliding)
 {
 	a->window_note[0] = '\0';
 	int64_t tokens = 0;
 	for (int i = 0; i < a->cm.bind_count; i++)
 		if (!strcmp(a->cm.bind_names[i], "T"))
 			tokens = a->cm.bind_values[i];
+	(void)sliding;
 	if (a->o.kv_window || !kv_cache || !tokens || a->o.mode != TI_MEMORY_INFER)
 		return;
 	char buf[4096];
@@ -1539,9 +1543,11 @@ static void window_note(memory_args *a, int64_t kv_cache)
 	if (cJSON_GetObjectItemCaseSensitive(root, "model_type") && cJSON_IsNumber(w) && w->valuedouble >= 1 &&
 	    w->valuedouble < (double)tokens && !cJSON_IsFalse(use))
 		snprintf(a->window_note, sizeof(a->window_note),
-		         "config.json slides attention over %.0f tokens%s: the KV cache above holds all %lld; "
-		         "--sliding-window %.0f caps it as a sliding-window cache keeps it",
-		         w->valuedouble, alternates ? " on some layers" : "", (long long)tokens, w->valuedouble);
+		         "config.json slides attention over %.0f tokens%s: the prefill's KV cache holds all %lld (transformers' "
+		         "dynamic cache keeps the prefill's keys until the next step), the decode step at most %.0f on "
+		         "those layers; --sliding-window %.0f caps both, as a static sliding cache does",
+		         w->valuedouble, alternates ? " on some layers" : "", (long long)tokens, w->valuedouble,
+		         w->valuedouble);
 	cJSON_Delete(root);
 }
 
@@ -1726,7 +1732,7 @@ int cmd_memory(int argc, char **argv)
 	if (!rc && !said && a.device_count > 1)
 		rc = device_rows(&a, primary, fit_value, &r, &err);
 	if (!rc && !said)
-		window_note(&a, r->kv_cache);
+		window_note(&a, r->kv_cache, r->kv_sliding);
 	if (!rc && !said && (a.batch || a.context) && r->kv_cache) {
 		/* the decode step reopens the model: the prefill's report is made again after it */
 		if (!(rc = decode_step(&a, &err)))

@@ -134,12 +134,26 @@ int mem_tensor_of(mem_builder *b, const ti_meta_tensor *t)
 	return id;
 }
 
+int64_t mem_kv_window(mem_builder *b)
+{
+	if (b->options->kv_window > 0)
+		return b->options->kv_window;
+	if (!b->model || !b->model->kv_window_count)
+		return 0;
+	if (b->window_path != b->module_path) { /* one look-up per module, not per unit */
+		b->window = ti_model_kv_window(b->model, b->module_path);
+		b->window_path = b->module_path;
+	}
+	return b->window;
+}
+
 ti_status mem_emit(mem_builder *b, const mem_unit *u, ti_error *err)
 {
 	if (ti_arena_array_grow(b->arena, (void **)&b->units, &b->unit_capacity, sizeof(*b->units), b->unit_count + 1))
 		return TI_FAIL(err, TI_E_NOMEM, "out of memory for the ledger");
 	b->units[b->unit_count] = *u;
 	b->units[b->unit_count].segment = b->segment;
+	b->units[b->unit_count].kv_window = mem_kv_window(b);
 	for (int o = 0; o < u->nout; o++)
 		if (b->tensors[u->out[o]].producer < 0)
 			b->tensors[u->out[o]].producer = (int)b->unit_count;

@@ -313,7 +313,8 @@ typedef struct sim {
 	int64_t *module_acts;  /* per module: what its calls leave live at the end of forward */
 	size_t module_count;
 	int64_t kv_bytes;
-	int kv_sites, kv_causal, kv_unsized;
+	int kv_sites, kv_causal, kv_unsized, kv_sliding;
+	int64_t kv_widest;           /* the widest sliding window of a site */
 	/* ZeRO-3 / FSDP: the wrapped units, each one's full parameter bytes and its first and last ledger unit */
 	struct fsdp_unit { const char *path; int64_t bytes; int first, last, gather; } *fsdp;
 	size_t fsdp_count;
@@ -798,17 +799,17 @@ static int back_through(const mem_builder *b, int t, const char *const *names, b
 
 /*
  * One site's cache: its keys' and values' bytes, at the length the options
- * ask (kv_tokens, capped by kv_window) and in kv_dtype. The length the
+ * ask (kv_tokens, capped by the site's sliding window) and in kv_dtype. The length the
  * tensors have is the values' rows (attn [.., T, S] @ v [.., S, hd]: S);
  * when it is unknown the bytes stay as they are and *unsized counts it.
  */
-static int64_t kv_site_bytes(const sim *s, int key, int value, int *unsized)
+static int64_t kv_site_bytes(const sim *s, int key, int value, int64_t window, int *unsized)
 {
 	const mem_tensor *k = &s->b.tensors[key], *v = &s->b.tensors[value];
 	int64_t bytes = k->bytes + v->bytes, rows = v->rows;
 	int64_t tokens = s->opt->kv_tokens > 0 ? s->opt->kv_tokens : rows;
-	if (s->opt->kv_window > 0 && tokens > s->opt->kv_window)
-		tokens = s->opt->kv_window;
+	if (window > 0 && tokens > window)
+		tokens = window;
 	if (tokens != rows) {
 		if (rows <= 0 || bytes % rows)
 			(*unsized)++;
@@ -848,7 +849,7 @@ static const char *const fused_attention[] = {"_scaled_dot_product_flash_attenti
  * model's kv_heads, not the query's heads. *bytes is TI_MEMORY_MAX_BYTES
  * when the sum passes it.
  */
-static void find_kv(sim *s, int64_t *bytes, int *sites, int *causal, int *unsized)
+static void find_kv(sim *s, int64_t *bytes, int *sites, int *causal, int *unsized, int *sliding)
 {
 	static const char *const passthrough[] = {"dropout", "to", "type_as", "float", "half", "bfloat16", "contiguous", NULL};
 	static const char *const scoring[] = {"masked_fill", "where", "add", "div", "mul", "sub", "to", "float", NULL};
@@ -857,7 +858,7 @@ static void find_kv(sim *s, int64_t *bytes, int *sites, int *causal, int *unsize
 	static const char *const scaling[] = {"mul", "div", NULL};
 	mem_builder *b = &s->b;
 	*bytes = 0;
-	*sites = *causal = *unsized = 0;
+	*sites = *causal = *unsized = *sliding = 0;
 	for (size_t k = 0; k < b->unit_count; k++) {
 		const mem_unit *u = &b->units[k];
 		int key, value;
@@ -886,7 +887,14 @@ static void find_kv(sim *s, int64_t *bytes, int *sites, int *causal, int *unsize
 		/* a grouped-query step's k and v repeated to the query's heads: the cache holds them before */
 		key = before_repeats(b, key);
 		value = before_repeats(b, value);
-		int64_t site = kv_site_bytes(s, key, value, unsized);
+		/* a description's window caps the decode step's cache (kv_tokens): a prefill holds the whole context, as
+		   transformers' DynamicSlidingWindowLayer keeps a view of the prefill's keys until the next step;
+		   --sliding-window caps both, as a static sliding cache does */
+		int64_t window = s->opt->kv_window > 0 || s->opt->kv_tokens > 0 ? u->kv_window : 0;
+		int64_t site = kv_site_bytes(s, key, value, window, unsized);
+		*sliding += window > 0;
+		if (window > s->kv_widest)
+			s->kv_widest = window;
 		if (site < 0 || !mem_add(bytes, site))
 			*bytes = TI_MEMORY_MAX_BYTES;
 		(*sites)++;
@@ -1466,6 +1474,9 @@ static const char *kv_rule(const sim *s, const ti_memory_report *r)
 		snprintf(length, sizeof(length), "the bound length");
 	if (s->opt->kv_window > 0)
 		snprintf(window, sizeof(window), " (at most the sliding window's %lld)", (long long)s->opt->kv_window);
+	else if (r->kv_sliding > 0)
+		snprintf(window, sizeof(window), " (%d of them at most their sliding window's %lld)", r->kv_sliding,
+		         (long long)s->kv_widest);
 	return ti_arena_printf(s->b.arena, "keys and values of %d attention steps at %s%s, %s%s", r->kv_sites, length,
 	                       window, s->opt->kv_dtype ? ti_dtype_name(s->opt->kv_dtype) : "their dtype",
 	                       r->kv_unsized ? "; some steps' length unknown: at the bound length" : "");
@@ -1570,7 +1581,7 @@ static ti_status simulate(ti_model *model, const mem_trace *trace, const ti_mode
 	if (options->mode == TI_MEMORY_TRAIN && options->strategy == TI_STRATEGY_ZERO3 && ranks(s) > 1 &&
 	    (st = fsdp_setup(s, ml.items, ml.count, err)))
 		goto done;
-	find_kv(s, &s->kv_bytes, &s->kv_sites, &s->kv_causal, &s->kv_unsized);
+	find_kv(s, &s->kv_bytes, &s->kv_sites, &s->kv_causal, &s->kv_unsized, &s->kv_sliding);
 	if (s->kv_bytes >= TI_MEMORY_MAX_BYTES) {
 		st = TI_FAIL(err, TI_E_LIMIT, "the KV cache needs more than %lld bytes", (long long)TI_MEMORY_MAX_BYTES);
 		goto done;
@@ -1627,6 +1638,7 @@ static ti_status simulate(ti_model *model, const mem_trace *trace, const ti_mode
 	r->kv_cache = s->kv_bytes;
 	r->kv_sites = s->kv_sites;
 	r->kv_causal = s->kv_causal;
+	r->kv_sliding = s->kv_sliding;
 	r->kv_unsized = s->kv_unsized;
 	r->activations = options->mode == TI_MEMORY_TRAIN ? s->activations : 0;
 	r->peak = s->l.peak;
