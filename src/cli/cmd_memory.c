@@ -156,9 +156,11 @@ static const char help[] =
 	"  --device-memory SIZE a size (80GiB, 24GB) or a GPU (H100-80GB, A100-40GB, L4,\n"
 	"                       RTX-4090, ...): say whether the peak fits; exit 1 if not;\n"
 	"                       a comma list (H100-80GB,L4) gives a row per device and\n"
-	"                       exits 1 unless the step fits every one\n"
+	"                       exits 1 unless the step fits every one; with --context\n"
+	"                       the prefill's need and the decode step's, both to fit\n"
 	"  --fit SYMBOL         the largest value of SYMBOL whose peak fits --device-memory\n"
-	"                       (each listed device's)\n"
+	"                       (each listed device's; with --context, the larger of the\n"
+	"                       prefill and the decode step)\n"
 	"  --top N              the N largest tensors live at the peak (default 8)\n"
 	"  --depth N            a row per module down to depth N: its weights and what its\n"
 	"                       calls keep for backward at the end of forward\n"
@@ -180,7 +182,9 @@ typedef struct memory_args {
 	int64_t device_bytes;
 	const char *device_name, *device_text;
 	/* --device-memory A,B,...: every device; device_* above is the one being fitted or printed */
-	struct device { char text[64]; const char *gpu; int64_t bytes; int64_t fit_value, need; int verdict; } devices[16];
+	/* need: the prefill's (the step's); decode_need: the decode step's, 0 without one; verdict: both must fit */
+	struct device { char text[64]; const char *gpu; int64_t bytes; int64_t fit_value, need, decode_need; int verdict; }
+		devices[16];
 	int device_count;
 	/* --batch, --context: the LLM templates' B and T */
 	int64_t batch, context;
@@ -188,6 +192,8 @@ typedef struct memory_args {
 	struct decode { bool done; int64_t tokens, peak, need, kv_cache, weights, activations; } decode;
 	const char *fit;
 	bool no_fit_line;        /* --fit found none: its own lines say so, not print_text's */
+	bool want_decode;        /* --fit in inference with --batch/--context and a KV cache: each probe fits the decode
+	                            step too */
 	int top, depth;
 	bool json;
 	bool help; /* --help was asked for and printed */
@@ -231,6 +237,13 @@ static int64_t overhead_total(const memory_args *a)
 static int64_t device_need(const memory_args *a, const ti_memory_report *r)
 {
 	return a->o.device == TI_MEMORY_CUDA ? r->reserved_peak + overhead_total(a) : r->peak;
+}
+
+/* What must fit for generation: the larger of the prefill's need and the decode step's, when there is one. */
+static int64_t step_need(const memory_args *a, const ti_memory_report *r)
+{
+	int64_t need = device_need(a, r);
+	return a->decode.done && a->decode.need > need ? a->decode.need : need;
 }
 
 static const char *const modes[] = {"infer", "train", NULL};
@@ -554,27 +567,51 @@ static void add_settings(cJSON *root, const memory_args *a)
 static int print_devices(const memory_args *a)
 {
 	static const cli_column cols[] = {
-		{"DEVICE", CLI_LEFT, 0}, {"MEMORY", CLI_RIGHT, 0}, {"NEEDS", CLI_RIGHT, 0}, {"", CLI_LEFT, 0}, {"", CLI_RIGHT, 0},
+		{"DEVICE", CLI_LEFT, 0}, {"MEMORY", CLI_RIGHT, 0}, {"NEEDS", CLI_RIGHT, 0}, {"", CLI_RIGHT, 0},
+		{"", CLI_LEFT, 0}, {"", CLI_RIGHT, 0},
 	};
 	cli_table t;
 	char fit_head[80];
 	snprintf(fit_head, sizeof(fit_head), "LARGEST %s", a->fit ? a->fit : "");
-	cli_column c[5];
-	memcpy(c, cols, sizeof(c));
-	c[3].header = "VERDICT";
-	c[4].header = a->fit ? fit_head : "";
+	/* with a decode step: the prefill's need and the decode step's, each its own column */
+	bool decode = a->decode.done;
+	cli_column c[6];
+	int n = 0;
+	c[n++] = cols[0];
+	c[n++] = cols[1];
+	c[n] = cols[2];
+	c[n++].header = decode ? "PREFILL" : "NEEDS";
+	if (decode) {
+		c[n] = cols[3];
+		c[n++].header = "DECODE";
+	}
+	c[n] = cols[4];
+	c[n++].header = "VERDICT";
+	if (a->fit) {
+		c[n] = cols[5];
+		c[n++].header = fit_head;
+	}
 	printf("\n");
-	cli_table_init(&t, c, a->fit ? 5 : 4);
+	cli_table_init(&t, c, (size_t)n);
 	for (int i = 0; i < a->device_count; i++) {
 		const struct device *d = &a->devices[i];
-		char mem[32], need[32], verdict[64], value[32];
+		char mem[32], need[32], dneed[32], verdict[64], value[32];
+		int64_t most = d->decode_need > d->need ? d->decode_need : d->need;
 		if (d->verdict == EXIT_OK)
-			snprintf(verdict, sizeof(verdict), "fits (%.1f %%)", 100.0 * (double)d->need / (double)d->bytes);
+			snprintf(verdict, sizeof(verdict), "fits (%.1f %%)", 100.0 * (double)most / (double)d->bytes);
 		else
 			snprintf(verdict, sizeof(verdict), "%s", d->verdict == EXIT_UNDECIDED ? "cannot tell" : "does not fit");
 		snprintf(value, sizeof(value), "%lld", (long long)d->fit_value);
-		const char *row[] = {d->gpu ? d->gpu : d->text, cli_bytes(d->bytes, mem, sizeof(mem)),
-		                     cli_bytes(d->need, need, sizeof(need)), verdict, a->fit && d->fit_value ? value : "none"};
+		const char *row[6];
+		int k = 0;
+		row[k++] = d->gpu ? d->gpu : d->text;
+		row[k++] = cli_bytes(d->bytes, mem, sizeof(mem));
+		row[k++] = cli_bytes(d->need, need, sizeof(need));
+		if (decode)
+			row[k++] = cli_bytes(d->decode_need, dneed, sizeof(dneed));
+		row[k++] = verdict;
+		if (a->fit)
+			row[k++] = d->fit_value ? value : "none";
 		cli_table_add(&t, row);
 	}
 	return cli_table_flush(&t);
@@ -669,7 +706,7 @@ static int print_text(const memory_args *a, const ti_memory_report *r)
 	if (a->device_count > 1 && !a->no_fit_line)
 		return print_devices(a);
 	if (a->device_bytes && !a->no_fit_line)
-		print_fit(a, r, device_need(a, r));
+		print_fit(a, r, step_need(a, r));
 	return EXIT_OK;
 }
 
@@ -789,7 +826,7 @@ static int print_json_doc(const memory_args *a, const ti_memory_report *r, int64
 	if (a->device_bytes) {
 		cJSON_AddNumberToObject(root, "device_memory", (double)a->device_bytes);
 		cJSON_AddNumberToObject(root, "device_need", (double)device_need(a, r));
-		int verdict = fit_verdict(a, r, device_need(a, r));
+		int verdict = fit_verdict(a, r, step_need(a, r)); /* the decode step's too */
 		if (verdict == EXIT_UNDECIDED) /* a lower bound that fits: neither yes nor no */
 			cJSON_AddNullToObject(root, "fits");
 		else
@@ -809,6 +846,8 @@ static int print_json_doc(const memory_args *a, const ti_memory_report *r, int64
 			cJSON_AddStringToObject(x, "device", d->gpu ? d->gpu : d->text);
 			cJSON_AddNumberToObject(x, "device_memory", (double)d->bytes);
 			cJSON_AddNumberToObject(x, "device_need", (double)d->need);
+			if (a->decode.done)
+				cJSON_AddNumberToObject(x, "decode_need", (double)d->decode_need);
 			if (d->verdict == EXIT_UNDECIDED)
 				cJSON_AddNullToObject(x, "fits");
 			else
@@ -1019,17 +1058,35 @@ static int bind_slot(memory_args *a, const char *symbol)
  * value whose shapes fail or whose sizes pass the ceiling does not fit (a
  * batch the model rejects); any other failure is reported.
  */
+static int decode_step(memory_args *a, ti_error *err);
+
+/*
+ * The step at v: whether it fits the device. In generation (want_decode) the
+ * decode step at v must fit too; it runs first, as it reopens the model and
+ * *r must be the prefill's.
+ */
 static int probe(memory_args *a, int slot, int64_t v, bool *fits, const ti_memory_report **r)
 {
 	ti_error err;
 	ti_error_clear(&err);
 	a->cm.bind_values[slot] = v;
-	int rc = estimate(a, r, &err, true);
+	a->decode.done = false;
+	int rc = a->want_decode ? decode_step(a, &err) : 0;
+	if (rc > 0)
+		return rc;
+	if (rc < 0) {
+		a->decode.done = false; /* a decode step too large to size: the prefill's probe says why */
+		if (-rc != TI_E_SHAPE && -rc != TI_E_LIMIT)
+			return cli_report(a->cm.file, &err);
+		*fits = false;
+		return EXIT_OK;
+	}
+	rc = estimate(a, r, &err, true);
 	if (rc > 0)
 		return rc;
 	if (rc < 0 && -rc != TI_E_SHAPE && -rc != TI_E_LIMIT)
 		return cli_report(a->cm.file, &err);
-	*fits = rc == 0 && device_need(a, *r) <= a->device_bytes;
+	*fits = rc == 0 && step_need(a, *r) <= a->device_bytes;
 	return EXIT_OK;
 }
 
@@ -1453,6 +1510,7 @@ static int estimate_step(memory_args *a, const ti_memory_report **r_out, int64_t
 		rc = estimate(a, &r, &err, false);
 		if (rc && rc != -TI_E_SHAPE)
 			goto out;
+		a->want_decode = !rc && r->kv_cache && (a->batch || a->context) && a->o.mode == TI_MEMORY_INFER;
 		a->cm.bind_count--; /* the search adds it back */
 		if ((rc = fit_search(a, &fit_value, &r)))
 			goto out;
@@ -1516,7 +1574,8 @@ static int check_llm_symbols(memory_args *a)
  * A Hugging Face config whose attention slides (sliding_window, unless
  * use_sliding_window is false) over fewer tokens than the context: a note
  * says that the prefill holds the whole context, the decode step the
- * window, and what --sliding-window would change. Nothing for a description, or when the option is given.
+ * window, and what --sliding-window would change. Nothing for a
+ * description, or when the option is given.
  */
 static void window_note(memory_args *a, int64_t kv_cache, int sliding)
 {
@@ -1622,7 +1681,8 @@ static int device_rows(memory_args *a, int primary, int64_t fit_value, const ti_
 		if (!d->fit_value && (rc = probe(a, slot, 1, &fits, r)))
 			return rc;
 		d->need = device_need(a, *r);
-		d->verdict = d->fit_value ? fit_verdict(a, *r, d->need) : EXIT_NEGATIVE;
+		d->decode_need = a->decode.done ? a->decode.need : 0;
+		d->verdict = d->fit_value ? fit_verdict(a, *r, step_need(a, *r)) : EXIT_NEGATIVE;
 	}
 	use_device(a, primary);
 	a->cm.bind_values[slot] = fit_value;
@@ -1655,7 +1715,7 @@ static int print_result(memory_args *a, const ti_memory_report *r, int64_t fit_v
 	if (!rc && a->device_count > 1)
 		rc = devices_verdict(a);
 	else if (!rc && a->device_bytes)
-		rc = fit_verdict(a, r, device_need(a, r));
+		rc = fit_verdict(a, r, step_need(a, r));
 	return rc;
 }
 
@@ -1737,6 +1797,18 @@ int cmd_memory(int argc, char **argv)
 		/* the decode step reopens the model: the prefill's report is made again after it */
 		if (!(rc = decode_step(&a, &err)))
 			rc = estimate(&a, &r, &err, true);
+		/* every device's decode need (the same step; with --fit each row's was its own search's), and the
+		   verdict of both */
+		for (int i = 0; !rc && i < a.device_count && a.device_count > 1; i++) {
+			struct device *d = &a.devices[i];
+			if (!a.fit || i == primary) {
+				d->decode_need = a.decode.need;
+				use_device(&a, i);
+				d->verdict = fit_verdict(&a, r, step_need(&a, r));
+			}
+		}
+		if (a.device_count)
+			use_device(&a, primary);
 	}
 	if (rc < 0)
 		rc = report_failure(&a, rc, &err);
