@@ -100,6 +100,10 @@ static const struct {
 	int64_t params;
 } published[] = {
 	{"fixtures/hf/Llama-3.1-8B/config.json", 8030261248},
+	/* Llama-3.1-70B "70B": 2 x 128256 x 8192 (untied) + 80 x (2 x 8192^2 + 2 x 8192 x 1024 + 3 x 8192 x 28672
+	   + 2 x 8192) + 8192; the Hub's model.safetensors.index.json total_size, 141,107,412,992 bytes in
+	   bfloat16, is this total at 2 bytes each */
+	{"fixtures/hf/Llama-3.1-70B/config.json", 70553706496},
 	{"fixtures/hf/Llama-3.2-1B/config.json", 1235814400},
 	{"fixtures/hf/Llama-2-7b-hf/config.json", 6738415616},
 	{"fixtures/hf/Mistral-7B-v0.1/config.json", 7241732096},
