@@ -150,6 +150,10 @@ typedef struct ti_memory_options {
 	                                    (a decode step at length 1 with the cache of the whole context) */
 	int64_t kv_window;               /* > 0: no attention step caches more than this many tokens (a sliding
 	                                    window on every layer, over the description's own kv_windows) */
+	bool kv_compressed;              /* the cache of attention steps the description gives a compressed size
+	                                    ("kv_compressed": DeepSeek's MLA latent) at that size, as DeepSeek's own
+	                                    inference and vLLM keep it; false: the per-head keys and values
+	                                    transformers caches */
 	ti_memory_attention attention;   /* the attention kernel; TI_ATTN_DEFAULT: as torch decides */
 	ti_dtype amp;                    /* torch.autocast to this dtype (bfloat16, float16); 0: none */
 	const ti_dtype *param_dtypes;    /* per model parameter (ti_model_params order): its dtype as a checkpoint
@@ -248,6 +252,7 @@ typedef struct ti_memory_report {
 	int kv_sites, kv_causal;  /* attention steps found; how many mask their scores */
 	int kv_sliding;           /* of them, how many attend over a sliding window (kv_window, or the
 	                             description's kv_windows) */
+	int kv_compressed;        /* of them, how many are cached compressed (kv_compressed) */
 	int kv_unsized;           /* with kv_tokens or kv_window: sites whose length is unknown (left at the bound
 	                             length) */
 	int64_t peak;             /* the most bytes live at any moment of the step */

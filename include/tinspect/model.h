@@ -87,6 +87,14 @@ typedef struct ti_model_window {
  */
 int64_t ti_model_kv_window(const ti_model *model, const char *module_path);
 
+/*
+ * The description's "kv_compressed": the elements a token of the compressed
+ * cache of the attention steps in module_path holds (DeepSeek's MLA:
+ * kv_lora_rank + qk_rope_head_dim), looked up as ti_model_kv_window; 0 when
+ * none.
+ */
+int64_t ti_model_kv_compressed(const ti_model *model, const char *module_path);
+
 struct ti_fill_policy;
 /*
  * PyTorch's default initialisation of parameter i (fill.h, init_rules.h):

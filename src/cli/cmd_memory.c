@@ -20,7 +20,8 @@ enum {
 	OPT_HELP = 1, OPT_JSON, OPT_RAW, OPT_BIND, OPT_INPUT, OPT_MODE, OPT_OPTIMIZER, OPT_IMPL, OPT_DEVICE, OPT_DTYPE,
 	OPT_TRAINABLE, OPT_FROZEN, OPT_DEVICE_MEMORY, OPT_FIT, OPT_TOP, OPT_CHECKPOINT, OPT_ACCUMULATE, OPT_KV_CACHE, OPT_OVERHEAD, OPT_TRUST, OPT_DEPTH, OPT_WORLD, OPT_STRATEGY,
 	OPT_BUCKET, OPT_WRAP, OPT_PLOT, OPT_FORCE, OPT_AMP, OPT_MICRO, OPT_WEIGHTS, OPT_CPU_ISA, OPT_TORCH,
-	OPT_BATCH, OPT_CONTEXT, OPT_KV_DTYPE, OPT_SLIDING_WINDOW, OPT_ATTN
+	OPT_BATCH, OPT_CONTEXT, OPT_KV_DTYPE, OPT_SLIDING_WINDOW, OPT_ATTN,
+	OPT_KV_LAYOUT
 };
 
 static const cli_option options[] = {
@@ -49,6 +50,7 @@ static const cli_option options[] = {
 	{"kv-dtype", 0, OPT_VALUE, OPT_KV_DTYPE},
 	{"sliding-window", 0, OPT_VALUE, OPT_SLIDING_WINDOW},
 	{"attn", 0, OPT_VALUE, OPT_ATTN},
+	{"kv-layout", 0, OPT_VALUE, OPT_KV_LAYOUT},
 	{"overhead", 0, OPT_VALUE, OPT_OVERHEAD},
 	{"trust", 0, OPT_FLAG, OPT_TRUST},
 	{"depth", 0, OPT_VALUE, OPT_DEPTH},
@@ -139,6 +141,11 @@ static const char help[] =
 	"                       from max_window_layers, Gemma 2's even layers, Gemma 3's\n"
 	"                       5 of 6, or the config's layer_types: a sliding layer holds\n"
 	"                       min(T, W) tokens, the rest T)\n"
+	"  --kv-layout expanded|compressed  the cache of DeepSeek's MLA attention:\n"
+	"                       expanded, the per-head keys and values transformers\n"
+	"                       caches (default); compressed, one latent a token of\n"
+	"                       kv_lora_rank + qk_rope_head_dim elements, as DeepSeek's\n"
+	"                       own inference and vLLM keep it\n"
 	"  --attn eager|sdpa|flash  the attention kernel: eager materialises the B x H x T\n"
 	"                       x T scores; sdpa the fused kernel PyTorch 2 picks for the\n"
 	"                       device; flash always the flash kernel (default: as --torch)\n"
@@ -209,6 +216,7 @@ typedef struct memory_args {
 	size_t ntrain, nfrozen, ncheck, nwrap;
 	bool optimizer_given, impl_given, kv_given, overhead_given, device_given, cpu_isa_given, trust;
 	bool kv_dtype_given;
+	bool kv_layout_given;
 	char window_note[400];   /* a Hugging Face config's sliding_window that --sliding-window did not apply, or "" */
 } memory_args;
 
@@ -1284,6 +1292,14 @@ static int parse_args(int argc, char **argv, memory_args *a)
 			                      &a->o.kv_window)))
 				return rc;
 			break;
+		case OPT_KV_LAYOUT: {
+			static const char *const names[] = {"expanded", "compressed", NULL};
+			if ((rc = parse_choice("kv-layout", value, names, &choice)))
+				return rc;
+			a->o.kv_compressed = choice == 1;
+			a->kv_layout_given = true;
+			break;
+		}
 		case OPT_ATTN: {
 			static const char *const names[] = {"eager", "sdpa", "flash", NULL};
 			if ((rc = parse_choice("attn", value, names, &choice)))
@@ -1456,12 +1472,13 @@ static int check_args(memory_args *a)
 		return cli_usage_error("memory: --wrap applies to --strategy zero3 or fsdp");
 	if (a->force && !a->plot)
 		return cli_usage_error("memory: -f replaces the --plot file: give --plot FILE.svg");
-	if (a->o.mode == TI_MEMORY_TRAIN && (a->kv_given || a->kv_dtype_given || a->o.kv_window))
+	if (a->o.mode == TI_MEMORY_TRAIN && (a->kv_given || a->kv_dtype_given || a->o.kv_window || a->kv_layout_given))
 		return cli_usage_error("memory: --%s applies to --mode infer only",
-		                       a->kv_given ? "kv-cache" : a->kv_dtype_given ? "kv-dtype" : "sliding-window");
-	if (a->o.kv_cache < 0 && (a->kv_dtype_given || a->o.kv_window))
+		                       a->kv_given ? "kv-cache" : a->kv_dtype_given ? "kv-dtype"
+		                       : a->o.kv_window ? "sliding-window" : "kv-layout");
+	if (a->o.kv_cache < 0 && (a->kv_dtype_given || a->o.kv_window || a->kv_layout_given))
 		return cli_usage_error("memory: --%s sizes the KV cache, and --kv-cache off leaves it out",
-		                       a->kv_dtype_given ? "kv-dtype" : "sliding-window");
+		                       a->kv_dtype_given ? "kv-dtype" : a->o.kv_window ? "sliding-window" : "kv-layout");
 	if (a->fit && ((a->batch && !strcmp(a->fit, "B")) || (a->context && !strcmp(a->fit, "T"))))
 		return cli_usage_error("memory: --fit %s searches its value: drop --%s", a->fit,
 		                       !strcmp(a->fit, "B") ? "batch" : "context");
@@ -1754,6 +1771,7 @@ int cmd_memory(int argc, char **argv)
 		                  : a.o.amp ? "--amp" : a.o.tensor_parallel || a.o.pipeline ? "--strategy"
 		                  : a.weights ? "--weights" : a.kv_dtype_given ? "--kv-dtype"
 		                  : a.o.kv_window ? "--sliding-window" : a.o.attention ? "--attn"
+		                  : a.kv_layout_given ? "--kv-layout"
 		                  : a.device_count > 1 ? "--device-memory with several devices" : NULL;
 		if (needs)
 			return cli_usage_error("memory: %s needs a model description; %s is a checkpoint", needs, a.cm.file);
@@ -1791,6 +1809,12 @@ int cmd_memory(int argc, char **argv)
 	rc = estimate_step(&a, &r, &fit_value, &said, &err);
 	if (!rc && !said && a.device_count > 1)
 		rc = device_rows(&a, primary, fit_value, &r, &err);
+	if (!rc && !said && a.o.kv_compressed && r->kv_cache && !r->kv_compressed) {
+		rc = cli_usage_error("memory: --kv-layout compressed: %s gives no compressed cache (\"kv_compressed\": "
+		                     "DeepSeek's MLA); its %d attention steps cache their keys and values",
+		                     a.cm.file, r->kv_sites);
+		goto done;
+	}
 	if (!rc && !said)
 		window_note(&a, r->kv_cache, r->kv_sliding);
 	if (!rc && !said && (a.batch || a.context) && r->kv_cache) {

@@ -57,6 +57,8 @@ typedef struct mem_tensor {
 	const char *name;            /* what produced it, for the report */
 	int64_t rows;                /* its meta tensor's second-to-last size (a value's length: the tokens it
 	                                holds, for the KV cache), 0 unknown */
+	int64_t lead;                /* its meta tensor's first size (a batch) when it has 3 dimensions or more,
+	                                else 0 */
 } mem_tensor;
 
 typedef enum mem_out_kind {
@@ -96,6 +98,8 @@ typedef struct mem_unit {
 	bool causal;                 /* a fused attention kernel that masks its scores (is_causal or a mask) */
 	int64_t kv_window;           /* > 0: its module's sliding attention window (the description's kv_windows,
 	                                or --sliding-window, which overrides it) */
+	int64_t kv_compressed;       /* > 0: the elements a token of its module's compressed cache, when the
+	                                options ask for that layout (kv_compressed) */
 } mem_unit;
 
 /* Builds units from events: the rules' side. */
@@ -112,6 +116,7 @@ typedef struct mem_builder {
 	const char *module_path;
 	const char *window_path;     /* the module path kv_window was looked up for */
 	int64_t window;              /* mem_kv_window's answer for window_path */
+	int64_t compressed;          /* and the compressed cache's elements a token there, when asked */
 	bool leaf_module_parent;     /* the event's caller is a leaf module (its training flags follow the mode) */
 	int storage_count;
 	int segment;                 /* the open checkpointed module, -1 none */

@@ -313,7 +313,7 @@ typedef struct sim {
 	int64_t *module_acts;  /* per module: what its calls leave live at the end of forward */
 	size_t module_count;
 	int64_t kv_bytes;
-	int kv_sites, kv_causal, kv_unsized, kv_sliding;
+	int kv_sites, kv_causal, kv_unsized, kv_sliding, kv_compressed;
 	int64_t kv_widest;           /* the widest sliding window of a site */
 	/* ZeRO-3 / FSDP: the wrapped units, each one's full parameter bytes and its first and last ledger unit */
 	struct fsdp_unit { const char *path; int64_t bytes; int first, last, gather; } *fsdp;
@@ -803,13 +803,21 @@ static int back_through(const mem_builder *b, int t, const char *const *names, b
  * tensors have is the values' rows (attn [.., T, S] @ v [.., S, hd]: S);
  * when it is unknown the bytes stay as they are and *unsized counts it.
  */
-static int64_t kv_site_bytes(const sim *s, int key, int value, int64_t window, int *unsized)
+static int64_t kv_site_bytes(const sim *s, int key, int value, int64_t window, int64_t compressed, int *unsized)
 {
 	const mem_tensor *k = &s->b.tensors[key], *v = &s->b.tensors[value];
 	int64_t bytes = k->bytes + v->bytes, rows = v->rows;
 	int64_t tokens = s->opt->kv_tokens > 0 ? s->opt->kv_tokens : rows;
 	if (window > 0 && tokens > window)
 		tokens = window;
+	if (compressed > 0 && k->lead > 0 && k->elsize > 0) {
+		/* MLA's compressed cache: batch x tokens x (kv_lora_rank + qk_rope_head_dim) elements, one latent a
+		   token shared by every head, in the keys' dtype (kv_dtype below converts it like the rest) */
+		int64_t n;
+		if (!mem_mul(k->lead, tokens, &n) || !mem_mul(n, compressed, &n) || !mem_mul(n, k->elsize, &bytes))
+			return -1;
+		rows = tokens;
+	}
 	if (tokens != rows) {
 		if (rows <= 0 || bytes % rows)
 			(*unsized)++;
@@ -849,7 +857,7 @@ static const char *const fused_attention[] = {"_scaled_dot_product_flash_attenti
  * model's kv_heads, not the query's heads. *bytes is TI_MEMORY_MAX_BYTES
  * when the sum passes it.
  */
-static void find_kv(sim *s, int64_t *bytes, int *sites, int *causal, int *unsized, int *sliding)
+static void find_kv(sim *s, int64_t *bytes, int *sites, int *causal, int *unsized, int *sliding, int *compressed)
 {
 	static const char *const passthrough[] = {"dropout", "to", "type_as", "float", "half", "bfloat16", "contiguous", NULL};
 	static const char *const scoring[] = {"masked_fill", "where", "add", "div", "mul", "sub", "to", "float", NULL};
@@ -858,7 +866,7 @@ static void find_kv(sim *s, int64_t *bytes, int *sites, int *causal, int *unsize
 	static const char *const scaling[] = {"mul", "div", NULL};
 	mem_builder *b = &s->b;
 	*bytes = 0;
-	*sites = *causal = *unsized = *sliding = 0;
+	*sites = *causal = *unsized = *sliding = *compressed = 0;
 	for (size_t k = 0; k < b->unit_count; k++) {
 		const mem_unit *u = &b->units[k];
 		int key, value;
@@ -891,7 +899,8 @@ static void find_kv(sim *s, int64_t *bytes, int *sites, int *causal, int *unsize
 		   transformers' DynamicSlidingWindowLayer keeps a view of the prefill's keys until the next step;
 		   --sliding-window caps both, as a static sliding cache does */
 		int64_t window = s->opt->kv_window > 0 || s->opt->kv_tokens > 0 ? u->kv_window : 0;
-		int64_t site = kv_site_bytes(s, key, value, window, unsized);
+		int64_t site = kv_site_bytes(s, key, value, window, u->kv_compressed, unsized);
+		*compressed += u->kv_compressed > 0;
 		*sliding += window > 0;
 		if (window > s->kv_widest)
 			s->kv_widest = window;
@@ -1477,6 +1486,11 @@ static const char *kv_rule(const sim *s, const ti_memory_report *r)
 	else if (r->kv_sliding > 0)
 		snprintf(window, sizeof(window), " (%d of them at most their sliding window's %lld)", r->kv_sliding,
 		         (long long)s->kv_widest);
+	if (r->kv_compressed > 0)
+		return ti_arena_printf(s->b.arena, "the compressed latent (MLA) of %d attention steps at %s%s, %s%s",
+		                       r->kv_sites, length, window,
+		                       s->opt->kv_dtype ? ti_dtype_name(s->opt->kv_dtype) : "their dtype",
+		                       r->kv_unsized ? "; some steps' length unknown: at the bound length" : "");
 	return ti_arena_printf(s->b.arena, "keys and values of %d attention steps at %s%s, %s%s", r->kv_sites, length,
 	                       window, s->opt->kv_dtype ? ti_dtype_name(s->opt->kv_dtype) : "their dtype",
 	                       r->kv_unsized ? "; some steps' length unknown: at the bound length" : "");
@@ -1581,7 +1595,7 @@ static ti_status simulate(ti_model *model, const mem_trace *trace, const ti_mode
 	if (options->mode == TI_MEMORY_TRAIN && options->strategy == TI_STRATEGY_ZERO3 && ranks(s) > 1 &&
 	    (st = fsdp_setup(s, ml.items, ml.count, err)))
 		goto done;
-	find_kv(s, &s->kv_bytes, &s->kv_sites, &s->kv_causal, &s->kv_unsized, &s->kv_sliding);
+	find_kv(s, &s->kv_bytes, &s->kv_sites, &s->kv_causal, &s->kv_unsized, &s->kv_sliding, &s->kv_compressed);
 	if (s->kv_bytes >= TI_MEMORY_MAX_BYTES) {
 		st = TI_FAIL(err, TI_E_LIMIT, "the KV cache needs more than %lld bytes", (long long)TI_MEMORY_MAX_BYTES);
 		goto done;
@@ -1639,6 +1653,7 @@ static ti_status simulate(ti_model *model, const mem_trace *trace, const ti_mode
 	r->kv_sites = s->kv_sites;
 	r->kv_causal = s->kv_causal;
 	r->kv_sliding = s->kv_sliding;
+	r->kv_compressed = s->kv_compressed;
 	r->kv_unsized = s->kv_unsized;
 	r->activations = options->mode == TI_MEMORY_TRAIN ? s->activations : 0;
 	r->peak = s->l.peak;

@@ -32,6 +32,10 @@
  *     Gemma 2's 2, Gemma 3's sliding_window_pattern 6). A config's own
  *     "layer_types" list decides instead ("sliding_attention" slides). The
  *     sliding layers become the description's "kv_windows" {MODULE: WINDOW}.
+ *   "hf": {"compressed": {"module": PATH, "elements": [FIELD, ...]}} - the
+ *     attention under PATH can cache one latent a token of the fields' sum
+ *     of elements (DeepSeek's MLA: kv_lora_rank + qk_rope_head_dim): the
+ *     description's "kv_compressed" {PATH: ELEMENTS}.
  * and a string "$NAME" that is a boolean field alone becomes true or false
  * (a Linear's "bias"). Numbers stay "$NAME" references to the config, so the
  * description reads as the model's code does.
@@ -368,6 +372,31 @@ static ti_status add_windows(const filler *fl, const cJSON *config, const cJSON 
 	return TI_OK;
 }
 
+/* "hf.compressed": the description's "kv_compressed", the fields' sum under the module's path. */
+static ti_status add_compressed(const filler *fl, const cJSON *rules, cJSON *desc)
+{
+	const char *module = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(rules, "module"));
+	const cJSON *fields = cJSON_GetObjectItemCaseSensitive(rules, "elements"), *f;
+	double sum = 0;
+	bool ok = module && cJSON_IsArray(fields) && cJSON_GetArraySize(fields) > 0;
+	cJSON_ArrayForEach(f, fields) {
+		double v = cJSON_IsString(f) ? each_bound(fl, f) : -1;
+		ok &= v >= 0;
+		sum += v;
+	}
+	if (!ok)
+		return TI_FAIL(fl->err, TI_E_CORRUPT,
+		               "template %s: \"compressed\" takes \"module\" and \"elements\", a list of number fields",
+		               fl->model_type);
+	cJSON *c = cJSON_CreateObject();
+	if (!c || !cJSON_AddNumberToObject(c, module, sum)) {
+		cJSON_Delete(c);
+		return TI_FAIL(fl->err, TI_E_NOMEM, "out of memory for the description");
+	}
+	cJSON_AddItemToObject(desc, "kv_compressed", c);
+	return TI_OK;
+}
+
 /* "hf.only": each field the config gives must have the one value the template describes. */
 static ti_status check_only(const cJSON *only, const cJSON *config, const char *model_type, ti_error *err)
 {
@@ -408,6 +437,9 @@ static ti_status describe(const cJSON *config, const ti_hf_template *t, char **o
 	filler fl = {fields, t->model_type, err};
 	const cJSON *sliding = cJSON_GetObjectItemCaseSensitive(hf, "sliding");
 	if (sliding && (st = add_windows(&fl, config, sliding, desc)))
+		goto done;
+	const cJSON *compressed = cJSON_GetObjectItemCaseSensitive(hf, "compressed");
+	if (compressed && (st = add_compressed(&fl, compressed, desc)))
 		goto done;
 	cJSON_DeleteItemFromObjectCaseSensitive(tmpl, "hf"); /* cls goes with it */
 	if ((st = fill(&fl, tmpl, 0)))

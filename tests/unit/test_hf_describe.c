@@ -643,14 +643,14 @@ static const struct {
 	{"fixtures/hf/Mistral-7B-v0.1/config.json", 0, 32, 4096, 8, 128},
 };
 
-typedef struct kv_figures { int64_t bytes; int sliding; } kv_figures;
+typedef struct kv_figures { int64_t bytes; int sliding, compressed; } kv_figures;
 
 /*
  * The KV cache of config at B = 1 and T = tokens: the prefill's, or with
  * decode a decode step's beside the cache of T tokens; every layer capped at
  * window when > 0 (--sliding-window).
  */
-static kv_figures kv_report(const char *config, int64_t tokens, int64_t window, bool decode)
+static kv_figures kv_layout_report(const char *config, int64_t tokens, int64_t window, bool decode, bool compressed)
 {
 	size_t size;
 	char *text = slurp(config, &size), *desc;
@@ -664,12 +664,18 @@ static kv_figures kv_report(const char *config, int64_t tokens, int64_t window, 
 	ti_model *m = NULL;
 	cr_assert(ti_model_open(desc, strlen(desc), &o, &m, &err) == TI_OK, "%s", err.message);
 	free(desc);
-	ti_memory_options mo = {.mode = TI_MEMORY_INFER, .kv_window = window, .kv_tokens = decode ? tokens : 0};
+	ti_memory_options mo = {.mode = TI_MEMORY_INFER, .kv_window = window, .kv_tokens = decode ? tokens : 0,
+	                        .kv_compressed = compressed};
 	const ti_memory_report *r = NULL;
 	cr_assert(ti_memory_estimate(m, &mo, &r, &err) == TI_OK, "%s", err.message);
-	kv_figures f = {r->kv_cache, r->kv_sliding};
+	kv_figures f = {r->kv_cache, r->kv_sliding, r->kv_compressed};
 	ti_model_close(m);
 	return f;
+}
+
+static kv_figures kv_report(const char *config, int64_t tokens, int64_t window, bool decode)
+{
+	return kv_layout_report(config, tokens, window, decode, false);
 }
 
 Test(hf_describe, caches_each_sliding_layer_at_most_its_window_of_real_configs)
@@ -694,4 +700,28 @@ Test(hf_describe, caches_each_sliding_layer_at_most_its_window_of_real_configs)
 	/* a context inside the window: every layer holds all of it */
 	EXPECT_INT(kv_report("fixtures/hf/gemma-2-2b/config.json", 2048, 0, true).bytes,
 	           (int64_t)2 * 4 * 256 * 4 * 26 * 2048);
+}
+
+/*
+ * DeepSeek-V3's MLA cache at B = 1, T = 4096, float32 (61 layers, 128 heads):
+ * transformers caches the expanded per-head keys, qk_nope_head_dim 128 +
+ * qk_rope_head_dim 64, and values, v_head_dim 128: 128 x (192 + 128) =
+ * 40,960 elements a token and layer; DeepSeek's own inference and vLLM keep
+ * the latent, kv_lora_rank 512 + qk_rope_head_dim 64 = 576 (71 times less).
+ */
+Test(hf_describe, caches_deepseeks_mla_expanded_as_transformers_or_compressed_as_its_latent)
+{
+	const char *config = "fixtures/hf/DeepSeek-V3/config.json";
+	const int64_t T = 4096, layers = 61;
+	kv_figures expanded = kv_layout_report(config, T, 0, false, false);
+	EXPECT_INT(expanded.bytes, layers * T * 128 * (192 + 128) * 4);
+	EXPECT_INT(expanded.compressed, 0);
+	for (int decode = 0; decode < 2; decode++) {
+		kv_figures latent = kv_layout_report(config, T, 0, decode, true);
+		EXPECT_INT(latent.bytes, layers * T * (512 + 64) * 4);
+		EXPECT_INT(latent.compressed, (int)layers);
+	}
+	/* a model without MLA keeps its keys and values whatever the layout asked */
+	EXPECT_INT(kv_layout_report("fixtures/hf/Mistral-7B-v0.1/config.json", 1024, 0, false, true).bytes,
+	           (int64_t)32 * 1024 * 2 * 8 * 128 * 4);
 }
