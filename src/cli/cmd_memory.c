@@ -108,7 +108,12 @@ static const char help[] =
 	"                       partitioned), zero2 (and gradients), zero3 or fsdp (and\n"
 	"                       parameters, each wrapped unit gathered while it runs),\n"
 	"                       tp=K (Megatron tensor parallelism over K ranks), pp=K\n"
-	"                       (K pipeline stages, 1F1B: the stage that needs the most)\n"
+	"                       (K pipeline stages, 1F1B: the stage that needs the most);\n"
+	"                       ep=K, in inference too: expert parallelism, each rank\n"
+	"                       holding ceil(E/K) experts of every MoE layer (the rest\n"
+	"                       replicated) and the all-to-all buffers of the routed\n"
+	"                       tokens; the high end of the range (moe-routing) has\n"
+	"                       every rank's tokens routed to this rank's experts\n"
 	"  --micro-batches M    pp=K: micro-batches a step (default K)\n"
 	"  --bucket SIZE        DDP's bucket_cap / ZeRO-2's reduce bucket (default 25MiB)\n"
 	"  --wrap GLOB          zero3/fsdp units (default: the blocks of the first\n"
@@ -516,6 +521,9 @@ static void print_settings(const memory_args *a, const ti_memory_report *r)
 		printf(", tp=%lld", (long long)o->tensor_parallel);
 	if (o->pipeline > 1)
 		printf(", pp=%lld", (long long)o->pipeline);
+	if (o->expert_parallel > 1)
+		printf(", ep=%lld (%lld of %lld experts on this rank)", (long long)o->expert_parallel,
+		       (long long)r->experts_held, (long long)r->experts);
 	if (o->accumulate > 1)
 		printf(", accumulating %lld micro-batches", (long long)o->accumulate);
 	for (size_t i = 0; i < o->checkpoint_count; i++)
@@ -565,6 +573,8 @@ static void add_settings(cJSON *root, const memory_args *a)
 	cJSON_AddNumberToObject(st, "world_size", (double)(o->world_size ? o->world_size : 1));
 	cJSON_AddNumberToObject(st, "tensor_parallel", (double)(o->tensor_parallel ? o->tensor_parallel : 1));
 	cJSON_AddNumberToObject(st, "pipeline", (double)(o->pipeline ? o->pipeline : 1));
+	if (o->expert_parallel > 1) /* only when asked: the expert parallelism and what this rank holds */
+		cJSON_AddNumberToObject(st, "expert_parallel", (double)o->expert_parallel);
 	cJSON_AddNumberToObject(st, "accumulate", (double)(o->accumulate ? o->accumulate : 1));
 	add_globs(st, "checkpoint", o->checkpoint, o->checkpoint_count);
 	add_globs(st, "frozen", o->frozen, o->frozen_count);
@@ -754,6 +764,10 @@ static int print_json_doc(const memory_args *a, const ti_memory_report *r, int64
 	cJSON_AddNumberToObject(root, "activations", (double)r->activations);
 	cJSON_AddNumberToObject(root, "communication", (double)r->communication);
 	cJSON_AddNumberToObject(root, "kv_cache", (double)r->kv_cache);
+	if (o->expert_parallel > 1) {
+		cJSON_AddNumberToObject(root, "experts", (double)r->experts);
+		cJSON_AddNumberToObject(root, "experts_held", (double)r->experts_held);
+	}
 	cJSON_AddNumberToObject(root, "peak", (double)r->peak);
 	if (a->decode.done) {
 		/* the peak above is the prefill's; a decode step holds the cache of the whole context */
@@ -1342,6 +1356,11 @@ static int parse_args(int argc, char **argv, memory_args *a)
 
 		case OPT_STRATEGY: {
 			static const char *const strategies[] = {"none", "ddp", "zero1", "zero2", "zero3", "fsdp", NULL};
+			if (!strncmp(value, "ep=", 3)) {
+				if ((rc = parse_count("strategy", "ep=K with K", value + 3, 1, 4096, &a->o.expert_parallel)))
+					return rc;
+				break;
+			}
 			if (!strncmp(value, "tp=", 3) || !strncmp(value, "pp=", 3)) {
 				if ((rc = parse_count("strategy", value[0] == 't' ? "tp=K with K" : "pp=K with K", value + 3, 1, 4096,
 				                      value[0] == 't' ? &a->o.tensor_parallel : &a->o.pipeline)))
@@ -1809,6 +1828,11 @@ int cmd_memory(int argc, char **argv)
 	rc = estimate_step(&a, &r, &fit_value, &said, &err);
 	if (!rc && !said && a.device_count > 1)
 		rc = device_rows(&a, primary, fit_value, &r, &err);
+	if (!rc && !said && a.o.expert_parallel > 1 && !r->experts) {
+		rc = cli_usage_error("memory: --strategy ep=%lld: %s has no experts (modules named experts.N)",
+		                     (long long)a.o.expert_parallel, a.cm.file);
+		goto done;
+	}
 	if (!rc && !said && a.o.kv_compressed && r->kv_cache && !r->kv_compressed) {
 		rc = cli_usage_error("memory: --kv-layout compressed: %s gives no compressed cache (\"kv_compressed\": "
 		                     "DeepSeek's MLA); its %d attention steps cache their keys and values",

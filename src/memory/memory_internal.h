@@ -117,6 +117,12 @@ typedef struct mem_builder {
 	const char *window_path;     /* the module path kv_window was looked up for */
 	int64_t window;              /* mem_kv_window's answer for window_path */
 	int64_t compressed;          /* and the compressed cache's elements a token there, when asked */
+	const char *moe_layer;       /* the MoE layer (the path above "experts.N") whose expert calls are summed */
+	size_t moe_layer_len;
+	int64_t moe_tokens;          /* its expert calls' input bytes so far */
+	int64_t moe_tokens_max;      /* the most of any MoE layer */
+	int64_t moe_call_max;        /* the most bytes one expert call's own units make (its transients, at most) */
+	int moe_calls;               /* expert calls walked */
 	bool leaf_module_parent;     /* the event's caller is a leaf module (its training flags follow the mode) */
 	int storage_count;
 	int segment;                 /* the open checkpointed module, -1 none */

@@ -128,6 +128,48 @@ static ti_status plan_by_rule(mem_builder *b, const mem_rule *rule, const mem_ev
 	return st;
 }
 
+/*
+ * Whether path names one expert of a MoE layer ("...experts.3"): *parent_len
+ * is then the length of the layer's path (up to ".experts").
+ */
+static bool expert_path(const char *path, size_t *parent_len)
+{
+	const char *dot = strrchr(path, '.');
+	if (!dot || !dot[1] || dot - path < 7)
+		return false;
+	for (const char *c = dot + 1; *c; c++)
+		if (*c < '0' || *c > '9')
+			return false;
+	size_t n = (size_t)(dot - path);
+	if (n < 7 || strncmp(path + n - 7, "experts", 7) || (n > 7 && path[n - 8] != '.'))
+		return false;
+	*parent_len = n > 7 ? n - 8 : 0;
+	return true;
+}
+
+/* An expert call's units [first, b->unit_count): its layer's routed token bytes, and its own transients. */
+static void note_expert_call(mem_builder *b, const char *path, size_t parent_len, size_t first)
+{
+	if (first >= b->unit_count || b->units[first].nin < 1 || b->units[first].in[0] < 0)
+		return;
+	int64_t in = b->tensors[b->units[first].in[0]].bytes, made = 0;
+	for (size_t u = first; u < b->unit_count; u++)
+		for (int o = 0; o < b->units[u].nout; o++)
+			if (b->tensors[b->units[u].out[o]].param < 0)
+				made += b->tensors[b->units[u].out[o]].bytes;
+	if (!b->moe_layer || b->moe_layer_len != parent_len || strncmp(b->moe_layer, path, parent_len)) {
+		b->moe_layer = path;
+		b->moe_layer_len = parent_len;
+		b->moe_tokens = 0;
+	}
+	b->moe_tokens += in;
+	if (b->moe_tokens > b->moe_tokens_max)
+		b->moe_tokens_max = b->moe_tokens;
+	if (made > b->moe_call_max)
+		b->moe_call_max = made;
+	b->moe_calls++;
+}
+
 static ti_status walk(mem_builder *b, module_list *ml, const mem_trace *tr, int id, ti_error *err)
 {
 	const mem_event *ev = &tr->events[id];
@@ -155,6 +197,8 @@ static ti_status walk(mem_builder *b, module_list *ml, const mem_trace *tr, int 
 			b->segment = (int)b->segment_count++;
 		}
 		const mem_rule *rule = mod->kind == TI_MODULE_LEAF ? mem_rule_find(ev->name, true) : NULL;
+		size_t first_unit = b->unit_count, parent_len;
+		bool expert = expert_path(mod->path, &parent_len);
 		if (rule && ev->call)
 			st = plan_by_rule(b, rule, ev, err);
 		else {
@@ -168,6 +212,8 @@ static ti_status walk(mem_builder *b, module_list *ml, const mem_trace *tr, int 
 			b->segments[b->segment].last = (int)b->unit_count - 1;
 			b->segment = -1;
 		}
+		if (!st && expert)
+			note_expert_call(b, mod->path, parent_len, first_unit);
 	} else if (ev->call) {
 		const mem_rule *rule = mem_rule_find(ev->name, false);
 		if (rule)
@@ -314,6 +360,8 @@ typedef struct sim {
 	size_t module_count;
 	int64_t kv_bytes;
 	int kv_sites, kv_causal, kv_unsized, kv_sliding, kv_compressed;
+	int64_t experts, experts_held; /* expert modules, and those this rank holds (expert_shard) */
+	int64_t ep_bytes;              /* expert parallelism: the all-to-all buffers, kept for the whole step */
 	int64_t kv_widest;           /* the widest sliding window of a site */
 	/* ZeRO-3 / FSDP: the wrapped units, each one's full parameter bytes and its first and last ledger unit */
 	struct fsdp_unit { const char *path; int64_t bytes; int first, last, gather; } *fsdp;
@@ -978,10 +1026,74 @@ static ti_status map_params(sim *s, ti_error *err)
 }
 
 /* After the builder ran: what every storage is, and when it is last read. */
+/*
+ * Whether a parameter belongs to one expert of a MoE layer ("...experts.3.w1.weight"): *prefix_len is then the
+ * length of the name up to "experts.", *index the expert's number.
+ */
+static bool expert_param(const char *name, size_t *prefix_len, int64_t *index)
+{
+	for (const char *p = strstr(name, "experts."); p; p = strstr(p + 1, "experts.")) {
+		if (p != name && p[-1] != '.')
+			continue;
+		const char *d = p + strlen("experts.");
+		int64_t n = 0;
+		const char *c = d;
+		for (; *c >= '0' && *c <= '9' && n < 1000000; c++)
+			n = n * 10 + (*c - '0');
+		if (c == d || *c != '.')
+			continue;
+		*prefix_len = (size_t)(p - name);
+		*index = n;
+		return true;
+	}
+	return false;
+}
+
+/*
+ * Expert parallelism over K ranks: rank 0 (the one that holds the most) keeps experts 0 .. ceil(E/K) - 1 of
+ * every MoE layer of E experts, the others none of their bytes; everything else is replicated. Counts the
+ * experts and those held either way (s->experts, s->experts_held).
+ */
+static void expert_shard(sim *s)
+{
+	mem_builder *b = &s->b;
+	ti_model *m = b->model;
+	int64_t k = s->opt->expert_parallel > 1 ? s->opt->expert_parallel : 1;
+	const char *layer = NULL;
+	size_t layer_len = 0;
+	int64_t held = 0;
+	for (size_t i = 0; i < m->param_count_all; i++) {
+		size_t len;
+		int64_t n;
+		const char *name = m->params[i].name;
+		if (!expert_param(name, &len, &n))
+			continue;
+		if (!layer || len != layer_len || strncmp(layer, name, len)) { /* a new layer: its experts follow */
+			int64_t e = 0;
+			for (size_t j = i; j < m->param_count_all; j++) {
+				size_t l2;
+				int64_t n2;
+				if (!expert_param(m->params[j].name, &l2, &n2) || l2 != len || strncmp(m->params[j].name, name, len))
+					break;
+				if (n2 + 1 > e)
+					e = n2 + 1;
+			}
+			layer = name;
+			layer_len = len;
+			held = (e + k - 1) / k;
+			s->experts += e;
+			s->experts_held += held;
+		}
+		if (k > 1 && n >= held && !m->params[i].tied_to)
+			b->tensors[s->param_tensor[i]].bytes = 0;
+	}
+}
+
 static ti_status classify(sim *s, const ti_model_report *rep, ti_error *err)
 {
 	mem_builder *b = &s->b;
 	ti_model *m = b->model;
+	expert_shard(s);
 	int64_t k = s->opt->tensor_parallel;
 	for (size_t t = 0; t < b->tensor_count && k > 1; t++) /* a rank's share of each split parameter, and of its .grad */
 		if (b->tensors[t].tp_shard)
@@ -1521,7 +1633,11 @@ static ti_status build_terms(sim *s, ti_memory_report *r, ti_error *err)
 		 train ? "saved for backward, live at the end of forward" : "inference: nothing is saved", unknown && train,
 		 train ? unknown_why : NULL, 0},
 		{"communication", r->communication,
-		 s->opt->strategy == TI_STRATEGY_ZERO2 ? "ZeRO-2: one reduce-scatter bucket"
+		 s->ep_bytes ? ti_arena_printf(a, "expert parallelism over %lld ranks: the all-to-all's dispatch and "
+		                               "combine buffers, 2 x the token states one MoE layer routes (B x T x k x "
+		                               "hidden)%s", (long long)s->opt->expert_parallel,
+		                               s->comm_bytes ? ", and the strategy's buckets" : "")
+		 : s->opt->strategy == TI_STRATEGY_ZERO2 ? "ZeRO-2: one reduce-scatter bucket"
 		 : r->communication ? "DDP: gradient buckets, a copy of every gradient (gradient_as_bucket_view=False)"
 		 : s->opt->strategy == TI_STRATEGY_ZERO3 ? "ZeRO-3/FSDP: gathered units counted as they live, in the peak"
 		 : "one rank: none", false, NULL, 0},
@@ -1542,7 +1658,8 @@ static ti_status build_terms(sim *s, ti_memory_report *r, ti_error *err)
 		return TI_FAIL(err, TI_E_NOMEM, "out of memory");
 	r->term_count = 0;
 	for (size_t i = 0; i < sizeof(terms) / sizeof(terms[0]); i++)
-		if (strcmp(terms[i].name, "communication") || s->opt->strategy != TI_STRATEGY_NONE) /* one rank: no such term */
+		if (strcmp(terms[i].name, "communication") || s->opt->strategy != TI_STRATEGY_NONE ||
+		    s->opt->expert_parallel > 1) /* one rank: no such term */
 			r->terms[r->term_count++] = terms[i];
 	if (unknown_why)
 		return add_note(r, a, unknown_why, err);
@@ -1612,6 +1729,21 @@ static ti_status simulate(ti_model *model, const mem_trace *trace, const ti_mode
 	} else {
 		s->kv_bytes = 0;
 	}
+	/* expert parallelism: the dispatch all-to-all sends each routed token state (B x T x k of them in the MoE
+	   layer that routes the most) and receives as many on average; the combine sends them back through
+	   buffers of the same size: two such buffers, live through the step */
+	if (options->expert_parallel > 1 && s->b.moe_tokens_max > 0) {
+		if (!mem_mul(s->b.moe_tokens_max, 2, &s->ep_bytes)) {
+			st = TI_FAIL(err, TI_E_LIMIT, "the all-to-all buffers need more than 2^62 bytes");
+			goto done;
+		}
+		int id = add_storage(s, s->ep_bytes, TI_MEM_COMM, "all-to-all dispatch and combine buffers", 0);
+		if (id < 0) {
+			st = TI_FAIL(err, TI_E_NOMEM, "out of memory");
+			goto done;
+		}
+		s->l.st[id].pinned = true;
+	}
 	s->base_count = s->l.count;
 	s->pending = ti_arena_calloc(&model->arena, s->b.tensor_count + 1, sizeof(*s->pending));
 	s->records = ti_arena_calloc(&model->arena, s->b.unit_count + 1, sizeof(*s->records));
@@ -1642,7 +1774,11 @@ static ti_status simulate(ti_model *model, const mem_trace *trace, const ti_mode
 		st = TI_FAIL(err, TI_E_NOMEM, "out of memory");
 		goto done;
 	}
-	r->communication = s->comm_bytes;
+	r->communication = s->comm_bytes + s->ep_bytes;
+	r->experts = s->experts;
+	r->experts_held = s->experts_held;
+	r->expert_tokens = s->b.moe_tokens_max;
+	r->expert_call = s->b.moe_call_max;
 	r->parameters = s->param_bytes;
 	r->buffers = s->buffer_bytes;
 	r->weights = s->param_bytes + s->buffer_bytes;
@@ -1719,6 +1855,8 @@ static ti_status simulate(ti_model *model, const mem_trace *trace, const ti_mode
 	for (size_t k = 0; k < s->b.unit_count; k++)
 		depends |= s->b.units[k].depends;
 	*kinds = mem_uncertain_kinds(options, depends, s->b.unknown_count > 0);
+	if (s->b.moe_calls)
+		*kinds |= MEM_UNCERTAIN(TI_UNCERTAIN_MOE_ROUTING);
 	*out = r;
 done:
 	mem_cuda_free_all(s->l.allocator);
@@ -1806,6 +1944,13 @@ ti_status ti_memory_estimate(ti_model *model, const ti_memory_options *options, 
 	if ((st = simulate(model, &trace, rep, options, false, &r, &kinds, err)))
 		return st;
 	int64_t least = r->peak, most = r->peak;
+	if (options->expert_parallel > 1 && r->expert_tokens > 0) {
+		/* moe-routing's high end: every rank routes all its tokens to this rank's experts, so the all-to-all
+		   receives K times the average and each expert call runs on K times its tokens */
+		int64_t more;
+		if (!mem_mul(options->expert_parallel - 1, r->expert_tokens + r->expert_call, &more) || !mem_add(&most, more))
+			return TI_FAIL(err, TI_E_LIMIT, "the peak's range passes %lld bytes", (long long)TI_MEMORY_MAX_BYTES);
+	}
 	if ((st = play_alternatives(model, &trace, rep, options, &kinds, &least, &most, err)) ||
 	    (st = mem_uncertain_list(r, &model->arena, kinds, err)) || (st = mem_peak_range(r, least, most, err)))
 		return st;

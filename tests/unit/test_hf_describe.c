@@ -725,3 +725,67 @@ Test(hf_describe, caches_deepseeks_mla_expanded_as_transformers_or_compressed_as
 	EXPECT_INT(kv_layout_report("fixtures/hf/Mistral-7B-v0.1/config.json", 1024, 0, false, true).bytes,
 	           (int64_t)32 * 1024 * 2 * 8 * 128 * 4);
 }
+
+/* The report of a config at B = 1, T = tokens under options (mode, expert_parallel ...); closes the model. */
+typedef struct moe_figures {
+	int64_t weights, communication, experts, held, peak, high;
+	bool routing;
+} moe_figures;
+
+static moe_figures moe_report(const char *config, int64_t tokens, ti_memory_options mo)
+{
+	size_t size;
+	char *text = slurp(config, &size), *desc;
+	ti_error err;
+	ti_error_clear(&err);
+	cr_assert(ti_hf_describe(text, size, &desc, &err) == TI_OK, "%s: %s", config, err.message);
+	free(text);
+	const char *names[] = {"B", "T"};
+	int64_t values[] = {1, tokens};
+	ti_model_options o = {.bind_names = names, .bind_values = values, .bind_count = 2};
+	ti_model *m = NULL;
+	cr_assert(ti_model_open(desc, strlen(desc), &o, &m, &err) == TI_OK, "%s", err.message);
+	free(desc);
+	const ti_memory_report *r = NULL;
+	cr_assert(ti_memory_estimate(m, &mo, &r, &err) == TI_OK, "%s", err.message);
+	moe_figures f = {r->weights, r->communication, r->experts, r->experts_held, r->peak, r->peak_high, false};
+	for (size_t i = 0; i < r->uncertain_count; i++)
+		f.routing |= !strcmp(r->uncertain[i].name, "moe-routing");
+	ti_model_close(m);
+	return f;
+}
+
+/*
+ * --strategy ep=K on Mixtral-8x7B (32 MoE layers of 8 experts, each 3 x
+ * 4096 x 14336 float32 weights; 2 experts a token; hidden 4096): rank 0
+ * holds ceil(8 / K) experts of each layer and everything else, and the
+ * all-to-all's dispatch and combine buffers of the routed token states,
+ * 2 x (B x T x 2 x 4096 x 4 bytes).
+ */
+Test(hf_describe, holds_a_ranks_share_of_the_experts_under_expert_parallelism)
+{
+	const char *config = "fixtures/hf/Mixtral-8x7B-v0.1/config.json";
+	const int64_t expert = (int64_t)3 * 4096 * 14336 * 4, T = 16;
+	moe_figures one = moe_report(config, T, (ti_memory_options){.mode = TI_MEMORY_INFER});
+	EXPECT_INT(one.experts, 256);
+	EXPECT_INT(one.held, 256);
+	EXPECT_INT(one.communication, 0);
+	cr_expect(one.routing, "a MoE model's range names moe-routing");
+	static const struct { int64_t k, held; } ranks[] = {{8, 1}, {3, 3}, {2, 4}};
+	for (size_t i = 0; i < sizeof(ranks) / sizeof(ranks[0]); i++) {
+		moe_figures ep = moe_report(config, T, (ti_memory_options){.mode = TI_MEMORY_INFER,
+		                                                           .expert_parallel = ranks[i].k});
+		EXPECT_INT(ep.held, 32 * ranks[i].held);
+		EXPECT_INT(one.weights - ep.weights, 32 * (8 - ranks[i].held) * expert);
+		EXPECT_INT(ep.communication, 2 * (1 * T * 2 * 4096 * 4));
+		/* the high end: every rank's tokens routed here, the receive K times the average */
+		cr_expect_gt(ep.high - ep.peak, (ranks[i].k - 1) * (T * 2 * 4096 * 4), "ep=%lld", (long long)ranks[i].k);
+	}
+	/* training: a rank's experts' gradients only */
+	moe_figures train = moe_report(config, T, (ti_memory_options){.mode = TI_MEMORY_TRAIN, .expert_parallel = 8});
+	EXPECT_INT(train.held, 32);
+	/* a dense model has no experts, and no moe-routing */
+	moe_figures dense = moe_report("fixtures/hf/Llama-3.2-1B/config.json", T, (ti_memory_options){.mode = TI_MEMORY_INFER});
+	EXPECT_INT(dense.experts, 0);
+	cr_expect(!dense.routing);
+}
