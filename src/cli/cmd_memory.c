@@ -201,7 +201,7 @@ typedef struct memory_args {
 	/* --batch, --context: the LLM templates' B and T */
 	int64_t batch, context;
 	/* --context in inference: the decode step (a token with the cache of the whole context), done when set */
-	struct decode { bool done; int64_t tokens, peak, need, kv_cache, weights, activations; } decode;
+	struct decode { bool done; int64_t tokens, peak, need, kv_cache, weights, activations; int sites, sliding; } decode;
 	const char *fit;
 	bool no_fit_line;        /* --fit found none: its own lines say so, not print_text's */
 	bool want_decode;        /* --fit in inference with --batch/--context and a KV cache: each probe fits the decode
@@ -653,10 +653,14 @@ static int print_text(const memory_args *a, const ti_memory_report *r)
 		cli_table_add(&t, row);
 	}
 	if (a->decode.done) {
-		char rule[300], w[32], kv[32], act[32];
-		snprintf(rule, sizeof(rule), "a decode step: one new token beside the KV cache of %lld tokens; weights %s + "
+		char rule[400], w[32], kv[32], act[32];
+		char slide[96] = "";
+		if (a->decode.sliding && !a->o.kv_window)
+			snprintf(slide, sizeof(slide), " (%d of %d attention layers at most their sliding window)",
+			         a->decode.sliding, a->decode.sites);
+		snprintf(rule, sizeof(rule), "a decode step: one new token beside the KV cache of %lld tokens%s; weights %s + "
 		         "KV cache %s + its own activations %s (the peak above: the prefill, the whole context at once)",
-		         (long long)a->decode.tokens, cli_bytes(a->decode.weights, w, sizeof(w)),
+		         (long long)a->decode.tokens, slide, cli_bytes(a->decode.weights, w, sizeof(w)),
 		         cli_bytes(a->decode.kv_cache, kv, sizeof(kv)), cli_bytes(a->decode.activations, act, sizeof(act)));
 		const char *row[] = {"decode", cli_bytes(a->decode.peak, b1, sizeof(b1)), rule};
 		cli_table_add(&t, row);
@@ -776,6 +780,8 @@ static int print_json_doc(const memory_args *a, const ti_memory_report *r, int64
 		cJSON_AddNumberToObject(d, "tokens", (double)a->decode.tokens);
 		cJSON_AddNumberToObject(d, "weights", (double)a->decode.weights);
 		cJSON_AddNumberToObject(d, "kv_cache", (double)a->decode.kv_cache);
+		if (a->decode.sliding) /* only when some layer slides: the layers whose cache a window caps */
+			cJSON_AddNumberToObject(d, "sliding_layers", (double)a->decode.sliding);
 		cJSON_AddNumberToObject(d, "activations", (double)a->decode.activations);
 		cJSON_AddNumberToObject(d, "peak", (double)a->decode.peak);
 		if (a->device_bytes)
@@ -1613,14 +1619,13 @@ static int check_llm_symbols(memory_args *a)
  * window, and what --sliding-window would change. Nothing for a
  * description, or when the option is given.
  */
-static void window_note(memory_args *a, int64_t kv_cache, int sliding)
+static void window_note(memory_args *a, int64_t kv_cache)
 {
 	a->window_note[0] = '\0';
 	int64_t tokens = 0;
 	for (int i = 0; i < a->cm.bind_count; i++)
 		if (!strcmp(a->cm.bind_names[i], "T"))
 			tokens = a->cm.bind_values[i];
-	(void)sliding;
 	if (a->o.kv_window || !kv_cache || !tokens || a->o.mode != TI_MEMORY_INFER)
 		return;
 	char buf[4096];
@@ -1676,6 +1681,8 @@ static int decode_step(memory_args *a, ti_error *err)
 	a->decode.peak = r->peak;
 	a->decode.need = device_need(a, r);
 	a->decode.kv_cache = r->kv_cache;
+	a->decode.sites = r->kv_sites;
+	a->decode.sliding = r->kv_sliding;
 	a->decode.weights = r->weights;
 	int64_t act = r->peak - r->weights - r->kv_cache - r->inputs;
 	a->decode.activations = act > 0 ? act : 0;
@@ -1840,7 +1847,7 @@ int cmd_memory(int argc, char **argv)
 		goto done;
 	}
 	if (!rc && !said)
-		window_note(&a, r->kv_cache, r->kv_sliding);
+		window_note(&a, r->kv_cache);
 	if (!rc && !said && (a.batch || a.context) && r->kv_cache) {
 		/* the decode step reopens the model: the prefill's report is made again after it */
 		if (!(rc = decode_step(&a, &err)))
