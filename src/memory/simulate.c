@@ -58,6 +58,40 @@ static int module_index(mem_builder *b, module_list *ml, const char *path, ti_er
 
 static ti_status walk(mem_builder *b, module_list *ml, const mem_trace *tr, int id, ti_error *err);
 
+/*
+ * Adds bytes to the weights (or the activations) of every listed module that
+ * holds name: the root "", each dotted prefix ("a", "a.b" of "a.b.c"), and with
+ * self the name itself. One look-up a prefix, not a pass over the list.
+ */
+static void add_to_ancestors(module_list *ml, const char *name, bool self, int64_t bytes, bool activations)
+{
+	char key[512];
+	size_t len = strlen(name);
+	if (len >= sizeof(key)) { /* a name too long for the buffer: compare with every module, as a prefix */
+		for (size_t k = 0; k < ml->count; k++) {
+			const char *p = ml->items[k].path;
+			size_t n = strlen(p);
+			if (!n || (!strncmp(name, p, n) && (name[n] == '.' || (self && name[n] == '\0'))))
+				*(activations ? &ml->items[k].activations : &ml->items[k].weights) += bytes;
+		}
+		return;
+	}
+	memcpy(key, name, len + 1);
+	for (size_t n = 0;; n++) {
+		bool boundary = n == 0 || key[n] == '.' || (self && key[n] == '\0');
+		if (boundary) {
+			char saved = key[n];
+			key[n] = '\0';
+			int *k = ti_strmap_get(&ml->index, key);
+			key[n] = saved;
+			if (k)
+				*(activations ? &ml->items[*k].activations : &ml->items[*k].weights) += bytes;
+		}
+		if (key[n] == '\0')
+			break;
+	}
+}
+
 static void held_tensors(mem_builder *b, mem_unit *u, const ti_arg *a)
 {
 	if (a->kind == TI_ARG_TENSOR) {
@@ -1799,28 +1833,14 @@ static ti_status simulate(ti_model *model, const mem_trace *trace, const ti_mode
 	r->peak_step = pu >= 0 ? s->b.units[pu].label
 	               : r->peak_phase == TI_PHASE_OPTIMIZER ? "optimizer.step()" : "start of the step";
 	r->peak_module = pu >= 0 ? ml.items[s->b.units[pu].module].path : "";
-	/* each module's weights: its parameters' and its children's */
+	/* each module's weights: its parameters' and its children's (the modules a name's dotted prefixes name) */
 	for (size_t i = 0; i < model->param_count_all; i++) {
-		const char *name = model->params[i].name;
-		if (model->params[i].tied_to)
-			continue;
-		for (size_t k = 0; k < ml.count; k++) {
-			const char *p = ml.items[k].path;
-			size_t n = strlen(p);
-			if (!n || (!strncmp(name, p, n) && name[n] == '.'))
-				ml.items[k].weights += s->b.tensors[s->param_tensor[i]].bytes;
-		}
+		if (!model->params[i].tied_to)
+			add_to_ancestors(&ml, model->params[i].name, false, s->b.tensors[s->param_tensor[i]].bytes, false);
 	}
 	/* a module's activations are its own calls' and its children's */
-	for (size_t j = 0; j < ml.count && options->mode == TI_MEMORY_TRAIN; j++) {
-		const char *q = ml.items[j].path;
-		for (size_t k = 0; k < ml.count; k++) {
-			const char *p = ml.items[k].path;
-			size_t n = strlen(p);
-			if (!n || (!strncmp(q, p, n) && (q[n] == '.' || q[n] == '\0')))
-				ml.items[k].activations += s->module_acts[j];
-		}
-	}
+	for (size_t j = 0; j < ml.count && options->mode == TI_MEMORY_TRAIN; j++)
+		add_to_ancestors(&ml, ml.items[j].path, true, s->module_acts[j], true);
 	r->timeline = s->points;
 	r->point_count = s->point_count;
 	r->unit_count = s->b.unit_count;
