@@ -82,6 +82,10 @@ fi
 "$mpy" "$here/measure_memory.py" --tinspect "$tinspect" --python "$PYTHON" \
 	--runs "$RUNS" $extra "$cache" || status=1
 
+# a 70B Hugging Face config.json (fixtures/hf/Llama-3.1-70B): describe, and memory
+# (describe + prefill + decode step) under 100 ms
+"$mpy" "$here/measure_hf.py" --tinspect "$tinspect" --runs "$RUNS" "$cache" || status=1
+
 # convert (vit_l_16.pt from gen.py; skipped, saying so, when it is missing) and the
 # random fills randn and rand against torch.randn and torch.rand (need no checkpoint)
 "$mpy" "$here/measure_convert.py" --tinspect "$tinspect" --python "$PYTHON" \

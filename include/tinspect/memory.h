@@ -113,6 +113,7 @@ typedef enum ti_memory_uncertain_kind {
 	TI_UNCERTAIN_NO_OPTIMIZER,    /* "no-optimizer": training without one, its state and step left out */
 	TI_UNCERTAIN_NO_RULE,         /* "no-rule": operators without a memory rule, what they save guessed */
 	TI_UNCERTAIN_NO_GRAPH,        /* "no-graph": a checkpoint alone, activations and inputs not counted */
+	TI_UNCERTAIN_MOE_ROUTING,     /* "moe-routing": the tokens a router gives an expert depend on the data */
 	TI_UNCERTAIN_KIND_COUNT
 } ti_memory_uncertain_kind;
 
@@ -149,7 +150,11 @@ typedef struct ti_memory_options {
 	int64_t kv_tokens;               /* > 0: each attention step caches this many tokens, not the keys' length
 	                                    (a decode step at length 1 with the cache of the whole context) */
 	int64_t kv_window;               /* > 0: no attention step caches more than this many tokens (a sliding
-	                                    window on every layer) */
+	                                    window on every layer, over the description's own kv_windows) */
+	bool kv_compressed;              /* the cache of attention steps the description gives a compressed size
+	                                    ("kv_compressed": DeepSeek's MLA latent) at that size, as DeepSeek's own
+	                                    inference and vLLM keep it; false: the per-head keys and values
+	                                    transformers caches */
 	ti_memory_attention attention;   /* the attention kernel; TI_ATTN_DEFAULT: as torch decides */
 	ti_dtype amp;                    /* torch.autocast to this dtype (bfloat16, float16); 0: none */
 	const ti_dtype *param_dtypes;    /* per model parameter (ti_model_params order): its dtype as a checkpoint
@@ -158,6 +163,9 @@ typedef struct ti_memory_options {
 	ti_memory_strategy strategy;     /* training on world_size ranks */
 	int64_t tensor_parallel;         /* Megatron-style tensor parallelism over this many ranks; 0 or 1: none */
 	int64_t pipeline;                /* pipeline parallelism over this many stages (1F1B); 0 or 1: none */
+	int64_t expert_parallel;         /* expert parallelism over this many ranks: each holds 1/K of every MoE
+	                                    layer's experts (modules "experts.N"), the rest replicated, and the
+	                                    all-to-all buffers of the routed tokens; 0 or 1: none */
 	int64_t stage;                   /* with pipeline: the stage to simulate, 0 first */
 	int64_t micro_batches;           /* with pipeline: micro-batches a step; 0: as many as stages */
 	int64_t world_size;              /* 0 or 1: one rank */
@@ -246,6 +254,14 @@ typedef struct ti_memory_report {
 	int64_t kv_cache;         /* keys and values of every attention step at the bound length (inference),
 	                             or at kv_tokens, capped by kv_window, in kv_dtype */
 	int kv_sites, kv_causal;  /* attention steps found; how many mask their scores */
+	int kv_sliding;           /* of them, how many attend over a sliding window (kv_window, or the
+	                             description's kv_windows) */
+	int kv_compressed;        /* of them, how many are cached compressed (kv_compressed) */
+	int64_t experts, experts_held; /* expert modules ("experts.N") of every MoE layer; with expert_parallel
+	                             those this rank holds */
+	int64_t expert_tokens;    /* the most bytes of token states one MoE layer's expert calls take in (the
+	                             tokens routed, B x T x k, times hidden): the all-to-all's payload */
+	int64_t expert_call;      /* the most bytes one expert call's own units make: its transients, at most */
 	int kv_unsized;           /* with kv_tokens or kv_window: sites whose length is unknown (left at the bound
 	                             length) */
 	int64_t peak;             /* the most bytes live at any moment of the step */

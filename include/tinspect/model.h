@@ -74,6 +74,27 @@ typedef struct ti_model_module {
 /* Every module, the root first, in the order state_dict() visits them (a module, then its children). */
 const ti_model_module *ti_model_modules(const ti_model *model, size_t *count);
 
+/* A sliding attention window: the attention steps inside module (a path, "" the whole model) see tokens. */
+typedef struct ti_model_window {
+	const char *module;
+	int64_t tokens;
+} ti_model_window;
+
+/*
+ * The description's "kv_windows": the window of the attention steps run in
+ * module_path, from the deepest entry that is the module or holds it; 0 when
+ * none (full attention).
+ */
+int64_t ti_model_kv_window(const ti_model *model, const char *module_path);
+
+/*
+ * The description's "kv_compressed": the elements a token of the compressed
+ * cache of the attention steps in module_path holds (DeepSeek's MLA:
+ * kv_lora_rank + qk_rope_head_dim), looked up as ti_model_kv_window; 0 when
+ * none.
+ */
+int64_t ti_model_kv_compressed(const ti_model *model, const char *module_path);
+
 struct ti_fill_policy;
 /*
  * PyTorch's default initialisation of parameter i (fill.h, init_rules.h):

@@ -20,7 +20,8 @@ enum {
 	OPT_HELP = 1, OPT_JSON, OPT_RAW, OPT_BIND, OPT_INPUT, OPT_MODE, OPT_OPTIMIZER, OPT_IMPL, OPT_DEVICE, OPT_DTYPE,
 	OPT_TRAINABLE, OPT_FROZEN, OPT_DEVICE_MEMORY, OPT_FIT, OPT_TOP, OPT_CHECKPOINT, OPT_ACCUMULATE, OPT_KV_CACHE, OPT_OVERHEAD, OPT_TRUST, OPT_DEPTH, OPT_WORLD, OPT_STRATEGY,
 	OPT_BUCKET, OPT_WRAP, OPT_PLOT, OPT_FORCE, OPT_AMP, OPT_MICRO, OPT_WEIGHTS, OPT_CPU_ISA, OPT_TORCH,
-	OPT_BATCH, OPT_CONTEXT, OPT_KV_DTYPE, OPT_SLIDING_WINDOW, OPT_ATTN
+	OPT_BATCH, OPT_CONTEXT, OPT_KV_DTYPE, OPT_SLIDING_WINDOW, OPT_ATTN,
+	OPT_KV_LAYOUT
 };
 
 static const cli_option options[] = {
@@ -49,6 +50,7 @@ static const cli_option options[] = {
 	{"kv-dtype", 0, OPT_VALUE, OPT_KV_DTYPE},
 	{"sliding-window", 0, OPT_VALUE, OPT_SLIDING_WINDOW},
 	{"attn", 0, OPT_VALUE, OPT_ATTN},
+	{"kv-layout", 0, OPT_VALUE, OPT_KV_LAYOUT},
 	{"overhead", 0, OPT_VALUE, OPT_OVERHEAD},
 	{"trust", 0, OPT_FLAG, OPT_TRUST},
 	{"depth", 0, OPT_VALUE, OPT_DEPTH},
@@ -106,7 +108,12 @@ static const char help[] =
 	"                       partitioned), zero2 (and gradients), zero3 or fsdp (and\n"
 	"                       parameters, each wrapped unit gathered while it runs),\n"
 	"                       tp=K (Megatron tensor parallelism over K ranks), pp=K\n"
-	"                       (K pipeline stages, 1F1B: the stage that needs the most)\n"
+	"                       (K pipeline stages, 1F1B: the stage that needs the most);\n"
+	"                       ep=K, in inference too: expert parallelism, each rank\n"
+	"                       holding ceil(E/K) experts of every MoE layer (the rest\n"
+	"                       replicated) and the all-to-all buffers of the routed\n"
+	"                       tokens; the high end of the range (moe-routing) has\n"
+	"                       every rank's tokens routed to this rank's experts\n"
 	"  --micro-batches M    pp=K: micro-batches a step (default K)\n"
 	"  --bucket SIZE        DDP's bucket_cap / ZeRO-2's reduce bucket (default 25MiB)\n"
 	"  --wrap GLOB          zero3/fsdp units (default: the blocks of the first\n"
@@ -133,9 +140,17 @@ static const char help[] =
 	"                       an attention step masks its scores: a decoder)\n"
 	"  --kv-dtype DT        the KV cache's elements: float16, bfloat16, float32, int8,\n"
 	"                       fp8 (default: --dtype, else the keys' and values' own)\n"
-	"  --sliding-window W   no attention layer caches more than W tokens (Mistral's\n"
-	"                       sliding_window; layers that alternate need a template that\n"
-	"                       marks them, so this caps every layer)\n"
+	"  --sliding-window W   every attention layer caches at most W tokens, over the\n"
+	"                       windows a Hugging Face config gives its layers (without\n"
+	"                       it: Mistral's sliding_window on every layer, Qwen2's\n"
+	"                       from max_window_layers, Gemma 2's even layers, Gemma 3's\n"
+	"                       5 of 6, or the config's layer_types: in the decode step\n"
+	"                       a sliding layer holds min(T, W) tokens, the rest T)\n"
+	"  --kv-layout expanded|compressed  the cache of DeepSeek's MLA attention:\n"
+	"                       expanded, the per-head keys and values transformers\n"
+	"                       caches (default); compressed, one latent a token of\n"
+	"                       kv_lora_rank + qk_rope_head_dim elements, as DeepSeek's\n"
+	"                       own inference and vLLM keep it\n"
 	"  --attn eager|sdpa|flash  the attention kernel: eager materialises the B x H x T\n"
 	"                       x T scores; sdpa the fused kernel PyTorch 2 picks for the\n"
 	"                       device; flash always the flash kernel (default: as --torch)\n"
@@ -153,9 +168,11 @@ static const char help[] =
 	"  --device-memory SIZE a size (80GiB, 24GB) or a GPU (H100-80GB, A100-40GB, L4,\n"
 	"                       RTX-4090, ...): say whether the peak fits; exit 1 if not;\n"
 	"                       a comma list (H100-80GB,L4) gives a row per device and\n"
-	"                       exits 1 unless the step fits every one\n"
+	"                       exits 1 unless the step fits every one; with --context\n"
+	"                       the prefill's need and the decode step's, both to fit\n"
 	"  --fit SYMBOL         the largest value of SYMBOL whose peak fits --device-memory\n"
-	"                       (each listed device's)\n"
+	"                       (each listed device's; with --context, the larger of the\n"
+	"                       prefill and the decode step)\n"
 	"  --top N              the N largest tensors live at the peak (default 8)\n"
 	"  --depth N            a row per module down to depth N: its weights and what its\n"
 	"                       calls keep for backward at the end of forward\n"
@@ -177,14 +194,18 @@ typedef struct memory_args {
 	int64_t device_bytes;
 	const char *device_name, *device_text;
 	/* --device-memory A,B,...: every device; device_* above is the one being fitted or printed */
-	struct device { char text[64]; const char *gpu; int64_t bytes; int64_t fit_value, need; int verdict; } devices[16];
+	/* need: the prefill's (the step's); decode_need: the decode step's, 0 without one; verdict: both must fit */
+	struct device { char text[64]; const char *gpu; int64_t bytes; int64_t fit_value, need, decode_need; int verdict; }
+		devices[16];
 	int device_count;
 	/* --batch, --context: the LLM templates' B and T */
 	int64_t batch, context;
 	/* --context in inference: the decode step (a token with the cache of the whole context), done when set */
-	struct decode { bool done; int64_t tokens, peak, need, kv_cache, weights, activations; } decode;
+	struct decode { bool done; int64_t tokens, peak, need, kv_cache, weights, activations; int sites, sliding; } decode;
 	const char *fit;
 	bool no_fit_line;        /* --fit found none: its own lines say so, not print_text's */
+	bool want_decode;        /* --fit in inference with --batch/--context and a KV cache: each probe fits the decode
+	                            step too */
 	int top, depth;
 	bool json;
 	bool help; /* --help was asked for and printed */
@@ -200,7 +221,8 @@ typedef struct memory_args {
 	size_t ntrain, nfrozen, ncheck, nwrap;
 	bool optimizer_given, impl_given, kv_given, overhead_given, device_given, cpu_isa_given, trust;
 	bool kv_dtype_given;
-	char window_note[240];   /* a Hugging Face config's sliding_window that --sliding-window did not apply, or "" */
+	bool kv_layout_given;
+	char window_note[400];   /* a Hugging Face config's sliding_window that --sliding-window did not apply, or "" */
 } memory_args;
 
 /* Device i of --device-memory becomes the one fitted and printed. */
@@ -228,6 +250,13 @@ static int64_t overhead_total(const memory_args *a)
 static int64_t device_need(const memory_args *a, const ti_memory_report *r)
 {
 	return a->o.device == TI_MEMORY_CUDA ? r->reserved_peak + overhead_total(a) : r->peak;
+}
+
+/* What must fit for generation: the larger of the prefill's need and the decode step's, when there is one. */
+static int64_t step_need(const memory_args *a, const ti_memory_report *r)
+{
+	int64_t need = device_need(a, r);
+	return a->decode.done && a->decode.need > need ? a->decode.need : need;
 }
 
 static const char *const modes[] = {"infer", "train", NULL};
@@ -492,6 +521,9 @@ static void print_settings(const memory_args *a, const ti_memory_report *r)
 		printf(", tp=%lld", (long long)o->tensor_parallel);
 	if (o->pipeline > 1)
 		printf(", pp=%lld", (long long)o->pipeline);
+	if (o->expert_parallel > 1)
+		printf(", ep=%lld (%lld of %lld experts on this rank)", (long long)o->expert_parallel,
+		       (long long)r->experts_held, (long long)r->experts);
 	if (o->accumulate > 1)
 		printf(", accumulating %lld micro-batches", (long long)o->accumulate);
 	for (size_t i = 0; i < o->checkpoint_count; i++)
@@ -541,6 +573,8 @@ static void add_settings(cJSON *root, const memory_args *a)
 	cJSON_AddNumberToObject(st, "world_size", (double)(o->world_size ? o->world_size : 1));
 	cJSON_AddNumberToObject(st, "tensor_parallel", (double)(o->tensor_parallel ? o->tensor_parallel : 1));
 	cJSON_AddNumberToObject(st, "pipeline", (double)(o->pipeline ? o->pipeline : 1));
+	if (o->expert_parallel > 1) /* only when asked: the expert parallelism and what this rank holds */
+		cJSON_AddNumberToObject(st, "expert_parallel", (double)o->expert_parallel);
 	cJSON_AddNumberToObject(st, "accumulate", (double)(o->accumulate ? o->accumulate : 1));
 	add_globs(st, "checkpoint", o->checkpoint, o->checkpoint_count);
 	add_globs(st, "frozen", o->frozen, o->frozen_count);
@@ -551,27 +585,51 @@ static void add_settings(cJSON *root, const memory_args *a)
 static int print_devices(const memory_args *a)
 {
 	static const cli_column cols[] = {
-		{"DEVICE", CLI_LEFT, 0}, {"MEMORY", CLI_RIGHT, 0}, {"NEEDS", CLI_RIGHT, 0}, {"", CLI_LEFT, 0}, {"", CLI_RIGHT, 0},
+		{"DEVICE", CLI_LEFT, 0}, {"MEMORY", CLI_RIGHT, 0}, {"NEEDS", CLI_RIGHT, 0}, {"", CLI_RIGHT, 0},
+		{"", CLI_LEFT, 0}, {"", CLI_RIGHT, 0},
 	};
 	cli_table t;
 	char fit_head[80];
 	snprintf(fit_head, sizeof(fit_head), "LARGEST %s", a->fit ? a->fit : "");
-	cli_column c[5];
-	memcpy(c, cols, sizeof(c));
-	c[3].header = "VERDICT";
-	c[4].header = a->fit ? fit_head : "";
+	/* with a decode step: the prefill's need and the decode step's, each its own column */
+	bool decode = a->decode.done;
+	cli_column c[6];
+	int n = 0;
+	c[n++] = cols[0];
+	c[n++] = cols[1];
+	c[n] = cols[2];
+	c[n++].header = decode ? "PREFILL" : "NEEDS";
+	if (decode) {
+		c[n] = cols[3];
+		c[n++].header = "DECODE";
+	}
+	c[n] = cols[4];
+	c[n++].header = "VERDICT";
+	if (a->fit) {
+		c[n] = cols[5];
+		c[n++].header = fit_head;
+	}
 	printf("\n");
-	cli_table_init(&t, c, a->fit ? 5 : 4);
+	cli_table_init(&t, c, (size_t)n);
 	for (int i = 0; i < a->device_count; i++) {
 		const struct device *d = &a->devices[i];
-		char mem[32], need[32], verdict[64], value[32];
+		char mem[32], need[32], dneed[32], verdict[64], value[32];
+		int64_t most = d->decode_need > d->need ? d->decode_need : d->need;
 		if (d->verdict == EXIT_OK)
-			snprintf(verdict, sizeof(verdict), "fits (%.1f %%)", 100.0 * (double)d->need / (double)d->bytes);
+			snprintf(verdict, sizeof(verdict), "fits (%.1f %%)", 100.0 * (double)most / (double)d->bytes);
 		else
 			snprintf(verdict, sizeof(verdict), "%s", d->verdict == EXIT_UNDECIDED ? "cannot tell" : "does not fit");
 		snprintf(value, sizeof(value), "%lld", (long long)d->fit_value);
-		const char *row[] = {d->gpu ? d->gpu : d->text, cli_bytes(d->bytes, mem, sizeof(mem)),
-		                     cli_bytes(d->need, need, sizeof(need)), verdict, a->fit && d->fit_value ? value : "none"};
+		const char *row[6];
+		int k = 0;
+		row[k++] = d->gpu ? d->gpu : d->text;
+		row[k++] = cli_bytes(d->bytes, mem, sizeof(mem));
+		row[k++] = cli_bytes(d->need, need, sizeof(need));
+		if (decode)
+			row[k++] = cli_bytes(d->decode_need, dneed, sizeof(dneed));
+		row[k++] = verdict;
+		if (a->fit)
+			row[k++] = d->fit_value ? value : "none";
 		cli_table_add(&t, row);
 	}
 	return cli_table_flush(&t);
@@ -595,10 +653,14 @@ static int print_text(const memory_args *a, const ti_memory_report *r)
 		cli_table_add(&t, row);
 	}
 	if (a->decode.done) {
-		char rule[300], w[32], kv[32], act[32];
-		snprintf(rule, sizeof(rule), "a decode step: one new token beside the KV cache of %lld tokens; weights %s + "
+		char rule[400], w[32], kv[32], act[32];
+		char slide[96] = "";
+		if (a->decode.sliding && !a->o.kv_window)
+			snprintf(slide, sizeof(slide), " (%d of %d attention layers at most their sliding window)",
+			         a->decode.sliding, a->decode.sites);
+		snprintf(rule, sizeof(rule), "a decode step: one new token beside the KV cache of %lld tokens%s; weights %s + "
 		         "KV cache %s + its own activations %s (the peak above: the prefill, the whole context at once)",
-		         (long long)a->decode.tokens, cli_bytes(a->decode.weights, w, sizeof(w)),
+		         (long long)a->decode.tokens, slide, cli_bytes(a->decode.weights, w, sizeof(w)),
 		         cli_bytes(a->decode.kv_cache, kv, sizeof(kv)), cli_bytes(a->decode.activations, act, sizeof(act)));
 		const char *row[] = {"decode", cli_bytes(a->decode.peak, b1, sizeof(b1)), rule};
 		cli_table_add(&t, row);
@@ -666,7 +728,7 @@ static int print_text(const memory_args *a, const ti_memory_report *r)
 	if (a->device_count > 1 && !a->no_fit_line)
 		return print_devices(a);
 	if (a->device_bytes && !a->no_fit_line)
-		print_fit(a, r, device_need(a, r));
+		print_fit(a, r, step_need(a, r));
 	return EXIT_OK;
 }
 
@@ -706,6 +768,10 @@ static int print_json_doc(const memory_args *a, const ti_memory_report *r, int64
 	cJSON_AddNumberToObject(root, "activations", (double)r->activations);
 	cJSON_AddNumberToObject(root, "communication", (double)r->communication);
 	cJSON_AddNumberToObject(root, "kv_cache", (double)r->kv_cache);
+	if (o->expert_parallel > 1) {
+		cJSON_AddNumberToObject(root, "experts", (double)r->experts);
+		cJSON_AddNumberToObject(root, "experts_held", (double)r->experts_held);
+	}
 	cJSON_AddNumberToObject(root, "peak", (double)r->peak);
 	if (a->decode.done) {
 		/* the peak above is the prefill's; a decode step holds the cache of the whole context */
@@ -714,6 +780,8 @@ static int print_json_doc(const memory_args *a, const ti_memory_report *r, int64
 		cJSON_AddNumberToObject(d, "tokens", (double)a->decode.tokens);
 		cJSON_AddNumberToObject(d, "weights", (double)a->decode.weights);
 		cJSON_AddNumberToObject(d, "kv_cache", (double)a->decode.kv_cache);
+		if (a->decode.sliding) /* only when some layer slides: the layers whose cache a window caps */
+			cJSON_AddNumberToObject(d, "sliding_layers", (double)a->decode.sliding);
 		cJSON_AddNumberToObject(d, "activations", (double)a->decode.activations);
 		cJSON_AddNumberToObject(d, "peak", (double)a->decode.peak);
 		if (a->device_bytes)
@@ -786,7 +854,7 @@ static int print_json_doc(const memory_args *a, const ti_memory_report *r, int64
 	if (a->device_bytes) {
 		cJSON_AddNumberToObject(root, "device_memory", (double)a->device_bytes);
 		cJSON_AddNumberToObject(root, "device_need", (double)device_need(a, r));
-		int verdict = fit_verdict(a, r, device_need(a, r));
+		int verdict = fit_verdict(a, r, step_need(a, r)); /* the decode step's too */
 		if (verdict == EXIT_UNDECIDED) /* a lower bound that fits: neither yes nor no */
 			cJSON_AddNullToObject(root, "fits");
 		else
@@ -806,6 +874,8 @@ static int print_json_doc(const memory_args *a, const ti_memory_report *r, int64
 			cJSON_AddStringToObject(x, "device", d->gpu ? d->gpu : d->text);
 			cJSON_AddNumberToObject(x, "device_memory", (double)d->bytes);
 			cJSON_AddNumberToObject(x, "device_need", (double)d->need);
+			if (a->decode.done)
+				cJSON_AddNumberToObject(x, "decode_need", (double)d->decode_need);
 			if (d->verdict == EXIT_UNDECIDED)
 				cJSON_AddNullToObject(x, "fits");
 			else
@@ -1016,17 +1086,35 @@ static int bind_slot(memory_args *a, const char *symbol)
  * value whose shapes fail or whose sizes pass the ceiling does not fit (a
  * batch the model rejects); any other failure is reported.
  */
+static int decode_step(memory_args *a, ti_error *err);
+
+/*
+ * The step at v: whether it fits the device. In generation (want_decode) the
+ * decode step at v must fit too; it runs first, as it reopens the model and
+ * *r must be the prefill's.
+ */
 static int probe(memory_args *a, int slot, int64_t v, bool *fits, const ti_memory_report **r)
 {
 	ti_error err;
 	ti_error_clear(&err);
 	a->cm.bind_values[slot] = v;
-	int rc = estimate(a, r, &err, true);
+	a->decode.done = false;
+	int rc = a->want_decode ? decode_step(a, &err) : 0;
+	if (rc > 0)
+		return rc;
+	if (rc < 0) {
+		a->decode.done = false; /* a decode step too large to size: the prefill's probe says why */
+		if (-rc != TI_E_SHAPE && -rc != TI_E_LIMIT)
+			return cli_report(a->cm.file, &err);
+		*fits = false;
+		return EXIT_OK;
+	}
+	rc = estimate(a, r, &err, true);
 	if (rc > 0)
 		return rc;
 	if (rc < 0 && -rc != TI_E_SHAPE && -rc != TI_E_LIMIT)
 		return cli_report(a->cm.file, &err);
-	*fits = rc == 0 && device_need(a, *r) <= a->device_bytes;
+	*fits = rc == 0 && step_need(a, *r) <= a->device_bytes;
 	return EXIT_OK;
 }
 
@@ -1224,6 +1312,14 @@ static int parse_args(int argc, char **argv, memory_args *a)
 			                      &a->o.kv_window)))
 				return rc;
 			break;
+		case OPT_KV_LAYOUT: {
+			static const char *const names[] = {"expanded", "compressed", NULL};
+			if ((rc = parse_choice("kv-layout", value, names, &choice)))
+				return rc;
+			a->o.kv_compressed = choice == 1;
+			a->kv_layout_given = true;
+			break;
+		}
 		case OPT_ATTN: {
 			static const char *const names[] = {"eager", "sdpa", "flash", NULL};
 			if ((rc = parse_choice("attn", value, names, &choice)))
@@ -1266,6 +1362,11 @@ static int parse_args(int argc, char **argv, memory_args *a)
 
 		case OPT_STRATEGY: {
 			static const char *const strategies[] = {"none", "ddp", "zero1", "zero2", "zero3", "fsdp", NULL};
+			if (!strncmp(value, "ep=", 3)) {
+				if ((rc = parse_count("strategy", "ep=K with K", value + 3, 1, 4096, &a->o.expert_parallel)))
+					return rc;
+				break;
+			}
 			if (!strncmp(value, "tp=", 3) || !strncmp(value, "pp=", 3)) {
 				if ((rc = parse_count("strategy", value[0] == 't' ? "tp=K with K" : "pp=K with K", value + 3, 1, 4096,
 				                      value[0] == 't' ? &a->o.tensor_parallel : &a->o.pipeline)))
@@ -1396,12 +1497,13 @@ static int check_args(memory_args *a)
 		return cli_usage_error("memory: --wrap applies to --strategy zero3 or fsdp");
 	if (a->force && !a->plot)
 		return cli_usage_error("memory: -f replaces the --plot file: give --plot FILE.svg");
-	if (a->o.mode == TI_MEMORY_TRAIN && (a->kv_given || a->kv_dtype_given || a->o.kv_window))
+	if (a->o.mode == TI_MEMORY_TRAIN && (a->kv_given || a->kv_dtype_given || a->o.kv_window || a->kv_layout_given))
 		return cli_usage_error("memory: --%s applies to --mode infer only",
-		                       a->kv_given ? "kv-cache" : a->kv_dtype_given ? "kv-dtype" : "sliding-window");
-	if (a->o.kv_cache < 0 && (a->kv_dtype_given || a->o.kv_window))
+		                       a->kv_given ? "kv-cache" : a->kv_dtype_given ? "kv-dtype"
+		                       : a->o.kv_window ? "sliding-window" : "kv-layout");
+	if (a->o.kv_cache < 0 && (a->kv_dtype_given || a->o.kv_window || a->kv_layout_given))
 		return cli_usage_error("memory: --%s sizes the KV cache, and --kv-cache off leaves it out",
-		                       a->kv_dtype_given ? "kv-dtype" : "sliding-window");
+		                       a->kv_dtype_given ? "kv-dtype" : a->o.kv_window ? "sliding-window" : "kv-layout");
 	if (a->fit && ((a->batch && !strcmp(a->fit, "B")) || (a->context && !strcmp(a->fit, "T"))))
 		return cli_usage_error("memory: --fit %s searches its value: drop --%s", a->fit,
 		                       !strcmp(a->fit, "B") ? "batch" : "context");
@@ -1450,6 +1552,7 @@ static int estimate_step(memory_args *a, const ti_memory_report **r_out, int64_t
 		rc = estimate(a, &r, &err, false);
 		if (rc && rc != -TI_E_SHAPE)
 			goto out;
+		a->want_decode = !rc && r->kv_cache && (a->batch || a->context) && a->o.mode == TI_MEMORY_INFER;
 		a->cm.bind_count--; /* the search adds it back */
 		if ((rc = fit_search(a, &fit_value, &r)))
 			goto out;
@@ -1511,9 +1614,10 @@ static int check_llm_symbols(memory_args *a)
 
 /*
  * A Hugging Face config whose attention slides (sliding_window, unless
- * use_sliding_window is false) over fewer tokens than the context: the
- * templates do not carry it, so a note says what --sliding-window would
- * change. Nothing for a description, or when the option is given.
+ * use_sliding_window is false) over fewer tokens than the context: a note
+ * says that the prefill holds the whole context, the decode step the
+ * window, and what --sliding-window would change. Nothing for a
+ * description, or when the option is given.
  */
 static void window_note(memory_args *a, int64_t kv_cache)
 {
@@ -1539,9 +1643,11 @@ static void window_note(memory_args *a, int64_t kv_cache)
 	if (cJSON_GetObjectItemCaseSensitive(root, "model_type") && cJSON_IsNumber(w) && w->valuedouble >= 1 &&
 	    w->valuedouble < (double)tokens && !cJSON_IsFalse(use))
 		snprintf(a->window_note, sizeof(a->window_note),
-		         "config.json slides attention over %.0f tokens%s: the KV cache above holds all %lld; "
-		         "--sliding-window %.0f caps it as a sliding-window cache keeps it",
-		         w->valuedouble, alternates ? " on some layers" : "", (long long)tokens, w->valuedouble);
+		         "config.json slides attention over %.0f tokens%s: the prefill's KV cache holds all %lld (transformers' "
+		         "dynamic cache keeps the prefill's keys until the next step), the decode step at most %.0f on "
+		         "those layers; --sliding-window %.0f caps both, as a static sliding cache does",
+		         w->valuedouble, alternates ? " on some layers" : "", (long long)tokens, w->valuedouble,
+		         w->valuedouble);
 	cJSON_Delete(root);
 }
 
@@ -1575,6 +1681,8 @@ static int decode_step(memory_args *a, ti_error *err)
 	a->decode.peak = r->peak;
 	a->decode.need = device_need(a, r);
 	a->decode.kv_cache = r->kv_cache;
+	a->decode.sites = r->kv_sites;
+	a->decode.sliding = r->kv_sliding;
 	a->decode.weights = r->weights;
 	int64_t act = r->peak - r->weights - r->kv_cache - r->inputs;
 	a->decode.activations = act > 0 ? act : 0;
@@ -1616,7 +1724,8 @@ static int device_rows(memory_args *a, int primary, int64_t fit_value, const ti_
 		if (!d->fit_value && (rc = probe(a, slot, 1, &fits, r)))
 			return rc;
 		d->need = device_need(a, *r);
-		d->verdict = d->fit_value ? fit_verdict(a, *r, d->need) : EXIT_NEGATIVE;
+		d->decode_need = a->decode.done ? a->decode.need : 0;
+		d->verdict = d->fit_value ? fit_verdict(a, *r, step_need(a, *r)) : EXIT_NEGATIVE;
 	}
 	use_device(a, primary);
 	a->cm.bind_values[slot] = fit_value;
@@ -1649,7 +1758,7 @@ static int print_result(memory_args *a, const ti_memory_report *r, int64_t fit_v
 	if (!rc && a->device_count > 1)
 		rc = devices_verdict(a);
 	else if (!rc && a->device_bytes)
-		rc = fit_verdict(a, r, device_need(a, r));
+		rc = fit_verdict(a, r, step_need(a, r));
 	return rc;
 }
 
@@ -1688,6 +1797,7 @@ int cmd_memory(int argc, char **argv)
 		                  : a.o.amp ? "--amp" : a.o.tensor_parallel || a.o.pipeline ? "--strategy"
 		                  : a.weights ? "--weights" : a.kv_dtype_given ? "--kv-dtype"
 		                  : a.o.kv_window ? "--sliding-window" : a.o.attention ? "--attn"
+		                  : a.kv_layout_given ? "--kv-layout"
 		                  : a.device_count > 1 ? "--device-memory with several devices" : NULL;
 		if (needs)
 			return cli_usage_error("memory: %s needs a model description; %s is a checkpoint", needs, a.cm.file);
@@ -1725,12 +1835,35 @@ int cmd_memory(int argc, char **argv)
 	rc = estimate_step(&a, &r, &fit_value, &said, &err);
 	if (!rc && !said && a.device_count > 1)
 		rc = device_rows(&a, primary, fit_value, &r, &err);
+	if (!rc && !said && a.o.expert_parallel > 1 && !r->experts) {
+		rc = cli_usage_error("memory: --strategy ep=%lld: %s has no experts (modules named experts.N)",
+		                     (long long)a.o.expert_parallel, a.cm.file);
+		goto done;
+	}
+	if (!rc && !said && a.o.kv_compressed && r->kv_cache && !r->kv_compressed) {
+		rc = cli_usage_error("memory: --kv-layout compressed: %s gives no compressed cache (\"kv_compressed\": "
+		                     "DeepSeek's MLA); its %d attention steps cache their keys and values",
+		                     a.cm.file, r->kv_sites);
+		goto done;
+	}
 	if (!rc && !said)
 		window_note(&a, r->kv_cache);
 	if (!rc && !said && (a.batch || a.context) && r->kv_cache) {
 		/* the decode step reopens the model: the prefill's report is made again after it */
 		if (!(rc = decode_step(&a, &err)))
 			rc = estimate(&a, &r, &err, true);
+		/* every device's decode need (the same step; with --fit each row's was its own search's), and the
+		   verdict of both */
+		for (int i = 0; !rc && i < a.device_count && a.device_count > 1; i++) {
+			struct device *d = &a.devices[i];
+			if (!a.fit || i == primary) {
+				d->decode_need = a.decode.need;
+				use_device(&a, i);
+				d->verdict = fit_verdict(&a, r, step_need(&a, r));
+			}
+		}
+		if (a.device_count)
+			use_device(&a, primary);
 	}
 	if (rc < 0)
 		rc = report_failure(&a, rc, &err);

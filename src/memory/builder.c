@@ -79,7 +79,7 @@ static int new_tensor(mem_builder *b, int64_t bytes, int storage, const char *na
 	                        b->tensor_count + 1))
 		return -1;
 	int id = (int)b->tensor_count++;
-	b->tensors[id] = (mem_tensor){bytes, storage, false, -1, -1, 4, true, false, false, name, 0};
+	b->tensors[id] = (mem_tensor){bytes, storage, false, -1, -1, 4, true, false, false, name, 0, 0};
 	return id;
 }
 
@@ -113,10 +113,18 @@ static int64_t meta_rows(const ti_meta_tensor *t)
 	return t->ndim >= 2 ? t->shape[t->ndim - 2].value : 0;
 }
 
+/* Its first size when it has 3 dimensions or more (attention's [B, H, S, D]: the batch), else 0. */
+static int64_t meta_lead(const ti_meta_tensor *t)
+{
+	return t->ndim >= 3 ? t->shape[0].value : 0;
+}
+
 int mem_tensor_bind(mem_builder *b, const ti_meta_tensor *t, int id)
 {
-	if (id >= 0 && (size_t)id < b->tensor_count)
+	if (id >= 0 && (size_t)id < b->tensor_count) {
 		b->tensors[id].rows = meta_rows(t);
+		b->tensors[id].lead = meta_lead(t);
+	}
 	return map_put(b->arena, b->map, t, id);
 }
 
@@ -131,7 +139,36 @@ int mem_tensor_of(mem_builder *b, const ti_meta_tensor *t)
 		return -1;
 	mem_tensor_dtype(b, id, t->dtype);
 	b->tensors[id].rows = meta_rows(t);
+	b->tensors[id].lead = meta_lead(t);
 	return id;
+}
+
+static void window_lookup(mem_builder *b)
+{
+	b->window = ti_model_kv_window(b->model, b->module_path);
+	b->compressed = b->options->kv_compressed ? ti_model_kv_compressed(b->model, b->module_path) : 0;
+	b->window_path = b->module_path;
+}
+
+int64_t mem_kv_window(mem_builder *b)
+{
+	if (b->options->kv_window > 0)
+		return b->options->kv_window;
+	if (!b->model || !b->model->kv_window_count)
+		return 0;
+	if (b->window_path != b->module_path) /* one look-up per module, not per unit */
+		window_lookup(b);
+	return b->window;
+}
+
+/* The compressed cache's elements a token in the current module, when the options ask for it; else 0. */
+static int64_t mem_kv_compressed(mem_builder *b)
+{
+	if (!b->options->kv_compressed || !b->model || !b->model->kv_compressed_count)
+		return 0;
+	if (b->window_path != b->module_path)
+		window_lookup(b);
+	return b->compressed;
 }
 
 ti_status mem_emit(mem_builder *b, const mem_unit *u, ti_error *err)
@@ -140,6 +177,8 @@ ti_status mem_emit(mem_builder *b, const mem_unit *u, ti_error *err)
 		return TI_FAIL(err, TI_E_NOMEM, "out of memory for the ledger");
 	b->units[b->unit_count] = *u;
 	b->units[b->unit_count].segment = b->segment;
+	b->units[b->unit_count].kv_window = mem_kv_window(b);
+	b->units[b->unit_count].kv_compressed = mem_kv_compressed(b);
 	for (int o = 0; o < u->nout; o++)
 		if (b->tensors[u->out[o]].producer < 0)
 			b->tensors[u->out[o]].producer = (int)b->unit_count;

@@ -608,9 +608,9 @@ ti_status mem_expand_sdpa(mem_builder *b, const mem_event *ev, ti_error *err)
 	s.embed = qm->shape[qm->ndim - 1].value;
 	s.vdim = vm->shape[vm->ndim - 1].value;
 	/* a decode step (kv_tokens): the new token attends over the cache, not over its own key alone */
-	int64_t cached = b->options->kv_tokens;
-	if (b->options->kv_window > 0 && cached > b->options->kv_window)
-		cached = b->options->kv_window;
+	int64_t cached = b->options->kv_tokens, window = mem_kv_window(b);
+	if (window > 0 && cached > window)
+		cached = window;
 	if (cached > s.source)
 		s.source = cached;
 	const ti_meta_tensor *mask = arg_tensor(c, "attn_mask");

@@ -57,6 +57,8 @@ typedef struct mem_tensor {
 	const char *name;            /* what produced it, for the report */
 	int64_t rows;                /* its meta tensor's second-to-last size (a value's length: the tokens it
 	                                holds, for the KV cache), 0 unknown */
+	int64_t lead;                /* its meta tensor's first size (a batch) when it has 3 dimensions or more,
+	                                else 0 */
 } mem_tensor;
 
 typedef enum mem_out_kind {
@@ -100,6 +102,10 @@ typedef struct mem_unit {
 	unsigned depends;            /* bit k: uncertainty kind k shapes its scratch and what it saves beside
 	                                (the instruction set a convolution's kernels are chosen for) */
 	bool causal;                 /* a fused attention kernel that masks its scores (is_causal or a mask) */
+	int64_t kv_window;           /* > 0: its module's sliding attention window (the description's kv_windows,
+	                                or --sliding-window, which overrides it) */
+	int64_t kv_compressed;       /* > 0: the elements a token of its module's compressed cache, when the
+	                                options ask for that layout (kv_compressed) */
 } mem_unit;
 
 /* Builds units from events: the rules' side. */
@@ -114,6 +120,15 @@ typedef struct mem_builder {
 	void *map;                   /* meta tensor pointer -> tensor id */
 	int module;                  /* current module index */
 	const char *module_path;
+	const char *window_path;     /* the module path kv_window was looked up for */
+	int64_t window;              /* mem_kv_window's answer for window_path */
+	int64_t compressed;          /* and the compressed cache's elements a token there, when asked */
+	const char *moe_layer;       /* the MoE layer (the path above "experts.N") whose expert calls are summed */
+	size_t moe_layer_len;
+	int64_t moe_tokens;          /* its expert calls' input bytes so far */
+	int64_t moe_tokens_max;      /* the most of any MoE layer */
+	int64_t moe_call_max;        /* the most bytes one expert call's own units make (its transients, at most) */
+	int moe_calls;               /* expert calls walked */
 	bool leaf_module_parent;     /* the event's caller is a leaf module (its training flags follow the mode) */
 	int storage_count;
 	int segment;                 /* the open checkpointed module, -1 none */
@@ -137,7 +152,13 @@ int mem_tensor_find(const mem_builder *b, const ti_meta_tensor *t);
 /* Binds meta tensor t to tensor id (a rule's synthetic output is the op's real output). */
 int mem_tensor_bind(mem_builder *b, const ti_meta_tensor *t, int id);
 int64_t mem_meta_bytes(const ti_meta_tensor *t);
-/* Appends a unit (copied). */
+/*
+ * The sliding window of the attention steps the current module runs, in
+ * tokens: --sliding-window when given, else the description's kv_windows
+ * entry for the module; 0 for full attention.
+ */
+int64_t mem_kv_window(mem_builder *b);
+/* Appends a unit (copied), its kv_window set from the current module. */
 ti_status mem_emit(mem_builder *b, const mem_unit *u, ti_error *err);
 
 /*

@@ -58,6 +58,40 @@ static int module_index(mem_builder *b, module_list *ml, const char *path, ti_er
 
 static ti_status walk(mem_builder *b, module_list *ml, const mem_trace *tr, int id, ti_error *err);
 
+/*
+ * Adds bytes to the weights (or the activations) of every listed module that
+ * holds name: the root "", each dotted prefix ("a", "a.b" of "a.b.c"), and with
+ * self the name itself. One look-up a prefix, not a pass over the list.
+ */
+static void add_to_ancestors(module_list *ml, const char *name, bool self, int64_t bytes, bool activations)
+{
+	char key[512];
+	size_t len = strlen(name);
+	if (len >= sizeof(key)) { /* a name too long for the buffer: compare with every module, as a prefix */
+		for (size_t k = 0; k < ml->count; k++) {
+			const char *p = ml->items[k].path;
+			size_t n = strlen(p);
+			if (!n || (!strncmp(name, p, n) && (name[n] == '.' || (self && name[n] == '\0'))))
+				*(activations ? &ml->items[k].activations : &ml->items[k].weights) += bytes;
+		}
+		return;
+	}
+	memcpy(key, name, len + 1);
+	for (size_t n = 0;; n++) {
+		bool boundary = n == 0 || key[n] == '.' || (self && key[n] == '\0');
+		if (boundary) {
+			char saved = key[n];
+			key[n] = '\0';
+			int *k = ti_strmap_get(&ml->index, key);
+			key[n] = saved;
+			if (k)
+				*(activations ? &ml->items[*k].activations : &ml->items[*k].weights) += bytes;
+		}
+		if (key[n] == '\0')
+			break;
+	}
+}
+
 static void held_tensors(mem_builder *b, mem_unit *u, const ti_arg *a)
 {
 	if (a->kind == TI_ARG_TENSOR) {
@@ -128,6 +162,48 @@ static ti_status plan_by_rule(mem_builder *b, const mem_rule *rule, const mem_ev
 	return st;
 }
 
+/*
+ * Whether path names one expert of a MoE layer ("...experts.3"): *parent_len
+ * is then the length of the layer's path (up to ".experts").
+ */
+static bool expert_path(const char *path, size_t *parent_len)
+{
+	const char *dot = strrchr(path, '.');
+	if (!dot || !dot[1] || dot - path < 7)
+		return false;
+	for (const char *c = dot + 1; *c; c++)
+		if (*c < '0' || *c > '9')
+			return false;
+	size_t n = (size_t)(dot - path);
+	if (n < 7 || strncmp(path + n - 7, "experts", 7) || (n > 7 && path[n - 8] != '.'))
+		return false;
+	*parent_len = n > 7 ? n - 8 : 0;
+	return true;
+}
+
+/* An expert call's units [first, b->unit_count): its layer's routed token bytes, and its own transients. */
+static void note_expert_call(mem_builder *b, const char *path, size_t parent_len, size_t first)
+{
+	if (first >= b->unit_count || b->units[first].nin < 1 || b->units[first].in[0] < 0)
+		return;
+	int64_t in = b->tensors[b->units[first].in[0]].bytes, made = 0;
+	for (size_t u = first; u < b->unit_count; u++)
+		for (int o = 0; o < b->units[u].nout; o++)
+			if (b->tensors[b->units[u].out[o]].param < 0)
+				made += b->tensors[b->units[u].out[o]].bytes;
+	if (!b->moe_layer || b->moe_layer_len != parent_len || strncmp(b->moe_layer, path, parent_len)) {
+		b->moe_layer = path;
+		b->moe_layer_len = parent_len;
+		b->moe_tokens = 0;
+	}
+	b->moe_tokens += in;
+	if (b->moe_tokens > b->moe_tokens_max)
+		b->moe_tokens_max = b->moe_tokens;
+	if (made > b->moe_call_max)
+		b->moe_call_max = made;
+	b->moe_calls++;
+}
+
 static ti_status walk(mem_builder *b, module_list *ml, const mem_trace *tr, int id, ti_error *err)
 {
 	const mem_event *ev = &tr->events[id];
@@ -155,6 +231,8 @@ static ti_status walk(mem_builder *b, module_list *ml, const mem_trace *tr, int 
 			b->segment = (int)b->segment_count++;
 		}
 		const mem_rule *rule = mod->kind == TI_MODULE_LEAF ? mem_rule_find(ev->name, true) : NULL;
+		size_t first_unit = b->unit_count, parent_len;
+		bool expert = expert_path(mod->path, &parent_len);
 		if (rule && ev->call)
 			st = plan_by_rule(b, rule, ev, err);
 		else {
@@ -168,6 +246,8 @@ static ti_status walk(mem_builder *b, module_list *ml, const mem_trace *tr, int 
 			b->segments[b->segment].last = (int)b->unit_count - 1;
 			b->segment = -1;
 		}
+		if (!st && expert)
+			note_expert_call(b, mod->path, parent_len, first_unit);
 	} else if (ev->call) {
 		const mem_rule *rule = mem_rule_find(ev->name, false);
 		if (rule)
@@ -313,7 +393,10 @@ typedef struct sim {
 	int64_t *module_acts;  /* per module: what its calls leave live at the end of forward */
 	size_t module_count;
 	int64_t kv_bytes;
-	int kv_sites, kv_causal, kv_unsized;
+	int kv_sites, kv_causal, kv_unsized, kv_sliding, kv_compressed;
+	int64_t experts, experts_held; /* expert modules, and those this rank holds (expert_shard) */
+	int64_t ep_bytes;              /* expert parallelism: the all-to-all buffers, kept for the whole step */
+	int64_t kv_widest;           /* the widest sliding window of a site */
 	/* ZeRO-3 / FSDP: the wrapped units, each one's full parameter bytes and its first and last ledger unit */
 	struct fsdp_unit { const char *path; int64_t bytes; int first, last, gather; } *fsdp;
 	size_t fsdp_count;
@@ -810,17 +893,25 @@ static int back_through(const mem_builder *b, int t, const char *const *names, b
 
 /*
  * One site's cache: its keys' and values' bytes, at the length the options
- * ask (kv_tokens, capped by kv_window) and in kv_dtype. The length the
+ * ask (kv_tokens, capped by the site's sliding window) and in kv_dtype. The length the
  * tensors have is the values' rows (attn [.., T, S] @ v [.., S, hd]: S);
  * when it is unknown the bytes stay as they are and *unsized counts it.
  */
-static int64_t kv_site_bytes(const sim *s, int key, int value, int *unsized)
+static int64_t kv_site_bytes(const sim *s, int key, int value, int64_t window, int64_t compressed, int *unsized)
 {
 	const mem_tensor *k = &s->b.tensors[key], *v = &s->b.tensors[value];
 	int64_t bytes = k->bytes + v->bytes, rows = v->rows;
 	int64_t tokens = s->opt->kv_tokens > 0 ? s->opt->kv_tokens : rows;
-	if (s->opt->kv_window > 0 && tokens > s->opt->kv_window)
-		tokens = s->opt->kv_window;
+	if (window > 0 && tokens > window)
+		tokens = window;
+	if (compressed > 0 && k->lead > 0 && k->elsize > 0) {
+		/* MLA's compressed cache: batch x tokens x (kv_lora_rank + qk_rope_head_dim) elements, one latent a
+		   token shared by every head, in the keys' dtype (kv_dtype below converts it like the rest) */
+		int64_t n;
+		if (!mem_mul(k->lead, tokens, &n) || !mem_mul(n, compressed, &n) || !mem_mul(n, k->elsize, &bytes))
+			return -1;
+		rows = tokens;
+	}
 	if (tokens != rows) {
 		if (rows <= 0 || bytes % rows)
 			(*unsized)++;
@@ -860,7 +951,7 @@ static const char *const fused_attention[] = {"_scaled_dot_product_flash_attenti
  * model's kv_heads, not the query's heads. *bytes is TI_MEMORY_MAX_BYTES
  * when the sum passes it.
  */
-static void find_kv(sim *s, int64_t *bytes, int *sites, int *causal, int *unsized)
+static void find_kv(sim *s, int64_t *bytes, int *sites, int *causal, int *unsized, int *sliding, int *compressed)
 {
 	static const char *const passthrough[] = {"dropout", "to", "type_as", "float", "half", "bfloat16", "contiguous", NULL};
 	static const char *const scoring[] = {"masked_fill", "where", "add", "div", "mul", "sub", "to", "float", NULL};
@@ -869,7 +960,7 @@ static void find_kv(sim *s, int64_t *bytes, int *sites, int *causal, int *unsize
 	static const char *const scaling[] = {"mul", "div", NULL};
 	mem_builder *b = &s->b;
 	*bytes = 0;
-	*sites = *causal = *unsized = 0;
+	*sites = *causal = *unsized = *sliding = *compressed = 0;
 	for (size_t k = 0; k < b->unit_count; k++) {
 		const mem_unit *u = &b->units[k];
 		int key, value;
@@ -898,7 +989,15 @@ static void find_kv(sim *s, int64_t *bytes, int *sites, int *causal, int *unsize
 		/* a grouped-query step's k and v repeated to the query's heads: the cache holds them before */
 		key = before_repeats(b, key);
 		value = before_repeats(b, value);
-		int64_t site = kv_site_bytes(s, key, value, unsized);
+		/* a description's window caps the decode step's cache (kv_tokens): a prefill holds the whole context, as
+		   transformers' DynamicSlidingWindowLayer keeps a view of the prefill's keys until the next step;
+		   --sliding-window caps both, as a static sliding cache does */
+		int64_t window = s->opt->kv_window > 0 || s->opt->kv_tokens > 0 ? u->kv_window : 0;
+		int64_t site = kv_site_bytes(s, key, value, window, u->kv_compressed, unsized);
+		*compressed += u->kv_compressed > 0;
+		*sliding += window > 0;
+		if (window > s->kv_widest)
+			s->kv_widest = window;
 		if (site < 0 || !mem_add(bytes, site))
 			*bytes = TI_MEMORY_MAX_BYTES;
 		(*sites)++;
@@ -973,10 +1072,74 @@ static ti_status map_params(sim *s, ti_error *err)
 }
 
 /* After the builder ran: what every storage is, and when it is last read. */
+/*
+ * Whether a parameter belongs to one expert of a MoE layer ("...experts.3.w1.weight"): *prefix_len is then the
+ * length of the name up to "experts.", *index the expert's number.
+ */
+static bool expert_param(const char *name, size_t *prefix_len, int64_t *index)
+{
+	for (const char *p = strstr(name, "experts."); p; p = strstr(p + 1, "experts.")) {
+		if (p != name && p[-1] != '.')
+			continue;
+		const char *d = p + strlen("experts.");
+		int64_t n = 0;
+		const char *c = d;
+		for (; *c >= '0' && *c <= '9' && n < 1000000; c++)
+			n = n * 10 + (*c - '0');
+		if (c == d || *c != '.')
+			continue;
+		*prefix_len = (size_t)(p - name);
+		*index = n;
+		return true;
+	}
+	return false;
+}
+
+/*
+ * Expert parallelism over K ranks: rank 0 (the one that holds the most) keeps experts 0 .. ceil(E/K) - 1 of
+ * every MoE layer of E experts, the others none of their bytes; everything else is replicated. Counts the
+ * experts and those held either way (s->experts, s->experts_held).
+ */
+static void expert_shard(sim *s)
+{
+	mem_builder *b = &s->b;
+	ti_model *m = b->model;
+	int64_t k = s->opt->expert_parallel > 1 ? s->opt->expert_parallel : 1;
+	const char *layer = NULL;
+	size_t layer_len = 0;
+	int64_t held = 0;
+	for (size_t i = 0; i < m->param_count_all; i++) {
+		size_t len;
+		int64_t n;
+		const char *name = m->params[i].name;
+		if (!expert_param(name, &len, &n))
+			continue;
+		if (!layer || len != layer_len || strncmp(layer, name, len)) { /* a new layer: its experts follow */
+			int64_t e = 0;
+			for (size_t j = i; j < m->param_count_all; j++) {
+				size_t l2;
+				int64_t n2;
+				if (!expert_param(m->params[j].name, &l2, &n2) || l2 != len || strncmp(m->params[j].name, name, len))
+					break;
+				if (n2 + 1 > e)
+					e = n2 + 1;
+			}
+			layer = name;
+			layer_len = len;
+			held = (e + k - 1) / k;
+			s->experts += e;
+			s->experts_held += held;
+		}
+		if (k > 1 && n >= held && !m->params[i].tied_to)
+			b->tensors[s->param_tensor[i]].bytes = 0;
+	}
+}
+
 static ti_status classify(sim *s, const ti_model_report *rep, ti_error *err)
 {
 	mem_builder *b = &s->b;
 	ti_model *m = b->model;
+	expert_shard(s);
 	int64_t k = s->opt->tensor_parallel;
 	for (size_t t = 0; t < b->tensor_count && k > 1; t++) /* a rank's share of each split parameter, and of its .grad */
 		if (b->tensors[t].tp_shard)
@@ -1478,6 +1641,14 @@ static const char *kv_rule(const sim *s, const ti_memory_report *r)
 		snprintf(length, sizeof(length), "the bound length");
 	if (s->opt->kv_window > 0)
 		snprintf(window, sizeof(window), " (at most the sliding window's %lld)", (long long)s->opt->kv_window);
+	else if (r->kv_sliding > 0)
+		snprintf(window, sizeof(window), " (%d of them at most their sliding window's %lld)", r->kv_sliding,
+		         (long long)s->kv_widest);
+	if (r->kv_compressed > 0)
+		return ti_arena_printf(s->b.arena, "the compressed latent (MLA) of %d attention steps at %s%s, %s%s",
+		                       r->kv_sites, length, window,
+		                       s->opt->kv_dtype ? ti_dtype_name(s->opt->kv_dtype) : "their dtype",
+		                       r->kv_unsized ? "; some steps' length unknown: at the bound length" : "");
 	return ti_arena_printf(s->b.arena, "keys and values of %d attention steps at %s%s, %s%s", r->kv_sites, length,
 	                       window, s->opt->kv_dtype ? ti_dtype_name(s->opt->kv_dtype) : "their dtype",
 	                       r->kv_unsized ? "; some steps' length unknown: at the bound length" : "");
@@ -1508,7 +1679,11 @@ static ti_status build_terms(sim *s, ti_memory_report *r, ti_error *err)
 		 train ? "saved for backward, live at the end of forward" : "inference: nothing is saved", unknown && train,
 		 train ? unknown_why : NULL, 0},
 		{"communication", r->communication,
-		 s->opt->strategy == TI_STRATEGY_ZERO2 ? "ZeRO-2: one reduce-scatter bucket"
+		 s->ep_bytes ? ti_arena_printf(a, "expert parallelism over %lld ranks: the all-to-all's dispatch and "
+		                               "combine buffers, 2 x the token states one MoE layer routes (B x T x k x "
+		                               "hidden)%s", (long long)s->opt->expert_parallel,
+		                               s->comm_bytes ? ", and the strategy's buckets" : "")
+		 : s->opt->strategy == TI_STRATEGY_ZERO2 ? "ZeRO-2: one reduce-scatter bucket"
 		 : r->communication ? "DDP: gradient buckets, a copy of every gradient (gradient_as_bucket_view=False)"
 		 : s->opt->strategy == TI_STRATEGY_ZERO3 ? "ZeRO-3/FSDP: gathered units counted as they live, in the peak"
 		 : "one rank: none", false, NULL, 0},
@@ -1529,7 +1704,8 @@ static ti_status build_terms(sim *s, ti_memory_report *r, ti_error *err)
 		return TI_FAIL(err, TI_E_NOMEM, "out of memory");
 	r->term_count = 0;
 	for (size_t i = 0; i < sizeof(terms) / sizeof(terms[0]); i++)
-		if (strcmp(terms[i].name, "communication") || s->opt->strategy != TI_STRATEGY_NONE) /* one rank: no such term */
+		if (strcmp(terms[i].name, "communication") || s->opt->strategy != TI_STRATEGY_NONE ||
+		    s->opt->expert_parallel > 1) /* one rank: no such term */
 			r->terms[r->term_count++] = terms[i];
 	if (unknown_why)
 		return add_note(r, a, unknown_why, err);
@@ -1582,7 +1758,7 @@ static ti_status simulate(ti_model *model, const mem_trace *trace, const ti_mode
 	if (options->mode == TI_MEMORY_TRAIN && options->strategy == TI_STRATEGY_ZERO3 && ranks(s) > 1 &&
 	    (st = fsdp_setup(s, ml.items, ml.count, err)))
 		goto done;
-	find_kv(s, &s->kv_bytes, &s->kv_sites, &s->kv_causal, &s->kv_unsized);
+	find_kv(s, &s->kv_bytes, &s->kv_sites, &s->kv_causal, &s->kv_unsized, &s->kv_sliding, &s->kv_compressed);
 	if (s->kv_bytes >= TI_MEMORY_MAX_BYTES) {
 		st = TI_FAIL(err, TI_E_LIMIT, "the KV cache needs more than %lld bytes", (long long)TI_MEMORY_MAX_BYTES);
 		goto done;
@@ -1598,6 +1774,21 @@ static ti_status simulate(ti_model *model, const mem_trace *trace, const ti_mode
 		s->l.st[id].pinned = true;
 	} else {
 		s->kv_bytes = 0;
+	}
+	/* expert parallelism: the dispatch all-to-all sends each routed token state (B x T x k of them in the MoE
+	   layer that routes the most) and receives as many on average; the combine sends them back through
+	   buffers of the same size: two such buffers, live through the step */
+	if (options->expert_parallel > 1 && s->b.moe_tokens_max > 0) {
+		if (!mem_mul(s->b.moe_tokens_max, 2, &s->ep_bytes)) {
+			st = TI_FAIL(err, TI_E_LIMIT, "the all-to-all buffers need more than 2^62 bytes");
+			goto done;
+		}
+		int id = add_storage(s, s->ep_bytes, TI_MEM_COMM, "all-to-all dispatch and combine buffers", 0);
+		if (id < 0) {
+			st = TI_FAIL(err, TI_E_NOMEM, "out of memory");
+			goto done;
+		}
+		s->l.st[id].pinned = true;
 	}
 	s->base_count = s->l.count;
 	s->pending = ti_arena_calloc(&model->arena, s->b.tensor_count + 1, sizeof(*s->pending));
@@ -1629,7 +1820,11 @@ static ti_status simulate(ti_model *model, const mem_trace *trace, const ti_mode
 		st = TI_FAIL(err, TI_E_NOMEM, "out of memory");
 		goto done;
 	}
-	r->communication = s->comm_bytes;
+	r->communication = s->comm_bytes + s->ep_bytes;
+	r->experts = s->experts;
+	r->experts_held = s->experts_held;
+	r->expert_tokens = s->b.moe_tokens_max;
+	r->expert_call = s->b.moe_call_max;
 	r->parameters = s->param_bytes;
 	r->buffers = s->buffer_bytes;
 	r->weights = s->param_bytes + s->buffer_bytes;
@@ -1639,6 +1834,8 @@ static ti_status simulate(ti_model *model, const mem_trace *trace, const ti_mode
 	r->kv_cache = s->kv_bytes;
 	r->kv_sites = s->kv_sites;
 	r->kv_causal = s->kv_causal;
+	r->kv_sliding = s->kv_sliding;
+	r->kv_compressed = s->kv_compressed;
 	r->kv_unsized = s->kv_unsized;
 	r->activations = options->mode == TI_MEMORY_TRAIN ? s->activations : 0;
 	r->peak = s->l.peak;
@@ -1648,28 +1845,14 @@ static ti_status simulate(ti_model *model, const mem_trace *trace, const ti_mode
 	r->peak_step = pu >= 0 ? s->b.units[pu].label
 	               : r->peak_phase == TI_PHASE_OPTIMIZER ? "optimizer.step()" : "start of the step";
 	r->peak_module = pu >= 0 ? ml.items[s->b.units[pu].module].path : "";
-	/* each module's weights: its parameters' and its children's */
+	/* each module's weights: its parameters' and its children's (the modules a name's dotted prefixes name) */
 	for (size_t i = 0; i < model->param_count_all; i++) {
-		const char *name = model->params[i].name;
-		if (model->params[i].tied_to)
-			continue;
-		for (size_t k = 0; k < ml.count; k++) {
-			const char *p = ml.items[k].path;
-			size_t n = strlen(p);
-			if (!n || (!strncmp(name, p, n) && name[n] == '.'))
-				ml.items[k].weights += s->b.tensors[s->param_tensor[i]].bytes;
-		}
+		if (!model->params[i].tied_to)
+			add_to_ancestors(&ml, model->params[i].name, false, s->b.tensors[s->param_tensor[i]].bytes, false);
 	}
 	/* a module's activations are its own calls' and its children's */
-	for (size_t j = 0; j < ml.count && options->mode == TI_MEMORY_TRAIN; j++) {
-		const char *q = ml.items[j].path;
-		for (size_t k = 0; k < ml.count; k++) {
-			const char *p = ml.items[k].path;
-			size_t n = strlen(p);
-			if (!n || (!strncmp(q, p, n) && (q[n] == '.' || q[n] == '\0')))
-				ml.items[k].activations += s->module_acts[j];
-		}
-	}
+	for (size_t j = 0; j < ml.count && options->mode == TI_MEMORY_TRAIN; j++)
+		add_to_ancestors(&ml, ml.items[j].path, true, s->module_acts[j], true);
 	r->timeline = s->points;
 	r->point_count = s->point_count;
 	r->unit_count = s->b.unit_count;
@@ -1704,6 +1887,8 @@ static ti_status simulate(ti_model *model, const mem_trace *trace, const ti_mode
 	for (size_t k = 0; k < s->b.unit_count; k++)
 		depends |= s->b.units[k].depends;
 	*kinds = mem_uncertain_kinds(options, depends, s->b.unknown_count > 0);
+	if (s->b.moe_calls)
+		*kinds |= MEM_UNCERTAIN(TI_UNCERTAIN_MOE_ROUTING);
 	*out = r;
 done:
 	mem_cuda_free_all(s->l.allocator);
@@ -1791,6 +1976,13 @@ ti_status ti_memory_estimate(ti_model *model, const ti_memory_options *options, 
 	if ((st = simulate(model, &trace, rep, options, false, &r, &kinds, err)))
 		return st;
 	int64_t least = r->peak, most = r->peak;
+	if (options->expert_parallel > 1 && r->expert_tokens > 0) {
+		/* moe-routing's high end: every rank routes all its tokens to this rank's experts, so the all-to-all
+		   receives K times the average and each expert call runs on K times its tokens */
+		int64_t more;
+		if (!mem_mul(options->expert_parallel - 1, r->expert_tokens + r->expert_call, &more) || !mem_add(&most, more))
+			return TI_FAIL(err, TI_E_LIMIT, "the peak's range passes %lld bytes", (long long)TI_MEMORY_MAX_BYTES);
+	}
 	if ((st = play_alternatives(model, &trace, rep, options, &kinds, &least, &most, err)) ||
 	    (st = mem_uncertain_list(r, &model->arena, kinds, err)) || (st = mem_peak_range(r, least, most, err)))
 		return st;

@@ -41,6 +41,11 @@ static const struct uncertain_row {
 	[TI_UNCERTAIN_NO_OPTIMIZER] = {"no-optimizer", false, "no --optimizer given: its state and step are left out"},
 	[TI_UNCERTAIN_NO_RULE] = {"no-rule", false, "operators without a memory rule: what they save is a guess"},
 	[TI_UNCERTAIN_NO_GRAPH] = {"no-graph", false, "a checkpoint alone: activations and inputs are not counted"},
+	[TI_UNCERTAIN_MOE_ROUTING] = {"moe-routing", true,
+		"the tokens a router gives each expert depend on the data: the step runs num_experts_per_tok expert calls "
+		"on every token (the B x T x k token-slots of average routing, and the most one expert can get, all "
+		"B x T); with --strategy ep=K the high end has this rank's experts given every rank's tokens, K times "
+		"the all-to-all's receive and the expert's transients"},
 };
 
 const char *ti_memory_uncertain_name(ti_memory_uncertain_kind k)

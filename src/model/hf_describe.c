@@ -21,6 +21,21 @@
  *     to NAME - 1 (T5's layers after the first, DeepSeek's MoE layers after
  *     the dense ones). The copies are filled in turn ("$if" and nested
  *     "$each" inside them apply).
+ *   "hf": {"sliding": {...}} - which attention layers slide, as transformers'
+ *     config classes derive their layer_types: "module" the attention
+ *     module's path with "{i}" for the layer, "layers" the field that counts
+ *     them, "window" [FIELD, DEFAULT] the config's window (null: no layer
+ *     slides), and the optional rules "when" [FIELD, DEFAULT] (a boolean that
+ *     must be true: Qwen2's use_sliding_window), "from" [FIELD, DEFAULT]
+ *     (layers from that index slide: max_window_layers) and "period" N or
+ *     [FIELD, DEFAULT] (layer i keeps full attention when (i + 1) % N == 0:
+ *     Gemma 2's 2, Gemma 3's sliding_window_pattern 6). A config's own
+ *     "layer_types" list decides instead ("sliding_attention" slides). The
+ *     sliding layers become the description's "kv_windows" {MODULE: WINDOW}.
+ *   "hf": {"compressed": {"module": PATH, "elements": [FIELD, ...]}} - the
+ *     attention under PATH can cache one latent a token of the fields' sum
+ *     of elements (DeepSeek's MLA: kv_lora_rank + qk_rope_head_dim): the
+ *     description's "kv_compressed" {PATH: ELEMENTS}.
  * and a string "$NAME" that is a boolean field alone becomes true or false
  * (a Linear's "bias"). Numbers stay "$NAME" references to the config, so the
  * description reads as the model's code does.
@@ -265,6 +280,123 @@ static ti_status fill(const filler *fl, cJSON *j, int depth)
 	return TI_OK;
 }
 
+/*
+ * A rule's value: a number, or [FIELD, DEFAULT] read from the config (the
+ * default when the field is absent; *null set when the config gives null).
+ */
+static bool rule_value(const cJSON *config, const cJSON *spec, double *out, bool *null)
+{
+	*null = false;
+	if (cJSON_IsNumber(spec) || cJSON_IsBool(spec)) {
+		*out = cJSON_IsBool(spec) ? cJSON_IsTrue(spec) : spec->valuedouble;
+		return true;
+	}
+	const cJSON *name = cJSON_GetArrayItem(spec, 0), *dflt = cJSON_GetArrayItem(spec, 1);
+	if (!cJSON_IsArray(spec) || !cJSON_IsString(name) || !dflt)
+		return false;
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(config, name->valuestring);
+	if (!v)
+		v = dflt;
+	if (cJSON_IsNull(v)) {
+		*null = true;
+		*out = 0;
+		return true;
+	}
+	if (!cJSON_IsNumber(v) && !cJSON_IsBool(v))
+		return false;
+	*out = cJSON_IsBool(v) ? cJSON_IsTrue(v) : v->valuedouble;
+	return true;
+}
+
+/* Whether layer i slides under the template's rules (a config without "layer_types"). */
+static bool layer_slides(const cJSON *config, const cJSON *rules, int i, double period, double from)
+{
+	double when = 1;
+	bool null;
+	const cJSON *w = cJSON_GetObjectItemCaseSensitive(rules, "when");
+	if (w && (!rule_value(config, w, &when, &null) || null))
+		when = 0;
+	return when != 0 && i >= from && !(period >= 1 && (i + 1) % (int)period == 0);
+}
+
+/* "hf.sliding": the description's "kv_windows", added to desc when some layer slides. */
+static ti_status add_windows(const filler *fl, const cJSON *config, const cJSON *rules, cJSON *desc)
+{
+	const char *module = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(rules, "module"));
+	double layers = each_bound(fl, cJSON_GetObjectItemCaseSensitive(rules, "layers"));
+	double window = 0, period = 0, from = 0;
+	bool null = false, null_p, null_f;
+	const cJSON *p = cJSON_GetObjectItemCaseSensitive(rules, "period"), *f = cJSON_GetObjectItemCaseSensitive(rules, "from");
+	if (!module || !strstr(module, "{i}") || layers < 0 ||
+	    !rule_value(config, cJSON_GetObjectItemCaseSensitive(rules, "window"), &window, &null) ||
+	    (p && !rule_value(config, p, &period, &null_p)) || (f && !rule_value(config, f, &from, &null_f)))
+		return TI_FAIL(fl->err, TI_E_CORRUPT,
+		               "template %s: \"sliding\" takes \"module\" (with {i}), \"layers\", \"window\" and optional "
+		               "\"when\", \"from\", \"period\" as numbers or [FIELD, DEFAULT]", fl->model_type);
+	if (null || window < 1)
+		return TI_OK; /* no window: every layer attends over the whole context */
+	if (window > 1e15 || window != floor(window))
+		return TI_FAIL(fl->err, TI_E_CORRUPT, "config.json's sliding window %g is no whole number of tokens", window);
+	const cJSON *types = cJSON_GetObjectItemCaseSensitive(config, "layer_types");
+	if (types && !cJSON_IsNull(types) && (!cJSON_IsArray(types) || cJSON_GetArraySize(types) != (int)layers))
+		return TI_FAIL(fl->err, TI_E_CORRUPT, "config.json's 'layer_types' must list one type per layer (%d)",
+		               (int)layers);
+	cJSON *windows = cJSON_CreateObject();
+	if (!windows)
+		return TI_FAIL(fl->err, TI_E_NOMEM, "out of memory for the description");
+	for (int i = 0; i < (int)layers; i++) {
+		bool slides;
+		if (cJSON_IsArray(types)) {
+			const char *t = cJSON_GetStringValue(cJSON_GetArrayItem(types, i));
+			slides = t && !strcmp(t, "sliding_attention");
+		} else {
+			slides = layer_slides(config, rules, i, period, from);
+		}
+		if (!slides)
+			continue;
+		cJSON *path = cJSON_CreateString(module);
+		ti_status st = path ? substitute(path, "i", i, fl->err) : TI_FAIL(fl->err, TI_E_NOMEM, "out of memory");
+		if (!st && !cJSON_AddNumberToObject(windows, path->valuestring, window))
+			st = TI_FAIL(fl->err, TI_E_NOMEM, "out of memory for the description");
+		cJSON_Delete(path);
+		if (st) {
+			cJSON_Delete(windows);
+			return st;
+		}
+	}
+	if (!windows->child) {
+		cJSON_Delete(windows);
+		return TI_OK;
+	}
+	cJSON_AddItemToObject(desc, "kv_windows", windows);
+	return TI_OK;
+}
+
+/* "hf.compressed": the description's "kv_compressed", the fields' sum under the module's path. */
+static ti_status add_compressed(const filler *fl, const cJSON *rules, cJSON *desc)
+{
+	const char *module = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(rules, "module"));
+	const cJSON *fields = cJSON_GetObjectItemCaseSensitive(rules, "elements"), *f;
+	double sum = 0;
+	bool ok = module && cJSON_IsArray(fields) && cJSON_GetArraySize(fields) > 0;
+	cJSON_ArrayForEach(f, fields) {
+		double v = cJSON_IsString(f) ? each_bound(fl, f) : -1;
+		ok &= v >= 0;
+		sum += v;
+	}
+	if (!ok)
+		return TI_FAIL(fl->err, TI_E_CORRUPT,
+		               "template %s: \"compressed\" takes \"module\" and \"elements\", a list of number fields",
+		               fl->model_type);
+	cJSON *c = cJSON_CreateObject();
+	if (!c || !cJSON_AddNumberToObject(c, module, sum)) {
+		cJSON_Delete(c);
+		return TI_FAIL(fl->err, TI_E_NOMEM, "out of memory for the description");
+	}
+	cJSON_AddItemToObject(desc, "kv_compressed", c);
+	return TI_OK;
+}
+
 /* "hf.only": each field the config gives must have the one value the template describes. */
 static ti_status check_only(const cJSON *only, const cJSON *config, const char *model_type, ti_error *err)
 {
@@ -303,6 +435,12 @@ static ti_status describe(const cJSON *config, const ti_hf_template *t, char **o
 	if (cJSON_IsString(cls))
 		cJSON_AddStringToObject(desc, "class", cls->valuestring);
 	filler fl = {fields, t->model_type, err};
+	const cJSON *sliding = cJSON_GetObjectItemCaseSensitive(hf, "sliding");
+	if (sliding && (st = add_windows(&fl, config, sliding, desc)))
+		goto done;
+	const cJSON *compressed = cJSON_GetObjectItemCaseSensitive(hf, "compressed");
+	if (compressed && (st = add_compressed(&fl, compressed, desc)))
+		goto done;
 	cJSON_DeleteItemFromObjectCaseSensitive(tmpl, "hf"); /* cls goes with it */
 	if ((st = fill(&fl, tmpl, 0)))
 		goto done;

@@ -66,6 +66,10 @@ struct ti_model {
 	const char **param_locals;       /* its name there: "weight", "layers.0.norm1.bias" */
 	ti_model_module *modules;        /* state_dict()._metadata's entries, in its order */
 	const char *class_name;          /* the description's "class" ("ResNet"), or NULL */
+	ti_model_window *kv_windows;     /* "kv_windows": the sliding windows of attention modules */
+	size_t kv_window_count;
+	ti_model_window *kv_compressed;  /* "kv_compressed": the elements a token of a compressed (MLA) cache */
+	size_t kv_compressed_count;
 	size_t module_count;
 	ti_model_report report;
 	bool ran;

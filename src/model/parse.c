@@ -909,6 +909,76 @@ static ti_status plan_releases(parser *p, model_def *def, ti_error *err)
 	return st;
 }
 
+/*
+ * "kv_windows": {MODULE_PATH: TOKENS, ...} - the attention steps run inside
+ * that module (or below it) attend over a sliding window of TOKENS, so an
+ * inference cache keeps at most that many of their keys and values (a
+ * Hugging Face template fills it from the config's sliding-window fields).
+ * "kv_compressed": {MODULE_PATH: ELEMENTS, ...} - their cache can instead
+ * hold ELEMENTS a token in all (DeepSeek's MLA: the latent kv_lora_rank and
+ * the shared rope key), not the per-head keys and values.
+ * what is "kv_windows" or "kv_compressed", for errors.
+ */
+static ti_status parse_module_counts(ti_model *m, const cJSON *j, const char *what, ti_model_window **out,
+                                     size_t *count, ti_error *err)
+{
+	if (!j)
+		return TI_OK;
+	if (!cJSON_IsObject(j))
+		return at(TI_FAIL(err, TI_E_CORRUPT, "\"%s\" must map module paths to counts", what), err, what);
+	size_t n = (size_t)cJSON_GetArraySize(j);
+	*out = ti_arena_calloc(&m->arena, n + 1, sizeof(**out));
+	if (!*out)
+		return TI_FAIL(err, TI_E_NOMEM, "out of memory for the description");
+	const cJSON *item;
+	cJSON_ArrayForEach(item, j) {
+		if (!cJSON_IsNumber(item) || item->valuedouble < 1 || item->valuedouble > 1e15 ||
+		    item->valuedouble != (double)(int64_t)item->valuedouble)
+			return at(TI_FAIL(err, TI_E_CORRUPT, "%s", !strcmp(what, "kv_windows")
+			                  ? "a sliding window is a whole number of tokens, at least 1"
+			                  : "a compressed cache is a whole number of elements a token, at least 1"),
+			          err, join(m, what, item->string));
+		(*out)[(*count)++] = (ti_model_window){item->string, (int64_t)item->valuedouble};
+	}
+	return TI_OK;
+}
+
+static ti_status parse_kv_windows(ti_model *m, const cJSON *root, ti_error *err)
+{
+	ti_status st = parse_module_counts(m, cJSON_GetObjectItemCaseSensitive(root, "kv_windows"), "kv_windows",
+	                                   &m->kv_windows, &m->kv_window_count, err);
+	return st ? st : parse_module_counts(m, cJSON_GetObjectItemCaseSensitive(root, "kv_compressed"), "kv_compressed",
+	                                     &m->kv_compressed, &m->kv_compressed_count, err);
+}
+
+/* The count of the deepest entry of list that is module_path or holds it; 0 when none. */
+static int64_t module_count(const ti_model_window *list, size_t count, const char *module_path)
+{
+	int64_t best = 0;
+	size_t best_len = 0;
+	for (size_t i = 0; module_path && i < count; i++) {
+		const char *w = list[i].module;
+		size_t len = strlen(w);
+		/* the module itself or one below it ("model.layers.1" holds "model.layers.1.self_attn"), the deepest wins */
+		if ((len == 0 || (!strncmp(module_path, w, len) && (module_path[len] == '\0' || module_path[len] == '.'))) &&
+		    (!best || len >= best_len)) {
+			best = list[i].tokens;
+			best_len = len;
+		}
+	}
+	return best;
+}
+
+int64_t ti_model_kv_window(const ti_model *m, const char *module_path)
+{
+	return module_count(m->kv_windows, m->kv_window_count, module_path);
+}
+
+int64_t ti_model_kv_compressed(const ti_model *m, const char *module_path)
+{
+	return module_count(m->kv_compressed, m->kv_compressed_count, module_path);
+}
+
 static ti_status parse_def(parser *p, const cJSON *j, const char *name, const char *jpath,
                            model_def *def, ti_error *err)
 {
@@ -920,12 +990,14 @@ static ti_status parse_def(parser *p, const cJSON *j, const char *name, const ch
 	const cJSON *item;
 	cJSON_ArrayForEach(item, j) {
 		static const char *const known[] = {"inputs", "modules", "graph", "outputs", "config", "defs", "tied", "comment",
-		                                    "description", "parameters", "buffers", "lifetime", "class"};
+		                                    "description", "parameters", "buffers", "lifetime", "class", "kv_windows",
+		                                    "kv_compressed"};
 		bool ok = false;
 		for (size_t k = 0; k < sizeof(known) / sizeof(known[0]); k++)
 			ok |= !strcmp(item->string, known[k]);
 		if (!ok || (name && (!strcmp(item->string, "config") || !strcmp(item->string, "defs") || !strcmp(item->string, "tied") ||
-		                     !strcmp(item->string, "lifetime") || !strcmp(item->string, "class"))))
+		                     !strcmp(item->string, "lifetime") || !strcmp(item->string, "class") ||
+		                     !strcmp(item->string, "kv_windows") || !strcmp(item->string, "kv_compressed"))))
 			return at(TI_FAIL(err, TI_E_CORRUPT, "unknown key '%s'", item->string), err, join(m, jpath, item->string));
 	}
 	const cJSON *inputs = cJSON_GetObjectItemCaseSensitive(j, "inputs");
@@ -1467,6 +1539,9 @@ static ti_status open_parsed(parser *p, const cJSON *root, const ti_model_option
 	p->config = cJSON_GetObjectItemCaseSensitive(root, "config");
 	if (p->config && !cJSON_IsObject(p->config))
 		return at(TI_FAIL(err, TI_E_CORRUPT, "\"config\" must be an object"), err, "config");
+	ti_status wst = parse_kv_windows(m, root, err);
+	if (wst)
+		return wst;
 	p->defs = cJSON_GetObjectItemCaseSensitive(root, "defs");
 	if (p->defs && !cJSON_IsObject(p->defs))
 		return at(TI_FAIL(err, TI_E_CORRUPT, "\"defs\" must be an object"), err, "defs");

@@ -12,6 +12,7 @@
 #include "unit.h"
 
 #include "tinspect/hf_describe.h"
+#include "tinspect/memory.h"
 #include "tinspect/model.h"
 #include "tinspect/safetensors.h"
 
@@ -100,6 +101,10 @@ static const struct {
 	int64_t params;
 } published[] = {
 	{"fixtures/hf/Llama-3.1-8B/config.json", 8030261248},
+	/* Llama-3.1-70B "70B": 2 x 128256 x 8192 (untied) + 80 x (2 x 8192^2 + 2 x 8192 x 1024 + 3 x 8192 x 28672
+	   + 2 x 8192) + 8192; the Hub's model.safetensors.index.json total_size, 141,107,412,992 bytes in
+	   bfloat16, is this total at 2 bytes each */
+	{"fixtures/hf/Llama-3.1-70B/config.json", 70553706496},
 	{"fixtures/hf/Llama-3.2-1B/config.json", 1235814400},
 	{"fixtures/hf/Llama-2-7b-hf/config.json", 6738415616},
 	{"fixtures/hf/Mistral-7B-v0.1/config.json", 7241732096},
@@ -672,4 +677,237 @@ Test(hf_describe, tells_a_config_from_a_description)
 	static const char config[] = "{\"model_type\": \"llama\"}", desc[] = "{\"model_type\": \"x\", \"graph\": []}";
 	EXPECT_INT(ti_hf_is_config(config, strlen(config)), 1);
 	EXPECT_INT(ti_hf_is_config(desc, strlen(desc)), 0);
+}
+
+/*
+ * Which layers slide, as transformers' config classes derive layer_types
+ * (sliding_attention for layer i): Gemma 2 when (i + 1) % 2, Gemma 3 when
+ * (i + 1) % sliding_window_pattern, Qwen2 when use_sliding_window and
+ * i >= max_window_layers, Mistral and Phi-3 on every layer while
+ * sliding_window is set; a config's own layer_types list wins. want lists
+ * the sliding layers' indices (-1 ends), window their window.
+ */
+static const struct {
+	const char *text;
+	int64_t window;
+	int want[8];
+} sliding[] = {
+	{"{\"model_type\": \"gemma2\", \"vocab_size\": 10, \"hidden_size\": 8, \"intermediate_size\": 16,"
+	 " \"num_hidden_layers\": 5, \"num_attention_heads\": 2, \"head_dim\": 4, \"sliding_window\": 7}",
+	 7, {0, 2, 4, -1}},
+	{"{\"model_type\": \"gemma3_text\", \"vocab_size\": 10, \"hidden_size\": 8, \"intermediate_size\": 16,"
+	 " \"num_hidden_layers\": 7, \"num_attention_heads\": 2, \"head_dim\": 4, \"sliding_window\": 9,"
+	 " \"sliding_window_pattern\": 3}",
+	 9, {0, 1, 3, 4, 6, -1}},
+	{"{\"model_type\": \"qwen2\", \"vocab_size\": 10, \"hidden_size\": 8, \"intermediate_size\": 16,"
+	 " \"num_hidden_layers\": 4, \"num_attention_heads\": 2, \"sliding_window\": 5,"
+	 " \"use_sliding_window\": true, \"max_window_layers\": 2}",
+	 5, {2, 3, -1}},
+	{"{\"model_type\": \"qwen2\", \"vocab_size\": 10, \"hidden_size\": 8, \"intermediate_size\": 16,"
+	 " \"num_hidden_layers\": 4, \"num_attention_heads\": 2, \"sliding_window\": 5, \"max_window_layers\": 0}",
+	 0, {-1}}, /* use_sliding_window defaults to false */
+	{"{\"model_type\": \"mistral\", \"vocab_size\": 10, \"hidden_size\": 8, \"intermediate_size\": 16,"
+	 " \"num_hidden_layers\": 2, \"num_attention_heads\": 2}",
+	 4096, {0, 1, -1}}, /* MistralConfig's default sliding_window */
+	{"{\"model_type\": \"mistral\", \"vocab_size\": 10, \"hidden_size\": 8, \"intermediate_size\": 16,"
+	 " \"num_hidden_layers\": 2, \"num_attention_heads\": 2, \"sliding_window\": null}",
+	 0, {-1}},
+	{"{\"model_type\": \"gemma3_text\", \"vocab_size\": 10, \"hidden_size\": 8, \"intermediate_size\": 16,"
+	 " \"num_hidden_layers\": 3, \"num_attention_heads\": 2, \"head_dim\": 4, \"sliding_window\": 6,"
+	 " \"layer_types\": [\"full_attention\", \"sliding_attention\", \"full_attention\"]}",
+	 6, {1, -1}},
+};
+
+Test(hf_describe, marks_the_sliding_layers_as_transformers_configs_derive_them)
+{
+	for (size_t c = 0; c < sizeof(sliding) / sizeof(sliding[0]); c++) {
+		ti_error err;
+		ti_model *m = describe_text(sliding[c].text, strlen(sliding[c].text), &err);
+		cr_assert(m, "%s", err.message);
+		for (int i = 0; i < 8; i++) {
+			char path[64];
+			snprintf(path, sizeof(path), "model.layers.%d.self_attn", i);
+			bool slides = false;
+			for (int k = 0; sliding[c].want[k] >= 0; k++)
+				slides |= sliding[c].want[k] == i;
+			cr_expect_eq(ti_model_kv_window(m, path), slides ? sliding[c].window : 0, "config %zu layer %d", c, i);
+		}
+		ti_model_close(m);
+	}
+}
+
+Test(hf_describe, refuses_layer_types_that_do_not_list_every_layer)
+{
+	static const char text[] = "{\"model_type\": \"gemma2\", \"vocab_size\": 10, \"hidden_size\": 8,"
+	                           " \"intermediate_size\": 16, \"num_hidden_layers\": 3, \"num_attention_heads\": 2,"
+	                           " \"layer_types\": [\"full_attention\"]}";
+	ti_error err;
+	cr_assert(!describe_text(text, strlen(text), &err));
+	EXPECT_STR(err.message, "config.json's 'layer_types' must list one type per layer (3)");
+}
+
+/*
+ * The KV cache of real configs at B = 1 and T = 8192, float32, worked out
+ * by hand: per token and layer 2 (k, v) x kv_heads x head_dim x 4 bytes;
+ * a full layer holds T tokens, a sliding one min(T, window).
+ *   gemma-2-2b: 26 layers, 13 sliding (even ones) at 4096, 4 kv heads x 256
+ *   gemma-2-9b: 42 layers, 21 sliding at 4096, 8 kv heads x 256
+ *   gemma-3-1b-pt: 26 layers, full ones 5, 11, 17, 23 (pattern 6), 22 at 512, 1 kv head x 256
+ *   Mistral-7B-v0.1: 32 layers all at 4096, 8 kv heads x 128
+ */
+static const struct {
+	const char *config;
+	int64_t full, sliding, window, kv_heads, head_dim;
+} kv_cases[] = {
+	{"fixtures/hf/gemma-2-2b/config.json", 13, 13, 4096, 4, 256},
+	{"fixtures/hf/gemma-2-9b/config.json", 21, 21, 4096, 8, 256},
+	{"fixtures/hf/gemma-3-1b-pt/config.json", 4, 22, 512, 1, 256},
+	{"fixtures/hf/Mistral-7B-v0.1/config.json", 0, 32, 4096, 8, 128},
+};
+
+typedef struct kv_figures { int64_t bytes; int sliding, compressed; } kv_figures;
+
+/*
+ * The KV cache of config at B = 1 and T = tokens: the prefill's, or with
+ * decode a decode step's beside the cache of T tokens; every layer capped at
+ * window when > 0 (--sliding-window).
+ */
+static kv_figures kv_layout_report(const char *config, int64_t tokens, int64_t window, bool decode, bool compressed)
+{
+	size_t size;
+	char *text = slurp(config, &size), *desc;
+	ti_error err;
+	ti_error_clear(&err);
+	cr_assert(ti_hf_describe(text, size, &desc, &err) == TI_OK, "%s: %s", config, err.message);
+	free(text);
+	const char *names[] = {"B", "T"};
+	int64_t values[] = {1, tokens};
+	ti_model_options o = {.bind_names = names, .bind_values = values, .bind_count = 2};
+	ti_model *m = NULL;
+	cr_assert(ti_model_open(desc, strlen(desc), &o, &m, &err) == TI_OK, "%s", err.message);
+	free(desc);
+	ti_memory_options mo = {.mode = TI_MEMORY_INFER, .kv_window = window, .kv_tokens = decode ? tokens : 0,
+	                        .kv_compressed = compressed};
+	const ti_memory_report *r = NULL;
+	cr_assert(ti_memory_estimate(m, &mo, &r, &err) == TI_OK, "%s", err.message);
+	kv_figures f = {r->kv_cache, r->kv_sliding, r->kv_compressed};
+	ti_model_close(m);
+	return f;
+}
+
+static kv_figures kv_report(const char *config, int64_t tokens, int64_t window, bool decode)
+{
+	return kv_layout_report(config, tokens, window, decode, false);
+}
+
+Test(hf_describe, caches_each_sliding_layer_at_most_its_window_of_real_configs)
+{
+	const int64_t T = 8192;
+	for (size_t c = 0; c < sizeof(kv_cases) / sizeof(kv_cases[0]); c++) {
+		int64_t per_token = 2 * kv_cases[c].kv_heads * kv_cases[c].head_dim * 4;
+		int64_t layers = kv_cases[c].full + kv_cases[c].sliding;
+		int64_t want = per_token * (kv_cases[c].full * T + kv_cases[c].sliding * kv_cases[c].window);
+		kv_figures f = kv_report(kv_cases[c].config, T, 0, true);
+		cr_expect_eq(f.bytes, want, "%s: %lld, not %lld", kv_cases[c].config, (long long)f.bytes, (long long)want);
+		cr_expect_eq(f.sliding, (int)kv_cases[c].sliding, "%s", kv_cases[c].config);
+		/* the prefill: every layer holds the whole context (a dynamic cache's view of the prefill's keys) */
+		f = kv_report(kv_cases[c].config, T, 0, false);
+		cr_expect_eq(f.bytes, per_token * layers * T, "%s", kv_cases[c].config);
+		cr_expect_eq(f.sliding, 0, "%s", kv_cases[c].config);
+		/* --sliding-window overrides, in both: every layer at most 1024 tokens */
+		for (int decode = 0; decode < 2; decode++)
+			cr_expect_eq(kv_report(kv_cases[c].config, T, 1024, decode).bytes, per_token * layers * 1024, "%s",
+			             kv_cases[c].config);
+	}
+	/* a context inside the window: every layer holds all of it */
+	EXPECT_INT(kv_report("fixtures/hf/gemma-2-2b/config.json", 2048, 0, true).bytes,
+	           (int64_t)2 * 4 * 256 * 4 * 26 * 2048);
+}
+
+/*
+ * DeepSeek-V3's MLA cache at B = 1, T = 4096, float32 (61 layers, 128 heads):
+ * transformers caches the expanded per-head keys, qk_nope_head_dim 128 +
+ * qk_rope_head_dim 64, and values, v_head_dim 128: 128 x (192 + 128) =
+ * 40,960 elements a token and layer; DeepSeek's own inference and vLLM keep
+ * the latent, kv_lora_rank 512 + qk_rope_head_dim 64 = 576 (71 times less).
+ */
+Test(hf_describe, caches_deepseeks_mla_expanded_as_transformers_or_compressed_as_its_latent)
+{
+	const char *config = "fixtures/hf/DeepSeek-V3/config.json";
+	const int64_t T = 4096, layers = 61;
+	kv_figures expanded = kv_layout_report(config, T, 0, false, false);
+	EXPECT_INT(expanded.bytes, layers * T * 128 * (192 + 128) * 4);
+	EXPECT_INT(expanded.compressed, 0);
+	for (int decode = 0; decode < 2; decode++) {
+		kv_figures latent = kv_layout_report(config, T, 0, decode, true);
+		EXPECT_INT(latent.bytes, layers * T * (512 + 64) * 4);
+		EXPECT_INT(latent.compressed, (int)layers);
+	}
+	/* a model without MLA keeps its keys and values whatever the layout asked */
+	EXPECT_INT(kv_layout_report("fixtures/hf/Mistral-7B-v0.1/config.json", 1024, 0, false, true).bytes,
+	           (int64_t)32 * 1024 * 2 * 8 * 128 * 4);
+}
+
+/* The report of a config at B = 1, T = tokens under options (mode, expert_parallel ...); closes the model. */
+typedef struct moe_figures {
+	int64_t weights, communication, experts, held, peak, high;
+	bool routing;
+} moe_figures;
+
+static moe_figures moe_report(const char *config, int64_t tokens, ti_memory_options mo)
+{
+	size_t size;
+	char *text = slurp(config, &size), *desc;
+	ti_error err;
+	ti_error_clear(&err);
+	cr_assert(ti_hf_describe(text, size, &desc, &err) == TI_OK, "%s: %s", config, err.message);
+	free(text);
+	const char *names[] = {"B", "T"};
+	int64_t values[] = {1, tokens};
+	ti_model_options o = {.bind_names = names, .bind_values = values, .bind_count = 2};
+	ti_model *m = NULL;
+	cr_assert(ti_model_open(desc, strlen(desc), &o, &m, &err) == TI_OK, "%s", err.message);
+	free(desc);
+	const ti_memory_report *r = NULL;
+	cr_assert(ti_memory_estimate(m, &mo, &r, &err) == TI_OK, "%s", err.message);
+	moe_figures f = {r->weights, r->communication, r->experts, r->experts_held, r->peak, r->peak_high, false};
+	for (size_t i = 0; i < r->uncertain_count; i++)
+		f.routing |= !strcmp(r->uncertain[i].name, "moe-routing");
+	ti_model_close(m);
+	return f;
+}
+
+/*
+ * --strategy ep=K on Mixtral-8x7B (32 MoE layers of 8 experts, each 3 x
+ * 4096 x 14336 float32 weights; 2 experts a token; hidden 4096): rank 0
+ * holds ceil(8 / K) experts of each layer and everything else, and the
+ * all-to-all's dispatch and combine buffers of the routed token states,
+ * 2 x (B x T x 2 x 4096 x 4 bytes).
+ */
+Test(hf_describe, holds_a_ranks_share_of_the_experts_under_expert_parallelism)
+{
+	const char *config = "fixtures/hf/Mixtral-8x7B-v0.1/config.json";
+	const int64_t expert = (int64_t)3 * 4096 * 14336 * 4, T = 16;
+	moe_figures one = moe_report(config, T, (ti_memory_options){.mode = TI_MEMORY_INFER});
+	EXPECT_INT(one.experts, 256);
+	EXPECT_INT(one.held, 256);
+	EXPECT_INT(one.communication, 0);
+	cr_expect(one.routing, "a MoE model's range names moe-routing");
+	static const struct { int64_t k, held; } ranks[] = {{8, 1}, {3, 3}, {2, 4}};
+	for (size_t i = 0; i < sizeof(ranks) / sizeof(ranks[0]); i++) {
+		moe_figures ep = moe_report(config, T, (ti_memory_options){.mode = TI_MEMORY_INFER,
+		                                                           .expert_parallel = ranks[i].k});
+		EXPECT_INT(ep.held, 32 * ranks[i].held);
+		EXPECT_INT(one.weights - ep.weights, 32 * (8 - ranks[i].held) * expert);
+		EXPECT_INT(ep.communication, 2 * (1 * T * 2 * 4096 * 4));
+		/* the high end: every rank's tokens routed here, the receive K times the average */
+		cr_expect_gt(ep.high - ep.peak, (ranks[i].k - 1) * (T * 2 * 4096 * 4), "ep=%lld", (long long)ranks[i].k);
+	}
+	/* training: a rank's experts' gradients only */
+	moe_figures train = moe_report(config, T, (ti_memory_options){.mode = TI_MEMORY_TRAIN, .expert_parallel = 8});
+	EXPECT_INT(train.held, 32);
+	/* a dense model has no experts, and no moe-routing */
+	moe_figures dense = moe_report("fixtures/hf/Llama-3.2-1B/config.json", T, (ti_memory_options){.mode = TI_MEMORY_INFER});
+	EXPECT_INT(dense.experts, 0);
+	cr_expect(!dense.routing);
 }

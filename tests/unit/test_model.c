@@ -435,3 +435,40 @@ Test(model, names_the_json_path_of_each_description_error)
 		          err.member, bad[i].path);
 	}
 }
+
+/* "kv_windows": a module's window, the deepest entry that is the module or holds it; 0 outside every entry. */
+Test(model, finds_the_sliding_window_of_the_deepest_module_that_holds_a_path)
+{
+	ti_model *m = open_text("{\"inputs\": {\"x\": {\"shape\": [2]}},"
+	                        " \"kv_windows\": {\"layers\": 8, \"layers.1\": 4, \"layers.1.attn\": 2},"
+	                        " \"kv_compressed\": {\"layers\": 576}}", NULL, NULL, 0);
+	EXPECT_INT(ti_model_kv_window(m, "layers.0.attn"), 8);
+	EXPECT_INT(ti_model_kv_window(m, "layers.1"), 4);
+	EXPECT_INT(ti_model_kv_window(m, "layers.1.attn.inner"), 2);
+	EXPECT_INT(ti_model_kv_window(m, "layers.10.attn"), 8); /* "layers.1" is no prefix of "layers.10" */
+	EXPECT_INT(ti_model_kv_window(m, "layersX"), 0);
+	EXPECT_INT(ti_model_kv_window(m, "head"), 0);
+	EXPECT_INT(ti_model_kv_compressed(m, "layers.3.self_attn"), 576);
+	EXPECT_INT(ti_model_kv_compressed(m, "head"), 0);
+	ti_model_close(m);
+}
+
+Test(model, refuses_a_window_or_a_compressed_size_that_is_no_count)
+{
+	static const struct { const char *text, *message, *path; } cases[] = {
+		{"{\"inputs\": {\"x\": {\"shape\": [2]}}, \"kv_windows\": {\"a\": 0}}",
+		 "a sliding window is a whole number of tokens, at least 1", "kv_windows.a"},
+		{"{\"inputs\": {\"x\": {\"shape\": [2]}}, \"kv_windows\": {\"a\": 2.5}}",
+		 "a sliding window is a whole number of tokens, at least 1", "kv_windows.a"},
+		{"{\"inputs\": {\"x\": {\"shape\": [2]}}, \"kv_compressed\": [576]}",
+		 "\"kv_compressed\" must map module paths to counts", "kv_compressed"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		ti_error err;
+		ti_error_clear(&err);
+		ti_model *m = NULL;
+		cr_expect(ti_model_open(cases[i].text, strlen(cases[i].text), NULL, &m, &err) == TI_E_CORRUPT, "case %zu", i);
+		EXPECT_STR(err.message, cases[i].message);
+		EXPECT_STR(err.member, cases[i].path);
+	}
+}
