@@ -420,7 +420,8 @@ def models():
         def forward(self, ids, cache=None):
             b, t = ids.shape
             past = cache.length() if cache is not None else 0
-            h = self.model.embed_tokens(ids)
+            inputs_embeds = self.model.embed_tokens(ids)  # a local of the model's forward: it lives to the end
+            h = inputs_embeds
             pos = torch.arange(past, past + t).unsqueeze(0).expand(b, -1)
             # the eager causal mask: (B, 1, T, past + T), the dtype's minimum above the diagonal
             mask = torch.full((t, past + t), torch.finfo(h.dtype).min)
@@ -514,7 +515,8 @@ def models():
             tt = e.token_type_ids[:, :t].expand(b, t)
             h = e.word_embeddings(ids) + e.token_type_embeddings(tt)
             h = h + e.position_embeddings(pos)
-            h = e.LayerNorm(h)
+            embedding_output = e.LayerNorm(h)  # BertModel.forward holds it while the encoder runs
+            h = embedding_output
             am = torch.ones(b, t)
             mask = (1.0 - am[:, None, None, :]) * torch.finfo(torch.float32).min
             for layer in self.encoder.layer:
@@ -559,7 +561,8 @@ def models():
             h = e.patch_embeddings.projection(px).flatten(2).transpose(1, 2)
             cls = e.cls_token.expand(h.shape[0], -1, -1)
             h = torch.cat((cls, h), dim=1)
-            h = h + e.position_embeddings
+            embedding_output = h + e.position_embeddings  # ViTModel.forward holds it while the encoder runs
+            h = embedding_output
             for layer in self.encoder.layer:
                 h = layer(h)
             h = self.layernorm(h)
@@ -685,7 +688,8 @@ def models():
 
         def forward(self, ids, enc=None, cache=None):
             b, t = ids.shape
-            h = F.dropout(self.embed_tokens(ids), 0.0, self.training)
+            inputs_embeds = self.embed_tokens(ids)  # T5Stack.forward holds it to the end
+            h = F.dropout(inputs_embeds, 0.0, self.training)
             past = cache[("self", 0)][0].shape[2] if cache and ("self", 0) in cache else 0
             am = torch.ones(b, past + t)
             if self.decoder:  # get_extended_attention_mask, causal
