@@ -924,7 +924,14 @@ def write_config(tmp, family):
     return d
 
 
-def tinspect_argv(binary, path, family, mode, cpu_isa=None):
+def has_loss_option(binary):
+    """Whether `tinspect memory` takes --loss (the measured steps' loss is the sum of the outputs)."""
+    p = subprocess.run([binary, "memory", "--help"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       universal_newlines=True)
+    return "--loss" in p.stdout + p.stderr
+
+
+def tinspect_argv(binary, path, family, mode, cpu_isa=None, loss_sum=False):
     bind = CONFIGS[family][1]
     argv = [binary, "memory", path, "--batch", str(bind["B"])]
     if "T" in bind:
@@ -934,6 +941,8 @@ def tinspect_argv(binary, path, family, mode, cpu_isa=None):
     argv += ["--mode", mode]
     if mode == "train":
         argv += ["--optimizer", "adamw", "--impl", "for-loop"]
+        if loss_sum:
+            argv += ["--loss", "sum"]
     if cpu_isa:
         argv += ["--cpu-isa", cpu_isa]
     return argv + ["--json"]
@@ -992,6 +1001,8 @@ def compare_cmd(a):
             misses = json.load(f)["misses"]
     tmp = tempfile.mkdtemp(prefix="hf-memory-moe-")
     failed, known, rows, est = [], [], [], {}
+    loss_sum = has_loss_option(a.tinspect)
+    within = 0
     for c in data["cases"]:
         fam = c["family"]
         if fam not in data["configs"]:
@@ -1003,7 +1014,7 @@ def compare_cmd(a):
             with open(os.path.join(d, "config.json"), "w") as f:
                 json.dump(data["configs"][fam]["config"], f)
             CONFIGS[fam] = (data["configs"][fam]["config"], data["configs"][fam]["bind"], CONFIGS[fam][2])
-            est[key] = run_json(tinspect_argv(a.tinspect, d, fam, c["mode"], data.get("cpu_isa")))
+            est[key] = run_json(tinspect_argv(a.tinspect, d, fam, c["mode"], data.get("cpu_isa"), loss_sum))
         doc, err = est[key]
         if err:
             failed.append("%s: %s" % (c["case"], err))
@@ -1023,8 +1034,12 @@ def compare_cmd(a):
             if beyond and miss and abs(100 * e) <= abs(miss["error"]) + GREW:
                 known.append((name, 100 * e, miss["cause"]))
             elif beyond:
-                failed.append("%s: tinspect %.3f MiB, torch %.3f MiB (%+.1f %%)" % (
-                    name, got / 2 ** 20, want / 2 ** 20, 100 * e))
+                failed.append("%s: tinspect %.3f MiB, torch %.3f MiB (%+.1f %%)%s" % (
+                    name, got / 2 ** 20, want / 2 ** 20, 100 * e,
+                    "; a known miss of %+.1f %% grew" % miss["error"] if miss else ""))
+            elif miss:
+                print("  %s is within 5 %% now: take it out of %s" % (name, a.misses))
+            within += not beyond
             if rng is not None and not beyond:
                 verdict, words = mc.range_verdict(doc, want, SLACK)
                 if verdict == "outside":
@@ -1049,10 +1064,66 @@ def compare_cmd(a):
         print("  known miss %-32s %+6.1f %%  %s" % (name, e, cause))
     for f in failed:
         print("FAIL " + f)
-    print("hf memory moe: %d of %d within %d %%, %d known misses, %d failed" % (
-        len(rows) - len(known) - len([f for f in failed if "tinspect" in f]), len(rows), 100 * LIMIT,
-        len(known), len(failed)))
+    print("hf memory moe: %d of %d checks within %d %% of their measurement, %d known misses, %d failed" % (
+        within, len(rows), round(100 * LIMIT), len(known), len(failed)))
     return 1 if failed else 0
+
+
+def export_cmd(a):
+    """tinspect-export each re-implementation (on the CPU, the forced-uniform routing: the reference
+    run's routing is what a trace records) and compare `tinspect memory` on the export with the
+    config-built estimate: inference without a KV cache (the export has no cache) and the training
+    step, at the same bindings."""
+    import torch
+    sys.path.insert(0, os.path.join(ROOT, "tools", "export"))
+    import tinspect_export
+    torch.set_num_threads(1)
+    tmp = tempfile.mkdtemp(prefix="hf-memory-moe-export-")
+    loss_sum = has_loss_option(a.tinspect)
+    bad = 0
+    print("%-12s %-6s %12s %12s %8s  %s" % ("family", "mode", "config MiB", "export MiB", "diff", "notes"))
+    for family, (cfg, bind, kind) in CONFIGS.items():
+        if a.only and family not in a.only:
+            continue
+        model = models()(family, cfg)
+        init_weights(model, 0)
+        if family in MOE:
+            model.set_uniform(True)
+        model.eval()
+        if family == "vit":
+            inputs = {"px": (["B", cfg["num_channels"], cfg["image_size"], cfg["image_size"]], "float32")}
+        elif family == "t5":
+            inputs = {"ids": (["B", "T"], "int64"), "dec_ids": (["B", "U"], "int64")}
+        else:
+            inputs = {"ids": (["B", "T"], "int64")}
+        path = os.path.join(tmp, family + ".json")
+        try:
+            res = tinspect_export.export(model, inputs, path, symbolic=dict(bind))
+        except Exception as e:  # noqa: BLE001 (reported, counted)
+            print("%-12s %-6s export failed: %s" % (family, "-", str(e).splitlines()[0][:150]))
+            bad += 1
+            continue
+        notes = "%s, %d steps, %d opaque" % (res.tracer, len(res.description.get("graph", [])), len(res.opaque))
+        cdir = write_config(tmp, family)
+        for mode in ("infer", "train"):
+            off = ["--kv-cache", "off"] if mode == "infer" else []
+            argv_c = tinspect_argv(a.tinspect, cdir, family, mode, None, loss_sum) + off
+            argv_e = [a.tinspect, "memory", path, "--mode", mode, "--json"] + off
+            for k, v in bind.items():
+                argv_e += ["--bind", "%s=%d" % (k, v)]
+            if mode == "train":
+                argv_e += ["--optimizer", "adamw", "--impl", "for-loop"] + (["--loss", "sum"] if loss_sum else [])
+            dc, ec = run_json(argv_c)
+            de, ee = run_json(argv_e)
+            if ec or ee:
+                print("%-12s %-6s %s" % (family, mode, ec or ee))
+                bad += 1
+                continue
+            d = (de["peak"] - dc["peak"]) / float(dc["peak"])
+            bad += abs(d) > LIMIT
+            print("%-12s %-6s %12.3f %12.3f %+7.1f%%  %s" % (family, mode, dc["peak"] / 2 ** 20, de["peak"] / 2 ** 20,
+                                                          100 * d, notes))
+    return 1 if bad else 0
 
 
 def main(argv):

@@ -5,9 +5,11 @@
  */
 #include <stdio.h>
 #include <string.h>
+#include <stdlib.h>
 
 #include "unit.h"
 
+#include "tinspect/hf_describe.h"
 #include "tinspect/memory.h"
 
 /* x [64, 1024] -> Linear(1024, 4096) -> ReLU -> Linear(4096, 1024), float32. */
@@ -1344,4 +1346,68 @@ Test(memory, a_grouped_convolution_with_groups_of_4_output_channels_holds_the_la
 	   once more (it is the larger here); 6 a group run as a plain GEMM and hold the output once more */
 	EXPECT_INT(grouped_forward_scratch(96), in);
 	EXPECT_INT(grouped_forward_scratch(48), 48 * out_per_channel);
+}
+
+/* ---- Hugging Face MoE templates, against what transformers' modeling code keeps ---- */
+
+/* A mixtral config.json (hidden H = 64, intermediate I = 128, 4 experts, top-2) described and bound at B x T. */
+static ti_model *open_mixtral(int64_t batch, int64_t tokens)
+{
+	static const char config[] =
+		"{\"model_type\": \"mixtral\", \"vocab_size\": 100, \"hidden_size\": 64, \"intermediate_size\": 128,"
+		" \"num_hidden_layers\": 1, \"num_attention_heads\": 4, \"num_key_value_heads\": 2,"
+		" \"num_local_experts\": 4, \"num_experts_per_tok\": 2}";
+	char *desc = NULL;
+	ti_error err;
+	ti_error_clear(&err);
+	cr_assert(ti_hf_describe(config, strlen(config), &desc, &err) == TI_OK, "%s", err.message);
+	const char *names[] = {"B", "T"};
+	int64_t values[] = {batch, tokens};
+	ti_model *m = model_bound(desc, names, values, 2);
+	free(desc);
+	return m;
+}
+
+static int64_t module_activations(const ti_memory_report *r, const char *path)
+{
+	for (size_t i = 0; i < r->module_count; i++)
+		if (!strcmp(r->modules[i].path, path))
+			return r->modules[i].activations;
+	cr_assert_fail("no module %s", path);
+	return -1;
+}
+
+Test(memory, a_mixtral_expert_choice_saves_its_tokens_copy_and_its_weighted_output)
+{
+	/* transformers' MixtralSparseMoeBlock: per expert hidden_states[top_x] (a copy its w1 and w3 save), w1's
+	   output (silu saves it), silu's and w3's (their product saves them), the product (w2 saves it), w2's output
+	   (the routing weight's mul saves it): over the k = 2 choices, N = B*T rows of each */
+	const int64_t n = 4 * 64, h = 64, i = 128, k = 2;
+	const int64_t per_choice = (2 * n * h + 4 * n * i) * 4;
+	ti_model *m = open_mixtral(4, 64);
+	ti_memory_options o = {.mode = TI_MEMORY_TRAIN};
+	const ti_memory_report *r = estimate(m, &o);
+	int64_t moe = module_activations(r, "model.layers.0.block_sparse_moe");
+	/* beside them only the router's: its softmax (N x 4 floats), top-k values and indices (N x 2) */
+	cr_expect(moe >= k * per_choice && moe <= k * per_choice + n * (4 + 2 * 3) * 4,
+	          "the MoE block keeps %lld, want %lld and the router's", (long long)moe, (long long)(k * per_choice));
+	ti_model_close(m);
+}
+
+Test(memory, a_mixtral_rotation_lets_go_of_its_temporaries_before_the_scores)
+{
+	/* apply_rotary_pos_emb is a function: rotate_half's halves, negation and concatenation die when it returns,
+	   and with them the projections' outputs; at the peak (the scores and their softmax) only q, k and v remain */
+	ti_model *m = open_mixtral(2, 512);
+	ti_memory_options o = {.kv_cache = -1};
+	const ti_memory_report *r = estimate(m, &o);
+	for (size_t t = 0; t < r->top_count; t++) {
+		const char *name = r->top[t].name;
+		if (r->top[t].kind != TI_MEM_ACTIVATION)
+			continue;
+		bool rotated = strstr(name, "self_attn.rotary (add)") != NULL; /* the rotated q and k: what it returns */
+		cr_expect(rotated || (!strstr(name, "self_attn.rotary") && !strstr(name, "q_proj") && !strstr(name, "k_proj")),
+		          "%s (%lld bytes) is live at the peak", name, (long long)r->top[t].bytes);
+	}
+	ti_model_close(m);
 }
