@@ -154,6 +154,7 @@ typedef enum extra_kind {
 	EXTRA_NONE,
 	EXTRA_DROPOUT,    /* training: the noise or mask it saves (mem_dropout_saved; feature dropouts one per channel) */
 	EXTRA_ROW_STATS,  /* mean and rstd: two floats per normalized row */
+	EXTRA_RMS_NORM,   /* rsqrt per row, and with a weight the normalized input in float32 (see the case) */
 	EXTRA_CHANNEL_STATS, /* training: mean and invstd per channel */
 	EXTRA_GROUP_STATS,/* mean and rstd per (sample, group) */
 	EXTRA_INDICES,    /* int64 indices of the output's size */
@@ -276,7 +277,7 @@ static const plain_row plain_rows[] = {
 	{"instance_norm", NEW, "input weight", EXTRA_GROUP_STATS, false},
 	{"layer_norm", NEW, "input weight", EXTRA_ROW_STATS, false},
 	{"group_norm", NEW, "input weight", EXTRA_GROUP_STATS, false},
-	{"rms_norm", NEW, "input weight", EXTRA_ROW_STATS, false},
+	{"rms_norm", NEW, "input weight", EXTRA_RMS_NORM, false},
 	{"embedding", NEW, "input", EXTRA_NONE, false}, {"embedding_bag", NEW, "input offsets", EXTRA_NONE, false},
 	{"cross_entropy", NEW, "target", EXTRA_LOG_SOFTMAX, false}, {"nll_loss", NEW, "input target", EXTRA_NONE, false},
 	{"mse_loss", NEW, "input target", EXTRA_NONE, false}, {"l1_loss", NEW, "input target", EXTRA_NONE, false},
@@ -769,6 +770,11 @@ static ti_status plan_plain(mem_builder *b, const mem_event *ev, const plain_row
 		}
 		u.nin++;
 	}
+	/* PyTorch 1.13's mean over dims (MeanBackward1) saves its input, where 2.x keeps only the sizes */
+	if (!strcmp(row->name, "mean") && in.n && ti_memory_torch(b->options) != TI_TORCH_2)
+		for (int i = 0; c->in.sig && i < c->in.sig->count; i++)
+			if (!strcmp(c->in.sig->params[i].name, "dim") && c->in.args[i].kind != TI_ARG_NONE)
+				u.saved_in |= 1u;
 	mem_out_kind kind = MEM_OUT_NEW;
 	if (row->out == VIEW)
 		kind = MEM_OUT_VIEW;
@@ -838,6 +844,31 @@ static ti_status plan_plain(mem_builder *b, const mem_event *ev, const plain_row
 				nd = c->in.args[i].as.list.count;
 		if (x)
 			u.saved_extra = 2 * 4 * rows_of(x, nd);
+		break;
+	}
+	case EXTRA_RMS_NORM: {
+		/*
+		 * No fused kernel: transformers' RMSNorm (and torch's composite rms_norm) is
+		 * x.float() * rsqrt(x.pow(2).mean(-1) + eps), times the weight. Autograd keeps the
+		 * input (pow's and the mul's), the rsqrt, one float per row, and the normalized
+		 * rows, in float32, which the weight's mul saves; on 1.13 also x.pow(2), which its
+		 * mean over the last dim saves. Measured against a PyTorch 1.13 re-implementation
+		 * of Mixtral's: each norm kept its input's size three times, and the rsqrt.
+		 */
+		int nd = 1;
+		bool weight = false;
+		for (int i = 0; c->in.sig && i < c->in.sig->count; i++) {
+			if (!strcmp(c->in.sig->params[i].name, "normalized_shape") && c->in.args[i].kind == TI_ARG_LIST)
+				nd = c->in.args[i].as.list.count;
+			if (!strcmp(c->in.sig->params[i].name, "weight") && c->in.args[i].kind == TI_ARG_TENSOR)
+				weight = true;
+		}
+		if (x) {
+			int64_t es = (int64_t)ti_dtype_size(x->dtype), f32 = es > 0 ? mem_meta_bytes(x) / es * 4 : 0;
+			/* 1.13's mean over a dim saves its input (MeanBackward1's self): x squared, in float32 */
+			bool squares = ti_memory_torch(b->options) != TI_TORCH_2;
+			u.saved_extra = 4 * rows_of(x, nd) + (weight ? f32 : 0) + (squares ? f32 : 0);
+		}
 		break;
 	}
 	case EXTRA_CHANNEL_STATS:

@@ -850,8 +850,8 @@ def worker(spec):
             loss = ts[0].sum()
             for t in ts[1:]:
                 loss = loss + t.sum()
+            loss.backward()  # the outputs live through it (out = model(x); loss = f(out); loss.backward())
             del out, ts
-            loss.backward()
             opt.step()
             opt.zero_grad(set_to_none=True)
         for _ in range(2):
@@ -1203,9 +1203,9 @@ def trace_worker(spec):
             out = out if isinstance(out, tuple) else (out,)
             out = out[:1] if family == "t5" else out
             loss = sum(t.sum() for t in out)
-            del out
             where[0] = "backward"
             loss.backward()
+            del out
             where[0] = "step"
             opt.step()
     else:

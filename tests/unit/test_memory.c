@@ -1411,3 +1411,47 @@ Test(memory, a_mixtral_rotation_lets_go_of_its_temporaries_before_the_scores)
 	}
 	ti_model_close(m);
 }
+
+static const char rms_mlp[] =
+	"{\"inputs\": {\"x\": {\"shape\": [\"N\", 64]}},"
+	" \"modules\": {\"fc\": {\"type\": \"Linear\", \"in_features\": 64, \"out_features\": 64},"
+	"  \"norm\": {\"type\": \"RMSNorm\", \"normalized_shape\": 64}},"
+	" \"graph\": [{\"out\": \"h\", \"call\": \"fc\", \"args\": [\"x\"]}, {\"out\": \"y\", \"call\": \"norm\", \"args\": [\"h\"]}],"
+	" \"outputs\": [\"y\"]}";
+
+Test(memory, an_rms_norm_saves_its_normalized_rows_and_on_1_13_their_squares)
+{
+	/* x * rsqrt(x.pow(2).mean(-1) + eps) * weight, N = 32 rows of 64: beside its input (fc's output), the rsqrt
+	   (a float a row) and the normalized rows the weight's mul saves; 1.13's mean also saves x.pow(2) */
+	const int64_t rows = 32, elems = 32 * 64;
+	ti_model *m = model_of(rms_mlp, rows);
+	ti_memory_options o = {.mode = TI_MEMORY_TRAIN, .torch = TI_TORCH_1_13};
+	cr_expect_eq(module_activations(estimate(m, &o), "norm"), 4 * rows + 2 * 4 * elems);
+	ti_model_close(m);
+	m = model_of(rms_mlp, rows);
+	ti_memory_options o2 = {.mode = TI_MEMORY_TRAIN, .torch = TI_TORCH_2};
+	cr_expect_eq(module_activations(estimate(m, &o2), "norm"), 4 * rows + 4 * elems);
+	ti_model_close(m);
+}
+
+static const char mean_mlp[] =
+	"{\"inputs\": {\"x\": {\"shape\": [\"N\", 64]}},"
+	" \"modules\": {\"fc\": {\"type\": \"Linear\", \"in_features\": 64, \"out_features\": 64}},"
+	" \"graph\": [{\"out\": \"h\", \"call\": \"fc\", \"args\": [\"x\"]}, {\"out\": \"s\", \"op\": \"pow\", \"args\": [\"h\", 2]},"
+	"  {\"out\": \"y\", \"op\": \"mean\", \"args\": [\"s\"], \"dim\": -1}],"
+	" \"outputs\": [\"y\"]}";
+
+Test(memory, a_mean_over_a_dim_saves_its_input_on_1_13_only)
+{
+	/* MeanBackward1 saves self on 1.13 (2.x keeps its sizes): pow's output, N x 64 floats, lives to backward */
+	const int64_t squares = 32 * 64 * 4;
+	ti_model *m = model_of(mean_mlp, 32);
+	ti_memory_options o = {.mode = TI_MEMORY_TRAIN, .torch = TI_TORCH_1_13};
+	int64_t old = estimate(m, &o)->activations;
+	ti_model_close(m);
+	m = model_of(mean_mlp, 32);
+	ti_memory_options o2 = {.mode = TI_MEMORY_TRAIN, .torch = TI_TORCH_2};
+	int64_t now = estimate(m, &o2)->activations;
+	ti_model_close(m);
+	cr_expect_eq(old - now, squares, "1.13 keeps %lld more, want %lld", (long long)(old - now), (long long)squares);
+}
