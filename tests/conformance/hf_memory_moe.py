@@ -13,8 +13,9 @@ steps, the third step's peak above the baseline):
           use_cache (a DynamicCache: each layer's keys and values, concatenated at a decode step),
           its peak; then, the logits dropped and the cache kept, one decode step of B x 1 tokens,
           its peak (tinspect's decode_peak). Encoders: one forward under no_grad.
-  train   model.train(), forward, loss = the sum of the floating outputs' sums, backward,
-          AdamW(foreach=False) step, zero_grad(set_to_none=True).
+  train   model.train(), forward, loss = the sum of the floating outputs' sums (t5: the logits'),
+          backward with the outputs held, AdamW(foreach=False) step, zero_grad(set_to_none=True).
+          (--loss sum is passed to tinspect when it has the option.)
 
 The MoE blocks run as transformers runs them: router, softmax (deepseek_v3: sigmoid, grouped top-k
 with e_score_correction_bias), top-k, one_hot expert mask, a loop over the experts gathering each
@@ -30,6 +31,8 @@ the average tinspect models. Dropout is 0 in every config (the templates have no
         case -> error, cause) no worse by 2 points
   hf_memory_moe.py [TINSPECT] --export [--only FAMILY]             tinspect-export each
         re-implementation and compare `tinspect memory` on the export with the config-built one
+  hf_memory_moe.py --trace FAMILY/MODE                             one case's aten ops under memshim,
+        each with the live bytes after it and its high-water mark, under the module that ran it
 """
 import argparse
 import datetime
