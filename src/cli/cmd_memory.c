@@ -13,6 +13,7 @@
 #include "cli/memory_plot.h"
 #include "cli/output.h"
 #include "tinspect/arena.h"
+#include "tinspect/hf_describe.h"
 #include "tinspect/memory.h"
 #include "tinspect/source.h"
 
@@ -20,7 +21,7 @@ enum {
 	OPT_HELP = 1, OPT_JSON, OPT_RAW, OPT_BIND, OPT_INPUT, OPT_MODE, OPT_OPTIMIZER, OPT_IMPL, OPT_DEVICE, OPT_DTYPE,
 	OPT_TRAINABLE, OPT_FROZEN, OPT_DEVICE_MEMORY, OPT_FIT, OPT_TOP, OPT_CHECKPOINT, OPT_ACCUMULATE, OPT_KV_CACHE, OPT_OVERHEAD, OPT_TRUST, OPT_DEPTH, OPT_WORLD, OPT_STRATEGY,
 	OPT_BUCKET, OPT_WRAP, OPT_PLOT, OPT_FORCE, OPT_AMP, OPT_MICRO, OPT_WEIGHTS, OPT_CPU_ISA, OPT_TORCH,
-	OPT_BATCH, OPT_CONTEXT, OPT_KV_DTYPE, OPT_SLIDING_WINDOW, OPT_ATTN
+	OPT_BATCH, OPT_CONTEXT, OPT_KV_DTYPE, OPT_SLIDING_WINDOW, OPT_ATTN, OPT_LORA, OPT_LORA_TARGETS
 };
 
 static const cli_option options[] = {
@@ -49,6 +50,8 @@ static const cli_option options[] = {
 	{"kv-dtype", 0, OPT_VALUE, OPT_KV_DTYPE},
 	{"sliding-window", 0, OPT_VALUE, OPT_SLIDING_WINDOW},
 	{"attn", 0, OPT_VALUE, OPT_ATTN},
+	{"lora", 0, OPT_VALUE, OPT_LORA},
+	{"lora-targets", 0, OPT_VALUE, OPT_LORA_TARGETS},
 	{"overhead", 0, OPT_VALUE, OPT_OVERHEAD},
 	{"trust", 0, OPT_FLAG, OPT_TRUST},
 	{"depth", 0, OPT_VALUE, OPT_DEPTH},
@@ -140,6 +143,14 @@ static const char help[] =
 	"                       x T scores; sdpa the fused kernel PyTorch 2 picks for the\n"
 	"                       device; flash always the flash kernel (default: as --torch)\n"
 	"  --trainable GLOB     only these parameters train (repeatable; fine-tuning)\n"
+	"  --lora r=R[,alpha=A,dropout=P]\n"
+	"                       training: peft's LoRA on the --lora-targets Linear layers:\n"
+	"                       each frozen, beside it A (R x in) and B (out x R) that\n"
+	"                       train, base(x) + B(A(dropout(x))) * A/R (defaults as\n"
+	"                       LoraConfig: alpha 8, dropout 0); every other parameter frozen\n"
+	"  --lora-targets LIST  the Linear layers' names (q_proj,v_proj); default: peft's\n"
+	"                       for the config's model_type (q_proj,v_proj for llama,\n"
+	"                       mistral, qwen2, gemma; query_key_value for falcon, gpt_neox)\n"
 	"  --frozen GLOB        these parameters do not train: no gradient, no state\n"
 	"  --checkpoint GLOB    activation checkpointing of the modules whose path matches\n"
 	"                       (torch.utils.checkpoint): their forward saves only its\n"
@@ -201,6 +212,10 @@ typedef struct memory_args {
 	bool optimizer_given, impl_given, kv_given, overhead_given, device_given, cpu_isa_given, trust;
 	bool kv_dtype_given;
 	char window_note[240];   /* a Hugging Face config's sliding_window that --sliding-window did not apply, or "" */
+	const char *lora_spec, *lora_targets; /* --lora, --lora-targets as given */
+	ti_lora_config lora;
+	bool lora_default_targets;            /* the targets are peft's default for the config's model_type */
+	size_t user_trainable;                /* --trainable globs given; the adapters' follow them */
 } memory_args;
 
 /* Device i of --device-memory becomes the one fitted and printed. */
@@ -468,6 +483,25 @@ static const char *optimizer_words(const ti_memory_options *o, const ti_memory_r
 	return buf;
 }
 
+/* The adapters' parameters: lora_A and lora_B of every wrapped layer (*layers: how many layers). */
+static int64_t lora_params(const memory_args *a, size_t *layers)
+{
+	*layers = 0;
+	size_t np;
+	const ti_model_param *params = a->cm.model ? ti_model_params(a->cm.model, &np) : NULL;
+	int64_t count = 0;
+	for (size_t i = 0; params && i < np; i++) {
+		if (!strstr(params[i].name, ".lora_A.default.") && !strstr(params[i].name, ".lora_B.default."))
+			continue;
+		*layers += strstr(params[i].name, ".lora_A.default.") != NULL;
+		int64_t n = 1;
+		for (int d = 0; d < params[i].ndim; d++)
+			n *= params[i].shape[d];
+		count += n;
+	}
+	return count;
+}
+
 /*
  * Every setting that changed the numbers, in the header's words: "training
  * step, adam (for-loop), bfloat16 weights, autocast bf16, zero3 on 8 ranks,
@@ -498,8 +532,21 @@ static void print_settings(const memory_args *a, const ti_memory_report *r)
 		printf("%s'%s'", i ? " " : ", checkpointing ", o->checkpoint[i]);
 	for (size_t i = 0; i < o->frozen_count; i++)
 		printf("%s'%s'", i ? " " : ", frozen ", o->frozen[i]);
-	for (size_t i = 0; i < o->trainable_count; i++)
+	for (size_t i = 0; i < a->user_trainable; i++)
 		printf("%s'%s'", i ? " " : ", training only ", o->trainable[i]);
+	if (a->lora_spec) {
+		printf(", LoRA r=%ld alpha=%g", a->lora.r, a->lora.alpha);
+		if (a->lora.dropout > 0)
+			printf(" dropout=%g", a->lora.dropout);
+		size_t layers;
+		int64_t count = lora_params(a, &layers);
+		printf(" on %zu Linear layers (", layers);
+		for (size_t i = 0; i < a->lora.target_count; i++)
+			printf("%s%s", i ? "," : "", a->lora.targets[i]);
+		char n[32];
+		printf("%s): %s adapter parameters, the rest frozen", a->lora_default_targets ? ": peft's default" : "",
+		       cli_count(count, n, sizeof(n)));
+	}
 	if (o->kv_dtype && (a->kv_dtype_given || o->mode == TI_MEMORY_INFER))
 		printf(", KV cache %s", ti_dtype_name(o->kv_dtype));
 	if (o->kv_window)
@@ -544,7 +591,23 @@ static void add_settings(cJSON *root, const memory_args *a)
 	cJSON_AddNumberToObject(st, "accumulate", (double)(o->accumulate ? o->accumulate : 1));
 	add_globs(st, "checkpoint", o->checkpoint, o->checkpoint_count);
 	add_globs(st, "frozen", o->frozen, o->frozen_count);
-	add_globs(st, "trainable", o->trainable, o->trainable_count);
+	add_globs(st, "trainable", o->trainable, a->user_trainable);
+	if (a->lora_spec) {
+		cJSON *l = cJSON_AddObjectToObject(st, "lora");
+		cJSON_AddNumberToObject(l, "r", (double)a->lora.r);
+		cJSON_AddNumberToObject(l, "alpha", a->lora.alpha);
+		cJSON_AddNumberToObject(l, "dropout", a->lora.dropout);
+		cJSON *targets = cJSON_AddArrayToObject(l, "targets");
+		for (size_t i = 0; i < a->lora.target_count; i++)
+			cJSON_AddItemToArray(targets, cJSON_CreateString(a->lora.targets[i]));
+		cJSON_AddBoolToObject(l, "default_targets", a->lora_default_targets);
+		size_t layers;
+		int64_t count = lora_params(a, &layers);
+		cJSON_AddNumberToObject(l, "layers", (double)layers);
+		cJSON_AddNumberToObject(l, "params", (double)count);
+	} else {
+		cJSON_AddNullToObject(st, "lora");
+	}
 }
 
 /* --device-memory A,B,...: a row per device, in the order given (each one's need and, with --fit, value). */
@@ -1224,6 +1287,12 @@ static int parse_args(int argc, char **argv, memory_args *a)
 			                      &a->o.kv_window)))
 				return rc;
 			break;
+		case OPT_LORA:
+			a->lora_spec = value;
+			break;
+		case OPT_LORA_TARGETS:
+			a->lora_targets = value;
+			break;
 		case OPT_ATTN: {
 			static const char *const names[] = {"eager", "sdpa", "flash", NULL};
 			if ((rc = parse_choice("attn", value, names, &choice)))
@@ -1354,6 +1423,8 @@ static const char *any_gpu(const memory_args *a)
 }
 
 /* The options against each other, and what follows from them (--device-memory GPU: cuda): 0 or the exit status. */
+static int check_lora(memory_args *a);
+
 static int check_args(memory_args *a)
 {
 	if (!a->cm.file)
@@ -1413,6 +1484,10 @@ static int check_args(memory_args *a)
 		return cli_usage_error("memory: --fit %s needs --device-memory SIZE to fit into", a->fit);
 	if (a->o.mode != TI_MEMORY_TRAIN)
 		a->o.optimizer = TI_OPTIM_NONE;
+	a->user_trainable = a->ntrain;
+	int lrc = (a->lora_spec || a->lora_targets) ? check_lora(a) : EXIT_OK;
+	if (lrc)
+		return lrc;
 	a->o.trainable = a->trainable;
 	a->o.trainable_count = a->ntrain;
 	a->o.frozen = a->frozen;
@@ -1422,6 +1497,63 @@ static int check_args(memory_args *a)
 	a->o.wrap = a->wrap;
 	a->o.wrap_count = a->nwrap;
 	return 0;
+}
+
+/* The model_type of a Hugging Face folder or config.json (into buf), or NULL. */
+static const char *config_model_type(const char *file, char *buf, size_t size)
+{
+	char path_buf[4096];
+	const char *path = cli_hf_config_path(file, path_buf, sizeof(path_buf));
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return NULL;
+	char *text = malloc(TI_HF_CONFIG_MAX_BYTES);
+	size_t got = text ? fread(text, 1, TI_HF_CONFIG_MAX_BYTES, f) : 0;
+	fclose(f);
+	const char *out = NULL;
+	if (text && got < TI_HF_CONFIG_MAX_BYTES && ti_hf_is_config(text, got)) {
+		cJSON *root = cJSON_ParseWithLength(text, got);
+		const cJSON *mt = cJSON_GetObjectItemCaseSensitive(root, "model_type");
+		if (cJSON_IsString(mt) && snprintf(buf, size, "%s", mt->valuestring) < (int)size)
+			out = buf;
+		cJSON_Delete(root);
+	}
+	free(text);
+	return out;
+}
+
+/* --lora and --lora-targets: the adapters' config, their targets (peft's default when not given), what trains. */
+static int check_lora(memory_args *a)
+{
+	if (!a->lora_spec)
+		return cli_usage_error("memory: --lora-targets names the layers --lora wraps: give --lora r=R");
+	if (a->o.mode != TI_MEMORY_TRAIN)
+		return cli_usage_error("memory: --lora trains adapters: give --mode train (inference runs the base model; "
+		                       "merge the adapters into it)");
+	ti_error err;
+	ti_error_clear(&err);
+	if (ti_lora_parse(a->lora_spec, &a->lora, &err))
+		return cli_usage_error("memory: --lora %s: %s", a->lora_spec, err.message);
+	const char *targets = a->lora_targets;
+	char mt_buf[64];
+	if (!targets) {
+		const char *mt = config_model_type(a->cm.file, mt_buf, sizeof(mt_buf));
+		targets = ti_lora_default_targets(mt);
+		if (!targets)
+			return cli_usage_error("memory: --lora: give --lora-targets (q_proj,v_proj): %s %s%s%s", a->cm.file,
+			                       mt ? "is a " : "is no Hugging Face config with a model_type peft has default targets for",
+			                       mt ? mt : "", mt ? " model, which peft has no default targets for" : "");
+		a->lora_default_targets = true;
+	}
+	if (ti_lora_parse_targets(targets, &a->lora, &err))
+		return cli_usage_error("memory: --lora-targets %s: %s", targets, err.message);
+	static const char *const adapters[] = {"*.lora_A.default.*", "*.lora_B.default.*"};
+	if (a->ntrain + 2 > 64)
+		return cli_usage_error("memory: more than 62 --trainable globs beside --lora");
+	a->trainable[a->ntrain++] = adapters[0];
+	a->trainable[a->ntrain++] = adapters[1];
+	a->cm.lora = &a->lora;
+	return EXIT_OK;
 }
 
 /*
@@ -1680,7 +1812,7 @@ int cmd_memory(int argc, char **argv)
 	if (!described && (rc = cli_check_input(a.cm.file)))
 		return rc;
 	if (!described) {
-		const char *needs = a.fit ? "--fit" : a.batch ? "--batch" : a.context ? "--context"
+		const char *needs = a.lora_spec ? "--lora" : a.fit ? "--fit" : a.batch ? "--batch" : a.context ? "--context"
 		                  : a.cm.bind_count ? "--bind" : a.ncheck ? "--checkpoint"
 		                  : a.o.accumulate ? "--accumulate" : a.kv_given ? "--kv-cache" : a.ntrain ? "--trainable"
 		                  : a.nfrozen ? "--frozen" : a.o.device == TI_MEMORY_CUDA ? "--device cuda"
