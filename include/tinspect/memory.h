@@ -74,6 +74,32 @@ typedef enum ti_torch_version { TI_TORCH_DEFAULT, TI_TORCH_1_13, TI_TORCH_2 } ti
 typedef enum ti_memory_attention { TI_ATTN_DEFAULT, TI_ATTN_EAGER, TI_ATTN_SDPA, TI_ATTN_FLASH } ti_memory_attention;
 
 /*
+ * --quantize: the base model's Linear weights as bitsandbytes holds them
+ * (transformers' BitsAndBytes quantizer: every nn.Linear but the output
+ * embedding, lm_head): int8 (LLM.int8, Linear8bitLt: an int8 weight and a
+ * float32 scale per row, SCB), nf4 or fp4 (Linear4bit, Params4bit: two
+ * values a byte, a float32 absmax per block of 64, or with double
+ * quantization a uint8 one beside a float32 absmax per 256 blocks).
+ */
+typedef enum ti_memory_quant { TI_QUANT_NONE, TI_QUANT_INT8, TI_QUANT_NF4, TI_QUANT_FP4 } ti_memory_quant;
+
+/* "int8", "nf4", "fp4" ("none" for TI_QUANT_NONE). */
+const char *ti_memory_quant_name(ti_memory_quant q);
+
+/*
+ * The bytes bitsandbytes holds for one quantized weight of rows x cols
+ * (out_features x in_features), its quantization state included: int8
+ * rows*cols + 4*rows; 4-bit (numel+1)/2 packed, and a float32 absmax per
+ * block of 64, or with double_quant a uint8 absmax per block, a float32
+ * absmax per 256 of those and the float32 offset; and the 16-entry float32
+ * code of the 4-bit type. The double quantization's 256-entry dynamic code
+ * is one tensor every weight shares (ti_memory_quant_shared_bytes).
+ */
+int64_t ti_memory_quant_bytes(ti_memory_quant q, bool double_quant, int64_t rows, int64_t cols);
+/* What every quantized weight shares: the dynamic map of double quantization (256 float32), else 0. */
+int64_t ti_memory_quant_shared_bytes(ti_memory_quant q, bool double_quant);
+
+/*
  * The instruction set oneDNN (PyTorch's mkldnn) picks its CPU convolution
  * kernels for, named as ONEDNN_MAX_CPU_ISA names it. The kernels, and so
  * their scratch, differ: a backward a JIT kernel of the set cannot do runs
@@ -164,6 +190,9 @@ typedef struct ti_memory_options {
 	int64_t bucket_bytes;            /* DDP's bucket_cap_mb, ZeRO-2's reduce bucket; 0: 25 MiB */
 	const char *const *wrap;         /* ZeRO-3/FSDP units: module path globs; none: each top-level module */
 	size_t wrap_count;
+	ti_memory_quant quantize;        /* the Linear weights (not lm_head's, nor LoRA adapters') as bitsandbytes
+	                                    holds them; they do not train */
+	bool quant_double;               /* 4-bit: bnb_4bit_use_double_quant */
 } ti_memory_options;
 
 /* The instruction set's name ("avx2"); NULL past the end. */

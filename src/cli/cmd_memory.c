@@ -21,7 +21,7 @@ enum {
 	OPT_HELP = 1, OPT_JSON, OPT_RAW, OPT_BIND, OPT_INPUT, OPT_MODE, OPT_OPTIMIZER, OPT_IMPL, OPT_DEVICE, OPT_DTYPE,
 	OPT_TRAINABLE, OPT_FROZEN, OPT_DEVICE_MEMORY, OPT_FIT, OPT_TOP, OPT_CHECKPOINT, OPT_ACCUMULATE, OPT_KV_CACHE, OPT_OVERHEAD, OPT_TRUST, OPT_DEPTH, OPT_WORLD, OPT_STRATEGY,
 	OPT_BUCKET, OPT_WRAP, OPT_PLOT, OPT_FORCE, OPT_AMP, OPT_MICRO, OPT_WEIGHTS, OPT_CPU_ISA, OPT_TORCH,
-	OPT_BATCH, OPT_CONTEXT, OPT_KV_DTYPE, OPT_SLIDING_WINDOW, OPT_ATTN, OPT_LORA, OPT_LORA_TARGETS
+	OPT_BATCH, OPT_CONTEXT, OPT_KV_DTYPE, OPT_SLIDING_WINDOW, OPT_ATTN, OPT_LORA, OPT_LORA_TARGETS, OPT_QUANTIZE, OPT_DOUBLE_QUANT
 };
 
 static const cli_option options[] = {
@@ -52,6 +52,8 @@ static const cli_option options[] = {
 	{"attn", 0, OPT_VALUE, OPT_ATTN},
 	{"lora", 0, OPT_VALUE, OPT_LORA},
 	{"lora-targets", 0, OPT_VALUE, OPT_LORA_TARGETS},
+	{"quantize", 0, OPT_VALUE, OPT_QUANTIZE},
+	{"double-quant", 0, OPT_FLAG, OPT_DOUBLE_QUANT},
 	{"overhead", 0, OPT_VALUE, OPT_OVERHEAD},
 	{"trust", 0, OPT_FLAG, OPT_TRUST},
 	{"depth", 0, OPT_VALUE, OPT_DEPTH},
@@ -151,6 +153,13 @@ static const char help[] =
 	"  --lora-targets LIST  the Linear layers' names (q_proj,v_proj); default: peft's\n"
 	"                       for the config's model_type (q_proj,v_proj for llama,\n"
 	"                       mistral, qwen2, gemma; query_key_value for falcon, gpt_neox)\n"
+	"  --quantize int8|nf4|fp4\n"
+	"                       the Linear weights (not lm_head's) as bitsandbytes holds\n"
+	"                       them: int8 (LLM.int8: int8 and a float32 scale a row),\n"
+	"                       nf4/fp4 (4 bits, a float32 absmax per block of 64), each\n"
+	"                       dequantized per call; training needs --lora (QLoRA)\n"
+	"  --double-quant       4-bit: bnb_4bit_use_double_quant (a uint8 absmax a block,\n"
+	"                       a float32 one per 256 blocks)\n"
 	"  --frozen GLOB        these parameters do not train: no gradient, no state\n"
 	"  --checkpoint GLOB    activation checkpointing of the modules whose path matches\n"
 	"                       (torch.utils.checkpoint): their forward saves only its\n"
@@ -534,6 +543,9 @@ static void print_settings(const memory_args *a, const ti_memory_report *r)
 		printf("%s'%s'", i ? " " : ", frozen ", o->frozen[i]);
 	for (size_t i = 0; i < a->user_trainable; i++)
 		printf("%s'%s'", i ? " " : ", training only ", o->trainable[i]);
+	if (o->quantize)
+		printf(", Linear weights %s (bitsandbytes%s)", ti_memory_quant_name(o->quantize),
+		       o->quant_double ? ", double quantization" : "");
 	if (a->lora_spec) {
 		printf(", LoRA r=%ld alpha=%g", a->lora.r, a->lora.alpha);
 		if (a->lora.dropout > 0)
@@ -592,6 +604,11 @@ static void add_settings(cJSON *root, const memory_args *a)
 	add_globs(st, "checkpoint", o->checkpoint, o->checkpoint_count);
 	add_globs(st, "frozen", o->frozen, o->frozen_count);
 	add_globs(st, "trainable", o->trainable, a->user_trainable);
+	if (o->quantize)
+		cJSON_AddStringToObject(st, "quantize", ti_memory_quant_name(o->quantize));
+	else
+		cJSON_AddNullToObject(st, "quantize");
+	cJSON_AddBoolToObject(st, "double_quant", o->quant_double);
 	if (a->lora_spec) {
 		cJSON *l = cJSON_AddObjectToObject(st, "lora");
 		cJSON_AddNumberToObject(l, "r", (double)a->lora.r);
@@ -1290,6 +1307,16 @@ static int parse_args(int argc, char **argv, memory_args *a)
 		case OPT_LORA:
 			a->lora_spec = value;
 			break;
+		case OPT_QUANTIZE: {
+			static const char *const names[] = {"int8", "nf4", "fp4", NULL};
+			if ((rc = parse_choice("quantize", value, names, &choice)))
+				return rc;
+			a->o.quantize = (ti_memory_quant)(choice + 1);
+			break;
+		}
+		case OPT_DOUBLE_QUANT:
+			a->o.quant_double = true;
+			break;
 		case OPT_LORA_TARGETS:
 			a->lora_targets = value;
 			break;
@@ -1488,6 +1515,11 @@ static int check_args(memory_args *a)
 	int lrc = (a->lora_spec || a->lora_targets) ? check_lora(a) : EXIT_OK;
 	if (lrc)
 		return lrc;
+	if (a->o.quant_double && a->o.quantize != TI_QUANT_NF4 && a->o.quantize != TI_QUANT_FP4)
+		return cli_usage_error("memory: --double-quant quantizes a 4-bit weight's absmax: give --quantize nf4|fp4");
+	if (a->o.quantize && a->o.mode == TI_MEMORY_TRAIN && !a->lora_spec)
+		return cli_usage_error("memory: --quantize %s: a bitsandbytes weight does not train; give --lora r=R "
+		                       "(QLoRA: adapters over the quantized base)", ti_memory_quant_name(a->o.quantize));
 	a->o.trainable = a->trainable;
 	a->o.trainable_count = a->ntrain;
 	a->o.frozen = a->frozen;
@@ -1812,7 +1844,7 @@ int cmd_memory(int argc, char **argv)
 	if (!described && (rc = cli_check_input(a.cm.file)))
 		return rc;
 	if (!described) {
-		const char *needs = a.lora_spec ? "--lora" : a.fit ? "--fit" : a.batch ? "--batch" : a.context ? "--context"
+		const char *needs = a.lora_spec ? "--lora" : a.o.quantize ? "--quantize" : a.fit ? "--fit" : a.batch ? "--batch" : a.context ? "--context"
 		                  : a.cm.bind_count ? "--bind" : a.ncheck ? "--checkpoint"
 		                  : a.o.accumulate ? "--accumulate" : a.kv_given ? "--kv-cache" : a.ntrain ? "--trainable"
 		                  : a.nfrozen ? "--frozen" : a.o.device == TI_MEMORY_CUDA ? "--device cuda"

@@ -941,8 +941,11 @@ static ti_status map_params(sim *s, ti_error *err)
 			for (size_t j = 0; j < i && id < 0; j++)
 				if (!strcmp(m->params[j].name, p->tied_to))
 					id = s->param_tensor[j];
+		bool quantized = mem_quantized(m, s->opt, i);
 		if (id < 0) {
-			int64_t bytes = param_bytes(s->opt, p, i);
+			int64_t bytes = quantized ? ti_memory_quant_bytes(s->opt->quantize, s->opt->quant_double, p->shape[0],
+			                                                  p->shape[1])
+			                          : param_bytes(s->opt, p, i);
 			if (bytes < 0)
 				return TI_FAIL(err, TI_E_LIMIT, "'%s' is larger than %lld bytes", p->name,
 				               (long long)TI_MEMORY_MAX_BYTES);
@@ -950,8 +953,9 @@ static ti_status map_params(sim *s, ti_error *err)
 			if (id < 0)
 				return TI_FAIL(err, TI_E_NOMEM, "out of memory");
 			b->tensors[id].param = (int)i;
-			b->tensors[id].grad = trains(s->opt, p);
-			mem_tensor_dtype(b, id, param_dtype(s->opt, p, i));
+			b->tensors[id].grad = !quantized && trains(s->opt, p); /* a bitsandbytes weight does not train */
+			mem_tensor_dtype(b, id, quantized ? (s->opt->quantize == TI_QUANT_INT8 ? TI_DT_INT8 : TI_DT_UINT8)
+			                                  : param_dtype(s->opt, p, i));
 		}
 		s->param_tensor[i] = id;
 		if (meta && mem_tensor_bind(b, meta, id))
