@@ -9,8 +9,10 @@
 
 #include "unit.h"
 
+#include "tinspect/arena.h"
 #include "tinspect/memory.h"
 #include "tinspect/model.h"
+#include "tinspect/source.h"
 
 /*
  * A 4096 x 4096 weight (16,777,216 values) in NF4 with double quantization:
@@ -161,4 +163,86 @@ Test(quant, backward_dequantizes_again_for_the_input_s_gradient)
 	int64_t p = rise(r, TI_PHASE_BACKWARD, "fc1");
 	ti_model_close(m);
 	cr_assert_eq(q - p, DEQ, "%lld vs %lld", (long long)q, (long long)p);
+}
+
+/* ---- quantized checkpoints: fixtures/quant/gen_quant.py, fixtures/gguf/every_type.gguf ---- */
+
+typedef struct ckpt_report {
+	int64_t weights, gradients;
+	char note[512];
+} ckpt_report;
+
+static ckpt_report from_checkpoint(const char *path, ti_memory_mode mode, ti_dtype dtype)
+{
+	ti_source *src = NULL;
+	ti_error err;
+	ti_error_clear(&err);
+	cr_assert(ti_source_open(path, &src, &err) == TI_OK, "%s: %s", path, err.message);
+	ti_arena arena;
+	ti_arena_init(&arena, (size_t)16 << 20);
+	ti_memory_options o = {.mode = mode, .optimizer = mode == TI_MEMORY_TRAIN ? TI_OPTIM_ADAM : TI_OPTIM_NONE,
+	                       .dtype = dtype};
+	const ti_memory_report *r = NULL;
+	cr_assert(ti_memory_from_source(src, &o, &arena, &r, &err) == TI_OK, "%s", err.message);
+	ckpt_report out = {r->weights, r->gradients, ""};
+	for (size_t i = 0; i < r->note_count; i++)
+		if (!strncmp(r->notes[i], "quantized: ", 11))
+			snprintf(out.note, sizeof(out.note), "%s", r->notes[i]);
+	ti_arena_release(&arena);
+	ti_source_close(src);
+	return out;
+}
+
+/* float16: embed_tokens and lm_head [100, 64], norm [64]; as float32 under --dtype */
+enum { PLAIN16 = (2 * 100 * 64 + 64) * 2, PLAIN32 = PLAIN16 * 2 };
+
+/*
+ * GPTQ, 4 bits, group 32, 64 -> 64: qweight int32 [8, 64] 2,048 bytes, qzeros
+ * int32 [2, 8] 64, scales float16 [2, 64] 256, g_idx int32 [64] 256, bias
+ * float16 128 (a buffer of QuantLinear): 2,752 bytes at their bytes under
+ * --dtype float32, and none takes a gradient.
+ */
+Test(quant, a_gptq_checkpoint_counts_its_packed_tensors_and_trains_none)
+{
+	ckpt_report r = from_checkpoint("fixtures/quant/gptq_tiny.safetensors", TI_MEMORY_TRAIN, TI_DT_FLOAT32);
+	cr_assert_eq(r.weights, PLAIN32 + 2048 + 64 + 256 + 256 + 128);
+	cr_assert_eq(r.gradients, PLAIN32);
+	cr_assert(strstr(r.note, "GPTQ") && !strstr(r.note, "AWQ"), "%s", r.note);
+	r = from_checkpoint("fixtures/quant/awq_tiny.safetensors", TI_MEMORY_TRAIN, TI_DT_INVALID);
+	cr_assert_eq(r.weights, PLAIN16 + 64 * 8 * 4 + 64 + 256);
+	cr_assert_eq(r.gradients, PLAIN16);
+	cr_assert(strstr(r.note, "AWQ"), "%s", r.note);
+}
+
+/* bitsandbytes through transformers: the packed weight and QuantState.as_dict(packed=True)'s tensors. */
+Test(quant, bitsandbytes_checkpoints_name_their_method)
+{
+	ckpt_report r = from_checkpoint("fixtures/quant/bnb_nf4_tiny.safetensors", TI_MEMORY_TRAIN, TI_DT_FLOAT32);
+	cr_assert_eq(r.gradients, PLAIN32, "the uint8 weight, absmax, quant maps train not");
+	cr_assert(r.weights > PLAIN32 + 2048 + 64 + 64 + 4 + 1024, "the state is counted, not cast: %lld",
+	          (long long)r.weights);
+	cr_assert(strstr(r.note, "bitsandbytes nf4") && !strstr(r.note, "4-bit"), "%s", r.note);
+	r = from_checkpoint("fixtures/quant/bnb_int8_tiny.safetensors", TI_MEMORY_TRAIN, TI_DT_INVALID);
+	cr_assert_eq(r.weights, PLAIN16 + 64 * 64 + 64 * 4 + 1);
+	cr_assert_eq(r.gradients, PLAIN16, "SCB is float32 but the weight's scale, not a parameter");
+	cr_assert(strstr(r.note, "bitsandbytes int8"), "%s", r.note);
+}
+
+/*
+ * GGUF: Q8_0 [2, 64] is 4 blocks of 34 bytes (136), Q4_0 [2, 32] 2 blocks of
+ * 18 (36), Q4_K [1, 256] one super-block of 144: the file's bytes, though
+ * tinspect reads the first two as float32; the other tensors are 261 bytes.
+ */
+Test(quant, gguf_blocks_count_at_their_bytes_in_the_file)
+{
+	ckpt_report r = from_checkpoint("fixtures/gguf/every_type.gguf", TI_MEMORY_TRAIN, TI_DT_INVALID);
+	cr_assert_eq(r.weights, 136 + 36 + 144 + 261);
+	cr_assert_eq(r.gradients, 48 + 32 + 32 + 20 + 32 + 48, "the floating tensors that are not blocks");
+	cr_assert(strstr(r.note, "GGUF Q8_0, Q4_0, Q4_K"), "%s", r.note);
+}
+
+Test(quant, a_plain_checkpoint_has_no_quantization_note)
+{
+	ckpt_report r = from_checkpoint("fixtures/resnet18_small.pt", TI_MEMORY_INFER, TI_DT_INVALID);
+	cr_assert_str_eq(r.note, "");
 }
