@@ -81,9 +81,14 @@ typedef enum ti_memory_attention { TI_ATTN_DEFAULT, TI_ATTN_EAGER, TI_ATTN_SDPA,
  * values a byte, a float32 absmax per block of 64, or with double
  * quantization a uint8 one beside a float32 absmax per 256 blocks).
  */
-typedef enum ti_memory_quant { TI_QUANT_NONE, TI_QUANT_INT8, TI_QUANT_NF4, TI_QUANT_FP4 } ti_memory_quant;
+typedef enum ti_memory_quant {
+	TI_QUANT_NONE, TI_QUANT_INT8, TI_QUANT_NF4, TI_QUANT_FP4,
+	TI_QUANT_GPTQ, /* AutoGPTQ's QuantLinear: qweight int32 [in*bits/32, out], qzeros int32 [groups, out*bits/32],
+	                  scales float16 [groups, out], g_idx int32 [in] */
+	TI_QUANT_AWQ   /* AutoAWQ's WQLinear_GEMM: qweight int32 [in, out*bits/32], qzeros and scales as GPTQ's */
+} ti_memory_quant;
 
-/* "int8", "nf4", "fp4" ("none" for TI_QUANT_NONE). */
+/* "int8", "nf4", "fp4", "gptq", "awq" ("none" for TI_QUANT_NONE). */
 const char *ti_memory_quant_name(ti_memory_quant q);
 
 /*
@@ -96,6 +101,13 @@ const char *ti_memory_quant_name(ti_memory_quant q);
  * is one tensor every weight shares (ti_memory_quant_shared_bytes).
  */
 int64_t ti_memory_quant_bytes(ti_memory_quant q, bool double_quant, int64_t rows, int64_t cols);
+/*
+ * GPTQ's or AWQ's bytes for a weight of rows x cols (out x in) at bits a
+ * value, in groups of group inputs (<= 0: one group): qweight
+ * rows*cols*bits/8, qzeros and scales (float16) a group and an output each,
+ * and GPTQ's g_idx, an int32 per input.
+ */
+int64_t ti_memory_gptq_bytes(bool awq, int bits, int64_t group, int64_t rows, int64_t cols);
 /* What every quantized weight shares: the dynamic map of double quantization (256 float32), else 0. */
 int64_t ti_memory_quant_shared_bytes(ti_memory_quant q, bool double_quant);
 
@@ -193,6 +205,8 @@ typedef struct ti_memory_options {
 	ti_memory_quant quantize;        /* the Linear weights (not lm_head's, nor LoRA adapters') as bitsandbytes
 	                                    holds them; they do not train */
 	bool quant_double;               /* 4-bit: bnb_4bit_use_double_quant */
+	int quant_bits;                  /* gptq, awq: bits a value (2, 3, 4, 8) */
+	int64_t quant_group;             /* gptq, awq: group_size; <= 0 one group a row */
 } ti_memory_options;
 
 /* The instruction set's name ("avx2"); NULL past the end. */

@@ -224,6 +224,7 @@ typedef struct memory_args {
 	const char *lora_spec, *lora_targets; /* --lora, --lora-targets as given */
 	ti_lora_config lora;
 	bool lora_default_targets;            /* the targets are peft's default for the config's model_type */
+	bool quant_from_config;               /* the quantization is config.json's quantization_config */
 	size_t user_trainable;                /* --trainable globs given; the adapters' follow them */
 } memory_args;
 
@@ -543,9 +544,12 @@ static void print_settings(const memory_args *a, const ti_memory_report *r)
 		printf("%s'%s'", i ? " " : ", frozen ", o->frozen[i]);
 	for (size_t i = 0; i < a->user_trainable; i++)
 		printf("%s'%s'", i ? " " : ", training only ", o->trainable[i]);
-	if (o->quantize)
-		printf(", Linear weights %s (bitsandbytes%s)", ti_memory_quant_name(o->quantize),
-		       o->quant_double ? ", double quantization" : "");
+	if (o->quantize == TI_QUANT_GPTQ || o->quantize == TI_QUANT_AWQ)
+		printf(", Linear weights %s %d-bit, groups of %lld%s", o->quantize == TI_QUANT_GPTQ ? "GPTQ" : "AWQ",
+		       o->quant_bits, (long long)o->quant_group, a->quant_from_config ? " (config.json)" : "");
+	else if (o->quantize)
+		printf(", Linear weights %s (bitsandbytes%s%s)", ti_memory_quant_name(o->quantize),
+		       o->quant_double ? ", double quantization" : "", a->quant_from_config ? ", config.json" : "");
 	if (a->lora_spec) {
 		printf(", LoRA r=%ld alpha=%g", a->lora.r, a->lora.alpha);
 		if (a->lora.dropout > 0)
@@ -609,6 +613,10 @@ static void add_settings(cJSON *root, const memory_args *a)
 	else
 		cJSON_AddNullToObject(st, "quantize");
 	cJSON_AddBoolToObject(st, "double_quant", o->quant_double);
+	if (o->quantize == TI_QUANT_GPTQ || o->quantize == TI_QUANT_AWQ) {
+		cJSON_AddNumberToObject(st, "quant_bits", o->quant_bits);
+		cJSON_AddNumberToObject(st, "quant_group", (double)o->quant_group);
+	}
 	if (a->lora_spec) {
 		cJSON *l = cJSON_AddObjectToObject(st, "lora");
 		cJSON_AddNumberToObject(l, "r", (double)a->lora.r);
@@ -1451,6 +1459,7 @@ static const char *any_gpu(const memory_args *a)
 
 /* The options against each other, and what follows from them (--device-memory GPU: cuda): 0 or the exit status. */
 static int check_lora(memory_args *a);
+static int config_quantization(memory_args *a);
 
 static int check_args(memory_args *a)
 {
@@ -1517,9 +1526,14 @@ static int check_args(memory_args *a)
 		return lrc;
 	if (a->o.quant_double && a->o.quantize != TI_QUANT_NF4 && a->o.quantize != TI_QUANT_FP4)
 		return cli_usage_error("memory: --double-quant quantizes a 4-bit weight's absmax: give --quantize nf4|fp4");
+	int qrc = config_quantization(a);
+	if (qrc)
+		return qrc;
 	if (a->o.quantize && a->o.mode == TI_MEMORY_TRAIN && !a->lora_spec)
-		return cli_usage_error("memory: --quantize %s: a bitsandbytes weight does not train; give --lora r=R "
-		                       "(QLoRA: adapters over the quantized base)", ti_memory_quant_name(a->o.quantize));
+		return cli_usage_error("memory: %s %s: a quantized weight does not train; give --lora r=R "
+		                       "(QLoRA: adapters over the quantized base)",
+		                       a->quant_from_config ? "config.json's quantization_config" : "--quantize",
+		                       ti_memory_quant_name(a->o.quantize));
 	a->o.trainable = a->trainable;
 	a->o.trainable_count = a->ntrain;
 	a->o.frozen = a->frozen;
@@ -1531,8 +1545,8 @@ static int check_args(memory_args *a)
 	return 0;
 }
 
-/* The model_type of a Hugging Face folder or config.json (into buf), or NULL. */
-static const char *config_model_type(const char *file, char *buf, size_t size)
+/* A Hugging Face folder's or config.json's parsed config (cJSON_Delete it), or NULL for any other file. */
+static cJSON *config_json(const char *file)
 {
 	char path_buf[4096];
 	const char *path = cli_hf_config_path(file, path_buf, sizeof(path_buf));
@@ -1542,16 +1556,78 @@ static const char *config_model_type(const char *file, char *buf, size_t size)
 	char *text = malloc(TI_HF_CONFIG_MAX_BYTES);
 	size_t got = text ? fread(text, 1, TI_HF_CONFIG_MAX_BYTES, f) : 0;
 	fclose(f);
-	const char *out = NULL;
-	if (text && got < TI_HF_CONFIG_MAX_BYTES && ti_hf_is_config(text, got)) {
-		cJSON *root = cJSON_ParseWithLength(text, got);
-		const cJSON *mt = cJSON_GetObjectItemCaseSensitive(root, "model_type");
-		if (cJSON_IsString(mt) && snprintf(buf, size, "%s", mt->valuestring) < (int)size)
-			out = buf;
-		cJSON_Delete(root);
-	}
+	cJSON *root = NULL;
+	if (text && got < TI_HF_CONFIG_MAX_BYTES && ti_hf_is_config(text, got))
+		root = cJSON_ParseWithLength(text, got);
 	free(text);
+	return root;
+}
+
+/* The model_type of a Hugging Face folder or config.json (into buf), or NULL. */
+static const char *config_model_type(const char *file, char *buf, size_t size)
+{
+	cJSON *root = config_json(file);
+	const cJSON *mt = cJSON_GetObjectItemCaseSensitive(root, "model_type");
+	const char *out = NULL;
+	if (cJSON_IsString(mt) && snprintf(buf, size, "%s", mt->valuestring) < (int)size)
+		out = buf;
+	cJSON_Delete(root);
 	return out;
+}
+
+static int json_int(const cJSON *obj, const char *key, int fallback)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+	return cJSON_IsNumber(v) ? (int)v->valuedouble : fallback;
+}
+
+static bool json_true(const cJSON *obj, const char *key)
+{
+	return cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(obj, key));
+}
+
+/*
+ * A config.json's quantization_config, as transformers loads the model
+ * (quantizer_bnb_4bit, quantizer_bnb_8bit, quantizer_gptq, quantizer_awq):
+ * bitsandbytes load_in_4bit (bnb_4bit_quant_type, BitsAndBytesConfig's
+ * default fp4; bnb_4bit_use_double_quant) or load_in_8bit; gptq and awq
+ * with bits and group_size (default 128). --quantize given wins. Another
+ * quant_method is an input the estimate cannot size: exit 3.
+ */
+static int config_quantization(memory_args *a)
+{
+	if (a->o.quantize)
+		return EXIT_OK;
+	cJSON *root = config_json(a->cm.file);
+	const cJSON *q = cJSON_GetObjectItemCaseSensitive(root, "quantization_config");
+	const cJSON *method = cJSON_GetObjectItemCaseSensitive(q, "quant_method");
+	int rc = EXIT_OK;
+	if (cJSON_IsObject(q)) {
+		const char *m = cJSON_IsString(method) ? method->valuestring : "";
+		if (!strcmp(m, "bitsandbytes") && json_true(q, "load_in_4bit")) {
+			const cJSON *t = cJSON_GetObjectItemCaseSensitive(q, "bnb_4bit_quant_type");
+			a->o.quantize = cJSON_IsString(t) && !strcmp(t->valuestring, "nf4") ? TI_QUANT_NF4 : TI_QUANT_FP4;
+			a->o.quant_double = json_true(q, "bnb_4bit_use_double_quant");
+		} else if (!strcmp(m, "bitsandbytes") && json_true(q, "load_in_8bit")) {
+			a->o.quantize = TI_QUANT_INT8;
+		} else if (!strcmp(m, "gptq") || !strcmp(m, "awq")) {
+			a->o.quantize = !strcmp(m, "gptq") ? TI_QUANT_GPTQ : TI_QUANT_AWQ;
+			a->o.quant_bits = json_int(q, "bits", !strcmp(m, "awq") ? 4 : 0);
+			a->o.quant_group = json_int(q, "group_size", 128);
+			if (a->o.quant_bits < 2 || a->o.quant_bits > 8) {
+				fprintf(stderr, "tinspect: %s: quantization_config: bits %d is not 2 to 8\n", a->cm.file,
+				        a->o.quant_bits);
+				rc = EXIT_INPUT;
+			}
+		} else {
+			fprintf(stderr, "tinspect: %s: quantization_config: quant_method '%s' is not one tinspect sizes "
+			        "(bitsandbytes, gptq, awq)\n", a->cm.file, m);
+			rc = EXIT_INPUT;
+		}
+		a->quant_from_config = !rc;
+	}
+	cJSON_Delete(root);
+	return rc;
 }
 
 /* --lora and --lora-targets: the adapters' config, their targets (peft's default when not given), what trains. */

@@ -24,6 +24,9 @@
  *                     (no grad_B: the 4-bit weight does not train). matmul_4bit
  *                     takes gemv_4bit instead, with no dequantized weight, for
  *                     one token that needs no gradient (a decode step).
+ *   GPTQ, AWQ         (a Hugging Face config's quantization_config) their kernels
+ *                     (exllama, marlin, AWQ's GEMM) dequantize a tile at a time:
+ *                     no whole weight, no scratch counted.
  *   MatMul8bitLt      forward: A.to(float16) (a copy unless A is float16),
  *                     int8_vectorwise_quant: CA int8 [rows, in] and SCA float32
  *                     [rows], the int8 product accumulated in int32 [rows, out]
@@ -37,7 +40,7 @@ enum { BLOCK = 64, BLOCK2 = 256, CODE4 = 16 * 4, DYNAMIC = 256 * 4 };
 
 const char *ti_memory_quant_name(ti_memory_quant q)
 {
-	static const char *const names[] = {"none", "int8", "nf4", "fp4"};
+	static const char *const names[] = {"none", "int8", "nf4", "fp4", "gptq", "awq"};
 	return (unsigned)q < sizeof(names) / sizeof(names[0]) ? names[q] : "?";
 }
 
@@ -51,6 +54,20 @@ int64_t ti_memory_quant_bytes(ti_memory_quant q, bool double_quant, int64_t rows
 	int64_t blocks = (n + BLOCK - 1) / BLOCK;
 	int64_t stats = double_quant ? blocks + 4 * ((blocks + BLOCK2 - 1) / BLOCK2) + 4 : 4 * blocks;
 	return (n + 1) / 2 + stats + CODE4;
+}
+
+int64_t ti_memory_gptq_bytes(bool awq, int bits, int64_t group, int64_t rows, int64_t cols)
+{
+	if (bits < 1 || bits > 8 || rows < 0 || cols < 0)
+		return -1;
+	int64_t groups = group > 0 ? (cols + group - 1) / group : 1;
+	/* packed in int32s: 32 / bits values each (AutoGPTQ's pack: qweight [in // 32 * bits, out]) */
+	int64_t qweight = (cols * bits + 31) / 32 * 4 * rows;
+	if (awq)
+		qweight = (rows * bits + 31) / 32 * 4 * cols;
+	int64_t qzeros = groups * ((rows * bits + 31) / 32) * 4;
+	int64_t scales = groups * rows * 2;
+	return qweight + qzeros + scales + (awq ? 0 : 4 * cols);
 }
 
 int64_t ti_memory_quant_shared_bytes(ti_memory_quant q, bool double_quant)
@@ -84,6 +101,8 @@ void mem_quant_linear(mem_builder *b, mem_unit *u, const ti_meta_tensor *x, cons
 	int64_t out = w->shape[0].value, in = w->shape[1].value;
 	int64_t rows = in ? mem_meta_bytes(x) / (int64_t)ti_dtype_size(x->dtype) / in : 0;
 	int64_t es = (int64_t)ti_dtype_size(x->dtype);
+	if (b->options->quantize == TI_QUANT_GPTQ || b->options->quantize == TI_QUANT_AWQ)
+		return;
 	if (b->options->quantize == TI_QUANT_INT8) {
 		int64_t scratch = rows * in * (x->dtype == TI_DT_FLOAT16 ? 1 : 3) + 4 * rows + 4 * rows * out;
 		u->fwd_scratch += scratch;

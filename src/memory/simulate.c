@@ -943,9 +943,12 @@ static ti_status map_params(sim *s, ti_error *err)
 					id = s->param_tensor[j];
 		bool quantized = mem_quantized(m, s->opt, i);
 		if (id < 0) {
-			int64_t bytes = quantized ? ti_memory_quant_bytes(s->opt->quantize, s->opt->quant_double, p->shape[0],
-			                                                  p->shape[1])
-			                          : param_bytes(s->opt, p, i);
+			const ti_memory_options *o = s->opt;
+			bool gptq = o->quantize == TI_QUANT_GPTQ || o->quantize == TI_QUANT_AWQ;
+			int64_t bytes = !quantized ? param_bytes(o, p, i)
+			              : gptq ? ti_memory_gptq_bytes(o->quantize == TI_QUANT_AWQ, o->quant_bits, o->quant_group,
+			                                            p->shape[0], p->shape[1])
+			                     : ti_memory_quant_bytes(o->quantize, o->quant_double, p->shape[0], p->shape[1]);
 			if (bytes < 0)
 				return TI_FAIL(err, TI_E_LIMIT, "'%s' is larger than %lld bytes", p->name,
 				               (long long)TI_MEMORY_MAX_BYTES);
@@ -954,7 +957,8 @@ static ti_status map_params(sim *s, ti_error *err)
 				return TI_FAIL(err, TI_E_NOMEM, "out of memory");
 			b->tensors[id].param = (int)i;
 			b->tensors[id].grad = !quantized && trains(s->opt, p); /* a bitsandbytes weight does not train */
-			mem_tensor_dtype(b, id, quantized ? (s->opt->quantize == TI_QUANT_INT8 ? TI_DT_INT8 : TI_DT_UINT8)
+			mem_tensor_dtype(b, id, quantized ? (s->opt->quantize == TI_QUANT_INT8 ? TI_DT_INT8
+			                                     : gptq ? TI_DT_INT32 : TI_DT_UINT8)
 			                                  : param_dtype(s->opt, p, i));
 		}
 		s->param_tensor[i] = id;

@@ -246,3 +246,22 @@ Test(quant, a_plain_checkpoint_has_no_quantization_note)
 	ckpt_report r = from_checkpoint("fixtures/resnet18_small.pt", TI_MEMORY_INFER, TI_DT_INVALID);
 	cr_assert_str_eq(r.note, "");
 }
+
+/*
+ * GPTQ 4-bit, group 128, a 4096 x 4096 q_proj as AutoGPTQ packs it (the
+ * tensors of Llama-3.1-8B GPTQ-INT4 uploads): qweight int32 [512, 4096]
+ * 8,388,608 bytes, qzeros int32 [32, 512] 65,536, scales float16 [32, 4096]
+ * 262,144, g_idx int32 [4096] 16,384; AWQ has no g_idx, and its qweight is
+ * [4096, 512].
+ */
+Test(quant, gptq_and_awq_pack_as_autogptq_and_autoawq)
+{
+	cr_assert_eq(ti_memory_gptq_bytes(false, 4, 128, 4096, 4096), 8388608 + 65536 + 262144 + 16384);
+	cr_assert_eq(ti_memory_gptq_bytes(true, 4, 128, 4096, 4096), 8388608 + 65536 + 262144);
+	/* the fixtures, written by gen_quant.py from the quantizers' shapes: 64 -> 64 in groups of 32 */
+	cr_assert_eq(ti_memory_gptq_bytes(false, 4, 32, 64, 64), 2048 + 64 + 256 + 256);
+	cr_assert_eq(ti_memory_gptq_bytes(true, 4, 32, 64, 64), 2048 + 64 + 256);
+	/* group_size -1: one group a row; 8 bits: 4 values an int32 */
+	cr_assert_eq(ti_memory_gptq_bytes(false, 8, -1, 64, 128), 128 / 4 * 4 * 64 + 64 / 4 * 4 + 64 * 2 + 128 * 4);
+	cr_assert_eq(ti_memory_gptq_bytes(false, 9, 128, 64, 64), -1);
+}
