@@ -175,6 +175,9 @@ typedef struct ti_memory_options {
 	bool cpu_isa_fixed;              /* cpu: cpu_isa is the one the step runs with (given, not assumed): the
 	                                    peak's range does not span the other sets */
 	ti_dtype dtype;                  /* weights in this dtype; 0: as described */
+	const char *const *keep_dtype;   /* globs: parameters dtype leaves as described (peft's LoRA adapters, which
+	                                    get_peft_model's autocast_adapter_dtype keeps in float32) */
+	size_t keep_dtype_count;
 	const char *const *trainable;    /* globs: only these parameters train (fine-tuning) */
 	size_t trainable_count;
 	const char *const *frozen;       /* globs: these parameters do not train */

@@ -1660,6 +1660,9 @@ static int check_lora(memory_args *a)
 		return cli_usage_error("memory: more than 62 --trainable globs beside --lora");
 	a->trainable[a->ntrain++] = adapters[0];
 	a->trainable[a->ntrain++] = adapters[1];
+	/* get_peft_model(autocast_adapter_dtype=True): float16 and bfloat16 adapters are upcast to float32 */
+	a->o.keep_dtype = adapters;
+	a->o.keep_dtype_count = 2;
 	a->cm.lora = &a->lora;
 	return EXIT_OK;
 }

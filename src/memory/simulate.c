@@ -908,7 +908,7 @@ static bool trains(const ti_memory_options *o, const ti_model_param *p)
 /* Parameter i's dtype: --dtype for a floating one, else as a checkpoint holds it, else as described. */
 static ti_dtype param_dtype(const ti_memory_options *o, const ti_model_param *p, size_t i)
 {
-	if (o->dtype && ti_dtype_is_floating(p->dtype))
+	if (o->dtype && ti_dtype_is_floating(p->dtype) && !glob_any(o->keep_dtype, o->keep_dtype_count, p->name))
 		return o->dtype;
 	if (o->param_dtypes && !(p->buffer && !p->persistent) && o->param_dtypes[i]) /* --weights: the state dict's */
 		return o->param_dtypes[i];

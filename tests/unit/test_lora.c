@@ -245,3 +245,25 @@ Test(lora, a_tied_head_stays_tied_under_base_layer)
 	cr_assert(w->tied_to && !strcmp(w->tied_to, "model.embed_tokens.weight"), "tied to %s", w->tied_to);
 	ti_model_close(m);
 }
+
+/* --dtype bfloat16: the base in bfloat16, the adapters float32 (get_peft_model's autocast_adapter_dtype). */
+Test(lora, adapters_stay_float32_under_a_low_precision_base)
+{
+	static const char *const names[] = {"N"};
+	int64_t values[] = {256};
+	ti_lora_config c = config("r=4", "fc");
+	size_t wrapped;
+	ti_model *m = open_with(one_linear, &c, names, values, 1, &wrapped);
+	static const char *const adapters[] = {"*.lora_A.default.*", "*.lora_B.default.*"};
+	ti_memory_options o = {.mode = TI_MEMORY_TRAIN, .optimizer = TI_OPTIM_ADAMW, .trainable = adapters,
+	                       .trainable_count = 2, .dtype = TI_DT_BFLOAT16, .keep_dtype = adapters,
+	                       .keep_dtype_count = 2};
+	const ti_memory_report *r = NULL;
+	ti_error err;
+	ti_error_clear(&err);
+	cr_assert(ti_memory_estimate(m, &o, &r, &err) == TI_OK, "%s", err.message);
+	int64_t adapter = (4 * 64 + 32 * 4) * 4;
+	cr_assert_eq(r->gradients, adapter);
+	cr_assert_eq(r->weights, (64 * 32 + 32) * 2 + adapter);
+	ti_model_close(m);
+}
