@@ -195,6 +195,9 @@ typedef struct ti_memory_options {
 	ti_dtype amp;                    /* torch.autocast to this dtype (bfloat16, float16); 0: none */
 	const ti_dtype *param_dtypes;    /* per model parameter (ti_model_params order): its dtype as a checkpoint
 	                                    holds it, 0 as described; NULL: all as described (--dtype still wins) */
+	const int64_t *param_bytes;      /* per model parameter: > 0 its bytes as a quantized checkpoint stores it
+	                                    (GPTQ's qweight, qzeros, scales, g_idx; bitsandbytes' packed weight and
+	                                    its state), which does not train; 0 or NULL: as its dtype says */
 	int64_t optimizer_state_bytes;   /* > 0: the optimizer state a checkpoint holds, instead of the rule's */
 	ti_memory_strategy strategy;     /* training on world_size ranks */
 	int64_t tensor_parallel;         /* Megatron-style tensor parallelism over this many ranks; 0 or 1: none */
@@ -356,9 +359,14 @@ ti_status ti_memory_from_source(struct ti_source *src, const ti_memory_options *
  * the checkpoint holds it (*dtypes[i], 0 where no tensor of that name is
  * found, with or without a "model." / "module." / "state_dict." prefix),
  * how many were found, and the optimizer state the checkpoint holds (0 if
- * none). The array lives in arena.
+ * none). *bytes[i] > 0 for a parameter the checkpoint holds quantized: a
+ * weight "X.weight" that is GPTQ's or AWQ's "X.qweight", "X.qzeros",
+ * "X.scales" (and "X.g_idx"), or a uint8 or int8 "X.weight" with
+ * bitsandbytes' state ("X.weight.absmax", ..., "X.SCB"): their bytes
+ * together. The arrays live in arena.
  */
 ti_status ti_memory_weights_from(struct ti_source *src, const ti_model *model, struct ti_arena *arena,
-                                 ti_dtype **dtypes, size_t *matched, int64_t *optimizer_state, ti_error *err);
+                                 ti_dtype **dtypes, int64_t **bytes, size_t *matched, int64_t *optimizer_state,
+                                 ti_error *err);
 
 #endif

@@ -339,15 +339,17 @@ static int estimate(memory_args *a, const ti_memory_report **out, ti_error *err,
 		return rc;
 	if (a->weights_src && !a->o.param_dtypes) {
 		ti_dtype *dtypes;
-		int64_t state;
+		int64_t state, *held;
 		ti_error werr;
 		ti_error_clear(&werr);
-		if (ti_memory_weights_from(a->weights_src, a->cm.model, &a->arena, &dtypes, &a->matched, &state, &werr))
+		if (ti_memory_weights_from(a->weights_src, a->cm.model, &a->arena, &dtypes, &held, &a->matched, &state,
+		                           &werr))
 			return cli_report(a->weights, &werr);
 		ti_model_params(a->cm.model, &a->param_count);
 		if (!a->matched)
 			return cli_usage_error("memory: --weights %s holds none of %s's parameters", a->weights, a->cm.file);
 		a->o.param_dtypes = dtypes;
+		a->o.param_bytes = held;
 		if (a->o.mode == TI_MEMORY_TRAIN)
 			a->o.optimizer_state_bytes = state;
 	}

@@ -301,15 +301,61 @@ ti_status ti_memory_from_source(ti_source *src, const ti_memory_options *o, ti_a
 static const char *const prefixes[] = {"", "model.", "state_dict.", "module.", "model.module.", "_orig_mod.",
                                        "model._orig_mod.", "net.", "network.", NULL};
 
+/* The bytes of the tensor named prefix + stem + suffix, or 0 when there is none. */
+static int64_t named_bytes(ti_source *src, const char *prefix, const char *stem, size_t stem_len, const char *suffix,
+                           ti_dtype *dtype)
+{
+	size_t np = strlen(prefix);
+	for (size_t i = 0; i < ti_source_tensor_count(src); i++) {
+		const ti_source_tensor *t = ti_source_tensor_at(src, i);
+		const char *n = t->name;
+		if (strncmp(n, prefix, np) || strncmp(n + np, stem, stem_len) || strcmp(n + np + stem_len, suffix))
+			continue;
+		if (dtype)
+			*dtype = t->dtype;
+		return t->numel * (int64_t)ti_dtype_size(t->dtype);
+	}
+	return 0;
+}
+
+/*
+ * Parameter name (a Linear's "X.weight") held quantized under prefix: the
+ * bytes of its tensors together (GPTQ's and AWQ's X.qweight, X.qzeros,
+ * X.scales, X.g_idx; bitsandbytes' integer X.weight with its state), or 0.
+ */
+static int64_t quantized_bytes(ti_source *src, const char *prefix, const char *name)
+{
+	static const char *const gptq[] = {".qweight", ".qzeros", ".scales", ".g_idx"};
+	static const char *const bnb[] = {".weight", ".weight.absmax", ".weight.quant_map", ".weight.nested_absmax",
+	                                  ".weight.nested_quant_map", ".weight.quant_state.bitsandbytes__nf4",
+	                                  ".weight.quant_state.bitsandbytes__fp4", ".SCB", ".weight_format"};
+	if (!ends_with(name, ".weight"))
+		return 0;
+	size_t stem = strlen(name) - 7;
+	int64_t sum = 0;
+	if (named_bytes(src, prefix, name, stem, ".qweight", NULL)) {
+		for (size_t k = 0; k < sizeof(gptq) / sizeof(gptq[0]); k++)
+			sum += named_bytes(src, prefix, name, stem, gptq[k], NULL);
+		return sum;
+	}
+	ti_dtype dt = TI_DT_INVALID;
+	if (!named_bytes(src, prefix, name, stem, ".weight", &dt) || (dt != TI_DT_UINT8 && dt != TI_DT_INT8))
+		return 0;
+	for (size_t k = 0; k < sizeof(bnb) / sizeof(bnb[0]); k++)
+		sum += named_bytes(src, prefix, name, stem, bnb[k], NULL);
+	return sum;
+}
+
 ti_status ti_memory_weights_from(ti_source *src, const ti_model *model, ti_arena *arena, ti_dtype **dtypes,
-                                 size_t *matched, int64_t *optimizer_state, ti_error *err)
+                                 int64_t **bytes, size_t *matched, int64_t *optimizer_state, ti_error *err)
 {
 	size_t np;
 	const ti_model_param *params = ti_model_params(model, &np);
 	size_t nt = ti_source_tensor_count(src), ns = ti_source_storage_count(src);
 	ti_dtype *out = ti_arena_calloc(arena, np + 1, sizeof(*out));
+	int64_t *qbytes = ti_arena_calloc(arena, np + 1, sizeof(*qbytes));
 	bool *state_storage = ti_arena_calloc(arena, ns + 1, sizeof(*state_storage));
-	if (!out || !state_storage)
+	if (!out || !qbytes || !state_storage)
 		return TI_FAIL(err, TI_E_NOMEM, "out of memory");
 	*matched = 0;
 	*optimizer_state = 0;
@@ -322,7 +368,12 @@ ti_status ti_memory_weights_from(ti_source *src, const ti_model *model, ti_arena
 		}
 	}
 	for (size_t p = 0; p < np; p++) {
-		for (const char *const *pre = prefixes; *pre && !out[p]; pre++) {
+		for (const char *const *pre = prefixes; *pre && !out[p] && !qbytes[p]; pre++) {
+			if (!params[p].buffer && ti_dtype_is_floating(params[p].dtype) &&
+			    (qbytes[p] = quantized_bytes(src, *pre, params[p].name)) > 0) {
+				(*matched)++;
+				break;
+			}
 			size_t n = strlen(*pre);
 			for (size_t i = 0; i < nt; i++) {
 				const char *name = ti_source_tensor_at(src, i)->name;
@@ -335,5 +386,6 @@ ti_status ti_memory_weights_from(ti_source *src, const ti_model *model, ti_arena
 		}
 	}
 	*dtypes = out;
+	*bytes = qbytes;
 	return TI_OK;
 }

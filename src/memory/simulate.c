@@ -941,11 +941,14 @@ static ti_status map_params(sim *s, ti_error *err)
 			for (size_t j = 0; j < i && id < 0; j++)
 				if (!strcmp(m->params[j].name, p->tied_to))
 					id = s->param_tensor[j];
-		bool quantized = mem_quantized(m, s->opt, i);
+		/* --weights: a parameter a quantized checkpoint holds, at its bytes there */
+		int64_t held = s->opt->param_bytes && !p->tied_to ? s->opt->param_bytes[i] : 0;
+		bool quantized = held > 0 || mem_quantized(m, s->opt, i);
 		if (id < 0) {
 			const ti_memory_options *o = s->opt;
 			bool gptq = o->quantize == TI_QUANT_GPTQ || o->quantize == TI_QUANT_AWQ;
-			int64_t bytes = !quantized ? param_bytes(o, p, i)
+			int64_t bytes = held > 0 ? held
+			              : !quantized ? param_bytes(o, p, i)
 			              : gptq ? ti_memory_gptq_bytes(o->quantize == TI_QUANT_AWQ, o->quant_bits, o->quant_group,
 			                                            p->shape[0], p->shape[1])
 			                     : ti_memory_quant_bytes(o->quantize, o->quant_double, p->shape[0], p->shape[1]);

@@ -265,3 +265,65 @@ Test(quant, gptq_and_awq_pack_as_autogptq_and_autoawq)
 	cr_assert_eq(ti_memory_gptq_bytes(false, 8, -1, 64, 128), 128 / 4 * 4 * 64 + 64 / 4 * 4 + 64 * 2 + 128 * 4);
 	cr_assert_eq(ti_memory_gptq_bytes(false, 9, 128, 64, 64), -1);
 }
+
+/* The fixtures' model as a description: embed_tokens, one q_proj (64 -> 64, with a bias), an RMSNorm, lm_head. */
+static const char *llama_one =
+	"{\"inputs\": {\"ids\": {\"shape\": [1, 8], \"dtype\": \"int64\"}},"
+	" \"modules\": {\"model\": {\"type\": \"Module\", \"modules\": {"
+	"   \"embed_tokens\": {\"type\": \"Embedding\", \"num_embeddings\": 100, \"embedding_dim\": 64},"
+	"   \"layers\": {\"type\": \"Module\", \"modules\": {\"0\": {\"type\": \"Module\", \"modules\": {"
+	"     \"self_attn\": {\"type\": \"Module\", \"modules\": {"
+	"       \"q_proj\": {\"type\": \"Linear\", \"in_features\": 64, \"out_features\": 64}}}}}}},"
+	"   \"norm\": {\"type\": \"RMSNorm\", \"normalized_shape\": 64}}},"
+	"  \"lm_head\": {\"type\": \"Linear\", \"in_features\": 64, \"out_features\": 100, \"bias\": false}},"
+	" \"graph\": [{\"out\": \"h\", \"call\": \"model.embed_tokens\", \"args\": [\"ids\"]},"
+	"  {\"out\": \"h\", \"call\": \"model.layers.0.self_attn.q_proj\", \"args\": [\"h\"]},"
+	"  {\"out\": \"h\", \"call\": \"model.norm\", \"args\": [\"h\"]},"
+	"  {\"out\": \"y\", \"call\": \"lm_head\", \"args\": [\"h\"]}]}";
+
+/* --weights CKPT: q_proj.weight held as GPTQ's or bitsandbytes' tensors counts at their bytes and does not train. */
+Test(quant, weights_from_a_quantized_checkpoint_hold_the_linear_at_its_bytes)
+{
+	static const struct {
+		const char *path;
+		int64_t held;
+	} cases[] = {
+		{"fixtures/quant/gptq_tiny.safetensors", 2048 + 64 + 256 + 256},
+		{"fixtures/quant/awq_tiny.safetensors", 2048 + 64 + 256},
+		{"fixtures/quant/bnb_int8_tiny.safetensors", 64 * 64 + 64 * 4 + 1},
+	};
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		ti_model *m = NULL;
+		ti_error err;
+		ti_error_clear(&err);
+		ti_model_options mo = {.training = true};
+		cr_assert(ti_model_open(llama_one, strlen(llama_one), &mo, &m, &err) == TI_OK, "%s", err.message);
+		ti_source *src = NULL;
+		cr_assert(ti_source_open(cases[k].path, &src, &err) == TI_OK, "%s", err.message);
+		ti_arena arena;
+		ti_arena_init(&arena, (size_t)16 << 20);
+		ti_dtype *dtypes;
+		int64_t *held, state;
+		size_t matched;
+		cr_assert(ti_memory_weights_from(src, m, &arena, &dtypes, &held, &matched, &state, &err) == TI_OK);
+		size_t np;
+		const ti_model_param *p = ti_model_params(m, &np);
+		int64_t q = 0;
+		for (size_t i = 0; i < np; i++)
+			if (!strcmp(p[i].name, "model.layers.0.self_attn.q_proj.weight"))
+				q = held[i];
+		cr_assert_eq(q, cases[k].held, "%s: %lld", cases[k].path, (long long)q);
+		ti_memory_options o = {.mode = TI_MEMORY_TRAIN, .optimizer = TI_OPTIM_SGD, .param_dtypes = dtypes,
+		                       .param_bytes = held};
+		const ti_memory_report *r = NULL;
+		cr_assert(ti_memory_estimate(m, &o, &r, &err) == TI_OK, "%s", err.message);
+		/* the rest as the checkpoint's float16 (embed, norm, lm_head), a bias as found or float32 */
+		int64_t bias = strstr(cases[k].path, "gptq") ? 64 * 2 : 64 * 4;
+		int64_t rest = (100 * 64 + 64 + 100 * 64) * 2 + bias;
+		cr_assert_eq(r->weights, rest + cases[k].held, "%s", cases[k].path);
+		cr_assert_eq(r->gradients, rest, "%s: the quantized weight trains not", cases[k].path);
+		ti_arena_release(&arena);
+		ti_source_close(src);
+		ti_model_close(m);
+	}
+}
