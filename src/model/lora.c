@@ -241,6 +241,10 @@ static ti_status visit(rewrite *rw, cJSON *parent, cJSON *entry, const char *nam
 				snprintf(rw->not_linear, sizeof(rw->not_linear), "'%.40s' (%.60s)", name, type->valuestring);
 			return TI_OK;
 		}
+		if (!cJSON_GetObjectItemCaseSensitive(entry, "in_features") ||
+		    !cJSON_GetObjectItemCaseSensitive(entry, "out_features"))
+			return TI_FAIL(err, TI_E_CORRUPT, "target '%s': a Linear without in_features and out_features by name",
+			               name);
 		char def_name[48];
 		do
 			snprintf(def_name, sizeof(def_name), "LoraLinear%zu", ++rw->count);
