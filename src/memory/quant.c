@@ -30,7 +30,9 @@
  *   MatMul8bitLt      forward: A.to(float16) (a copy unless A is float16),
  *                     int8_vectorwise_quant: CA int8 [rows, in] and SCA float32
  *                     [rows], the int8 product accumulated in int32 [rows, out]
- *                     and dequantized: freed when the call returns.
+ *                     and dequantized: freed when the call returns; it keeps A
+ *                     (ctx.tensors) when A wants a gradient, and backward
+ *                     dequantizes CB into A's dtype for grad_A.
  */
 #include <string.h>
 
@@ -106,6 +108,11 @@ void mem_quant_linear(mem_builder *b, mem_unit *u, const ti_meta_tensor *x, cons
 	if (b->options->quantize == TI_QUANT_INT8) {
 		int64_t scratch = rows * in * (x->dtype == TI_DT_FLOAT16 ? 1 : 3) + 4 * rows + 4 * rows * out;
 		u->fwd_scratch += scratch;
+		/* ctx.tensors = (CAt, subA, A): A itself is kept when it wants a gradient; backward dequantizes CB
+		   (state.CB.to(dtype_A, copy=True).mul_(SCB)) for grad_A */
+		u->saved_in |= 1u;
+		u->saved_if[0] |= 1u;
+		u->bwd_scratch_in += out * in * es;
 		return;
 	}
 	bool grad = mem_training(b);

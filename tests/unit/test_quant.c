@@ -327,3 +327,26 @@ Test(quant, weights_from_a_quantized_checkpoint_hold_the_linear_at_its_bytes)
 		ti_model_close(m);
 	}
 }
+
+/*
+ * LLM.int8 in training (the norm trainable): MatMul8bitLt keeps its input A
+ * (ctx.tensors) where a 4-bit or a frozen float layer keeps nothing of it,
+ * and its backward dequantizes CB into A's dtype for grad_A.
+ */
+Test(quant, int8_keeps_its_input_and_dequantizes_in_backward)
+{
+	static const char *const trainable[] = {"norm.*"};
+	ti_memory_options o = {.mode = TI_MEMORY_TRAIN, .optimizer = TI_OPTIM_SGD, .trainable = trainable,
+	                       .trainable_count = 1, .quantize = TI_QUANT_INT8};
+	ti_model *m = open_net(64);
+	const ti_memory_report *r = estimate(m, &o);
+	int64_t acts = r->activations, q = rise(r, TI_PHASE_BACKWARD, "fc1");
+	ti_model_close(m);
+	ti_memory_options plain = o;
+	plain.quantize = TI_QUANT_NONE;
+	m = open_net(64);
+	r = estimate(m, &plain);
+	cr_assert_eq(acts - r->activations, 64 * 256 * 4, "the norm's output, fc1's A");
+	cr_assert_eq(q - rise(r, TI_PHASE_BACKWARD, "fc1"), DEQ);
+	ti_model_close(m);
+}
