@@ -34,6 +34,8 @@ static int64_t f32(const mem_builder *b, int64_t elements)
 typedef struct attn_shape {
 	int64_t batch, target, source, embed, heads, vdim;
 	int64_t elsize;
+	bool folds; /* batch_first, more than one row of each: the input projections read [T, B, E] transposed views,
+	               which linear's matmul copies to rows (and saves the copy in place of the input) */
 } attn_shape;
 
 static int64_t bytes_of(const attn_shape *s, int64_t a, int64_t b, int64_t c)
@@ -184,6 +186,44 @@ static int linear(mem_builder *b, const ti_module *m, const char *weight, const 
 	return mem_step(b, "linear", in, 3, 3u, out_bytes, MEM_OUT_NEW, false, 0, err);
 }
 
+/*
+ * An input projection: with s->folds its input is a transposed view that at::matmul copies to (T*B, E)
+ * rows; mm saves the copy for the weight's gradient, not the input (measured on 1.13: a batch_first
+ * MultiheadAttention keeps a [T*B, E] copy of its query in training).
+ */
+static int in_projection(mem_builder *b, const ti_module *m, const attn_shape *s, const char *weight, const char *bias,
+                         int x, int64_t rows, int64_t out_bytes, ti_error *err)
+{
+	if (!s->folds)
+		return linear(b, m, weight, bias, x, out_bytes, err);
+	int in[3] = {x, mem_param(b, m, weight), mem_param(b, m, bias)};
+	int64_t copy = bytes_of(s, rows, s->batch, s->embed);
+	int y = mem_step(b, "linear", in, 3, 2u, out_bytes, MEM_OUT_NEW, false, copy, err);
+	if (y >= 0)
+		b->units[b->unit_count - 1].saved_extra_if = 2u; /* kept while the weight wants a gradient */
+	return y;
+}
+
+/* 1.13's linear(...).chunk(3, -1): three views of the projection made by one call, whose backward cats their
+   gradients into one of the projection's size. */
+static int chunk3(mem_builder *b, int proj, const attn_shape *s, const int64_t rows[3], int out[3], ti_error *err)
+{
+	int in[1] = {proj};
+	out[0] = mem_step(b, "chunk", in, 1, 0, bytes_of(s, rows[0], s->batch, s->embed), MEM_OUT_VIEW, false, 0, err);
+	if (out[0] < 0)
+		return -1;
+	mem_unit *u = &b->units[b->unit_count - 1];
+	for (int i = 1; i < 3; i++) {
+		out[i] = mem_tensor_view(b, proj, bytes_of(s, rows[i], s->batch, s->embed));
+		if (out[i] < 0)
+			return TI_FAIL(err, TI_E_NOMEM, "out of memory for the ledger"), -1;
+		b->tensors[out[i]].producer = (int)b->unit_count - 1;
+		u->out[u->nout++] = out[i];
+	}
+	u->grad_view = 0;
+	return 0;
+}
+
 /* One MultiheadAttention call of the module m (or a layer's part under prefix); returns the output tensor id. */
 static int mha(mem_builder *b, const ti_module *m, const char *prefix, const attn_shape *s, int query, int key,
                int value, bool self, int mask, double p, bool need_weights, int *weights_out, ti_error *err)
@@ -194,18 +234,40 @@ static int mha(mem_builder *b, const ti_module *m, const char *prefix, const att
 	if (self) {
 		snprintf(w, sizeof(w), "%sin_proj_weight", prefix);
 		snprintf(bi, sizeof(bi), "%sin_proj_bias", prefix);
-		int proj = linear(b, m, w, bi, query, bytes_of(s, s->target, s->batch, 3 * E), err);
+		int proj = in_projection(b, m, s, w, bi, query, s->target, bytes_of(s, s->target, s->batch, 3 * E), err);
 		if (proj < 0)
 			return -1;
 		int c_in[1] = {proj};
-		int packed = mem_step(b, "contiguous", c_in, 1, 0, bytes_of(s, s->target, s->batch, 3 * E), MEM_OUT_NEW,
-		                      false, 0, err);
-		if (packed < 0)
-			return -1;
-		int v_in[1] = {packed};
-		q = mem_step(b, "select", v_in, 1, 0, bytes_of(s, s->target, s->batch, E), MEM_OUT_VIEW, false, 0, err);
-		k = mem_step(b, "select", v_in, 1, 0, bytes_of(s, s->source, s->batch, E), MEM_OUT_VIEW, false, 0, err);
-		v = mem_step(b, "select", v_in, 1, 0, bytes_of(s, s->source, s->batch, E), MEM_OUT_VIEW, false, 0, err);
+		if (ti_memory_torch(b->options) != TI_TORCH_2) {
+			/* 1.13: linear(...).chunk(3), then q, k and v each .contiguous(): three copies, the projection
+			   let go after the last; the scaled q is saved, not q's copy (measured: a 2-head
+			   self-attention in training keeps k's and v's copies only) */
+			int64_t rows[3] = {s->target, s->source, s->source};
+			int views[3], copies[3];
+			if (chunk3(b, proj, s, rows, views, err))
+				return -1;
+			for (int i = 0; i < 3; i++) {
+				int one[1] = {views[i]};
+				copies[i] = mem_step(b, "contiguous", one, 1, 0, bytes_of(s, rows[i], s->batch, E), MEM_OUT_NEW,
+				                     false, 0, err);
+				if (copies[i] < 0)
+					return -1;
+				b->units[b->unit_count - 1].grad_view = 1u; /* CloneBackward hands the gradient on */
+			}
+			q = copies[0];
+			k = copies[1];
+			v = copies[2];
+		} else {
+			/* 2.x: the projection unflattened to (3, E) and made contiguous at once; q, k, v its views */
+			int packed = mem_step(b, "contiguous", c_in, 1, 0, bytes_of(s, s->target, s->batch, 3 * E),
+			                      MEM_OUT_NEW, false, 0, err);
+			if (packed < 0)
+				return -1;
+			int v_in[1] = {packed};
+			q = mem_step(b, "select", v_in, 1, 0, bytes_of(s, s->target, s->batch, E), MEM_OUT_VIEW, false, 0, err);
+			k = mem_step(b, "select", v_in, 1, 0, bytes_of(s, s->source, s->batch, E), MEM_OUT_VIEW, false, 0, err);
+			v = mem_step(b, "select", v_in, 1, 0, bytes_of(s, s->source, s->batch, E), MEM_OUT_VIEW, false, 0, err);
+		}
 	} else {
 		const char *names[3][2] = {{"q_proj_weight", "in_proj_bias"}, {"k_proj_weight", "in_proj_bias"},
 		                           {"v_proj_weight", "in_proj_bias"}};
@@ -215,7 +277,7 @@ static int mha(mem_builder *b, const ti_module *m, const char *prefix, const att
 		for (int i = 0; i < 3; i++) {
 			snprintf(w, sizeof(w), "%s%s", prefix, mem_param(b, m, names[i][0]) >= 0 || *prefix ? names[i][0] : "in_proj_weight");
 			snprintf(bi, sizeof(bi), "%s%s", prefix, names[i][1]);
-			outs[i] = linear(b, m, w, bi, src[i], bytes_of(s, rows[i], s->batch, E), err);
+			outs[i] = in_projection(b, m, s, w, bi, src[i], rows[i], bytes_of(s, rows[i], s->batch, E), err);
 			if (outs[i] < 0)
 				return -1;
 		}
@@ -379,6 +441,7 @@ static ti_status shape_of(const ti_meta_tensor *q, const ti_meta_tensor *k, bool
 	s->batch = batched ? q->shape[batch_first ? 0 : 1].value : 1;
 	s->target = q->shape[batched && batch_first ? 1 : 0].value;
 	s->source = k->shape[k->ndim == 3 && batch_first ? 1 : 0].value;
+	s->folds = batched && batch_first && s->batch > 1 && s->target > 1;
 	s->embed = q->shape[q->ndim - 1].value;
 	s->vdim = s->embed;
 	s->heads = heads > 0 ? heads : 1;

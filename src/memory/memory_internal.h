@@ -79,11 +79,17 @@ typedef struct mem_unit {
 	                                  inputs (bit j: in[j]) wants a gradient, the formula that reads it */
 	unsigned saved_out;          /* bit i: out[i] is saved */
 	int64_t saved_extra;         /* new tensors saved beside (a dropout mask, norm statistics) */
+	unsigned saved_extra_if;     /* 0: saved_extra is kept whenever the unit records a graph; else only when
+	                                one of these inputs wants a gradient, and when it is not kept it is made
+	                                and freed within the call (an operand's copy the formula reads) */
 	int64_t fwd_scratch;         /* freed before the call returns */
 	int64_t fwd_scratch_grad;    /* the same when the call records a graph, if different (-1: same) */
 	int64_t bwd_scratch;         /* the backward's own temporaries */
 	int64_t bwd_scratch_in;      /* > 0: bwd_scratch when in[0] wants a gradient (a recurrent walk that makes it,
 	                                a convolution's backward-data buffer) */
+	int64_t bwd_scratch_no_go[2]; /* > 0: bwd_scratch ([1]: bwd_scratch_in) when the output's gradient has
+	                                no storage of the output's size to let go of midway (the loss's expanded
+	                                gradient): a recurrent walk frees it when its steps have read it */
 	bool bwd_whole;              /* bwd_scratch is the backward's whole peak above its start, its own
 	                                gradients included: what it saved is let go before they are counted */
 	unsigned grad_view;          /* bit i: in[i]'s gradient is a view of the output's, or that gradient

@@ -533,6 +533,14 @@ static int64_t conv_scratch(const char *op, const ti_op_call *c, const ti_meta_t
 	 * the weight's gradient from one image's and one group's columns (measured: within 0.1 MiB of them).
 	 */
 	int64_t groups = conv_arg(c, "groups", 0, 1), cin_g = w->shape[1].value, cout_g = w->shape[0].value / groups;
+	if (groups > 1 && (cin_g > 1 || cout_g > 1) && cout_g % 8 != 0 && cout_g % 4 == 0) {
+		/* groups of 4, 12, 20 ... output channels run on oneDNN's 4-channel blocks: forward and backward hold
+		   the larger of the input and the output once more (measured on 1.13, avx512_core: 32 -> 32, 96, 160
+		   and 16 -> 96 channels in 8 groups, 64 -> 64 in 16, stride 1 to 3, within 0.1 MiB) */
+		int64_t in = mem_meta_bytes(x), out = mem_meta_bytes(y), larger = in > out ? in : out;
+		*backward = *backward_in = larger;
+		return larger;
+	}
 	if (groups > 1 && (cin_g > 1 || cout_g > 1) && cout_g % 8 != 0) {
 		int64_t spatial = 1, columns;
 		for (int k = 2; k < y->ndim; k++)
@@ -566,6 +574,23 @@ static int64_t conv_scratch(const char *op, const ti_op_call *c, const ti_meta_t
 	   larger (measured on 1.13, avx512_core: Conv2d(512, 512, 3) on a 2x3 map peaks at three weights - the weight,
 	   .grad and diff_weights - and 256, 128 and 96 channels on 8x8 to 32x32 maps within 2 %) */
 	*backward = in + out > weight ? in + out : weight;
+	/* a depthwise convolution (one channel in and out per group) holds only the larger of the two unless its
+	   kernel spans 2 or 3 (measured on 1.13, avx512_core: 1x1 at stride 2, 4x4, 5x5, 7x7, 9x9 and 3x3 at
+	   dilation 2, stride 1 to 3, exactly; 2x2 and 3x3 hold both, as every other convolution); a dilated one at
+	   a stride holds the input's alone (measured: 96 -> 96 channels, 3x3, dilation 2, stride 2 on 96x96 maps,
+	   13.5 MiB, where undilated it holds both and the weight's gradient, 17.2) */
+	int64_t span = 0;
+	bool dilated = false, stepped = false;
+	for (int k = 2; k < w->ndim; k++) {
+		int64_t d = conv_arg(c, "dilation", k - 2, 1), e = d * (w->shape[k].value - 1) + 1;
+		span = e > span ? e : span;
+		dilated |= d > 1;
+		stepped |= conv_arg(c, "stride", k - 2, 1) > 1;
+	}
+	if (groups > 1 && cin_g == 1 && cout_g == 1 && (span > 3 || span == 1))
+		*backward = in > out ? in : out;
+	else if (dilated && stepped)
+		*backward = in;
 	if (!conv_backward_weights_jit(c, x, y, w, isa)) {
 		int64_t columns = 0, spatial = 1, bytes;
 		*gemm = true;
@@ -639,22 +664,53 @@ static bool passes_inputs_through(const call_tensors *in, const call_tensors *ou
  * projection (q, k, v split from one linear and moved head-first) does not
  * merge: the copy is what attention keeps. Sizes of 1 never block a merge.
  */
-static bool batch_dims_merge(const ti_meta_tensor *t, int batch_dims)
+static bool dims_merge(const ti_meta_tensor *t, int n, int64_t *product)
 {
-	int own = t->ndim - 2;
-	int64_t product = 1, expect = -1;
-	for (int i = own - 1; i >= 0; i--) {
+	int64_t expect = -1;
+	*product = 1;
+	for (int i = n - 1; i >= 0; i--) {
 		int64_t size = t->shape[i].value, stride = t->stride[i].value;
 		if (t->shape[i].sym || t->stride[i].sym)
 			return true; /* symbolic: not decided here */
-		product *= size;
+		*product *= size;
 		if (size == 1)
 			continue;
 		if (expect >= 0 && stride != expect)
 			return false;
 		expect = stride * size;
 	}
-	return own >= batch_dims || product == 1; /* broadcast over more batch dims: expanded, then copied */
+	return true;
+}
+
+static bool batch_dims_merge(const ti_meta_tensor *t, int batch_dims)
+{
+	int64_t product;
+	if (!dims_merge(t, t->ndim - 2, &product))
+		return false;
+	return t->ndim - 2 >= batch_dims || product == 1; /* broadcast over more batch dims: expanded, then copied */
+}
+
+/*
+ * linear, and matmul by a matrix, fold an input of three or more dims to (rows, in) with reshape
+ * (at::native::matmul; F.linear takes that path for an input that is not contiguous): a view when the
+ * leading dims merge into one stride, else a copy, which mm saves for the weight's gradient in place of
+ * the input. A batch_first RNN's output is such a transposed view. Measured on 1.13: Linear(256, 64) after
+ * a batch_first bidirectional RNN, [8, 256, 256]: the step rose 2.5 MiB (the 2 MiB copy, kept, and the
+ * output); with a frozen weight the copy is made and freed in the call.
+ */
+static void fold_copy(const call_tensors *in, mem_unit *u)
+{
+	int64_t product;
+	if (in->n < 2 || in->t[0]->ndim < 3 || in->t[1]->ndim > 2 || dims_merge(in->t[0], in->t[0]->ndim - 1, &product))
+		return;
+	int64_t bytes = mem_meta_bytes(in->t[0]);
+	if ((u->saved_in & 1u) && !u->saved_extra) {
+		u->saved_in &= ~1u;
+		u->saved_extra = bytes;
+		u->saved_extra_if = u->saved_if[0];
+	} else {
+		u->fwd_scratch += bytes;
+	}
 }
 
 static void matmul_copies(const call_tensors *in, const call_tensors *out, mem_unit *u)
@@ -817,6 +873,8 @@ static ti_status plan_plain(mem_builder *b, const mem_event *ev, const plain_row
 		u.differentiable = true;
 	if (!strcmp(row->name, "matmul"))
 		matmul_copies(&in, &out, &u);
+	if (!strcmp(row->name, "matmul") || !strcmp(row->name, "linear"))
+		fold_copy(&in, &u);
 	if (x && out.n && !strncmp(row->name, "conv", 4))
 		conv_plan(b, &u, row->name, c, x, out.t[0]);
 	if (b->options->quantize && !strcmp(row->name, "linear") && in.n >= 2)

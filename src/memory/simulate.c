@@ -432,6 +432,9 @@ static void forward_unit(sim *s, size_t k, run_kind kind)
 		alloc_storage(l, t->storage);
 	}
 	int64_t scratch = keep && u->fwd_scratch_grad >= 0 ? u->fwd_scratch_grad : u->fwd_scratch;
+	bool extra_kept = keep && wanted(s, u, u->saved_extra_if);
+	if (u->saved_extra_if && !extra_kept)
+		scratch += u->saved_extra;
 	if (keep) {
 		s->saved[k] = 0;
 		for (int i = 0; i < u->nin; i++)
@@ -442,7 +445,7 @@ static void forward_unit(sim *s, size_t k, run_kind kind)
 		for (int o = 0; o < u->nout; o++)
 			if (u->saved_out & (1u << o))
 				l->st[b->tensors[u->out[o]].storage].saved++;
-		if (u->saved_extra > 0) {
+		if (u->saved_extra > 0 && extra_kept) {
 			int id = add_storage(s, u->saved_extra, TI_MEM_SAVED, u->label, u->module);
 			if (id < 0)
 				l->overflow = true;
@@ -636,11 +639,18 @@ static void accumulate(sim *s, int t, int g, const char *name)
  * its reorders and the input's gradient), and GELU's, which hands the
  * gradient to oneDNN's eltwise_backward (measured: GELU ending a model
  * holds a copy of its output's size beside its input's gradient; the tanh
- * approximation's own kernel would not, and is counted the same).
+ * approximation's own kernel would not, and is counted the same). So do the
+ * poolings' and the upsamplings' backward kernels, which index the gradient
+ * as a contiguous array (measured on 1.13: max_pool2d, avg_pool2d, their
+ * adaptive forms, max_pool1d, nearest and bilinear interpolation ending a
+ * model each hold a copy of their output's size beside the input's gradient).
  */
-static const char *const dense_grad_ops[] = {"linear", "matmul", "mm", "bmm", "addmm", "baddbmm",
-                                             "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
-                                             "conv_transpose3d", "gelu", NULL};
+static const char *const dense_grad_ops[] = {
+	"linear", "matmul", "mm", "bmm", "addmm", "baddbmm", "conv1d", "conv2d", "conv3d", "conv_transpose1d",
+	"conv_transpose2d", "conv_transpose3d", "gelu", "max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d",
+	"avg_pool2d", "avg_pool3d", "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d",
+	"adaptive_max_pool1d", "adaptive_max_pool2d", "interpolate", "upsample", "upsample_nearest",
+	"upsample_bilinear", NULL};
 
 static int64_t expanded_grad_copy(const sim *s, const mem_unit *u, int go)
 {
@@ -691,8 +701,10 @@ static void backward(sim *s)
 		if (!any)
 			continue;
 		int go = s->pending[u->out[0]];
-		int64_t scratch = u->bwd_scratch_in > 0 && u->nin && b->tensors[u->in[0]].grad ? u->bwd_scratch_in
-		                                                                              : u->bwd_scratch;
+		bool in_grad = u->bwd_scratch_in > 0 && u->nin && b->tensors[u->in[0]].grad;
+		int64_t scratch = in_grad ? u->bwd_scratch_in : u->bwd_scratch;
+		if (u->bwd_scratch_no_go[in_grad] > 0 && (go < 0 || s->l.st[go].bytes != b->tensors[u->out[0]].bytes))
+			scratch = u->bwd_scratch_no_go[in_grad];
 		if (u->bwd_whole) {
 			transient(s, scratch, TI_MEM_TEMPORARY, u->label, u->depends);
 			release_saved(s, (int)k);

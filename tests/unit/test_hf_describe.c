@@ -13,6 +13,7 @@
 
 #include "tinspect/hf_describe.h"
 #include "tinspect/model.h"
+#include "tinspect/safetensors.h"
 
 static char *slurp(const char *path, size_t *size)
 {
@@ -341,27 +342,70 @@ Test(hf_describe, registers_vits_class_token_and_positions_before_the_patch_embe
 }
 
 /*
- * Real checkpoints' tensor names: the model.safetensors.index.json of a real
- * upload beside its config.json, copied from public GitHub repositories that
- * vendor the Hugging Face files (the shards themselves are not there):
- * gemma-2b-it from ananddhanabal/gemma, WizardLM-2-8x22B (a Mixtral 8x22B)
- * from tbressers/WizardLM-2-8x22B, Llama-3.2-3B from
- * PANDASANG1231/llama_3.2-3B-huggingface-shard0. The index has no shapes,
- * but its total_size is the shards' bytes: at 2 bytes an element (bfloat16,
- * the configs' torch_dtype) it is the parameter count of the names it lists.
+ * Real checkpoints' tensor names: the index (model.safetensors.index.json or
+ * pytorch_model.bin.index.json) of a real upload beside its config.json,
+ * copied from public GitHub repositories that vendor the Hugging Face files
+ * (the shards themselves are not there); fixtures/hf/SOURCES.md names each
+ * repository and commit. An index has no shapes, but its total_size is the
+ * shards' bytes: at the config's torch_dtype it is the parameter count of the
+ * names it lists.
+ *
+ * RedPajama-INCITE-7B-Base was saved by transformers 4.28, whose GPT-NeoX
+ * attention still registered three persistent buffers that later versions
+ * dropped or made non-persistent: the causal mask `attention.bias` (bool
+ * [1, 1, 2048, 2048], counted as 1/8 byte an element by that version's
+ * shard sizes: 524,288 bytes), `attention.masked_bias` (a float16 scalar, 2)
+ * and `attention.rotary_emb.inv_freq` (64 float16, 128): 524,418 bytes a
+ * layer, 16,781,376 for its 32 layers. The description follows today's
+ * modeling code; the test takes exactly those names, and those bytes, as the
+ * file's surplus.
  */
-static const char *const real_indexes[] = {
-	"fixtures/hf/gemma-2b-it",
-	"fixtures/hf/WizardLM-2-8x22B",
-	"fixtures/hf/Llama-3.2-3B",
+static const struct {
+	const char *dir, *index;
+	const char *legacy[3]; /* name suffixes of buffers the saving transformers kept */
+	int64_t legacy_bytes;
+} real_indexes[] = {
+	{"fixtures/hf/gemma-2b-it", "model.safetensors.index.json", {NULL}, 0},
+	{"fixtures/hf/WizardLM-2-8x22B", "model.safetensors.index.json", {NULL}, 0},
+	{"fixtures/hf/Llama-3.2-3B", "model.safetensors.index.json", {NULL}, 0},
+	{"fixtures/hf/Mistral-7B-v0.1", "model.safetensors.index.json", {NULL}, 0},
+	{"fixtures/hf/3PRYMMAL-PHI3-3B-SLERP", "model.safetensors.index.json", {NULL}, 0},
+	{"fixtures/hf/Qwen3-1.7B", "model.safetensors.index.json", {NULL}, 0},
+	{"fixtures/hf/cogito-v1-preview-qwen-14B", "model.safetensors.index.json", {NULL}, 0},
+	{"fixtures/hf/gemma-2-9b-it", "model.safetensors.index.json", {NULL}, 0},
+	{"fixtures/hf/falcon-7b-instruct", "pytorch_model.bin.index.json", {NULL}, 0},
+	{"fixtures/hf/RedPajama-INCITE-7B-Base", "pytorch_model.bin.index.json",
+	 {".attention.bias", ".attention.masked_bias", ".attention.rotary_emb.inv_freq"}, 32 * (2048 * 2048 / 8 + 2 + 64 * 2)},
 };
+
+static bool ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), k = strlen(suffix);
+	return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
+/* Bytes an element of the config's torch_dtype, as the shards hold it. */
+static int element_bytes(const char *config)
+{
+	size_t size;
+	char *text = slurp(config, &size);
+	cJSON *json = cJSON_ParseWithLength(text, size);
+	free(text);
+	const char *dtype = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(json, "torch_dtype"));
+	cr_assert(dtype, "%s has no torch_dtype", config);
+	int bytes = strcmp(dtype, "float32") == 0 ? 4 : strcmp(dtype, "bfloat16") == 0 || strcmp(dtype, "float16") == 0 ? 2 : 0;
+	cr_assert(bytes, "%s: torch_dtype %s", config, dtype);
+	cJSON_Delete(json);
+	return bytes;
+}
 
 Test(hf_describe, names_exactly_the_tensors_of_real_checkpoints_and_their_bytes)
 {
 	for (size_t f = 0; f < sizeof(real_indexes) / sizeof(real_indexes[0]); f++) {
+		const char *dir = real_indexes[f].dir;
 		char path[256];
 		size_t size;
-		snprintf(path, sizeof(path), "%s/model.safetensors.index.json", real_indexes[f]);
+		snprintf(path, sizeof(path), "%s/%s", dir, real_indexes[f].index);
 		char *text = slurp(path, &size);
 		cJSON *index = cJSON_ParseWithLength(text, size);
 		free(text);
@@ -369,18 +413,19 @@ Test(hf_describe, names_exactly_the_tensors_of_real_checkpoints_and_their_bytes)
 		const cJSON *bytes = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(index, "metadata"),
 		                                                      "total_size");
 		cr_assert(cJSON_IsObject(map) && cJSON_IsNumber(bytes), "%s: no weight_map or total_size", path);
-		snprintf(path, sizeof(path), "%s/config.json", real_indexes[f]);
+		snprintf(path, sizeof(path), "%s/config.json", dir);
+		int element = element_bytes(path);
 		ti_model *m = describe_file(path);
 		size_t n;
 		const ti_model_param *p = ti_model_params(m, &n);
 		int64_t elements = 0;
 		size_t listed = 0;
 		for (size_t i = 0; i < n; i++) {
-			if (p[i].buffer)
+			if (p[i].buffer && !p[i].persistent)
 				continue;
 			bool in_file = cJSON_GetObjectItemCaseSensitive(map, p[i].name) != NULL;
 			/* save_pretrained leaves a tied head out; a file may also keep it */
-			cr_expect(in_file || p[i].tied_to, "%s: '%s' is not in the checkpoint", real_indexes[f], p[i].name);
+			cr_expect(in_file || p[i].tied_to, "%s: '%s' is not in the checkpoint", dir, p[i].name);
 			if (!in_file)
 				continue;
 			listed++;
@@ -389,12 +434,89 @@ Test(hf_describe, names_exactly_the_tensors_of_real_checkpoints_and_their_bytes)
 				e *= p[i].shape[k];
 			elements += e;
 		}
-		cr_expect(listed == (size_t)cJSON_GetArraySize(map), "%s: the checkpoint has %d tensors, the description %zu of them",
-		          real_indexes[f], cJSON_GetArraySize(map), listed);
-		cr_expect(elements * 2 == (int64_t)bytes->valuedouble, "%s: %" PRId64 " bytes in bfloat16, the index says %.0f",
-		          real_indexes[f], elements * 2, bytes->valuedouble);
+		/* every name of the file the description lacks is one of the legacy buffers */
+		size_t legacy = 0;
+		const cJSON *entry;
+		cJSON_ArrayForEach(entry, map)
+		{
+			bool described = false;
+			for (size_t i = 0; i < n && !described; i++)
+				described = strcmp(p[i].name, entry->string) == 0;
+			bool old = false;
+			for (size_t k = 0; k < 3 && real_indexes[f].legacy[k] && !old; k++)
+				old = ends_with(entry->string, real_indexes[f].legacy[k]);
+			cr_expect(described || old, "%s: the checkpoint has '%s', the description does not", dir, entry->string);
+			legacy += !described && old;
+		}
+		cr_expect(listed + legacy == (size_t)cJSON_GetArraySize(map),
+		          "%s: the checkpoint has %d tensors, the description %zu of them and %zu legacy buffers", dir,
+		          cJSON_GetArraySize(map), listed, legacy);
+		cr_expect(elements * element + real_indexes[f].legacy_bytes == (int64_t)bytes->valuedouble,
+		          "%s: %" PRId64 " bytes at %d an element (+ %" PRId64 " of legacy buffers), the index says %.0f", dir,
+		          elements * element, element, real_indexes[f].legacy_bytes, bytes->valuedouble);
 		ti_model_close(m);
 		cJSON_Delete(index);
+	}
+}
+
+/*
+ * Real safetensors headers: names, dtypes and shapes. tiny-gpt2's
+ * model.safetensors (a 2-layer GPT-2 of width 2, as uploaded) is kept with its
+ * header byte for byte and its data zeroed; tests/cli/cases also checks the
+ * folder with `tinspect check`.
+ */
+static const char *const real_headers[] = {
+	"fixtures/hf/tiny-gpt2",
+};
+
+Test(hf_describe, gives_the_names_dtypes_and_shapes_of_real_safetensors_headers)
+{
+	for (size_t f = 0; f < sizeof(real_headers) / sizeof(real_headers[0]); f++) {
+		const char *dir = real_headers[f];
+		char path[256];
+		snprintf(path, sizeof(path), "%s/model.safetensors", dir);
+		FILE *file = fopen(path, "rb");
+		cr_assert(file, "cannot open %s", path);
+		unsigned char le[8];
+		cr_assert(fread(le, 1, 8, file) == 8);
+		uint64_t length = 0;
+		for (int k = 7; k >= 0; k--)
+			length = length << 8 | le[k];
+		cr_assert(length > 0 && length < (1u << 20), "%s: header of %" PRIu64 " bytes", path, length);
+		char *text = malloc(length);
+		cr_assert(fread(text, 1, length, file) == length);
+		fclose(file);
+		cJSON *header = cJSON_ParseWithLength(text, length);
+		free(text);
+		cr_assert(cJSON_IsObject(header), "%s: the header is not a JSON object", path);
+
+		snprintf(path, sizeof(path), "%s/config.json", dir);
+		ti_model *m = describe_file(path);
+		size_t n, in_file = 0;
+		const ti_model_param *p = ti_model_params(m, &n);
+		for (size_t i = 0; i < n; i++) {
+			if (p[i].buffer && !p[i].persistent)
+				continue;
+			const cJSON *t = cJSON_GetObjectItemCaseSensitive(header, p[i].name);
+			cr_expect(t || p[i].tied_to, "%s: '%s' is not in the file", dir, p[i].name);
+			if (!t)
+				continue;
+			in_file++;
+			const char *dtype = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(t, "dtype"));
+			const char *want = ti_st_dtype_name(p[i].dtype);
+			cr_expect(dtype && want && strcmp(dtype, want) == 0, "%s: '%s' is %s in the file, %s in the description",
+			          dir, p[i].name, dtype ? dtype : "?", want ? want : ti_dtype_name(p[i].dtype));
+			const cJSON *shape = cJSON_GetObjectItemCaseSensitive(t, "shape");
+			bool same = cJSON_GetArraySize(shape) == p[i].ndim;
+			for (int k = 0; same && k < p[i].ndim; k++)
+				same = (int64_t)cJSON_GetArrayItem(shape, k)->valuedouble == p[i].shape[k];
+			cr_expect(same, "%s: '%s' has another shape in the file", dir, p[i].name);
+		}
+		int tensors = cJSON_GetArraySize(header) - (cJSON_GetObjectItemCaseSensitive(header, "__metadata__") != NULL);
+		cr_expect(in_file == (size_t)tensors, "%s: the file has %d tensors, the description %zu of them", dir, tensors,
+		          in_file);
+		ti_model_close(m);
+		cJSON_Delete(header);
 	}
 }
 
