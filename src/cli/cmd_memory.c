@@ -1649,6 +1649,8 @@ static int check_lora(memory_args *a)
 	if (!targets) {
 		const char *mt = config_model_type(a->cm.file, mt_buf, sizeof(mt_buf));
 		targets = ti_lora_default_targets(mt);
+		if (!targets && !cli_is_description(a->cm.file))
+			return cli_usage_error("memory: --lora needs a model description; %s is a checkpoint", a->cm.file);
 		if (!targets)
 			return cli_usage_error("memory: --lora: give --lora-targets (q_proj,v_proj): %s %s%s%s", a->cm.file,
 			                       mt ? "is a " : "is no Hugging Face config with a model_type peft has default targets for",
