@@ -56,9 +56,11 @@ const char *ti_lora_default_targets(const char *model_type);
  * Rewrites the description text desc (size bytes) with cfg's adapters;
  * *out gets the new text, *modules how many Linear entries were wrapped.
  * A target module peft matches by its last name (q_proj matches
- * model.layers.0.self_attn.q_proj). TI_E_INVALID when a target names no
- * module of the description (the message lists its Linear names) or a
- * module that is no Linear; TI_E_CORRUPT when desc is no JSON object.
+ * model.layers.0.self_attn.q_proj); a Linear, or transformers' Conv1D (a
+ * def named Conv1D... whose weight is [in, out], as GPT-2's templates have
+ * it, which peft wraps with fan_in_fan_out). TI_E_INVALID when a target
+ * names no module of the description (the message lists its Linear names)
+ * or a module of another kind; TI_E_CORRUPT when desc is no JSON object.
  */
 ti_status ti_lora_apply(const char *desc, size_t size, const ti_lora_config *cfg, char **out, size_t *modules,
                         ti_error *err);

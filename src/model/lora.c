@@ -1,7 +1,7 @@
 /*
  * lora.c - peft's LoRA as a rewrite of a model description (see lora.h).
  *
- * Each targeted Linear entry of "modules" (the model's, or a def's) becomes
+ * Each targeted Linear (or Conv1D def) entry of "modules" (the model's, or a def's) becomes
  * {"type": "LoraLinearN"}, and a def LoraLinearN is added whose modules are
  * peft's (base_layer: the entry as it was; lora_dropout, lora_A, lora_B:
  * ModuleDicts holding the adapter "default") and whose graph is
@@ -177,11 +177,9 @@ static cJSON *step(const char *out, const char *kind, const char *what, const ch
 	return s;
 }
 
-/* The def that replaces Linear entry (moved into it as base_layer). */
-static cJSON *lora_def(const ti_lora_config *cfg, cJSON *entry)
+/* The def that replaces a layer entry (moved into it as base_layer) of in x out features. */
+static cJSON *lora_def(const ti_lora_config *cfg, cJSON *entry, const cJSON *in, const cJSON *out)
 {
-	const cJSON *in = cJSON_GetObjectItemCaseSensitive(entry, "in_features");
-	const cJSON *out = cJSON_GetObjectItemCaseSensitive(entry, "out_features");
 	cJSON *rank = cJSON_CreateNumber((double)cfg->r);
 	cJSON *def = cJSON_CreateObject(), *inputs = cJSON_CreateArray(), *mods = cJSON_CreateObject();
 	cJSON *graph = cJSON_CreateArray(), *outputs = cJSON_CreateArray();
@@ -217,6 +215,23 @@ static cJSON *lora_def(const ti_lora_config *cfg, cJSON *entry)
 	return def;
 }
 
+/*
+ * transformers' Conv1D (GPT-2's c_attn, c_proj, c_fc), a def named Conv1D...
+ * in the templates whose weight is [in, out]: peft wraps it as a Linear with
+ * fan_in_fan_out, in and out read from base_layer.weight.shape.
+ */
+static bool conv1d_features(const cJSON *defs, const char *type, const cJSON **in, const cJSON **out)
+{
+	const cJSON *def = strncmp(type, "Conv1D", 6) ? NULL : cJSON_GetObjectItemCaseSensitive(defs, type);
+	const cJSON *params = cJSON_GetObjectItemCaseSensitive(def, "parameters");
+	const cJSON *shape = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(params, "weight"), "shape");
+	if (!cJSON_IsArray(shape) || cJSON_GetArraySize(shape) != 2)
+		return false;
+	*in = cJSON_GetArrayItem(shape, 0);
+	*out = cJSON_GetArrayItem(shape, 1);
+	return true;
+}
+
 static bool is_container(const char *type)
 {
 	return !strcmp(type, "Module") || !strcmp(type, "ModuleList") || !strcmp(type, "ModuleDict") ||
@@ -232,19 +247,22 @@ static ti_status visit(rewrite *rw, cJSON *parent, cJSON *entry, const char *nam
 	const cJSON *type = cJSON_GetObjectItemCaseSensitive(entry, "type");
 	if (!cJSON_IsString(type))
 		return TI_OK;
-	if (!strcmp(type->valuestring, "Linear") && name)
+	if ((!strcmp(type->valuestring, "Linear") || !strncmp(type->valuestring, "Conv1D", 6)) && name)
 		note_linear(rw, name);
 	int t = name ? target_index(rw, name) : -1;
 	if (t >= 0) {
-		if (strcmp(type->valuestring, "Linear")) {
+		const cJSON *in = NULL, *out = NULL;
+		if (!strcmp(type->valuestring, "Linear")) {
+			in = cJSON_GetObjectItemCaseSensitive(entry, "in_features");
+			out = cJSON_GetObjectItemCaseSensitive(entry, "out_features");
+			if (!in || !out)
+				return TI_FAIL(err, TI_E_CORRUPT, "target '%s': a Linear without in_features and out_features "
+				               "by name", name);
+		} else if (!conv1d_features(defs, type->valuestring, &in, &out)) {
 			if (!rw->not_linear[0])
 				snprintf(rw->not_linear, sizeof(rw->not_linear), "'%.40s' (%.60s)", name, type->valuestring);
 			return TI_OK;
 		}
-		if (!cJSON_GetObjectItemCaseSensitive(entry, "in_features") ||
-		    !cJSON_GetObjectItemCaseSensitive(entry, "out_features"))
-			return TI_FAIL(err, TI_E_CORRUPT, "target '%s': a Linear without in_features and out_features by name",
-			               name);
 		char def_name[48];
 		do
 			snprintf(def_name, sizeof(def_name), "LoraLinear%zu", ++rw->count);
@@ -258,7 +276,7 @@ static ti_status visit(rewrite *rw, cJSON *parent, cJSON *entry, const char *nam
 		cJSON_AddStringToObject(stub, "type", def_name);
 		cJSON_AddItemToObject(parent, name, stub); /* appended: walk_ordered puts it back in its place */
 		cJSON *moved = cJSON_DetachItemViaPointer(parent, entry);
-		cJSON_AddItemToObject(rw->new_defs, def_name, lora_def(rw->cfg, moved));
+		cJSON_AddItemToObject(rw->new_defs, def_name, lora_def(rw->cfg, moved, in, out));
 		return TI_OK;
 	}
 	if (!is_container(type->valuestring))

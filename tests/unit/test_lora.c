@@ -267,3 +267,32 @@ Test(lora, adapters_stay_float32_under_a_low_precision_base)
 	cr_assert_eq(r->weights, (64 * 32 + 32) * 2 + adapter);
 	ti_model_close(m);
 }
+
+/*
+ * GPT-2's c_attn is transformers' Conv1D (weight [in, out]), which peft wraps
+ * with fan_in_fan_out: r=8 gives A 8x768 and B 2304x8 a layer, 12 layers:
+ * "trainable params: 294,912 || all params: 124,734,720" (124,439,808 GPT-2's).
+ */
+Test(lora, gpt2_conv1d_c_attn_as_peft_wraps_it)
+{
+	char *desc = describe("fixtures/hf/gpt2/config.json");
+	ti_lora_config c = config("r=8", "c_attn");
+	size_t wrapped;
+	ti_model *m = open_with(desc, &c, NULL, NULL, 0, &wrapped);
+	free(desc);
+	size_t n;
+	const ti_model_param *p = ti_model_params(m, &n);
+	int64_t adapters = 0, all = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (p[i].buffer || p[i].tied_to)
+			continue;
+		all += numel(&p[i]);
+		if (strstr(p[i].name, ".lora_"))
+			adapters += numel(&p[i]);
+	}
+	cr_assert_eq(adapters, 294912);
+	cr_assert_eq(all, 124734720);
+	const ti_model_param *b = param(m, "transformer.h.0.attn.c_attn.lora_B.default.weight", NULL);
+	cr_assert(b->shape[0] == 2304 && b->shape[1] == 8);
+	ti_model_close(m);
+}
