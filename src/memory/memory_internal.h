@@ -156,6 +156,8 @@ bool mem_training(const mem_builder *b);
 
 /* --quantize: whether model parameter i is a Linear weight bitsandbytes quantizes (quant.c). */
 bool mem_quantized(const ti_model *m, const ti_memory_options *o, size_t i);
+/* A quantized weight's output features (its rows once quantized): a Linear's shape[0], a Conv1D's shape[1]. */
+int64_t mem_quant_rows(const ti_model *m, size_t i);
 /*
  * --quantize, a linear call u over input x and weight w: when w is a
  * quantized parameter, the weight dequantized in the compute dtype for the

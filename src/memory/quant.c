@@ -77,13 +77,20 @@ int64_t ti_memory_quant_shared_bytes(ti_memory_quant q, bool double_quant)
 	return (q == TI_QUANT_NF4 || q == TI_QUANT_FP4) && double_quant ? DYNAMIC : 0;
 }
 
+/* transformers' Conv1D (GPT-2), a def of the templates named Conv1D...: its weight is [in, out] */
+static bool is_conv1d(const ti_module *mod)
+{
+	return mod && !strncmp(mod->type, "Conv1D", 6);
+}
+
 bool mem_quantized(const ti_model *m, const ti_memory_options *o, size_t i)
 {
 	if (!o->quantize || i >= m->param_count_all)
 		return false;
 	const ti_model_param *p = &m->params[i];
 	const ti_module *mod = m->param_modules[i];
-	if (p->buffer || !mod || strcmp(mod->type, "Linear") || strcmp(m->param_locals[i], "weight") ||
+	/* replace_with_bnb_linear converts nn.Linear and Conv1D (its weight transposed) alike */
+	if (p->buffer || !mod || (strcmp(mod->type, "Linear") && !is_conv1d(mod)) || strcmp(m->param_locals[i], "weight") ||
 	    !ti_dtype_is_floating(p->dtype) || p->ndim != 2)
 		return false;
 	/* transformers' get_keys_to_not_convert: the output embedding stays; peft's adapters are not the base's */
@@ -93,6 +100,13 @@ bool mem_quantized(const ti_model *m, const ti_memory_options *o, size_t i)
 	return !strstr(p->name, ".lora_A.") && !strstr(p->name, ".lora_B.");
 }
 
+int64_t mem_quant_rows(const ti_model *m, size_t i)
+{
+	const ti_model_param *p = &m->params[i];
+	int64_t rows = p->shape[is_conv1d(m->param_modules[i]) ? 1 : 0];
+	return rows > 0 ? rows : 1;
+}
+
 void mem_quant_linear(mem_builder *b, mem_unit *u, const ti_meta_tensor *x, const ti_meta_tensor *w)
 {
 	if (u->nin < 2 || !x || !w || w->ndim != 2)
@@ -100,7 +114,8 @@ void mem_quant_linear(mem_builder *b, mem_unit *u, const ti_meta_tensor *x, cons
 	const mem_tensor *t = &b->tensors[u->in[1]];
 	if (t->param < 0 || !mem_quantized(b->model, b->options, (size_t)t->param))
 		return;
-	int64_t out = w->shape[0].value, in = w->shape[1].value;
+	bool conv1d = is_conv1d(b->model->param_modules[t->param]);
+	int64_t out = w->shape[conv1d ? 1 : 0].value, in = w->shape[conv1d ? 0 : 1].value;
 	int64_t rows = in ? mem_meta_bytes(x) / (int64_t)ti_dtype_size(x->dtype) / in : 0;
 	int64_t es = (int64_t)ti_dtype_size(x->dtype);
 	if (b->options->quantize == TI_QUANT_GPTQ || b->options->quantize == TI_QUANT_AWQ)

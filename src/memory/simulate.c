@@ -962,8 +962,10 @@ static ti_status map_params(sim *s, ti_error *err)
 			int64_t bytes = held > 0 ? held
 			              : !quantized ? param_bytes(o, p, i)
 			              : gptq ? ti_memory_gptq_bytes(o->quantize == TI_QUANT_AWQ, o->quant_bits, o->quant_group,
-			                                            p->shape[0], p->shape[1])
-			                     : ti_memory_quant_bytes(o->quantize, o->quant_double, p->shape[0], p->shape[1]);
+			                                            mem_quant_rows(m, i), p->shape[0] * p->shape[1] /
+			                                            mem_quant_rows(m, i))
+			                     : ti_memory_quant_bytes(o->quantize, o->quant_double, mem_quant_rows(m, i),
+			                                             p->shape[0] * p->shape[1] / mem_quant_rows(m, i));
 			if (bytes < 0)
 				return TI_FAIL(err, TI_E_LIMIT, "'%s' is larger than %lld bytes", p->name,
 				               (long long)TI_MEMORY_MAX_BYTES);

@@ -5,11 +5,13 @@
  * MatMul8bitLt; matmul_4bit's gemv_4bit for one token), byte for byte.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "unit.h"
 
 #include "tinspect/arena.h"
+#include "tinspect/hf_describe.h"
 #include "tinspect/memory.h"
 #include "tinspect/model.h"
 #include "tinspect/source.h"
@@ -349,4 +351,42 @@ Test(quant, int8_keeps_its_input_and_dequantizes_in_backward)
 	cr_assert_eq(acts - r->activations, 64 * 256 * 4, "the norm's output, fc1's A");
 	cr_assert_eq(q - rise(r, TI_PHASE_BACKWARD, "fc1"), DEQ);
 	ti_model_close(m);
+}
+
+/*
+ * GPT-2's Conv1D layers (weight [in, out]) are quantized as replace_with_bnb_linear
+ * converts them, out x in: 12 layers of c_attn 768 -> 2304, attn.c_proj
+ * 768 -> 768, c_fc 768 -> 3072, mlp.c_proj 3072 -> 768; the embeddings, norms
+ * and biases stay float32.
+ */
+Test(quant, gpt2_conv1d_weights_are_quantized_too)
+{
+	FILE *f = fopen("fixtures/hf/gpt2/config.json", "rb");
+	cr_assert(f);
+	char text[8192];
+	size_t n = fread(text, 1, sizeof(text), f);
+	fclose(f);
+	char *desc;
+	ti_error err;
+	ti_error_clear(&err);
+	cr_assert(ti_hf_describe(text, n, &desc, &err) == TI_OK, "%s", err.message);
+	static const char *const names[] = {"B", "T"};
+	int64_t values[] = {1, 16};
+	ti_model_options mo = {.bind_names = names, .bind_values = values, .bind_count = 2};
+	ti_memory_options plain = {0}, nf4 = {.quantize = TI_QUANT_NF4};
+	int64_t w[2];
+	for (int k = 0; k < 2; k++) { /* a model traces once: a fresh one for each estimate */
+		ti_model *m = NULL;
+		cr_assert(ti_model_open(desc, strlen(desc), &mo, &m, &err) == TI_OK, "%s", err.message);
+		w[k] = estimate(m, k ? &nf4 : &plain)->weights;
+		ti_model_close(m);
+	}
+	free(desc);
+	int64_t p = w[0], q = w[1];
+	int64_t values_per_layer = 768 * 2304 + 768 * 768 + 768 * 3072 + 3072 * 768;
+	int64_t packed = ti_memory_quant_bytes(TI_QUANT_NF4, false, 2304, 768) +
+	                 ti_memory_quant_bytes(TI_QUANT_NF4, false, 768, 768) +
+	                 ti_memory_quant_bytes(TI_QUANT_NF4, false, 3072, 768) +
+	                 ti_memory_quant_bytes(TI_QUANT_NF4, false, 768, 3072);
+	cr_assert_eq(p - q, 12 * (values_per_layer * 4 - packed), "%lld vs %lld", (long long)p, (long long)q);
 }
