@@ -256,8 +256,8 @@ def worker(spec):
             "optimizer_state": sum(t.numel() * t.element_size() for t in state)}
 
 
-def write_config(tmp, name, change):
-    cfg = dict(LLAMA)
+def write_config(tmp, name, change, base):
+    cfg = dict(base)
     cfg.update(change)
     d = os.path.join(tmp, name)
     os.makedirs(d, exist_ok=True)
@@ -311,7 +311,7 @@ def compare_cmd(a):
     failed = []
     print("%-24s %12s %12s %8s" % ("case", "torch", "tinspect", "error"))
     for c in data["cases"]:
-        folder = write_config(tmp, c["case"], c["config"])
+        folder = write_config(tmp, c["case"], c["config"], data.get("model", LLAMA))  # the model measured
         doc = estimate(a.tinspect, folder, c)
         want = c["torch"]["peak"]
         e = (doc["peak"] - want) / float(want)
