@@ -33,9 +33,7 @@ is 6 MiB under), left to the llama template's own measurement.
                                                 bytes by more than a 4 KiB allocation each)
 """
 import argparse
-import ctypes
 import datetime
-import gc
 import json
 import os
 import subprocess
