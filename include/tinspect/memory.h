@@ -74,6 +74,44 @@ typedef enum ti_torch_version { TI_TORCH_DEFAULT, TI_TORCH_1_13, TI_TORCH_2 } ti
 typedef enum ti_memory_attention { TI_ATTN_DEFAULT, TI_ATTN_EAGER, TI_ATTN_SDPA, TI_ATTN_FLASH } ti_memory_attention;
 
 /*
+ * --quantize: the base model's Linear weights as bitsandbytes holds them
+ * (transformers' BitsAndBytes quantizer: every nn.Linear but the output
+ * embedding, lm_head): int8 (LLM.int8, Linear8bitLt: an int8 weight and a
+ * float32 scale per row, SCB), nf4 or fp4 (Linear4bit, Params4bit: two
+ * values a byte, a float32 absmax per block of 64, or with double
+ * quantization a uint8 one beside a float32 absmax per 256 blocks).
+ */
+typedef enum ti_memory_quant {
+	TI_QUANT_NONE, TI_QUANT_INT8, TI_QUANT_NF4, TI_QUANT_FP4,
+	TI_QUANT_GPTQ, /* AutoGPTQ's QuantLinear: qweight int32 [in*bits/32, out], qzeros int32 [groups, out*bits/32],
+	                  scales float16 [groups, out], g_idx int32 [in] */
+	TI_QUANT_AWQ   /* AutoAWQ's WQLinear_GEMM: qweight int32 [in, out*bits/32], qzeros and scales as GPTQ's */
+} ti_memory_quant;
+
+/* "int8", "nf4", "fp4", "gptq", "awq" ("none" for TI_QUANT_NONE). */
+const char *ti_memory_quant_name(ti_memory_quant q);
+
+/*
+ * The bytes bitsandbytes holds for one quantized weight of rows x cols
+ * (out_features x in_features), its quantization state included: int8
+ * rows*cols + 4*rows; 4-bit (numel+1)/2 packed, and a float32 absmax per
+ * block of 64, or with double_quant a uint8 absmax per block, a float32
+ * absmax per 256 of those and the float32 offset; and the 16-entry float32
+ * code of the 4-bit type. The double quantization's 256-entry dynamic code
+ * is one tensor every weight shares (ti_memory_quant_shared_bytes).
+ */
+int64_t ti_memory_quant_bytes(ti_memory_quant q, bool double_quant, int64_t rows, int64_t cols);
+/*
+ * GPTQ's or AWQ's bytes for a weight of rows x cols (out x in) at bits a
+ * value, in groups of group inputs (<= 0: one group): qweight
+ * rows*cols*bits/8, qzeros and scales (float16) a group and an output each,
+ * and GPTQ's g_idx, an int32 per input.
+ */
+int64_t ti_memory_gptq_bytes(bool awq, int bits, int64_t group, int64_t rows, int64_t cols);
+/* What every quantized weight shares: the dynamic map of double quantization (256 float32), else 0. */
+int64_t ti_memory_quant_shared_bytes(ti_memory_quant q, bool double_quant);
+
+/*
  * The instruction set oneDNN (PyTorch's mkldnn) picks its CPU convolution
  * kernels for, named as ONEDNN_MAX_CPU_ISA names it. The kernels, and so
  * their scratch, differ: a backward a JIT kernel of the set cannot do runs
@@ -138,6 +176,9 @@ typedef struct ti_memory_options {
 	bool cpu_isa_fixed;              /* cpu: cpu_isa is the one the step runs with (given, not assumed): the
 	                                    peak's range does not span the other sets */
 	ti_dtype dtype;                  /* weights in this dtype; 0: as described */
+	const char *const *keep_dtype;   /* globs: parameters dtype leaves as described (peft's LoRA adapters, which
+	                                    get_peft_model's autocast_adapter_dtype keeps in float32) */
+	size_t keep_dtype_count;
 	const char *const *trainable;    /* globs: only these parameters train (fine-tuning) */
 	size_t trainable_count;
 	const char *const *frozen;       /* globs: these parameters do not train */
@@ -159,6 +200,9 @@ typedef struct ti_memory_options {
 	ti_dtype amp;                    /* torch.autocast to this dtype (bfloat16, float16); 0: none */
 	const ti_dtype *param_dtypes;    /* per model parameter (ti_model_params order): its dtype as a checkpoint
 	                                    holds it, 0 as described; NULL: all as described (--dtype still wins) */
+	const int64_t *param_bytes;      /* per model parameter: > 0 its bytes as a quantized checkpoint stores it
+	                                    (GPTQ's qweight, qzeros, scales, g_idx; bitsandbytes' packed weight and
+	                                    its state), which does not train; 0 or NULL: as its dtype says */
 	int64_t optimizer_state_bytes;   /* > 0: the optimizer state a checkpoint holds, instead of the rule's */
 	ti_memory_strategy strategy;     /* training on world_size ranks */
 	int64_t tensor_parallel;         /* Megatron-style tensor parallelism over this many ranks; 0 or 1: none */
@@ -172,6 +216,11 @@ typedef struct ti_memory_options {
 	int64_t bucket_bytes;            /* DDP's bucket_cap_mb, ZeRO-2's reduce bucket; 0: 25 MiB */
 	const char *const *wrap;         /* ZeRO-3/FSDP units: module path globs; none: each top-level module */
 	size_t wrap_count;
+	ti_memory_quant quantize;        /* the Linear weights (not lm_head's, nor LoRA adapters') as bitsandbytes
+	                                    holds them; they do not train */
+	bool quant_double;               /* 4-bit: bnb_4bit_use_double_quant */
+	int quant_bits;                  /* gptq, awq: bits a value (2, 3, 4, 8) */
+	int64_t quant_group;             /* gptq, awq: group_size; <= 0 one group a row */
 } ti_memory_options;
 
 /* The instruction set's name ("avx2"); NULL past the end. */
@@ -326,9 +375,14 @@ ti_status ti_memory_from_source(struct ti_source *src, const ti_memory_options *
  * the checkpoint holds it (*dtypes[i], 0 where no tensor of that name is
  * found, with or without a "model." / "module." / "state_dict." prefix),
  * how many were found, and the optimizer state the checkpoint holds (0 if
- * none). The array lives in arena.
+ * none). *bytes[i] > 0 for a parameter the checkpoint holds quantized: a
+ * weight "X.weight" that is GPTQ's or AWQ's "X.qweight", "X.qzeros",
+ * "X.scales" (and "X.g_idx"), or a uint8 or int8 "X.weight" with
+ * bitsandbytes' state ("X.weight.absmax", ..., "X.SCB"): their bytes
+ * together. The arrays live in arena.
  */
 ti_status ti_memory_weights_from(struct ti_source *src, const ti_model *model, struct ti_arena *arena,
-                                 ti_dtype **dtypes, size_t *matched, int64_t *optimizer_state, ti_error *err);
+                                 ti_dtype **dtypes, int64_t **bytes, size_t *matched, int64_t *optimizer_state,
+                                 ti_error *err);
 
 #endif

@@ -13,6 +13,7 @@
 #include "cli/memory_plot.h"
 #include "cli/output.h"
 #include "tinspect/arena.h"
+#include "tinspect/hf_describe.h"
 #include "tinspect/memory.h"
 #include "tinspect/source.h"
 
@@ -21,7 +22,8 @@ enum {
 	OPT_TRAINABLE, OPT_FROZEN, OPT_DEVICE_MEMORY, OPT_FIT, OPT_TOP, OPT_CHECKPOINT, OPT_ACCUMULATE, OPT_KV_CACHE, OPT_OVERHEAD, OPT_TRUST, OPT_DEPTH, OPT_WORLD, OPT_STRATEGY,
 	OPT_BUCKET, OPT_WRAP, OPT_PLOT, OPT_FORCE, OPT_AMP, OPT_MICRO, OPT_WEIGHTS, OPT_CPU_ISA, OPT_TORCH,
 	OPT_BATCH, OPT_CONTEXT, OPT_KV_DTYPE, OPT_SLIDING_WINDOW, OPT_ATTN,
-	OPT_KV_LAYOUT
+	OPT_KV_LAYOUT,
+	OPT_LORA, OPT_LORA_TARGETS, OPT_QUANTIZE, OPT_DOUBLE_QUANT
 };
 
 static const cli_option options[] = {
@@ -51,6 +53,10 @@ static const cli_option options[] = {
 	{"sliding-window", 0, OPT_VALUE, OPT_SLIDING_WINDOW},
 	{"attn", 0, OPT_VALUE, OPT_ATTN},
 	{"kv-layout", 0, OPT_VALUE, OPT_KV_LAYOUT},
+	{"lora", 0, OPT_VALUE, OPT_LORA},
+	{"lora-targets", 0, OPT_VALUE, OPT_LORA_TARGETS},
+	{"quantize", 0, OPT_VALUE, OPT_QUANTIZE},
+	{"double-quant", 0, OPT_FLAG, OPT_DOUBLE_QUANT},
 	{"overhead", 0, OPT_VALUE, OPT_OVERHEAD},
 	{"trust", 0, OPT_FLAG, OPT_TRUST},
 	{"depth", 0, OPT_VALUE, OPT_DEPTH},
@@ -155,6 +161,21 @@ static const char help[] =
 	"                       x T scores; sdpa the fused kernel PyTorch 2 picks for the\n"
 	"                       device; flash always the flash kernel (default: as --torch)\n"
 	"  --trainable GLOB     only these parameters train (repeatable; fine-tuning)\n"
+	"  --lora r=R[,alpha=A,dropout=P]\n"
+	"                       training: peft's LoRA on the --lora-targets Linear layers:\n"
+	"                       each frozen, beside it A (R x in) and B (out x R) that\n"
+	"                       train, base(x) + B(A(dropout(x))) * A/R (defaults as\n"
+	"                       LoraConfig: alpha 8, dropout 0); every other parameter frozen\n"
+	"  --lora-targets LIST  the Linear layers' names (q_proj,v_proj); default: peft's\n"
+	"                       for the config's model_type (q_proj,v_proj for llama,\n"
+	"                       mistral, qwen2, gemma; query_key_value for falcon, gpt_neox)\n"
+	"  --quantize int8|nf4|fp4\n"
+	"                       the Linear weights (not lm_head's) as bitsandbytes holds\n"
+	"                       them: int8 (LLM.int8: int8 and a float32 scale a row),\n"
+	"                       nf4/fp4 (4 bits, a float32 absmax per block of 64), each\n"
+	"                       dequantized per call; training needs --lora (QLoRA)\n"
+	"  --double-quant       4-bit: bnb_4bit_use_double_quant (a uint8 absmax a block,\n"
+	"                       a float32 one per 256 blocks)\n"
 	"  --frozen GLOB        these parameters do not train: no gradient, no state\n"
 	"  --checkpoint GLOB    activation checkpointing of the modules whose path matches\n"
 	"                       (torch.utils.checkpoint): their forward saves only its\n"
@@ -223,6 +244,11 @@ typedef struct memory_args {
 	bool kv_dtype_given;
 	bool kv_layout_given;
 	char window_note[400];   /* a Hugging Face config's sliding_window that --sliding-window did not apply, or "" */
+	const char *lora_spec, *lora_targets; /* --lora, --lora-targets as given */
+	ti_lora_config lora;
+	bool lora_default_targets;            /* the targets are peft's default for the config's model_type */
+	bool quant_from_config;               /* the quantization is config.json's quantization_config */
+	size_t user_trainable;                /* --trainable globs given; the adapters' follow them */
 } memory_args;
 
 /* Device i of --device-memory becomes the one fitted and printed. */
@@ -343,15 +369,17 @@ static int estimate(memory_args *a, const ti_memory_report **out, ti_error *err,
 		return rc;
 	if (a->weights_src && !a->o.param_dtypes) {
 		ti_dtype *dtypes;
-		int64_t state;
+		int64_t state, *held;
 		ti_error werr;
 		ti_error_clear(&werr);
-		if (ti_memory_weights_from(a->weights_src, a->cm.model, &a->arena, &dtypes, &a->matched, &state, &werr))
+		if (ti_memory_weights_from(a->weights_src, a->cm.model, &a->arena, &dtypes, &held, &a->matched, &state,
+		                           &werr))
 			return cli_report(a->weights, &werr);
 		ti_model_params(a->cm.model, &a->param_count);
 		if (!a->matched)
 			return cli_usage_error("memory: --weights %s holds none of %s's parameters", a->weights, a->cm.file);
 		a->o.param_dtypes = dtypes;
+		a->o.param_bytes = held;
 		if (a->o.mode == TI_MEMORY_TRAIN)
 			a->o.optimizer_state_bytes = state;
 	}
@@ -497,6 +525,25 @@ static const char *optimizer_words(const ti_memory_options *o, const ti_memory_r
 	return buf;
 }
 
+/* The adapters' parameters: lora_A and lora_B of every wrapped layer (*layers: how many layers). */
+static int64_t lora_params(const memory_args *a, size_t *layers)
+{
+	*layers = 0;
+	size_t np;
+	const ti_model_param *params = a->cm.model ? ti_model_params(a->cm.model, &np) : NULL;
+	int64_t count = 0;
+	for (size_t i = 0; params && i < np; i++) {
+		if (!strstr(params[i].name, ".lora_A.default.") && !strstr(params[i].name, ".lora_B.default."))
+			continue;
+		*layers += strstr(params[i].name, ".lora_A.default.") != NULL;
+		int64_t n = 1;
+		for (int d = 0; d < params[i].ndim; d++)
+			n *= params[i].shape[d];
+		count += n;
+	}
+	return count;
+}
+
 /*
  * Every setting that changed the numbers, in the header's words: "training
  * step, adam (for-loop), bfloat16 weights, autocast bf16, zero3 on 8 ranks,
@@ -530,8 +577,27 @@ static void print_settings(const memory_args *a, const ti_memory_report *r)
 		printf("%s'%s'", i ? " " : ", checkpointing ", o->checkpoint[i]);
 	for (size_t i = 0; i < o->frozen_count; i++)
 		printf("%s'%s'", i ? " " : ", frozen ", o->frozen[i]);
-	for (size_t i = 0; i < o->trainable_count; i++)
+	for (size_t i = 0; i < a->user_trainable; i++)
 		printf("%s'%s'", i ? " " : ", training only ", o->trainable[i]);
+	if (o->quantize == TI_QUANT_GPTQ || o->quantize == TI_QUANT_AWQ)
+		printf(", Linear weights %s %d-bit, groups of %lld%s", o->quantize == TI_QUANT_GPTQ ? "GPTQ" : "AWQ",
+		       o->quant_bits, (long long)o->quant_group, a->quant_from_config ? " (config.json)" : "");
+	else if (o->quantize)
+		printf(", Linear weights %s (bitsandbytes%s%s)", ti_memory_quant_name(o->quantize),
+		       o->quant_double ? ", double quantization" : "", a->quant_from_config ? ", config.json" : "");
+	if (a->lora_spec) {
+		printf(", LoRA r=%ld alpha=%g", a->lora.r, a->lora.alpha);
+		if (a->lora.dropout > 0)
+			printf(" dropout=%g", a->lora.dropout);
+		size_t layers;
+		int64_t count = lora_params(a, &layers);
+		printf(" on %zu Linear layers (", layers);
+		for (size_t i = 0; i < a->lora.target_count; i++)
+			printf("%s%s", i ? "," : "", a->lora.targets[i]);
+		char n[32];
+		printf("%s): %s adapter parameters, the rest frozen", a->lora_default_targets ? ": peft's default" : "",
+		       cli_count(count, n, sizeof(n)));
+	}
 	if (o->kv_dtype && (a->kv_dtype_given || o->mode == TI_MEMORY_INFER))
 		printf(", KV cache %s", ti_dtype_name(o->kv_dtype));
 	if (o->kv_window)
@@ -578,7 +644,32 @@ static void add_settings(cJSON *root, const memory_args *a)
 	cJSON_AddNumberToObject(st, "accumulate", (double)(o->accumulate ? o->accumulate : 1));
 	add_globs(st, "checkpoint", o->checkpoint, o->checkpoint_count);
 	add_globs(st, "frozen", o->frozen, o->frozen_count);
-	add_globs(st, "trainable", o->trainable, o->trainable_count);
+	add_globs(st, "trainable", o->trainable, a->user_trainable);
+	if (o->quantize)
+		cJSON_AddStringToObject(st, "quantize", ti_memory_quant_name(o->quantize));
+	else
+		cJSON_AddNullToObject(st, "quantize");
+	cJSON_AddBoolToObject(st, "double_quant", o->quant_double);
+	if (o->quantize == TI_QUANT_GPTQ || o->quantize == TI_QUANT_AWQ) {
+		cJSON_AddNumberToObject(st, "quant_bits", o->quant_bits);
+		cJSON_AddNumberToObject(st, "quant_group", (double)o->quant_group);
+	}
+	if (a->lora_spec) {
+		cJSON *l = cJSON_AddObjectToObject(st, "lora");
+		cJSON_AddNumberToObject(l, "r", (double)a->lora.r);
+		cJSON_AddNumberToObject(l, "alpha", a->lora.alpha);
+		cJSON_AddNumberToObject(l, "dropout", a->lora.dropout);
+		cJSON *targets = cJSON_AddArrayToObject(l, "targets");
+		for (size_t i = 0; i < a->lora.target_count; i++)
+			cJSON_AddItemToArray(targets, cJSON_CreateString(a->lora.targets[i]));
+		cJSON_AddBoolToObject(l, "default_targets", a->lora_default_targets);
+		size_t layers;
+		int64_t count = lora_params(a, &layers);
+		cJSON_AddNumberToObject(l, "layers", (double)layers);
+		cJSON_AddNumberToObject(l, "params", (double)count);
+	} else {
+		cJSON_AddNullToObject(st, "lora");
+	}
 }
 
 /* --device-memory A,B,...: a row per device, in the order given (each one's need and, with --fit, value). */
@@ -1320,6 +1411,22 @@ static int parse_args(int argc, char **argv, memory_args *a)
 			a->kv_layout_given = true;
 			break;
 		}
+		case OPT_LORA:
+			a->lora_spec = value;
+			break;
+		case OPT_QUANTIZE: {
+			static const char *const names[] = {"int8", "nf4", "fp4", NULL};
+			if ((rc = parse_choice("quantize", value, names, &choice)))
+				return rc;
+			a->o.quantize = (ti_memory_quant)(choice + 1);
+			break;
+		}
+		case OPT_DOUBLE_QUANT:
+			a->o.quant_double = true;
+			break;
+		case OPT_LORA_TARGETS:
+			a->lora_targets = value;
+			break;
 		case OPT_ATTN: {
 			static const char *const names[] = {"eager", "sdpa", "flash", NULL};
 			if ((rc = parse_choice("attn", value, names, &choice)))
@@ -1455,6 +1562,9 @@ static const char *any_gpu(const memory_args *a)
 }
 
 /* The options against each other, and what follows from them (--device-memory GPU: cuda): 0 or the exit status. */
+static int check_lora(memory_args *a);
+static int config_quantization(memory_args *a);
+
 static int check_args(memory_args *a)
 {
 	if (!a->cm.file)
@@ -1515,6 +1625,20 @@ static int check_args(memory_args *a)
 		return cli_usage_error("memory: --fit %s needs --device-memory SIZE to fit into", a->fit);
 	if (a->o.mode != TI_MEMORY_TRAIN)
 		a->o.optimizer = TI_OPTIM_NONE;
+	a->user_trainable = a->ntrain;
+	int lrc = (a->lora_spec || a->lora_targets) ? check_lora(a) : EXIT_OK;
+	if (lrc)
+		return lrc;
+	if (a->o.quant_double && a->o.quantize != TI_QUANT_NF4 && a->o.quantize != TI_QUANT_FP4)
+		return cli_usage_error("memory: --double-quant quantizes a 4-bit weight's absmax: give --quantize nf4|fp4");
+	int qrc = config_quantization(a);
+	if (qrc)
+		return qrc;
+	if (a->o.quantize && a->o.mode == TI_MEMORY_TRAIN && !a->lora_spec)
+		return cli_usage_error("memory: %s %s: a quantized weight does not train; give --lora r=R "
+		                       "(QLoRA: adapters over the quantized base)",
+		                       a->quant_from_config ? "config.json's quantization_config" : "--quantize",
+		                       ti_memory_quant_name(a->o.quantize));
 	a->o.trainable = a->trainable;
 	a->o.trainable_count = a->ntrain;
 	a->o.frozen = a->frozen;
@@ -1524,6 +1648,130 @@ static int check_args(memory_args *a)
 	a->o.wrap = a->wrap;
 	a->o.wrap_count = a->nwrap;
 	return 0;
+}
+
+/* A Hugging Face folder's or config.json's parsed config (cJSON_Delete it), or NULL for any other file. */
+static cJSON *config_json(const char *file)
+{
+	char path_buf[4096];
+	const char *path = cli_hf_config_path(file, path_buf, sizeof(path_buf));
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return NULL;
+	char *text = malloc(TI_HF_CONFIG_MAX_BYTES);
+	size_t got = text ? fread(text, 1, TI_HF_CONFIG_MAX_BYTES, f) : 0;
+	fclose(f);
+	cJSON *root = NULL;
+	if (text && got < TI_HF_CONFIG_MAX_BYTES && ti_hf_is_config(text, got))
+		root = cJSON_ParseWithLength(text, got);
+	free(text);
+	return root;
+}
+
+/* The model_type of a Hugging Face folder or config.json (into buf), or NULL. */
+static const char *config_model_type(const char *file, char *buf, size_t size)
+{
+	cJSON *root = config_json(file);
+	const cJSON *mt = cJSON_GetObjectItemCaseSensitive(root, "model_type");
+	const char *out = NULL;
+	if (cJSON_IsString(mt) && snprintf(buf, size, "%s", mt->valuestring) < (int)size)
+		out = buf;
+	cJSON_Delete(root);
+	return out;
+}
+
+static int json_int(const cJSON *obj, const char *key, int fallback)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+	return cJSON_IsNumber(v) ? (int)v->valuedouble : fallback;
+}
+
+static bool json_true(const cJSON *obj, const char *key)
+{
+	return cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(obj, key));
+}
+
+/*
+ * A config.json's quantization_config, as transformers loads the model
+ * (quantizer_bnb_4bit, quantizer_bnb_8bit, quantizer_gptq, quantizer_awq):
+ * bitsandbytes load_in_4bit (bnb_4bit_quant_type, BitsAndBytesConfig's
+ * default fp4; bnb_4bit_use_double_quant) or load_in_8bit; gptq and awq
+ * with bits and group_size (default 128). --quantize given wins. Another
+ * quant_method is an input the estimate cannot size: exit 3.
+ */
+static int config_quantization(memory_args *a)
+{
+	if (a->o.quantize)
+		return EXIT_OK;
+	cJSON *root = config_json(a->cm.file);
+	const cJSON *q = cJSON_GetObjectItemCaseSensitive(root, "quantization_config");
+	const cJSON *method = cJSON_GetObjectItemCaseSensitive(q, "quant_method");
+	int rc = EXIT_OK;
+	if (cJSON_IsObject(q)) {
+		const char *m = cJSON_IsString(method) ? method->valuestring : "";
+		if (!strcmp(m, "bitsandbytes") && json_true(q, "load_in_4bit")) {
+			const cJSON *t = cJSON_GetObjectItemCaseSensitive(q, "bnb_4bit_quant_type");
+			a->o.quantize = cJSON_IsString(t) && !strcmp(t->valuestring, "nf4") ? TI_QUANT_NF4 : TI_QUANT_FP4;
+			a->o.quant_double = json_true(q, "bnb_4bit_use_double_quant");
+		} else if (!strcmp(m, "bitsandbytes") && json_true(q, "load_in_8bit")) {
+			a->o.quantize = TI_QUANT_INT8;
+		} else if (!strcmp(m, "gptq") || !strcmp(m, "awq")) {
+			a->o.quantize = !strcmp(m, "gptq") ? TI_QUANT_GPTQ : TI_QUANT_AWQ;
+			a->o.quant_bits = json_int(q, "bits", !strcmp(m, "awq") ? 4 : 0);
+			a->o.quant_group = json_int(q, "group_size", 128);
+			if (a->o.quant_bits < 2 || a->o.quant_bits > 8) {
+				fprintf(stderr, "tinspect: %s: quantization_config: bits %d is not 2 to 8\n", a->cm.file,
+				        a->o.quant_bits);
+				rc = EXIT_INPUT;
+			}
+		} else {
+			fprintf(stderr, "tinspect: %s: quantization_config: quant_method '%s' is not one tinspect sizes "
+			        "(bitsandbytes, gptq, awq)\n", a->cm.file, m);
+			rc = EXIT_INPUT;
+		}
+		a->quant_from_config = !rc;
+	}
+	cJSON_Delete(root);
+	return rc;
+}
+
+/* --lora and --lora-targets: the adapters' config, their targets (peft's default when not given), what trains. */
+static int check_lora(memory_args *a)
+{
+	if (!a->lora_spec)
+		return cli_usage_error("memory: --lora-targets names the layers --lora wraps: give --lora r=R");
+	if (a->o.mode != TI_MEMORY_TRAIN)
+		return cli_usage_error("memory: --lora trains adapters: give --mode train (inference runs the base model; "
+		                       "merge the adapters into it)");
+	ti_error err;
+	ti_error_clear(&err);
+	if (ti_lora_parse(a->lora_spec, &a->lora, &err))
+		return cli_usage_error("memory: --lora %s: %s", a->lora_spec, err.message);
+	const char *targets = a->lora_targets;
+	char mt_buf[64];
+	if (!targets) {
+		const char *mt = config_model_type(a->cm.file, mt_buf, sizeof(mt_buf));
+		targets = ti_lora_default_targets(mt);
+		if (!targets && !cli_is_description(a->cm.file))
+			return cli_usage_error("memory: --lora needs a model description; %s is a checkpoint", a->cm.file);
+		if (!targets)
+			return cli_usage_error("memory: --lora: give --lora-targets (q_proj,v_proj): %s %s%s%s", a->cm.file,
+			                       mt ? "is a " : "is no Hugging Face config with a model_type peft has default targets for",
+			                       mt ? mt : "", mt ? " model, which peft has no default targets for" : "");
+		a->lora_default_targets = true;
+	}
+	if (ti_lora_parse_targets(targets, &a->lora, &err))
+		return cli_usage_error("memory: --lora-targets %s: %s", targets, err.message);
+	static const char *const adapters[] = {"*.lora_A.default.*", "*.lora_B.default.*"};
+	if (a->ntrain + 2 > 64)
+		return cli_usage_error("memory: more than 62 --trainable globs beside --lora");
+	a->trainable[a->ntrain++] = adapters[0];
+	a->trainable[a->ntrain++] = adapters[1];
+	/* get_peft_model(autocast_adapter_dtype=True): float16 and bfloat16 adapters are upcast to float32 */
+	a->o.keep_dtype = adapters;
+	a->o.keep_dtype_count = 2;
+	a->cm.lora = &a->lora;
+	return EXIT_OK;
 }
 
 /*
@@ -1789,7 +2037,7 @@ int cmd_memory(int argc, char **argv)
 	if (!described && (rc = cli_check_input(a.cm.file)))
 		return rc;
 	if (!described) {
-		const char *needs = a.fit ? "--fit" : a.batch ? "--batch" : a.context ? "--context"
+		const char *needs = a.lora_spec ? "--lora" : a.o.quantize ? "--quantize" : a.fit ? "--fit" : a.batch ? "--batch" : a.context ? "--context"
 		                  : a.cm.bind_count ? "--bind" : a.ncheck ? "--checkpoint"
 		                  : a.o.accumulate ? "--accumulate" : a.kv_given ? "--kv-cache" : a.ntrain ? "--trainable"
 		                  : a.nfrozen ? "--frozen" : a.o.device == TI_MEMORY_CUDA ? "--device cuda"

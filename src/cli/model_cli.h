@@ -4,6 +4,7 @@
 
 #include <cJSON.h>
 
+#include "tinspect/lora.h"
 #include "tinspect/model.h"
 
 #define CLI_MODEL_MAX_BINDS 64
@@ -21,6 +22,8 @@ typedef struct cli_model {
 	bool training;                                /* --mode train */
 	ti_dtype default_dtype;                       /* run --dtype: TI_DT_INVALID for float32 */
 	bool cast_floating;                           /* run --dtype: declared floating dtypes cast too */
+	const ti_lora_config *lora;                   /* memory --lora: the description gets peft's adapters */
+	size_t lora_modules;                          /* how many Linear layers they wrap */
 	ti_model *model;
 } cli_model;
 

@@ -213,6 +213,18 @@ int cli_model_open(cli_model *cm)
 		return rc;
 	ti_error err;
 	ti_error_clear(&err);
+	if (cm->lora) {
+		char *wrapped;
+		ti_status lst = ti_lora_apply(buf, size, cm->lora, &wrapped, &cm->lora_modules, &err);
+		free(buf);
+		if (lst) {
+			if (lst == TI_E_INVALID)
+				return cli_usage_error("memory: --lora: %s", err.message);
+			return cli_report(cm->file, &err);
+		}
+		buf = wrapped;
+		size = strlen(wrapped);
+	}
 	ti_model_options opts = {.bind_names = cm->bind_names,
 	                         .bind_values = cm->bind_values,
 	                         .bind_count = (size_t)cm->bind_count,

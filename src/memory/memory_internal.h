@@ -175,6 +175,18 @@ int mem_param(mem_builder *b, const ti_module *m, const char *local);
 /* Whether calls under the module train (the mode, as module.train() / .eval() set it). */
 bool mem_training(const mem_builder *b);
 
+/* --quantize: whether model parameter i is a Linear weight bitsandbytes quantizes (quant.c). */
+bool mem_quantized(const ti_model *m, const ti_memory_options *o, size_t i);
+/* A quantized weight's output features (its rows once quantized): a Linear's shape[0], a Conv1D's shape[1]. */
+int64_t mem_quant_rows(const ti_model *m, size_t i);
+/*
+ * --quantize, a linear call u over input x and weight w: when w is a
+ * quantized parameter, the weight dequantized in the compute dtype for the
+ * call (4-bit: forward, and backward when x wants a gradient) or LLM.int8's
+ * int8 input and int32 product, as scratch.
+ */
+void mem_quant_linear(mem_builder *b, mem_unit *u, const ti_meta_tensor *x, const ti_meta_tensor *w);
+
 /* Records a tensor's dtype (element size, floating or not) for autocast. */
 void mem_tensor_dtype(mem_builder *b, int id, ti_dtype dtype);
 /*

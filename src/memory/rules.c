@@ -908,6 +908,8 @@ static ti_status plan_plain(mem_builder *b, const mem_event *ev, const plain_row
 		fold_copy(&in, &u);
 	if (x && out.n && !strncmp(row->name, "conv", 4))
 		conv_plan(b, &u, row->name, c, x, out.t[0]);
+	if (b->options->quantize && (!strcmp(row->name, "linear") || !strcmp(row->name, "matmul")) && in.n >= 2)
+		mem_quant_linear(b, &u, x, in.t[1]);
 	ti_status st = mem_amp(b, &u, row->name, err);
 	mem_tp(b, &u, row->name);
 	return st ? st : mem_emit(b, &u, err);

@@ -1019,7 +1019,7 @@ static bool trains(const ti_memory_options *o, const ti_model_param *p)
 /* Parameter i's dtype: --dtype for a floating one, else as a checkpoint holds it, else as described. */
 static ti_dtype param_dtype(const ti_memory_options *o, const ti_model_param *p, size_t i)
 {
-	if (o->dtype && ti_dtype_is_floating(p->dtype))
+	if (o->dtype && ti_dtype_is_floating(p->dtype) && !glob_any(o->keep_dtype, o->keep_dtype_count, p->name))
 		return o->dtype;
 	if (o->param_dtypes && !(p->buffer && !p->persistent) && o->param_dtypes[i]) /* --weights: the state dict's */
 		return o->param_dtypes[i];
@@ -1052,8 +1052,19 @@ static ti_status map_params(sim *s, ti_error *err)
 			for (size_t j = 0; j < i && id < 0; j++)
 				if (!strcmp(m->params[j].name, p->tied_to))
 					id = s->param_tensor[j];
+		/* --weights: a parameter a quantized checkpoint holds, at its bytes there */
+		int64_t held = s->opt->param_bytes && !p->tied_to ? s->opt->param_bytes[i] : 0;
+		bool quantized = held > 0 || mem_quantized(m, s->opt, i);
 		if (id < 0) {
-			int64_t bytes = param_bytes(s->opt, p, i);
+			const ti_memory_options *o = s->opt;
+			bool gptq = o->quantize == TI_QUANT_GPTQ || o->quantize == TI_QUANT_AWQ;
+			int64_t bytes = held > 0 ? held
+			              : !quantized ? param_bytes(o, p, i)
+			              : gptq ? ti_memory_gptq_bytes(o->quantize == TI_QUANT_AWQ, o->quant_bits, o->quant_group,
+			                                            mem_quant_rows(m, i), p->shape[0] * p->shape[1] /
+			                                            mem_quant_rows(m, i))
+			                     : ti_memory_quant_bytes(o->quantize, o->quant_double, mem_quant_rows(m, i),
+			                                             p->shape[0] * p->shape[1] / mem_quant_rows(m, i));
 			if (bytes < 0)
 				return TI_FAIL(err, TI_E_LIMIT, "'%s' is larger than %lld bytes", p->name,
 				               (long long)TI_MEMORY_MAX_BYTES);
@@ -1061,8 +1072,10 @@ static ti_status map_params(sim *s, ti_error *err)
 			if (id < 0)
 				return TI_FAIL(err, TI_E_NOMEM, "out of memory");
 			b->tensors[id].param = (int)i;
-			b->tensors[id].grad = trains(s->opt, p);
-			mem_tensor_dtype(b, id, param_dtype(s->opt, p, i));
+			b->tensors[id].grad = !quantized && trains(s->opt, p); /* a bitsandbytes weight does not train */
+			mem_tensor_dtype(b, id, quantized ? (s->opt->quantize == TI_QUANT_INT8 ? TI_DT_INT8
+			                                     : gptq ? TI_DT_INT32 : TI_DT_UINT8)
+			                                  : param_dtype(s->opt, p, i));
 		}
 		s->param_tensor[i] = id;
 		if (meta && mem_tensor_bind(b, meta, id))
