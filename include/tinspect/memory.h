@@ -74,6 +74,21 @@ typedef enum ti_torch_version { TI_TORCH_DEFAULT, TI_TORCH_1_13, TI_TORCH_2 } ti
 typedef enum ti_memory_attention { TI_ATTN_DEFAULT, TI_ATTN_EAGER, TI_ATTN_SDPA, TI_ATTN_FLASH } ti_memory_attention;
 
 /*
+ * The training step's loss. Sum: the sum of the outputs, whose gradients are
+ * expanded scalars with no storage. Cross-entropy: F.cross_entropy over the
+ * first output's last dimension (a language model's logits against its
+ * labels, as transformers' ForCausalLMLoss computes it): the log_softmax of
+ * the logits in float32 saved for backward, and in backward nll_loss's
+ * gradient and log_softmax's, each of the logits' size in float32, before
+ * the logits' gradient reaches the head. TI_LOSS_DEFAULT: cross-entropy for
+ * a causal language model (a description whose class ends in ForCausalLM or
+ * LMHeadModel, as the Hugging Face templates name theirs), else the sum.
+ */
+typedef enum ti_memory_loss { TI_LOSS_DEFAULT, TI_LOSS_SUM, TI_LOSS_CROSS_ENTROPY } ti_memory_loss;
+/* "sum", "cross-entropy" ("default" for TI_LOSS_DEFAULT); NULL past the end. */
+const char *ti_memory_loss_name(ti_memory_loss loss);
+
+/*
  * The instruction set oneDNN (PyTorch's mkldnn) picks its CPU convolution
  * kernels for, named as ONEDNN_MAX_CPU_ISA names it. The kernels, and so
  * their scratch, differ: a backward a JIT kernel of the set cannot do runs
@@ -151,6 +166,7 @@ typedef struct ti_memory_options {
 	int64_t kv_window;               /* > 0: no attention step caches more than this many tokens (a sliding
 	                                    window on every layer) */
 	ti_memory_attention attention;   /* the attention kernel; TI_ATTN_DEFAULT: as torch decides */
+	ti_memory_loss loss;             /* training: the loss; TI_LOSS_DEFAULT: as the model's class says */
 	ti_dtype amp;                    /* torch.autocast to this dtype (bfloat16, float16); 0: none */
 	const ti_dtype *param_dtypes;    /* per model parameter (ti_model_params order): its dtype as a checkpoint
 	                                    holds it, 0 as described; NULL: all as described (--dtype still wins) */
@@ -246,6 +262,7 @@ typedef struct ti_memory_report {
 	int64_t kv_cache;         /* keys and values of every attention step at the bound length (inference),
 	                             or at kv_tokens, capped by kv_window, in kv_dtype */
 	int kv_sites, kv_causal;  /* attention steps found; how many mask their scores */
+	ti_memory_loss loss;      /* training: the loss the step took (sum, cross-entropy); else TI_LOSS_DEFAULT */
 	int kv_unsized;           /* with kv_tokens or kv_window: sites whose length is unknown (left at the bound
 	                             length) */
 	int64_t peak;             /* the most bytes live at any moment of the step */

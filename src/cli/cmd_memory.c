@@ -20,7 +20,7 @@ enum {
 	OPT_HELP = 1, OPT_JSON, OPT_RAW, OPT_BIND, OPT_INPUT, OPT_MODE, OPT_OPTIMIZER, OPT_IMPL, OPT_DEVICE, OPT_DTYPE,
 	OPT_TRAINABLE, OPT_FROZEN, OPT_DEVICE_MEMORY, OPT_FIT, OPT_TOP, OPT_CHECKPOINT, OPT_ACCUMULATE, OPT_KV_CACHE, OPT_OVERHEAD, OPT_TRUST, OPT_DEPTH, OPT_WORLD, OPT_STRATEGY,
 	OPT_BUCKET, OPT_WRAP, OPT_PLOT, OPT_FORCE, OPT_AMP, OPT_MICRO, OPT_WEIGHTS, OPT_CPU_ISA, OPT_TORCH,
-	OPT_BATCH, OPT_CONTEXT, OPT_KV_DTYPE, OPT_SLIDING_WINDOW, OPT_ATTN
+	OPT_BATCH, OPT_CONTEXT, OPT_KV_DTYPE, OPT_SLIDING_WINDOW, OPT_ATTN, OPT_LOSS
 };
 
 static const cli_option options[] = {
@@ -49,6 +49,7 @@ static const cli_option options[] = {
 	{"kv-dtype", 0, OPT_VALUE, OPT_KV_DTYPE},
 	{"sliding-window", 0, OPT_VALUE, OPT_SLIDING_WINDOW},
 	{"attn", 0, OPT_VALUE, OPT_ATTN},
+	{"loss", 0, OPT_VALUE, OPT_LOSS},
 	{"overhead", 0, OPT_VALUE, OPT_OVERHEAD},
 	{"trust", 0, OPT_FLAG, OPT_TRUST},
 	{"depth", 0, OPT_VALUE, OPT_DEPTH},
@@ -139,6 +140,11 @@ static const char help[] =
 	"  --attn eager|sdpa|flash  the attention kernel: eager materialises the B x H x T\n"
 	"                       x T scores; sdpa the fused kernel PyTorch 2 picks for the\n"
 	"                       device; flash always the flash kernel (default: as --torch)\n"
+	"  --loss sum|cross-entropy  training: the loss backward starts from: the sum of\n"
+	"                       the outputs, or cross-entropy over the first output's last\n"
+	"                       dimension, as a language model's labels take it (default:\n"
+	"                       cross-entropy for a class named *ForCausalLM or\n"
+	"                       *LMHeadModel, as the Hugging Face templates are, else sum)\n"
 	"  --trainable GLOB     only these parameters train (repeatable; fine-tuning)\n"
 	"  --frozen GLOB        these parameters do not train: no gradient, no state\n"
 	"  --checkpoint GLOB    activation checkpointing of the modules whose path matches\n"
@@ -200,6 +206,7 @@ typedef struct memory_args {
 	size_t ntrain, nfrozen, ncheck, nwrap;
 	bool optimizer_given, impl_given, kv_given, overhead_given, device_given, cpu_isa_given, trust;
 	bool kv_dtype_given;
+	bool loss_given;
 	char window_note[240];   /* a Hugging Face config's sliding_window that --sliding-window did not apply, or "" */
 } memory_args;
 
@@ -480,6 +487,8 @@ static void print_settings(const memory_args *a, const ti_memory_report *r)
 	printf("%s: %s", a->cm.file, o->mode == TI_MEMORY_TRAIN ? "training step" : "inference");
 	if (o->mode == TI_MEMORY_TRAIN)
 		printf(", %s", optimizer_words(o, r, buf, sizeof(buf)));
+	if (o->mode == TI_MEMORY_TRAIN && r->loss == TI_LOSS_CROSS_ENTROPY)
+		printf(", cross-entropy loss");
 	if (o->dtype)
 		printf(", %s weights", ti_dtype_name(o->dtype));
 	else if (a->weights)
@@ -725,6 +734,8 @@ static int print_json_doc(const memory_args *a, const ti_memory_report *r, int64
 		cJSON_AddNumberToObject(root, "sliding_window", (double)o->kv_window);
 	if (o->attention)
 		cJSON_AddStringToObject(root, "attention", ti_memory_attention_name(o->attention));
+	if (o->mode == TI_MEMORY_TRAIN && r->loss == TI_LOSS_CROSS_ENTROPY) /* absent: the sum of the outputs */
+		cJSON_AddStringToObject(root, "loss", ti_memory_loss_name(r->loss));
 	add_range(root, r);
 	if (o->device == TI_MEMORY_CUDA) {
 		cJSON_AddNumberToObject(root, "reserved_peak", (double)r->reserved_peak);
@@ -1231,6 +1242,14 @@ static int parse_args(int argc, char **argv, memory_args *a)
 			a->o.attention = (ti_memory_attention)(choice + 1);
 			break;
 		}
+		case OPT_LOSS: {
+			static const char *const names[] = {"sum", "cross-entropy", NULL};
+			if ((rc = parse_choice("loss", value, names, &choice)))
+				return rc;
+			a->o.loss = (ti_memory_loss)(choice + 1);
+			a->loss_given = true;
+			break;
+		}
 		case OPT_FIT:
 			a->fit = value;
 			break;
@@ -1372,10 +1391,12 @@ static int check_args(memory_args *a)
 	if (!a->impl_given)
 		a->o.impl = ti_memory_default_impl(&a->o);
 	a->o.cpu_isa_fixed = a->cpu_isa_given; /* else the peak's range spans every set: the step may run elsewhere */
-	if (a->o.mode != TI_MEMORY_TRAIN && (a->optimizer_given || a->impl_given || a->ntrain || a->nfrozen || a->ncheck || a->o.accumulate))
+	if (a->o.mode != TI_MEMORY_TRAIN &&
+	    (a->optimizer_given || a->impl_given || a->ntrain || a->nfrozen || a->ncheck || a->o.accumulate || a->loss_given))
 		return cli_usage_error("memory: --%s applies to --mode train only",
 		                       a->optimizer_given ? "optimizer" : a->impl_given ? "impl" : a->ntrain ? "trainable"
-		                       : a->nfrozen ? "frozen" : a->ncheck ? "checkpoint" : "accumulate");
+		                       : a->nfrozen ? "frozen" : a->ncheck ? "checkpoint" : a->loss_given ? "loss"
+		                       : "accumulate");
 	if ((a->o.strategy || a->o.world_size || a->o.bucket_bytes || a->nwrap) && a->o.mode != TI_MEMORY_TRAIN)
 		return cli_usage_error("memory: --%s applies to --mode train only",
 		                       a->o.strategy ? "strategy" : a->o.world_size ? "world-size" : a->o.bucket_bytes ? "bucket" : "wrap");
@@ -1688,6 +1709,7 @@ int cmd_memory(int argc, char **argv)
 		                  : a.o.amp ? "--amp" : a.o.tensor_parallel || a.o.pipeline ? "--strategy"
 		                  : a.weights ? "--weights" : a.kv_dtype_given ? "--kv-dtype"
 		                  : a.o.kv_window ? "--sliding-window" : a.o.attention ? "--attn"
+		                  : a.loss_given ? "--loss"
 		                  : a.device_count > 1 ? "--device-memory with several devices" : NULL;
 		if (needs)
 			return cli_usage_error("memory: %s needs a model description; %s is a checkpoint", needs, a.cm.file);

@@ -314,6 +314,9 @@ typedef struct sim {
 	size_t module_count;
 	int64_t kv_bytes;
 	int kv_sites, kv_causal, kv_unsized;
+	ti_memory_loss loss;   /* training: the loss resolved (sum, or cross-entropy over loss_tensor) */
+	int loss_tensor;       /* cross-entropy: the logits' tensor; -1 none */
+	int loss_saved;        /* cross-entropy: the storage of its log_softmax, saved until backward; -1 none */
 	/* ZeRO-3 / FSDP: the wrapped units, each one's full parameter bytes and its first and last ledger unit */
 	struct fsdp_unit { const char *path; int64_t bytes; int first, last, gather; } *fsdp;
 	size_t fsdp_count;
@@ -961,6 +964,26 @@ static ti_status map_params(sim *s, ti_error *err)
 }
 
 /* After the builder ran: what every storage is, and when it is last read. */
+/* A causal language model's class, as transformers names them: LlamaForCausalLM, GPT2LMHeadModel. */
+static bool causal_lm_class(const char *name)
+{
+	static const char *const tails[] = {"ForCausalLM", "LMHeadModel"};
+	size_t n = name ? strlen(name) : 0;
+	for (size_t i = 0; i < sizeof(tails) / sizeof(tails[0]); i++) {
+		size_t k = strlen(tails[i]);
+		if (n >= k && !strcmp(name + n - k, tails[i]))
+			return true;
+	}
+	return false;
+}
+
+static ti_memory_loss loss_of(const ti_memory_options *o, const ti_model *m)
+{
+	if (o->loss != TI_LOSS_DEFAULT)
+		return o->loss;
+	return causal_lm_class(m->class_name) ? TI_LOSS_CROSS_ENTROPY : TI_LOSS_SUM;
+}
+
 static ti_status classify(sim *s, const ti_model_report *rep, ti_error *err)
 {
 	mem_builder *b = &s->b;
@@ -1041,6 +1064,13 @@ static ti_status classify(sim *s, const ti_model_report *rep, ti_error *err)
 		int t = rep->outputs[i].meta ? mem_tensor_find(b, rep->outputs[i].meta) : -1;
 		if (t >= 0)
 			s->l.st[b->tensors[t].storage].output = true;
+	}
+	s->loss = loss_of(s->opt, m);
+	s->loss_tensor = s->loss_saved = -1;
+	if (s->loss == TI_LOSS_CROSS_ENTROPY && !s->sent && rep->output_count && rep->outputs[0].meta) {
+		int t = mem_tensor_find(b, rep->outputs[0].meta);
+		if (t >= 0 && b->tensors[t].param < 0 && b->tensors[t].floating)
+			s->loss_tensor = t; /* the logits, when they need a gradient (play checks: the grads are marked later) */
 	}
 	return TI_OK;
 }
@@ -1356,12 +1386,83 @@ static void reset(sim *s, long long stop_at)
 		}
 }
 
+enum { LOSS_UNIT = -2 }; /* the ledger's unit while the loss runs: the peak's step names it */
+
+/*
+ * F.cross_entropy over the logits (transformers' ForCausalLMLoss: logits.float(),
+ * the labels shifted, view(-1, V)): log_softmax's float32 result, which it and
+ * nll_loss save, stays until backward; a logits tensor in another dtype is cast
+ * to float32 first, a copy let go once log_softmax has run (measured on 1.13:
+ * Llama-style models at 2 x 128 tokens and 3000-5000 words hold the result
+ * beside the logits to the end of forward).
+ */
+static void cross_entropy_forward(sim *s)
+{
+	const mem_tensor *x = &s->b.tensors[s->loss_tensor];
+	int64_t f32 = x->elsize > 0 ? x->bytes / x->elsize * 4 : x->bytes;
+	s->l.unit = LOSS_UNIT;
+	int cast = x->elsize != 4 ? add_storage(s, f32, TI_MEM_TEMPORARY, "cross_entropy (logits.float())", 0) : -1;
+	int id = add_storage(s, f32, TI_MEM_SAVED, "cross_entropy (log_softmax)", 0);
+	if (id < 0 || (x->elsize != 4 && cast < 0)) {
+		s->l.overflow = true;
+		return;
+	}
+	if (cast >= 0)
+		alloc_storage(&s->l, cast);
+	alloc_storage(&s->l, id);
+	if (cast >= 0)
+		free_storage(&s->l, cast);
+	s->loss_saved = id;
+	point(s, "the loss (cross_entropy)");
+}
+
+/*
+ * Its backward, the first the engine runs: NllLossBackward's gradient (zeros,
+ * the logits' size in float32), then LogSoftmaxBackward's beside it; the
+ * first and the saved log_softmax go once the second is made, and a logits
+ * tensor in another dtype gets its gradient cast back. What is left is the
+ * logits' gradient, with storage: the head's backward takes it as it is.
+ */
+static void cross_entropy_backward(sim *s, int t)
+{
+	ledger *l = &s->l;
+	const mem_tensor *x = &s->b.tensors[t];
+	int64_t f32 = x->elsize > 0 ? x->bytes / x->elsize * 4 : x->bytes;
+	l->phase = TI_PHASE_BACKWARD;
+	l->unit = LOSS_UNIT;
+	int nll = add_storage(s, f32, TI_MEM_ACT_GRADIENT, "cross_entropy backward (nll_loss)", 0);
+	int lsm = add_storage(s, f32, TI_MEM_ACT_GRADIENT, "cross_entropy backward (log_softmax)", 0);
+	int back = x->elsize != 4 ? add_storage(s, x->bytes, TI_MEM_ACT_GRADIENT, "cross_entropy backward (cast)", 0)
+	                          : lsm;
+	if (nll < 0 || lsm < 0 || back < 0) {
+		l->overflow = true;
+		return;
+	}
+	alloc_storage(l, nll);
+	alloc_storage(l, lsm);
+	free_storage(l, nll);
+	if (s->loss_saved >= 0)
+		free_storage(l, s->loss_saved);
+	s->loss_saved = -1;
+	if (back != lsm) {
+		alloc_storage(l, back);
+		free_storage(l, lsm);
+	}
+	l->st[back].grad_refs = 1;
+	s->pending[t] = back;
+	point(s, "the loss (cross_entropy)");
+}
+
 static void play(sim *s, long long stop_at)
 {
 	reset(s, stop_at);
 	mem_builder *b = &s->b;
 	ledger *l = &s->l;
 	forward(s);
+	if (s->opt->mode == TI_MEMORY_TRAIN && s->loss_tensor >= 0 && !b->tensors[s->loss_tensor].grad)
+		s->loss_tensor = -1; /* frozen all the way to the logits: no loss to take a gradient of */
+	if (s->opt->mode == TI_MEMORY_TRAIN && s->loss_tensor >= 0)
+		cross_entropy_forward(s);
 	/* activations: what the forward leaves live besides the step's own and the outputs it returns */
 	s->activations = 0;
 	if (s->module_acts)
@@ -1380,6 +1481,10 @@ static void play(sim *s, long long stop_at)
 	 * outputs stay live through backward (out = model(x); loss = f(out); loss.backward()) */
 	for (size_t t = 0; t < b->tensor_count; t++) {
 		const mem_tensor *x = &b->tensors[t];
+		if ((int)t == s->loss_tensor) {
+			cross_entropy_backward(s, (int)t);
+			continue;
+		}
 		if (x->grad && x->param < 0 && l->st[x->storage].output) {
 			bool sent = l->st[x->storage].stage_output;
 			int g = add_storage(s, sent ? x->bytes : 0, TI_MEM_ACT_GRADIENT, sent ? "gradient received" : "grad of the loss", 0);
@@ -1628,12 +1733,14 @@ static ti_status simulate(ti_model *model, const mem_trace *trace, const ti_mode
 	r->kv_sites = s->kv_sites;
 	r->kv_causal = s->kv_causal;
 	r->kv_unsized = s->kv_unsized;
+	r->loss = options->mode == TI_MEMORY_TRAIN ? s->loss : TI_LOSS_DEFAULT;
 	r->activations = options->mode == TI_MEMORY_TRAIN ? s->activations : 0;
 	r->peak = s->l.peak;
 	r->reserved_peak = s->l.allocator ? mem_cuda_peak_reserved(s->l.allocator) : 0;
 	r->peak_phase = s->l.peak_phase;
 	int pu = s->l.peak_unit;
 	r->peak_step = pu >= 0 ? s->b.units[pu].label
+	               : pu == LOSS_UNIT ? "the loss (cross_entropy)"
 	               : r->peak_phase == TI_PHASE_OPTIMIZER ? "optimizer.step()" : "start of the step";
 	r->peak_module = pu >= 0 ? ml.items[s->b.units[pu].module].path : "";
 	/* each module's weights: its parameters' and its children's */

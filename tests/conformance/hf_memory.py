@@ -15,9 +15,10 @@ float32, the live bytes after a warm-up backward subtracted, two warm-up steps, 
   infer   model(input_ids [B, T]) under no_grad with a cache (the prefill: its peak), then one
           token [B, 1] beside that cache (the decode step: its peak; the prefill's logits let go,
           as generate keeps only the last row)
-  train   model(input_ids, labels=input_ids): the logits, the loss as transformers' ForCausalLMLoss
-          computes it (labels padded with -100 and shifted by one, cross_entropy with mean
-          reduction), backward, AdamW (foreach=False), zero_grad(set_to_none=True)
+  train   out = model(input_ids, labels=input_ids): the logits and the loss as transformers'
+          ForCausalLMLoss computes it (labels padded with -100 and shifted by one, cross_entropy with
+          mean reduction); out.loss.backward() with the output (its logits) held, AdamW
+          (foreach=False), zero_grad(set_to_none=True)
 
 Each case's config is written as a config.json in a temporary folder, and `tinspect memory FOLDER
 --batch B --context T` estimates it from that config: the prefill against `peak`, the decode step
@@ -529,7 +530,8 @@ def build(family, config):
             lf = logits.float()
             lab = F.pad(labels, (0, 1), value=-100)
             shift = lab[..., 1:].contiguous()
-            return F.cross_entropy(lf.view(-1, g["vocab_size"]), shift.view(-1), ignore_index=-100, reduction="mean")
+            loss = F.cross_entropy(lf.view(-1, g["vocab_size"]), shift.view(-1), ignore_index=-100, reduction="mean")
+            return loss, logits  # CausalLMOutputWithPast(loss, logits)
 
     torch.manual_seed(0)
     model = CausalLM()
@@ -586,9 +588,10 @@ def worker(spec):
         model.train()
         opt = torch.optim.AdamW(model.parameters(), lr=1e-3, foreach=False)
 
-        def step():
-            loss = model(ids, None, labels=ids)
+        def step():  # out = model(**batch); out.loss.backward(): the output holds the logits through backward
+            loss, logits = model(ids, None, labels=ids)
             loss.backward()
+            del loss, logits
             opt.step()
             opt.zero_grad(set_to_none=True)
 

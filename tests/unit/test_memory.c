@@ -1059,3 +1059,91 @@ Test(memory, the_attention_kernels_have_their_hugging_face_names)
 	cr_expect_str_eq(ti_memory_attention_name(TI_ATTN_FLASH), "flash");
 	cr_expect_null(ti_memory_attention_name((ti_memory_attention)9));
 }
+
+/* x [64, 256] -> Linear(256, 8000): a language model's head, its logits 64 x 8000 float32; class as given. */
+static ti_model *head_model(const char *cls)
+{
+	char text[512];
+	snprintf(text, sizeof(text),
+	         "{%s%s%s \"inputs\": {\"x\": {\"shape\": [\"N\", 256]}},"
+	         " \"modules\": {\"lm_head\": {\"type\": \"Linear\", \"in_features\": 256, \"out_features\": 8000}},"
+	         " \"graph\": [{\"out\": \"logits\", \"call\": \"lm_head\", \"args\": [\"x\"]}]}",
+	         cls ? "\"class\": \"" : "", cls ? cls : "", cls ? "\"," : "");
+	return model_of(text, 64);
+}
+
+Test(memory, a_causal_language_model_trains_on_cross_entropy_and_anything_else_on_the_sum)
+{
+	struct { const char *cls; ti_memory_loss option, want; } cases[] = {
+		{"LlamaForCausalLM", TI_LOSS_DEFAULT, TI_LOSS_CROSS_ENTROPY},
+		{"GPT2LMHeadModel", TI_LOSS_DEFAULT, TI_LOSS_CROSS_ENTROPY},
+		{"BertModel", TI_LOSS_DEFAULT, TI_LOSS_SUM},
+		{NULL, TI_LOSS_DEFAULT, TI_LOSS_SUM},
+		{NULL, TI_LOSS_CROSS_ENTROPY, TI_LOSS_CROSS_ENTROPY},
+		{"LlamaForCausalLM", TI_LOSS_SUM, TI_LOSS_SUM},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		ti_model *m = head_model(cases[i].cls);
+		ti_memory_options o = {.mode = TI_MEMORY_TRAIN, .optimizer = TI_OPTIM_SGD, .loss = cases[i].option};
+		ti_memory_loss got = estimate(m, &o)->loss;
+		cr_expect_eq(got, cases[i].want, "case %zu: loss %d, want %d", i, (int)got, (int)cases[i].want);
+		ti_model_close(m);
+	}
+	ti_model *m = head_model("LlamaForCausalLM");
+	ti_memory_options infer = {0};
+	cr_expect_eq(estimate(m, &infer)->loss, TI_LOSS_DEFAULT, "inference takes no loss");
+	ti_model_close(m);
+	cr_expect_str_eq(ti_memory_loss_name(TI_LOSS_CROSS_ENTROPY), "cross-entropy");
+	cr_expect_str_eq(ti_memory_loss_name(TI_LOSS_SUM), "sum");
+	cr_expect_null(ti_memory_loss_name((ti_memory_loss)7));
+}
+
+Test(memory, cross_entropy_saves_its_log_softmax_and_its_backward_holds_two_gradients_of_the_logits)
+{
+	const int64_t logits = (int64_t)64 * 8000 * 4; /* 2,048,000 */
+	ti_model *m = head_model(NULL);
+	ti_memory_options sum = {.mode = TI_MEMORY_TRAIN, .optimizer = TI_OPTIM_SGD, .loss = TI_LOSS_SUM};
+	const ti_memory_report *rs = estimate(m, &sum);
+	ti_memory_options ce = sum;
+	ce.loss = TI_LOSS_CROSS_ENTROPY;
+	ti_model *m2 = head_model(NULL);
+	const ti_memory_report *rc = estimate(m2, &ce);
+	/* log_softmax's result, saved by it and by nll_loss until backward */
+	cr_expect_eq(rc->activations - rs->activations, logits, "activations %lld vs %lld", (long long)rc->activations,
+	             (long long)rs->activations);
+	/* nll_loss's gradient and log_softmax's, both alive before the first is let go */
+	cr_expect_eq(backward_rise(rc, "the loss (cross_entropy)"), 2 * logits);
+	/* the head's backward takes the logits' gradient as it is: no copy of an expanded one */
+	int64_t sum_head = backward_rise(rs, "lm_head"), ce_head = backward_rise(rc, "lm_head");
+	cr_expect_eq(sum_head - ce_head, logits, "the sum's expanded gradient is copied out (%lld), cross-entropy's not (%lld)",
+	             (long long)sum_head, (long long)ce_head);
+	ti_model_close(m);
+	ti_model_close(m2);
+}
+
+/* x [N, 256, 512] -> RMSNorm(512): transformers' RMSNorm written out, as PyTorch 1.13 runs it. */
+static const char *rms_model =
+	"{\"inputs\": {\"x\": {\"shape\": [\"N\", 256, 512]}},"
+	" \"modules\": {\"norm\": {\"type\": \"RMSNorm\", \"normalized_shape\": 512},"
+	"   \"proj\": {\"type\": \"Linear\", \"in_features\": 512, \"out_features\": 512}},"
+	" \"graph\": [{\"out\": \"h\", \"call\": \"proj\", \"args\": [\"x\"]},"
+	"   {\"out\": \"y\", \"call\": \"norm\", \"args\": [\"h\"]}]}";
+
+Test(memory, rms_norm_saves_two_float32_copies_of_its_input_as_its_composite_does)
+{
+	const int64_t x = (int64_t)4 * 256 * 512 * 4, rows = (int64_t)4 * 256 * 4; /* 2 MiB; rstd: a float per row */
+	ti_model *m = model_of(rms_model, 4);
+	ti_memory_options train = {.mode = TI_MEMORY_TRAIN, .optimizer = TI_OPTIM_SGD, .loss = TI_LOSS_SUM};
+	const ti_memory_report *r = estimate(m, &train);
+	/* proj's output h (saved by the norm), the norm's two float32 tensors and its rstd: measured on 1.13 */
+	cr_expect_eq(r->activations, x + 2 * x + rows, "activations %lld", (long long)r->activations);
+	/* its backward: two input-sized temporaries beside the input's gradient, and the weight's gradient */
+	cr_expect_eq(backward_rise(r, "rms_norm"), 3 * x + 512 * 4, "rise %lld", (long long)backward_rise(r, "rms_norm"));
+	ti_model_close(m);
+	m = model_of(rms_model, 4);
+	ti_memory_options infer = {0};
+	const ti_memory_report *ri = estimate(m, &infer);
+	/* under no_grad: x, h, x * rstd and the output at once */
+	cr_expect_eq(ri->peak - ri->weights - ri->inputs, 3 * x, "inference %lld", (long long)(ri->peak - ri->weights - ri->inputs));
+	ti_model_close(m);
+}
