@@ -565,6 +565,25 @@ ti_status mem_expand_sdpa(mem_builder *b, const mem_event *ev, ti_error *err)
 			return err->code;
 	}
 	int q = mem_tensor_of(b, qm), k = mem_tensor_of(b, km), v = mem_tensor_of(b, vm);
+	if (cached > km->shape[km->ndim - 2].value && km->shape[km->ndim - 2].value > 0 &&
+	    vm->shape[vm->ndim - 2].value > 0) {
+		/*
+		 * The cache grows by torch.cat (DynamicCache.update): the layer's keys and
+		 * values at one token more are made while the old ones are still held, and
+		 * replace them (measured on 1.13: GPT-2's first decode step, whose old keys
+		 * and values view its fused projection, peaks at both new ones beside it).
+		 */
+		int64_t kb = mem_meta_bytes(km) / km->shape[km->ndim - 2].value * (cached + 1);
+		int64_t vb = mem_meta_bytes(vm) / vm->shape[vm->ndim - 2].value * (cached + 1);
+		int64_t es = (int64_t)ti_dtype_size(km->dtype);
+		if (b->options->kv_dtype && es > 0) { /* a cache in its own dtype grows in it */
+			kb = kb / es * (int64_t)ti_dtype_size(b->options->kv_dtype);
+			vb = vb / es * (int64_t)ti_dtype_size(b->options->kv_dtype);
+		}
+		int grow_in[2] = {k, v};
+		if (mem_step(b, "cat", grow_in, 2, 0, kb + vb, MEM_OUT_NEW, false, 0, err) < 0)
+			return err->code;
+	}
 	if (kern == SDPA_MATH && qm->ndim >= 3 && km->ndim == qm->ndim && vm->ndim == qm->ndim &&
 	    km->shape[km->ndim - 3].value < qm->shape[qm->ndim - 3].value) {
 		/* grouped-query attention (enable_gqa, or Hugging Face's repeat_kv before an eager step): the math path

@@ -314,6 +314,7 @@ typedef struct sim {
 	size_t module_count;
 	int64_t kv_bytes;
 	int kv_sites, kv_causal, kv_unsized;
+	int kv_fused;          /* sites whose keys or values view a fused projection's output, which they hold */
 	ti_memory_loss loss;   /* training: the loss resolved (sum, or cross-entropy over loss_tensor) */
 	int loss_tensor;       /* cross-entropy: the logits' tensor; -1 none */
 	int loss_saved;        /* cross-entropy: the storage of its log_softmax, saved until backward; -1 none */
@@ -805,13 +806,29 @@ static int back_through(const mem_builder *b, int t, const char *const *names, b
  * tensors have is the values' rows (attn [.., T, S] @ v [.., S, hd]: S);
  * when it is unknown the bytes stay as they are and *unsized counts it.
  */
-static int64_t kv_site_bytes(const sim *s, int key, int value, int *unsized)
+static int64_t kv_site_bytes(sim *s, int key, int value, int *unsized)
 {
 	const mem_tensor *k = &s->b.tensors[key], *v = &s->b.tensors[value];
 	int64_t bytes = k->bytes + v->bytes, rows = v->rows;
 	int64_t tokens = s->opt->kv_tokens > 0 ? s->opt->kv_tokens : rows;
 	if (s->opt->kv_window > 0 && tokens > s->opt->kv_window)
 		tokens = s->opt->kv_window;
+	/*
+	 * Hugging Face's DynamicCache keeps the key and value tensors the layer made:
+	 * one that views a fused projection's output (GPT-2's c_attn split, GPT-NeoX's
+	 * and Phi-3's value sliced from their qkv) keeps that whole storage, until a
+	 * decode step's torch.cat replaces it (measured on 1.13: GPT-2 holds its
+	 * queries beside the cache). In the cache's own dtype it is a copy.
+	 */
+	if (!s->opt->kv_dtype && (s->opt->kv_window <= 0 || tokens == rows || s->opt->kv_tokens > 0)) {
+		int64_t held = s->l.st[k->storage].bytes;
+		if (v->storage != k->storage)
+			held += s->l.st[v->storage].bytes;
+		if (held > bytes && rows > 0 && held % rows == 0) {
+			bytes = held;
+			s->kv_fused++;
+		}
+	}
 	if (tokens != rows) {
 		if (rows <= 0 || bytes % rows)
 			(*unsized)++;
@@ -861,6 +878,7 @@ static void find_kv(sim *s, int64_t *bytes, int *sites, int *causal, int *unsize
 	mem_builder *b = &s->b;
 	*bytes = 0;
 	*sites = *causal = *unsized = 0;
+	s->kv_fused = 0;
 	for (size_t k = 0; k < b->unit_count; k++) {
 		const mem_unit *u = &b->units[k];
 		int key, value;
@@ -1571,8 +1589,11 @@ static const char *kv_rule(const sim *s, const ti_memory_report *r)
 		snprintf(length, sizeof(length), "the bound length");
 	if (s->opt->kv_window > 0)
 		snprintf(window, sizeof(window), " (at most the sliding window's %lld)", (long long)s->opt->kv_window);
-	return ti_arena_printf(s->b.arena, "keys and values of %d attention steps at %s%s, %s%s", r->kv_sites, length,
-	                       window, s->opt->kv_dtype ? ti_dtype_name(s->opt->kv_dtype) : "their dtype",
+	char fused[96] = "";
+	if (s->kv_fused)
+		snprintf(fused, sizeof(fused), "; %d hold the fused projection their keys or values view", s->kv_fused);
+	return ti_arena_printf(s->b.arena, "keys and values of %d attention steps at %s%s, %s%s%s", r->kv_sites, length,
+	                       window, s->opt->kv_dtype ? ti_dtype_name(s->opt->kv_dtype) : "their dtype", fused,
 	                       r->kv_unsized ? "; some steps' length unknown: at the bound length" : "");
 }
 
