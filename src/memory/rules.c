@@ -298,6 +298,7 @@ static const plain_row plain_rows[] = {
 	{"logical_or", CONSTANT, "", EXTRA_NONE, false}, {"arange", CONSTANT, "", EXTRA_NONE, false},
 	{"zeros", CONSTANT, "", EXTRA_NONE, false}, {"ones", CONSTANT, "", EXTRA_NONE, false},
 	{"empty", CONSTANT, "", EXTRA_NONE, false}, {"full", CONSTANT, "", EXTRA_NONE, false},
+	{"torch.tensor", CONSTANT, "", EXTRA_NONE, false}, /* a constant recorded by tinspect-export (opaque) */
 	{"zeros_like", CONSTANT, "", EXTRA_NONE, false}, {"ones_like", CONSTANT, "", EXTRA_NONE, false},
 	{"empty_like", CONSTANT, "", EXTRA_NONE, false}, {"full_like", CONSTANT, "", EXTRA_NONE, false},
 	{"randn", CONSTANT, "", EXTRA_NONE, false}, {"rand", CONSTANT, "", EXTRA_NONE, false},

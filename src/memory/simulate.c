@@ -842,16 +842,39 @@ static int64_t kv_site_bytes(sim *s, int key, int value, int *unsized)
 	return bytes;
 }
 
-/* The tensor a repeat (repeat_interleave, expand, repeat) of t was made from, through any number of them; else t. */
+/* The first input of t's producer when that is one of ops; else -1. */
+static int made_from(const mem_builder *b, int t, const char *const *ops)
+{
+	int p = t >= 0 ? b->tensors[t].producer : -1;
+	if (p < 0 || !op_in(b->units[p].op, ops) || !b->units[p].nin)
+		return -1;
+	return b->units[p].in[0];
+}
+
+/*
+ * The tensor a repeat (repeat_interleave, expand, repeat) of t was made from, through any number of them; else t.
+ * Hugging Face's repeat_kv, x[:, :, None].expand(...).reshape(...), is one too: the reshape of an expand, and the
+ * new axis the expand fills.
+ */
 static int before_repeats(const mem_builder *b, int t)
 {
 	static const char *const repeats[] = {"repeat_interleave", "expand", "repeat", NULL};
+	static const char *const reshapes[] = {"reshape", "flatten", "view", NULL};
+	static const char *const new_axis[] = {"getitem", "unsqueeze", NULL};
+	int r = made_from(b, t, reshapes);
+	if (r >= 0 && made_from(b, r, repeats) >= 0)
+		t = r;
+	bool repeated = false;
 	for (int guard = 0; t >= 0 && guard < 16; guard++) {
-		int p = b->tensors[t].producer;
-		if (p < 0 || !op_in(b->units[p].op, repeats) || !b->units[p].nin || b->units[p].in[0] < 0)
+		int in = made_from(b, t, repeats);
+		if (in < 0)
 			break;
-		t = b->units[p].in[0];
+		t = in;
+		repeated = true;
 	}
+	int base = repeated ? made_from(b, t, new_axis) : -1;
+	if (base >= 0 && b->tensors[base].bytes == b->tensors[t].bytes)
+		t = base;
 	return t;
 }
 

@@ -1181,3 +1181,51 @@ Test(memory, a_cache_of_keys_and_values_that_view_a_fused_projection_holds_all_o
 	cr_expect_eq(estimate(m, &half)->kv_cache, (int64_t)2 * 128 * 512 * 2);
 	ti_model_close(m);
 }
+
+/* Eager attention as transformers writes it: repeat_kv (x[:, :, None].expand(...).reshape(...)) of 2 key/value
+   heads to 8 query heads, scores masked by adding, softmax, the values. */
+static const char *repeat_kv_eager =
+	"{\"inputs\": {\"q\": {\"shape\": [\"B\", 8, \"T\", 64]}, \"k\": {\"shape\": [\"B\", 2, \"T\", 64]},"
+	"             \"v\": {\"shape\": [\"B\", 2, \"T\", 64]}, \"mask\": {\"shape\": [\"B\", 1, \"T\", \"T\"]}},"
+	" \"graph\": ["
+	"   {\"out\": \"k\", \"op\": \"unsqueeze\", \"args\": [\"k\", 2]},"
+	"   {\"out\": \"k\", \"op\": \"expand\", \"args\": [\"k\", \"B\", 2, 4, \"T\", 64]},"
+	"   {\"out\": \"k\", \"op\": \"reshape\", \"args\": [\"k\", \"B\", 8, \"T\", 64]},"
+	"   {\"out\": \"v\", \"op\": \"unsqueeze\", \"args\": [\"v\", 2]},"
+	"   {\"out\": \"v\", \"op\": \"expand\", \"args\": [\"v\", \"B\", 2, 4, \"T\", 64]},"
+	"   {\"out\": \"v\", \"op\": \"reshape\", \"args\": [\"v\", \"B\", 8, \"T\", 64]},"
+	"   {\"out\": \"kt\", \"op\": \"transpose\", \"args\": [\"k\", 2, 3]},"
+	"   {\"out\": \"s\", \"op\": \"matmul\", \"args\": [\"q\", \"kt\"]},"
+	"   {\"out\": \"s\", \"op\": \"add\", \"args\": [\"s\", \"mask\"]},"
+	"   {\"out\": \"p\", \"op\": \"softmax\", \"args\": [\"s\"], \"dim\": -1},"
+	"   {\"out\": \"y\", \"op\": \"matmul\", \"args\": [\"p\", \"v\"]}]}";
+
+Test(memory, hugging_face_s_repeat_kv_is_a_repeat_and_the_cache_holds_the_key_value_heads)
+{
+	const char *names[] = {"B", "T"};
+	int64_t values[] = {3, 512};
+	ti_model *m = model_bound(repeat_kv_eager, names, values, 2);
+	ti_memory_options o = {0};
+	const ti_memory_report *r = estimate(m, &o);
+	cr_expect_eq(r->kv_sites, 1);
+	cr_expect_eq(r->kv_causal, 1, "the mask added to the scores makes it causal");
+	cr_expect_eq(r->kv_cache, kv(3, 512, 4), "got %lld, want %lld (2 heads, not 8)", (long long)r->kv_cache,
+	             (long long)kv(3, 512, 4));
+	ti_model_close(m);
+}
+
+Test(memory, a_constant_tinspect_export_records_as_torch_tensor_has_a_rule)
+{
+	/* transformers' torch.tensor(hidden_size ** 0.5) (Gemma's normalizer), recorded opaque: a new scalar */
+	const char *text =
+		"{\"inputs\": {\"x\": {\"shape\": [\"N\", 256]}},"
+		" \"graph\": [{\"out\": \"c\", \"opaque\": \"torch.tensor\", \"args\": [16.0],"
+		"              \"outputs\": [{\"shape\": [], \"dtype\": \"float32\"}]},"
+		"            {\"out\": \"y\", \"op\": \"mul\", \"args\": [\"x\", \"c\"]}]}";
+	ti_model *m = model_of(text, 64);
+	ti_memory_options o = {0};
+	const ti_memory_report *r = estimate(m, &o);
+	cr_expect(!r->peak_high_open, "no operator without a rule: the range is closed");
+	cr_expect_eq(r->peak, 2 * 64 * 256 * 4 + 4, "x, the scalar and y: %lld", (long long)r->peak);
+	ti_model_close(m);
+}
