@@ -1229,3 +1229,31 @@ Test(memory, a_constant_tinspect_export_records_as_torch_tensor_has_a_rule)
 	cr_expect_eq(r->peak, 2 * 64 * 256 * 4 + 4, "x, the scalar and y: %lld", (long long)r->peak);
 	ti_model_close(m);
 }
+
+/* One causal attention step of a multi-query model: 8 query heads, one key/value head, head_dim 64, float32. */
+static const char *mqa =
+	"{\"inputs\": {\"q\": {\"shape\": [\"B\", 8, \"T\", 64]}, \"k\": {\"shape\": [\"B\", 1, \"T\", 64]},"
+	"             \"v\": {\"shape\": [\"B\", 1, \"T\", 64]}},"
+	" \"graph\": [{\"out\": \"y\", \"op\": \"scaled_dot_product_attention\", \"args\": [\"q\", \"k\", \"v\"],"
+	"             \"is_causal\": true, \"enable_gqa\": true}]}";
+
+Test(memory, a_multi_query_decode_step_copies_the_keys_and_the_values_to_the_query_heads_one_at_a_time)
+{
+	/* repeat_kv of one head is a view; the scores' matmul copies the keys (B x 8 x 8192 x 64 x 4), the output's the
+	   values after it: one copy live at a time on 1.13, both at once on 2's math kernel */
+	const int64_t copy = (int64_t)2 * 8 * 8192 * 64 * 4, cache = (int64_t)2 * 2 * 8192 * 64 * 4;
+	const char *names[] = {"B", "T"};
+	int64_t values[] = {2, 1};
+	ti_model *m = model_bound(mqa, names, values, 2);
+	ti_memory_options o = {.kv_cache = 1, .kv_tokens = 8192, .attention = TI_ATTN_EAGER};
+	const ti_memory_report *r = estimate(m, &o);
+	cr_expect_eq(r->kv_cache, cache);
+	cr_expect(r->peak >= cache + copy && r->peak < cache + copy + copy / 4, "1.13: peak %lld, one copy %lld",
+	          (long long)r->peak, (long long)copy);
+	ti_model_close(m);
+	m = model_bound(mqa, names, values, 2);
+	ti_memory_options two = {.kv_cache = 1, .kv_tokens = 8192, .attention = TI_ATTN_EAGER, .torch = TI_TORCH_2};
+	r = estimate(m, &two);
+	cr_expect(r->peak >= cache + 2 * copy, "2: peak %lld, two copies", (long long)r->peak);
+	ti_model_close(m);
+}
