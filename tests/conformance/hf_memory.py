@@ -94,6 +94,38 @@ CASES = [
     ("falcon", "falcon", {"vocab_size": 4000, "hidden_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
                           "layer_norm_epsilon": 1e-5, "multi_query": True, "parallel_attn": True,
                           "new_decoder_architecture": False, "alibi": False, "bias": False}, 2, 128),
+    # a second size of each, with what the first leaves at its default
+    ("llama-tied", "llama", {"vocab_size": 8000, "hidden_size": 256, "intermediate_size": 688, "num_hidden_layers": 4,
+                             "num_attention_heads": 8, "num_key_value_heads": 2, "rms_norm_eps": 1e-5,
+                             "attention_bias": True, "tie_word_embeddings": True}, 1, 256),
+    ("mistral-b4", "mistral", {"vocab_size": 2000, "hidden_size": 128, "intermediate_size": 448, "num_hidden_layers": 2,
+                               "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 32,
+                               "sliding_window": 4096}, 4, 64),
+    ("qwen2-mha", "qwen2", {"vocab_size": 3000, "hidden_size": 192, "intermediate_size": 512, "num_hidden_layers": 3,
+                            "num_attention_heads": 6, "num_key_value_heads": 6, "tie_word_embeddings": False}, 1, 192),
+    ("qwen3-b1", "qwen3", {"vocab_size": 6000, "hidden_size": 256, "intermediate_size": 512, "num_hidden_layers": 2,
+                           "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 32,
+                           "tie_word_embeddings": False}, 1, 256),
+    ("gemma-mha", "gemma", {"vocab_size": 2000, "hidden_size": 64, "intermediate_size": 256, "num_hidden_layers": 4,
+                            "num_attention_heads": 2, "num_key_value_heads": 2, "head_dim": 32}, 4, 64),
+    ("gemma2-kv1", "gemma2", {"vocab_size": 6000, "hidden_size": 192, "intermediate_size": 384, "num_hidden_layers": 3,
+                              "num_attention_heads": 3, "num_key_value_heads": 1, "head_dim": 64,
+                              "query_pre_attn_scalar": 64, "sliding_window": 4096}, 1, 192),
+    ("gemma3_text-6l", "gemma3_text", {"vocab_size": 2000, "hidden_size": 64, "intermediate_size": 192,
+                                       "num_hidden_layers": 6, "num_attention_heads": 4, "num_key_value_heads": 2,
+                                       "head_dim": 16, "query_pre_attn_scalar": 16, "sliding_window": 4096}, 2, 96),
+    ("phi3-gqa", "phi3", {"vocab_size": 4000, "hidden_size": 128, "intermediate_size": 384, "num_hidden_layers": 3,
+                          "num_attention_heads": 8, "num_key_value_heads": 2, "tie_word_embeddings": False}, 2, 128),
+    ("olmo2-gqa", "olmo2", {"vocab_size": 3000, "hidden_size": 192, "intermediate_size": 512, "num_hidden_layers": 2,
+                            "num_attention_heads": 6, "num_key_value_heads": 2, "tie_word_embeddings": True}, 2, 96),
+    ("gpt2-l4", "gpt2", {"vocab_size": 8000, "n_positions": 512, "n_embd": 256, "n_layer": 4, "n_head": 8,
+                         "attn_pdrop": 0.0, "embd_pdrop": 0.0, "resid_pdrop": 0.0}, 1, 256),
+    ("gpt_neox-serial", "gpt_neox", {"vocab_size": 3000, "hidden_size": 192, "intermediate_size": 768,
+                                     "num_hidden_layers": 3, "num_attention_heads": 6, "rotary_pct": 0.5,
+                                     "use_parallel_residual": False, "tie_word_embeddings": True}, 2, 96),
+    ("falcon-bias", "falcon", {"vocab_size": 6000, "hidden_size": 256, "num_hidden_layers": 2,
+                               "num_attention_heads": 8, "multi_query": True, "parallel_attn": True,
+                               "new_decoder_architecture": False, "alibi": False, "bias": True}, 1, 192),
 ]
 
 
@@ -404,10 +436,14 @@ def build(family, config):
             if mt == "gpt2":
                 x = self.attn(self.ln_1(x), cos, sin, mask, cache) + x
                 return x + self.mlp(self.ln_2(x))
-            if mt == "gpt_neox":  # parallel residual
+            if mt == "gpt_neox":  # parallel residual, or the attention's output (and the input) into the MLP
                 a = self.attention(self.input_layernorm(x), cos, sin, mask, cache)
-                m = self.mlp(self.post_attention_layernorm(x))
-                return m + a + x
+                if g.get("use_parallel_residual", True):
+                    m = self.mlp(self.post_attention_layernorm(x))
+                    return m + a + x
+                a = a + x
+                m = self.mlp(self.post_attention_layernorm(a))
+                return m + a
             if mt == "falcon":
                 h = self.input_layernorm(x)
                 a = self.self_attention(h, cos, sin, mask, cache)
@@ -694,7 +730,7 @@ def rows_of(a, data):
             got = doc.get(tkey) if doc else None
             e = (got - want) / float(want) if isinstance(got, int) else None
             rows.append({"family": c["family"], "step": step, "measured": want, "estimated": got, "error": e,
-                         "doc": doc, "err": err})
+                         "doc": doc, "err": err, "case": c})
     return rows
 
 
@@ -722,6 +758,10 @@ def compare_cmd(a):
                 case, r["estimated"] / 2 ** 20, r["measured"] / 2 ** 20, 100 * r["error"]))
         elif miss:
             print("  %s is within 5 %% now: take it out of %s" % (case, a.misses))
+        keys = ("weights", "optimizer_state") if r["step"] == "train" else ("weights",) if r["step"] == "prefill" else ()
+        for key in keys:  # exact: the parameters, buffers and AdamW's state are what they are
+            if r["doc"].get(key) != r["case"]["torch"].get(key):
+                failed.append("%s: %s %r, torch %r" % (case, key, r["doc"].get(key), r["case"]["torch"].get(key)))
         if r["step"] != "decode":  # the decode step has no range of its own
             verdict, words = mc.range_verdict(r["doc"], r["measured"], SLACK)
             if verdict == "outside" and not (miss and beyond):
