@@ -606,7 +606,8 @@ static int print_text(const memory_args *a, const ti_memory_report *r)
 	if (a->decode.done) {
 		char rule[300], w[32], kv[32], act[32];
 		snprintf(rule, sizeof(rule), "a decode step: one new token beside the KV cache of %lld tokens; weights %s + "
-		         "KV cache %s + its own activations and the cache's growth %s (the peak above: the prefill, the whole context at once)",
+		         "KV cache %s + its own activations and the cache's growth %s (the peak above: the prefill, "
+		         "the whole context at once)",
 		         (long long)a->decode.tokens, cli_bytes(a->decode.weights, w, sizeof(w)),
 		         cli_bytes(a->decode.kv_cache, kv, sizeof(kv)), cli_bytes(a->decode.activations, act, sizeof(act)));
 		const char *row[] = {"decode", cli_bytes(a->decode.peak, b1, sizeof(b1)), rule};

@@ -613,8 +613,8 @@ ti_status mem_expand_sdpa(mem_builder *b, const mem_event *ev, ti_error *err)
 	}
 	int scaled;
 	int out = kern != SDPA_MATH ? sdpa_fused(b, &s, kern, q, k, v, mask_id, arg_bool(c, "is_causal", false), err)
-	                            : attention_core(b, &s, q, k, v, mask_id, p, ti_memory_torch(b->options) == TI_TORCH_2, v_repeat,
-	                                             &weights, &scaled, err);
+	                            : attention_core(b, &s, q, k, v, mask_id, p, ti_memory_torch(b->options) == TI_TORCH_2,
+	                                             v_repeat, &weights, &scaled, err);
 	if (out < 0)
 		return err->code;
 	int ids[1] = {out};

@@ -1117,8 +1117,9 @@ Test(memory, cross_entropy_saves_its_log_softmax_and_its_backward_holds_two_grad
 	cr_expect_eq(backward_rise(rc, "the loss (cross_entropy)"), 2 * logits);
 	/* the head's backward takes the logits' gradient as it is: no copy of an expanded one */
 	int64_t sum_head = backward_rise(rs, "lm_head"), ce_head = backward_rise(rc, "lm_head");
-	cr_expect_eq(sum_head - ce_head, logits, "the sum's expanded gradient is copied out (%lld), cross-entropy's not (%lld)",
-	             (long long)sum_head, (long long)ce_head);
+	cr_expect_eq(sum_head - ce_head, logits,
+	             "the sum's expanded gradient is copied out (%lld), cross-entropy's not (%lld)", (long long)sum_head,
+	             (long long)ce_head);
 	ti_model_close(m);
 	ti_model_close(m2);
 }
@@ -1146,7 +1147,8 @@ Test(memory, rms_norm_saves_two_float32_copies_of_its_input_as_its_composite_doe
 	ti_memory_options infer = {0};
 	const ti_memory_report *ri = estimate(m, &infer);
 	/* under no_grad: x, h, x * rstd and the output at once */
-	cr_expect_eq(ri->peak - ri->weights - ri->inputs, 3 * x, "inference %lld", (long long)(ri->peak - ri->weights - ri->inputs));
+	int64_t above = ri->peak - ri->weights - ri->inputs;
+	cr_expect_eq(above, 3 * x, "inference %lld", (long long)above);
 	ti_model_close(m);
 }
 
