@@ -842,6 +842,17 @@ static ti_status plan_plain(mem_builder *b, const mem_event *ev, const plain_row
 		u.differentiable = true;
 	if (!strcmp(row->name, "matmul"))
 		matmul_copies(&in, &out, &u);
+	/*
+	 * 1.13's mean over dimensions saves its input: its formula reads
+	 * self.numel() (measured: x [1024, 1024] * 2, then .mean(-1) keeps the
+	 * product's 4 MiB; .mean() and .sum(-1) keep nothing). An RMSNorm written
+	 * out keeps x ** 2 so.
+	 */
+	if (!strcmp(row->name, "mean") && in.n && out.n && ti_memory_torch(b->options) == TI_TORCH_1_13 &&
+	    mem_meta_bytes(out.t[0]) > (int64_t)ti_dtype_size(out.t[0]->dtype)) {
+		u.saved_in |= 1u;
+		u.saved_if[0] = 0;
+	}
 	if (x && out.n && !strncmp(row->name, "conv", 4))
 		conv_plan(b, &u, row->name, c, x, out.t[0]);
 	ti_status st = mem_amp(b, &u, row->name, err);

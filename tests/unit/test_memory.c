@@ -1259,3 +1259,28 @@ Test(memory, a_multi_query_decode_step_copies_the_keys_and_the_values_to_the_que
 	cr_expect(r->peak >= cache + 2 * copy, "2: peak %lld, two copies", (long long)r->peak);
 	ti_model_close(m);
 }
+
+Test(memory, mean_over_a_dimension_keeps_its_input_for_backward_on_1_13)
+{
+	/* x [N, 1024] -> Linear(1024, 1024) -> mean(-1): the Linear's output (4 MiB at N = 1024) stays saved; a
+	   mean of everything keeps only the sizes */
+	const char *text =
+		"{\"inputs\": {\"x\": {\"shape\": [\"N\", 1024]}},"
+		" \"modules\": {\"fc\": {\"type\": \"Linear\", \"in_features\": 1024, \"out_features\": 1024}},"
+		" \"graph\": [{\"out\": \"h\", \"call\": \"fc\", \"args\": [\"x\"]},"
+		"            {\"out\": \"y\", \"op\": \"mean\", \"args\": [\"h\", -1], \"keepdim\": true}]}";
+	const char *all =
+		"{\"inputs\": {\"x\": {\"shape\": [\"N\", 1024]}},"
+		" \"modules\": {\"fc\": {\"type\": \"Linear\", \"in_features\": 1024, \"out_features\": 1024}},"
+		" \"graph\": [{\"out\": \"h\", \"call\": \"fc\", \"args\": [\"x\"]},"
+		"            {\"out\": \"y\", \"op\": \"mean\", \"args\": [\"h\"]}]}";
+	const int64_t h = (int64_t)1024 * 1024 * 4;
+	ti_memory_options o = {.mode = TI_MEMORY_TRAIN, .optimizer = TI_OPTIM_SGD, .loss = TI_LOSS_SUM};
+	ti_model *m = model_of(text, 1024);
+	int64_t dim = estimate(m, &o)->activations;
+	ti_model_close(m);
+	m = model_of(all, 1024);
+	int64_t whole = estimate(m, &o)->activations;
+	ti_model_close(m);
+	cr_expect_eq(dim - whole, h, "mean(-1) keeps %lld, mean() %lld", (long long)dim, (long long)whole);
+}
