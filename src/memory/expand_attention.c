@@ -590,6 +590,25 @@ ti_status mem_expand_sdpa(mem_builder *b, const mem_event *ev, ti_error *err)
 			return err->code;
 	}
 	int64_t v_repeat = 0;
+	bool grouped = kern == SDPA_MATH && qm->ndim >= 3 && km->ndim == qm->ndim && vm->ndim == qm->ndim &&
+	               km->shape[km->ndim - 3].value < qm->shape[qm->ndim - 3].value;
+	if (kern == SDPA_MATH && !grouped && ti_memory_torch(b->options) == TI_TORCH_1_13 &&
+	    cached <= km->shape[km->ndim - 2].value) {
+		/*
+		 * Eager attention's matmuls fold their batch dimensions with reshape, a
+		 * copy when the keys or values are strided views (a fused projection's
+		 * slices, a transposed [B, T, H, hd]); bmm saves the copy, and the
+		 * projection's output can go (measured on 1.13: GPT-NeoX's training step
+		 * keeps a copy of v, not the qkv it views).
+		 */
+		int k_in[1] = {k}, v_in[1] = {v};
+		if (!ti_meta_is_contiguous(&b->model->ctx, km) &&
+		    (k = mem_step(b, "contiguous", k_in, 1, 0, mem_meta_bytes(km), MEM_OUT_NEW, false, 0, err)) < 0)
+			return err->code;
+		if (!ti_meta_is_contiguous(&b->model->ctx, vm) &&
+		    (v = mem_step(b, "contiguous", v_in, 1, 0, mem_meta_bytes(vm), MEM_OUT_NEW, false, 0, err)) < 0)
+			return err->code;
+	}
 	if (kern == SDPA_MATH && qm->ndim >= 3 && km->ndim == qm->ndim && vm->ndim == qm->ndim &&
 	    km->shape[km->ndim - 3].value < qm->shape[qm->ndim - 3].value) {
 		/* grouped-query attention (enable_gqa, or Hugging Face's repeat_kv before an eager step): the math path

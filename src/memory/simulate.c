@@ -927,9 +927,15 @@ static void find_kv(sim *s, int64_t *bytes, int *sites, int *causal, int *unsize
 			key = b->units[tp].in[0];
 			value = u->in[1];
 		}
-		/* a grouped-query step's k and v repeated to the query's heads: the cache holds them before */
+		/* a grouped-query step's k and v repeated to the query's heads, or copied for the matmul (a strided view
+		   made contiguous): the cache holds them before */
+		static const char *const copies[] = {"contiguous", NULL};
 		key = before_repeats(b, key);
 		value = before_repeats(b, value);
+		if (made_from(b, key, copies) >= 0)
+			key = made_from(b, key, copies);
+		if (made_from(b, value, copies) >= 0)
+			value = made_from(b, value, copies);
 		int64_t site = kv_site_bytes(s, key, value, unsized);
 		if (site < 0 || !mem_add(bytes, site))
 			*bytes = TI_MEMORY_MAX_BYTES;

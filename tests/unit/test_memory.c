@@ -1284,3 +1284,21 @@ Test(memory, mean_over_a_dimension_keeps_its_input_for_backward_on_1_13)
 	ti_model_close(m);
 	cr_expect_eq(dim - whole, h, "mean(-1) keeps %lld, mean() %lld", (long long)dim, (long long)whole);
 }
+
+Test(memory, eager_attention_on_strided_values_saves_their_copy_not_the_projection_they_view)
+{
+	/* fused_qkv's v views c_attn's [B, T, 768] output; 1.13's matmul copies it (reshape of a strided view) and
+	   bmm saves the copy: the projection's output goes once q, k and v are taken (k too is a strided view) */
+	const char *names[] = {"B", "T"};
+	int64_t values[] = {2, 128};
+	ti_model *m = model_bound(fused_qkv, names, values, 2);
+	ti_memory_options o = {.mode = TI_MEMORY_TRAIN, .optimizer = TI_OPTIM_SGD, .loss = TI_LOSS_SUM};
+	const ti_memory_report *r = estimate(m, &o);
+	const ti_memory_module *attn = NULL;
+	for (size_t i = 0; i < r->module_count; i++)
+		if (!strcmp(r->modules[i].path, "c_attn"))
+			attn = &r->modules[i];
+	cr_assert_not_null(attn);
+	cr_expect_eq(attn->activations, 0, "c_attn's output kept: %lld", (long long)attn->activations);
+	ti_model_close(m);
+}
