@@ -118,6 +118,26 @@ static bool bound_flag(const ti_op_call *c, const char *name)
 	return false;
 }
 
+/* x[index] with an integer tensor or a list of ints among the items gathers: a new tensor, not a view. */
+static bool index_gathers(const ti_op_call *c)
+{
+	for (int i = 0; c->in.sig && i < c->in.sig->count; i++) {
+		if (strcmp(c->in.sig->params[i].name, "index"))
+			continue;
+		const ti_arg *a = &c->in.args[i];
+		if (a->kind == TI_ARG_TENSOR)
+			return true;
+		for (int j = 0; a->kind == TI_ARG_LIST && j < a->as.list.count; j++) {
+			const ti_arg *item = &a->as.list.items[j];
+			if (item->kind == TI_ARG_TENSOR)
+				return true;
+			if (item->kind == TI_ARG_LIST && item->as.list.count > 0 && item->as.list.items[0].kind == TI_ARG_INT)
+				return true;
+		}
+	}
+	return false;
+}
+
 static bool bound_has(const ti_op_call *c, const char *name)
 {
 	if (!c->in.sig)
@@ -716,7 +736,7 @@ static ti_status plan_plain(mem_builder *b, const mem_event *ev, const plain_row
 		u.nin++;
 	}
 	mem_out_kind kind = MEM_OUT_NEW;
-	if (row->out == VIEW)
+	if (row->out == VIEW && !(!strcmp(row->name, "getitem") && index_gathers(c)))
 		kind = MEM_OUT_VIEW;
 	else if (row->out == INPLACE_FLAG && bound_flag(c, "inplace"))
 		kind = MEM_OUT_INPLACE;

@@ -1302,3 +1302,24 @@ Test(memory, eager_attention_on_strided_values_saves_their_copy_not_the_projecti
 	cr_expect_eq(attn->activations, 0, "c_attn's output kept: %lld", (long long)attn->activations);
 	ti_model_close(m);
 }
+
+Test(memory, indexing_with_a_list_of_ints_copies_and_a_slice_views)
+{
+	/* Falcon's fused_qkv[..., [-2], :]: a gathered copy of one head (B x T x 1 x 64), not a view of the
+	   projection (which its name h holds to the end here) */
+	const char *gather =
+		"{\"inputs\": {\"x\": {\"shape\": [\"N\", 128, 384]}},"
+		" \"modules\": {\"qkv\": {\"type\": \"Linear\", \"in_features\": 384, \"out_features\": 384}},"
+		" \"graph\": [{\"out\": \"h\", \"call\": \"qkv\", \"args\": [\"x\"]},"
+		"   {\"out\": \"h\", \"op\": \"unflatten\", \"args\": [\"h\", -1, [6, 64]]},"
+		"   {\"out\": \"k\", \"op\": \"getitem\", \"args\": [\"h\", [\"...\", [-2], {\"slice\": [null, null, null]}]]},"
+		"   {\"out\": \"y\", \"op\": \"mul\", \"args\": [\"k\", 2.0]}]}";
+	const int64_t x = (int64_t)8 * 128 * 384 * 4, head = (int64_t)8 * 128 * 64 * 4;
+	ti_model *m = model_of(gather, 8);
+	ti_memory_options o = {0};
+	const ti_memory_report *r = estimate(m, &o);
+	/* x, the projection, the gathered head and its product: a view would add no head of its own */
+	cr_expect_eq(r->peak - r->weights, x + x + 2 * head, "peak above the weights %lld",
+	             (long long)(r->peak - r->weights));
+	ti_model_close(m);
+}
