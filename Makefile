@@ -161,6 +161,7 @@ test: deps-test
 		$(PYTHON) tests/conformance/memory_random.py ./tinspect --compare tests/conformance/memory_models/measured_random_cpu.json --misses tests/conformance/memory_models/random_misses.json --remeasure 20 --check-readme README.md && \
 		$(PYTHON) tests/conformance/hf_memory_moe.py ./tinspect --compare tests/conformance/memory_models/measured_hf_moe_cpu.json --misses tests/conformance/memory_models/hf_moe_misses.json && \
 		$(PYTHON) tests/conformance/memory_lora.py ./tinspect --compare tests/conformance/memory_models/measured_lora_cpu.json && \
+		$(PYTHON) tests/conformance/hf_memory.py ./tinspect --compare tests/conformance/memory_models/measured_hf_cpu.json --check-doc docs/huggingface.md && \
 		$(PYTHON) tests/conformance/memory_conformance.py ./tinspect --measured tests/conformance/memory_models/measured_cuda_h100.json && \
 		$(PYTHON) tests/conformance/memory_conformance.py ./tinspect --measured tests/conformance/memory_models/measured_cuda_h100_full.json && \
 		(cd tools/export/tests && TINSPECT=$(CURDIR)/tinspect $(PYTHON) -m unittest -q test_export) && \

@@ -85,10 +85,12 @@ typedef enum ti_memory_quant {
 	TI_QUANT_NONE, TI_QUANT_INT8, TI_QUANT_NF4, TI_QUANT_FP4,
 	TI_QUANT_GPTQ, /* AutoGPTQ's QuantLinear: qweight int32 [in*bits/32, out], qzeros int32 [groups, out*bits/32],
 	                  scales float16 [groups, out], g_idx int32 [in] */
-	TI_QUANT_AWQ   /* AutoAWQ's WQLinear_GEMM: qweight int32 [in, out*bits/32], qzeros and scales as GPTQ's */
+	TI_QUANT_AWQ,  /* AutoAWQ's WQLinear_GEMM: qweight int32 [in, out*bits/32], qzeros and scales as GPTQ's */
+	TI_QUANT_FP8   /* transformers' FineGrainedFP8 (DeepSeek-V3's upload): weight float8_e4m3fn [out, in] and
+	                  weight_scale_inv float32 a block of quant_group x quant_group (weight_block_size) */
 } ti_memory_quant;
 
-/* "int8", "nf4", "fp4", "gptq", "awq" ("none" for TI_QUANT_NONE). */
+/* "int8", "nf4", "fp4", "gptq", "awq", "fp8" ("none" for TI_QUANT_NONE). */
 const char *ti_memory_quant_name(ti_memory_quant q);
 
 /*
@@ -108,8 +110,26 @@ int64_t ti_memory_quant_bytes(ti_memory_quant q, bool double_quant, int64_t rows
  * and GPTQ's g_idx, an int32 per input.
  */
 int64_t ti_memory_gptq_bytes(bool awq, int bits, int64_t group, int64_t rows, int64_t cols);
+/* FP8's bytes for a weight of rows x cols (out x in) in square blocks of block: a byte a value and a float32
+   scale a block. */
+int64_t ti_memory_fp8_bytes(int64_t block, int64_t rows, int64_t cols);
 /* What every quantized weight shares: the dynamic map of double quantization (256 float32), else 0. */
 int64_t ti_memory_quant_shared_bytes(ti_memory_quant q, bool double_quant);
+
+/*
+ * The training step's loss. Sum: the sum of the outputs, whose gradients are
+ * expanded scalars with no storage. Cross-entropy: F.cross_entropy over the
+ * first output's last dimension (a language model's logits against its
+ * labels, as transformers' ForCausalLMLoss computes it): the log_softmax of
+ * the logits in float32 saved for backward, and in backward nll_loss's
+ * gradient and log_softmax's, each of the logits' size in float32, before
+ * the logits' gradient reaches the head. TI_LOSS_DEFAULT: cross-entropy for
+ * a causal language model (a description whose class ends in ForCausalLM or
+ * LMHeadModel, as the Hugging Face templates name theirs), else the sum.
+ */
+typedef enum ti_memory_loss { TI_LOSS_DEFAULT, TI_LOSS_SUM, TI_LOSS_CROSS_ENTROPY } ti_memory_loss;
+/* "sum", "cross-entropy" ("default" for TI_LOSS_DEFAULT); NULL past the end. */
+const char *ti_memory_loss_name(ti_memory_loss loss);
 
 /*
  * The instruction set oneDNN (PyTorch's mkldnn) picks its CPU convolution
@@ -197,6 +217,7 @@ typedef struct ti_memory_options {
 	                                    inference and vLLM keep it; false: the per-head keys and values
 	                                    transformers caches */
 	ti_memory_attention attention;   /* the attention kernel; TI_ATTN_DEFAULT: as torch decides */
+	ti_memory_loss loss;             /* training: the loss; TI_LOSS_DEFAULT: as the model's class says */
 	ti_dtype amp;                    /* torch.autocast to this dtype (bfloat16, float16); 0: none */
 	const ti_dtype *param_dtypes;    /* per model parameter (ti_model_params order): its dtype as a checkpoint
 	                                    holds it, 0 as described; NULL: all as described (--dtype still wins) */
@@ -311,6 +332,7 @@ typedef struct ti_memory_report {
 	int64_t expert_tokens;    /* the most bytes of token states one MoE layer's expert calls take in (the
 	                             tokens routed, B x T x k, times hidden): the all-to-all's payload */
 	int64_t expert_call;      /* the most bytes one expert call's own units make: its transients, at most */
+	ti_memory_loss loss;      /* training: the loss the step took (sum, cross-entropy); else TI_LOSS_DEFAULT */
 	int kv_unsized;           /* with kv_tokens or kv_window: sites whose length is unknown (left at the bound
 	                             length) */
 	int64_t peak;             /* the most bytes live at any moment of the step */

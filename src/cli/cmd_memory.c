@@ -23,7 +23,7 @@ enum {
 	OPT_BUCKET, OPT_WRAP, OPT_PLOT, OPT_FORCE, OPT_AMP, OPT_MICRO, OPT_WEIGHTS, OPT_CPU_ISA, OPT_TORCH,
 	OPT_BATCH, OPT_CONTEXT, OPT_KV_DTYPE, OPT_SLIDING_WINDOW, OPT_ATTN,
 	OPT_KV_LAYOUT,
-	OPT_LORA, OPT_LORA_TARGETS, OPT_QUANTIZE, OPT_DOUBLE_QUANT
+	OPT_LORA, OPT_LORA_TARGETS, OPT_QUANTIZE, OPT_DOUBLE_QUANT, OPT_LOSS
 };
 
 static const cli_option options[] = {
@@ -57,6 +57,7 @@ static const cli_option options[] = {
 	{"lora-targets", 0, OPT_VALUE, OPT_LORA_TARGETS},
 	{"quantize", 0, OPT_VALUE, OPT_QUANTIZE},
 	{"double-quant", 0, OPT_FLAG, OPT_DOUBLE_QUANT},
+	{"loss", 0, OPT_VALUE, OPT_LOSS},
 	{"overhead", 0, OPT_VALUE, OPT_OVERHEAD},
 	{"trust", 0, OPT_FLAG, OPT_TRUST},
 	{"depth", 0, OPT_VALUE, OPT_DEPTH},
@@ -160,6 +161,11 @@ static const char help[] =
 	"  --attn eager|sdpa|flash  the attention kernel: eager materialises the B x H x T\n"
 	"                       x T scores; sdpa the fused kernel PyTorch 2 picks for the\n"
 	"                       device; flash always the flash kernel (default: as --torch)\n"
+	"  --loss sum|cross-entropy  training: the loss backward starts from: the sum of\n"
+	"                       the outputs, or cross-entropy over the first output's last\n"
+	"                       dimension, as a language model's labels take it (default:\n"
+	"                       cross-entropy for a class named *ForCausalLM or\n"
+	"                       *LMHeadModel, as the Hugging Face templates are, else sum)\n"
 	"  --trainable GLOB     only these parameters train (repeatable; fine-tuning)\n"
 	"  --lora r=R[,alpha=A,dropout=P]\n"
 	"                       training: peft's LoRA on the --lora-targets Linear layers:\n"
@@ -242,7 +248,7 @@ typedef struct memory_args {
 	size_t ntrain, nfrozen, ncheck, nwrap;
 	bool optimizer_given, impl_given, kv_given, overhead_given, device_given, cpu_isa_given, trust;
 	bool kv_dtype_given;
-	bool kv_layout_given;
+	bool kv_layout_given, loss_given;
 	char window_note[400];   /* a Hugging Face config's sliding_window that --sliding-window did not apply, or "" */
 	const char *lora_spec, *lora_targets; /* --lora, --lora-targets as given */
 	ti_lora_config lora;
@@ -556,6 +562,8 @@ static void print_settings(const memory_args *a, const ti_memory_report *r)
 	printf("%s: %s", a->cm.file, o->mode == TI_MEMORY_TRAIN ? "training step" : "inference");
 	if (o->mode == TI_MEMORY_TRAIN)
 		printf(", %s", optimizer_words(o, r, buf, sizeof(buf)));
+	if (o->mode == TI_MEMORY_TRAIN && r->loss == TI_LOSS_CROSS_ENTROPY)
+		printf(", cross-entropy loss");
 	if (o->dtype)
 		printf(", %s weights", ti_dtype_name(o->dtype));
 	else if (a->weights)
@@ -582,6 +590,9 @@ static void print_settings(const memory_args *a, const ti_memory_report *r)
 	if (o->quantize == TI_QUANT_GPTQ || o->quantize == TI_QUANT_AWQ)
 		printf(", Linear weights %s %d-bit, groups of %lld%s", o->quantize == TI_QUANT_GPTQ ? "GPTQ" : "AWQ",
 		       o->quant_bits, (long long)o->quant_group, a->quant_from_config ? " (config.json)" : "");
+	else if (o->quantize == TI_QUANT_FP8)
+		printf(", Linear weights fp8 (blocks of %lldx%lld%s)", (long long)o->quant_group, (long long)o->quant_group,
+		       a->quant_from_config ? ", config.json" : "");
 	else if (o->quantize)
 		printf(", Linear weights %s (bitsandbytes%s%s)", ti_memory_quant_name(o->quantize),
 		       o->quant_double ? ", double quantization" : "", a->quant_from_config ? ", config.json" : "");
@@ -650,6 +661,8 @@ static void add_settings(cJSON *root, const memory_args *a)
 	else
 		cJSON_AddNullToObject(st, "quantize");
 	cJSON_AddBoolToObject(st, "double_quant", o->quant_double);
+	if (o->quantize == TI_QUANT_FP8)
+		cJSON_AddNumberToObject(st, "quant_group", (double)o->quant_group);
 	if (o->quantize == TI_QUANT_GPTQ || o->quantize == TI_QUANT_AWQ) {
 		cJSON_AddNumberToObject(st, "quant_bits", o->quant_bits);
 		cJSON_AddNumberToObject(st, "quant_group", (double)o->quant_group);
@@ -744,13 +757,14 @@ static int print_text(const memory_args *a, const ti_memory_report *r)
 		cli_table_add(&t, row);
 	}
 	if (a->decode.done) {
-		char rule[400], w[32], kv[32], act[32];
+		char rule[440], w[32], kv[32], act[32];
 		char slide[96] = "";
 		if (a->decode.sliding && !a->o.kv_window)
 			snprintf(slide, sizeof(slide), " (%d of %d attention layers at most their sliding window)",
 			         a->decode.sliding, a->decode.sites);
 		snprintf(rule, sizeof(rule), "a decode step: one new token beside the KV cache of %lld tokens%s; weights %s + "
-		         "KV cache %s + its own activations %s (the peak above: the prefill, the whole context at once)",
+		         "KV cache %s + its own activations and the cache's growth %s (the peak above: the prefill, "
+		         "the whole context at once)",
 		         (long long)a->decode.tokens, slide, cli_bytes(a->decode.weights, w, sizeof(w)),
 		         cli_bytes(a->decode.kv_cache, kv, sizeof(kv)), cli_bytes(a->decode.activations, act, sizeof(act)));
 		const char *row[] = {"decode", cli_bytes(a->decode.peak, b1, sizeof(b1)), rule};
@@ -884,6 +898,8 @@ static int print_json_doc(const memory_args *a, const ti_memory_report *r, int64
 		cJSON_AddNumberToObject(root, "sliding_window", (double)o->kv_window);
 	if (o->attention)
 		cJSON_AddStringToObject(root, "attention", ti_memory_attention_name(o->attention));
+	if (o->mode == TI_MEMORY_TRAIN && r->loss == TI_LOSS_CROSS_ENTROPY) /* absent: the sum of the outputs */
+		cJSON_AddStringToObject(root, "loss", ti_memory_loss_name(r->loss));
 	add_range(root, r);
 	if (o->device == TI_MEMORY_CUDA) {
 		cJSON_AddNumberToObject(root, "reserved_peak", (double)r->reserved_peak);
@@ -1434,6 +1450,14 @@ static int parse_args(int argc, char **argv, memory_args *a)
 			a->o.attention = (ti_memory_attention)(choice + 1);
 			break;
 		}
+		case OPT_LOSS: {
+			static const char *const names[] = {"sum", "cross-entropy", NULL};
+			if ((rc = parse_choice("loss", value, names, &choice)))
+				return rc;
+			a->o.loss = (ti_memory_loss)(choice + 1);
+			a->loss_given = true;
+			break;
+		}
 		case OPT_FIT:
 			a->fit = value;
 			break;
@@ -1583,10 +1607,12 @@ static int check_args(memory_args *a)
 	if (!a->impl_given)
 		a->o.impl = ti_memory_default_impl(&a->o);
 	a->o.cpu_isa_fixed = a->cpu_isa_given; /* else the peak's range spans every set: the step may run elsewhere */
-	if (a->o.mode != TI_MEMORY_TRAIN && (a->optimizer_given || a->impl_given || a->ntrain || a->nfrozen || a->ncheck || a->o.accumulate))
+	if (a->o.mode != TI_MEMORY_TRAIN &&
+	    (a->optimizer_given || a->impl_given || a->ntrain || a->nfrozen || a->ncheck || a->o.accumulate || a->loss_given))
 		return cli_usage_error("memory: --%s applies to --mode train only",
 		                       a->optimizer_given ? "optimizer" : a->impl_given ? "impl" : a->ntrain ? "trainable"
-		                       : a->nfrozen ? "frozen" : a->ncheck ? "checkpoint" : "accumulate");
+		                       : a->nfrozen ? "frozen" : a->ncheck ? "checkpoint" : a->loss_given ? "loss"
+		                       : "accumulate");
 	if ((a->o.strategy || a->o.world_size || a->o.bucket_bytes || a->nwrap) && a->o.mode != TI_MEMORY_TRAIN)
 		return cli_usage_error("memory: --%s applies to --mode train only",
 		                       a->o.strategy ? "strategy" : a->o.world_size ? "world-size" : a->o.bucket_bytes ? "bucket" : "wrap");
@@ -1724,9 +1750,25 @@ static int config_quantization(memory_args *a)
 				        a->o.quant_bits);
 				rc = EXIT_INPUT;
 			}
+		} else if (!strcmp(m, "fp8")) {
+			/* transformers' FineGrainedFP8Config: weight_block_size [128, 128] by default */
+			const cJSON *bs = cJSON_GetObjectItemCaseSensitive(q, "weight_block_size");
+			int64_t b0 = 128, b1 = 128;
+			if (cJSON_IsArray(bs) && cJSON_GetArraySize(bs) == 2 && cJSON_IsNumber(cJSON_GetArrayItem(bs, 0)) &&
+			    cJSON_IsNumber(cJSON_GetArrayItem(bs, 1))) {
+				b0 = (int64_t)cJSON_GetArrayItem(bs, 0)->valuedouble;
+				b1 = (int64_t)cJSON_GetArrayItem(bs, 1)->valuedouble;
+			}
+			a->o.quantize = TI_QUANT_FP8;
+			a->o.quant_group = b0;
+			if (b0 != b1 || b0 < 1 || b0 > 65536) {
+				fprintf(stderr, "tinspect: %s: quantization_config: weight_block_size [%lld, %lld] is not a square "
+				        "block tinspect sizes\n", a->cm.file, (long long)b0, (long long)b1);
+				rc = EXIT_INPUT;
+			}
 		} else {
 			fprintf(stderr, "tinspect: %s: quantization_config: quant_method '%s' is not one tinspect sizes "
-			        "(bitsandbytes, gptq, awq)\n", a->cm.file, m);
+			        "(bitsandbytes, gptq, awq, fp8)\n", a->cm.file, m);
 			rc = EXIT_INPUT;
 		}
 		a->quant_from_config = !rc;
@@ -2045,7 +2087,7 @@ int cmd_memory(int argc, char **argv)
 		                  : a.o.amp ? "--amp" : a.o.tensor_parallel || a.o.pipeline ? "--strategy"
 		                  : a.weights ? "--weights" : a.kv_dtype_given ? "--kv-dtype"
 		                  : a.o.kv_window ? "--sliding-window" : a.o.attention ? "--attn"
-		                  : a.kv_layout_given ? "--kv-layout"
+		                  : a.kv_layout_given ? "--kv-layout" : a.loss_given ? "--loss"
 		                  : a.device_count > 1 ? "--device-memory with several devices" : NULL;
 		if (needs)
 			return cli_usage_error("memory: %s needs a model description; %s is a checkpoint", needs, a.cm.file);

@@ -51,7 +51,7 @@ static int64_t bytes_of(const attn_shape *s, int64_t a, int64_t b, int64_t c)
  * the attention output [B*H, T, hd]. p is the dropout probability in force.
  */
 static int attention_core(mem_builder *b, const attn_shape *s, int q, int k, int v, int mask, double p, bool scale_k,
-                          int *weights, int *scaled, ti_error *err)
+                          int64_t v_repeat, int *weights, int *scaled, ti_error *err)
 {
 	int64_t bh = s->batch * s->heads, hd = s->embed / s->heads;
 	int in[3] = {q};
@@ -85,6 +85,11 @@ static int attention_core(mem_builder *b, const attn_shape *s, int q, int k, int
 			return -1;
 	}
 	*weights = attn;
+	if (v_repeat > 0) { /* v copied to the query's heads only now: by the matmul that reads it (a view before) */
+		int r_in[1] = {v};
+		if ((v = mem_step(b, "repeat_interleave", r_in, 1, 0, v_repeat, MEM_OUT_NEW, false, 0, err)) < 0)
+			return -1;
+	}
 	int o_in[2] = {attn, v};
 	return mem_step(b, "bmm", o_in, 2, 3u, bytes_of(s, bh, s->target, s->vdim / s->heads), MEM_OUT_NEW, false, 0, err);
 }
@@ -198,9 +203,11 @@ static int in_projection(mem_builder *b, const ti_module *m, const attn_shape *s
 		return linear(b, m, weight, bias, x, out_bytes, err);
 	int in[3] = {x, mem_param(b, m, weight), mem_param(b, m, bias)};
 	int64_t copy = bytes_of(s, rows, s->batch, s->embed);
-	int y = mem_step(b, "linear", in, 3, 2u, out_bytes, MEM_OUT_NEW, false, copy, err);
-	if (y >= 0)
-		b->units[b->unit_count - 1].saved_extra_if = 2u; /* kept while the weight wants a gradient */
+	int y = mem_step(b, "linear", in, 3, 2u, out_bytes, MEM_OUT_NEW, false, 0, err);
+	if (y >= 0) { /* kept while the weight wants a gradient */
+		b->units[b->unit_count - 1].saved_cond = copy;
+		b->units[b->unit_count - 1].saved_cond_if = 2u;
+	}
 	return y;
 }
 
@@ -292,7 +299,7 @@ static int mha(mem_builder *b, const ti_module *m, const char *prefix, const att
 	sdpa_kernel kern = !need_weights ? sdpa_choose(b, s, mask >= 0, p) : SDPA_MATH;
 	int weights = -1, scaled = -1;
 	int o = kern != SDPA_MATH ? sdpa_fused(b, s, kern, q, k, v, mask, false, err)
-	                          : attention_core(b, s, q, k, v, mask, p, torch2 && !need_weights, &weights, &scaled, err);
+	                          : attention_core(b, s, q, k, v, mask, p, torch2 && !need_weights, 0, &weights, &scaled, err);
 	if (o < 0)
 		return -1;
 	/* [T, B, E] made contiguous: a copy, except a fused kernel's [B, T, H, hd] output at B = 1 */
@@ -628,21 +635,70 @@ ti_status mem_expand_sdpa(mem_builder *b, const mem_event *ev, ti_error *err)
 			return err->code;
 	}
 	int q = mem_tensor_of(b, qm), k = mem_tensor_of(b, km), v = mem_tensor_of(b, vm);
+	if (cached > km->shape[km->ndim - 2].value && km->shape[km->ndim - 2].value > 0 &&
+	    vm->shape[vm->ndim - 2].value > 0) {
+		/*
+		 * The cache grows by torch.cat (DynamicCache.update): the layer's keys and
+		 * values at one token more are made while the old ones are still held, and
+		 * replace them (measured on 1.13: GPT-2's first decode step, whose old keys
+		 * and values view its fused projection, peaks at both new ones beside it).
+		 */
+		int64_t kb = mem_meta_bytes(km) / km->shape[km->ndim - 2].value * (cached + 1);
+		int64_t vb = mem_meta_bytes(vm) / vm->shape[vm->ndim - 2].value * (cached + 1);
+		int64_t es = (int64_t)ti_dtype_size(km->dtype);
+		if (b->options->kv_dtype && es > 0) { /* a cache in its own dtype grows in it */
+			kb = kb / es * (int64_t)ti_dtype_size(b->options->kv_dtype);
+			vb = vb / es * (int64_t)ti_dtype_size(b->options->kv_dtype);
+		}
+		int grow_in[2] = {k, v};
+		if (mem_step(b, "cat", grow_in, 2, 0, kb + vb, MEM_OUT_NEW, false, 0, err) < 0)
+			return err->code;
+	}
+	int64_t v_repeat = 0;
+	bool grouped = kern == SDPA_MATH && qm->ndim >= 3 && km->ndim == qm->ndim && vm->ndim == qm->ndim &&
+	               km->shape[km->ndim - 3].value < qm->shape[qm->ndim - 3].value;
+	if (kern == SDPA_MATH && !grouped && ti_memory_torch(b->options) == TI_TORCH_1_13 &&
+	    cached <= km->shape[km->ndim - 2].value) {
+		/*
+		 * Eager attention's matmuls fold their batch dimensions with reshape, a
+		 * copy when the keys or values are strided views (a fused projection's
+		 * slices, a transposed [B, T, H, hd]); bmm saves the copy, and the
+		 * projection's output can go (measured on 1.13: GPT-NeoX's training step
+		 * keeps a copy of v, not the qkv it views).
+		 */
+		int k_in[1] = {k}, v_in[1] = {v};
+		if (!ti_meta_is_contiguous(&b->model->ctx, km) &&
+		    (k = mem_step(b, "contiguous", k_in, 1, 0, mem_meta_bytes(km), MEM_OUT_NEW, false, 0, err)) < 0)
+			return err->code;
+		if (!ti_meta_is_contiguous(&b->model->ctx, vm) &&
+		    (v = mem_step(b, "contiguous", v_in, 1, 0, mem_meta_bytes(vm), MEM_OUT_NEW, false, 0, err)) < 0)
+			return err->code;
+	}
 	if (kern == SDPA_MATH && qm->ndim >= 3 && km->ndim == qm->ndim && vm->ndim == qm->ndim &&
 	    km->shape[km->ndim - 3].value < qm->shape[qm->ndim - 3].value) {
 		/* grouped-query attention (enable_gqa, or Hugging Face's repeat_kv before an eager step): the math path
 		   repeats k and v to the query's heads, copies as large as q's, let go after the call */
 		int k_in[1] = {k}, v_in[1] = {v};
+		/*
+		 * One key/value head (multi-query) on 1.13: repeat_kv's reshape of the
+		 * expand is a view, and each matmul copies its operand when it runs, the
+		 * keys for the scores and the values after the softmax, one at a time
+		 * (measured: Gemma with one KV head decodes with one copy live, not two).
+		 */
+		bool mqa = km->shape[km->ndim - 3].value == 1 && ti_memory_torch(b->options) == TI_TORCH_1_13;
 		if ((k = mem_step(b, "repeat_interleave", k_in, 1, 0, bytes_of(&s, s.batch, s.source, s.embed), MEM_OUT_NEW,
-		                  false, 0, err)) < 0 ||
-		    (v = mem_step(b, "repeat_interleave", v_in, 1, 0, bytes_of(&s, s.batch, s.source, s.vdim), MEM_OUT_NEW,
 		                  false, 0, err)) < 0)
+			return err->code;
+		if (mqa)
+			v_repeat = bytes_of(&s, s.batch, s.source, s.vdim);
+		else if ((v = mem_step(b, "repeat_interleave", v_in, 1, 0, bytes_of(&s, s.batch, s.source, s.vdim),
+		                       MEM_OUT_NEW, false, 0, err)) < 0)
 			return err->code;
 	}
 	int scaled;
 	int out = kern != SDPA_MATH ? sdpa_fused(b, &s, kern, q, k, v, mask_id, arg_bool(c, "is_causal", false), err)
 	                            : attention_core(b, &s, q, k, v, mask_id, p, ti_memory_torch(b->options) == TI_TORCH_2,
-	                                             &weights, &scaled, err);
+	                                             v_repeat, &weights, &scaled, err);
 	if (out < 0)
 		return err->code;
 	int ids[1] = {out};

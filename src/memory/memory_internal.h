@@ -81,9 +81,10 @@ typedef struct mem_unit {
 	                                  inputs (bit j: in[j]) wants a gradient, the formula that reads it */
 	unsigned saved_out;          /* bit i: out[i] is saved */
 	int64_t saved_extra;         /* new tensors saved beside (a dropout mask, norm statistics) */
-	unsigned saved_extra_if;     /* 0: saved_extra is kept whenever the unit records a graph; else only when
-	                                one of these inputs wants a gradient, and when it is not kept it is made
-	                                and freed within the call (an operand's copy the formula reads) */
+	int64_t saved_cond;          /* new bytes saved only while one of saved_cond_if's inputs wants a gradient,
+	                                else made and freed within the call (an operand's copy, a product the
+	                                weight's gradient reads) */
+	unsigned saved_cond_if;      /* bits of in[] for saved_cond; 0: saved_cond unused */
 	int64_t fwd_scratch;         /* freed before the call returns */
 	int64_t fwd_scratch_grad;    /* the same when the call records a graph, if different (-1: same) */
 	int64_t bwd_scratch;         /* the backward's own temporaries */

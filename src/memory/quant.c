@@ -42,7 +42,7 @@ enum { BLOCK = 64, BLOCK2 = 256, CODE4 = 16 * 4, DYNAMIC = 256 * 4 };
 
 const char *ti_memory_quant_name(ti_memory_quant q)
 {
-	static const char *const names[] = {"none", "int8", "nf4", "fp4", "gptq", "awq"};
+	static const char *const names[] = {"none", "int8", "nf4", "fp4", "gptq", "awq", "fp8"};
 	return (unsigned)q < sizeof(names) / sizeof(names[0]) ? names[q] : "?";
 }
 
@@ -70,6 +70,13 @@ int64_t ti_memory_gptq_bytes(bool awq, int bits, int64_t group, int64_t rows, in
 	int64_t qzeros = groups * ((rows * bits + 31) / 32) * 4;
 	int64_t scales = groups * rows * 2;
 	return qweight + qzeros + scales + (awq ? 0 : 4 * cols);
+}
+
+int64_t ti_memory_fp8_bytes(int64_t block, int64_t rows, int64_t cols)
+{
+	if (block < 1 || rows < 0 || cols < 0)
+		return -1;
+	return rows * cols + 4 * ((rows + block - 1) / block) * ((cols + block - 1) / block);
 }
 
 int64_t ti_memory_quant_shared_bytes(ti_memory_quant q, bool double_quant)
@@ -120,6 +127,13 @@ void mem_quant_linear(mem_builder *b, mem_unit *u, const ti_meta_tensor *x, cons
 	int64_t es = (int64_t)ti_dtype_size(x->dtype);
 	if (b->options->quantize == TI_QUANT_GPTQ || b->options->quantize == TI_QUANT_AWQ)
 		return;
+	if (b->options->quantize == TI_QUANT_FP8) {
+		/* FP8Linear: act_quant casts the input to fp8 with a float32 scale a group of block inputs a row, and
+		   the block-wise fp8 matmul writes the output; the weight is never dequantized */
+		int64_t block = b->options->quant_group > 0 ? b->options->quant_group : 128;
+		u->fwd_scratch += rows * in + 4 * rows * ((in + block - 1) / block);
+		return;
+	}
 	if (b->options->quantize == TI_QUANT_INT8) {
 		int64_t scratch = rows * in * (x->dtype == TI_DT_FLOAT16 ? 1 : 3) + 4 * rows + 4 * rows * out;
 		u->fwd_scratch += scratch;

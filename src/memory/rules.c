@@ -118,6 +118,26 @@ static bool bound_flag(const ti_op_call *c, const char *name)
 	return false;
 }
 
+/* x[index] with an integer tensor or a list of ints among the items gathers: a new tensor, not a view. */
+static bool index_gathers(const ti_op_call *c)
+{
+	for (int i = 0; c->in.sig && i < c->in.sig->count; i++) {
+		if (strcmp(c->in.sig->params[i].name, "index"))
+			continue;
+		const ti_arg *a = &c->in.args[i];
+		if (a->kind == TI_ARG_TENSOR)
+			return true;
+		for (int j = 0; a->kind == TI_ARG_LIST && j < a->as.list.count; j++) {
+			const ti_arg *item = &a->as.list.items[j];
+			if (item->kind == TI_ARG_TENSOR)
+				return true;
+			if (item->kind == TI_ARG_LIST && item->as.list.count > 0 && item->as.list.items[0].kind == TI_ARG_INT)
+				return true;
+		}
+	}
+	return false;
+}
+
 static bool bound_has(const ti_op_call *c, const char *name)
 {
 	if (!c->in.sig)
@@ -154,11 +174,11 @@ typedef enum extra_kind {
 	EXTRA_NONE,
 	EXTRA_DROPOUT,    /* training: the noise or mask it saves (mem_dropout_saved; feature dropouts one per channel) */
 	EXTRA_ROW_STATS,  /* mean and rstd: two floats per normalized row */
-	EXTRA_RMS_NORM,   /* rsqrt per row, and with a weight the normalized input in float32 (see the case) */
 	EXTRA_CHANNEL_STATS, /* training: mean and invstd per channel */
 	EXTRA_GROUP_STATS,/* mean and rstd per (sample, group) */
 	EXTRA_INDICES,    /* int64 indices of the output's size */
-	EXTRA_LOG_SOFTMAX /* cross_entropy: log_softmax of the input, saved (a transient without grad) */
+	EXTRA_LOG_SOFTMAX, /* cross_entropy: log_softmax of the input, saved (a transient without grad) */
+	EXTRA_RMS_COMPOSITE /* rms_norm as its composite runs: two float32 copies of the input saved, and scratch */
 } extra_kind;
 
 typedef enum out_rule {
@@ -277,7 +297,7 @@ static const plain_row plain_rows[] = {
 	{"instance_norm", NEW, "input weight", EXTRA_GROUP_STATS, false},
 	{"layer_norm", NEW, "input weight", EXTRA_ROW_STATS, false},
 	{"group_norm", NEW, "input weight", EXTRA_GROUP_STATS, false},
-	{"rms_norm", NEW, "input weight", EXTRA_RMS_NORM, false},
+	{"rms_norm", NEW, "input weight", EXTRA_RMS_COMPOSITE, false},
 	{"embedding", NEW, "input", EXTRA_NONE, false}, {"embedding_bag", NEW, "input offsets", EXTRA_NONE, false},
 	{"cross_entropy", NEW, "target", EXTRA_LOG_SOFTMAX, false}, {"nll_loss", NEW, "input target", EXTRA_NONE, false},
 	{"mse_loss", NEW, "input target", EXTRA_NONE, false}, {"l1_loss", NEW, "input target", EXTRA_NONE, false},
@@ -298,6 +318,7 @@ static const plain_row plain_rows[] = {
 	{"logical_or", CONSTANT, "", EXTRA_NONE, false}, {"arange", CONSTANT, "", EXTRA_NONE, false},
 	{"zeros", CONSTANT, "", EXTRA_NONE, false}, {"ones", CONSTANT, "", EXTRA_NONE, false},
 	{"empty", CONSTANT, "", EXTRA_NONE, false}, {"full", CONSTANT, "", EXTRA_NONE, false},
+	{"torch.tensor", CONSTANT, "", EXTRA_NONE, false}, /* a constant recorded by tinspect-export (opaque) */
 	{"zeros_like", CONSTANT, "", EXTRA_NONE, false}, {"ones_like", CONSTANT, "", EXTRA_NONE, false},
 	{"empty_like", CONSTANT, "", EXTRA_NONE, false}, {"full_like", CONSTANT, "", EXTRA_NONE, false},
 	{"randn", CONSTANT, "", EXTRA_NONE, false}, {"rand", CONSTANT, "", EXTRA_NONE, false},
@@ -705,10 +726,13 @@ static void fold_copy(const call_tensors *in, mem_unit *u)
 	if (in->n < 2 || in->t[0]->ndim < 3 || in->t[1]->ndim > 2 || dims_merge(in->t[0], in->t[0]->ndim - 1, &product))
 		return;
 	int64_t bytes = mem_meta_bytes(in->t[0]);
-	if ((u->saved_in & 1u) && !u->saved_extra) {
+	if ((u->saved_in & 1u) && u->saved_if[0] && !u->saved_cond_if) {
 		u->saved_in &= ~1u;
-		u->saved_extra = bytes;
-		u->saved_extra_if = u->saved_if[0];
+		u->saved_cond = bytes;
+		u->saved_cond_if = u->saved_if[0];
+	} else if (u->saved_in & 1u) {
+		u->saved_in &= ~1u;
+		u->saved_extra += bytes;
 	} else {
 		u->fwd_scratch += bytes;
 	}
@@ -770,13 +794,8 @@ static ti_status plan_plain(mem_builder *b, const mem_event *ev, const plain_row
 		}
 		u.nin++;
 	}
-	/* PyTorch 1.13's mean over dims (MeanBackward1) saves its input, where 2.x keeps only the sizes */
-	if (!strcmp(row->name, "mean") && in.n && ti_memory_torch(b->options) != TI_TORCH_2)
-		for (int i = 0; c->in.sig && i < c->in.sig->count; i++)
-			if (!strcmp(c->in.sig->params[i].name, "dim") && c->in.args[i].kind != TI_ARG_NONE)
-				u.saved_in |= 1u;
 	mem_out_kind kind = MEM_OUT_NEW;
-	if (row->out == VIEW)
+	if (row->out == VIEW && !(!strcmp(row->name, "getitem") && index_gathers(c)))
 		kind = MEM_OUT_VIEW;
 	else if (row->out == INPLACE_FLAG && bound_flag(c, "inplace"))
 		kind = MEM_OUT_INPLACE;
@@ -846,31 +865,6 @@ static ti_status plan_plain(mem_builder *b, const mem_event *ev, const plain_row
 			u.saved_extra = 2 * 4 * rows_of(x, nd);
 		break;
 	}
-	case EXTRA_RMS_NORM: {
-		/*
-		 * No fused kernel: transformers' RMSNorm (and torch's composite rms_norm) is
-		 * x.float() * rsqrt(x.pow(2).mean(-1) + eps), times the weight. Autograd keeps the
-		 * input (pow's and the mul's), the rsqrt, one float per row, and the normalized
-		 * rows, in float32, which the weight's mul saves; on 1.13 also x.pow(2), which its
-		 * mean over the last dim saves. Measured against a PyTorch 1.13 re-implementation
-		 * of Mixtral's: each norm kept its input's size three times, and the rsqrt.
-		 */
-		int nd = 1;
-		bool weight = false;
-		for (int i = 0; c->in.sig && i < c->in.sig->count; i++) {
-			if (!strcmp(c->in.sig->params[i].name, "normalized_shape") && c->in.args[i].kind == TI_ARG_LIST)
-				nd = c->in.args[i].as.list.count;
-			if (!strcmp(c->in.sig->params[i].name, "weight") && c->in.args[i].kind == TI_ARG_TENSOR)
-				weight = true;
-		}
-		if (x) {
-			int64_t es = (int64_t)ti_dtype_size(x->dtype), f32 = es > 0 ? mem_meta_bytes(x) / es * 4 : 0;
-			/* 1.13's mean over a dim saves its input (MeanBackward1's self): x squared, in float32 */
-			bool squares = ti_memory_torch(b->options) != TI_TORCH_2;
-			u.saved_extra = 4 * rows_of(x, nd) + (weight ? f32 : 0) + (squares ? f32 : 0);
-		}
-		break;
-	}
 	case EXTRA_CHANNEL_STATS:
 		if (x && x->ndim >= 2 && train) {
 			u.saved_extra = 2 * 4 * x->shape[1].value;
@@ -891,6 +885,44 @@ static ti_status plan_plain(mem_builder *b, const mem_event *ev, const plain_row
 			u.bwd_scratch = u.saved_extra;
 		}
 		break;
+	case EXTRA_RMS_COMPOSITE: {
+		/*
+		 * RMSNorm is no fused kernel: transformers' LlamaRMSNorm (and the other
+		 * families', and nn.RMSNorm's composite) runs x.float(), pow(2),
+		 * mean, rsqrt, x * rstd and weight * that, saving as they go.
+		 * Measured on 1.13 (x [16, 256, 256], 4 MiB): the forward leaves two
+		 * input-sized float32 tensors saved beside its output and the row
+		 * statistics; under no_grad it peaks at one beside the output; the
+		 * backward at two beside the input's gradient.
+		 */
+		int nd = 1;
+		bool weight = false;
+		for (int i = 0; c->in.sig && i < c->in.sig->count; i++) {
+			if (!strcmp(c->in.sig->params[i].name, "normalized_shape") && c->in.args[i].kind == TI_ARG_LIST)
+				nd = c->in.args[i].as.list.count;
+			if (!strcmp(c->in.sig->params[i].name, "weight") && c->in.args[i].kind == TI_ARG_TENSOR)
+				weight = true;
+		}
+		if (x) {
+			int64_t es = (int64_t)ti_dtype_size(x->dtype), f32 = mem_meta_bytes(x) / (es ? es : 1) * 4;
+			/* the saved pair: the normalized rows (the weight's mul saves them) and, on 1.13, x ** 2 (its mean
+			   over the last dim saves its input; 2.x keeps only the sizes) - also measured against a 1.13
+			   re-implementation of Mixtral's: each norm kept its input's size three times, and the rsqrt */
+			bool squares = ti_memory_torch(b->options) != TI_TORCH_2;
+			u.saved_extra = (squares ? f32 : 0) + 4 * rows_of(x, nd);
+			/* the normalized rows only while the weight trains (a LoRA-frozen norm's mul keeps the weight alone) */
+			u.fwd_scratch = f32; /* under no_grad, x * rstd beside the output */
+			u.fwd_scratch_grad = 0;
+			for (int i = 0; weight && i < in.n; i++)
+				if (!strcmp(in.name[i], "weight")) { /* x * rstd, kept, or a temporary as under no_grad */
+					u.saved_cond = f32;
+					u.saved_cond_if = 1u << i;
+					u.fwd_scratch = 0;
+				}
+			u.bwd_scratch = 2 * f32;
+		}
+		break;
+	}
 	case EXTRA_INDICES: /* made in every mode, kept only for backward */
 		if (out.n) {
 			int64_t es = (int64_t)ti_dtype_size(out.t[0]->dtype);
@@ -906,6 +938,17 @@ static ti_status plan_plain(mem_builder *b, const mem_event *ev, const plain_row
 		matmul_copies(&in, &out, &u);
 	if (!strcmp(row->name, "matmul") || !strcmp(row->name, "linear"))
 		fold_copy(&in, &u);
+	/*
+	 * 1.13's mean over dimensions saves its input: its formula reads
+	 * self.numel() (measured: x [1024, 1024] * 2, then .mean(-1) keeps the
+	 * product's 4 MiB; .mean() and .sum(-1) keep nothing). An RMSNorm written
+	 * out keeps x ** 2 so.
+	 */
+	if (!strcmp(row->name, "mean") && in.n && out.n && ti_memory_torch(b->options) == TI_TORCH_1_13 &&
+	    mem_meta_bytes(out.t[0]) > (int64_t)ti_dtype_size(out.t[0]->dtype)) {
+		u.saved_in |= 1u;
+		u.saved_if[0] = 0;
+	}
 	if (x && out.n && !strncmp(row->name, "conv", 4))
 		conv_plan(b, &u, row->name, c, x, out.t[0]);
 	if (b->options->quantize && (!strcmp(row->name, "linear") || !strcmp(row->name, "matmul")) && in.n >= 2)

@@ -394,9 +394,13 @@ typedef struct sim {
 	size_t module_count;
 	int64_t kv_bytes;
 	int kv_sites, kv_causal, kv_unsized, kv_sliding, kv_compressed;
+	int kv_fused;          /* sites whose keys or values view a fused projection's output, which they hold */
 	int64_t experts, experts_held; /* expert modules, and those this rank holds (expert_shard) */
 	int64_t ep_bytes;              /* expert parallelism: the all-to-all buffers, kept for the whole step */
 	int64_t kv_widest;           /* the widest sliding window of a site */
+	ti_memory_loss loss;   /* training: the loss resolved (sum, or cross-entropy over loss_tensor) */
+	int loss_tensor;       /* cross-entropy: the logits' tensor; -1 none */
+	int loss_saved;        /* cross-entropy: the storage of its log_softmax, saved until backward; -1 none */
 	/* ZeRO-3 / FSDP: the wrapped units, each one's full parameter bytes and its first and last ledger unit */
 	struct fsdp_unit { const char *path; int64_t bytes; int first, last, gather; } *fsdp;
 	size_t fsdp_count;
@@ -515,9 +519,10 @@ static void forward_unit(sim *s, size_t k, run_kind kind)
 		alloc_storage(l, t->storage);
 	}
 	int64_t scratch = keep && u->fwd_scratch_grad >= 0 ? u->fwd_scratch_grad : u->fwd_scratch;
-	bool extra_kept = keep && wanted(s, u, u->saved_extra_if);
-	if (u->saved_extra_if && !extra_kept)
-		scratch += u->saved_extra;
+	bool cond_kept = keep && u->saved_cond_if && wanted(s, u, u->saved_cond_if);
+	int64_t extra = u->saved_extra + (cond_kept ? u->saved_cond : 0);
+	if (!cond_kept)
+		scratch += u->saved_cond;
 	if (keep) {
 		s->saved[k] = 0;
 		for (int i = 0; i < u->nin; i++)
@@ -528,8 +533,8 @@ static void forward_unit(sim *s, size_t k, run_kind kind)
 		for (int o = 0; o < u->nout; o++)
 			if (u->saved_out & (1u << o))
 				l->st[b->tensors[u->out[o]].storage].saved++;
-		if (u->saved_extra > 0 && extra_kept) {
-			int id = add_storage(s, u->saved_extra, TI_MEM_SAVED, u->label, u->module);
+		if (extra > 0) {
+			int id = add_storage(s, extra, TI_MEM_SAVED, u->label, u->module);
 			if (id < 0)
 				l->overflow = true;
 			else {
@@ -897,7 +902,7 @@ static int back_through(const mem_builder *b, int t, const char *const *names, b
  * tensors have is the values' rows (attn [.., T, S] @ v [.., S, hd]: S);
  * when it is unknown the bytes stay as they are and *unsized counts it.
  */
-static int64_t kv_site_bytes(const sim *s, int key, int value, int64_t window, int64_t compressed, int *unsized)
+static int64_t kv_site_bytes(sim *s, int key, int value, int64_t window, int64_t compressed, int *unsized)
 {
 	const mem_tensor *k = &s->b.tensors[key], *v = &s->b.tensors[value];
 	int64_t bytes = k->bytes + v->bytes, rows = v->rows;
@@ -911,6 +916,21 @@ static int64_t kv_site_bytes(const sim *s, int key, int value, int64_t window, i
 		if (!mem_mul(k->lead, tokens, &n) || !mem_mul(n, compressed, &n) || !mem_mul(n, k->elsize, &bytes))
 			return -1;
 		rows = tokens;
+	} else if (!s->opt->kv_dtype && (window <= 0 || tokens == rows || s->opt->kv_tokens > 0)) {
+		/*
+		 * Hugging Face's DynamicCache keeps the key and value tensors the layer made:
+		 * one that views a fused projection's output (GPT-2's c_attn split, GPT-NeoX's
+		 * and Phi-3's value sliced from their qkv) keeps that whole storage, until a
+		 * decode step's torch.cat replaces it (measured on 1.13: GPT-2 holds its
+		 * queries beside the cache). In the cache's own dtype it is a copy.
+		 */
+		int64_t held = s->l.st[k->storage].bytes;
+		if (v->storage != k->storage)
+			held += s->l.st[v->storage].bytes;
+		if (held > bytes && rows > 0 && held % rows == 0) {
+			bytes = held;
+			s->kv_fused++;
+		}
 	}
 	if (tokens != rows) {
 		if (rows <= 0 || bytes % rows)
@@ -925,16 +945,39 @@ static int64_t kv_site_bytes(const sim *s, int key, int value, int64_t window, i
 	return bytes;
 }
 
-/* The tensor a repeat (repeat_interleave, expand, repeat) of t was made from, through any number of them; else t. */
+/* The first input of t's producer when that is one of ops; else -1. */
+static int made_from(const mem_builder *b, int t, const char *const *ops)
+{
+	int p = t >= 0 ? b->tensors[t].producer : -1;
+	if (p < 0 || !op_in(b->units[p].op, ops) || !b->units[p].nin)
+		return -1;
+	return b->units[p].in[0];
+}
+
+/*
+ * The tensor a repeat (repeat_interleave, expand, repeat) of t was made from, through any number of them; else t.
+ * Hugging Face's repeat_kv, x[:, :, None].expand(...).reshape(...), is one too: the reshape of an expand, and the
+ * new axis the expand fills.
+ */
 static int before_repeats(const mem_builder *b, int t)
 {
 	static const char *const repeats[] = {"repeat_interleave", "expand", "repeat", NULL};
+	static const char *const reshapes[] = {"reshape", "flatten", "view", NULL};
+	static const char *const new_axis[] = {"getitem", "unsqueeze", NULL};
+	int r = made_from(b, t, reshapes);
+	if (r >= 0 && made_from(b, r, repeats) >= 0)
+		t = r;
+	bool repeated = false;
 	for (int guard = 0; t >= 0 && guard < 16; guard++) {
-		int p = b->tensors[t].producer;
-		if (p < 0 || !op_in(b->units[p].op, repeats) || !b->units[p].nin || b->units[p].in[0] < 0)
+		int in = made_from(b, t, repeats);
+		if (in < 0)
 			break;
-		t = b->units[p].in[0];
+		t = in;
+		repeated = true;
 	}
+	int base = repeated ? made_from(b, t, new_axis) : -1;
+	if (base >= 0 && b->tensors[base].bytes == b->tensors[t].bytes)
+		t = base;
 	return t;
 }
 
@@ -961,6 +1004,7 @@ static void find_kv(sim *s, int64_t *bytes, int *sites, int *causal, int *unsize
 	mem_builder *b = &s->b;
 	*bytes = 0;
 	*sites = *causal = *unsized = *sliding = *compressed = 0;
+	s->kv_fused = 0;
 	for (size_t k = 0; k < b->unit_count; k++) {
 		const mem_unit *u = &b->units[k];
 		int key, value;
@@ -986,9 +1030,15 @@ static void find_kv(sim *s, int64_t *bytes, int *sites, int *causal, int *unsize
 			key = b->units[tp].in[0];
 			value = u->in[1];
 		}
-		/* a grouped-query step's k and v repeated to the query's heads: the cache holds them before */
+		/* a grouped-query step's k and v repeated to the query's heads, or copied for the matmul (a strided view
+		   made contiguous): the cache holds them before */
+		static const char *const copies[] = {"contiguous", NULL};
 		key = before_repeats(b, key);
 		value = before_repeats(b, value);
+		if (made_from(b, key, copies) >= 0)
+			key = made_from(b, key, copies);
+		if (made_from(b, value, copies) >= 0)
+			value = made_from(b, value, copies);
 		/* a description's window caps the decode step's cache (kv_tokens): a prefill holds the whole context, as
 		   transformers' DynamicSlidingWindowLayer keeps a view of the prefill's keys until the next step;
 		   --sliding-window caps both, as a static sliding cache does */
@@ -1063,6 +1113,9 @@ static ti_status map_params(sim *s, ti_error *err)
 			              : gptq ? ti_memory_gptq_bytes(o->quantize == TI_QUANT_AWQ, o->quant_bits, o->quant_group,
 			                                            mem_quant_rows(m, i), p->shape[0] * p->shape[1] /
 			                                            mem_quant_rows(m, i))
+			              : o->quantize == TI_QUANT_FP8
+			                     ? ti_memory_fp8_bytes(o->quant_group > 0 ? o->quant_group : 128, mem_quant_rows(m, i),
+			                                           p->shape[0] * p->shape[1] / mem_quant_rows(m, i))
 			                     : ti_memory_quant_bytes(o->quantize, o->quant_double, mem_quant_rows(m, i),
 			                                             p->shape[0] * p->shape[1] / mem_quant_rows(m, i));
 			if (bytes < 0)
@@ -1074,6 +1127,7 @@ static ti_status map_params(sim *s, ti_error *err)
 			b->tensors[id].param = (int)i;
 			b->tensors[id].grad = !quantized && trains(s->opt, p); /* a bitsandbytes weight does not train */
 			mem_tensor_dtype(b, id, quantized ? (s->opt->quantize == TI_QUANT_INT8 ? TI_DT_INT8
+			                                     : s->opt->quantize == TI_QUANT_FP8 ? TI_DT_FLOAT8_E4M3FN
 			                                     : gptq ? TI_DT_INT32 : TI_DT_UINT8)
 			                                  : param_dtype(s->opt, p, i));
 		}
@@ -1084,7 +1138,6 @@ static ti_status map_params(sim *s, ti_error *err)
 	return TI_OK;
 }
 
-/* After the builder ran: what every storage is, and when it is last read. */
 /*
  * Whether a parameter belongs to one expert of a MoE layer ("...experts.3.w1.weight"): *prefix_len is then the
  * length of the name up to "experts.", *index the expert's number.
@@ -1104,6 +1157,19 @@ static bool expert_param(const char *name, size_t *prefix_len, int64_t *index)
 		*prefix_len = (size_t)(p - name);
 		*index = n;
 		return true;
+	}
+	return false;
+}
+
+/* A causal language model's class, as transformers names them: LlamaForCausalLM, GPT2LMHeadModel. */
+static bool causal_lm_class(const char *name)
+{
+	static const char *const tails[] = {"ForCausalLM", "LMHeadModel"};
+	size_t n = name ? strlen(name) : 0;
+	for (size_t i = 0; i < sizeof(tails) / sizeof(tails[0]); i++) {
+		size_t k = strlen(tails[i]);
+		if (n >= k && !strcmp(name + n - k, tails[i]))
+			return true;
 	}
 	return false;
 }
@@ -1148,6 +1214,14 @@ static void expert_shard(sim *s)
 	}
 }
 
+static ti_memory_loss loss_of(const ti_memory_options *o, const ti_model *m)
+{
+	if (o->loss != TI_LOSS_DEFAULT)
+		return o->loss;
+	return causal_lm_class(m->class_name) ? TI_LOSS_CROSS_ENTROPY : TI_LOSS_SUM;
+}
+
+/* After the builder ran: what every storage is, and when it is last read. */
 static ti_status classify(sim *s, const ti_model_report *rep, ti_error *err)
 {
 	mem_builder *b = &s->b;
@@ -1229,6 +1303,13 @@ static ti_status classify(sim *s, const ti_model_report *rep, ti_error *err)
 		int t = rep->outputs[i].meta ? mem_tensor_find(b, rep->outputs[i].meta) : -1;
 		if (t >= 0)
 			s->l.st[b->tensors[t].storage].output = true;
+	}
+	s->loss = loss_of(s->opt, m);
+	s->loss_tensor = s->loss_saved = -1;
+	if (s->loss == TI_LOSS_CROSS_ENTROPY && !s->sent && rep->output_count && rep->outputs[0].meta) {
+		int t = mem_tensor_find(b, rep->outputs[0].meta);
+		if (t >= 0 && b->tensors[t].param < 0 && b->tensors[t].floating)
+			s->loss_tensor = t; /* the logits, when they need a gradient (play checks: the grads are marked later) */
 	}
 	return TI_OK;
 }
@@ -1544,12 +1625,83 @@ static void reset(sim *s, long long stop_at)
 		}
 }
 
+enum { LOSS_UNIT = -2 }; /* the ledger's unit while the loss runs: the peak's step names it */
+
+/*
+ * F.cross_entropy over the logits (transformers' ForCausalLMLoss: logits.float(),
+ * the labels shifted, view(-1, V)): log_softmax's float32 result, which it and
+ * nll_loss save, stays until backward; a logits tensor in another dtype is cast
+ * to float32 first, a copy let go once log_softmax has run (measured on 1.13:
+ * Llama-style models at 2 x 128 tokens and 3000-5000 words hold the result
+ * beside the logits to the end of forward).
+ */
+static void cross_entropy_forward(sim *s)
+{
+	const mem_tensor *x = &s->b.tensors[s->loss_tensor];
+	int64_t f32 = x->elsize > 0 ? x->bytes / x->elsize * 4 : x->bytes;
+	s->l.unit = LOSS_UNIT;
+	int cast = x->elsize != 4 ? add_storage(s, f32, TI_MEM_TEMPORARY, "cross_entropy (logits.float())", 0) : -1;
+	int id = add_storage(s, f32, TI_MEM_SAVED, "cross_entropy (log_softmax)", 0);
+	if (id < 0 || (x->elsize != 4 && cast < 0)) {
+		s->l.overflow = true;
+		return;
+	}
+	if (cast >= 0)
+		alloc_storage(&s->l, cast);
+	alloc_storage(&s->l, id);
+	if (cast >= 0)
+		free_storage(&s->l, cast);
+	s->loss_saved = id;
+	point(s, "the loss (cross_entropy)");
+}
+
+/*
+ * Its backward, the first the engine runs: NllLossBackward's gradient (zeros,
+ * the logits' size in float32), then LogSoftmaxBackward's beside it; the
+ * first and the saved log_softmax go once the second is made, and a logits
+ * tensor in another dtype gets its gradient cast back. What is left is the
+ * logits' gradient, with storage: the head's backward takes it as it is.
+ */
+static void cross_entropy_backward(sim *s, int t)
+{
+	ledger *l = &s->l;
+	const mem_tensor *x = &s->b.tensors[t];
+	int64_t f32 = x->elsize > 0 ? x->bytes / x->elsize * 4 : x->bytes;
+	l->phase = TI_PHASE_BACKWARD;
+	l->unit = LOSS_UNIT;
+	int nll = add_storage(s, f32, TI_MEM_ACT_GRADIENT, "cross_entropy backward (nll_loss)", 0);
+	int lsm = add_storage(s, f32, TI_MEM_ACT_GRADIENT, "cross_entropy backward (log_softmax)", 0);
+	int back = x->elsize != 4 ? add_storage(s, x->bytes, TI_MEM_ACT_GRADIENT, "cross_entropy backward (cast)", 0)
+	                          : lsm;
+	if (nll < 0 || lsm < 0 || back < 0) {
+		l->overflow = true;
+		return;
+	}
+	alloc_storage(l, nll);
+	alloc_storage(l, lsm);
+	free_storage(l, nll);
+	if (s->loss_saved >= 0)
+		free_storage(l, s->loss_saved);
+	s->loss_saved = -1;
+	if (back != lsm) {
+		alloc_storage(l, back);
+		free_storage(l, lsm);
+	}
+	l->st[back].grad_refs = 1;
+	s->pending[t] = back;
+	point(s, "the loss (cross_entropy)");
+}
+
 static void play(sim *s, long long stop_at)
 {
 	reset(s, stop_at);
 	mem_builder *b = &s->b;
 	ledger *l = &s->l;
 	forward(s);
+	if (s->opt->mode == TI_MEMORY_TRAIN && s->loss_tensor >= 0 && !b->tensors[s->loss_tensor].grad)
+		s->loss_tensor = -1; /* frozen all the way to the logits: no loss to take a gradient of */
+	if (s->opt->mode == TI_MEMORY_TRAIN && s->loss_tensor >= 0)
+		cross_entropy_forward(s);
 	/* activations: what the forward leaves live besides the step's own and the outputs it returns */
 	s->activations = 0;
 	if (s->module_acts)
@@ -1568,6 +1720,10 @@ static void play(sim *s, long long stop_at)
 	 * outputs stay live through backward (out = model(x); loss = f(out); loss.backward()) */
 	for (size_t t = 0; t < b->tensor_count; t++) {
 		const mem_tensor *x = &b->tensors[t];
+		if ((int)t == s->loss_tensor) {
+			cross_entropy_backward(s, (int)t);
+			continue;
+		}
 		if (x->grad && x->param < 0 && l->st[x->storage].output) {
 			bool sent = l->st[x->storage].stage_output;
 			int g = add_storage(s, sent ? x->bytes : 0, TI_MEM_ACT_GRADIENT, sent ? "gradient received" : "grad of the loss", 0);
@@ -1657,13 +1813,16 @@ static const char *kv_rule(const sim *s, const ti_memory_report *r)
 	else if (r->kv_sliding > 0)
 		snprintf(window, sizeof(window), " (%d of them at most their sliding window's %lld)", r->kv_sliding,
 		         (long long)s->kv_widest);
+	char fused[96] = "";
+	if (s->kv_fused)
+		snprintf(fused, sizeof(fused), "; %d hold the fused projection their keys or values view", s->kv_fused);
 	if (r->kv_compressed > 0)
 		return ti_arena_printf(s->b.arena, "the compressed latent (MLA) of %d attention steps at %s%s, %s%s",
 		                       r->kv_sites, length, window,
 		                       s->opt->kv_dtype ? ti_dtype_name(s->opt->kv_dtype) : "their dtype",
 		                       r->kv_unsized ? "; some steps' length unknown: at the bound length" : "");
-	return ti_arena_printf(s->b.arena, "keys and values of %d attention steps at %s%s, %s%s", r->kv_sites, length,
-	                       window, s->opt->kv_dtype ? ti_dtype_name(s->opt->kv_dtype) : "their dtype",
+	return ti_arena_printf(s->b.arena, "keys and values of %d attention steps at %s%s, %s%s%s", r->kv_sites, length,
+	                       window, s->opt->kv_dtype ? ti_dtype_name(s->opt->kv_dtype) : "their dtype", fused,
 	                       r->kv_unsized ? "; some steps' length unknown: at the bound length" : "");
 }
 
@@ -1850,12 +2009,14 @@ static ti_status simulate(ti_model *model, const mem_trace *trace, const ti_mode
 	r->kv_sliding = s->kv_sliding;
 	r->kv_compressed = s->kv_compressed;
 	r->kv_unsized = s->kv_unsized;
+	r->loss = options->mode == TI_MEMORY_TRAIN ? s->loss : TI_LOSS_DEFAULT;
 	r->activations = options->mode == TI_MEMORY_TRAIN ? s->activations : 0;
 	r->peak = s->l.peak;
 	r->reserved_peak = s->l.allocator ? mem_cuda_peak_reserved(s->l.allocator) : 0;
 	r->peak_phase = s->l.peak_phase;
 	int pu = s->l.peak_unit;
 	r->peak_step = pu >= 0 ? s->b.units[pu].label
+	               : pu == LOSS_UNIT ? "the loss (cross_entropy)"
 	               : r->peak_phase == TI_PHASE_OPTIMIZER ? "optimizer.step()" : "start of the step";
 	r->peak_module = pu >= 0 ? ml.items[s->b.units[pu].module].path : "";
 	/* each module's weights: its parameters' and its children's (the modules a name's dotted prefixes name) */

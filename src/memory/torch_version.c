@@ -40,3 +40,11 @@ const char *ti_memory_attention_name(ti_memory_attention a)
 {
 	return (unsigned)a < sizeof(attention_names) / sizeof(attention_names[0]) ? attention_names[a] : NULL;
 }
+
+static const char *const loss_names[] = {[TI_LOSS_DEFAULT] = "default", [TI_LOSS_SUM] = "sum",
+                                         [TI_LOSS_CROSS_ENTROPY] = "cross-entropy"};
+
+const char *ti_memory_loss_name(ti_memory_loss loss)
+{
+	return (unsigned)loss < sizeof(loss_names) / sizeof(loss_names[0]) ? loss_names[loss] : NULL;
+}

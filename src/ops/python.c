@@ -359,6 +359,17 @@ static ti_status apply_tensor(const ti_meta_tensor *index, int dim, gather *g, t
 	return TI_OK;
 }
 
+/* A list of integers inside an index tuple (x[..., [-2], :]): PyTorch makes it a long tensor of its length. */
+static bool is_int_list(const ti_arg *a)
+{
+	if (a->kind != TI_ARG_LIST || a->as.list.count < 1)
+		return false;
+	for (int i = 0; i < a->as.list.count; i++)
+		if (a->as.list.items[i].kind != TI_ARG_INT)
+			return false;
+	return true;
+}
+
 /*
  * count_specified_dimensions: the dims the items consume (an int, a slice,
  * an integer tensor one each; a mask its own dims), so that Ellipsis can
@@ -372,7 +383,7 @@ static int specified_dims(const ti_arg *items, int n)
 		if (a->kind == TI_ARG_TENSOR) {
 			ti_dtype dt = a->as.tensor->dtype;
 			count += dt == TI_DT_BOOL || dt == TI_DT_UINT8 ? a->as.tensor->ndim : 1;
-		} else if (a->kind == TI_ARG_INT || a->kind == TI_ARG_SLICE) {
+		} else if (a->kind == TI_ARG_INT || a->kind == TI_ARG_SLICE || is_int_list(a)) {
 			count++;
 		} else if (a->kind != TI_ARG_NONE && !is_ellipsis(a)) {
 			return -1;
@@ -444,6 +455,18 @@ static ti_status index_tensor(ti_op_call *call, const ti_meta_tensor *t, const t
 			st = apply_none(ctx, &v, dim++, err);
 		} else if (a->kind == TI_ARG_TENSOR) {
 			st = apply_tensor(a->as.tensor, dim++, &g, err);
+		} else if (is_int_list(a)) {
+			ti_dim len = ti_dim_int(a->as.list.count);
+			for (int j = 0; j < a->as.list.count && dim < v.ndim && ti_dim_is_int(v.shape[dim]); j++) {
+				int64_t at = a->as.list.items[j].as.dim.value, size = v.shape[dim].value;
+				if (at < -size || at >= size)
+					return TI_FAIL(err, TI_E_SHAPE, "index %lld is out of bounds for dimension %d with size %lld",
+					               (long long)at, dim, (long long)size);
+			}
+			const ti_meta_tensor *list = ti_meta_new(ctx, TI_DT_INT64, 1, &len);
+			if (!list)
+				return TI_FAIL(err, TI_E_NOMEM, "out of memory");
+			st = apply_tensor(list, dim++, &g, err);
 		} else { /* Ellipsis */
 			if (seen_ellipsis)
 				return TI_FAIL(err, TI_E_SHAPE, "an index can only have a single ellipsis ('...')");

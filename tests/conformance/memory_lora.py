@@ -266,7 +266,8 @@ def write_config(tmp, name, change, base):
 
 def estimate(binary, folder, case):
     argv = [binary, "memory", folder, "--batch", str(case["batch"]), "--context", str(case["context"]),
-            "--mode", "train", "--optimizer", "adamw", "--impl", "for-loop", "--lora", case["lora"], "--json"]
+            "--mode", "train", "--optimizer", "adamw", "--impl", "for-loop", "--lora", case["lora"], "--json",
+            "--loss", "sum"]  # the measured step's loss is logits.sum(), not the causal LM's cross-entropy
     if case["targets"]:
         argv += ["--lora-targets", case["targets"]]
     p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=120)

@@ -836,7 +836,9 @@ Test(hf_describe, caches_deepseeks_mla_expanded_as_transformers_or_compressed_as
 	const char *config = "fixtures/hf/DeepSeek-V3/config.json";
 	const int64_t T = 4096, layers = 61;
 	kv_figures expanded = kv_layout_report(config, T, 0, false, false);
-	EXPECT_INT(expanded.bytes, layers * T * 128 * (192 + 128) * 4);
+	/* transformers' expanded cache: the keys (nope 128 + rope 64 a head) are a new tensor, the values a view
+	   of kv_b_proj's output (nope keys and values, 128 + 128 a head), which the cache holds whole */
+	EXPECT_INT(expanded.bytes, layers * T * 128 * (192 + 128 + 128) * 4);
 	EXPECT_INT(expanded.compressed, 0);
 	for (int decode = 0; decode < 2; decode++) {
 		kv_figures latent = kv_layout_report(config, T, 0, decode, true);

@@ -462,3 +462,40 @@ Test(ops_python, setitem_writes_into_the_indexed_view_and_returns_the_tensor_its
 	             "  Target sizes: [2, 2].  Tensor sizes: [3]");
 	EXPECT_FAILS(run("setitem", "{4, 4}, 7, 1.0"), "index 7 is out of bounds for dimension 0 with size 4");
 }
+
+/* Falcon's _split_heads: fused_qkv[..., [-2], :] takes the key head with a list, a copy of one head. */
+static const char *list_index =
+	"{\"inputs\": {\"x\": {\"shape\": [\"B\", \"T\", 6, 64], \"dtype\": \"float32\"}},"
+	" \"graph\": ["
+	"  {\"out\": \"k\", \"op\": \"getitem\", \"args\": [\"x\", [\"...\", [-2], {\"slice\": [null, null, null]}]]},"
+	"  {\"out\": \"two\", \"op\": \"getitem\", \"args\": [\"x\", [\"...\", [0, 5], {\"slice\": [null, null, null]}]]}],"
+	" \"outputs\": [\"k\", \"two\"]}";
+
+Test(ops_python, a_list_of_integers_in_an_index_gathers_as_a_long_tensor_of_its_length)
+{
+	ti_error e;
+	ti_error_clear(&e);
+	ti_model_options opts;
+	memset(&opts, 0, sizeof(opts));
+	ti_model *m = NULL;
+	ASSERT_STATUS(ti_model_open(list_index, strlen(list_index), &opts, &m, &e), TI_OK, e);
+	const ti_model_report *rep = NULL;
+	ASSERT_STATUS(ti_model_run(m, &rep, &e), TI_OK, e);
+	cr_assert(!rep->failed, "failed: %s", rep->error.message);
+	char buf[64];
+	ASSERT_INT(rep->outputs[0].ndim, 4);
+	EXPECT_STR(ti_dim_format(rep->outputs[0].shape[2], buf, sizeof(buf)), "1");
+	EXPECT_STR(ti_dim_format(rep->outputs[0].shape[3], buf, sizeof(buf)), "64");
+	EXPECT_STR(ti_dim_format(rep->outputs[1].shape[2], buf, sizeof(buf)), "2");
+	ti_model_close(m);
+	/* out of range, as PyTorch says it */
+	const char *bad = "{\"inputs\": {\"x\": {\"shape\": [2, 6, 64]}},"
+	                  " \"graph\": [{\"out\": \"k\", \"op\": \"getitem\", \"args\": [\"x\", [\"...\", [6], "
+	                  "{\"slice\": [null, null, null]}]]}]}";
+	ASSERT_STATUS(ti_model_open(bad, strlen(bad), &opts, &m, &e), TI_OK, e);
+	ASSERT_STATUS(ti_model_run(m, &rep, &e), TI_OK, e);
+	cr_expect(rep->failed, "index 6 of a dimension of 6");
+	cr_expect(strstr(rep->error.message, "index 6 is out of bounds for dimension 1 with size 6") != NULL, "got: %s",
+	          rep->error.message);
+	ti_model_close(m);
+}

@@ -48,6 +48,15 @@ Test(quant, int8_is_a_byte_a_weight_and_a_scale_a_row)
 	cr_assert_eq(ti_memory_quant_bytes(TI_QUANT_INT8, false, 11008, 4096), 11008LL * 4096 + 4 * 11008);
 }
 
+/* FineGrainedFP8 (DeepSeek-V3's upload): a float8_e4m3fn byte a weight and a float32 weight_scale_inv a 128 x 128
+   block, a partial block counting whole (DeepSeek-V3's q_b_proj [24576, 1536]: 192 x 12 blocks). */
+Test(quant, fp8_is_a_byte_a_weight_and_a_float32_scale_a_block)
+{
+	cr_assert_eq(ti_memory_fp8_bytes(128, 24576, 1536), 24576LL * 1536 + 4 * 192 * 12);
+	cr_assert_eq(ti_memory_fp8_bytes(128, 129, 1), 129 + 4 * 2);
+	cr_assert_eq(ti_memory_fp8_bytes(0, 1, 1), -1);
+}
+
 /* x [N, 256] -> norm (LayerNorm) -> fc1 (Linear 256 -> 512) -> ReLU -> lm_head (Linear 512 -> 128), float32. */
 static const char *net =
 	"{\"inputs\": {\"x\": {\"shape\": [\"N\", 256]}},"
