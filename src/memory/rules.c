@@ -571,8 +571,11 @@ static int64_t conv_scratch(const char *op, const ti_op_call *c, const ti_meta_t
 			return 0;
 		*backward = columns + mem_meta_bytes(w);
 		/* the input's gradient is computed through a buffer of the input's size (measured: 256 -> 16 channels
-		   in 8 groups on 32x32 maps, at stride 1 and 2, within 0.1 MiB of the input and the weight) */
-		*backward_in = mem_meta_bytes(x) + mem_meta_bytes(w);
+		   in 8 groups on 32x32 maps, at stride 1 and 2, within 0.1 MiB of the input and the weight), or of one
+		   image's and group's columns when they are larger (measured: 128 -> 16 in 8 groups, 7x7, on 192x192
+		   maps: 115 MiB beside the input's gradient, the columns 110 MiB, the input 72) */
+		int64_t in_bytes = mem_meta_bytes(x);
+		*backward_in = (columns > in_bytes ? columns : in_bytes) + mem_meta_bytes(w);
 		int64_t chunk = columns < GEMM_CHUNK ? columns : GEMM_CHUNK, out = mem_meta_bytes(y);
 		return out > chunk ? out : chunk;
 	}
