@@ -68,6 +68,16 @@ static int64_t backward_rise(const ti_memory_report *r, const char *step)
 	return -1;
 }
 
+/* The most a forward step holds above what it leaves live: its scratch. */
+static int64_t forward_scratch(const ti_memory_report *r, const char *step)
+{
+	for (size_t i = 0; i < r->point_count; i++)
+		if (r->timeline[i].phase == TI_PHASE_FORWARD && strstr(r->timeline[i].step, step))
+			return r->timeline[i].high - r->timeline[i].live;
+	cr_assert_fail("no forward step named %s", step);
+	return -1;
+}
+
 Test(memory, inference_peaks_while_the_hidden_layer_and_its_relu_are_both_live)
 {
 	ti_model *m = model_of(mlp, 64);
@@ -1152,10 +1162,7 @@ static int64_t rnn_forward_scratch(const char *type, bool bidirectional)
 {
 	ti_model *m;
 	const ti_memory_report *r = rnn_step(&m, type, bidirectional);
-	int64_t scratch = -1;
-	for (size_t i = 0; i < r->point_count; i++)
-		if (r->timeline[i].phase == TI_PHASE_FORWARD && !strncmp(r->timeline[i].step, "r (", 3))
-			scratch = r->timeline[i].high - r->timeline[i].live;
+	int64_t scratch = forward_scratch(r, "r (");
 	ti_model_close(m);
 	return scratch;
 }
@@ -1180,14 +1187,9 @@ Test(memory, a_recurrent_layer_s_output_gradient_goes_before_the_last_direction_
 	   then the second step's three weight_hh gradients (old, new, their sum), as measured on 1.13 */
 	ti_model *m;
 	const ti_memory_report *r = rnn_step(&m, "RNN", false);
-	int64_t before = -1, high = -1;
-	for (size_t i = 1; i < r->point_count; i++)
-		if (r->timeline[i].phase == TI_PHASE_BACKWARD && !strncmp(r->timeline[i].step, "r (", 3)) {
-			before = r->timeline[i - 1].live;
-			high = r->timeline[i].high;
-		}
+	int64_t rise = backward_rise(r, "r (");
 	ti_model_close(m);
-	EXPECT_INT(high - before, 3 * 64 * 64 * 4);
+	EXPECT_INT(rise, 3 * 64 * 64 * 4);
 }
 
 /* Self-attention over x [N=4, 64, 64], 2 heads, batch_first, a training step: what it saves for backward. */
@@ -1228,10 +1230,7 @@ static int64_t pool_backward_rise(const char *pool)
 	ti_model *m = model_of(text, 2);
 	ti_memory_options o = {.mode = TI_MEMORY_TRAIN, .optimizer = TI_OPTIM_SGD};
 	const ti_memory_report *r = estimate(m, &o);
-	int64_t rise = -1;
-	for (size_t i = 1; i < r->point_count; i++)
-		if (r->timeline[i].phase == TI_PHASE_BACKWARD && !strncmp(r->timeline[i].step, "p (", 3))
-			rise = r->timeline[i].high - r->timeline[i - 1].live;
+	int64_t rise = backward_rise(r, "p (");
 	ti_model_close(m);
 	return rise;
 }
@@ -1262,10 +1261,7 @@ static int64_t depthwise_backward_rise(int k)
 	ti_memory_options o = {.mode = TI_MEMORY_TRAIN, .optimizer = TI_OPTIM_SGD, .cpu_isa = TI_ISA_AVX512_CORE,
 	                       .cpu_isa_fixed = true};
 	const ti_memory_report *r = estimate(m, &o);
-	int64_t rise = -1;
-	for (size_t i = 1; i < r->point_count; i++)
-		if (r->timeline[i].phase == TI_PHASE_BACKWARD && !strncmp(r->timeline[i].step, "d (", 3))
-			rise = r->timeline[i].high - r->timeline[i - 1].live;
+	int64_t rise = backward_rise(r, "d (");
 	ti_model_close(m);
 	return rise;
 }
@@ -1296,10 +1292,7 @@ static int64_t conv_backward_rise(const char *conv)
 	ti_memory_options o = {.mode = TI_MEMORY_TRAIN, .optimizer = TI_OPTIM_SGD, .cpu_isa = TI_ISA_AVX512_CORE,
 	                       .cpu_isa_fixed = true};
 	const ti_memory_report *r = estimate(m, &o);
-	int64_t rise = -1;
-	for (size_t i = 1; i < r->point_count; i++)
-		if (r->timeline[i].phase == TI_PHASE_BACKWARD && !strncmp(r->timeline[i].step, "d (", 3))
-			rise = r->timeline[i].high - r->timeline[i - 1].live;
+	int64_t rise = backward_rise(r, "d (");
 	ti_model_close(m);
 	return rise;
 }
@@ -1333,10 +1326,7 @@ static int64_t grouped_forward_scratch(int cout)
 	ti_model *m = model_of(text, 4);
 	ti_memory_options o = {.cpu_isa = TI_ISA_AVX512_CORE, .cpu_isa_fixed = true};
 	const ti_memory_report *r = estimate(m, &o);
-	int64_t scratch = -1;
-	for (size_t i = 0; i < r->point_count; i++)
-		if (!strncmp(r->timeline[i].step, "g (", 3))
-			scratch = r->timeline[i].high - r->timeline[i].live;
+	int64_t scratch = forward_scratch(r, "g (");
 	ti_model_close(m);
 	return scratch;
 }
@@ -1737,10 +1727,7 @@ Test(memory, a_plain_gemm_grouped_convolution_makes_its_input_s_gradient_through
 	ti_memory_options o = {.mode = TI_MEMORY_TRAIN, .optimizer = TI_OPTIM_SGD, .cpu_isa = TI_ISA_AVX512_CORE,
 	                       .cpu_isa_fixed = true};
 	const ti_memory_report *r = estimate(m, &o);
-	int64_t rise = -1;
-	for (size_t i = 1; i < r->point_count; i++)
-		if (r->timeline[i].phase == TI_PHASE_BACKWARD && !strncmp(r->timeline[i].step, "g (", 3))
-			rise = r->timeline[i].high - r->timeline[i - 1].live;
+	int64_t rise = backward_rise(r, "g (");
 	ti_model_close(m);
 	const int64_t x = 128 * 64 * 64 * 4, columns = 16 * 49 * 64 * 64 * 4, weight = 16 * 16 * 49 * 4;
 	/* measured on 1.13 at 128 -> 16 on 192x192 maps: 115 MiB beside the input's gradient, the columns 110 */
