@@ -186,6 +186,11 @@ ti_status mem_emit(mem_builder *b, const mem_unit *u, ti_error *err)
 	return TI_OK;
 }
 
+bool mem_training(const mem_builder *b)
+{
+	return b->options->mode == TI_MEMORY_TRAIN;
+}
+
 int64_t mem_meta_bytes(const ti_meta_tensor *t)
 {
 	int64_t n = (int64_t)ti_dtype_size(t->dtype);

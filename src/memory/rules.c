@@ -998,11 +998,6 @@ ti_status mem_rule_default(mem_builder *b, const mem_event *ev, ti_error *err)
 
 /* ---- helpers for the rows that expand a module ---- */
 
-bool mem_training(const mem_builder *b)
-{
-	return b->options->mode == TI_MEMORY_TRAIN;
-}
-
 int mem_param(mem_builder *b, const ti_module *m, const char *local)
 {
 	const ti_meta_tensor *t = ti_module_tensor_get(m, local);
