@@ -14,6 +14,7 @@
 #include "tinspect/arena.h"
 #include "tinspect/checkpoint.h"
 #include "tinspect/error.h"
+#include "tinspect/io.h"
 
 typedef struct ti_zip ti_zip;
 
@@ -23,6 +24,8 @@ typedef struct ti_zip ti_zip;
  * the zip); with NULL, in memory of the zip's own.
  */
 ti_status ti_zip_open(const char *path, size_t records_max, ti_arena *arena, ti_zip **out, ti_error *err);
+/* The same, from a file already open (a path or a URL, io.h): the zip takes its own reference. */
+ti_status ti_zip_open_io(ti_io *io, size_t records_max, ti_arena *arena, ti_zip **out, ti_error *err);
 void ti_zip_close(ti_zip *zip);
 /* The archive a torch zip checkpoint was read from (NULL for a legacy file): the checkpoint's, closed with it. */
 ti_zip *ti_ckpt_zip(const ti_ckpt *ckpt);

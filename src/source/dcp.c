@@ -159,7 +159,7 @@ static ti_status open_chunk(dcp_tensor *t, size_t i, ti_error *err)
 	}
 	const ti_dcp_chunk *c = &t->item->chunks[i];
 	const source_part *part = &t->s->parts[c->file + 1];
-	blob b = {part->fd, c->offset};
+	blob b = {part->io->fd, c->offset};
 	ti_pickle_source src = {c->length, blob_read, &b};
 	zw_archive a;
 	ti_error_clear(&cs->error);
@@ -264,7 +264,7 @@ static ti_status assemble(const void *ctx, ti_dtype dtype, uint64_t first, size_
 		for (int k = 0; k < ndim; k++)
 			local += (idx[k] - c->offsets[k]) * cs->stride[k];
 		const source_part *part = &t->s->parts[c->file + 1];
-		s = read_at(part->fd, cs->payload + (uint64_t)local * esize, o, (size_t)run * esize, err);
+		s = read_at(part->io->fd, cs->payload + (uint64_t)local * esize, o, (size_t)run * esize, err);
 		if (s) {
 			ti_error_at(err, strrchr(part->path, '/') ? strrchr(part->path, '/') + 1 : part->path, -1);
 			return s;
@@ -337,7 +337,7 @@ static ti_status list_items(ti_source *s, const ti_dcp *dcp, source_part *meta, 
 		if (!gen || !state || !stride)
 			return source_out_of_memory(err);
 		*gen = (dcp_tensor){.s = s, .item = item, .state = state};
-		source_place where = {.fd = -1, .record = -1, .gen = assemble, .gen_ctx = gen};
+		source_place where = {.io = NULL, .record = -1, .gen = assemble, .gen_ctx = gen};
 		uint64_t nbytes = (uint64_t)item->numel * ti_dtype_size(item->dtype);
 		if (!source_add_storage(s, item->dtype, nbytes, true, where))
 			return source_out_of_memory(err);
@@ -387,7 +387,7 @@ static ti_status open_dcp(ti_source *s, const char *path, ti_error *err)
 			return TI_FAIL(err, TI_E_IO, "data file '%s' named by '.metadata' is missing", ti_dcp_file_at(dcp, i));
 		if ((st = source_add_part(s, file, &p, err)))
 			return st;
-		if (fstat(p->fd, &sb) || !S_ISREG(sb.st_mode))
+		if (fstat(p->io->fd, &sb) || !S_ISREG(sb.st_mode))
 			return TI_FAIL(err, TI_E_IO, "data file '%s' is not a regular file", ti_dcp_file_at(dcp, i));
 		sizes[i] = (uint64_t)sb.st_size;
 	}
