@@ -31,11 +31,12 @@ fi
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/tinspect-remote.XXXXXX")
 pid=
+ipid=
 cleanup() {
-	if [ -n "$pid" ]; then
-		kill "$pid" 2>/dev/null
-		wait "$pid" 2>/dev/null
-	fi
+	for p in $pid $ipid; do
+		kill "$p" 2>/dev/null
+		wait "$p" 2>/dev/null
+	done
 	rm -rf "$tmp"
 }
 trap cleanup EXIT INT TERM
@@ -101,6 +102,16 @@ if [ $up = 0 ]; then
 	cat "$tmp/logs/error.log"
 	exit 1
 fi
+
+# the failures nginx cannot make: tests/remote/inject.py, a small Python server that fails on purpose
+"$py" "$here/inject.py" "$root" "$tmp/inject.port" &
+ipid=$!
+for _ in $(seq 1 50); do
+	[ -s "$tmp/inject.port" ] && break
+	sleep 0.1
+done
+[ -s "$tmp/inject.port" ] || { echo "FAIL remote: inject.py did not start"; exit 1; }
+I=http://127.0.0.1:$(cat "$tmp/inject.port")
 
 A=http://127.0.0.1:$pa
 failed=0
@@ -182,6 +193,21 @@ if "$bin" inspect "$A/norange/big.npy" >"$tmp/out" 2>"$tmp/err" &&
 	fail "norange/big.npy: $(cat "$tmp/err")"; fi
 expect_error "$A/norange/big.safetensors" "the server ignores range requests and sends all 6293784 bytes" \
 	TINSPECT_HTTP_WHOLE_MAX=1000000
+
+# what inject.py does wrong
+if "$bin" inspect "$I/ok/big.safetensors" >"$tmp/out" 2>"$tmp/err" && grep -q 'layers.23.weight' "$tmp/out"; then ok; else
+	fail "inject.py's control: $(cat "$tmp/err")"; fi
+if "$bin" inspect "$I/flaky/big.safetensors" >"$tmp/out" 2>"$tmp/err" &&
+	grep -q '^  fetched        131072 bytes in 2 HTTP requests$' "$tmp/out"; then ok; else
+	fail "a 503 then an answer: $(cat "$tmp/err") $(grep fetched "$tmp/out")"; fi
+expect_error "$I/etag/big.pt" 'the file changed on the server between two requests (ETag "v[0-9]*", then "v[0-9]*")'
+expect_error "$I/grow/big.pt" "the file changed on the server between two requests (6297036 bytes, then 6298036)"
+expect_error "$I/short/big.safetensors" "the server's body ended before its Content-Length (tried 4 times)"
+expect_error "$I/stall/big.safetensors" "the server stalled" TINSPECT_HTTP_TIMEOUT=1
+expect_error "$I/always500/big.safetensors" "HTTP 500, internal server error"
+expect_error "$I/416/big.safetensors" "HTTP 416, the server refused the range"
+expect_error "$I/401/big.safetensors" "HTTP 401, unauthorized"
+expect_error "$I/badrange/big.safetensors" "the server answered range bytes=0-131071 with Content-Range 'bytes 1-131071/6293784'"
 
 # a redirect is followed
 if "$bin" inspect "$A/moved/big.safetensors" >"$tmp/out" 2>"$tmp/err" && grep -q 'layers.23.weight' "$tmp/out"; then ok; else
