@@ -600,9 +600,10 @@ static void print_format(inspect *in)
 {
 	cli_out *o = &in->out;
 	ti_io_counts c = ti_io_remote_counts();
+	char num[32];
 	if (c.requests)
-		cli_out_printf(o, "  fetched        %" PRIu64 " bytes in %" PRIu64 " HTTP request%s\n", c.bytes, c.requests,
-		               c.requests == 1 ? "" : "s");
+		cli_out_printf(o, "  fetched        %s in %" PRIu64 " HTTP request%s\n",
+		               cli_quantity((int64_t)c.bytes, true, num, sizeof(num)), c.requests, c.requests == 1 ? "" : "s");
 	if (in->ckpt) {
 		const ti_ckpt_info *info = ti_ckpt_get_info(in->ckpt);
 		cli_out_printf(o, "  format         %s, version %" PRId64 ", byteorder %s, pickle protocol %d, root '%s'\n",
