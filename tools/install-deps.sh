@@ -16,8 +16,8 @@ what=${1:-build}
 pkgs="gcc make pkg-config libzip-dev libcjson-dev libopenblas-dev libdnnl-dev libcurl4-openssl-dev"
 case $what in
 build) ;;
-test) pkgs="$pkgs libcriterion-dev valgrind groff-base mandoc jq libxml2-utils nginx" ;;
-ci) pkgs="$pkgs libcriterion-dev valgrind groff-base mandoc jq libxml2-utils nginx python3-torch python3-torchvision unzip" ;;
+test) pkgs="$pkgs libcriterion-dev valgrind groff-base mandoc jq libxml2-utils nginx openssl" ;;
+ci) pkgs="$pkgs libcriterion-dev valgrind groff-base mandoc jq libxml2-utils nginx openssl python3-torch python3-torchvision unzip" ;;
 fuzz) pkgs="$pkgs clang libclang-rt-dev python3" ;;
 *) echo "install-deps.sh: unknown set '$what' (build, test, ci or fuzz)" >&2; exit 2 ;;
 esac

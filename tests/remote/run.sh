@@ -15,7 +15,10 @@
 #   /moved/X     302 to /files/X
 #   /ORG/REPO/resolve/main/X   302 to port B's /files/X, as the Hub sends to its CDN
 # Port B serves /files/ alone. Both log each request's Authorization header,
-# so the test sees where a token went.
+# so the test sees where a token went. Port C serves /files/ over https with a
+# self-signed certificate made by openssl (those cases are skipped without it).
+# tests/remote/inject.py, a small Python server, makes the failures nginx
+# cannot (a changing ETag, a short body, a stall, 5xx, a wrong Content-Range).
 set -u
 bin=${1:-./tinspect}
 case $bin in /*) ;; *) bin=$(pwd)/$bin ;; esac
@@ -54,6 +57,15 @@ free_port() {
 pa=$(free_port)
 pb=$(free_port)
 while [ "$pb" = "$pa" ]; do pb=$(free_port); done
+pc=$(free_port)
+while [ "$pc" = "$pa" ] || [ "$pc" = "$pb" ]; do pc=$(free_port); done
+# port C: https with a self-signed certificate, when openssl can make one
+tls=
+if command -v openssl >/dev/null 2>&1 &&
+	openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 \
+		-keyout "$tmp/key.pem" -out "$tmp/cert.pem" >/dev/null 2>&1; then
+	tls="server { listen 127.0.0.1:$pc ssl; ssl_certificate $tmp/cert.pem; ssl_certificate_key $tmp/key.pem; access_log off; location /files/ { alias $root/; } }"
+fi
 
 cat >"$tmp/nginx.conf" <<EOF
 daemon off;
@@ -85,6 +97,7 @@ http {
 		access_log $tmp/logs/b.log auth;
 		location /files/ { alias $root/; }
 	}
+	$tls
 }
 EOF
 "$nginx" -p "$tmp" -c "$tmp/nginx.conf" -e "$tmp/logs/error.log" &
@@ -208,6 +221,19 @@ expect_error "$I/always500/big.safetensors" "HTTP 500, internal server error"
 expect_error "$I/416/big.safetensors" "HTTP 416, the server refused the range"
 expect_error "$I/401/big.safetensors" "HTTP 401, unauthorized"
 expect_error "$I/badrange/big.safetensors" "the server answered range bytes=0-131071 with Content-Range 'bytes 1-131071/6293784'"
+
+# https: verified always; --cacert names the CA that verifies a self-signed server
+if [ -n "$tls" ]; then
+	C=https://127.0.0.1:$pc
+	expect_error "$C/files/big.safetensors" "the server's certificate does not verify (give its CA with --cacert)"
+	if "$bin" inspect "$C/files/big.safetensors" --cacert "$tmp/cert.pem" >"$tmp/out" 2>"$tmp/err" &&
+		grep -q 'layers.23.weight' "$tmp/out"; then ok; else
+		fail "https with --cacert: $(cat "$tmp/err")"; fi
+	if TINSPECT_CACERT=$tmp/cert.pem "$bin" inspect "$C/files/big.gguf" >/dev/null 2>"$tmp/err"; then ok; else
+		fail "https with TINSPECT_CACERT: $(cat "$tmp/err")"; fi
+else
+	echo "remote: https cases SKIPPED: openssl cannot make a certificate"
+fi
 
 # a redirect is followed
 if "$bin" inspect "$A/moved/big.safetensors" >"$tmp/out" 2>"$tmp/err" && grep -q 'layers.23.weight' "$tmp/out"; then ok; else
