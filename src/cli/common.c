@@ -117,6 +117,13 @@ static const char *shown_name(const char *file, char *buf, size_t size)
 	return buf;
 }
 
+/* shown_name in a buffer of its own, for one line */
+static const char *shown_name_of(const char *file)
+{
+	static char buf[4096];
+	return shown_name(file, buf, sizeof(buf));
+}
+
 int cli_report(const char *file, const ti_error *err)
 {
 	char msg[TI_ERROR_MESSAGE_MAX + TI_ERROR_MEMBER_MAX + 64], name[4096];
@@ -229,10 +236,18 @@ static int input_error(const char *path, const char *reason)
 	return EXIT_RESOURCE;
 }
 
+bool cli_urls_read;
+
 int cli_check_input(const char *path)
 {
-	if (ti_io_is_url(path)) /* checked when it is opened: its server answers */
+	if (ti_io_is_url(path) && cli_urls_read) /* checked when it is opened: its server answers */
 		return EXIT_OK;
+	if (ti_io_is_url(path)) {
+		fputs("tinspect: ", stderr);
+		cli_put_safe(stderr, shown_name_of(path), 0);
+		fputs(": a URL: only 'tinspect inspect' reads URLs so far (download the file for this command)\n", stderr);
+		return EXIT_USAGE;
+	}
 	/* O_NONBLOCK: a FIFO opens at once instead of waiting for a writer */
 	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0) {

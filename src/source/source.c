@@ -93,10 +93,12 @@ static ti_status sniff_path(ti_source *s, const char *path, ti_file_kind *kind, 
                             const source_row **claimed, ti_error *err)
 {
 	*claimed = NULL;
-	ti_io_close(s->sniffed);
-	s->sniffed = NULL;
-	if (ti_io_is_url(path)) { /* a URL is a file: a folder on a server is no URL tinspect reads */
-		ti_status st = ti_io_open(path, &s->sniffed, err);
+	if (s->sniffed && strcmp(s->sniffed->name, path)) {
+		ti_io_close(s->sniffed);
+		s->sniffed = NULL;
+	}
+	if (ti_io_is_url(path)) { /* a URL is a file (an hf:// repository was made one by open_by_content) */
+		ti_status st = s->sniffed ? TI_OK : ti_io_open(path, &s->sniffed, err);
 		if (st)
 			return st;
 		unsigned char head[TI_SNIFF_BYTES];
@@ -118,7 +120,7 @@ static ti_status sniff_path(ti_source *s, const char *path, ti_file_kind *kind, 
 	}
 	if (!S_ISREG(sb.st_mode)) /* a FIFO or a device: reading it could block forever */
 		return TI_FAIL(err, TI_E_IO, "cannot open: not a regular file");
-	ti_status st = ti_io_open(path, &s->sniffed, err);
+	ti_status st = s->sniffed ? TI_OK : ti_io_open(path, &s->sniffed, err);
 	if (st)
 		return st;
 	unsigned char head[TI_SNIFF_BYTES];
@@ -178,7 +180,13 @@ static ti_status open_by_content(ti_source *s, const char *path, ti_error *err)
 	ti_file_kind kind = TI_FILE_UNKNOWN;
 	uint64_t size = 0;
 	const source_row *row = NULL;
-	ti_status st = sniff_path(s, path, &kind, &size, &row, err);
+	ti_status st;
+	if (source_is_hf_repo(path)) { /* a repository on the Hub, as a folder is read */
+		const char *file;
+		s->format = TI_SOURCE_HF_SHARDED;
+		return (st = source_hf_repo_weights(s, path, &file, err)) ? st : open_by_content(s, file, err);
+	}
+	st = sniff_path(s, path, &kind, &size, &row, err);
 	if (st)
 		return st;
 	if (kind == TI_FILE_ZIP && !row)

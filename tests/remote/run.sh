@@ -91,6 +91,8 @@ http {
 		location /missing/ { return 404; }
 		location /moved/ { rewrite ^/moved/(.*)\$ /files/\$1 redirect; }
 		location /org/repo/resolve/main/ { rewrite ^/org/repo/resolve/main/(.*)\$ http://127.0.0.1:$pb/files/\$1 redirect; }
+		location /org/sharded/resolve/main/ { rewrite ^/org/sharded/resolve/main/(.*)\$ http://127.0.0.1:$pb/files/sharded/\$1 redirect; }
+		location /org/empty/resolve/main/ { return 404; }
 	}
 	server {
 		listen 127.0.0.1:$pb;
@@ -239,6 +241,12 @@ fi
 if "$bin" inspect "$A/moved/big.safetensors" >"$tmp/out" 2>"$tmp/err" && grep -q 'layers.23.weight' "$tmp/out"; then ok; else
 	fail "moved/big.safetensors: $(cat "$tmp/err")"; fi
 
+# the other commands read local files only, for now: one line, exit 2
+"$bin" scan "$A/files/big.pt" >/dev/null 2>"$tmp/err"
+rc=$?
+if [ $rc = 2 ] && grep -q "^tinspect: $A/files/big.pt: a URL: only 'tinspect inspect' reads URLs so far" "$tmp/err"; then ok; else
+	fail "scan of a URL: exit $rc: $(cat "$tmp/err")"; fi
+
 # a URL tinspect refuses: exit 2, one line, no request
 "$bin" inspect "http://user:secret@127.0.0.1:$pa/files/big.safetensors" >/dev/null 2>"$tmp/err"
 rc=$?
@@ -257,6 +265,14 @@ if grep -q "GET /org/repo/resolve/main/big.safetensors .*auth=Bearer $token " "$
 if [ -s "$tmp/logs/b.log" ] && ! grep -q "$token" "$tmp/logs/b.log" && ! grep -q 'auth=Bearer' "$tmp/logs/b.log"; then ok; else
 	fail "the token went to the redirect's host (or nothing did): $(cat "$tmp/logs/b.log")"; fi
 if ! grep -q "$token" "$tmp/out" "$tmp/err"; then ok; else fail "the token was printed"; fi
+# hf://ORG/REPO: the repository as from_pretrained reads a folder (here its index, after a 404 for model.safetensors)
+if HF_ENDPOINT=$A "$bin" inspect hf://org/sharded >"$tmp/out" 2>"$tmp/err" &&
+	grep -q '^  format         hf-sharded, 2 files$' "$tmp/out" && grep -q 'layers.23.weight' "$tmp/out"; then ok; else
+	fail "hf://org/sharded: $(cat "$tmp/err")"; fi
+env HF_ENDPOINT=$A "$bin" inspect hf://org/empty >/dev/null 2>"$tmp/err"
+rc=$?
+if [ $rc = 3 ] && grep -q '^tinspect: hf://org/empty: a repository that holds no checkpoint' "$tmp/err"; then ok; else
+	fail "hf://org/empty: exit $rc: $(cat "$tmp/err")"; fi
 # --token-file, the same way, and the token never in --json
 printf '%s\n' "$token-file" >"$tmp/token"
 : >"$tmp/logs/a.log"
