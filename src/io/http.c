@@ -436,6 +436,12 @@ static ti_status request(ti_io *io, uint64_t from, uint64_t len, unsigned char *
 			a->body_max = whole_max;
 			struct curl_slist *headers = lib.fn.curl_slist_append(NULL, range);
 			bool to_hub = tok && same_origin(url, endpoint());
+			for (const char *c = to_hub ? tok : ""; *c; c++)
+				if ((unsigned char)*c <= ' ' || *c == 0x7f) { /* it would break the header, or add one */
+					lib.fn.curl_slist_free_all(headers);
+					free(a->body);
+					return TI_FAIL(err, TI_E_INVALID, "the Hub token holds a space or a control character");
+				}
 			if (to_hub) {
 				snprintf(auth, sizeof(auth), "Authorization: Bearer %s", tok);
 				headers = lib.fn.curl_slist_append(headers, auth);

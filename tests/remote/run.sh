@@ -180,6 +180,12 @@ PY
 	ok
 }
 
+# --device cpu reads every tensor's bytes over HTTP: the same statistics as from the local file
+"$bin" inspect "$root/big.pt" --device cpu >"$tmp/local.out" 2>&1
+if "$bin" inspect "$A/files/big.pt" --device cpu >"$tmp/remote.out" 2>&1 &&
+	grep -v '^  fetched ' "$tmp/remote.out" | sed "s#$A/files/#$root/#g" | cmp -s - "$tmp/local.out"; then ok; else
+	fail "big.pt --device cpu over http differs from the local file's"; fi
+
 same_as_local big.safetensors 2 300000
 same_as_local big.pt 5 400000
 same_as_local big.gguf 3 300000
@@ -265,6 +271,11 @@ if grep -q "GET /org/repo/resolve/main/big.safetensors .*auth=Bearer $token " "$
 if [ -s "$tmp/logs/b.log" ] && ! grep -q "$token" "$tmp/logs/b.log" && ! grep -q 'auth=Bearer' "$tmp/logs/b.log"; then ok; else
 	fail "the token went to the redirect's host (or nothing did): $(cat "$tmp/logs/b.log")"; fi
 if ! grep -q "$token" "$tmp/out" "$tmp/err"; then ok; else fail "the token was printed"; fi
+# a token that would break its header is refused, not sent
+HF_ENDPOINT=$A HF_TOKEN="$(printf 'abc\r\nX-Injected: 1')" "$bin" inspect hf://org/repo/big.safetensors >/dev/null 2>"$tmp/err"
+rc=$?
+if [ $rc = 2 ] && grep -q 'the Hub token holds a space or a control character' "$tmp/err"; then ok; else
+	fail "a token with CR LF: exit $rc: $(cat "$tmp/err")"; fi
 # hf://ORG/REPO: the repository as from_pretrained reads a folder (here its index, after a 404 for model.safetensors)
 if HF_ENDPOINT=$A "$bin" inspect hf://org/sharded >"$tmp/out" 2>"$tmp/err" &&
 	grep -q '^  format         hf-sharded, 2 files$' "$tmp/out" && grep -q 'layers.23.weight' "$tmp/out"; then ok; else
