@@ -96,6 +96,18 @@ static inline ti_status ti_io_read(ti_io *io, uint64_t offset, void *buf, size_t
 	return TI_OK;
 }
 
+/*
+ * Says that the n bytes at offset will be read soon, in pieces (a zip's
+ * directory): a URL's next miss in them asks for all of them at once (up to
+ * 3 MiB). Nothing for a local file; no request now.
+ */
+void ti_io_remote_hint(ti_io *io, uint64_t offset, uint64_t n);
+static inline void ti_io_hint(ti_io *io, uint64_t offset, uint64_t n)
+{
+	if (io->remote)
+		ti_io_remote_hint(io, offset, n);
+}
+
 /* Reads exactly n bytes at offset: a file that ends first is TI_E_IO ("the file ends at ..."). */
 ti_status ti_io_read_full(ti_io *io, uint64_t offset, void *buf, size_t n, ti_error *err);
 

@@ -143,6 +143,15 @@ static ti_status read_directory(ti_ckpt *c, ti_io *io, const ti_limits *lim, ti_
 
 static ti_status read_small_records(ti_ckpt *c, ti_error *err)
 {
+	/*
+	 * torch.save writes data.pkl first and its small records (byteorder,
+	 * .format_version) after it: over HTTP, one request for them all.
+	 */
+	char pkl[512];
+	snprintf(pkl, sizeof(pkl), "%s/data.pkl", c->info.root);
+	int64_t at = ti_zip_find(c->zip, pkl);
+	if (at >= 0)
+		ti_zip_hint_record(c->zip, (size_t)at, 4096);
 	char *version, *data_version, *byteorder, *format_version, *alignment;
 	if (read_small(c, "version", &version, err) || read_small(c, ".data/version", &data_version, err) ||
 	    read_small(c, "byteorder", &byteorder, err) || read_small(c, ".format_version", &format_version, err) ||

@@ -241,6 +241,7 @@ ti_status ti_zip_open_io(ti_io *io, size_t records_max, ti_arena *arena, ti_zip 
 	 * more entries than it holds lets the first names use those bytes.)
 	 */
 	size_t names_max = (size_t)(cd_size + entries + 1), slots = entries ? (size_t)entries : 1;
+	ti_io_hint(io, cd_off, cd_size); /* read in windows of 64 KiB: a URL's asks for it whole */
 	zip->window_cap = cd_size < DIR_WINDOW ? (size_t)cd_size + 1 : DIR_WINDOW;
 	zip->window = malloc(zip->window_cap);
 	if (arena) {
@@ -424,7 +425,17 @@ ti_status ti_zip_stored_range(ti_zip *zip, size_t index, size_t max, uint64_t *o
 		return err->code;
 	if (zip->records[index].method != 0)
 		return TI_FAIL(err, TI_E_UNSUPPORTED, "record is compressed, not stored");
-	return ti_zip_payload_offset(zip, index, offset, err);
+	ti_status st = ti_zip_payload_offset(zip, index, offset, err);
+	if (!st) /* read in pieces (a pickle): a URL's asks for it whole */
+		ti_io_hint(zip->io, *offset, zip->records[index].size);
+	return st;
+}
+
+void ti_zip_hint_record(ti_zip *zip, size_t index, uint64_t after)
+{
+	if (index < zip->count)
+		ti_io_hint(zip->io, zip->local_offsets[index],
+		           30 + 65535 + 65535 + zip->records[index].compressed_size + after); /* header, name, extra, bytes */
 }
 
 ti_status ti_zip_pread(ti_zip *zip, uint64_t offset, void *buf, size_t n, ti_error *err)

@@ -44,6 +44,11 @@ ti_status ti_zip_read(ti_zip *zip, size_t index, size_t max, uint8_t **data, siz
  */
 ti_status ti_zip_stored_range(ti_zip *zip, size_t index, size_t max, uint64_t *offset, ti_error *err);
 ti_status ti_zip_pread(ti_zip *zip, uint64_t offset, void *buf, size_t n, ti_error *err);
+/*
+ * Says that record index (its local header and bytes) and what lies after
+ * bytes past it will be read soon, in pieces (io.h's ti_io_hint).
+ */
+void ti_zip_hint_record(ti_zip *zip, size_t index, uint64_t after);
 /* Where a record's payload starts in the file, from its local header. */
 ti_status ti_zip_payload_offset(ti_zip *zip, size_t index, uint64_t *offset, ti_error *err);
 

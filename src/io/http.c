@@ -12,7 +12,10 @@
  * requests, not one per block). A read larger than BYPASS goes straight
  * into the caller's buffer. The first request asks for FIRST bytes, as
  * huggingface_hub's get_safetensors_metadata asks for its first 100,000:
- * enough for most safetensors headers and a file's magic.
+ * enough for most safetensors headers and a file's magic. A reader that
+ * knows what it will read in pieces says so (ti_io_hint: a zip's directory,
+ * its data.pkl), and a miss in that range asks for all of it (up to HINT_MAX
+ * blocks).
  *
  * Redirects are followed here, not by libcurl (at most REDIRECTS), so that
  * the Authorization header is set per request, only for the Hub's origin.
@@ -47,6 +50,7 @@ enum {
 	BLOCK = 64 << 10,
 	CACHE_BLOCKS = 64,     /* 4 MiB at most */
 	RUN_MAX = 32,          /* a sequential miss asks for at most 2 MiB */
+	HINT_MAX = 48,         /* a miss in a hinted range (ti_io_hint) for at most 3 MiB */
 	BYPASS = 1 << 20,
 	FIRST = 2 * BLOCK,     /* 131,072 bytes */
 	REDIRECTS = 10,
@@ -261,6 +265,7 @@ struct ti_io_remote {
 	block blocks[CACHE_BLOCKS];
 	uint64_t tick;
 	uint64_t next_block;     /* the block after the last miss's */
+	uint64_t hint_from, hint_to; /* bytes to be read soon (ti_io_hint): a miss in them asks for the rest */
 	size_t run;              /* blocks the last miss asked for */
 };
 
@@ -670,6 +675,19 @@ static ti_status read_locked(ti_io *io, uint64_t offset, void *buf, size_t n, si
 			run = RUN_MAX;
 		if (count < run)
 			count = run;
+		uint64_t at = miss_from * BLOCK;
+		if (at < r->hint_to && at + BLOCK > r->hint_from) { /* all of the hint not cached, as the cache allows */
+			uint64_t from = r->hint_from / BLOCK;
+			while (from < miss_from && cached(r, from))
+				from++;
+			uint64_t want = (r->hint_to + BLOCK - 1) / BLOCK - from;
+			if (want > HINT_MAX)
+				want = HINT_MAX;
+			if (want > miss_from - from + count) {
+				count = want;
+				miss_from = from;
+			}
+		}
 		uint64_t blocks_in_file = (io->size + BLOCK - 1) / BLOCK;
 		if (miss_from + count > blocks_in_file)
 			count = blocks_in_file - miss_from;
@@ -694,6 +712,14 @@ static ti_status read_locked(ti_io *io, uint64_t offset, void *buf, size_t n, si
 		*got = (size_t)(start + hi - offset);
 	}
 	return TI_OK;
+}
+
+void ti_io_remote_hint(ti_io *io, uint64_t offset, uint64_t n)
+{
+	pthread_mutex_lock(&io->remote->lock);
+	io->remote->hint_from = offset;
+	io->remote->hint_to = offset + n;
+	pthread_mutex_unlock(&io->remote->lock);
 }
 
 ti_status ti_io_remote_read(ti_io *io, uint64_t offset, void *buf, size_t n, size_t *got, ti_error *err)

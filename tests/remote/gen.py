@@ -3,7 +3,8 @@
 
 big.safetensors: 24 float32 tensors of 256 KiB (6 MiB of data), with __metadata__;
 sharded/: the same tensors in two shards and their model.safetensors.index.json;
-big.gguf: GGUF v3, a few metadata keys and 8 float32 tensors of 256 KiB.
+big.gguf: GGUF v3, a few metadata keys and 8 float32 tensors of 256 KiB;
+many.safetensors: 20,000 tensors of 4 float32 (a 1.6 MB header, as bench's small20k.pt has a big directory).
 (The torch zip and the .npy are made from big.safetensors by tinspect convert.)
 """
 import json
@@ -79,6 +80,9 @@ def main():
     with open(os.path.join(d, "sharded", "model.safetensors.index.json"), "w") as f:
         json.dump(index, f, indent=2)
     write_gguf(os.path.join(d, "big.gguf"), tensors(0, 8))
+    many = [("blocks.%d.layer.%d.weight" % (i // 100, i % 100), [4], struct.pack("<4f", i, i, i, i))
+            for i in range(20000)]
+    write_safetensors(os.path.join(d, "many.safetensors"), many, None)
 
 
 main()

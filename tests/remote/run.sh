@@ -48,6 +48,7 @@ root=$tmp/root
 mkdir -p "$root" "$tmp/logs" "$tmp/temp"
 "$py" "$here/gen.py" "$root" || { echo "FAIL remote: gen.py"; exit 1; }
 "$bin" convert "$root/big.safetensors" -o "$root/big.pt" >/dev/null || { echo "FAIL remote: convert to .pt"; exit 1; }
+"$bin" convert "$root/many.safetensors" -o "$root/many.pt" >/dev/null || { echo "FAIL remote: convert to many.pt"; exit 1; }
 "$bin" convert "$root/big.safetensors" --select layers.1.weight -o "$root/big.npy" >/dev/null ||
 	{ echo "FAIL remote: convert to .npy"; exit 1; }
 
@@ -190,6 +191,9 @@ same_as_local big.safetensors 2 300000
 same_as_local big.pt 5 400000
 same_as_local big.gguf 3 300000
 same_as_local big.npy 2 200000
+# 20,000 tensors: a header of 1.6 MB read in one more request; a torch zip's directory and data.pkl in one each
+same_as_local many.safetensors 2 2200000
+same_as_local many.pt 4 4000000
 same_as_local sharded/model.safetensors.index.json 3 400000 $(cat "$root"/sharded/* | wc -c)
 
 # A request for each error the server gives: one line naming the URL and the cause, exit 6.
