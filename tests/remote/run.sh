@@ -12,7 +12,7 @@
 #   /files/      the files, with ranges (nginx's default)
 #   /norange/    the same files, ranges off (max_ranges 0: a 200 with the whole body)
 #   /forbidden/  403;   /missing/  404 (return 404)
-#   /moved/X     302 to /files/X
+#   /moved/X     302 to /files/X;   /loop/X  302 to itself
 #   /ORG/REPO/resolve/main/X   302 to port B's /files/X, as the Hub sends to its CDN
 # Port B serves /files/ alone. Both log each request's Authorization header,
 # so the test sees where a token went. Port C serves /files/ over https with a
@@ -91,6 +91,7 @@ http {
 		location /forbidden/ { return 403; }
 		location /missing/ { return 404; }
 		location /moved/ { rewrite ^/moved/(.*)\$ /files/\$1 redirect; }
+		location /loop/ { rewrite ^/loop/(.*)\$ /loop/\$1 redirect; }
 		location /org/repo/resolve/main/ { rewrite ^/org/repo/resolve/main/(.*)\$ http://127.0.0.1:$pb/files/\$1 redirect; }
 		location /org/sharded/resolve/main/ { rewrite ^/org/sharded/resolve/main/(.*)\$ http://127.0.0.1:$pb/files/sharded/\$1 redirect; }
 		location /org/empty/resolve/main/ { return 404; }
@@ -256,6 +257,9 @@ if "$bin" inspect "$A/moved/big.safetensors" >"$tmp/out" 2>"$tmp/err" && grep -q
 rc=$?
 if [ $rc = 2 ] && grep -q "^tinspect: $A/files/big.pt: a URL: only 'tinspect inspect' reads URLs so far" "$tmp/err"; then ok; else
 	fail "scan of a URL: exit $rc: $(cat "$tmp/err")"; fi
+
+# redirects are bounded
+expect_error "$A/loop/big.safetensors" "more than 10 redirects"
 
 # a URL tinspect refuses: exit 2, one line, no request
 "$bin" inspect "http://user:secret@127.0.0.1:$pa/files/big.safetensors" >/dev/null 2>"$tmp/err"
