@@ -108,6 +108,14 @@ static inline void ti_io_hint(ti_io *io, uint64_t offset, uint64_t n)
 		ti_io_remote_hint(io, offset, n);
 }
 
+/* Frees what a URL's cache holds (its header is parsed: its blocks will not be read again soon). */
+void ti_io_remote_drop_cache(ti_io *io);
+static inline void ti_io_drop_cache(ti_io *io)
+{
+	if (io->remote)
+		ti_io_remote_drop_cache(io);
+}
+
 /* Reads exactly n bytes at offset: a file that ends first is TI_E_IO ("the file ends at ..."). */
 ti_status ti_io_read_full(ti_io *io, uint64_t offset, void *buf, size_t n, ti_error *err);
 

@@ -398,22 +398,32 @@ static bool transient(CURLcode c)
 	       c == CURLE_PARTIAL_FILE || c == CURLE_OPERATION_TIMEDOUT;
 }
 
-/* The words for a libcurl failure. */
+/* The words for a libcurl failure: ours for those a reader meets, libcurl's for the rest. */
 static const char *curl_words(CURLcode c, char *buf, size_t size)
 {
-	switch (c) {
-	case CURLE_OPERATION_TIMEDOUT:
-		return "the server stalled (no bytes for TINSPECT_HTTP_TIMEOUT seconds)";
-	case CURLE_PARTIAL_FILE:
-		return "the server's body ended before its Content-Length";
-	case CURLE_RECV_ERROR:
-		return "the connection broke while receiving (reset)";
-	case CURLE_PEER_FAILED_VERIFICATION:
-		return "the server's certificate does not verify (give its CA with --cacert)";
-	default:
-		snprintf(buf, size, "%s", lib.fn.curl_easy_strerror(c));
-		return buf;
-	}
+	static const struct {
+		CURLcode code;
+		const char *words;
+	} table[] = {
+		{CURLE_OPERATION_TIMEDOUT, "the server stalled (no bytes for TINSPECT_HTTP_TIMEOUT seconds)"},
+		{CURLE_PARTIAL_FILE, "the server's body ended before its Content-Length"},
+		{CURLE_RECV_ERROR, "the connection broke while receiving (reset)"},
+		{CURLE_SEND_ERROR, "the connection broke while sending"},
+		{CURLE_GOT_NOTHING, "the server closed the connection without an answer"},
+		{CURLE_COULDNT_CONNECT, "cannot connect to the server"},
+		{CURLE_COULDNT_RESOLVE_HOST, "cannot resolve the host name"},
+		{CURLE_COULDNT_RESOLVE_PROXY, "cannot resolve the proxy's name"},
+		{CURLE_PEER_FAILED_VERIFICATION, "the server's certificate does not verify (give its CA with --cacert)"},
+		{CURLE_SSL_CACERT_BADFILE, "cannot read the CA certificates (--cacert, TINSPECT_CACERT)"},
+		{CURLE_SSL_CONNECT_ERROR, "the TLS handshake failed"},
+		{CURLE_UNSUPPORTED_PROTOCOL, "a protocol tinspect does not read (http and https only)"},
+		{CURLE_URL_MALFORMAT, "a malformed URL"},
+	};
+	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
+		if (table[i].code == c)
+			return table[i].words;
+	snprintf(buf, size, "%s", lib.fn.curl_easy_strerror(c));
+	return buf;
 }
 
 /*
@@ -712,6 +722,19 @@ static ti_status read_locked(ti_io *io, uint64_t offset, void *buf, size_t n, si
 		*got = (size_t)(start + hi - offset);
 	}
 	return TI_OK;
+}
+
+void ti_io_remote_drop_cache(ti_io *io)
+{
+	struct ti_io_remote *r = io->remote;
+	pthread_mutex_lock(&r->lock);
+	for (size_t i = 0; i < CACHE_BLOCKS; i++) {
+		free(r->blocks[i].data);
+		r->blocks[i].data = NULL;
+		r->blocks[i].valid = false;
+	}
+	r->run = 0;
+	pthread_mutex_unlock(&r->lock);
 }
 
 void ti_io_remote_hint(ti_io *io, uint64_t offset, uint64_t n)

@@ -84,6 +84,7 @@ static ti_status open_shard(ti_source *s, const ti_hf_index *index, size_t i, co
 		ti_error_at(err, shard->file, -1);
 		return st;
 	}
+	ti_io_drop_cache(p->io); /* its header is read: a URL's cached blocks go, not one shard's worth each */
 	/* every tensor the index names must be in its shard, and no other */
 	const char **names = ti_arena_calloc(&s->arena, s->tensor_count - before + 1, sizeof(*names));
 	if (!names)

@@ -258,6 +258,13 @@ rc=$?
 if [ $rc = 2 ] && grep -q "^tinspect: $A/files/big.pt: a URL: only 'tinspect inspect' reads URLs so far" "$tmp/err"; then ok; else
 	fail "scan of a URL: exit $rc: $(cat "$tmp/err")"; fi
 
+# nobody listening: tried again, then one line
+expect_error "http://127.0.0.1:$(free_port)/big.safetensors" "cannot connect to the server (tried 4 times)"
+# a CA file that is not there
+if [ -n "$tls" ]; then
+	expect_error "https://127.0.0.1:$pc/files/big.safetensors" "cannot read the CA certificates" TINSPECT_CACERT=$tmp/no-such.pem
+fi
+
 # redirects are bounded
 expect_error "$A/loop/big.safetensors" "more than 10 redirects"
 
