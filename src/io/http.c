@@ -344,7 +344,7 @@ static size_t on_body(char *data, size_t size, size_t count, void *ctx)
 		}
 		memcpy(a->dst + a->got, data, n);
 		a->got += n;
-	} else if (a->status == 200 && a->body_max) {
+	} else if (a->status == 200) {
 		if ((a->has_length && a->length > a->body_max) || n > a->body_max - a->body_len) {
 			a->too_long = true;
 			return 0;
