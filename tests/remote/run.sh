@@ -95,6 +95,7 @@ http {
 		location /org/repo/resolve/main/ { rewrite ^/org/repo/resolve/main/(.*)\$ http://127.0.0.1:$pb/files/\$1 redirect; }
 		location /org/sharded/resolve/main/ { rewrite ^/org/sharded/resolve/main/(.*)\$ http://127.0.0.1:$pb/files/sharded/\$1 redirect; }
 		location /org/empty/resolve/main/ { return 404; }
+		location /org/repo/resolve/v1/ { rewrite ^/org/repo/resolve/v1/(.*)\$ /files/\$1 redirect; }
 	}
 	server {
 		listen 127.0.0.1:$pb;
@@ -291,6 +292,10 @@ HF_ENDPOINT=$A HF_TOKEN="$(printf 'abc\r\nX-Injected: 1')" "$bin" inspect hf://o
 rc=$?
 if [ $rc = 2 ] && grep -q 'the Hub token holds a space or a control character' "$tmp/err"; then ok; else
 	fail "a token with CR LF: exit $rc: $(cat "$tmp/err")"; fi
+# hf://ORG/REPO@REVISION/PATH resolves at that revision
+if HF_ENDPOINT=$A/ "$bin" inspect hf://org/repo@v1/big.gguf >"$tmp/out" 2>"$tmp/err" &&
+	grep -q '^  format         gguf, 1 file$' "$tmp/out"; then ok; else
+	fail "hf://org/repo@v1/big.gguf: $(cat "$tmp/err")"; fi
 # hf://ORG/REPO: the repository as from_pretrained reads a folder (here its index, after a 404 for model.safetensors)
 if HF_ENDPOINT=$A "$bin" inspect hf://org/sharded >"$tmp/out" 2>"$tmp/err" &&
 	grep -q '^  format         hf-sharded, 2 files$' "$tmp/out" && grep -q 'layers.23.weight' "$tmp/out"; then ok; else
