@@ -449,20 +449,20 @@ static ti_status request(ti_io *io, uint64_t from, uint64_t len, unsigned char *
 			a->dst = dst;
 			a->want = len;
 			a->body_max = whole_max;
-			struct curl_slist *headers = lib.fn.curl_slist_append(NULL, range);
 			bool to_hub = tok && same_origin(url, endpoint());
-			for (const char *c = to_hub ? tok : ""; *c; c++)
-				if ((unsigned char)*c <= ' ' || *c == 0x7f) { /* it would break the header, or add one */
-					lib.fn.curl_slist_free_all(headers);
-					free(a->body);
+			for (const char *t = to_hub ? tok : ""; *t; t++)
+				if ((unsigned char)*t <= ' ' || *t == 0x7f) /* it would break the header, or add one */
 					return TI_FAIL(err, TI_E_INVALID, "the Hub token holds a space or a control character");
-				}
-			if (to_hub) {
+			struct curl_slist *headers = lib.fn.curl_slist_append(NULL, range), *more = headers;
+			if (headers && to_hub) {
 				snprintf(auth, sizeof(auth), "Authorization: Bearer %s", tok);
-				headers = lib.fn.curl_slist_append(headers, auth);
+				more = lib.fn.curl_slist_append(headers, auth);
 			}
-			if (!headers)
+			if (!more) {
+				lib.fn.curl_slist_free_all(headers);
+				memset(auth, 0, sizeof(auth));
 				return TI_FAIL(err, TI_E_NOMEM, "out of memory");
+			}
 			CURL *h = r->curl;
 			lib.fn.curl_easy_reset(h);
 			lib.fn.curl_easy_setopt(h, CURLOPT_URL, url);
@@ -530,6 +530,13 @@ static ti_status request(ti_io *io, uint64_t from, uint64_t len, unsigned char *
 			free(a->body);
 			return TI_FAIL(err, TI_E_NETWORK, "%s%s", curl_words(c, words, sizeof(words)),
 			               again ? " (tried 4 times)" : "");
+		}
+		if (a->status >= 400 && a->status < 500 && r->target[0] && !hops) {
+			/* the URL the first answer's redirects led to (a CDN's signed one) may have expired: from the start */
+			free(a->body);
+			r->target[0] = '\0';
+			attempt--;
+			continue;
 		}
 		if (a->status != 200 && a->status != 206) {
 			free(a->body);

@@ -14,6 +14,8 @@ part of the path; the rest names a file under ROOT, served with ranges.
   /416/F         416 every time
   /401/F         401 every time
   /badrange/F    206 with a Content-Range that is not the range asked for
+  /sign/F        302 to /signed/N/F, N new each time; /signed/N/F answers once, then 403
+                 (a CDN's signed URL that expires, as the Hub's redirects lead to)
 
 Binds 127.0.0.1 on a free port, writes it to PORT_FILE, serves until killed.
 """
@@ -27,6 +29,7 @@ import time
 root, port_file = sys.argv[1], sys.argv[2]
 seen = set()  # paths answered
 failed = set()  # /flaky/ paths that had their 503
+signed = set()  # /signed/ paths answered once
 counter = [0]
 lock = threading.Lock()
 
@@ -46,6 +49,23 @@ class Handler(http.server.BaseHTTPRequestHandler):
         parts = self.path.split("/", 2)
         mode, name = parts[1], parts[2] if len(parts) > 2 else ""
         path = os.path.join(root, name)
+        if mode == "sign":
+            with lock:
+                counter[0] += 1
+                n = counter[0]
+            self.send_response(302)
+            self.send_header("Location", "/signed/%d/%s" % (n, name))
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        if mode == "signed":
+            with lock:
+                used = self.path in signed
+                signed.add(self.path)
+            if used:
+                return self.plain(403)
+            name = name.split("/", 1)[1]
+            path = os.path.join(root, name)
         if mode in ("always500", "416", "401"):
             return self.plain({"always500": 500, "416": 416, "401": 401}[mode])
         if mode == "flaky":

@@ -227,6 +227,10 @@ if "$bin" inspect "$I/ok/big.safetensors" >"$tmp/out" 2>"$tmp/err" && grep -q 'l
 if "$bin" inspect "$I/flaky/big.safetensors" >"$tmp/out" 2>"$tmp/err" &&
 	grep -q '^  fetched        128 KiB (131,072) in 2 HTTP requests$' "$tmp/out"; then ok; else
 	fail "a 503 then an answer: $(cat "$tmp/err") $(grep fetched "$tmp/out")"; fi
+# a redirect's target that expires (a signed CDN URL) is asked for again from the URL given
+if "$bin" inspect "$I/sign/big.pt" >"$tmp/out" 2>"$tmp/err" && grep -q 'layers.23.weight' "$tmp/out" &&
+	grep -q '^  fetched        .* in 5 HTTP requests$' "$tmp/out"; then ok; else
+	fail "an expiring redirect target: $(cat "$tmp/err") $(grep fetched "$tmp/out")"; fi
 expect_error "$I/etag/big.pt" 'the file changed on the server between two requests (ETag "v[0-9]*", then "v[0-9]*")'
 expect_error "$I/grow/big.pt" "the file changed on the server between two requests (6297036 bytes, then 6298036)"
 expect_error "$I/short/big.safetensors" "the server's body ended before its Content-Length (tried 4 times)"
