@@ -39,13 +39,13 @@
 
 typedef struct ti_io ti_io;
 
-/* What a handle is; the fields are read by ti_io_read's inline path only. */
+/* What a handle is: readers read fd (a local file's, for what must be local), size and name. */
 struct ti_io {
-	int fd;           /* a local file's descriptor; -1 for a URL */
-	uint64_t size;    /* the file's length in bytes */
-	const char *name; /* as given (a URL as given: it holds no credentials) */
+	int fd;                      /* a local file's descriptor; -1 for a URL */
+	uint64_t size;               /* the file's length in bytes */
+	const char *name;            /* as given (a URL holds no credentials: they are refused) */
 	int refs;
-	bool borrowed; /* fd is the caller's: not closed */
+	bool borrowed;               /* fd is the caller's: not closed */
 	struct ti_io_remote *remote; /* NULL for a local file */
 };
 
@@ -54,8 +54,9 @@ bool ti_io_is_url(const char *name);
 
 /*
  * Opens a path or a URL. A path: a regular file (a folder, a FIFO or a
- * device is refused, TI_E_IO: reading one could block forever). A URL: its first answer is asked for now (one range
- * request for its first block), which gives its size and version. A URL
+ * device is refused, TI_E_IO: reading one could block forever). A URL: its
+ * first answer is asked for now (one range request for its first 128 KiB),
+ * which gives its size and version. A URL
  * tinspect cannot use (another scheme, credentials in it, no host) is
  * TI_E_INVALID; a server's failure TI_E_NETWORK.
  */
@@ -118,9 +119,6 @@ static inline void ti_io_drop_cache(ti_io *io)
 
 /* Reads exactly n bytes at offset: a file that ends first is TI_E_IO ("the file ends at ..."). */
 ti_status ti_io_read_full(ti_io *io, uint64_t offset, void *buf, size_t n, ti_error *err);
-
-/* Whether a sibling of a URL exists (a HEAD or a one-byte range): for a folder's files, as from_pretrained looks. */
-bool ti_io_url_exists(const char *url);
 
 /*
  * The token sent to the Hub's host, in place of $HF_TOKEN (--token-file's).

@@ -100,14 +100,3 @@ ti_status ti_io_read_full(ti_io *io, uint64_t offset, void *buf, size_t n, ti_er
 		               offset + got, n, offset);
 	return TI_OK;
 }
-
-bool ti_io_url_exists(const char *url)
-{
-	ti_io *io;
-	ti_error err;
-	ti_error_clear(&err);
-	if (ti_io_open(url, &io, &err))
-		return false;
-	ti_io_close(io);
-	return true;
-}
