@@ -17,6 +17,9 @@ DEPS_CFLAGS := $(shell $(PKG_CONFIG) --cflags libzip libcjson 2>/dev/null)
 # when a command first inflates or opens an archive with it, so the others do not map
 # it and what it links (libcrypto, libbz2, libz).
 DEPS_LIBS := $(shell $(PKG_CONFIG) --libs libcjson 2>/dev/null) -lm -ldl -lpthread
+# libcurl (URLs, src/io/http.c): its header only. The library is not linked: http.c opens it with
+# dlopen when a command first reads a URL, so commands on local files never map it and its TLS stack.
+DEPS_CFLAGS += $(shell $(PKG_CONFIG) --cflags libcurl 2>/dev/null)
 # The unit tests build zips with libzip's writing functions, so they link it.
 TEST_LIBS := $(shell $(PKG_CONFIG) --libs criterion libzip 2>/dev/null)
 # OpenBLAS (tinspect run): its header only. The library is not linked: run opens it
@@ -29,7 +32,7 @@ BASE_CFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L -D_FILE_OFFSET_BITS=64 -Wall -W
 CPPFLAGS_ALL = -Iinclude -Isrc $(DEPS_CFLAGS)
 SAN_FLAGS = -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 
-LIB_SRC := $(wildcard src/util/*.c src/core/*.c src/format/*.c src/source/*.c src/shapes/*.c src/ops/*.c src/nn/*.c src/model/*.c src/memory/*.c src/materialize/*.c src/convert/*.c src/scan/*.c src/check/*.c src/diff/*.c src/stats/*.c src/run/*.c src/run/kernels/*.c)
+LIB_SRC := $(wildcard src/util/*.c src/io/*.c src/core/*.c src/format/*.c src/source/*.c src/shapes/*.c src/ops/*.c src/nn/*.c src/model/*.c src/memory/*.c src/materialize/*.c src/convert/*.c src/scan/*.c src/check/*.c src/diff/*.c src/stats/*.c src/run/*.c src/run/kernels/*.c)
 CLI_SRC := $(wildcard src/cli/*.c)
 TEST_SRC := $(wildcard tests/unit/*.c)
 
@@ -142,6 +145,7 @@ test: deps-test
 	else echo "gguf conformance: skipped (node and npm are not installed)"; fi
 	$(PYTHON) tools/export/check_known.py ./tinspect
 	sh tests/docs/run.sh ./tinspect
+	PYTHON=$(PYTHON) sh tests/remote/run.sh ./tinspect
 	sh tests/ci/run.sh ./tinspect
 	sh tests/threads/run.sh ./tinspect
 	PYTHON=$(PYTHON) sh tests/layers/run.sh

@@ -2,8 +2,10 @@
 # Installs the Debian packages tinspect needs, when they are missing.
 # Usage: install-deps.sh build|test|ci|fuzz
 #   build: compiler, libzip, cJSON, OpenBLAS, oneDNN (libdnnl-dev: the header run's convolutions are
-#          built against; the library is loaded with dlopen when run convolves, our own kernels without it)
-#   test:  build + Criterion, valgrind (make valgrind), groff, mandoc and jq (the docs test),
+#          built against; the library is loaded with dlopen when run convolves, our own kernels without it),
+#          libcurl (its header; libcurl4 is loaded with dlopen when a command reads a URL)
+#   test:  build + Criterion, valgrind (make valgrind), groff, mandoc and jq (the docs test), nginx
+#          (tests/remote: a real web server on localhost, started and stopped by the test),
 #          xmllint (libxml2-utils: the JUnit XML against tests/ci/junit.xsd)
 #   ci:    test + PyTorch for the conformance test and the benchmark, node and npm
 #          for the GGUF conformance (@huggingface/gguf)
@@ -11,11 +13,11 @@
 # As root it runs apt-get; otherwise it prints the exact command and fails.
 set -eu
 what=${1:-build}
-pkgs="gcc make pkg-config libzip-dev libcjson-dev libopenblas-dev libdnnl-dev"
+pkgs="gcc make pkg-config libzip-dev libcjson-dev libopenblas-dev libdnnl-dev libcurl4-openssl-dev"
 case $what in
 build) ;;
-test) pkgs="$pkgs libcriterion-dev valgrind groff-base mandoc jq libxml2-utils" ;;
-ci) pkgs="$pkgs libcriterion-dev valgrind groff-base mandoc jq libxml2-utils python3-torch python3-torchvision unzip" ;;
+test) pkgs="$pkgs libcriterion-dev valgrind groff-base mandoc jq libxml2-utils nginx openssl" ;;
+ci) pkgs="$pkgs libcriterion-dev valgrind groff-base mandoc jq libxml2-utils nginx openssl python3-torch python3-torchvision unzip" ;;
 fuzz) pkgs="$pkgs clang libclang-rt-dev python3" ;;
 *) echo "install-deps.sh: unknown set '$what' (build, test, ci or fuzz)" >&2; exit 2 ;;
 esac

@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tinspect/io.h"
 #include "tinspect/error.h"
 #include "tinspect/pickle.h"
 #include "tinspect/findings.h"
@@ -59,6 +60,8 @@ typedef struct ti_ckpt_info {
 /* limits may be NULL for the defaults. */
 ti_status ti_ckpt_open(const char *path, const ti_limits *limits, ti_ckpt **out,
                        ti_error *err);
+/* The same, from a file already open (a path or a URL, io.h): the checkpoint takes its own reference. */
+ti_status ti_ckpt_open_io(ti_io *io, const ti_limits *limits, ti_ckpt **out, ti_error *err);
 void ti_ckpt_close(ti_ckpt *ckpt);
 
 const ti_ckpt_info *ti_ckpt_get_info(const ti_ckpt *ckpt);

@@ -23,7 +23,8 @@ typedef enum ti_status {
 	TI_E_IO,          /* the operating system failed us: open, read, write */
 	TI_E_NOMEM,       /* an allocation failed */
 	TI_E_INVALID,     /* the caller passed a bad argument (a usage error) */
-	TI_E_SHAPE        /* a model's shapes do not line up: PyTorch would raise */
+	TI_E_SHAPE,       /* a model's shapes do not line up: PyTorch would raise */
+	TI_E_NETWORK      /* a server or the network failed us: an HTTP error, a timeout, a file that changed */
 } ti_status;
 
 #define TI_ERROR_MESSAGE_MAX 512

@@ -39,6 +39,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tinspect/io.h"
 #include "tinspect/dtype.h"
 #include "tinspect/error.h"
 
@@ -115,6 +116,8 @@ typedef struct ti_gguf_file ti_gguf_file;
 ti_status ti_gguf_open(const char *path, ti_gguf_file **out, ti_error *err);
 /* The same checks on a descriptor the caller keeps (it is not closed). */
 ti_status ti_gguf_open_fd(int fd, ti_gguf_file **out, ti_error *err);
+/* The same on a file already open (a path or a URL, io.h): the handle takes its own reference. */
+ti_status ti_gguf_open_io(ti_io *io, ti_gguf_file **out, ti_error *err);
 void ti_gguf_close(ti_gguf_file *f);
 
 const ti_gguf_info *ti_gguf_file_info(const ti_gguf_file *f);

@@ -35,6 +35,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tinspect/io.h"
 #include "tinspect/error.h"
 #include "tinspect/safetensors.h"
 
@@ -65,6 +66,8 @@ typedef struct ti_hf_weight {
  * is NULL.
  */
 ti_status ti_hf_index_open(const char *path, const ti_st_limits *limits, ti_hf_index **out, ti_error *err);
+/* The same, from a file already open (a path or a URL, io.h). */
+ti_status ti_hf_index_open_io(ti_io *io, const ti_st_limits *limits, ti_hf_index **out, ti_error *err);
 /* Frees everything the index returned. NULL is a no-op. */
 void ti_hf_index_close(ti_hf_index *index);
 

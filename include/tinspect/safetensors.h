@@ -63,6 +63,7 @@
 
 #include "tinspect/dtype.h"
 #include "tinspect/error.h"
+#include "tinspect/io.h"
 
 /* The Rust reader's MAX_HEADER_SIZE (safetensors/src/tensor.rs). */
 #define TI_ST_HEADER_MAX 100000000u
@@ -132,6 +133,8 @@ typedef struct ti_st_info {
  * says what failed; offsets in err are file offsets.
  */
 ti_status ti_st_open(const char *path, const ti_st_limits *limits, ti_st_file **out, ti_error *err);
+/* The same, from a file already open (a path or a URL, io.h): the handle takes its own reference. */
+ti_status ti_st_open_io(ti_io *io, const ti_st_limits *limits, ti_st_file **out, ti_error *err);
 /* Closes the file and frees everything it returned. NULL is a no-op. */
 void ti_st_close(ti_st_file *file);
 
@@ -162,7 +165,7 @@ ti_status ti_st_read(const ti_st_file *file, size_t index, uint64_t offset, void
                      ti_error *err);
 
 /* The open file descriptor (borrowed: the handle closes it), for callers that
- * stream with their own pread, e.g. into pinned memory. */
+ * stream with their own pread, e.g. into pinned memory; -1 for a URL. */
 int ti_st_fd(const ti_st_file *file);
 
 /* --- writing ------------------------------------------------------------ */

@@ -43,6 +43,10 @@ const char *cli_did_you_mean(const char *word, const char *const *candidates, co
  * "tinspect: PATH: reason" and returns EXIT_RESOURCE.
  */
 int cli_check_input(const char *path);
+/* Whether cli_check_input lets a URL through (inspect sets it); otherwise a URL is a usage error. */
+extern bool cli_urls_read;
+/* --token-file FILE: its first line is the token sent to the Hub (io.h); a reported exit code on failure. */
+int cli_set_token_file(const char *command, const char *path);
 /* Whether a directory is to be read as one checkpoint (a Hugging Face model directory). */
 bool cli_is_checkpoint_directory(const char *path);
 

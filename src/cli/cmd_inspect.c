@@ -13,12 +13,13 @@
 #include "cli/cli.h"
 #include "cli/output.h"
 #include "cli/progress.h"
+#include "tinspect/io.h"
 #include "tinspect/stats.h"
 #include "util/strmap.h"
 
 enum {
 	OPT_HELP = 1, OPT_DEVICE, OPT_JSON, OPT_FILTER, OPT_DEPTH, OPT_RECORDS, OPT_TRUST, OPT_RAW, OPT_CHECK_FINITE,
-	OPT_KEY, OPT_STRIP
+	OPT_KEY, OPT_STRIP, OPT_TOKEN_FILE, OPT_CACERT
 };
 
 static const cli_option options[] = {
@@ -33,6 +34,8 @@ static const cli_option options[] = {
 	{"trust", 0, OPT_FLAG, OPT_TRUST},
 	{"raw", 0, OPT_FLAG, OPT_RAW},
 	{"check-finite", 0, OPT_FLAG, OPT_CHECK_FINITE},
+	{"token-file", 0, OPT_VALUE, OPT_TOKEN_FILE},
+	{"cacert", 0, OPT_VALUE, OPT_CACERT},
 	{NULL, 0, 0, 0},
 };
 
@@ -53,6 +56,10 @@ static const char help[] =
 	"safetensors file, a sharded checkpoint's index or a folder holding one:\n"
 	"the same table, summary and JSON keys, from their headers.\n"
 	"\n"
+	"FILE may be a URL: http://, https:// or hf://ORG/REPO[@REVISION]/PATH (the\n"
+	"Hub at $HF_ENDPOINT, default https://huggingface.co). Only the bytes needed\n"
+	"are fetched, with HTTP range requests; the summary says how many.\n"
+	"\n"
 	"options:\n"
 	"  --device DEV    meta (default): metadata only; cpu or cuda[:N]: also read every\n"
 	"                  tensor's data and add its statistics (finite min, max, mean,\n"
@@ -67,6 +74,9 @@ static const char help[] =
 	"  --raw           print counts and sizes as exact integers, not 4.59 KiB\n"
 	"  --trust         list a file whose pickle calls something dangerous (os.system,\n"
 	"                  eval...), which is refused otherwise; it is never executed\n"
+	"  --token-file F  send F's first line as the Hub token (instead of $HF_TOKEN),\n"
+	"                  to the Hub's host only\n"
+	"  --cacert F      verify https servers against the CA certificates in F\n"
 	"  -h, --help      show this help\n"
 	"\n"
 	"Globals outside torch.load's weights_only allow-list get a warning on\n"
@@ -589,6 +599,11 @@ static void print_contents(inspect *in)
 static void print_format(inspect *in)
 {
 	cli_out *o = &in->out;
+	ti_io_counts c = ti_io_remote_counts();
+	char num[32];
+	if (c.requests)
+		cli_out_printf(o, "  fetched        %s in %" PRIu64 " HTTP request%s\n",
+		               cli_quantity((int64_t)c.bytes, true, num, sizeof(num)), c.requests, c.requests == 1 ? "" : "s");
 	if (in->ckpt) {
 		const ti_ckpt_info *info = ti_ckpt_get_info(in->ckpt);
 		cli_out_printf(o, "  format         %s, version %" PRId64 ", byteorder %s, pickle protocol %d, root '%s'\n",
@@ -1215,7 +1230,17 @@ static bool emit_header(inspect *in)
 		cJSON_AddItemToArray(files, cJSON_CreateString(ti_source_file_at(in->src, i)));
 	for (size_t i = 0; meta && i < ti_source_metadata_count(in->src); i++)
 		cJSON_AddStringToObject(meta, ti_source_metadata_at(in->src, i)->key, ti_source_metadata_at(in->src, i)->value);
-	return ok && emit_member(o, ",\n  ", "files", files) && emit_member(o, ",\n  ", "metadata", meta);
+	ok = ok && emit_member(o, ",\n  ", "files", files) && emit_member(o, ",\n  ", "metadata", meta);
+	ti_io_counts c = ti_io_remote_counts();
+	if (ok && c.requests) {
+		cJSON *remote = cJSON_CreateObject();
+		if (remote) {
+			cJSON_AddNumberToObject(remote, "requests", (double)c.requests);
+			cJSON_AddNumberToObject(remote, "bytes", (double)c.bytes);
+		}
+		ok = emit_member(o, ",\n  ", "fetched", remote);
+	}
+	return ok;
 }
 
 /* What --device cpu|cuda read, once: the device, how many tensors, which hold NaN or inf. */
@@ -1613,6 +1638,15 @@ int cmd_inspect(int argc, char **argv)
 		case OPT_CHECK_FINITE:
 			in.check_finite = true;
 			break;
+		case OPT_TOKEN_FILE: {
+			int rc = cli_set_token_file("inspect", value);
+			if (rc)
+				return rc;
+			break;
+		}
+		case OPT_CACERT:
+			ti_io_set_cacert(value);
+			break;
 		case OPT_JSON:
 			in.json = true;
 			break;
@@ -1651,6 +1685,7 @@ int cmd_inspect(int argc, char **argv)
 		return cli_usage_error("inspect: --check-finite reads the data; --device meta reads none (give --device cpu "
 		                       "or cuda)");
 	in.stats |= in.check_finite;
+	cli_urls_read = true;
 	int checked = cli_check_input(in.file);
 	if (checked)
 		return checked;

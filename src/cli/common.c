@@ -13,6 +13,7 @@
 
 #include "cli/cli.h"
 #include "cli/output.h"
+#include "tinspect/io.h"
 
 int cli_usage_error(const char *fmt, ...)
 {
@@ -95,16 +96,40 @@ int cli_exit_code(ti_status status)
 	case TI_E_INVALID: return EXIT_USAGE;
 	case TI_E_SHAPE: return EXIT_NEGATIVE;
 	case TI_E_IO: case TI_E_NOMEM: return EXIT_RESOURCE;
+	case TI_E_NETWORK: return EXIT_NETWORK;
 	default: return EXIT_INPUT;
 	}
 }
 
+/* A URL as it may be shown: credentials in it (user:password@) become "***@". */
+static const char *shown_name(const char *file, char *buf, size_t size)
+{
+	const char *sep = ti_io_is_url(file) ? strstr(file, "://") : NULL;
+	if (!sep)
+		return file;
+	const char *host = sep + 3, *end = host + strcspn(host, "/?#"), *at = NULL;
+	for (const char *c = host; c < end; c++)
+		if (*c == '@')
+			at = c;
+	if (!at)
+		return file;
+	snprintf(buf, size, "%.*s***%s", (int)(host - file), file, at);
+	return buf;
+}
+
+/* shown_name in a buffer of its own, for one line */
+static const char *shown_name_of(const char *file)
+{
+	static char buf[4096];
+	return shown_name(file, buf, sizeof(buf));
+}
+
 int cli_report(const char *file, const ti_error *err)
 {
-	char msg[TI_ERROR_MESSAGE_MAX + TI_ERROR_MEMBER_MAX + 64];
+	char msg[TI_ERROR_MESSAGE_MAX + TI_ERROR_MEMBER_MAX + 64], name[4096];
 	ti_error_format(err, msg, sizeof(msg));
 	fprintf(stderr, "tinspect: ");
-	cli_put_safe(stderr, file, 0);
+	cli_put_safe(stderr, shown_name(file, name, sizeof(name)), 0);
 	fprintf(stderr, ": ");
 	cli_put_safe(stderr, msg, 0);
 	fputc('\n', stderr);
@@ -171,6 +196,8 @@ int cli_check_source_safety(const ti_source *src, bool trust)
 
 int cli_report_open_failure(const char *file, const ti_error *err)
 {
+	if (ti_io_is_url(file)) /* scan reads local files only */
+		return cli_report(file, err);
 	ti_scan_report *r = NULL;
 	ti_error scan_err;
 	ti_error_clear(&scan_err);
@@ -209,8 +236,18 @@ static int input_error(const char *path, const char *reason)
 	return EXIT_RESOURCE;
 }
 
+bool cli_urls_read;
+
 int cli_check_input(const char *path)
 {
+	if (ti_io_is_url(path) && cli_urls_read) /* checked when it is opened: its server answers */
+		return EXIT_OK;
+	if (ti_io_is_url(path)) {
+		fputs("tinspect: ", stderr);
+		cli_put_safe(stderr, shown_name_of(path), 0);
+		fputs(": a URL: only 'tinspect inspect' reads URLs so far (download the file for this command)\n", stderr);
+		return EXIT_USAGE;
+	}
 	/* O_NONBLOCK: a FIFO opens at once instead of waiting for a writer */
 	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0) {
@@ -237,6 +274,32 @@ int cli_check_input(const char *path)
 	return input_error(path, S_ISFIFO(st.st_mode)   ? "is a FIFO, not a regular file"
 	                         : S_ISSOCK(st.st_mode) ? "is a socket, not a regular file"
 	                                                : "is a device, not a regular file");
+}
+
+/* ---- URLs ---- */
+
+int cli_set_token_file(const char *command, const char *path)
+{
+	FILE *f = fopen(path, "r");
+	if (!f) {
+		fprintf(stderr, "tinspect: %s: --token-file ", command);
+		cli_put_safe(stderr, path, 0);
+		fprintf(stderr, ": cannot open: %s\n", strerror(errno));
+		return EXIT_RESOURCE;
+	}
+	char token[4096];
+	size_t n = fread(token, 1, sizeof(token) - 1, f);
+	fclose(f);
+	token[n] = '\0';
+	n = strcspn(token, "\r\n");
+	token[n] = '\0';
+	while (n && (token[n - 1] == ' ' || token[n - 1] == '\t'))
+		token[--n] = '\0';
+	if (!n)
+		return cli_usage_error("%s: --token-file %s holds no token on its first line", command, path);
+	ti_io_set_token(token);
+	memset(token, 0, sizeof(token));
+	return EXIT_OK;
 }
 
 /* ---- did you mean ---- */

@@ -12,7 +12,8 @@ enum {
 	EXIT_USAGE = 2,
 	EXIT_INPUT = 3,    /* unreadable or invalid input */
 	EXIT_RESOURCE = 4, /* I/O or resource failure: a path that cannot be opened as a file, memory */
-	EXIT_UNDECIDED = 5 /* cannot tell: the answer needs what the input does not give */
+	EXIT_UNDECIDED = 5, /* cannot tell: the answer needs what the input does not give */
+	EXIT_NETWORK = 6   /* a server or the network failed: an HTTP error, a timeout, a file that changed */
 };
 
 /* The end of every --help, word for word the man page's EXIT STATUS list. */
@@ -24,6 +25,8 @@ enum {
 	"  3  unreadable or invalid input: a corrupt file, a bad description\n" \
 	"  4  I/O or resource failure: a missing file, a directory, a FIFO, no permission,\n" \
 	"     out of memory, a failed write\n" \
-	"  5  cannot tell: the answer needs what the input does not give (a lower bound that fits)\n"
+	"  5  cannot tell: the answer needs what the input does not give (a lower bound that fits)\n" \
+	"  6  a server or the network failed on a URL: an HTTP error (404, 403...), a refused range,\n" \
+	"     a timeout, a file that changed on the server while it was read\n"
 
 #endif

@@ -53,17 +53,12 @@ void ti_limits_default(ti_limits *limits)
  * Tells what a file is when it is not a zip, from its first bytes
  * (torch-formats.md section 0); *is_legacy when it is a legacy torch.save.
  */
-static ti_status sniff(const char *path, bool *is_legacy, ti_error *err)
+static ti_status sniff(ti_io *io, bool *is_legacy, ti_error *err)
 {
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return TI_FAIL(err, TI_E_IO, "cannot open: %s", strerror(errno));
 	uint8_t head[512];
-	size_t n = fread(head, 1, sizeof(head), f);
-	int bad = ferror(f);
-	fclose(f);
-	if (bad)
-		return TI_FAIL(err, TI_E_IO, "cannot read: %s", strerror(errno));
+	size_t n;
+	if (ti_io_read(io, 0, head, sizeof(head), &n, err))
+		return err->code;
 	static const uint8_t legacy[] = {0x80, 0x02, 0x8a, 0x0a, 0x6c, 0xfc, 0x9c, 0x46, 0xf9, 0x20, 0x6a, 0xa8, 0x50, 0x19};
 	if (n == 0)
 		return TI_FAIL(err, TI_E_CORRUPT, "empty file");
@@ -117,9 +112,9 @@ static ti_status parse_count(const char *text, const char *what, int64_t *out, t
 }
 
 /* Lists the records; the root folder is the text before the first '/' of the first entry. */
-static ti_status read_directory(ti_ckpt *c, const char *path, const ti_limits *lim, ti_error *err)
+static ti_status read_directory(ti_ckpt *c, ti_io *io, const ti_limits *lim, ti_error *err)
 {
-	if (ti_zip_open(path, lim->records_max, &c->arena, &c->zip, err))
+	if (ti_zip_open_io(io, lim->records_max, &c->arena, &c->zip, err))
 		return err->code;
 	size_t n = ti_zip_count(c->zip);
 	if (n == 0)
@@ -148,6 +143,15 @@ static ti_status read_directory(ti_ckpt *c, const char *path, const ti_limits *l
 
 static ti_status read_small_records(ti_ckpt *c, ti_error *err)
 {
+	/*
+	 * torch.save writes data.pkl first and its small records (byteorder,
+	 * .format_version) after it: over HTTP, one request for them all.
+	 */
+	char pkl[512];
+	snprintf(pkl, sizeof(pkl), "%s/data.pkl", c->info.root);
+	int64_t at = ti_zip_find(c->zip, pkl);
+	if (at >= 0)
+		ti_zip_hint_record(c->zip, (size_t)at, 4096);
 	char *version, *data_version, *byteorder, *format_version, *alignment;
 	if (read_small(c, "version", &version, err) || read_small(c, ".data/version", &data_version, err) ||
 	    read_small(c, "byteorder", &byteorder, err) || read_small(c, ".format_version", &format_version, err) ||
@@ -366,10 +370,10 @@ static ti_status check_storages(ti_ckpt *c, ti_error *err)
  * A legacy torch.save file: its records are made, one "data/<key>" per
  * storage, at the offset its bytes begin; it has no archive and no root.
  */
-static ti_status read_legacy(ti_ckpt *c, const char *path, const ti_limits *lim, ti_error *err)
+static ti_status read_legacy(ti_ckpt *c, ti_io *io, const ti_limits *lim, ti_error *err)
 {
 	ti_legacy l;
-	ti_status s = ti_legacy_read(path, &c->arena, lim, &c->findings, &l, err);
+	ti_status s = ti_legacy_read(io, &c->arena, lim, &c->findings, &l, err);
 	if (s)
 		return s;
 	c->root = l.root;
@@ -392,6 +396,19 @@ static ti_status read_legacy(ti_ckpt *c, const char *path, const ti_limits *lim,
 
 ti_status ti_ckpt_open(const char *path, const ti_limits *limits, ti_ckpt **out, ti_error *err)
 {
+	ti_io *io;
+	ti_error_clear(err);
+	*out = NULL;
+	ti_status st = ti_io_open(path, &io, err);
+	if (st)
+		return st;
+	st = ti_ckpt_open_io(io, limits, out, err);
+	ti_io_close(io);
+	return st;
+}
+
+ti_status ti_ckpt_open_io(ti_io *io, const ti_limits *limits, ti_ckpt **out, ti_error *err)
+{
 	ti_limits defaults;
 	if (!limits) {
 		ti_limits_default(&defaults);
@@ -400,7 +417,7 @@ ti_status ti_ckpt_open(const char *path, const ti_limits *limits, ti_ckpt **out,
 	ti_error_clear(err);
 	*out = NULL;
 	bool legacy = false;
-	if (sniff(path, &legacy, err))
+	if (sniff(io, &legacy, err))
 		return err->code;
 	ti_ckpt *c = calloc(1, sizeof(*c));
 	if (!c)
@@ -408,8 +425,8 @@ ti_status ti_ckpt_open(const char *path, const ti_limits *limits, ti_ckpt **out,
 	ti_arena_init(&c->arena, limits->arena_max);
 	scan_findings_init(&c->findings, NULL);
 	ti_status s;
-	if ((legacy ? (s = read_legacy(c, path, limits, err)) != TI_OK
-	            : ((s = read_directory(c, path, limits, err)) || (s = read_small_records(c, err)) ||
+	if ((legacy ? (s = read_legacy(c, io, limits, err)) != TI_OK
+	            : ((s = read_directory(c, io, limits, err)) || (s = read_small_records(c, err)) ||
 	               (s = read_pickle(c, limits, err)) || (s = check_storages(c, err)))) ||
 	    (s = ti_entries_collect(c->root, &c->arena, limits->depth_max, limits->entries_max, &c->entries, err))) {
 		ti_ckpt_close(c);

@@ -121,7 +121,7 @@ bool ti_gguf_sniff(const void *head, size_t n)
 /* ---- reading through a buffer ---- */
 
 typedef struct reader {
-	int fd;
+	ti_io *io;
 	uint64_t size;          /* of the file */
 	uint64_t pos;           /* next byte to read */
 	unsigned char *buf;
@@ -130,8 +130,7 @@ typedef struct reader {
 } reader;
 
 struct ti_gguf_file {
-	int fd;
-	bool own_fd;
+	ti_io *io;
 	ti_arena arena;
 	ti_gguf_info info;
 	ti_gguf_tensor *tensors;
@@ -169,18 +168,11 @@ static ti_status take(reader *r, void *out, uint64_t n, const char *what, ti_err
 			}
 			uint64_t want = remaining(r) < BUFFER ? remaining(r) : BUFFER;
 			size_t got = 0;
-			while (got < want) {
-				ssize_t k = pread(r->fd, r->buf + got, (size_t)want - got, (off_t)(r->pos + got));
-				if (k < 0 && errno == EINTR)
-					continue;
-				if (k < 0) {
-					TI_FAIL(err, TI_E_IO, "cannot read the GGUF header: %s", strerror(errno));
-					return fail_at(err, TI_E_IO, r->pos);
-				}
-				if (k == 0)
-					return truncated(r, n, what, err); /* the file shrank */
-				got += (size_t)k;
-			}
+			ti_status rs = ti_io_read(r->io, r->pos, r->buf, (size_t)want, &got, err);
+			if (rs)
+				return fail_at(err, rs, r->pos);
+			if (got < want)
+				return truncated(r, n, what, err); /* the file shrank */
 			r->buf_start = r->pos;
 			r->buf_len = got;
 		}
@@ -710,9 +702,18 @@ static ti_status parse(parser *p)
 ti_status ti_gguf_open_fd(int fd, ti_gguf_file **out, ti_error *err)
 {
 	*out = NULL;
-	struct stat sb;
-	if (fstat(fd, &sb))
-		return TI_FAIL(err, TI_E_IO, "cannot stat the GGUF file: %s", strerror(errno));
+	ti_io *io;
+	ti_status st = ti_io_wrap_fd(fd, &io, err);
+	if (st)
+		return st;
+	st = ti_gguf_open_io(io, out, err);
+	ti_io_close(io);
+	return st;
+}
+
+ti_status ti_gguf_open_io(ti_io *io, ti_gguf_file **out, ti_error *err)
+{
+	*out = NULL;
 	ti_gguf_file *f = calloc(1, sizeof(*f));
 	unsigned char *buf = malloc(BUFFER);
 	if (!f || !buf) {
@@ -721,9 +722,9 @@ ti_status ti_gguf_open_fd(int fd, ti_gguf_file **out, ti_error *err)
 		return TI_FAIL(err, TI_E_NOMEM, "out of memory reading the GGUF header");
 	}
 	ti_arena_init(&f->arena, ARENA_MAX);
-	f->fd = fd;
-	f->info.file_size = (uint64_t)sb.st_size;
-	parser p = {.r = {.fd = fd, .size = (uint64_t)sb.st_size, .buf = buf}, .f = f, .err = err};
+	f->io = ti_io_ref(io);
+	f->info.file_size = io->size;
+	parser p = {.r = {.io = io, .size = io->size, .buf = buf}, .f = f, .err = err};
 	ti_status st = parse(&p);
 	free(buf);
 	if (st) {
@@ -736,14 +737,12 @@ ti_status ti_gguf_open_fd(int fd, ti_gguf_file **out, ti_error *err)
 
 ti_status ti_gguf_open(const char *path, ti_gguf_file **out, ti_error *err)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return TI_FAIL(err, TI_E_IO, "cannot open '%s': %s", path, strerror(errno));
-	ti_status st = ti_gguf_open_fd(fd, out, err);
+	ti_io *io;
+	ti_status st = ti_io_open(path, &io, err);
 	if (st)
-		close(fd);
-	else
-		(*out)->own_fd = true;
+		return st;
+	st = ti_gguf_open_io(io, out, err);
+	ti_io_close(io);
 	return st;
 }
 
@@ -751,8 +750,7 @@ void ti_gguf_close(ti_gguf_file *f)
 {
 	if (!f)
 		return;
-	if (f->own_fd)
-		close(f->fd);
+	ti_io_close(f->io);
 	ti_arena_release(&f->arena);
 	free(f);
 }

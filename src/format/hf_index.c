@@ -5,6 +5,7 @@
  * split_state_dict_into_shards_factory (shard names, weight_map).
  */
 #include "tinspect/hf_index.h"
+#include "tinspect/io.h"
 
 #include <cJSON.h>
 #include <errno.h>
@@ -263,40 +264,19 @@ static ti_status read_index(ti_hf_index *idx, const char *text, size_t n, const 
 	return s;
 }
 
-static ti_status load(ti_hf_index *idx, const char *path, const ti_st_limits *lim, ti_error *err)
+static ti_status load(ti_hf_index *idx, ti_io *io, const ti_st_limits *lim, ti_error *err)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO must not hang us */
-	if (fd < 0)
-		return TI_FAIL(err, TI_E_IO, "cannot open '%s': %s", path, strerror(errno));
-	struct stat st;
+	const char *path = io->name;
 	ti_status s = TI_OK;
 	char *text = NULL;
 	size_t n = 0;
-	if (fstat(fd, &st) != 0)
-		s = TI_FAIL(err, TI_E_IO, "cannot stat '%s': %s", path, strerror(errno));
-	else if (!S_ISREG(st.st_mode))
-		s = TI_FAIL(err, TI_E_IO, "'%s' is not a regular file", path);
-	else if ((uint64_t)st.st_size > lim->header_max || (uint64_t)st.st_size > SIZE_MAX - 1)
+	if (io->size > lim->header_max || io->size > SIZE_MAX - 1)
 		s = TI_FAIL(err, TI_E_LIMIT, "index of %" PRIu64 " bytes is larger than the limit of %" PRIu64 " bytes",
-		            (uint64_t)st.st_size, lim->header_max);
-	else if (!(text = malloc((size_t)st.st_size + 1)))
+		            io->size, lim->header_max);
+	else if (!(text = malloc((size_t)io->size + 1)))
 		s = no_memory(err);
-	else {
-		size_t want = (size_t)st.st_size;
-		while (n < want) {
-			ssize_t r = read(fd, text + n, want - n);
-			if (r < 0 && errno == EINTR)
-				continue;
-			if (r < 0) {
-				s = TI_FAIL(err, TI_E_IO, "cannot read '%s': %s", path, strerror(errno));
-				break;
-			}
-			if (r == 0)
-				break;
-			n += (size_t)r;
-		}
-	}
-	close(fd);
+	else
+		s = ti_io_read(io, 0, text, (size_t)io->size, &n, err);
 	if (!s) {
 		text[n] = '\0';
 		const char *slash = strrchr(path, '/');
@@ -320,6 +300,19 @@ ti_status ti_hf_index_open(const char *path, const ti_st_limits *limits, ti_hf_i
 	*out = NULL;
 	if (!path)
 		return TI_FAIL(err, TI_E_INVALID, "ti_hf_index_open needs a path");
+	ti_io *io;
+	ti_status s = ti_io_open(path, &io, err); /* a FIFO is refused, never waited on */
+	if (s)
+		return s;
+	s = ti_hf_index_open_io(io, limits, out, err);
+	ti_io_close(io);
+	return s;
+}
+
+ti_status ti_hf_index_open_io(ti_io *io, const ti_st_limits *limits, ti_hf_index **out, ti_error *err)
+{
+	ti_error_clear(err);
+	*out = NULL;
 	ti_st_limits lim;
 	if (limits)
 		lim = *limits;
@@ -329,7 +322,7 @@ ti_status ti_hf_index_open(const char *path, const ti_st_limits *limits, ti_hf_i
 	if (!idx)
 		return no_memory(err);
 	idx->total_size = -1;
-	ti_status s = load(idx, path, &lim, err);
+	ti_status s = load(idx, io, &lim, err);
 	if (s) {
 		ti_hf_index_close(idx);
 		return s;

@@ -54,30 +54,23 @@ typedef struct legacy_torch {
 } legacy_torch;
 
 typedef struct file_bytes {
-	int fd;
+	ti_io *io;
 	uint64_t base;
 } file_bytes;
 
-static ti_status read_at(int fd, uint64_t offset, void *buf, size_t n, ti_error *err)
+static ti_status read_at(ti_io *io, uint64_t offset, void *buf, size_t n, ti_error *err)
 {
-	size_t done = 0;
-	while (done < n) {
-		ssize_t got = pread(fd, (char *)buf + done, n - done, (off_t)(offset + done));
-		if (got < 0 && errno == EINTR)
-			continue;
-		if (got < 0)
-			return TI_FAIL(err, TI_E_IO, "cannot read: %s", strerror(errno));
-		if (got == 0)
-			return TI_FAIL(err, TI_E_IO, "the file is shorter than it was");
-		done += (size_t)got;
-	}
-	return TI_OK;
+	size_t got;
+	ti_status st = ti_io_read(io, offset, buf, n, &got, err);
+	if (!st && got < n)
+		return TI_FAIL(err, TI_E_IO, "the file is shorter than it was");
+	return st;
 }
 
 static ti_status read_window(void *ctx, uint64_t offset, void *buf, size_t n, ti_error *err)
 {
 	const file_bytes *f = ctx;
-	return read_at(f->fd, f->base + offset, buf, n, err);
+	return read_at(f->io, f->base + offset, buf, n, err);
 }
 
 static ti_status storage_of(legacy_torch *lt, ti_arena *arena, ti_value *const *items, size_t n, ti_value **out,
@@ -329,10 +322,10 @@ ti_status ti_legacy_pickle_extent(const ti_pickle_source *src, uint64_t *extent,
 }
 
 /* Runs one pickle from pos; *end gets where it stopped. */
-static ti_status load_one(int fd, uint64_t size, uint64_t pos, int which, ti_arena *arena, const ti_pickle_hooks *hooks,
+static ti_status load_one(ti_io *io, uint64_t size, uint64_t pos, int which, ti_arena *arena, const ti_pickle_hooks *hooks,
                           const ti_limits *lim, ti_value **out, uint64_t *end, ti_error *err)
 {
-	file_bytes f = {fd, pos};
+	file_bytes f = {io, pos};
 	uint64_t left = size - pos;
 	ti_pickle_source src = {left < lim->pickle_max ? left : lim->pickle_max, read_window, &f};
 	size_t consumed = 0;
@@ -366,12 +359,12 @@ static ti_status fail_at(ti_error *err, int64_t offset)
 }
 
 /* The three small pickles: magic number, protocol version, sys_info. */
-static ti_status read_header(int fd, uint64_t size, ti_arena *arena, const ti_limits *lim, ti_legacy *out,
+static ti_status read_header(ti_io *io, uint64_t size, ti_arena *arena, const ti_limits *lim, ti_legacy *out,
                              uint64_t *pos, ti_error *err)
 {
 	ti_value *v;
 	uint64_t at = *pos;
-	if (load_one(fd, size, *pos, 0, arena, NULL, lim, &v, pos, err))
+	if (load_one(io, size, *pos, 0, arena, NULL, lim, &v, pos, err))
 		return err->code;
 	if (v->kind != TI_BIGINT || v->as.bytes.size != sizeof(magic_number) ||
 	    memcmp(v->as.bytes.data, magic_number, sizeof(magic_number))) {
@@ -379,14 +372,14 @@ static ti_status read_header(int fd, uint64_t size, ti_arena *arena, const ti_li
 		return fail_at(err, (int64_t)at);
 	}
 	at = *pos;
-	if (load_one(fd, size, *pos, 1, arena, NULL, lim, &v, pos, err))
+	if (load_one(io, size, *pos, 1, arena, NULL, lim, &v, pos, err))
 		return err->code;
 	if (ti_value_as_int(v, &out->protocol_version, err) || out->protocol_version != PROTOCOL_VERSION) {
 		TI_FAIL(err, TI_E_UNSUPPORTED, "invalid protocol version: torch.load reads %d", PROTOCOL_VERSION);
 		return fail_at(err, (int64_t)at);
 	}
 	at = *pos;
-	if (load_one(fd, size, *pos, 2, arena, NULL, lim, &v, pos, err))
+	if (load_one(io, size, *pos, 2, arena, NULL, lim, &v, pos, err))
 		return err->code;
 	const ti_value *le = v->kind == TI_DICT ? ti_dict_get(v, "little_endian") : NULL;
 	if (!le || ti_value_as_bool(le, &out->little_endian, err)) {
@@ -397,12 +390,12 @@ static ti_status read_header(int fd, uint64_t size, ti_arena *arena, const ti_li
 }
 
 /* The list of keys and then each storage's count header and bytes, skipped. */
-static ti_status read_storages(int fd, uint64_t size, ti_arena *arena, const ti_limits *lim, legacy_torch *lt,
+static ti_status read_storages(ti_io *io, uint64_t size, ti_arena *arena, const ti_limits *lim, legacy_torch *lt,
                                ti_legacy *out, uint64_t *pos, ti_error *err)
 {
 	ti_value *keys;
 	uint64_t at = *pos;
-	if (load_one(fd, size, *pos, 4, arena, NULL, lim, &keys, pos, err))
+	if (load_one(io, size, *pos, 4, arena, NULL, lim, &keys, pos, err))
 		return err->code;
 	if (keys->kind != TI_LIST && keys->kind != TI_TUPLE) {
 		TI_FAIL(err, TI_E_CORRUPT, "storage keys are a %s, not a list", ti_kind_name(keys->kind));
@@ -442,7 +435,7 @@ static ti_status read_storages(int fd, uint64_t size, ti_arena *arena, const ti_
 			s = fail_at(err, (int64_t)*pos);
 			break;
 		}
-		if ((s = read_at(fd, *pos, head, 8, err)))
+		if ((s = read_at(io, *pos, head, 8, err)))
 			break;
 		int64_t count = 0;
 		for (int b = 7; b >= 0; b--)
@@ -502,27 +495,19 @@ static ti_status read_storages(int fd, uint64_t size, ti_arena *arena, const ti_
 	return TI_OK;
 }
 
-ti_status ti_legacy_read(const char *path, ti_arena *arena, const ti_limits *lim, struct scan_findings *findings,
+ti_status ti_legacy_read(ti_io *io, ti_arena *arena, const ti_limits *lim, struct scan_findings *findings,
                          ti_legacy *out, ti_error *err)
 {
 	memset(out, 0, sizeof(*out));
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	struct stat sb;
-	if (fd < 0 || fstat(fd, &sb)) {
-		ti_status s = TI_FAIL(err, TI_E_IO, "cannot open: %s", strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		return s;
-	}
-	uint64_t size = (uint64_t)sb.st_size, pos = 0;
+	uint64_t size = io->size, pos = 0;
 	legacy_torch lt;
 	memset(&lt, 0, sizeof(lt));
 	ti_torch_init(&lt.torch, arena, lim->records_max);
-	ti_status s = read_header(fd, size, arena, lim, out, &pos, err);
+	ti_status s = read_header(io, size, arena, lim, out, &pos, err);
 	if (!s) {
 		uint8_t head[2] = {0, 0};
 		uint64_t start = pos;
-		if (pos + 2 <= size && !read_at(fd, pos, head, 2, err))
+		if (pos + 2 <= size && !read_at(io, pos, head, 2, err))
 			out->pickle_protocol = head[0] == 0x80 ? head[1] : 1;
 		if (findings) { /* named as scan names them: the pickle, and offsets in the file */
 			scan_findings_record(findings, ti_legacy_pickle_names[3]);
@@ -534,16 +519,15 @@ ti_status ti_legacy_read(const char *path, ti_arena *arena, const ti_limits *lim
 		lt.storage_load = hooks.persistent_load;
 		hooks.persistent_load = persistent_load;
 		hooks.ctx = &lt;
-		s = load_one(fd, size, pos, 3, arena, &hooks, lim, &out->root, &pos, err);
+		s = load_one(io, size, pos, 3, arena, &hooks, lim, &out->root, &pos, err);
 		out->pickle_size = pos - start;
 	}
 	if (!s)
-		s = read_storages(fd, size, arena, lim, &lt, out, &pos, err);
+		s = read_storages(io, size, arena, lim, &lt, out, &pos, err);
 	if (!s) {
 		out->storages = lt.torch.storages;
 		out->storage_count = lt.torch.storage_count;
 	}
 	ti_torch_release(&lt.torch);
-	close(fd);
 	return s;
 }

@@ -19,6 +19,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "tinspect/io.h"
 #include "tinspect/checkpoint.h"
 #include "tinspect/pickle.h"
 
@@ -47,10 +48,10 @@ extern const char *const ti_legacy_pickle_names[5];
 ti_status ti_legacy_pickle_extent(const ti_pickle_source *src, uint64_t *extent, ti_error *err);
 
 /*
- * Reads the legacy file at path. Findings about the object pickle's globals
+ * Reads the legacy file open as io (a path or a URL). Findings about the object pickle's globals
  * and calls go to findings when it is not NULL.
  */
-ti_status ti_legacy_read(const char *path, ti_arena *arena, const ti_limits *limits,
+ti_status ti_legacy_read(ti_io *io, ti_arena *arena, const ti_limits *limits,
                          struct scan_findings *findings, ti_legacy *out, ti_error *err);
 
 #endif

@@ -116,26 +116,6 @@ static void store_u64_le(unsigned char *b, uint64_t v)
 		b[i] = (unsigned char)(v >> (8 * i));
 }
 
-/* Reads exactly n bytes at off; *got says how many arrived before the end of the file. */
-static int pread_full(int fd, void *buf, size_t n, uint64_t off, size_t *got)
-{
-	size_t done = 0;
-	while (done < n) {
-		ssize_t r = pread(fd, (char *)buf + done, n - done, (off_t)(off + done));
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			*got = done;
-			return -1;
-		}
-		if (r == 0)
-			break;
-		done += (size_t)r;
-	}
-	*got = done;
-	return 0;
-}
-
 /* "[2, 3]" into buf, cut short with "..." if it does not fit. */
 static const char *shape_text(const int64_t *shape, int ndim, char *buf, size_t size)
 {
@@ -171,7 +151,7 @@ static int compare_names(const void *a, const void *b)
 /* --- reading ------------------------------------------------------------ */
 
 struct ti_st_file {
-	int fd;
+	ti_io *io;
 	ti_arena arena;
 	ti_st_info info;
 	ti_st_tensor *tensors;          /* header order */
@@ -402,18 +382,10 @@ static ti_status read_header(ti_st_file *f, char *text, uint64_t n, const ti_st_
 	return check_tiling(f, err);
 }
 
-static ti_status open_file(ti_st_file *f, const char *path, const ti_st_limits *lim, ti_error *err)
+static ti_status open_file(ti_st_file *f, const ti_st_limits *lim, ti_error *err)
 {
-	/* O_NONBLOCK: opening a FIFO must not hang; it is refused below as not a regular file. */
-	f->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (f->fd < 0)
-		return TI_FAIL(err, TI_E_IO, "cannot open '%s': %s", path, strerror(errno));
-	struct stat st;
-	if (fstat(f->fd, &st) != 0)
-		return TI_FAIL(err, TI_E_IO, "cannot stat '%s': %s", path, strerror(errno));
-	if (!S_ISREG(st.st_mode))
-		return TI_FAIL(err, TI_E_IO, "'%s' is not a regular file", path);
-	uint64_t size = (uint64_t)st.st_size;
+	const char *path = f->io->name;
+	uint64_t size = f->io->size;
 	f->info.file_size = size;
 
 	/* u64 little-endian N, then N bytes of header (README "Format"). */
@@ -421,8 +393,9 @@ static ti_status open_file(ti_st_file *f, const char *path, const ti_st_limits *
 	size_t got;
 	if (size < 8)
 		return TI_FAIL(err, TI_E_CORRUPT, "file of %" PRIu64 " bytes is too short for the 8-byte header size", size);
-	if (pread_full(f->fd, head, 8, 0, &got) != 0)
-		return TI_FAIL(err, TI_E_IO, "cannot read '%s': %s", path, strerror(errno));
+	ti_status rs = ti_io_read(f->io, 0, head, 8, &got, err);
+	if (rs)
+		return rs;
 	if (got < 8)
 		return TI_FAIL(err, TI_E_IO, "'%s' shrank while being read", path);
 	uint64_t n = load_u64_le(head);
@@ -454,8 +427,8 @@ static ti_status open_file(ti_st_file *f, const char *path, const ti_st_limits *
 	if (!text)
 		return no_memory(err);
 	ti_status s;
-	if (pread_full(f->fd, text, (size_t)n, 8, &got) != 0)
-		s = TI_FAIL(err, TI_E_IO, "cannot read '%s': %s", path, strerror(errno));
+	if ((s = ti_io_read(f->io, 8, text, (size_t)n, &got, err)))
+		;
 	else if (got < n)
 		s = TI_FAIL(err, TI_E_IO, "'%s' shrank while being read", path);
 	else {
@@ -479,11 +452,29 @@ ti_status ti_st_open(const char *path, const ti_st_limits *limits, ti_st_file **
 		lim = *limits;
 	else
 		ti_st_limits_default(&lim);
+	ti_io *io;
+	ti_status s = ti_io_open(path, &io, err);
+	if (s)
+		return s;
+	s = ti_st_open_io(io, &lim, out, err);
+	ti_io_close(io);
+	return s;
+}
+
+ti_status ti_st_open_io(ti_io *io, const ti_st_limits *limits, ti_st_file **out, ti_error *err)
+{
+	ti_error_clear(err);
+	*out = NULL;
+	ti_st_limits lim;
+	if (limits)
+		lim = *limits;
+	else
+		ti_st_limits_default(&lim);
 	ti_st_file *f = calloc(1, sizeof(*f));
 	if (!f)
 		return no_memory(err);
-	f->fd = -1;
-	ti_status s = open_file(f, path, &lim, err);
+	f->io = ti_io_ref(io);
+	ti_status s = open_file(f, &lim, err);
 	if (s) {
 		ti_st_close(f);
 		return s;
@@ -496,8 +487,7 @@ void ti_st_close(ti_st_file *file)
 {
 	if (!file)
 		return;
-	if (file->fd >= 0)
-		close(file->fd);
+	ti_io_close(file->io);
 	ti_arena_release(&file->arena);
 	free(file);
 }
@@ -547,7 +537,7 @@ const char *ti_st_metadata_get(const ti_st_file *file, const char *key)
 	return NULL;
 }
 
-int ti_st_fd(const ti_st_file *file) { return file->fd; }
+int ti_st_fd(const ti_st_file *file) { return file->io->fd; }
 
 ti_status ti_st_read(const ti_st_file *file, size_t index, uint64_t offset, void *buf, size_t n, ti_error *err)
 {
@@ -559,8 +549,9 @@ ti_status ti_st_read(const ti_st_file *file, size_t index, uint64_t offset, void
 		               "reading %zu bytes at %" PRIu64 " runs past the end of tensor '%s' (%" PRIu64 " bytes)", n,
 		               offset, t->name, t->nbytes);
 	size_t got;
-	if (pread_full(file->fd, buf, n, t->offset + offset, &got) != 0)
-		return TI_FAIL(err, TI_E_IO, "cannot read tensor '%s': %s", t->name, strerror(errno));
+	ti_status rs = ti_io_read(file->io, t->offset + offset, buf, n, &got, err);
+	if (rs)
+		return rs;
 	if (got < n) {
 		TI_FAIL(err, TI_E_IO, "the file ended while reading tensor '%s': it shrank after it was opened", t->name);
 		ti_error_at(err, NULL, (int64_t)(t->offset + offset + got));

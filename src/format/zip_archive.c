@@ -33,7 +33,7 @@
 #include "util/strsort.h"
 
 struct ti_zip {
-	int fd;
+	ti_io *io;
 	char *path;
 	uint64_t file_size;
 	uint8_t *window;         /* a piece of the central directory, while it is read */
@@ -60,18 +60,11 @@ static ti_status read_at(ti_zip *zip, uint64_t off, void *buf, size_t n, ti_erro
 {
 	if (off > zip->file_size || n > zip->file_size - off)
 		return TI_FAIL(err, TI_E_CORRUPT, "zip structure points past the end of the file (offset %" PRIu64 ")", off);
-	size_t done = 0;
-	while (done < n) {
-		ssize_t got = pread(zip->fd, (char *)buf + done, n - done, (off_t)(off + done));
-		if (got < 0 && errno == EINTR)
-			continue;
-		if (got < 0)
-			return TI_FAIL(err, TI_E_IO, "cannot read: %s", strerror(errno));
-		if (got == 0)
-			return TI_FAIL(err, TI_E_CORRUPT, "file is shorter than its zip directory says");
-		done += (size_t)got;
-	}
-	return TI_OK;
+	size_t got;
+	ti_status st = ti_io_read(zip->io, off, buf, n, &got, err);
+	if (!st && got < n)
+		return TI_FAIL(err, TI_E_CORRUPT, "file is shorter than its zip directory says");
+	return st;
 }
 
 #define CORRUPT(err, ...) TI_FAIL((err), TI_E_CORRUPT, __VA_ARGS__)
@@ -211,23 +204,25 @@ static ti_status zip64_extra(const uint8_t *x, size_t xlen, ti_record *r, uint64
 
 ti_status ti_zip_open(const char *path, size_t records_max, ti_arena *arena, ti_zip **out, ti_error *err)
 {
+	ti_io *io;
+	ti_status st = ti_io_open(path, &io, err);
+	if (st)
+		return st;
+	st = ti_zip_open_io(io, records_max, arena, out, err);
+	ti_io_close(io);
+	return st;
+}
+
+ti_status ti_zip_open_io(ti_io *io, size_t records_max, ti_arena *arena, ti_zip **out, ti_error *err)
+{
 	ti_zip *zip = calloc(1, sizeof(*zip));
-	if (!zip || !(zip->path = strdup(path))) {
+	if (!zip || !(zip->path = strdup(io->name))) {
 		free(zip);
 		return TI_FAIL(err, TI_E_NOMEM, "out of memory opening the archive");
 	}
 	zip->arena = arena;
-	zip->fd = open(path, O_RDONLY | O_CLOEXEC);
-	struct stat st;
-	if (zip->fd < 0 || fstat(zip->fd, &st)) {
-		TI_FAIL(err, TI_E_IO, "cannot open: %s", strerror(errno));
-		goto fail;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		TI_FAIL(err, TI_E_IO, "not a regular file");
-		goto fail;
-	}
-	zip->file_size = (uint64_t)st.st_size;
+	zip->io = ti_io_ref(io);
+	zip->file_size = io->size;
 	uint64_t cd_off = 0, cd_size = 0, entries = 0;
 	if (find_directory(zip, &cd_off, &cd_size, &entries, err))
 		goto fail;
@@ -246,6 +241,7 @@ ti_status ti_zip_open(const char *path, size_t records_max, ti_arena *arena, ti_
 	 * more entries than it holds lets the first names use those bytes.)
 	 */
 	size_t names_max = (size_t)(cd_size + entries + 1), slots = entries ? (size_t)entries : 1;
+	ti_io_hint(io, cd_off, cd_size); /* read in windows of 64 KiB: a URL's asks for it whole */
 	zip->window_cap = cd_size < DIR_WINDOW ? (size_t)cd_size + 1 : DIR_WINDOW;
 	zip->window = malloc(zip->window_cap);
 	if (arena) {
@@ -343,8 +339,7 @@ void ti_zip_close(ti_zip *zip)
 		return;
 	if (zip->za)
 		zip_discard(zip->za);
-	if (zip->fd >= 0)
-		close(zip->fd);
+	ti_io_close(zip->io);
 	if (!zip->arena) {
 		free(zip->records);
 		free(zip->local_offsets);
@@ -385,6 +380,8 @@ ti_status ti_zip_payload_offset(ti_zip *zip, size_t index, uint64_t *offset, ti_
 /* Compressed records: libzip inflates them. */
 static ti_status read_compressed(ti_zip *zip, size_t index, uint8_t *buf, uint64_t size, ti_error *err)
 {
+	if (!zip->za && zip->io->remote)
+		return TI_FAIL(err, TI_E_UNSUPPORTED, "a compressed record is not read from a URL (download the file)");
 	if (!zip->za) {
 		int code = 0;
 		zip->za = zip_open(zip->path, ZIP_RDONLY, &code);
@@ -428,7 +425,17 @@ ti_status ti_zip_stored_range(ti_zip *zip, size_t index, size_t max, uint64_t *o
 		return err->code;
 	if (zip->records[index].method != 0)
 		return TI_FAIL(err, TI_E_UNSUPPORTED, "record is compressed, not stored");
-	return ti_zip_payload_offset(zip, index, offset, err);
+	ti_status st = ti_zip_payload_offset(zip, index, offset, err);
+	if (!st) /* read in pieces (a pickle): a URL's asks for it whole */
+		ti_io_hint(zip->io, *offset, zip->records[index].size);
+	return st;
+}
+
+void ti_zip_hint_record(ti_zip *zip, size_t index, uint64_t after)
+{
+	if (index < zip->count)
+		ti_io_hint(zip->io, zip->local_offsets[index],
+		           30 + 65535 + 65535 + zip->records[index].compressed_size + after); /* header, name, extra, bytes */
 }
 
 ti_status ti_zip_pread(ti_zip *zip, uint64_t offset, void *buf, size_t n, ti_error *err)
@@ -482,6 +489,8 @@ static ti_status open_libzip(ti_zip *zip, ti_error *err)
 {
 	if (zip->za)
 		return TI_OK;
+	if (zip->io->remote)
+		return TI_FAIL(err, TI_E_UNSUPPORTED, "a compressed record is not read from a URL (download the file)");
 	int code = 0;
 	zip->za = zip_open(zip->path, ZIP_RDONLY, &code);
 	if (zip->za)

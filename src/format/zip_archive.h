@@ -14,6 +14,7 @@
 #include "tinspect/arena.h"
 #include "tinspect/checkpoint.h"
 #include "tinspect/error.h"
+#include "tinspect/io.h"
 
 typedef struct ti_zip ti_zip;
 
@@ -23,6 +24,8 @@ typedef struct ti_zip ti_zip;
  * the zip); with NULL, in memory of the zip's own.
  */
 ti_status ti_zip_open(const char *path, size_t records_max, ti_arena *arena, ti_zip **out, ti_error *err);
+/* The same, from a file already open (a path or a URL, io.h): the zip takes its own reference. */
+ti_status ti_zip_open_io(ti_io *io, size_t records_max, ti_arena *arena, ti_zip **out, ti_error *err);
 void ti_zip_close(ti_zip *zip);
 /* The archive a torch zip checkpoint was read from (NULL for a legacy file): the checkpoint's, closed with it. */
 ti_zip *ti_ckpt_zip(const ti_ckpt *ckpt);
@@ -41,6 +44,11 @@ ti_status ti_zip_read(ti_zip *zip, size_t index, size_t max, uint8_t **data, siz
  */
 ti_status ti_zip_stored_range(ti_zip *zip, size_t index, size_t max, uint64_t *offset, ti_error *err);
 ti_status ti_zip_pread(ti_zip *zip, uint64_t offset, void *buf, size_t n, ti_error *err);
+/*
+ * Says that record index (its local header and bytes) and what lies after
+ * bytes past it will be read soon, in pieces (io.h's ti_io_hint).
+ */
+void ti_zip_hint_record(ti_zip *zip, size_t index, uint64_t after);
 /* Where a record's payload starts in the file, from its local header. */
 ti_status ti_zip_payload_offset(ti_zip *zip, size_t index, uint64_t *offset, ti_error *err);
 

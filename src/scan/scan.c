@@ -14,6 +14,7 @@
  * call results. A torch zip's storages are also checked against their
  * records by the checkpoint reader.
  */
+#include "tinspect/io.h"
 #include "tinspect/scan.h"
 
 #include <errno.h>
@@ -60,24 +61,17 @@ typedef struct scanner {
 /* ---- byte sources: a file, memory, a window onto another source ---- */
 
 typedef struct file_src {
-	int fd;
+	ti_io *io;
 } file_src;
 
 static ti_status file_read(void *ctx, uint64_t offset, void *buf, size_t n, ti_error *err)
 {
 	file_src *f = ctx;
-	size_t done = 0;
-	while (done < n) {
-		ssize_t got = pread(f->fd, (char *)buf + done, n - done, (off_t)(offset + done));
-		if (got < 0 && errno == EINTR)
-			continue;
-		if (got < 0)
-			return TI_FAIL(err, TI_E_IO, "cannot read: %s", strerror(errno));
-		if (got == 0)
-			return TI_FAIL(err, TI_E_IO, "file shrank while it was read");
-		done += (size_t)got;
-	}
-	return TI_OK;
+	size_t got;
+	ti_status st = ti_io_read(f->io, offset, buf, n, &got, err);
+	if (!st && got < n)
+		return TI_FAIL(err, TI_E_IO, "file shrank while it was read");
+	return st;
 }
 
 static ti_status mem_read(void *ctx, uint64_t offset, void *buf, size_t n, ti_error *err)
@@ -658,9 +652,15 @@ static const char *scan_path(scanner *sc, const char *path, const char *prefix)
 		unreadable(sc, &e, prefix);
 		return "unknown";
 	}
-	file_src f = {fd};
+	file_src f = {NULL};
+	if (ti_io_wrap_fd(fd, &f.io, &e)) {
+		close(fd);
+		unreadable(sc, &e, prefix);
+		return "unknown";
+	}
 	ti_pickle_source src = {(uint64_t)st.st_size, file_read, &f};
 	const char *format = scan_source(sc, &src, prefix, 0, path);
+	ti_io_close(f.io);
 	close(fd);
 	if (!strcmp(format, "torch-zip"))
 		check_storages(sc, path, prefix);
@@ -700,10 +700,12 @@ static void scan_refused_metadata(scanner *sc, const char *path, const ti_error 
 	sc->r->f.opt = &dcp_opt;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	struct stat st;
-	if (fd >= 0 && !fstat(fd, &st)) {
-		file_src f = {fd};
+	file_src f = {NULL};
+	ti_error ignored;
+	if (fd >= 0 && !fstat(fd, &st) && !ti_io_wrap_fd(fd, &f.io, &ignored)) {
 		ti_pickle_source src = {(uint64_t)st.st_size, file_read, &f};
 		scan_pickles(sc, &src, ".metadata", 1, false);
+		ti_io_close(f.io);
 	}
 	if (fd >= 0)
 		close(fd);
@@ -755,7 +757,12 @@ static const char *scan_dcp(scanner *sc, const char *dir)
 				close(fd);
 			continue;
 		}
-		file_src fs = {fd};
+		file_src fs = {NULL};
+		if (ti_io_wrap_fd(fd, &fs.io, &err)) {
+			unreadable(sc, &err, ti_dcp_file_at(dcp, f));
+			close(fd);
+			continue;
+		}
 		ti_pickle_source whole = {(uint64_t)st.st_size, file_read, &fs};
 		for (size_t i = 0; i < ti_dcp_item_count(dcp); i++) {
 			const ti_dcp_item *item = ti_dcp_item_at(dcp, i);
@@ -777,6 +784,7 @@ static const char *scan_dcp(scanner *sc, const char *dir)
 				scan_source(sc, &blob, record, 1, NULL);
 			}
 		}
+		ti_io_close(fs.io);
 		close(fd);
 	}
 	ti_dcp_close(dcp);

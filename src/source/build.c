@@ -112,9 +112,14 @@ ti_status source_add_part(ti_source *s, const char *path, source_part **out, ti_
 	source_part *p = &parts[s->part_count++];
 	memset(p, 0, sizeof(*p));
 	p->path = copy;
-	p->fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (p->fd < 0)
-		return TI_FAIL(err, TI_E_IO, "cannot open '%s': %s", path, strerror(errno));
+	if (s->sniffed && !strcmp(s->sniffed->name, path)) { /* opened once, to be sniffed: not again */
+		p->io = s->sniffed;
+		s->sniffed = NULL;
+	} else {
+		ti_status st = ti_io_open(path, &p->io, err);
+		if (st)
+			return st;
+	}
 	*out = p;
 	return TI_OK;
 }

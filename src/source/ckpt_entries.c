@@ -56,7 +56,7 @@ ti_status source_list_ckpt_entries(ti_source *s, source_part *p, const ti_entry 
 		 * The payload offset is found on the first read: listing reads nothing more.
 		 * torch.load swaps a typed storage's bytes by its dtype; an UntypedStorage's as bytes: not at all.
 		 */
-		source_place where = {.fd = p->fd, .ckpt = p->ckpt, .record = sto->record_index,
+		source_place where = {.io = p->io, .ckpt = p->ckpt, .record = sto->record_index,
 		                      .swap = big && !sto->untyped};
 		if (!source_add_storage(s, sto->dtype, (uint64_t)sto->nbytes, sto->record_index >= 0, where))
 			return source_out_of_memory(err);
@@ -99,7 +99,7 @@ ti_status source_list_ckpt_entries(ti_source *s, source_part *p, const ti_entry 
 			 * description's parameters have, so that a fill can give it values and
 			 * reading it says it has none.
 			 */
-			source_place nowhere = {.fd = -1, .record = -1};
+			source_place nowhere = {.io = NULL, .record = -1};
 			if (!source_add_storage(s, x->dtype, ti_source_tensor_extent(t), false, nowhere))
 				st = source_out_of_memory(err);
 			t->storage = s->storage_count - 1;

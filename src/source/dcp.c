@@ -55,23 +55,18 @@ typedef struct dcp_tensor {
 /* ---- a chunk's blob, as a byte source ---- */
 
 typedef struct blob {
-	int fd;
+	ti_io *io;
 	uint64_t base;
 } blob;
 
 static ti_status blob_read(void *ctx, uint64_t offset, void *buf, size_t n, ti_error *err)
 {
 	const blob *b = ctx;
-	size_t done = 0;
-	while (done < n) {
-		ssize_t got = pread(b->fd, (char *)buf + done, n - done, (off_t)(b->base + offset + done));
-		if (got < 0 && errno == EINTR)
-			continue;
-		if (got <= 0)
-			return TI_FAIL(err, TI_E_IO, "cannot read: %s", got < 0 ? strerror(errno) : "the file is shorter than it was");
-		done += (size_t)got;
-	}
-	return TI_OK;
+	size_t got;
+	ti_status st = ti_io_read(b->io, b->base + offset, buf, n, &got, err);
+	if (!st && got < n)
+		return TI_FAIL(err, TI_E_IO, "cannot read: the file is shorter than it was");
+	return st;
 }
 
 static void ignore_report(void *ctx, ti_scan_severity severity, const char *record, int64_t offset, const char *message)
@@ -100,7 +95,7 @@ static ti_status chunk_tensor(dcp_tensor *t, size_t i, const ti_pickle_source *s
 	    pkl->data_offset > src->size || pkl->size > src->size - pkl->data_offset)
 		return TI_FAIL(err, TI_E_CORRUPT, "its torch.save blob has no stored data.pkl of at most %d bytes",
 		               CHUNK_PICKLE_MAX);
-	blob inner = {((const blob *)src->ctx)->fd, ((const blob *)src->ctx)->base + pkl->data_offset};
+	blob inner = {((const blob *)src->ctx)->io, ((const blob *)src->ctx)->base + pkl->data_offset};
 	ti_pickle_source psrc = {pkl->size, blob_read, &inner};
 	ti_arena arena;
 	ti_arena_init(&arena, (size_t)64 << 20);
@@ -159,7 +154,7 @@ static ti_status open_chunk(dcp_tensor *t, size_t i, ti_error *err)
 	}
 	const ti_dcp_chunk *c = &t->item->chunks[i];
 	const source_part *part = &t->s->parts[c->file + 1];
-	blob b = {part->fd, c->offset};
+	blob b = {part->io, c->offset};
 	ti_pickle_source src = {c->length, blob_read, &b};
 	zw_archive a;
 	ti_error_clear(&cs->error);
@@ -208,9 +203,9 @@ static bool holds(const ti_dcp_chunk *c, const int64_t *idx, int ndim)
 	return true;
 }
 
-static ti_status read_at(int fd, uint64_t at, void *buf, size_t n, ti_error *err)
+static ti_status read_at(ti_io *io, uint64_t at, void *buf, size_t n, ti_error *err)
 {
-	blob b = {fd, at};
+	blob b = {io, at};
 	return blob_read(&b, 0, buf, n, err);
 }
 
@@ -264,7 +259,7 @@ static ti_status assemble(const void *ctx, ti_dtype dtype, uint64_t first, size_
 		for (int k = 0; k < ndim; k++)
 			local += (idx[k] - c->offsets[k]) * cs->stride[k];
 		const source_part *part = &t->s->parts[c->file + 1];
-		s = read_at(part->fd, cs->payload + (uint64_t)local * esize, o, (size_t)run * esize, err);
+		s = read_at(part->io, cs->payload + (uint64_t)local * esize, o, (size_t)run * esize, err);
 		if (s) {
 			ti_error_at(err, strrchr(part->path, '/') ? strrchr(part->path, '/') + 1 : part->path, -1);
 			return s;
@@ -337,7 +332,7 @@ static ti_status list_items(ti_source *s, const ti_dcp *dcp, source_part *meta, 
 		if (!gen || !state || !stride)
 			return source_out_of_memory(err);
 		*gen = (dcp_tensor){.s = s, .item = item, .state = state};
-		source_place where = {.fd = -1, .record = -1, .gen = assemble, .gen_ctx = gen};
+		source_place where = {.io = NULL, .record = -1, .gen = assemble, .gen_ctx = gen};
 		uint64_t nbytes = (uint64_t)item->numel * ti_dtype_size(item->dtype);
 		if (!source_add_storage(s, item->dtype, nbytes, true, where))
 			return source_out_of_memory(err);
@@ -387,7 +382,7 @@ static ti_status open_dcp(ti_source *s, const char *path, ti_error *err)
 			return TI_FAIL(err, TI_E_IO, "data file '%s' named by '.metadata' is missing", ti_dcp_file_at(dcp, i));
 		if ((st = source_add_part(s, file, &p, err)))
 			return st;
-		if (fstat(p->fd, &sb) || !S_ISREG(sb.st_mode))
+		if (fstat(p->io->fd, &sb) || !S_ISREG(sb.st_mode))
 			return TI_FAIL(err, TI_E_IO, "data file '%s' is not a regular file", ti_dcp_file_at(dcp, i));
 		sizes[i] = (uint64_t)sb.st_size;
 	}

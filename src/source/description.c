@@ -45,7 +45,7 @@ ti_status ti_source_from_model(const ti_model *model, ti_source **out, ti_error 
 		if (target < n) {
 			t->storage = storage_of[target];
 		} else {
-			source_place nowhere = {.fd = -1, .record = -1};
+			source_place nowhere = {.io = NULL, .record = -1};
 			if (!source_add_storage(s, p->dtype, (uint64_t)numel * ti_dtype_size(p->dtype), false, nowhere)) {
 				ti_source_close(s);
 				return source_out_of_memory(err);

@@ -22,7 +22,7 @@
 
 /* Where a dequantized tensor's blocks lie. */
 typedef struct blocks {
-	int fd;
+	ti_io *io;
 	uint64_t offset;
 	uint32_t type;
 } blocks;
@@ -65,15 +65,11 @@ static ti_status generate(const void *ctx, ti_dtype dtype, uint64_t first, size_
 		uint64_t block = first / 32, last = (first + count - 1) / 32;
 		size_t n = last - block + 1 < CHUNK_BLOCKS ? (size_t)(last - block + 1) : CHUNK_BLOCKS;
 		size_t want = n * ty->block_bytes, got = 0;
-		while (got < want) {
-			ssize_t k = pread(q->fd, raw + got, want - got, (off_t)(q->offset + block * ty->block_bytes + got));
-			if (k < 0 && errno == EINTR)
-				continue;
-			if (k <= 0)
-				return TI_FAIL(err, TI_E_IO, "cannot read tensor data: %s",
-				               k < 0 ? strerror(errno) : "the file is shorter than it was");
-			got += (size_t)k;
-		}
+		ti_status rs = ti_io_read(q->io, q->offset + block * ty->block_bytes, raw, want, &got, err);
+		if (rs)
+			return rs;
+		if (got < want)
+			return TI_FAIL(err, TI_E_IO, "cannot read tensor data: the file is shorter than it was");
 		for (size_t b = 0; b < n && count; b++) {
 			dequantize(q->type, raw + b * ty->block_bytes, values);
 			for (size_t j = first % 32; j < 32 && count; j++, count--, first++)
@@ -113,7 +109,7 @@ static ti_status open_gguf(ti_source *s, const char *path, ti_error *err)
 	source_part *p;
 	ti_status st = source_add_part(s, path, &p, err);
 	if (!st)
-		st = ti_gguf_open_fd(p->fd, &p->gguf, err);
+		st = ti_gguf_open_io(p->io, &p->gguf, err);
 	if (st)
 		return st;
 	size_t n = ti_gguf_tensor_count(p->gguf);
@@ -131,14 +127,14 @@ static ti_status open_gguf(ti_source *s, const char *path, ti_error *err)
 		int64_t *stride = source_contiguous_strides(s, g->shape, g->ndim);
 		if (!t || !stride)
 			return source_out_of_memory(err);
-		source_place where = {.fd = p->fd, .offset = g->offset, .record = -1};
+		source_place where = {.io = p->io, .offset = g->offset, .record = -1};
 		ti_dtype dtype = ty->dtype;
 		uint64_t nbytes = g->nbytes;
 		if (g->type == TI_GGML_Q8_0 || g->type == TI_GGML_Q4_0) {
 			blocks *q = ti_arena_calloc(&s->arena, 1, sizeof(*q));
 			if (!q)
 				return source_out_of_memory(err);
-			*q = (blocks){p->fd, g->offset, g->type};
+			*q = (blocks){p->io, g->offset, g->type};
 			where.gen = generate;
 			where.gen_ctx = q;
 			dtype = TI_DT_FLOAT32;

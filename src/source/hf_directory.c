@@ -43,6 +43,45 @@ ti_status ti_source_folder_weights(const char *dir, char *out, size_t size, ti_e
 	               "model.safetensors.index.json, pytorch_model.bin or pytorch_model.bin.index.json)");
 }
 
+bool source_is_hf_repo(const char *name)
+{
+	if (strncmp(name, "hf://", 5))
+		return false;
+	const char *slash = strchr(name + 5, '/');
+	if (!slash || slash == name + 5 || !slash[1])
+		return false; /* no REPO: ti_io_open says what an hf:// URL is */
+	const char *rest = strchr(slash + 1, '/');
+	return !rest || !rest[1];
+}
+
+/*
+ * The weights file of a repository on the Hub, hf://ORG/REPO[@REVISION], in
+ * from_pretrained's order: the first the server has (a 404 says it has not)
+ * is opened, and kept for source.c to read on (s->sniffed).
+ */
+ti_status source_hf_repo_weights(ti_source *s, const char *repo, const char **file, ti_error *err)
+{
+	size_t len = strlen(repo);
+	while (len && repo[len - 1] == '/')
+		len--;
+	for (size_t i = 0; i < sizeof(weight_files) / sizeof(weight_files[0]); i++) {
+		char *name = ti_arena_printf(&s->arena, "%.*s/%s", (int)len, repo, weight_files[i]);
+		if (!name)
+			return source_out_of_memory(err);
+		ti_io_close(s->sniffed);
+		s->sniffed = NULL;
+		ti_status st = ti_io_open(name, &s->sniffed, err);
+		if (st == TI_E_NETWORK && !strncmp(err->message, "HTTP 404", 8))
+			continue;
+		if (st)
+			return st;
+		*file = name;
+		return TI_OK;
+	}
+	return TI_FAIL(err, TI_E_UNSUPPORTED, "a repository that holds no checkpoint from_pretrained reads (model.safetensors, "
+	               "model.safetensors.index.json, pytorch_model.bin or pytorch_model.bin.index.json)");
+}
+
 /* A Hugging Face folder stands for its weights file, which source.c opens by its content. */
 static ti_status hf_directory_weights(ti_source *s, const char *path, const char **file, ti_error *err)
 {

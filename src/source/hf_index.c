@@ -57,19 +57,21 @@ static ti_status open_shard(ti_source *s, const ti_hf_index *index, size_t i, co
 {
 	const ti_hf_shard *shard = ti_hf_index_shard(index, i);
 	struct stat sb;
-	if (stat(shard->path, &sb) && errno == ENOENT)
+	if (!ti_io_is_url(shard->path) && stat(shard->path, &sb) && errno == ENOENT)
 		return missing_shard(index, i, index_path, err);
 	source_part *p;
 	ti_status st = source_add_part(s, shard->path, &p, err);
+	if (st == TI_E_NETWORK && !strncmp(err->message, "HTTP 404", 8)) /* a shard the server does not have */
+		return missing_shard(index, i, index_path, err);
 	if (st)
 		return st;
 	unsigned char head[TI_SNIFF_BYTES];
-	ssize_t got = pread(p->fd, head, sizeof(head), 0);
-	if (got < 0)
-		return TI_FAIL(err, TI_E_IO, "cannot read shard '%s': %s", shard->file, strerror(errno));
-	if (fstat(p->fd, &sb))
-		return TI_FAIL(err, TI_E_IO, "cannot read shard '%s': %s", shard->file, strerror(errno));
-	ti_file_kind kind = ti_file_sniff(head, (size_t)got, (uint64_t)sb.st_size);
+	size_t got;
+	if ((st = ti_io_read(p->io, 0, head, sizeof(head), &got, err))) {
+		ti_error_at(err, shard->file, -1);
+		return st;
+	}
+	ti_file_kind kind = ti_file_sniff(head, got, p->io->size);
 	size_t before = s->tensor_count;
 	if (kind == TI_FILE_SAFETENSORS)
 		st = source_add_safetensors(s, p, false, err);
@@ -82,6 +84,7 @@ static ti_status open_shard(ti_source *s, const ti_hf_index *index, size_t i, co
 		ti_error_at(err, shard->file, -1);
 		return st;
 	}
+	ti_io_drop_cache(p->io); /* its header is read: a URL's cached blocks go, not one shard's worth each */
 	/* every tensor the index names must be in its shard, and no other */
 	const char **names = ti_arena_calloc(&s->arena, s->tensor_count - before + 1, sizeof(*names));
 	if (!names)
@@ -96,7 +99,8 @@ static ti_status open_shard(ti_source *s, const ti_hf_index *index, size_t i, co
 static ti_status open_hf_index(ti_source *s, const char *path, ti_error *err)
 {
 	ti_hf_index *index;
-	ti_status st = ti_hf_index_open(path, NULL, &index, err);
+	ti_status st = s->sniffed && !strcmp(s->sniffed->name, path) ? ti_hf_index_open_io(s->sniffed, NULL, &index, err)
+	                                                            : ti_hf_index_open(path, NULL, &index, err);
 	if (st)
 		return st;
 	st = keep_metadata(s, index, err);

@@ -80,24 +80,19 @@ static ti_status member_read(void *ctx, uint64_t at, void *buf, size_t n, ti_err
 
 /* A file's bytes with pread, as a pickle source for an object .npy. */
 typedef struct file_window {
-	int fd;
+	ti_io *io;
 	uint64_t base;
 } file_window;
 
 static ti_status file_read(void *ctx, uint64_t offset, void *buf, size_t n, ti_error *err)
 {
 	file_window *w = ctx;
-	char *b = buf;
-	while (n) {
-		ssize_t got = pread(w->fd, b, n, (off_t)(w->base + offset));
-		if (got < 0 && errno == EINTR)
-			continue;
-		if (got <= 0)
-			return TI_FAIL(err, TI_E_IO, "cannot read: %s", got < 0 ? strerror(errno) : "the file is shorter than it was");
-		b += got;
-		offset += (uint64_t)got;
-		n -= (size_t)got;
-	}
+	size_t got;
+	ti_status st = ti_io_read(w->io, w->base + offset, buf, n, &got, err);
+	if (st)
+		return st;
+	if (got < n)
+		return TI_FAIL(err, TI_E_IO, "cannot read: the file is shorter than it was");
 	return TI_OK;
 }
 
@@ -244,12 +239,10 @@ static ti_status open_npy(ti_source *s, const char *path, ti_error *err)
 		st = begin_part(s, p, 1, &state, err);
 	if (st)
 		return st;
-	off_t size = lseek(p->fd, 0, SEEK_END);
-	if (size < 0)
-		return TI_FAIL(err, TI_E_IO, "cannot read: %s", strerror(errno));
+	uint64_t size = p->io->size;
 	uint8_t head[TI_NPY_HEAD_MAX];
 	size_t n = (uint64_t)size < sizeof(head) ? (size_t)size : sizeof(head);
-	file_window whole = {p->fd, 0};
+	file_window whole = {p->io, 0};
 	ti_npy_header h;
 	if ((st = file_read(&whole, 0, head, n, err)) || (st = ti_npy_parse(head, n, (uint64_t)size, &h, err)))
 		return st;
@@ -257,11 +250,11 @@ static ti_status open_npy(ti_source *s, const char *path, ti_error *err)
 	if (!name)
 		return source_out_of_memory(err);
 	if (h.object) {
-		file_window w = {p->fd, h.data_offset};
+		file_window w = {p->io, h.data_offset};
 		ti_pickle_source pickle = {(uint64_t)size - h.data_offset, file_read, &w};
 		return add_object(s, p, state, name, NULL, &pickle, h.data_offset, err);
 	}
-	return add_array(s, p, name, &h, (source_place){.fd = p->fd, .record = -1}, err);
+	return add_array(s, p, name, &h, (source_place){.io = p->io, .record = -1}, err);
 }
 
 /* One member NAME.npy of the archive. */
@@ -289,7 +282,7 @@ static ti_status add_member(ti_source *s, source_part *p, npz_state *state, size
 		ti_pickle_source pickle = {r->size - h.data_offset, window_read, &w};
 		return add_object(s, p, state, name, r->name, &pickle, h.data_offset, err);
 	}
-	source_place where = {.fd = p->fd, .record = -1};
+	source_place where = {.io = p->io, .record = -1};
 	if (r->method == 0) {
 		if (r->compressed_size != r->size)
 			return TI_FAIL(err, TI_E_CORRUPT, "stored member's sizes disagree (%llu and %llu)",
@@ -312,7 +305,7 @@ static ti_status open_npz(ti_source *s, const char *path, ti_error *err)
 	ti_zip *zip;
 	ti_status st = source_add_part(s, path, &p, err);
 	if (!st)
-		st = ti_zip_open(path, lim.records_max, NULL, &zip, err);
+		st = ti_zip_open_io(p->io, lim.records_max, NULL, &zip, err);
 	if (st)
 		return st;
 	size_t count = ti_zip_count(zip);
@@ -339,14 +332,12 @@ static ti_status open_npz(ti_source *s, const char *path, ti_error *err)
 }
 
 /* A zip is a .npz when its first member is named *.npy (ti_npz_sniff): up to that name, 30 + 65535 bytes. */
-static bool claims_npz(int fd)
+static bool claims_npz(ti_io *io)
 {
 	uint8_t head[30 + 65535];
-	ssize_t got;
-	do
-		got = pread(fd, head, sizeof(head), 0);
-	while (got < 0 && errno == EINTR);
-	return got > 0 && ti_npz_sniff(head, (size_t)got);
+	size_t got;
+	ti_error ignored;
+	return !ti_io_read(io, 0, head, sizeof(head), &got, &ignored) && got > 0 && ti_npz_sniff(head, got);
 }
 
 const source_row source_npy = {.format = TI_SOURCE_NPY, .kind = TI_FILE_NPY, .open = open_npy};

@@ -31,7 +31,7 @@ static ti_entry make_entry(ti_source *s, const ti_source_tensor *t, ti_value *v,
 
 ti_status source_add_safetensors(ti_source *s, source_part *p, bool keep_metadata, ti_error *err)
 {
-	ti_status st = ti_st_open(p->path, NULL, &p->st, err);
+	ti_status st = ti_st_open_io(p->io, NULL, &p->st, err);
 	if (st)
 		return st;
 	size_t first = s->tensor_count;
@@ -39,7 +39,7 @@ ti_status source_add_safetensors(ti_source *s, source_part *p, bool keep_metadat
 		const ti_st_tensor *x = ti_st_tensor_at(p->st, i);
 		ti_source_tensor *t = source_add_tensor(s);
 		int64_t *stride = source_contiguous_strides(s, x->shape, x->ndim);
-		source_place where = {.fd = p->fd, .offset = x->offset, .record = -1};
+		source_place where = {.io = p->io, .offset = x->offset, .record = -1};
 		if (!t || !stride || !source_add_storage(s, x->dtype, x->nbytes, true, where))
 			return source_out_of_memory(err);
 		t->name = x->name;

@@ -76,10 +76,10 @@ static ti_source *listed(const ti_source *cs)
 /* ---- opening by content ---- */
 
 /* The zip row that claims the zip open as fd from its first bytes, or NULL. */
-static const source_row *zip_claimed_by_head(int fd)
+static const source_row *zip_claimed_by_head(ti_io *io)
 {
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
-		if (rows[i]->kind == TI_FILE_ZIP && rows[i]->claims_head && rows[i]->claims_head(fd))
+		if (rows[i]->kind == TI_FILE_ZIP && rows[i]->claims_head && rows[i]->claims_head(io))
 			return rows[i];
 	return NULL;
 }
@@ -89,10 +89,27 @@ static const source_row *zip_claimed_by_head(int fd)
  * claims it from its first bytes, if one does (*claimed, else NULL). A
  * failing system call is TI_E_IO.
  */
-static ti_status sniff_path(const char *path, ti_file_kind *kind, uint64_t *size, const source_row **claimed,
-                            ti_error *err)
+static ti_status sniff_path(ti_source *s, const char *path, ti_file_kind *kind, uint64_t *size,
+                            const source_row **claimed, ti_error *err)
 {
 	*claimed = NULL;
+	if (s->sniffed && strcmp(s->sniffed->name, path)) {
+		ti_io_close(s->sniffed);
+		s->sniffed = NULL;
+	}
+	if (ti_io_is_url(path)) { /* a URL is a file (an hf:// repository was made one by open_by_content) */
+		ti_status st = s->sniffed ? TI_OK : ti_io_open(path, &s->sniffed, err);
+		if (st)
+			return st;
+		unsigned char head[TI_SNIFF_BYTES];
+		size_t got;
+		if ((st = ti_io_read(s->sniffed, 0, head, sizeof(head), &got, err)))
+			return st;
+		*size = s->sniffed->size;
+		if ((*kind = ti_file_sniff(head, got, *size)) == TI_FILE_ZIP)
+			*claimed = zip_claimed_by_head(s->sniffed);
+		return TI_OK;
+	}
 	struct stat sb;
 	if (stat(path, &sb))
 		return TI_FAIL(err, TI_E_IO, "cannot open: %s", strerror(errno));
@@ -103,20 +120,15 @@ static ti_status sniff_path(const char *path, ti_file_kind *kind, uint64_t *size
 	}
 	if (!S_ISREG(sb.st_mode)) /* a FIFO or a device: reading it could block forever */
 		return TI_FAIL(err, TI_E_IO, "cannot open: not a regular file");
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return TI_FAIL(err, TI_E_IO, "cannot open: %s", strerror(errno));
+	ti_status st = s->sniffed ? TI_OK : ti_io_open(path, &s->sniffed, err);
+	if (st)
+		return st;
 	unsigned char head[TI_SNIFF_BYTES];
-	ssize_t got;
-	do
-		got = pread(fd, head, sizeof(head), 0);
-	while (got < 0 && errno == EINTR);
-	int saved = errno;
-	if (got >= 0 && (*kind = ti_file_sniff(head, (size_t)got, (uint64_t)sb.st_size)) == TI_FILE_ZIP)
-		*claimed = zip_claimed_by_head(fd);
-	close(fd);
-	if (got < 0)
-		return TI_FAIL(err, TI_E_IO, "cannot read: %s", strerror(saved));
+	size_t got;
+	if ((st = ti_io_read(s->sniffed, 0, head, sizeof(head), &got, err)))
+		return st;
+	if ((*kind = ti_file_sniff(head, got, (uint64_t)sb.st_size)) == TI_FILE_ZIP)
+		*claimed = zip_claimed_by_head(s->sniffed);
 	return TI_OK;
 }
 
@@ -152,7 +164,7 @@ static ti_status open_zip_checkpoint(ti_source *s, const char *path, ti_error *e
 	s->format = TI_SOURCE_TORCH_ZIP;
 	source_part *p;
 	ti_status st = source_add_part(s, path, &p, err);
-	if (st || (st = ti_ckpt_open(p->path, NULL, &p->ckpt, err)))
+	if (st || (st = ti_ckpt_open_io(p->io, NULL, &p->ckpt, err)))
 		return st;
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
 		if (rows[i]->kind == TI_FILE_ZIP && rows[i]->claims_checkpoint && rows[i]->claims_checkpoint(p->ckpt)) {
@@ -168,7 +180,13 @@ static ti_status open_by_content(ti_source *s, const char *path, ti_error *err)
 	ti_file_kind kind = TI_FILE_UNKNOWN;
 	uint64_t size = 0;
 	const source_row *row = NULL;
-	ti_status st = sniff_path(path, &kind, &size, &row, err);
+	ti_status st;
+	if (source_is_hf_repo(path)) { /* a repository on the Hub, as a folder is read */
+		const char *file;
+		s->format = TI_SOURCE_HF_SHARDED;
+		return (st = source_hf_repo_weights(s, path, &file, err)) ? st : open_by_content(s, file, err);
+	}
+	st = sniff_path(s, path, &kind, &size, &row, err);
 	if (st)
 		return st;
 	if (kind == TI_FILE_ZIP && !row)
@@ -195,6 +213,8 @@ ti_status ti_source_open(const char *path, ti_source **out, ti_error *err)
 		return source_out_of_memory(err);
 	}
 	ti_status st = open_by_content(s, path, err);
+	ti_io_close(s->sniffed); /* a row that read it by its path alone (a folder's index) */
+	s->sniffed = NULL;
 	if (st) {
 		ti_source_close(s);
 		return st;
@@ -213,8 +233,7 @@ void ti_source_close(ti_source *s)
 		ti_ckpt_close(s->parts[i].ckpt);
 		ti_st_close(s->parts[i].st);
 		ti_gguf_close(s->parts[i].gguf);
-		if (s->parts[i].fd >= 0)
-			close(s->parts[i].fd);
+		ti_io_close(s->parts[i].io);
 	}
 	ti_dcp_close(s->dcp);
 	ti_arena_release(&s->arena);
@@ -391,15 +410,12 @@ ti_status ti_source_read(ti_source *s, size_t storage, uint64_t offset, void *bu
 		if (rs)
 			return rs;
 	}
-	while (n) {
-		ssize_t got = pread(p->fd, b, n, (off_t)(p->offset + offset));
-		if (got < 0 && errno == EINTR)
-			continue;
-		if (got <= 0)
-			return TI_FAIL(err, TI_E_IO, "cannot read tensor data: %s", got < 0 ? strerror(errno) : "the file is shorter than it was");
-		b += got;
-		offset += (uint64_t)got;
-		n -= (size_t)got;
+	if (n) {
+		size_t got;
+		if ((rs = ti_io_read(p->io, p->offset + offset, b, n, &got, err)))
+			return rs;
+		if (got < n)
+			return TI_FAIL(err, TI_E_IO, "cannot read tensor data: the file is shorter than it was");
 	}
 	if (p->swap)
 		ti_dtype_swap_bytes(st->dtype, buf, total / esize);
@@ -413,13 +429,13 @@ bool ti_source_file_place(ti_source *s, size_t storage, int *fd, uint64_t *offse
 	if (listed(s)->list_status || storage >= s->storage_count || !s->storages[storage].has_data)
 		return false;
 	const source_place *p = &s->places[storage];
-	if (p->gen || p->swap || p->conj || p->neg || p->read) /* not the bytes as they lie */
+	if (p->gen || p->swap || p->conj || p->neg || p->read || !p->io || p->io->remote) /* not the bytes as they lie in a local file */
 		return false;
 	ti_error ignored;
 	ti_error_clear(&ignored);
 	if (resolve_place(&s->places[storage], &ignored))
 		return false;
-	*fd = s->places[storage].fd;
+	*fd = s->places[storage].io->fd;
 	*offset = s->places[storage].offset;
 	return true;
 }

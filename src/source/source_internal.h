@@ -11,6 +11,7 @@
 #define TINSPECT_SOURCE_INTERNAL_H
 
 #include "tinspect/checkpoint.h"
+#include "tinspect/io.h"
 #include "tinspect/safetensors.h"
 #include "tinspect/source.h"
 #include "tinspect/sniff.h"
@@ -25,7 +26,7 @@
  * (dtype.h) and resolved.
  */
 typedef struct source_place {
-	int fd;
+	ti_io *io;        /* the part's file (borrowed); NULL when no file holds the bytes */
 	uint64_t offset;
 	ti_ckpt *ckpt;
 	int64_t record;   /* the ckpt's record, its offset not yet known; -1 when offset is */
@@ -38,7 +39,7 @@ typedef struct source_place {
 } source_place;
 
 /*
- * One file of the source, and its descriptor for pread. Its entries are
+ * One file of the source, and its bytes (io.h). Its entries are
  * what inspect lists: a checkpoint's own, or made for a safetensors
  * file's header tensors.
  */
@@ -46,7 +47,7 @@ typedef struct source_part {
 	ti_ckpt *ckpt;
 	ti_st_file *st;
 	struct ti_gguf_file *gguf;
-	int fd;
+	ti_io *io;        /* the file, a path or a URL (io.h) */
 	const char *path;
 	const ti_entry *entries;
 	size_t entry_count;
@@ -87,6 +88,7 @@ struct ti_source {
 	ti_status list_status;
 	ti_error list_error;
 	struct ti_dcp *dcp;         /* a DCP folder's metadata, closed with the source */
+	ti_io *sniffed;             /* the file whose first bytes chose the row: its first part takes it */
 };
 
 /*
@@ -109,7 +111,7 @@ typedef struct source_row {
 	ti_source_format format;
 	ti_file_kind kind;
 	ti_status (*open)(ti_source *s, const char *path, ti_error *err);
-	bool (*claims_head)(int fd);
+	bool (*claims_head)(ti_io *io);
 	bool (*claims_checkpoint)(const ti_ckpt *ckpt);
 	ti_status (*read_checkpoint)(ti_source *s, source_part *p, ti_error *err);
 	ti_status (*stands_for)(ti_source *s, const char *path, const char **file, ti_error *err);
@@ -120,10 +122,15 @@ extern const source_row source_npz, source_torchscript, source_torch_zip;
 extern const source_row source_safetensors, source_hf_index, source_hf_directory, source_torch_legacy;
 extern const source_row source_dcp, source_gguf, source_npy;
 
+/* Whether name is an hf://ORG/REPO[@REVISION] with no file in it: a repository, read as a folder is. */
+bool source_is_hf_repo(const char *name);
+/* The weights file such a repository stands for (hf_directory.c), opened as s->sniffed. */
+ti_status source_hf_repo_weights(ti_source *s, const char *repo, const char **file, ti_error *err);
+
 /* A source with no file yet: what a model description's parameters become (description.c). */
 ti_status source_new_empty(ti_source_format format, ti_source **out, ti_error *err);
 
-/* Opens path for pread as a new part (its reader is the caller's to set). */
+/* Opens path (or a URL) as a new part (its reader is the caller's to set). */
 ti_status source_add_part(ti_source *s, const char *path, source_part **out, ti_error *err);
 /* Room for this many more storages and tensors, so that lists of known length grow once. */
 ti_status source_reserve(ti_source *s, size_t storages, size_t tensors, ti_error *err);

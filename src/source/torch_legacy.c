@@ -12,7 +12,7 @@ static ti_status open_torch_legacy(ti_source *s, const char *path, ti_error *err
 {
 	source_part *p;
 	ti_status st = source_add_part(s, path, &p, err);
-	if (!st && !(st = ti_ckpt_open(p->path, NULL, &p->ckpt, err))) {
+	if (!st && !(st = ti_ckpt_open_io(p->io, NULL, &p->ckpt, err))) {
 		s->unlisted = p;
 		p->entries = ti_ckpt_entry(p->ckpt, 0);
 		p->entry_count = ti_ckpt_entry_count(p->ckpt);

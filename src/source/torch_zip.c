@@ -16,7 +16,7 @@ ti_status source_list_torch_zip(ti_source *s, source_part *p, ti_error *err)
 /* Opens p's checkpoint and lists it: what torch shards of an index do. */
 ti_status source_add_torch_zip(ti_source *s, source_part *p, ti_error *err)
 {
-	ti_status st = ti_ckpt_open(p->path, NULL, &p->ckpt, err);
+	ti_status st = ti_ckpt_open_io(p->io, NULL, &p->ckpt, err);
 	return st ? st : source_list_torch_zip(s, p, err);
 }
 

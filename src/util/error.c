@@ -61,6 +61,7 @@ const char *ti_status_name(ti_status code)
 		[TI_E_NOMEM] = "out of memory",
 		[TI_E_INVALID] = "invalid argument",
 		[TI_E_SHAPE] = "shape error",
+		[TI_E_NETWORK] = "network error",
 	};
 	if ((unsigned)code < sizeof(names) / sizeof(names[0]) && names[code])
 		return names[code];

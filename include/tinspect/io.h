@@ -1,0 +1,138 @@
+/*
+ * io.h - the bytes of one input file, wherever they lie.
+ *
+ * Every reader (safetensors, torch zip, GGUF, npy, an index) reads through
+ * a ti_io instead of a descriptor: a local file, read with pread and nothing
+ * between (no copy, no allocation per read), or a URL, read with HTTP range
+ * requests for only the bytes asked for, through a small cache of blocks so
+ * that a reader's many small reads of one region cost one request.
+ *
+ * Names: a path; http://HOST/PATH; https://HOST/PATH (the certificate is
+ * always verified, against TINSPECT_CACERT's file when set); and
+ * hf://ORG/REPO[@REVISION]/PATH, the Hugging Face Hub's
+ * $HF_ENDPOINT/ORG/REPO/resolve/REVISION/PATH (endpoint
+ * https://huggingface.co, revision main by default). $HF_TOKEN (or the
+ * token ti_io_set_token gives) goes as "Authorization: Bearer" to the
+ * endpoint's host alone, never to a host a redirect leads to.
+ *
+ * One remote file is one version: the ETag (else Last-Modified) of its
+ * first answer is held, and an answer with another fails (TI_E_NETWORK),
+ * so no read mixes two versions of a file. Every failure of a server or of
+ * the network is TI_E_NETWORK, said in one line that names the URL as it
+ * was given (a redirect's target may carry a signature: it is never shown).
+ *
+ * A handle is counted: each reader that keeps one takes a reference
+ * (ti_io_ref) and gives it back (ti_io_close), so a file a source opens
+ * once is read by its readers through one cache and one version.
+ */
+#ifndef TINSPECT_IO_H
+#define TINSPECT_IO_H
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tinspect/error.h"
+
+typedef struct ti_io ti_io;
+
+/* What a handle is: readers read fd (a local file's, for what must be local), size and name. */
+struct ti_io {
+	int fd;                      /* a local file's descriptor; -1 for a URL */
+	uint64_t size;               /* the file's length in bytes */
+	const char *name;            /* as given (a URL holds no credentials: they are refused) */
+	int refs;
+	bool borrowed;               /* fd is the caller's: not closed */
+	struct ti_io_remote *remote; /* NULL for a local file */
+};
+
+/* True when name is a URL tinspect reads (http://, https://, hf://), not a path. */
+bool ti_io_is_url(const char *name);
+
+/*
+ * Opens a path or a URL. A path: a regular file (a folder, a FIFO or a
+ * device is refused, TI_E_IO: reading one could block forever). A URL: its
+ * first answer is asked for now (one range request for its first 128 KiB),
+ * which gives its size and version. A URL
+ * tinspect cannot use (another scheme, credentials in it, no host) is
+ * TI_E_INVALID; a server's failure TI_E_NETWORK.
+ */
+ti_status ti_io_open(const char *name, ti_io **out, ti_error *err);
+/* A handle on a local descriptor the caller keeps (closing the handle does not close it). */
+ti_status ti_io_wrap_fd(int fd, ti_io **out, ti_error *err);
+/* Another reference to io (NULL stays NULL). */
+ti_io *ti_io_ref(ti_io *io);
+/* Gives back a reference; the last closes the file. NULL is a no-op. */
+void ti_io_close(ti_io *io);
+
+/* The remote part of ti_io_read: what its inline path calls for a URL. */
+ti_status ti_io_remote_read(ti_io *io, uint64_t offset, void *buf, size_t n, size_t *got, ti_error *err);
+
+/*
+ * Reads up to n bytes at offset into buf; *got says how many arrived,
+ * fewer only at the end of the file. A failure is TI_E_IO (a local read,
+ * strerror's words) or TI_E_NETWORK.
+ */
+static inline ti_status ti_io_read(ti_io *io, uint64_t offset, void *buf, size_t n, size_t *got, ti_error *err)
+{
+	if (io->remote)
+		return ti_io_remote_read(io, offset, buf, n, got, err);
+	size_t done = 0;
+	while (done < n) {
+		ssize_t r = pread(io->fd, (char *)buf + done, n - done, (off_t)(offset + done));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			*got = done;
+			return TI_FAIL(err, TI_E_IO, "cannot read: %s", strerror(errno));
+		}
+		if (r == 0)
+			break;
+		done += (size_t)r;
+	}
+	*got = done;
+	return TI_OK;
+}
+
+/*
+ * Says that the n bytes at offset will be read soon, in pieces (a zip's
+ * directory): a URL's next miss in them asks for all of them at once (up to
+ * 3 MiB). Nothing for a local file; no request now.
+ */
+void ti_io_remote_hint(ti_io *io, uint64_t offset, uint64_t n);
+static inline void ti_io_hint(ti_io *io, uint64_t offset, uint64_t n)
+{
+	if (io->remote)
+		ti_io_remote_hint(io, offset, n);
+}
+
+/* Frees what a URL's cache holds (its header is parsed: its blocks will not be read again soon). */
+void ti_io_remote_drop_cache(ti_io *io);
+static inline void ti_io_drop_cache(ti_io *io)
+{
+	if (io->remote)
+		ti_io_remote_drop_cache(io);
+}
+
+/* Reads exactly n bytes at offset: a file that ends first is TI_E_IO ("the file ends at ..."). */
+ti_status ti_io_read_full(ti_io *io, uint64_t offset, void *buf, size_t n, ti_error *err);
+
+/*
+ * The token sent to the Hub's host, in place of $HF_TOKEN (--token-file's).
+ * The string is copied. NULL goes back to $HF_TOKEN.
+ */
+void ti_io_set_token(const char *token);
+/* The CA bundle https verification uses, in place of $TINSPECT_CACERT (--cacert). NULL: the system's. */
+void ti_io_set_cacert(const char *file);
+
+/* What the URLs read so far cost, all files of the process together. */
+typedef struct ti_io_counts {
+	uint64_t requests; /* HTTP requests made, retries and redirects included */
+	uint64_t bytes;    /* body bytes received */
+} ti_io_counts;
+ti_io_counts ti_io_remote_counts(void);
+
+#endif
