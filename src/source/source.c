@@ -89,6 +89,23 @@ static const source_row *zip_claimed_by_head(ti_io *io)
  * claims it from its first bytes, if one does (*claimed, else NULL). A
  * failing system call is TI_E_IO.
  */
+/* A file's (or a URL's) kind from its first bytes, read through s->sniffed (opened here unless it is open). */
+static ti_status sniff_file(ti_source *s, const char *path, ti_file_kind *kind, uint64_t *size,
+                            const source_row **claimed, ti_error *err)
+{
+	ti_status st = s->sniffed ? TI_OK : ti_io_open(path, &s->sniffed, err);
+	if (st)
+		return st;
+	unsigned char head[TI_SNIFF_BYTES];
+	size_t got;
+	if ((st = ti_io_read(s->sniffed, 0, head, sizeof(head), &got, err)))
+		return st;
+	*size = s->sniffed->size;
+	if ((*kind = ti_file_sniff(head, got, *size)) == TI_FILE_ZIP)
+		*claimed = zip_claimed_by_head(s->sniffed);
+	return TI_OK;
+}
+
 static ti_status sniff_path(ti_source *s, const char *path, ti_file_kind *kind, uint64_t *size,
                             const source_row **claimed, ti_error *err)
 {
@@ -97,19 +114,8 @@ static ti_status sniff_path(ti_source *s, const char *path, ti_file_kind *kind, 
 		ti_io_close(s->sniffed);
 		s->sniffed = NULL;
 	}
-	if (ti_io_is_url(path)) { /* a URL is a file (an hf:// repository was made one by open_by_content) */
-		ti_status st = s->sniffed ? TI_OK : ti_io_open(path, &s->sniffed, err);
-		if (st)
-			return st;
-		unsigned char head[TI_SNIFF_BYTES];
-		size_t got;
-		if ((st = ti_io_read(s->sniffed, 0, head, sizeof(head), &got, err)))
-			return st;
-		*size = s->sniffed->size;
-		if ((*kind = ti_file_sniff(head, got, *size)) == TI_FILE_ZIP)
-			*claimed = zip_claimed_by_head(s->sniffed);
-		return TI_OK;
-	}
+	if (ti_io_is_url(path)) /* a URL is a file (an hf:// repository was made one by open_by_content) */
+		return sniff_file(s, path, kind, size, claimed, err);
 	struct stat sb;
 	if (stat(path, &sb))
 		return TI_FAIL(err, TI_E_IO, "cannot open: %s", strerror(errno));
@@ -120,16 +126,7 @@ static ti_status sniff_path(ti_source *s, const char *path, ti_file_kind *kind, 
 	}
 	if (!S_ISREG(sb.st_mode)) /* a FIFO or a device: reading it could block forever */
 		return TI_FAIL(err, TI_E_IO, "cannot open: not a regular file");
-	ti_status st = s->sniffed ? TI_OK : ti_io_open(path, &s->sniffed, err);
-	if (st)
-		return st;
-	unsigned char head[TI_SNIFF_BYTES];
-	size_t got;
-	if ((st = ti_io_read(s->sniffed, 0, head, sizeof(head), &got, err)))
-		return st;
-	if ((*kind = ti_file_sniff(head, got, (uint64_t)sb.st_size)) == TI_FILE_ZIP)
-		*claimed = zip_claimed_by_head(s->sniffed);
-	return TI_OK;
+	return sniff_file(s, path, kind, size, claimed, err);
 }
 
 /* Why a file of this kind is no source: said once, here, for every command. */
