@@ -1216,21 +1216,32 @@ Test(memory, multihead_attention_in_1_13_saves_the_query_s_copy_scaled_and_the_k
 	EXPECT_INT(attention_saved(TI_TORCH_1_13), 5 * x + scores);
 }
 
+/*
+ * x [N, 3, side, side] -> Conv2d(3, channels, 1) -> the module d given -> relu when asked: the step a test
+ * reads, as PyTorch 1.13 runs it on avx512_core, in training with SGD or evaluated. The model is *m's.
+ */
+static const ti_memory_report *after_pointwise(ti_model **m, int64_t n, int side, int channels, const char *d,
+                                               bool relu, bool train)
+{
+	char text[1200];
+	snprintf(text, sizeof(text),
+	         "{\"inputs\": {\"x\": {\"shape\": [\"N\", 3, %d, %d]}},"
+	         " \"modules\": {\"c\": {\"type\": \"Conv2d\", \"in_channels\": 3, \"out_channels\": %d, \"kernel_size\": 1},"
+	         "               \"d\": %s},"
+	         " \"graph\": [{\"out\": \"h\", \"call\": \"c\", \"args\": [\"x\"]}, {\"out\": \"y\", \"call\": \"d\", \"args\": [\"h\"]}%s],"
+	         " \"outputs\": [\"%s\"]}",
+	         side, side, channels, d, relu ? ", {\"out\": \"z\", \"op\": \"relu\", \"args\": [\"y\"]}" : "", relu ? "z" : "y");
+	*m = model_of(text, n);
+	ti_memory_options o = {.mode = train ? TI_MEMORY_TRAIN : TI_MEMORY_INFER, .optimizer = train ? TI_OPTIM_SGD : 0,
+	                       .cpu_isa = TI_ISA_AVX512_CORE, .cpu_isa_fixed = true};
+	return estimate(*m, &o);
+}
+
 /* x [N=2, 3, 16, 16] -> Conv2d(3, 8, 1) -> the pooling given, ending the model; training with SGD. */
 static int64_t pool_backward_rise(const char *pool)
 {
-	char text[800];
-	snprintf(text, sizeof(text),
-	         "{\"inputs\": {\"x\": {\"shape\": [\"N\", 3, 16, 16]}},"
-	         " \"modules\": {\"c\": {\"type\": \"Conv2d\", \"in_channels\": 3, \"out_channels\": 8, \"kernel_size\": 1},"
-	         "               \"p\": %s},"
-	         " \"graph\": [{\"out\": \"h\", \"call\": \"c\", \"args\": [\"x\"]}, {\"out\": \"y\", \"call\": \"p\", \"args\": [\"h\"]}],"
-	         " \"outputs\": [\"y\"]}",
-	         pool);
-	ti_model *m = model_of(text, 2);
-	ti_memory_options o = {.mode = TI_MEMORY_TRAIN, .optimizer = TI_OPTIM_SGD};
-	const ti_memory_report *r = estimate(m, &o);
-	int64_t rise = backward_rise(r, "p (");
+	ti_model *m;
+	int64_t rise = backward_rise(after_pointwise(&m, 2, 16, 8, pool, false, true), "d (");
 	ti_model_close(m);
 	return rise;
 }
@@ -1248,20 +1259,11 @@ Test(memory, a_pooling_that_ends_the_model_copies_the_loss_s_expanded_gradient_f
 /* x [N=2, 3, 32, 32] -> Conv2d(3, 32, 1) -> a depthwise Conv2d(32, 32, k, padding k/2, groups 32, no bias). */
 static int64_t depthwise_backward_rise(int k)
 {
-	char text[900];
-	snprintf(text, sizeof(text),
-	         "{\"inputs\": {\"x\": {\"shape\": [\"N\", 3, 32, 32]}},"
-	         " \"modules\": {\"c\": {\"type\": \"Conv2d\", \"in_channels\": 3, \"out_channels\": 32, \"kernel_size\": 1},"
-	         "               \"d\": {\"type\": \"Conv2d\", \"in_channels\": 32, \"out_channels\": 32, \"kernel_size\": %d,"
-	         "                      \"padding\": %d, \"groups\": 32, \"bias\": false}},"
-	         " \"graph\": [{\"out\": \"h\", \"call\": \"c\", \"args\": [\"x\"]}, {\"out\": \"y\", \"call\": \"d\", \"args\": [\"h\"]},"
-	         "            {\"out\": \"z\", \"op\": \"relu\", \"args\": [\"y\"]}], \"outputs\": [\"z\"]}",
-	         k, k / 2);
-	ti_model *m = model_of(text, 2);
-	ti_memory_options o = {.mode = TI_MEMORY_TRAIN, .optimizer = TI_OPTIM_SGD, .cpu_isa = TI_ISA_AVX512_CORE,
-	                       .cpu_isa_fixed = true};
-	const ti_memory_report *r = estimate(m, &o);
-	int64_t rise = backward_rise(r, "d (");
+	char d[200];
+	snprintf(d, sizeof(d), "{\"type\": \"Conv2d\", \"in_channels\": 32, \"out_channels\": 32, \"kernel_size\": %d,"
+	         " \"padding\": %d, \"groups\": 32, \"bias\": false}", k, k / 2);
+	ti_model *m;
+	int64_t rise = backward_rise(after_pointwise(&m, 2, 32, 32, d, true, true), "d (");
 	ti_model_close(m);
 	return rise;
 }
@@ -1280,19 +1282,8 @@ Test(memory, a_depthwise_convolution_holds_only_the_larger_of_its_reorders_in_ba
 /* x [N=4, 3, 96, 96] -> Conv2d(3, 96, 1) -> the convolution d given -> relu; d's backward rise in training. */
 static int64_t conv_backward_rise(const char *conv)
 {
-	char text[900];
-	snprintf(text, sizeof(text),
-	         "{\"inputs\": {\"x\": {\"shape\": [\"N\", 3, 96, 96]}},"
-	         " \"modules\": {\"c\": {\"type\": \"Conv2d\", \"in_channels\": 3, \"out_channels\": 96, \"kernel_size\": 1},"
-	         "               \"d\": %s},"
-	         " \"graph\": [{\"out\": \"h\", \"call\": \"c\", \"args\": [\"x\"]}, {\"out\": \"y\", \"call\": \"d\", \"args\": [\"h\"]},"
-	         "            {\"out\": \"z\", \"op\": \"relu\", \"args\": [\"y\"]}], \"outputs\": [\"z\"]}",
-	         conv);
-	ti_model *m = model_of(text, 4);
-	ti_memory_options o = {.mode = TI_MEMORY_TRAIN, .optimizer = TI_OPTIM_SGD, .cpu_isa = TI_ISA_AVX512_CORE,
-	                       .cpu_isa_fixed = true};
-	const ti_memory_report *r = estimate(m, &o);
-	int64_t rise = backward_rise(r, "d (");
+	ti_model *m;
+	int64_t rise = backward_rise(after_pointwise(&m, 4, 96, 96, conv, true, true), "d (");
 	ti_model_close(m);
 	return rise;
 }
@@ -1314,19 +1305,11 @@ Test(memory, a_dilated_convolution_at_a_stride_holds_only_its_input_reordered_in
 /* x [N=4, 3, 96, 96] -> Conv2d(3, 32, 1) -> Conv2d(32, cout, 3, stride 2, padding 1, groups 8), evaluated. */
 static int64_t grouped_forward_scratch(int cout)
 {
-	char text[900];
-	snprintf(text, sizeof(text),
-	         "{\"inputs\": {\"x\": {\"shape\": [\"N\", 3, 96, 96]}},"
-	         " \"modules\": {\"c\": {\"type\": \"Conv2d\", \"in_channels\": 3, \"out_channels\": 32, \"kernel_size\": 1},"
-	         "               \"g\": {\"type\": \"Conv2d\", \"in_channels\": 32, \"out_channels\": %d, \"kernel_size\": 3,"
-	         "                      \"stride\": 2, \"padding\": 1, \"groups\": 8}},"
-	         " \"graph\": [{\"out\": \"h\", \"call\": \"c\", \"args\": [\"x\"]}, {\"out\": \"y\", \"call\": \"g\", \"args\": [\"h\"]}],"
-	         " \"outputs\": [\"y\"]}",
-	         cout);
-	ti_model *m = model_of(text, 4);
-	ti_memory_options o = {.cpu_isa = TI_ISA_AVX512_CORE, .cpu_isa_fixed = true};
-	const ti_memory_report *r = estimate(m, &o);
-	int64_t scratch = forward_scratch(r, "g (");
+	char d[200];
+	snprintf(d, sizeof(d), "{\"type\": \"Conv2d\", \"in_channels\": 32, \"out_channels\": %d, \"kernel_size\": 3,"
+	         " \"stride\": 2, \"padding\": 1, \"groups\": 8}", cout);
+	ti_model *m;
+	int64_t scratch = forward_scratch(after_pointwise(&m, 4, 96, 32, d, false, false), "d (");
 	ti_model_close(m);
 	return scratch;
 }
@@ -1715,19 +1698,12 @@ Test(memory, a_plain_gemm_grouped_convolution_makes_its_input_s_gradient_through
 	/* x [1, 3, 64, 64] -> Conv2d(3, 128, 1) -> Conv2d(128, 16, 7, padding 3, groups 8): 2 output channels a
 	   group, the plain-layout GEMM; one image's and group's columns (16 x 49 x 4096 floats, 12.25 MiB) are larger
 	   than the input (2 MiB) */
-	ti_model *m = model_of("{\"inputs\": {\"x\": {\"shape\": [\"N\", 3, 64, 64]}},"
-	                       " \"modules\": {\"c\": {\"type\": \"Conv2d\", \"in_channels\": 3, \"out_channels\": 128,"
-	                       "                      \"kernel_size\": 1},"
-	                       "               \"g\": {\"type\": \"Conv2d\", \"in_channels\": 128, \"out_channels\": 16,"
-	                       "                      \"kernel_size\": 7, \"padding\": 3, \"groups\": 8, \"bias\": false}},"
-	                       " \"graph\": [{\"out\": \"h\", \"call\": \"c\", \"args\": [\"x\"]},"
-	                       "            {\"out\": \"y\", \"call\": \"g\", \"args\": [\"h\"]},"
-	                       "            {\"out\": \"z\", \"op\": \"relu\", \"args\": [\"y\"]}], \"outputs\": [\"z\"]}",
-	                       1);
-	ti_memory_options o = {.mode = TI_MEMORY_TRAIN, .optimizer = TI_OPTIM_SGD, .cpu_isa = TI_ISA_AVX512_CORE,
-	                       .cpu_isa_fixed = true};
-	const ti_memory_report *r = estimate(m, &o);
-	int64_t rise = backward_rise(r, "g (");
+	ti_model *m;
+	int64_t rise = backward_rise(after_pointwise(&m, 1, 64, 128,
+	                                             "{\"type\": \"Conv2d\", \"in_channels\": 128, \"out_channels\": 16,"
+	                                             " \"kernel_size\": 7, \"padding\": 3, \"groups\": 8, \"bias\": false}",
+	                                             true, true),
+	                             "d (");
 	ti_model_close(m);
 	const int64_t x = 128 * 64 * 64 * 4, columns = 16 * 49 * 64 * 64 * 4, weight = 16 * 16 * 49 * 4;
 	/* measured on 1.13 at 128 -> 16 on 192x192 maps: 115 MiB beside the input's gradient, the columns 110 */
