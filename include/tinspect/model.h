@@ -95,6 +95,26 @@ int64_t ti_model_kv_window(const ti_model *model, const char *module_path);
  */
 int64_t ti_model_kv_compressed(const ti_model *model, const char *module_path);
 
+/*
+ * The description's "attention": how the model's own code runs the attention
+ * steps in module_path (the deepest entry that is the module or holds it),
+ * bits of TI_MODEL_ATTN_*; 0 when none is said.
+ */
+enum {
+	TI_MODEL_ATTN_EAGER = 1,        /* its own matmul, softmax, matmul under every PyTorch (no fused kernel) */
+	TI_MODEL_ATTN_KEEPS_SCORES = 2, /* the scores before the softmax live to the step's end */
+	TI_MODEL_ATTN_NO_CACHE = 4,     /* an encoder's: no KV cache */
+};
+unsigned ti_model_attention(const ti_model *model, const char *module_path);
+
+/*
+ * The description's "decode": the symbol a decode step binds to one new
+ * token ("T" when not said), and whether generation runs module_path once,
+ * at the prefill, keeping its outputs for every step (an encoder's).
+ */
+const char *ti_model_decode_length(const ti_model *model);
+bool ti_model_runs_once(const ti_model *model, const char *module_path);
+
 struct ti_fill_policy;
 /*
  * PyTorch's default initialisation of parameter i (fill.h, init_rules.h):

@@ -1951,9 +1951,11 @@ static void window_note(memory_args *a, int64_t kv_cache)
  */
 static int decode_step(memory_args *a, ti_error *err)
 {
+	/* the symbol of the tokens a step adds: T, or what the description says (an encoder-decoder's decoder length) */
+	const char *length = a->cm.model ? ti_model_decode_length(a->cm.model) : "T";
 	int slot = -1;
 	for (int i = 0; i < a->cm.bind_count; i++)
-		if (!strcmp(a->cm.bind_names[i], "T"))
+		if (!strcmp(a->cm.bind_names[i], length))
 			slot = i;
 	if (slot < 0 || a->o.mode != TI_MEMORY_INFER)
 		return EXIT_OK;

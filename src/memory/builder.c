@@ -147,7 +147,17 @@ static void window_lookup(mem_builder *b)
 {
 	b->window = ti_model_kv_window(b->model, b->module_path);
 	b->compressed = b->options->kv_compressed ? ti_model_kv_compressed(b->model, b->module_path) : 0;
+	b->attention = ti_model_attention(b->model, b->module_path);
 	b->window_path = b->module_path;
+}
+
+unsigned mem_attention(mem_builder *b)
+{
+	if (!b->model || !b->model->attention_count)
+		return 0;
+	if (b->window_path != b->module_path)
+		window_lookup(b);
+	return b->attention;
 }
 
 int64_t mem_kv_window(mem_builder *b)
@@ -179,6 +189,7 @@ ti_status mem_emit(mem_builder *b, const mem_unit *u, ti_error *err)
 	b->units[b->unit_count].segment = b->segment;
 	b->units[b->unit_count].kv_window = mem_kv_window(b);
 	b->units[b->unit_count].kv_compressed = mem_kv_compressed(b);
+	b->units[b->unit_count].no_cache = (mem_attention(b) & TI_MODEL_ATTN_NO_CACHE) != 0;
 	for (int o = 0; o < u->nout; o++)
 		if (b->tensors[u->out[o]].producer < 0)
 			b->tensors[u->out[o]].producer = (int)b->unit_count;

@@ -51,7 +51,8 @@ static int64_t bytes_of(const attn_shape *s, int64_t a, int64_t b, int64_t c)
  * the attention output [B*H, T, hd]. p is the dropout probability in force.
  */
 static int attention_core(mem_builder *b, const attn_shape *s, int q, int k, int v, int mask, double p, bool scale_k,
-                          int64_t v_repeat, int *weights, int *scaled, ti_error *err)
+                          int64_t v_repeat, const char *v_repeat_op, int hold, bool keep_scores, int *weights,
+                          int *scaled, ti_error *err)
 {
 	int64_t bh = s->batch * s->heads, hd = s->embed / s->heads;
 	int in[3] = {q};
@@ -85,13 +86,30 @@ static int attention_core(mem_builder *b, const attn_shape *s, int q, int k, int
 			return -1;
 	}
 	*weights = attn;
-	if (v_repeat > 0) { /* v copied to the query's heads only now: by the matmul that reads it (a view before) */
+	if (v_repeat > 0) { /* v copied (to the query's heads, or contiguous) only now: by the matmul that reads it */
 		int r_in[1] = {v};
-		if ((v = mem_step(b, "repeat_interleave", r_in, 1, 0, v_repeat, MEM_OUT_NEW, false, 0, err)) < 0)
+		if ((v = mem_step(b, v_repeat_op, r_in, 1, 0, v_repeat, MEM_OUT_NEW, false, 0, err)) < 0)
 			return -1;
 	}
 	int o_in[2] = {attn, v};
-	return mem_step(b, "bmm", o_in, 2, 3u, bytes_of(s, bh, s->target, s->vdim / s->heads), MEM_OUT_NEW, false, 0, err);
+	int out = mem_step(b, "bmm", o_in, 2, 3u, bytes_of(s, bh, s->target, s->vdim / s->heads), MEM_OUT_NEW, false, 0,
+	                   err);
+	/* hold: a tensor the caller's function keeps to its end, and with keep_scores the scores before the softmax,
+	   which eager code keeps in a variable of their own: let go only now (read, not saved, no gradient) */
+	mem_unit u;
+	memset(&u, 0, sizeof(u));
+	if (hold >= 0)
+		u.in[u.nin++] = hold;
+	if (keep_scores)
+		u.in[u.nin++] = scores;
+	if (out < 0 || !u.nin)
+		return out;
+	u.label = "(the attention's locals let go)";
+	u.op = "release";
+	u.module = b->module;
+	u.fwd_scratch_grad = -1;
+	u.release = true;
+	return mem_emit(b, &u, err) ? -1 : out;
 }
 
 /*
@@ -299,7 +317,8 @@ static int mha(mem_builder *b, const ti_module *m, const char *prefix, const att
 	sdpa_kernel kern = !need_weights ? sdpa_choose(b, s, mask >= 0, p) : SDPA_MATH;
 	int weights = -1, scaled = -1;
 	int o = kern != SDPA_MATH ? sdpa_fused(b, s, kern, q, k, v, mask, false, err)
-	                          : attention_core(b, s, q, k, v, mask, p, torch2 && !need_weights, 0, &weights, &scaled, err);
+	                          : attention_core(b, s, q, k, v, mask, p, torch2 && !need_weights, 0, NULL, -1, false, &weights, &scaled,
+	                                          err);
 	if (o < 0)
 		return -1;
 	/* [T, B, E] made contiguous: a copy, except a fused kernel's [B, T, H, hd] output at B = 1 */
@@ -627,7 +646,11 @@ ti_status mem_expand_sdpa(mem_builder *b, const mem_event *ev, ti_error *err)
 			p = c->in.args[i].as.real;
 	int weights;
 	int mask_id = mask ? mem_tensor_of(b, mask) : -1;
-	sdpa_kernel kern = sdpa_choose(b, &s, mask_id >= 0, mem_training(b) ? p : 0);
+	/* code that runs its own matmul, softmax and matmul (the description's "attention": "eager") runs no fused
+	   kernel unless --attn asks for one */
+	unsigned eager = mem_attention(b);
+	sdpa_kernel kern = (eager & TI_MODEL_ATTN_EAGER) && b->options->attention == TI_ATTN_DEFAULT
+	                 ? SDPA_MATH : sdpa_choose(b, &s, mask_id >= 0, mem_training(b) ? p : 0);
 	if (kern == SDPA_MATH && mask_id < 0 && arg_bool(c, "is_causal", false)) {
 		/* the math kernel builds it, a bool [L, S] made for this call and let go after it */
 		int none[1] = {-1};
@@ -655,6 +678,8 @@ ti_status mem_expand_sdpa(mem_builder *b, const mem_event *ev, ti_error *err)
 			return err->code;
 	}
 	int64_t v_repeat = 0;
+	const char *v_repeat_op = "repeat_interleave";
+	int held = -1; /* the repeated keys: a local of the function that made them, to its end */
 	bool grouped = kern == SDPA_MATH && qm->ndim >= 3 && km->ndim == qm->ndim && vm->ndim == qm->ndim &&
 	               km->shape[km->ndim - 3].value < qm->shape[qm->ndim - 3].value;
 	if (kern == SDPA_MATH && !grouped && ti_memory_torch(b->options) == TI_TORCH_1_13 &&
@@ -670,8 +695,13 @@ ti_status mem_expand_sdpa(mem_builder *b, const mem_event *ev, ti_error *err)
 		if (!ti_meta_is_contiguous(&b->model->ctx, km) &&
 		    (k = mem_step(b, "contiguous", k_in, 1, 0, mem_meta_bytes(km), MEM_OUT_NEW, false, 0, err)) < 0)
 			return err->code;
-		if (!ti_meta_is_contiguous(&b->model->ctx, vm) &&
-		    (v = mem_step(b, "contiguous", v_in, 1, 0, mem_meta_bytes(vm), MEM_OUT_NEW, false, 0, err)) < 0)
+		/* without a graph the copy of v is the second matmul's, made when it runs (measured on 1.13: T5's
+		   decode step copies its cross-attention's keys, then its values, never both at once) */
+		if (!ti_meta_is_contiguous(&b->model->ctx, vm) && !mem_training(b)) {
+			v_repeat = mem_meta_bytes(vm);
+			v_repeat_op = "contiguous";
+		} else if (!ti_meta_is_contiguous(&b->model->ctx, vm) &&
+		           (v = mem_step(b, "contiguous", v_in, 1, 0, mem_meta_bytes(vm), MEM_OUT_NEW, false, 0, err)) < 0)
 			return err->code;
 	}
 	if (kern == SDPA_MATH && qm->ndim >= 3 && km->ndim == qm->ndim && vm->ndim == qm->ndim &&
@@ -689,6 +719,13 @@ ti_status mem_expand_sdpa(mem_builder *b, const mem_event *ev, ti_error *err)
 		if ((k = mem_step(b, "repeat_interleave", k_in, 1, 0, bytes_of(&s, s.batch, s.source, s.embed), MEM_OUT_NEW,
 		                  false, 0, err)) < 0)
 			return err->code;
+		/*
+		 * Hugging Face's eager_attention_forward (and 2.x's math kernel) keeps the
+		 * repeated keys in a local to its end, beside the scores and the repeated
+		 * values (measured on 1.13: Qwen3-MoE's prefill peaks at q, both repeats and
+		 * the scores twice).
+		 */
+		held = mqa ? -1 : k;
 		if (mqa)
 			v_repeat = bytes_of(&s, s.batch, s.source, s.vdim);
 		else if ((v = mem_step(b, "repeat_interleave", v_in, 1, 0, bytes_of(&s, s.batch, s.source, s.vdim),
@@ -698,7 +735,8 @@ ti_status mem_expand_sdpa(mem_builder *b, const mem_event *ev, ti_error *err)
 	int scaled;
 	int out = kern != SDPA_MATH ? sdpa_fused(b, &s, kern, q, k, v, mask_id, arg_bool(c, "is_causal", false), err)
 	                            : attention_core(b, &s, q, k, v, mask_id, p, ti_memory_torch(b->options) == TI_TORCH_2,
-	                                             v_repeat, &weights, &scaled, err);
+	                                             v_repeat, v_repeat_op, held, (eager & TI_MODEL_ATTN_KEEPS_SCORES) != 0,
+	                                             &weights, &scaled, err);
 	if (out < 0)
 		return err->code;
 	int ids[1] = {out};

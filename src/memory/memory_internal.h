@@ -107,6 +107,7 @@ typedef struct mem_unit {
 	                                or --sliding-window, which overrides it) */
 	int64_t kv_compressed;       /* > 0: the elements a token of its module's compressed cache, when the
 	                                options ask for that layout (kv_compressed) */
+	bool no_cache;               /* its module is an encoder's: an attention step there keeps no KV cache */
 } mem_unit;
 
 /* Builds units from events: the rules' side. */
@@ -124,6 +125,7 @@ typedef struct mem_builder {
 	const char *window_path;     /* the module path kv_window was looked up for */
 	int64_t window;              /* mem_kv_window's answer for window_path */
 	int64_t compressed;          /* and the compressed cache's elements a token there, when asked */
+	unsigned attention;          /* and how the model's code runs attention there (TI_MODEL_ATTN_*) */
 	const char *moe_layer;       /* the MoE layer (the path above "experts.N") whose expert calls are summed */
 	size_t moe_layer_len;
 	int64_t moe_tokens;          /* its expert calls' input bytes so far */
@@ -159,6 +161,8 @@ int64_t mem_meta_bytes(const ti_meta_tensor *t);
  * entry for the module; 0 for full attention.
  */
 int64_t mem_kv_window(mem_builder *b);
+/* How the model's own code runs the current module's attention steps: TI_MODEL_ATTN_* bits (model.h). */
+unsigned mem_attention(mem_builder *b);
 /* Appends a unit (copied), its kv_window set from the current module. */
 ti_status mem_emit(mem_builder *b, const mem_unit *u, ti_error *err);
 

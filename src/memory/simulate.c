@@ -395,6 +395,9 @@ typedef struct sim {
 	int64_t kv_bytes;
 	int kv_sites, kv_causal, kv_unsized, kv_sliding, kv_compressed;
 	int kv_fused;          /* sites whose keys or values view a fused projection's output, which they hold */
+	int *kv_kept;          /* a prefill: the builder storages the cache is (a site's keys and values as made) */
+	size_t kv_kept_count, kv_kept_cap;
+	int64_t kv_kept_bytes; /* their bytes: the part of kv_bytes that is not booked as a block */
 	int64_t experts, experts_held; /* expert modules, and those this rank holds (expert_shard) */
 	int64_t ep_bytes;              /* expert parallelism: the all-to-all buffers, kept for the whole step */
 	int64_t kv_widest;           /* the widest sliding window of a site */
@@ -408,6 +411,7 @@ typedef struct sim {
 	int *unit_fsdp;        /* per ledger unit: its FSDP unit, -1 none */
 	int64_t comm_bytes;    /* buckets kept for the whole step */
 	bool *sent;            /* pipeline: per builder storage, sent to the next stage */
+	bool *once_held;       /* a decode step: per builder storage, made at the prefill by what runs once, held */
 	const char *optimizer_rule;
 	ti_memory_point *points;
 	size_t point_count, point_capacity;
@@ -902,9 +906,11 @@ static int back_through(const mem_builder *b, int t, const char *const *names, b
  * tensors have is the values' rows (attn [.., T, S] @ v [.., S, hd]: S);
  * when it is unknown the bytes stay as they are and *unsized counts it.
  */
-static int64_t kv_site_bytes(sim *s, int key, int value, int64_t window, int64_t compressed, int *unsized)
+static int64_t kv_site_bytes(sim *s, int key, int value, int64_t window, int64_t compressed, int *unsized,
+                             bool *as_made)
 {
 	const mem_tensor *k = &s->b.tensors[key], *v = &s->b.tensors[value];
+	*as_made = false;
 	int64_t bytes = k->bytes + v->bytes, rows = v->rows;
 	int64_t tokens = s->opt->kv_tokens > 0 ? s->opt->kv_tokens : rows;
 	if (window > 0 && tokens > window)
@@ -931,6 +937,8 @@ static int64_t kv_site_bytes(sim *s, int key, int value, int64_t window, int64_t
 			bytes = held;
 			s->kv_fused++;
 		}
+		/* a prefill's cache is the keys and values the layer made, whole: their storages, not a copy */
+		*as_made = tokens == rows && bytes == held;
 	}
 	if (tokens != rows) {
 		if (rows <= 0 || bytes % rows)
@@ -981,6 +989,32 @@ static int before_repeats(const mem_builder *b, int t)
 	return t;
 }
 
+/*
+ * Records the storages of a site's keys and values as the cache's own (a
+ * prefill's DynamicCache keeps the tensors the layer made); false when one
+ * is already the cache's, a weight or an input, or there is no room: the
+ * site is then booked as a block like a copy.
+ */
+static bool keep_kv_storages(sim *s, int key, int value)
+{
+	int st[2] = {s->b.tensors[key].storage, s->b.tensors[value].storage};
+	int n = st[1] == st[0] ? 1 : 2;
+	for (int i = 0; i < n; i++) {
+		bool prefill_made = s->once_held && s->once_held[st[i]]; /* held as an input: the prefill's */
+		if (!prefill_made && (s->l.st[st[i]].pinned || s->made_by[st[i]] < 0))
+			return false;
+		for (size_t j = 0; j < s->kv_kept_count; j++)
+			if (s->kv_kept[j] == st[i])
+				return false;
+	}
+	if (ti_arena_array_grow(s->b.arena, (void **)&s->kv_kept, &s->kv_kept_cap, sizeof(*s->kv_kept),
+	                        s->kv_kept_count + (size_t)n))
+		return false;
+	for (int i = 0; i < n; i++)
+		s->kv_kept[s->kv_kept_count++] = st[i];
+	return true;
+}
+
 /* The fused kernels of F.scaled_dot_product_attention (expand_attention.c): q, k, v their first inputs. */
 static const char *const fused_attention[] = {"_scaled_dot_product_flash_attention",
                                               "_scaled_dot_product_efficient_attention",
@@ -1005,10 +1039,14 @@ static void find_kv(sim *s, int64_t *bytes, int *sites, int *causal, int *unsize
 	*bytes = 0;
 	*sites = *causal = *unsized = *sliding = *compressed = 0;
 	s->kv_fused = 0;
+	s->kv_kept_count = 0;
+	s->kv_kept_bytes = 0;
 	for (size_t k = 0; k < b->unit_count; k++) {
 		const mem_unit *u = &b->units[k];
 		int key, value;
 		bool masked = false;
+		if (u->no_cache)
+			continue; /* an encoder's attention: generation runs it once, it caches nothing */
 		if (op_in(u->op, fused_attention) && u->nin >= 3) {
 			key = u->in[1];
 			value = u->in[2];
@@ -1043,7 +1081,19 @@ static void find_kv(sim *s, int64_t *bytes, int *sites, int *causal, int *unsize
 		   transformers' DynamicSlidingWindowLayer keeps a view of the prefill's keys until the next step;
 		   --sliding-window caps both, as a static sliding cache does */
 		int64_t window = s->opt->kv_window > 0 || s->opt->kv_tokens > 0 ? u->kv_window : 0;
-		int64_t site = kv_site_bytes(s, key, value, window, u->kv_compressed, unsized);
+		bool as_made;
+		int64_t site;
+		int sk = b->tensors[key].storage, sv = b->tensors[value].storage;
+		if (s->once_held && s->once_held[sk] && s->once_held[sv]) {
+			/* keys and values the prefill made from what runs once (T5's cross-attention's): the cache holds
+			   them as they are, at their own length */
+			site = s->l.st[sk].bytes + (sv != sk ? s->l.st[sv].bytes : 0);
+			as_made = true;
+		} else {
+			site = kv_site_bytes(s, key, value, window, u->kv_compressed, unsized, &as_made);
+		}
+		if (site > 0 && as_made && keep_kv_storages(s, key, value) && !mem_add(&s->kv_kept_bytes, site))
+			s->kv_kept_bytes = TI_MEMORY_MAX_BYTES;
 		*compressed += u->kv_compressed > 0;
 		*sliding += window > 0;
 		if (window > s->kv_widest)
@@ -1280,7 +1330,8 @@ static ti_status classify(sim *s, const ti_model_report *rep, ti_error *err)
 		made[b->tensors[t].storage] = true;
 	}
 	for (int i = 0; i < b->storage_count; i++)
-		if (!made[i] && (!s->sent || read[i])) { /* the model's inputs, what no call made, what a stage receives */
+		if (!made[i] && (s->once_held ? read[i] || s->once_held[i] : !s->sent || read[i])) {
+			/* the model's inputs, what no call made, what a stage receives, what the prefill left */
 			storage *x = &s->l.st[i];
 			x->pinned = true;
 			x->kind = TI_MEM_INPUT;
@@ -1570,6 +1621,68 @@ static ti_status keep_stage(sim *s, const ti_memory_module *mods, int *first, in
 		u->nin = n;
 	}
 	s->sent = sent;
+	return TI_OK;
+}
+
+/* ---- a decode step of an encoder-decoder: what runs once ---- */
+
+/*
+ * Generation runs the description's "decode" "once" modules (an encoder) at
+ * the prefill only, and keeps their outputs; what is computed from those
+ * outputs alone (T5's cross-attention keys and values) is the cache, made
+ * then too. Their units go from a decode step's; what a kept unit reads of
+ * theirs, and what a once module hands to the rest (encoder_outputs), is
+ * held through the step as an input is.
+ */
+static ti_status drop_once(sim *s, const ti_memory_module *mods, ti_error *err)
+{
+	mem_builder *b = &s->b;
+	size_t n = b->unit_count;
+	bool *dropped = ti_arena_calloc(b->arena, n + 1, sizeof(*dropped));
+	bool *from_once = ti_arena_calloc(b->arena, b->tensor_count + 1, sizeof(*from_once));
+	s->once_held = ti_arena_calloc(b->arena, (size_t)b->storage_count + 1, sizeof(*s->once_held));
+	if (!dropped || !from_once || !s->once_held)
+		return TI_FAIL(err, TI_E_NOMEM, "out of memory");
+	size_t kept = 0;
+	for (size_t k = 0; k < n; k++) {
+		mem_unit *u = &b->units[k];
+		bool once = ti_model_runs_once(b->model, mods[u->module].path), any = false, all = true, weights = false;
+		for (int i = 0; i < u->nin; i++) {
+			const mem_tensor *t = &b->tensors[u->in[i]];
+			weights |= t->param >= 0;
+			if (t->param >= 0)
+				continue;
+			any |= from_once[u->in[i]];
+			all &= from_once[u->in[i]];
+		}
+		/* what a layer computes from the once outputs with its own weights (the cross-attention's key and value
+		   projections) is cached; views, and the copies a kernel makes of them, run again every step */
+		if (!once && !(any && all && (weights || u->release) && u->out_kind == MEM_OUT_NEW)) {
+			/* kept: what it reads of the prefill's is held */
+			for (int i = 0; i < u->nin; i++)
+				if (from_once[u->in[i]])
+					s->once_held[b->tensors[u->in[i]].storage] = true;
+			continue;
+		}
+		dropped[k] = true;
+		for (int o = 0; o < u->nout; o++)
+			from_once[u->out[o]] = true;
+		if (!once && !u->release) /* read outside the once modules: the encoder's outputs, which generation keeps */
+			for (int i = 0; i < u->nin; i++)
+				if (from_once[u->in[i]])
+					s->once_held[b->tensors[u->in[i]].storage] = true;
+	}
+	int *index = ti_arena_calloc(b->arena, n + 1, sizeof(*index));
+	if (!index)
+		return TI_FAIL(err, TI_E_NOMEM, "out of memory");
+	for (size_t k = 0; k < n; k++) {
+		index[k] = dropped[k] ? -1 : (int)kept;
+		if (!dropped[k])
+			b->units[kept++] = b->units[k];
+	}
+	b->unit_count = kept;
+	for (size_t t = 0; t < b->tensor_count; t++)
+		b->tensors[t].producer = b->tensors[t].producer >= 0 ? index[b->tensors[t].producer] : -1;
 	return TI_OK;
 }
 
@@ -1925,6 +2038,8 @@ static ti_status simulate(ti_model *model, const mem_trace *trace, const ti_mode
 	int stage_first = 0, stage_last = (int)s->b.unit_count - 1;
 	if (!st && options->mode == TI_MEMORY_TRAIN && options->pipeline > 1)
 		st = keep_stage(s, ml.items, &stage_first, &stage_last, err);
+	if (!st && options->mode == TI_MEMORY_INFER && options->kv_tokens > 0 && model->decode_once_count)
+		st = drop_once(s, ml.items, err);
 	if (st || (st = classify(s, rep, err)) || (st = optimizer_setup(s, err)))
 		goto done;
 	if (options->mode == TI_MEMORY_TRAIN && options->strategy == TI_STRATEGY_ZERO3 && ranks(s) > 1 &&
@@ -1938,12 +2053,23 @@ static ti_status simulate(ti_model *model, const mem_trace *trace, const ti_mode
 	bool count_kv = options->mode == TI_MEMORY_INFER && s->kv_bytes > 0 &&
 	                (options->kv_cache > 0 || (options->kv_cache == 0 && s->kv_causal > 0));
 	if (count_kv) {
-		int id = add_storage(s, s->kv_bytes, TI_MEM_KV_CACHE, "KV cache", 0);
+		/* the keys and values the prefill makes stay to its end as the cache; the rest (the past tokens of a
+		   decode step, a converted or compressed cache) is one block held from the start */
+		int64_t block = s->kv_bytes - s->kv_kept_bytes;
+		for (size_t i = 0; i < s->kv_kept_count; i++) {
+			storage *x = &s->l.st[s->kv_kept[i]];
+			if (x->kind == TI_MEM_INPUT) /* the prefill's cross-attention keys: the cache's, not an input */
+				s->input_bytes -= x->bytes;
+			x->kind = TI_MEM_KV_CACHE;
+			x->output = true; /* not freed at its last use, not an activation */
+		}
+		int id = block > 0 ? add_storage(s, block, TI_MEM_KV_CACHE, "KV cache", 0) : 0;
 		if (id < 0) {
 			st = TI_FAIL(err, TI_E_NOMEM, "out of memory");
 			goto done;
 		}
-		s->l.st[id].pinned = true;
+		if (block > 0)
+			s->l.st[id].pinned = true;
 	} else {
 		s->kv_bytes = 0;
 	}

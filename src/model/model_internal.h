@@ -70,6 +70,11 @@ struct ti_model {
 	size_t kv_window_count;
 	ti_model_window *kv_compressed;  /* "kv_compressed": the elements a token of a compressed (MLA) cache */
 	size_t kv_compressed_count;
+	ti_model_window *attention;      /* "attention": how the code runs the steps in a module (TI_MODEL_ATTN_*) */
+	size_t attention_count;
+	const char *decode_length;       /* "decode": the symbol a decode step binds to 1, NULL: "T" */
+	const char **decode_once;        /* and the modules generation runs once (an encoder) */
+	size_t decode_once_count;
 	size_t module_count;
 	ti_model_report report;
 	bool ran;

@@ -943,12 +943,86 @@ static ti_status parse_module_counts(ti_model *m, const cJSON *j, const char *wh
 	return TI_OK;
 }
 
+/*
+ * "attention": {MODULE_PATH: "KIND,KIND...", ...} - how the model's own code
+ * runs the attention steps (scaled_dot_product_attention in the description)
+ * inside that module, where memory depends on it (tinspect/model.h's
+ * TI_MODEL_ATTN_*): "eager" its own matmul, softmax and matmul under every
+ * PyTorch (transformers' T5); "keeps-scores" the scores before the softmax
+ * stay in a variable of their own to the step's end (T5, ViT, BERT);
+ * "no-cache" an encoder, whose steps keep no KV cache.
+ */
+static const char *const attention_kinds[] = {"eager", "keeps-scores", "no-cache"};
+
+static ti_status parse_attention(ti_model *m, const cJSON *j, ti_error *err)
+{
+	if (!j)
+		return TI_OK;
+	if (!cJSON_IsObject(j))
+		return at(TI_FAIL(err, TI_E_CORRUPT, "\"attention\" must map module paths to kinds"), err, "attention");
+	size_t n = (size_t)cJSON_GetArraySize(j);
+	if (!(m->attention = ti_arena_calloc(&m->arena, n + 1, sizeof(*m->attention))))
+		return TI_FAIL(err, TI_E_NOMEM, "out of memory for the description");
+	const cJSON *item;
+	cJSON_ArrayForEach(item, j) {
+		int64_t flags = 0;
+		const char *p = cJSON_IsString(item) ? item->valuestring : "";
+		while (*p) {
+			size_t len = strcspn(p, ","), k = 0;
+			while (k < sizeof(attention_kinds) / sizeof(attention_kinds[0]) &&
+			       (strlen(attention_kinds[k]) != len || strncmp(p, attention_kinds[k], len)))
+				k++;
+			if (k == sizeof(attention_kinds) / sizeof(attention_kinds[0]))
+				break;
+			flags |= (int64_t)1 << k;
+			p += len + (p[len] == ',');
+		}
+		if (!flags || *p)
+			return at(TI_FAIL(err, TI_E_CORRUPT, "an attention's kinds are \"eager\", \"keeps-scores\" and "
+			                  "\"no-cache\", joined by commas"), err, join(m, "attention", item->string));
+		m->attention[m->attention_count++] = (ti_model_window){item->string, flags};
+	}
+	return TI_OK;
+}
+
+/*
+ * "decode": {"length": SYMBOL, "once": [MODULE_PATH, ...]} - how generation
+ * runs the model (an encoder-decoder's): a decode step binds SYMBOL to one
+ * new token (default "T"), and the modules under "once" run at the prefill
+ * alone, their outputs kept for every step (T5's encoder).
+ */
+static ti_status parse_decode(ti_model *m, const cJSON *j, ti_error *err)
+{
+	if (!j)
+		return TI_OK;
+	const cJSON *len = cJSON_GetObjectItemCaseSensitive(j, "length");
+	const cJSON *once = cJSON_GetObjectItemCaseSensitive(j, "once");
+	if (!cJSON_IsObject(j) || (len && !cJSON_IsString(len)) || (once && !cJSON_IsArray(once)))
+		return at(TI_FAIL(err, TI_E_CORRUPT, "\"decode\" is {\"length\": SYMBOL, \"once\": [MODULE_PATH, ...]}"), err,
+		          "decode");
+	m->decode_length = len ? len->valuestring : NULL;
+	size_t n = (size_t)cJSON_GetArraySize(once);
+	if (n && !(m->decode_once = ti_arena_calloc(&m->arena, n, sizeof(*m->decode_once))))
+		return TI_FAIL(err, TI_E_NOMEM, "out of memory for the description");
+	const cJSON *item;
+	cJSON_ArrayForEach(item, once) {
+		if (!cJSON_IsString(item) || !item->valuestring[0])
+			return at(TI_FAIL(err, TI_E_CORRUPT, "a module path"), err, "decode.once");
+		m->decode_once[m->decode_once_count++] = item->valuestring;
+	}
+	return TI_OK;
+}
+
 static ti_status parse_kv_windows(ti_model *m, const cJSON *root, ti_error *err)
 {
 	ti_status st = parse_module_counts(m, cJSON_GetObjectItemCaseSensitive(root, "kv_windows"), "kv_windows",
 	                                   &m->kv_windows, &m->kv_window_count, err);
-	return st ? st : parse_module_counts(m, cJSON_GetObjectItemCaseSensitive(root, "kv_compressed"), "kv_compressed",
-	                                     &m->kv_compressed, &m->kv_compressed_count, err);
+	if (!st)
+		st = parse_module_counts(m, cJSON_GetObjectItemCaseSensitive(root, "kv_compressed"), "kv_compressed",
+		                         &m->kv_compressed, &m->kv_compressed_count, err);
+	if (!st)
+		st = parse_attention(m, cJSON_GetObjectItemCaseSensitive(root, "attention"), err);
+	return st ? st : parse_decode(m, cJSON_GetObjectItemCaseSensitive(root, "decode"), err);
 }
 
 /* The count of the deepest entry of list that is module_path or holds it; 0 when none. */
@@ -979,6 +1053,26 @@ int64_t ti_model_kv_compressed(const ti_model *m, const char *module_path)
 	return module_count(m->kv_compressed, m->kv_compressed_count, module_path);
 }
 
+unsigned ti_model_attention(const ti_model *m, const char *module_path)
+{
+	return (unsigned)module_count(m->attention, m->attention_count, module_path);
+}
+
+const char *ti_model_decode_length(const ti_model *m)
+{
+	return m->decode_length ? m->decode_length : "T";
+}
+
+bool ti_model_runs_once(const ti_model *m, const char *module_path)
+{
+	for (size_t i = 0; module_path && i < m->decode_once_count; i++) {
+		size_t len = strlen(m->decode_once[i]);
+		if (!strncmp(module_path, m->decode_once[i], len) && (module_path[len] == '\0' || module_path[len] == '.'))
+			return true;
+	}
+	return false;
+}
+
 static ti_status parse_def(parser *p, const cJSON *j, const char *name, const char *jpath,
                            model_def *def, ti_error *err)
 {
@@ -991,13 +1085,14 @@ static ti_status parse_def(parser *p, const cJSON *j, const char *name, const ch
 	cJSON_ArrayForEach(item, j) {
 		static const char *const known[] = {"inputs", "modules", "graph", "outputs", "config", "defs", "tied", "comment",
 		                                    "description", "parameters", "buffers", "lifetime", "class", "kv_windows",
-		                                    "kv_compressed"};
+		                                    "kv_compressed", "attention", "decode"};
 		bool ok = false;
 		for (size_t k = 0; k < sizeof(known) / sizeof(known[0]); k++)
 			ok |= !strcmp(item->string, known[k]);
 		if (!ok || (name && (!strcmp(item->string, "config") || !strcmp(item->string, "defs") || !strcmp(item->string, "tied") ||
 		                     !strcmp(item->string, "lifetime") || !strcmp(item->string, "class") ||
-		                     !strcmp(item->string, "kv_windows") || !strcmp(item->string, "kv_compressed"))))
+		                     !strcmp(item->string, "kv_windows") || !strcmp(item->string, "kv_compressed") ||
+		                     !strcmp(item->string, "attention") || !strcmp(item->string, "decode"))))
 			return at(TI_FAIL(err, TI_E_CORRUPT, "unknown key '%s'", item->string), err, join(m, jpath, item->string));
 	}
 	const cJSON *inputs = cJSON_GetObjectItemCaseSensitive(j, "inputs");

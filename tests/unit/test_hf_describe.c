@@ -913,3 +913,60 @@ Test(hf_describe, holds_a_ranks_share_of_the_experts_under_expert_parallelism)
 	EXPECT_INT(dense.experts, 0);
 	cr_expect(!dense.routing);
 }
+
+/*
+ * t5-small (6 + 6 layers, 8 heads of 64, d_model 512) at B = 2, an input of
+ * T = 256 tokens and a decoder of U = 64: generation caches the decoder's
+ * self-attention (U tokens a layer) and its cross-attention (the encoder's T),
+ * never the encoder's own; a decode step runs the decoder alone on one new
+ * token, beside the encoder's output, which generation keeps.
+ */
+static const ti_memory_report *t5_report(int64_t u, int64_t kv_tokens, ti_model **m)
+{
+	size_t size;
+	char *text = slurp("fixtures/hf/t5-small/config.json", &size), *desc;
+	ti_error err;
+	ti_error_clear(&err);
+	cr_assert(ti_hf_describe(text, size, &desc, &err) == TI_OK, "%s", err.message);
+	free(text);
+	const char *names[] = {"B", "T", "U"};
+	int64_t values[] = {2, 256, u};
+	ti_model_options o = {.bind_names = names, .bind_values = values, .bind_count = 3};
+	cr_assert(ti_model_open(desc, strlen(desc), &o, m, &err) == TI_OK, "%s", err.message);
+	free(desc);
+	cr_expect_str_eq(ti_model_decode_length(*m), "U", "a decode step adds to the decoder's tokens");
+	ti_memory_options mo = {.mode = TI_MEMORY_INFER, .kv_tokens = kv_tokens};
+	const ti_memory_report *r = NULL;
+	cr_assert(ti_memory_estimate(*m, &mo, &r, &err) == TI_OK, "%s", err.message);
+	return r;
+}
+
+Test(hf_describe, caches_an_encoder_decoders_decoder_attention_and_cross_attention_but_not_its_encoder)
+{
+	const int64_t self = (int64_t)6 * 2 * 2 * 8 * 64 * 64 * 4, cross = (int64_t)6 * 2 * 2 * 8 * 256 * 64 * 4;
+	ti_model *m;
+	const ti_memory_report *r = t5_report(64, 0, &m);
+	EXPECT_INT(r->kv_sites, 12);
+	EXPECT_INT(r->kv_cache, self + cross);
+	ti_model_close(m);
+}
+
+Test(hf_describe, decodes_an_encoder_decoder_beside_its_encoders_output_without_running_the_encoder)
+{
+	const int64_t self = (int64_t)6 * 2 * 2 * 8 * 64 * 64 * 4, cross = (int64_t)6 * 2 * 2 * 8 * 256 * 64 * 4;
+	const int64_t encoded = (int64_t)2 * 256 * 512 * 4, scores = (int64_t)2 * 8 * 256 * 256 * 4;
+	ti_model *m;
+	const ti_memory_report *r = t5_report(1, 64, &m);
+	EXPECT_INT(r->kv_cache, self + cross);
+	/* held: the encoder's output, beside the ids and the masks (a few KiB) */
+	cr_expect(r->inputs >= encoded && r->inputs < encoded + 8192, "the encoder's output is held: inputs %lld",
+	          (long long)r->inputs);
+	/* one token's work, none of the encoder's (a prefill's score matrices are 2 MiB each): at most the copy
+	   PyTorch 1.13's matmul makes of a cross-attention's cached keys (strided: [B, T, H, hd] seen as
+	   [B, H, T, hd]) and a token's few KiB */
+	const int64_t copy = (int64_t)2 * 8 * 256 * 64 * 4;
+	int64_t own = r->peak - r->weights - r->kv_cache - r->inputs;
+	cr_expect(own >= copy && own < copy + 128 * 1024 && own < scores, "a decode step's own bytes %lld",
+	          (long long)own);
+	ti_model_close(m);
+}

@@ -1024,6 +1024,47 @@ Test(memory, an_eager_decode_step_attends_over_the_cache_repeated_to_the_query_h
 	ti_model_close(m);
 }
 
+/*
+ * A prefill's cache is the keys and values each layer makes, kept from then
+ * on (DynamicCache holds the tensors themselves): while the first layer
+ * attends, the second layer's cache does not exist yet, and the first's is
+ * not counted twice. Layer 0 attends with 8 heads (scores of 8 x T x T), layer
+ * 1 with one, so the step peaks in layer 0 whether or not layer 1 follows.
+ */
+static const char *two_layers =
+	"{\"inputs\": {\"q0\": {\"shape\": [1, 8, \"T\", 64]}, \"k0\": {\"shape\": [1, 8, \"T\", 64]},"
+	"             \"v0\": {\"shape\": [1, 8, \"T\", 64]}, \"q1\": {\"shape\": [1, 1, \"T\", 64]},"
+	"             \"k1\": {\"shape\": [1, 1, \"T\", 64]}, \"v1\": {\"shape\": [1, 1, \"T\", 64]}},"
+	" \"graph\": [{\"out\": \"k\", \"op\": \"mul\", \"args\": [\"k0\", 2.0]},"
+	"            {\"out\": \"v\", \"op\": \"mul\", \"args\": [\"v0\", 2.0]},"
+	"            {\"out\": \"y\", \"op\": \"scaled_dot_product_attention\", \"args\": [\"q0\", \"k\", \"v\"],"
+	"             \"is_causal\": true}%s]}";
+static const char *second_layer =
+	",{\"out\": \"k\", \"op\": \"mul\", \"args\": [\"k1\", 2.0]},"
+	" {\"out\": \"v\", \"op\": \"mul\", \"args\": [\"v1\", 2.0]},"
+	" {\"out\": \"z\", \"op\": \"scaled_dot_product_attention\", \"args\": [\"q1\", \"k\", \"v\"],"
+	"  \"is_causal\": true}";
+
+Test(memory, a_prefills_cache_is_the_keys_and_values_each_layer_makes_from_when_it_makes_them)
+{
+	char one[2048], two[2048];
+	snprintf(one, sizeof(one), two_layers, "");
+	snprintf(two, sizeof(two), two_layers, second_layer);
+	const char *names[] = {"T"};
+	int64_t values[] = {512};
+	const int64_t kv0 = 2 * 8 * 512 * 64 * 4, kv1 = 2 * 1 * 512 * 64 * 4;
+	ti_memory_options o = {.mode = TI_MEMORY_INFER, .kv_cache = 1};
+	ti_model *a = model_bound(one, names, values, 1), *b = model_bound(two, names, values, 1);
+	const ti_memory_report *ra = estimate(a, &o), *rb = estimate(b, &o);
+	EXPECT_INT(ra->kv_cache, kv0);
+	EXPECT_INT(rb->kv_cache, kv0 + kv1);
+	/* the same peak but for layer 1's inputs (q1, k1, v1: held from the start, where the step reads them): in
+	   layer 0, with layer 0's keys and values once and layer 1's not yet made */
+	EXPECT_INT(rb->peak, ra->peak + 3 * 512 * 64 * 4);
+	ti_model_close(a);
+	ti_model_close(b);
+}
+
 Test(memory, a_sliding_window_caps_the_cache_and_a_shorter_context_is_left_alone)
 {
 	ti_model *m = open_bt(1, 8192);

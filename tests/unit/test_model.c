@@ -453,7 +453,29 @@ Test(model, finds_the_sliding_window_of_the_deepest_module_that_holds_a_path)
 	ti_model_close(m);
 }
 
-Test(model, refuses_a_window_or_a_compressed_size_that_is_no_count)
+/* "attention" and "decode": how the model's code runs its attention steps, and how generation decodes it */
+Test(model, reads_how_the_models_code_attends_and_how_generation_decodes_it)
+{
+	ti_model *m = open_text("{\"inputs\": {\"x\": {\"shape\": [2]}},"
+	                        " \"attention\": {\"encoder\": \"eager,keeps-scores,no-cache\", \"decoder\": \"eager\"},"
+	                        " \"decode\": {\"length\": \"U\", \"once\": [\"encoder\"]}}", NULL, NULL, 0);
+	EXPECT_INT(ti_model_attention(m, "encoder.block.0.attn"),
+	           TI_MODEL_ATTN_EAGER | TI_MODEL_ATTN_KEEPS_SCORES | TI_MODEL_ATTN_NO_CACHE);
+	EXPECT_INT(ti_model_attention(m, "decoder.block.3"), TI_MODEL_ATTN_EAGER);
+	EXPECT_INT(ti_model_attention(m, "lm_head"), 0);
+	EXPECT_STR(ti_model_decode_length(m), "U");
+	cr_expect(ti_model_runs_once(m, "encoder"));
+	cr_expect(ti_model_runs_once(m, "encoder.block.1"));
+	cr_expect(!ti_model_runs_once(m, "encoders"), "\"encoder\" is no prefix of \"encoders\"");
+	cr_expect(!ti_model_runs_once(m, "decoder"));
+	ti_model_close(m);
+	m = open_text("{\"inputs\": {\"x\": {\"shape\": [2]}}}", NULL, NULL, 0);
+	EXPECT_STR(ti_model_decode_length(m), "T");
+	cr_expect(!ti_model_runs_once(m, "encoder"));
+	ti_model_close(m);
+}
+
+Test(model, refuses_a_window_a_compressed_size_an_attention_or_a_decode_it_cannot_read)
 {
 	static const struct { const char *text, *message, *path; } cases[] = {
 		{"{\"inputs\": {\"x\": {\"shape\": [2]}}, \"kv_windows\": {\"a\": 0}}",
@@ -462,6 +484,15 @@ Test(model, refuses_a_window_or_a_compressed_size_that_is_no_count)
 		 "a sliding window is a whole number of tokens, at least 1", "kv_windows.a"},
 		{"{\"inputs\": {\"x\": {\"shape\": [2]}}, \"kv_compressed\": [576]}",
 		 "\"kv_compressed\" must map module paths to counts", "kv_compressed"},
+		{"{\"inputs\": {\"x\": {\"shape\": [2]}}, \"attention\": {\"a\": \"eager,fused\"}}",
+		 "an attention's kinds are \"eager\", \"keeps-scores\" and \"no-cache\", joined by commas", "attention.a"},
+		{"{\"inputs\": {\"x\": {\"shape\": [2]}}, \"attention\": {\"a\": 1}}",
+		 "an attention's kinds are \"eager\", \"keeps-scores\" and \"no-cache\", joined by commas", "attention.a"},
+		{"{\"inputs\": {\"x\": {\"shape\": [2]}}, \"attention\": [\"eager\"]}",
+		 "\"attention\" must map module paths to kinds", "attention"},
+		{"{\"inputs\": {\"x\": {\"shape\": [2]}}, \"decode\": {\"once\": \"encoder\"}}",
+		 "\"decode\" is {\"length\": SYMBOL, \"once\": [MODULE_PATH, ...]}", "decode"},
+		{"{\"inputs\": {\"x\": {\"shape\": [2]}}, \"decode\": {\"once\": [\"\"]}}", "a module path", "decode.once"},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		ti_error err;
