@@ -661,10 +661,13 @@ ti_status mem_expand_sdpa(mem_builder *b, const mem_event *ev, ti_error *err)
 	if (cached > km->shape[km->ndim - 2].value && km->shape[km->ndim - 2].value > 0 &&
 	    vm->shape[vm->ndim - 2].value > 0) {
 		/*
-		 * The cache grows by torch.cat (DynamicCache.update): the layer's keys and
-		 * values at one token more are made while the old ones are still held, and
-		 * replace them (measured on 1.13: GPT-2's first decode step, whose old keys
-		 * and values view its fused projection, peaks at both new ones beside it).
+		 * The cache grows by torch.cat (DynamicCache.update): the layer's keys at
+		 * one token more are made while the old ones are held and replace them, then
+		 * its values. The old keys go before the new values come unless they share
+		 * the values' storage (measured on 1.13: GPT-2's first decode step, whose old
+		 * keys and values view its fused projection, peaks at both new ones beside
+		 * it; DeepSeek-V3's, whose keys are their own and values a view of kv_b_proj,
+		 * at the new keys alone).
 		 */
 		int64_t kb = mem_meta_bytes(km) / km->shape[km->ndim - 2].value * (cached + 1);
 		int64_t vb = mem_meta_bytes(vm) / vm->shape[vm->ndim - 2].value * (cached + 1);
@@ -673,8 +676,13 @@ ti_status mem_expand_sdpa(mem_builder *b, const mem_event *ev, ti_error *err)
 			kb = kb / es * (int64_t)ti_dtype_size(b->options->kv_dtype);
 			vb = vb / es * (int64_t)ti_dtype_size(b->options->kv_dtype);
 		}
+		int64_t grow = kb + vb;
+		if (b->tensors[k].storage != b->tensors[v].storage) {
+			int64_t old_keys = kb / (cached + 1) * cached;
+			grow = kb + vb - old_keys > kb ? kb + vb - old_keys : kb;
+		}
 		int grow_in[2] = {k, v};
-		if (mem_step(b, "cat", grow_in, 2, 0, kb + vb, MEM_OUT_NEW, false, 0, err) < 0)
+		if (mem_step(b, "cat", grow_in, 2, 0, grow, MEM_OUT_NEW, false, 0, err) < 0)
 			return err->code;
 	}
 	int64_t v_repeat = 0;
