@@ -108,12 +108,27 @@ static const char *kind_name(const cJSON *v)
  * field's value must be of its default's kind (a boolean for a boolean, a
  * number for the rest).
  */
+/* A field of config; "vision_config.hidden_size" looks inside config's "vision_config" object. */
+static const cJSON *config_field(const cJSON *config, const char *name)
+{
+	const char *dot = strchr(name, '.');
+	if (!dot)
+		return cJSON_GetObjectItemCaseSensitive(config, name);
+	char head[128];
+	if ((size_t)(dot - name) >= sizeof(head))
+		return NULL;
+	memcpy(head, name, (size_t)(dot - name));
+	head[dot - name] = '\0';
+	const cJSON *inner = cJSON_GetObjectItemCaseSensitive(config, head);
+	return cJSON_IsObject(inner) ? config_field(inner, dot + 1) : NULL;
+}
+
 static ti_status fill_fields(const cJSON *fields, const cJSON *config, const char *model_type, cJSON *out,
                              ti_error *err)
 {
 	const cJSON *f;
 	cJSON_ArrayForEach(f, fields) {
-		const cJSON *given = cJSON_GetObjectItemCaseSensitive(config, f->string);
+		const cJSON *given = config_field(config, f->string);
 		const cJSON *value = given && !cJSON_IsNull(given) ? given : f;
 		if (value == f && cJSON_IsNull(f))
 			return missing_field(err, f->string, model_type);
@@ -121,8 +136,13 @@ static ti_status fill_fields(const cJSON *fields, const cJSON *config, const cha
 		if (value == given && (want_bool ? !cJSON_IsBool(given) : !cJSON_IsNumber(given)))
 			return TI_FAIL(err, TI_E_CORRUPT, "config.json's '%s' is %s, not %s", f->string, kind_name(given),
 			               want_bool ? "a boolean" : "a number");
+		/* a nested field is the description's "vision_config_hidden_size": a name its formulas can say */
+		char name[256];
+		snprintf(name, sizeof(name), "%s", f->string);
+		for (char *c = name; *c; c++)
+			*c = *c == '.' ? '_' : *c;
 		cJSON *copy = cJSON_Duplicate(value, false);
-		if (!copy || !cJSON_AddItemToObject(out, f->string, copy)) {
+		if (!copy || !cJSON_AddItemToObject(out, name, copy)) {
 			cJSON_Delete(copy);
 			return TI_FAIL(err, TI_E_NOMEM, "out of memory for the description");
 		}
@@ -416,9 +436,158 @@ static ti_status check_only(const cJSON *only, const cJSON *config, const char *
 	return TI_OK;
 }
 
+static ti_status describe(const cJSON *config, const ti_hf_template *t, char **out, ti_error *err);
+
+/* Adds prefix to every key of desc's object name ("" becomes the prefix alone). */
+static ti_status prefix_keys(cJSON *obj, const char *prefix, ti_error *err)
+{
+	for (cJSON *item = obj ? obj->child : NULL; item; item = item->next) {
+		char *key = malloc(strlen(prefix) + strlen(item->string) + 2);
+		if (!key)
+			return TI_FAIL(err, TI_E_NOMEM, "out of memory for the description");
+		sprintf(key, item->string[0] ? "%s.%s" : "%s%s", prefix, item->string);
+		if (!(item->type & cJSON_StringIsConst))
+			cJSON_free(item->string);
+		item->string = key;
+		item->type &= ~cJSON_StringIsConst;
+	}
+	return TI_OK;
+}
+
+static ti_status prefix_strings(cJSON *list, const char *prefix, ti_error *err)
+{
+	for (cJSON *item = list ? list->child : NULL; item; item = item->next) {
+		char buf[512];
+		if (!cJSON_IsString(item) || snprintf(buf, sizeof(buf), "%s.%s", prefix, item->valuestring) >= (int)sizeof(buf))
+			continue;
+		if (!cJSON_SetValuestring(item, buf))
+			return TI_FAIL(err, TI_E_NOMEM, "out of memory for the description");
+	}
+	return TI_OK;
+}
+
+/*
+ * "hf": {"wraps": {"config": FIELD, "model_type": TYPE, "module": NAME}} - a
+ * multimodal config whose language model is config[FIELD] (model_type TYPE
+ * when it names none), described by its own template and nested as module
+ * NAME: its modules, graph and outputs become a def the model calls, its
+ * inputs the model's, its module paths (tied, kv_windows, kv_compressed,
+ * attention, decode) prefixed with NAME. The wrapper's own modules (Gemma
+ * 3's vision tower and projector) sit beside it as weights.
+ */
+static ti_status describe_wrapped(const cJSON *config, const cJSON *wraps, const char *model_type, cJSON **inner,
+                                  ti_error *err)
+{
+	const char *field = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(wraps, "config"));
+	const char *fallback = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(wraps, "model_type"));
+	const cJSON *sub = field ? cJSON_GetObjectItemCaseSensitive(config, field) : NULL;
+	if (!cJSON_IsObject(sub))
+		return TI_FAIL(err, TI_E_CORRUPT, "config.json has no '%s' object, which a %s model needs", field ? field : "?",
+		               model_type);
+	const char *type = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(sub, "model_type"));
+	if (!type)
+		type = fallback ? fallback : "?";
+	const ti_hf_template *t = find_template(type);
+	if (!t) /* a wrapper inside: its own, smaller config, so the nesting ends with the JSON's */
+		return unknown_type(type, err);
+	char *text = NULL;
+	ti_status st = describe(sub, t, &text, err);
+	if (st) {
+		char inner_msg[sizeof(err->message)];
+		snprintf(inner_msg, sizeof(inner_msg), "%s", err->message);
+		return TI_FAIL(err, st, "%s: %s", field, inner_msg);
+	}
+	*inner = cJSON_Parse(text);
+	free(text);
+	return *inner ? TI_OK : TI_FAIL(err, TI_E_NOMEM, "out of memory for the description");
+}
+
+/* Nests the language model's description inner as module name of desc (see describe_wrapped). */
+static ti_status nest(cJSON *desc, cJSON *inner, const char *name, ti_error *err)
+{
+	const char *cls = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(inner, "class"));
+	char def_name[128];
+	snprintf(def_name, sizeof(def_name), "%s", cls ? cls : "LanguageModel");
+	cJSON *def = cJSON_CreateObject(), *args = cJSON_CreateArray(), *step = cJSON_CreateObject();
+	cJSON *modules = cJSON_CreateObject(), *graph = cJSON_CreateArray();
+	if (!def || !args || !step || !modules || !graph) {
+		cJSON_Delete(def), cJSON_Delete(args), cJSON_Delete(step), cJSON_Delete(modules), cJSON_Delete(graph);
+		return TI_FAIL(err, TI_E_NOMEM, "out of memory for the description");
+	}
+	const cJSON *in;
+	cJSON_ArrayForEach(in, cJSON_GetObjectItemCaseSensitive(inner, "inputs"))
+		cJSON_AddItemToArray(args, cJSON_CreateString(in->string));
+	cJSON_AddItemToObject(def, "inputs", cJSON_Duplicate(args, true));
+	static const char *const moved[] = {"parameters", "buffers", "modules", "graph", "outputs"};
+	for (size_t i = 0; i < sizeof(moved) / sizeof(moved[0]); i++) {
+		cJSON *item = cJSON_DetachItemFromObjectCaseSensitive(inner, moved[i]);
+		if (item)
+			cJSON_AddItemToObject(def, moved[i], item);
+	}
+	cJSON *defs = cJSON_GetObjectItemCaseSensitive(desc, "defs");
+	if (!defs)
+		defs = cJSON_AddObjectToObject(desc, "defs");
+	cJSON *inner_defs = cJSON_GetObjectItemCaseSensitive(inner, "defs");
+	while (inner_defs && inner_defs->child) {
+		cJSON *d = cJSON_DetachItemViaPointer(inner_defs, inner_defs->child);
+		cJSON_AddItemToObject(defs, d->string, d);
+	}
+	cJSON_AddItemToObject(defs, def_name, def);
+	/* the model: the language model called on the inputs, then the wrapper's weights beside it */
+	cJSON *call = cJSON_AddObjectToObject(modules, name);
+	cJSON_AddStringToObject(call, "type", def_name);
+	cJSON *own = cJSON_DetachItemFromObjectCaseSensitive(desc, "modules");
+	while (own && own->child) {
+		cJSON *m = cJSON_DetachItemViaPointer(own, own->child);
+		cJSON_AddItemToObject(modules, m->string, m);
+	}
+	cJSON_Delete(own);
+	cJSON_AddItemToObject(step, "out", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(def, "outputs"), true));
+	cJSON_AddStringToObject(step, "call", name);
+	cJSON_AddItemToObject(step, "args", args);
+	cJSON_AddItemToArray(graph, step);
+	static const char *const kept[] = {"lifetime", "inputs"};
+	for (size_t i = 0; i < sizeof(kept) / sizeof(kept[0]); i++) {
+		cJSON *item = cJSON_DetachItemFromObjectCaseSensitive(inner, kept[i]);
+		if (item)
+			cJSON_AddItemToObject(desc, kept[i], item);
+	}
+	cJSON_AddItemToObject(desc, "modules", modules);
+	cJSON_AddItemToObject(desc, "graph", graph);
+	cJSON_AddItemToObject(desc, "outputs", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(def, "outputs"), true));
+	/* the language model's module paths, now under name */
+	static const char *const paths[] = {"tied", "kv_windows", "kv_compressed", "attention"};
+	ti_status st = TI_OK;
+	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]) && !st; i++) {
+		cJSON *item = cJSON_DetachItemFromObjectCaseSensitive(inner, paths[i]);
+		if (!item)
+			continue;
+		st = prefix_keys(item, name, err);
+		if (!st && !strcmp(paths[i], "tied"))
+			st = prefix_strings(item, name, err);
+		cJSON_AddItemToObject(desc, paths[i], item);
+	}
+	cJSON *decode = cJSON_DetachItemFromObjectCaseSensitive(inner, "decode");
+	if (decode) {
+		if (!st)
+			st = prefix_strings(cJSON_GetObjectItemCaseSensitive(decode, "once"), name, err);
+		cJSON_AddItemToObject(desc, "decode", decode);
+	}
+	/* its config's fields join the model's */
+	cJSON *config = cJSON_GetObjectItemCaseSensitive(desc, "config"), *fields = cJSON_GetObjectItemCaseSensitive(inner, "config");
+	while (config && fields && fields->child) {
+		cJSON *f = cJSON_DetachItemViaPointer(fields, fields->child);
+		if (cJSON_GetObjectItemCaseSensitive(config, f->string))
+			cJSON_Delete(f);
+		else
+			cJSON_AddItemToObject(config, f->string, f);
+	}
+	return st;
+}
+
 static ti_status describe(const cJSON *config, const ti_hf_template *t, char **out, ti_error *err)
 {
-	cJSON *tmpl = cJSON_Parse(t->text), *desc = cJSON_CreateObject(), *fields = cJSON_CreateObject();
+	cJSON *tmpl = cJSON_Parse(t->text), *desc = cJSON_CreateObject(), *fields = cJSON_CreateObject(), *inner = NULL;
 	ti_status st = TI_OK;
 	if (!tmpl || !desc || !fields) {
 		st = TI_FAIL(err, TI_E_NOMEM, "out of memory for the description");
@@ -441,6 +610,11 @@ static ti_status describe(const cJSON *config, const ti_hf_template *t, char **o
 	const cJSON *compressed = cJSON_GetObjectItemCaseSensitive(hf, "compressed");
 	if (compressed && (st = add_compressed(&fl, compressed, desc)))
 		goto done;
+	const cJSON *wraps = cJSON_GetObjectItemCaseSensitive(hf, "wraps");
+	if (wraps && (st = describe_wrapped(config, wraps, t->model_type, &inner, err)))
+		goto done;
+	char name[128];
+	snprintf(name, sizeof(name), "%s", wraps ? cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(wraps, "module")) : "");
 	cJSON_DeleteItemFromObjectCaseSensitive(tmpl, "hf"); /* cls goes with it */
 	if ((st = fill(&fl, tmpl, 0)))
 		goto done;
@@ -450,12 +624,15 @@ static ti_status describe(const cJSON *config, const ti_hf_template *t, char **o
 		cJSON *item = cJSON_DetachItemViaPointer(tmpl, tmpl->child);
 		cJSON_AddItemToArray(desc, item);
 	}
+	if (inner && (st = nest(desc, inner, name[0] ? name : "language_model", err)))
+		goto done;
 	if (!(*out = cJSON_Print(desc)))
 		st = TI_FAIL(err, TI_E_NOMEM, "out of memory for the description");
 done:
 	cJSON_Delete(tmpl);
 	cJSON_Delete(desc);
 	cJSON_Delete(fields);
+	cJSON_Delete(inner);
 	return st;
 }
 

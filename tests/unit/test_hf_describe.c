@@ -365,38 +365,31 @@ Test(hf_describe, registers_vits_class_token_and_positions_before_the_patch_embe
  * modeling code; the test takes exactly those names, and those bytes, as the
  * file's surplus.
  *
- * medgemma-27b-it is a Gemma3ForConditionalGeneration upload: its config's
- * text_config (model_type gemma3_text) is the text model the description
- * builds, whose names the index gives under "language_model." (the
- * Gemma3ForCausalLM state dict: model.*, the tied head left out). Its other
- * towers are the file's surplus by name, "vision_tower." (a SigLIP encoder)
- * and "multi_modal_projector.", and by bytes, worked out by hand from its
- * vision_config at bfloat16: patch conv 3*14*14*1152 + 1152, positions
- * (896/14)^2 * 1152, 27 layers of 4*(1152^2 + 1152) + 2*1152*4304 + 4304 +
- * 1152 + 4*1152, post_layernorm 2*1152 (416,866,032 elements), and the
- * projector's 1152*5376 matrix and 1152 norm (6,194,304).
+ * medgemma-27b-it is a Gemma3ForConditionalGeneration upload: the gemma3
+ * template describes its text_config (model_type gemma3_text) as the module
+ * language_model, whose names the index gives as "language_model.model.*"
+ * (the tied head left out), and its SigLIP vision tower ("vision_tower.")
+ * and projector ("multi_modal_projector.") as weights beside it: every name,
+ * and the bytes to the byte.
  */
 static const struct {
 	const char *dir, *index;
 	const char *legacy[3]; /* name suffixes of buffers the saving transformers kept */
-	const char *prefix;    /* the described model's names in the file: this prefix, then the name */
-	const char *towers[3]; /* name prefixes of a multimodal upload's other towers */
-	int64_t surplus_bytes; /* the legacy buffers' and other towers' bytes */
+	int64_t legacy_bytes;  /* and their bytes */
 } real_indexes[] = {
-	{"fixtures/hf/gemma-2b-it", "model.safetensors.index.json", {NULL}, "", {NULL}, 0},
-	{"fixtures/hf/WizardLM-2-8x22B", "model.safetensors.index.json", {NULL}, "", {NULL}, 0},
-	{"fixtures/hf/Llama-3.2-3B", "model.safetensors.index.json", {NULL}, "", {NULL}, 0},
-	{"fixtures/hf/Mistral-7B-v0.1", "model.safetensors.index.json", {NULL}, "", {NULL}, 0},
-	{"fixtures/hf/3PRYMMAL-PHI3-3B-SLERP", "model.safetensors.index.json", {NULL}, "", {NULL}, 0},
-	{"fixtures/hf/Qwen3-1.7B", "model.safetensors.index.json", {NULL}, "", {NULL}, 0},
-	{"fixtures/hf/cogito-v1-preview-qwen-14B", "model.safetensors.index.json", {NULL}, "", {NULL}, 0},
-	{"fixtures/hf/gemma-2-9b-it", "model.safetensors.index.json", {NULL}, "", {NULL}, 0},
-	{"fixtures/hf/falcon-7b-instruct", "pytorch_model.bin.index.json", {NULL}, "", {NULL}, 0},
+	{"fixtures/hf/gemma-2b-it", "model.safetensors.index.json", {NULL}, 0},
+	{"fixtures/hf/WizardLM-2-8x22B", "model.safetensors.index.json", {NULL}, 0},
+	{"fixtures/hf/Llama-3.2-3B", "model.safetensors.index.json", {NULL}, 0},
+	{"fixtures/hf/Mistral-7B-v0.1", "model.safetensors.index.json", {NULL}, 0},
+	{"fixtures/hf/3PRYMMAL-PHI3-3B-SLERP", "model.safetensors.index.json", {NULL}, 0},
+	{"fixtures/hf/Qwen3-1.7B", "model.safetensors.index.json", {NULL}, 0},
+	{"fixtures/hf/cogito-v1-preview-qwen-14B", "model.safetensors.index.json", {NULL}, 0},
+	{"fixtures/hf/gemma-2-9b-it", "model.safetensors.index.json", {NULL}, 0},
+	{"fixtures/hf/falcon-7b-instruct", "pytorch_model.bin.index.json", {NULL}, 0},
 	{"fixtures/hf/RedPajama-INCITE-7B-Base", "pytorch_model.bin.index.json",
-	 {".attention.bias", ".attention.masked_bias", ".attention.rotary_emb.inv_freq"}, "", {NULL},
+	 {".attention.bias", ".attention.masked_bias", ".attention.rotary_emb.inv_freq"},
 	 32 * (2048 * 2048 / 8 + 2 + 64 * 2)},
-	{"fixtures/hf/medgemma-27b-it", "model.safetensors.index.json", {NULL}, "language_model.",
-	 {"vision_tower.", "multi_modal_projector."}, (416866032 + 6194304) * 2},
+	{"fixtures/hf/medgemma-27b-it", "model.safetensors.index.json", {NULL}, 0},
 };
 
 static bool ends_with(const char *s, const char *suffix)
@@ -420,39 +413,10 @@ static int element_bytes(const char *config)
 	return bytes;
 }
 
-/* The description of a config, or of its text_config where it has one (a multimodal upload's text model). */
-static ti_model *describe_text_model(const char *config)
-{
-	size_t size;
-	char *text = slurp(config, &size);
-	cJSON *json = cJSON_ParseWithLength(text, size);
-	cr_assert(json, "%s is not JSON", config);
-	const cJSON *inner = cJSON_GetObjectItemCaseSensitive(json, "text_config");
-	ti_model *m;
-	if (cJSON_IsObject(inner)) {
-		char *sub = cJSON_PrintUnformatted(inner);
-		ti_error err;
-		m = describe_text(sub, strlen(sub), &err);
-		cr_assert(m, "%s's text_config: %s", config, err.message);
-		free(sub);
-	} else {
-		m = describe_file(config);
-	}
-	cJSON_Delete(json);
-	free(text);
-	return m;
-}
-
-static bool starts_with(const char *s, const char *prefix)
-{
-	return strncmp(s, prefix, strlen(prefix)) == 0;
-}
-
 Test(hf_describe, names_exactly_the_tensors_of_real_checkpoints_and_their_bytes)
 {
 	for (size_t f = 0; f < sizeof(real_indexes) / sizeof(real_indexes[0]); f++) {
-		const char *dir = real_indexes[f].dir, *prefix = real_indexes[f].prefix;
-		size_t skip = strlen(prefix);
+		const char *dir = real_indexes[f].dir;
 		char path[256];
 		size_t size;
 		snprintf(path, sizeof(path), "%s/%s", dir, real_indexes[f].index);
@@ -465,7 +429,7 @@ Test(hf_describe, names_exactly_the_tensors_of_real_checkpoints_and_their_bytes)
 		cr_assert(cJSON_IsObject(map) && cJSON_IsNumber(bytes), "%s: no weight_map or total_size", path);
 		snprintf(path, sizeof(path), "%s/config.json", dir);
 		int element = element_bytes(path);
-		ti_model *m = describe_text_model(path);
+		ti_model *m = describe_file(path);
 		size_t n;
 		const ti_model_param *p = ti_model_params(m, &n);
 		int64_t elements = 0;
@@ -473,8 +437,7 @@ Test(hf_describe, names_exactly_the_tensors_of_real_checkpoints_and_their_bytes)
 		for (size_t i = 0; i < n; i++) {
 			if (p[i].buffer && !p[i].persistent)
 				continue;
-			char name[512];
-			snprintf(name, sizeof(name), "%s%s", prefix, p[i].name);
+			const char *name = p[i].name;
 			bool in_file = cJSON_GetObjectItemCaseSensitive(map, name) != NULL;
 			/* save_pretrained leaves a tied head out; a file may also keep it */
 			cr_expect(in_file || p[i].tied_to, "%s: '%s' is not in the checkpoint", dir, name);
@@ -486,29 +449,26 @@ Test(hf_describe, names_exactly_the_tensors_of_real_checkpoints_and_their_bytes)
 				e *= p[i].shape[k];
 			elements += e;
 		}
-		/* every name of the file the description lacks is a legacy buffer or another tower's */
+		/* every name of the file the description lacks is a legacy buffer */
 		size_t surplus = 0;
 		const cJSON *entry;
 		cJSON_ArrayForEach(entry, map)
 		{
 			bool described = false;
-			if (starts_with(entry->string, prefix))
-				for (size_t i = 0; i < n && !described; i++)
-					described = strcmp(p[i].name, entry->string + skip) == 0;
+			for (size_t i = 0; i < n && !described; i++)
+				described = strcmp(p[i].name, entry->string) == 0;
 			bool other = false;
 			for (size_t k = 0; k < 3 && real_indexes[f].legacy[k] && !other; k++)
 				other = ends_with(entry->string, real_indexes[f].legacy[k]);
-			for (size_t k = 0; k < 3 && real_indexes[f].towers[k] && !other; k++)
-				other = starts_with(entry->string, real_indexes[f].towers[k]);
 			cr_expect(described || other, "%s: the checkpoint has '%s', the description does not", dir, entry->string);
 			surplus += !described && other;
 		}
 		cr_expect(listed + surplus == (size_t)cJSON_GetArraySize(map),
 		          "%s: the checkpoint has %d tensors, the description %zu of them and %zu others", dir,
 		          cJSON_GetArraySize(map), listed, surplus);
-		cr_expect(elements * element + real_indexes[f].surplus_bytes == (int64_t)bytes->valuedouble,
-		          "%s: %" PRId64 " bytes at %d an element (+ %" PRId64 " of other tensors), the index says %.0f", dir,
-		          elements * element, element, real_indexes[f].surplus_bytes, bytes->valuedouble);
+		cr_expect(elements * element + real_indexes[f].legacy_bytes == (int64_t)bytes->valuedouble,
+		          "%s: %" PRId64 " bytes at %d an element (+ %" PRId64 " of legacy buffers), the index says %.0f", dir,
+		          elements * element, element, real_indexes[f].legacy_bytes, bytes->valuedouble);
 		ti_model_close(m);
 		cJSON_Delete(index);
 	}
@@ -1019,4 +979,35 @@ Test(hf_describe, decodes_an_encoder_decoder_beside_its_encoders_output_without_
 	cr_expect(own >= copy && own < copy + 128 * 1024 && own < scores, "a decode step's own bytes %lld",
 	          (long long)own);
 	ti_model_close(m);
+}
+
+/* A multimodal wrapper's language model keeps its own rules under its module: Gemma 3's sliding layers. */
+Test(hf_describe, slides_a_wrapped_language_models_layers_under_its_module)
+{
+	/* medgemma-27b-it: 62 layers, every sixth full (sliding_window_pattern 6), the rest at 1024 tokens */
+	kv_figures f = kv_report("fixtures/hf/medgemma-27b-it/config.json", 8192, 0, true);
+	EXPECT_INT(f.sliding, 52);
+	EXPECT_INT(f.bytes, (int64_t)2 * 16 * 128 * 4 * (10 * 8192 + 52 * 1024));
+}
+
+Test(hf_describe, names_what_a_wrapped_config_lacks)
+{
+	static const struct { const char *config, *message; } cases[] = {
+		{"{\"model_type\": \"gemma3\", \"vision_config\": {}}",
+		 "config.json has no 'text_config' object, which a gemma3 model needs"},
+		{"{\"model_type\": \"gemma3\", \"text_config\": {\"model_type\": \"gemma9_text\"}}",
+		 "unknown model_type 'gemma9_text'"},
+		{"{\"model_type\": \"gemma3\", \"text_config\": {\"vocab_size\": 1000}}",
+		 "text_config: config.json has no 'hidden_size', which a gemma3_text model needs"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		ti_error err;
+		ti_error_clear(&err);
+		char *desc = NULL;
+		cr_expect(ti_hf_describe(cases[i].config, strlen(cases[i].config), &desc, &err) == TI_E_CORRUPT ||
+		              err.code == TI_E_UNSUPPORTED,
+		          "case %zu", i);
+		cr_expect(strstr(err.message, cases[i].message), "case %zu: %s", i, err.message);
+		free(desc);
+	}
 }
