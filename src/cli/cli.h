@@ -40,11 +40,18 @@ const char *cli_did_you_mean(const char *word, const char *const *candidates, co
  * something that opens, and a regular file (or a directory holding a
  * checkpoint, see cli_is_checkpoint_directory). Never blocks: a FIFO is
  * opened without waiting for a writer and refused. Otherwise prints
- * "tinspect: PATH: reason" and returns EXIT_RESOURCE.
+ * "tinspect: PATH: reason" and returns EXIT_RESOURCE. A URL is checked as
+ * ti_io_check_url does, with no request: one it cannot use (another scheme,
+ * credentials, no host) is "tinspect: URL: reason" and EXIT_USAGE.
  */
 int cli_check_input(const char *path);
-/* Whether cli_check_input lets a URL through (inspect sets it); otherwise a URL is a usage error. */
-extern bool cli_urls_read;
+/*
+ * The first max bytes (or fewer: the whole file) of a path or URL, malloc'd
+ * and NUL-terminated (*got bytes before the NUL); NULL with err set when it
+ * cannot be read. The last whole URL read is remembered: reading it again
+ * costs no request.
+ */
+char *cli_read_head(const char *path, size_t max, size_t *got, ti_error *err);
 /* --token-file FILE: its first line is the token sent to the Hub (io.h); a reported exit code on failure. */
 int cli_set_token_file(const char *command, const char *path);
 /* Whether a directory is to be read as one checkpoint (a Hugging Face model directory). */

@@ -1685,7 +1685,6 @@ int cmd_inspect(int argc, char **argv)
 		return cli_usage_error("inspect: --check-finite reads the data; --device meta reads none (give --device cpu "
 		                       "or cuda)");
 	in.stats |= in.check_finite;
-	cli_urls_read = true;
 	int checked = cli_check_input(in.file);
 	if (checked)
 		return checked;

@@ -1683,12 +1683,9 @@ static cJSON *config_json(const char *file)
 {
 	char path_buf[4096];
 	const char *path = cli_hf_config_path(file, path_buf, sizeof(path_buf));
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return NULL;
-	char *text = malloc(TI_HF_CONFIG_MAX_BYTES);
-	size_t got = text ? fread(text, 1, TI_HF_CONFIG_MAX_BYTES, f) : 0;
-	fclose(f);
+	size_t got;
+	ti_error ignored;
+	char *text = cli_read_head(path, TI_HF_CONFIG_MAX_BYTES, &got, &ignored);
 	cJSON *root = NULL;
 	if (text && got < TI_HF_CONFIG_MAX_BYTES && ti_hf_is_config(text, got))
 		root = cJSON_ParseWithLength(text, got);

@@ -117,13 +117,6 @@ static const char *shown_name(const char *file, char *buf, size_t size)
 	return buf;
 }
 
-/* shown_name in a buffer of its own, for one line */
-static const char *shown_name_of(const char *file)
-{
-	static char buf[4096];
-	return shown_name(file, buf, sizeof(buf));
-}
-
 int cli_report(const char *file, const ti_error *err)
 {
 	char msg[TI_ERROR_MESSAGE_MAX + TI_ERROR_MEMBER_MAX + 64], name[4096];
@@ -236,17 +229,14 @@ static int input_error(const char *path, const char *reason)
 	return EXIT_RESOURCE;
 }
 
-bool cli_urls_read;
-
 int cli_check_input(const char *path)
 {
-	if (ti_io_is_url(path) && cli_urls_read) /* checked when it is opened: its server answers */
-		return EXIT_OK;
-	if (ti_io_is_url(path)) {
-		fputs("tinspect: ", stderr);
-		cli_put_safe(stderr, shown_name_of(path), 0);
-		fputs(": a URL: only 'tinspect inspect' reads URLs so far (download the file for this command)\n", stderr);
-		return EXIT_USAGE;
+	struct stat st;
+	/* a URL (a path of that name that exists is a path): refused in one line before any request, or read */
+	if (ti_io_is_url(path) || (ti_io_looks_like_url(path) && stat(path, &st))) {
+		ti_error err;
+		ti_error_clear(&err);
+		return ti_io_check_url(path, &err) ? cli_report(path, &err) : EXIT_OK;
 	}
 	/* O_NONBLOCK: a FIFO opens at once instead of waiting for a writer */
 	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
@@ -255,7 +245,6 @@ int cli_check_input(const char *path)
 		snprintf(reason, sizeof(reason), "cannot open: %s", strerror(errno));
 		return input_error(path, reason);
 	}
-	struct stat st;
 	int failed = fstat(fd, &st);
 	int saved = errno;
 	close(fd);
@@ -277,6 +266,59 @@ int cli_check_input(const char *path)
 }
 
 /* ---- URLs ---- */
+
+/* The last URL cli_read_head read: a command asks for a config.json several times, the server once. */
+static struct {
+	char *name, *bytes;
+	size_t size;
+} head_memo;
+
+char *cli_read_head(const char *path, size_t max, size_t *got, ti_error *err)
+{
+	*got = 0;
+	if (head_memo.name && !strcmp(head_memo.name, path)) {
+		size_t n = head_memo.size < max ? head_memo.size : max;
+		char *copy = malloc(n + 1);
+		if (!copy) {
+			TI_FAIL(err, TI_E_NOMEM, "out of memory");
+			return NULL;
+		}
+		memcpy(copy, head_memo.bytes, n);
+		copy[n] = '\0';
+		*got = n;
+		return copy;
+	}
+	ti_io *io;
+	if (ti_io_open(path, &io, err))
+		return NULL;
+	size_t n = io->size < max ? (size_t)io->size : max;
+	char *buf = malloc(n + 1);
+	if (!buf)
+		TI_FAIL(err, TI_E_NOMEM, "out of memory");
+	else if (ti_io_read(io, 0, buf, n, got, err)) {
+		free(buf);
+		buf = NULL;
+	}
+	bool whole = buf && *got == io->size; /* a memo of part of a file would cut a longer read short */
+	ti_io_close(io);
+	if (!buf)
+		return NULL;
+	buf[*got] = '\0';
+	if (ti_io_is_url(path) && whole) {
+		char *name = strdup(path), *bytes = malloc(*got + 1);
+		if (name && bytes) {
+			free(head_memo.name);
+			free(head_memo.bytes);
+			head_memo.name = name;
+			head_memo.bytes = memcpy(bytes, buf, *got + 1);
+			head_memo.size = *got;
+		} else {
+			free(name);
+			free(bytes);
+		}
+	}
+	return buf;
+}
 
 int cli_set_token_file(const char *command, const char *path)
 {

@@ -19,6 +19,15 @@ bool ti_io_is_url(const char *name)
 	return false;
 }
 
+bool ti_io_looks_like_url(const char *name)
+{
+	/* RFC 3986: scheme = ALPHA *( ALPHA / DIGIT / "+" / "-" / "." ) */
+	if (!((*name >= 'a' && *name <= 'z') || (*name >= 'A' && *name <= 'Z')))
+		return false;
+	size_t n = strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+-.");
+	return !strncmp(name + n, "://", 3);
+}
+
 static ti_status open_local(const char *path, ti_io *io, ti_error *err)
 {
 	/* O_NONBLOCK: opening a FIFO must not hang; it is refused below as not a regular file. */
