@@ -69,7 +69,7 @@ static bool is_described_folder(const char *path)
 		return false;
 	size_t got;
 	ti_error ignored;
-	char *buf = cli_read_head(config, TI_HF_CONFIG_MAX_BYTES, &got, &ignored);
+	char *buf = cli_read_json(config, TI_HF_CONFIG_MAX_BYTES, &got, &ignored);
 	bool known = false;
 	if (buf && got < TI_HF_CONFIG_MAX_BYTES && ti_hf_is_config(buf, got)) {
 		char *desc = NULL;
@@ -88,11 +88,8 @@ bool cli_is_description(const char *path)
 	if (ti_io_is_url(path)) { /* its head, and only JSON whole (a checkpoint is never fetched whole here) */
 		size_t got;
 		ti_error ignored;
-		char *text = cli_read_head(path, 1 << 16, &got, &ignored);
-		bool json = text && ti_file_sniff(text, got, got + 1) == TI_FILE_JSON;
-		free(text);
-		text = json ? cli_read_head(path, TI_MODEL_MAX_BYTES, &got, &ignored) : NULL;
-		json = text && !strstr(text, "\"weight_map\"");
+		char *text = cli_read_json(path, TI_MODEL_MAX_BYTES, &got, &ignored);
+		bool json = text && !strstr(text, "\"weight_map\"");
 		free(text);
 		return json;
 	}

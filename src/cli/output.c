@@ -10,7 +10,9 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include "cli/cli.h"
 #include "cli/exit.h"
+#include "tinspect/io.h"
 
 void cli_out_init(cli_out *o, FILE *file)
 {
@@ -840,6 +842,10 @@ int cli_json_end(cli_json_doc *d)
 
 int cli_json_print(cJSON *root)
 {
+	/* every command's document says what its URLs cost, as inspect's does */
+	ti_io_counts c = ti_io_remote_counts();
+	if (c.requests && cJSON_IsObject(root) && !cJSON_GetObjectItemCaseSensitive(root, "fetched"))
+		cJSON_AddItemToObject(root, "fetched", cli_fetched_json(c));
 	cli_json_doc d;
 	cli_json_begin(&d, stdout);
 	cli_json_members(&d, root);

@@ -529,6 +529,8 @@ static void *grow(void *array, size_t *cap, size_t need, size_t item, size_t cei
  */
 static ti_status walk_directory(walk *w, size_t entries_max)
 {
+	if (w->src->hint) /* read entry by entry: a URL's asks for it whole */
+		w->src->hint(w->src->ctx, w->a->cd_offset, w->a->cd_size);
 	const ti_pickle_source *src = w->src;
 	zw_archive *a = w->a;
 	uint64_t pos = a->cd_offset, end = a->cd_offset + a->cd_size;

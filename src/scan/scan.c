@@ -75,6 +75,11 @@ static ti_status file_read(void *ctx, uint64_t offset, void *buf, size_t n, ti_e
 	return st;
 }
 
+static void file_hint(void *ctx, uint64_t offset, uint64_t n)
+{
+	ti_io_hint(((file_src *)ctx)->io, offset, n);
+}
+
 static ti_status mem_read(void *ctx, uint64_t offset, void *buf, size_t n, ti_error *err)
 {
 	(void)err;
@@ -91,6 +96,13 @@ static ti_status window_read(void *ctx, uint64_t offset, void *buf, size_t n, ti
 {
 	window_src *w = ctx;
 	return w->parent->read(w->parent->ctx, w->base + offset, buf, n, err);
+}
+
+static void window_hint(void *ctx, uint64_t offset, uint64_t n)
+{
+	window_src *w = ctx;
+	if (w->parent->hint)
+		w->parent->hint(w->parent->ctx, w->base + offset, n);
 }
 
 /* ---- findings about reading ---- */
@@ -175,7 +187,7 @@ static ti_pickle_source tail_of(const ti_pickle_source *src, uint64_t offset, wi
 {
 	w->parent = src;
 	w->base = offset;
-	return (ti_pickle_source){src->size - offset, window_read, w};
+	return (ti_pickle_source){src->size - offset, window_read, w, NULL};
 }
 
 /*
@@ -331,7 +343,9 @@ static void scan_record(scanner *sc, const ti_pickle_source *zsrc, const zw_arch
 			goto done; /* the walk reported it */
 		w.parent = zsrc;
 		w.base = e->data_offset;
-		src = (ti_pickle_source){e->size, window_read, &w};
+		src = (ti_pickle_source){e->size, window_read, &w, window_hint};
+		if (pickle_by_name(e->name))
+			window_hint(&w, 0, e->size); /* a pickle is read in small pieces, all of it */
 	} else {
 		size_t size = 0;
 		if (e->compressed_size > INFLATE_MAX && !pickle_by_name(e->name))
@@ -340,7 +354,7 @@ static void scan_record(scanner *sc, const ti_pickle_source *zsrc, const zw_arch
 			unreadable(sc, &err, record);
 			goto done;
 		}
-		src = (ti_pickle_source){size, mem_read, data};
+		src = (ti_pickle_source){size, mem_read, data, NULL};
 	}
 	uint8_t head[TI_SNIFF_BYTES] = {0};
 	size_t n = src.size < sizeof(head) ? (size_t)src.size : sizeof(head);
@@ -682,7 +696,7 @@ static ti_status open_input(const char *path, ti_io **io, ti_error *e)
 static const char *scan_io(scanner *sc, ti_io *io, const char *prefix)
 {
 	file_src f = {io};
-	ti_pickle_source src = {io->size, file_read, &f};
+	ti_pickle_source src = {io->size, file_read, &f, file_hint};
 	const char *format = scan_source(sc, &src, prefix, 0, io);
 	if (!strcmp(format, "torch-zip"))
 		check_storages(sc, io, prefix);
@@ -740,7 +754,7 @@ static void scan_refused_metadata(scanner *sc, const char *path, const ti_error 
 	file_src f = {NULL};
 	ti_error ignored;
 	if (fd >= 0 && !fstat(fd, &st) && !ti_io_wrap_fd(fd, &f.io, &ignored)) {
-		ti_pickle_source src = {(uint64_t)st.st_size, file_read, &f};
+		ti_pickle_source src = {(uint64_t)st.st_size, file_read, &f, NULL};
 		scan_pickles(sc, &src, ".metadata", 1, false);
 		ti_io_close(f.io);
 	}
@@ -800,7 +814,7 @@ static const char *scan_dcp(scanner *sc, const char *dir)
 			close(fd);
 			continue;
 		}
-		ti_pickle_source whole = {(uint64_t)st.st_size, file_read, &fs};
+		ti_pickle_source whole = {(uint64_t)st.st_size, file_read, &fs, NULL};
 		for (size_t i = 0; i < ti_dcp_item_count(dcp); i++) {
 			const ti_dcp_item *item = ti_dcp_item_at(dcp, i);
 			for (size_t k = 0; k < item->chunk_count; k++) {
@@ -817,7 +831,7 @@ static const char *scan_dcp(scanner *sc, const char *dir)
 					continue;
 				}
 				window_src w = {&whole, c->offset};
-				ti_pickle_source blob = {c->length, window_read, &w};
+				ti_pickle_source blob = {c->length, window_read, &w, NULL};
 				scan_source(sc, &blob, record, 1, NULL);
 			}
 		}
@@ -877,7 +891,7 @@ ti_status ti_scan_buffer(const char *name, const uint8_t *data, size_t size, con
 	scanner sc = {new_report(name, opt), opt, false};
 	if (!sc.r)
 		return TI_FAIL(err, TI_E_NOMEM, "out of memory");
-	ti_pickle_source src = {size, mem_read, (void *)data};
+	ti_pickle_source src = {size, mem_read, (void *)data, NULL};
 	const char *format = scan_source(&sc, &src, NULL, 0, NULL);
 	return finish(&sc, format, out, err);
 }

@@ -313,6 +313,9 @@ if HF_ENDPOINT=$A "$bin" inspect hf://org/repo/big.safetensors --json --token-fi
 if HF_TOKEN=$token "$bin" inspect "$A/files/big.safetensors" >/dev/null 2>&1 && ! grep -q 'auth=Bearer' "$tmp/logs/a.log"; then ok; else
 	fail "HF_TOKEN went to a server that is not HF_ENDPOINT: $(cat "$tmp/logs/a.log")"; fi
 
+# every other command, through the same server (tests/remote/commands.sh)
+. "$here/commands.sh"
+
 if [ $failed = 0 ]; then
 	echo "remote tests: $pass passed"
 else
