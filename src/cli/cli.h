@@ -73,13 +73,6 @@ enum { CLI_OPT_TOKEN_FILE = 1000, CLI_OPT_CACERT };
 	"  --cacert F      " PAD "verify https servers against the CA certificates in F\n"
 int cli_url_option(const char *command, int id, const char *value);
 
-/*
- * What the URLs read cost: "6.00 MiB (6,291,456) in 3 HTTP requests" into
- * buf, or NULL when no request was made (only local files were read).
- */
-const char *cli_fetched_words(ti_io_counts c, char *buf, size_t size);
-/* {"requests": N, "bytes": N}, as every --json names it "fetched" */
-struct cJSON *cli_fetched_json(ti_io_counts c);
 /* "fetched WORDS" on a line of its own (stdout), when the command made a request */
 void cli_print_fetched(void);
 /* Whether a directory is to be read as one checkpoint (a Hugging Face model directory). */

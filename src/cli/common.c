@@ -386,26 +386,6 @@ int cli_url_option(const char *command, int id, const char *value)
 	return EXIT_OK;
 }
 
-const char *cli_fetched_words(ti_io_counts c, char *buf, size_t size)
-{
-	char num[32];
-	if (!c.requests)
-		return NULL;
-	snprintf(buf, size, "%s in %" PRIu64 " HTTP request%s", cli_quantity((int64_t)c.bytes, true, num, sizeof(num)),
-	         c.requests, c.requests == 1 ? "" : "s");
-	return buf;
-}
-
-cJSON *cli_fetched_json(ti_io_counts c)
-{
-	cJSON *o = cJSON_CreateObject();
-	if (o) {
-		cJSON_AddNumberToObject(o, "requests", (double)c.requests);
-		cJSON_AddNumberToObject(o, "bytes", (double)c.bytes);
-	}
-	return o;
-}
-
 void cli_print_fetched(void)
 {
 	char words[96];

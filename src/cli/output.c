@@ -10,9 +10,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-#include "cli/cli.h"
 #include "cli/exit.h"
-#include "tinspect/io.h"
 
 void cli_out_init(cli_out *o, FILE *file)
 {
@@ -838,6 +836,26 @@ int cli_json_end(cli_json_doc *d)
 		return EXIT_RESOURCE;
 	}
 	return EXIT_OK;
+}
+
+const char *cli_fetched_words(ti_io_counts c, char *buf, size_t size)
+{
+	char num[32];
+	if (!c.requests)
+		return NULL;
+	snprintf(buf, size, "%s in %" PRIu64 " HTTP request%s", cli_quantity((int64_t)c.bytes, true, num, sizeof(num)),
+	         c.requests, c.requests == 1 ? "" : "s");
+	return buf;
+}
+
+cJSON *cli_fetched_json(ti_io_counts c)
+{
+	cJSON *o = cJSON_CreateObject();
+	if (o) {
+		cJSON_AddNumberToObject(o, "requests", (double)c.requests);
+		cJSON_AddNumberToObject(o, "bytes", (double)c.bytes);
+	}
+	return o;
 }
 
 int cli_json_print(cJSON *root)

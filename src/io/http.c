@@ -250,14 +250,9 @@ static ti_status resolve_name(const char *name, char *out, size_t size, ti_error
 	return check_url(out, err);
 }
 
-ti_status ti_io_check_url(const char *name, ti_error *err)
+ti_status io_remote_check_name(const char *name, ti_error *err)
 {
 	char url[URL_MAX];
-	if (!ti_io_is_url(name)) {
-		size_t n = strcspn(name, ":");
-		return TI_FAIL(err, TI_E_INVALID, "the URL scheme '%.*s' is not one tinspect reads (http://, https://, hf://)",
-		               n > 32 ? 32 : (int)n, name);
-	}
 	if (strncmp(name, "hf://", 5))
 		return resolve_name(name, url, sizeof(url), err);
 	/* hf://ORG/REPO[@REVISION] alone is the repository: checked as its config.json would be */
