@@ -311,9 +311,12 @@ int cmd_scan(int argc, char **argv)
 	}
 	for (size_t i = 0; i < nfiles; i++)
 		pool.jobs[i].file = files[i];
-	while (started < (size_t)jobs && started < nfiles && !pthread_create(&threads[started], NULL, scan_worker, &pool))
+	/* -j 1 scans in this thread: a plain command starts no thread (tests/threads) */
+	bool serial = jobs == 1 || nfiles == 1;
+	while (!serial && started < (size_t)jobs && started < nfiles &&
+	       !pthread_create(&threads[started], NULL, scan_worker, &pool))
 		started++;
-	if (!started) {
+	if (!serial && !started) {
 		fputs("tinspect: scan: cannot start a thread\n", stderr);
 		rc = EXIT_RESOURCE;
 		goto done;
@@ -322,7 +325,11 @@ int cmd_scan(int argc, char **argv)
 	bool unsafe = false, unreadable = false, network = false;
 	ti_scan_severity worst = TI_SCAN_SAFE;
 	for (size_t k = 0; k < nfiles; k++) {
-		scan_job *j = next_finished(&pool, k, json_lines);
+		scan_job *j = &pool.jobs[k];
+		if (serial)
+			scan_one(&pool, j);
+		else
+			j = next_finished(&pool, k, json_lines);
 		ti_scan_report *r = j->report;
 		if (j->status) {
 			rc = cli_report(j->file, &j->err);
