@@ -51,6 +51,15 @@ struct ti_io {
 
 /* True when name is a URL tinspect reads (http://, https://, hf://), not a path. */
 bool ti_io_is_url(const char *name);
+/* True when name starts as a URL does (SCHEME://, RFC 3986's scheme), whether tinspect reads that scheme or not. */
+bool ti_io_looks_like_url(const char *name);
+/*
+ * Checks a name that looks like a URL before any request: a scheme tinspect
+ * reads, a host, no credentials, no space or control byte; an hf:// name is
+ * hf://ORG/REPO[@REVISION][/PATH] (no PATH: the repository, as a folder).
+ * Otherwise TI_E_INVALID, in one line that never repeats a credential.
+ */
+ti_status ti_io_check_url(const char *name, ti_error *err);
 
 /*
  * Opens a path or a URL. A path: a regular file (a folder, a FIFO or a
@@ -134,5 +143,7 @@ typedef struct ti_io_counts {
 	uint64_t bytes;    /* body bytes received */
 } ti_io_counts;
 ti_io_counts ti_io_remote_counts(void);
+/* The same, of the calling thread alone: a worker that reads one file at a time tells each file's cost. */
+ti_io_counts ti_io_thread_counts(void);
 
 #endif

@@ -105,6 +105,8 @@ typedef struct ti_pickle_source {
 	uint64_t size;
 	ti_status (*read)(void *ctx, uint64_t offset, void *buf, size_t n, ti_error *err);
 	void *ctx;
+	/* Optional: the n bytes at offset will be read soon, in pieces (ti_io_hint); NULL when nothing gains. */
+	void (*hint)(void *ctx, uint64_t offset, uint64_t n);
 } ti_pickle_source;
 
 ti_status ti_pickle_load_source(const ti_pickle_source *src, ti_arena *arena,

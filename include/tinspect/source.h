@@ -29,6 +29,7 @@
 #include "tinspect/checkpoint.h"
 #include "tinspect/dtype.h"
 #include "tinspect/error.h"
+#include "tinspect/io.h"
 #include "tinspect/findings.h"
 
 typedef struct ti_source ti_source;
@@ -130,6 +131,19 @@ void *ti_source_alloc(ti_source *src, size_t size);
  * folder holds none, or holds a folder under such a name.
  */
 ti_status ti_source_folder_weights(const char *dir, char *out, size_t size, ti_error *err);
+
+/* Whether name is an hf://ORG/REPO[@REVISION] with no file in it: a repository, read as a folder is. */
+bool ti_source_is_hf_repo(const char *name);
+/*
+ * The first of names (count of them) that repository repo has, joined to it
+ * in out (size bytes) and opened as *io; a 404 goes on to the next name. None:
+ * TI_E_UNSUPPORTED ("a repository that holds no ..."); another failure is
+ * the server's (TI_E_NETWORK).
+ */
+ti_status ti_source_repo_file(const char *repo, const char *const *names, size_t count, char *out, size_t size,
+                              ti_io **io, ti_error *err);
+/* The weights file from_pretrained reads in repository repo, in the folder order above, opened as *io. */
+ti_status ti_source_repo_weights(const char *repo, char *out, size_t size, ti_io **io, ti_error *err);
 
 /* The path the source was opened from (a folder, an index or a file). */
 const char *ti_source_path(const ti_source *src);

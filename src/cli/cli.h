@@ -40,13 +40,41 @@ const char *cli_did_you_mean(const char *word, const char *const *candidates, co
  * something that opens, and a regular file (or a directory holding a
  * checkpoint, see cli_is_checkpoint_directory). Never blocks: a FIFO is
  * opened without waiting for a writer and refused. Otherwise prints
- * "tinspect: PATH: reason" and returns EXIT_RESOURCE.
+ * "tinspect: PATH: reason" and returns EXIT_RESOURCE. A URL is checked as
+ * ti_io_check_url does, with no request: one it cannot use (another scheme,
+ * credentials, no host) is "tinspect: URL: reason" and EXIT_USAGE.
  */
 int cli_check_input(const char *path);
-/* Whether cli_check_input lets a URL through (inspect sets it); otherwise a URL is a usage error. */
-extern bool cli_urls_read;
+/* The URL half of cli_check_input alone: EXIT_OK for a path, whatever it names. */
+int cli_check_url(const char *path);
+/*
+ * The first max bytes (or fewer: the whole file) of a path or URL, malloc'd
+ * and NUL-terminated (*got bytes before the NUL); NULL with err set when it
+ * cannot be read. What was last read of a URL is remembered: reading it
+ * again (or less of it) costs no request.
+ */
+char *cli_read_head(const char *path, size_t max, size_t *got, ti_error *err);
+/* The same, of a file that is JSON: its first 64 KiB tell, and only JSON is read on (a checkpoint never is). */
+char *cli_read_json(const char *path, size_t max, size_t *got, ti_error *err);
 /* --token-file FILE: its first line is the token sent to the Hub (io.h); a reported exit code on failure. */
 int cli_set_token_file(const char *command, const char *path);
+
+/*
+ * The options of every command that reads URLs, one row each in its table
+ * (CLI_URL_OPTIONS), its help (CLI_URL_HELP), and taken by cli_url_option:
+ * EXIT_OK, or the exit code of a failure it printed.
+ */
+enum { CLI_OPT_TOKEN_FILE = 1000, CLI_OPT_CACERT };
+#define CLI_URL_OPTIONS \
+	{"token-file", 0, OPT_VALUE, CLI_OPT_TOKEN_FILE}, {"cacert", 0, OPT_VALUE, CLI_OPT_CACERT}
+#define CLI_URL_HELP(PAD) /* PAD: spaces that line the words up with the command's other options' */ \
+	"  --token-file F  " PAD "send F's first line as the Hub token (instead of\n" \
+	"                  " PAD "$HF_TOKEN), to the Hub's host only\n" \
+	"  --cacert F      " PAD "verify https servers against the CA certificates in F\n"
+int cli_url_option(const char *command, int id, const char *value);
+
+/* "fetched WORDS" on a line of its own (stdout), when the command made a request */
+void cli_print_fetched(void);
 /* Whether a directory is to be read as one checkpoint (a Hugging Face model directory). */
 bool cli_is_checkpoint_directory(const char *path);
 

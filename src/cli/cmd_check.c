@@ -78,6 +78,7 @@ static const cli_option options[] = {
 	{"format", 0, OPT_VALUE, OPT_FORMAT},
 	{"manifest", 0, OPT_VALUE, OPT_MANIFEST},
 	{"jobs", 'j', OPT_VALUE, OPT_JOBS},
+	CLI_URL_OPTIONS,
 	{NULL, 0, 0, 0},
 };
 
@@ -130,6 +131,7 @@ static const char help[] =
 	"  --manifest FILE    check every pair FILE lists, in parallel, one report\n"
 	"                     (options given here apply to every pair)\n"
 	"  -j, --jobs N       pairs checked at once (default: the cores online)\n"
+	CLI_URL_HELP("   ")
 	"  -h, --help         show this help\n";
 
 #define CHECK_MAX_LIST 64   /* --rename and --ignore, each */
@@ -531,6 +533,13 @@ static int parse(check_args *a, int argc, char **argv)
 			else
 				return cli_usage_error("check: one MODEL.json and one CHECKPOINT");
 			break;
+		case CLI_OPT_TOKEN_FILE:
+		case CLI_OPT_CACERT: {
+			int url_rc = cli_url_option("check", id, value);
+			if (url_rc)
+				return url_rc;
+			break;
+		}
 		case OPT_HELP:
 			cli_help(help);
 			return -1;
@@ -661,6 +670,7 @@ int cmd_check(int argc, char **argv)
 		cli_json_print(report);
 	else {
 		check_report_text(report, stdout, stderr);
+		cli_print_fetched();
 		cJSON_Delete(report);
 	}
 	return rc;

@@ -40,6 +40,7 @@ static const cli_option options[] = {
 	{"raw", 0, OPT_FLAG, OPT_RAW},
 	{"quantize", 0, OPT_VALUE, OPT_QUANTIZE},
 	{"untie", 0, OPT_FLAG, OPT_UNTIE},
+	CLI_URL_OPTIONS,
 	{NULL, 0, 0, 0},
 };
 
@@ -74,6 +75,7 @@ static const char help[] =
 	"  -q, --quiet          no progress bar\n"
 	"  --json               print the summary as JSON\n"
 	"  --raw                print the size as an exact integer, not 4.59 KiB\n"
+	CLI_URL_HELP("     ")
 	"  -h, --help           show this help\n";
 
 enum { LIST_MAX = 64 };
@@ -123,6 +125,13 @@ int cmd_convert(int argc, char **argv)
 				return cli_usage_error("convert: one input at a time (and -o OUT)");
 			in = value;
 			break;
+		case CLI_OPT_TOKEN_FILE:
+		case CLI_OPT_CACERT: {
+			int url_rc = cli_url_option("convert", id, value);
+			if (url_rc)
+				return url_rc;
+			break;
+		}
 		case OPT_HELP:
 			return cli_help(help);
 		case OPT_OUTPUT:
@@ -289,6 +298,7 @@ int cmd_convert(int argc, char **argv)
 	printf("wrote %s: %zu tensors (%zu tied, %zu cast), %s of data, %s\n", out, stats.tensors, stats.ties, stats.cast,
 	       cli_quantity((int64_t)stats.data_bytes, true, bytes, sizeof(bytes)),
 	       o.format == TI_OUT_TORCH_ZIP ? "torch zip" : format_names[o.format]);
+	cli_print_fetched();
 	/* torch.load gives a tie back as one storage; safetensors' load_file does not */
 	if (o.format == TI_OUT_SAFETENSORS && stats.ties)
 		printf("note: %zu name%s written only as a tie in __metadata__ (%s%s): safetensors' load_file does not "

@@ -22,6 +22,7 @@ static const cli_option options[] = {
 	{"json", 0, OPT_FLAG, OPT_JSON},
 	{"output", 'o', OPT_VALUE, OPT_OUTPUT},
 	{"force", 'f', OPT_FLAG, OPT_FORCE},
+	CLI_URL_OPTIONS,
 	{NULL, 0, 0, 0},
 };
 
@@ -40,6 +41,7 @@ static const char help[] =
 	"  --json             print the description (the default)\n"
 	"  -o, --output FILE  write it to FILE instead of stdout\n"
 	"  -f, --force        let -o replace an existing FILE\n"
+	CLI_URL_HELP("   ")
 	"  -h, --help         show this help\n";
 
 static int write_out(const char *text, const char *path, const char *input, bool force)
@@ -78,6 +80,13 @@ int cmd_describe(int argc, char **argv)
 				return cli_usage_error("describe: one FOLDER or config.json at a time");
 			file = value;
 			break;
+		case CLI_OPT_TOKEN_FILE:
+		case CLI_OPT_CACERT: {
+			int url_rc = cli_url_option("describe", id, value);
+			if (url_rc)
+				return url_rc;
+			break;
+		}
 		case OPT_HELP:
 			return cli_help(help);
 		case OPT_JSON:
@@ -122,5 +131,9 @@ int cmd_describe(int argc, char **argv)
 		rc = fflush(stdout) ? EXIT_RESOURCE : EXIT_OK;
 	}
 	free(desc);
+	/* stdout is the description: what its URL cost goes to stderr */
+	char fetched[96];
+	if (!rc && cli_fetched_words(ti_io_remote_counts(), fetched, sizeof(fetched)))
+		fprintf(stderr, "tinspect: describe: fetched %s\n", fetched);
 	return rc;
 }

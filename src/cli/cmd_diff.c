@@ -34,6 +34,7 @@ static const cli_option options[] = {
 	{"key", 0, OPT_VALUE, OPT_KEY},
 	{"strip-prefix", 0, OPT_VALUE, OPT_STRIP},
 	{"filter", 0, OPT_VALUE, OPT_FILTER},
+	CLI_URL_OPTIONS,
 	{NULL, 0, 0, 0},
 };
 
@@ -64,6 +65,7 @@ static const char help[] =
 	"                     values)\n"
 	"  --format text|github\n"
 	"                     github: also print GitHub Actions ::error annotations\n"
+	CLI_URL_HELP("   ")
 	"  -h, --help         show this help\n";
 
 enum { FILTER_MAX = 64 };
@@ -456,6 +458,7 @@ static void print_text(const char *a, const char *b, const ti_diff_options *opt,
 			cli_out_printf(&o, ", %zu %s", parts[k].n, parts[k].what);
 	cli_out_puts(&o, "\n");
 	cli_out_close(&o);
+	cli_print_fetched();
 	fflush(stdout);
 }
 
@@ -579,6 +582,13 @@ int cmd_diff(int argc, char **argv)
 				return cli_usage_error("diff: give two checkpoints, A and B");
 			files[files[0] ? 1 : 0] = value;
 			break;
+		case CLI_OPT_TOKEN_FILE:
+		case CLI_OPT_CACERT: {
+			int url_rc = cli_url_option("diff", id, value);
+			if (url_rc)
+				return url_rc;
+			break;
+		}
 		case OPT_HELP:
 			return cli_help(help);
 		case OPT_JSON:
@@ -627,6 +637,9 @@ int cmd_diff(int argc, char **argv)
 	ti_error_clear(&err);
 	ti_source *src[2] = {NULL, NULL};
 	char why[TI_ERROR_MESSAGE_MAX + 1100];
+	for (int i = 0; i < 2; i++)
+		if ((rc = cli_check_url(files[i])))
+			return rc;
 	for (int i = 0; i < 2; i++) {
 		if (ti_source_open(files[i], &src[i], &err)) {
 			rc = cli_report_open_failure(files[i], &err);

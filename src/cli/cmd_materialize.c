@@ -38,6 +38,7 @@ static const cli_option options[] = {
 	{"json", 0, OPT_FLAG, OPT_JSON},
 	{"trust", 0, OPT_FLAG, OPT_TRUST},
 	{"raw", 0, OPT_FLAG, OPT_RAW},
+	CLI_URL_OPTIONS,
 	{NULL, 0, 0, 0},
 };
 
@@ -71,6 +72,7 @@ static const char help[] =
 	"  --raw                print sizes as exact integers, not 4.59 KiB\n"
 	"  --trust              use a checkpoint whose pickle calls something dangerous,\n"
 	"                       which is refused otherwise (it is never executed)\n"
+	CLI_URL_HELP("     ")
 	"  -h, --help           show this help\n";
 
 typedef struct job {
@@ -326,6 +328,7 @@ static int print_placed(const job *j, const ti_place_stats *s, double seconds, b
 	}
 	printf("placed %zu storages, %s on %s in %.3f s (%s/s)%s\n", s->storages, cli_bytes((int64_t)s->bytes, a, sizeof(a)),
 	       s->device, seconds, cli_bytes((int64_t)per_second, rate, sizeof(rate)), s->verified ? ", verified" : "");
+	cli_print_fetched();
 	if (s->total)
 		printf("device memory free: %s before, %s after, of %s\n", cli_bytes((int64_t)s->free_before, a, sizeof(a)),
 		       cli_bytes((int64_t)s->free_after, b, sizeof(b)), cli_bytes((int64_t)s->total, c, sizeof(c)));
@@ -373,10 +376,11 @@ static int run(job *j, const char *out, const char *format, bool dry_run, bool v
 		if ((rc = cli_outfile_commit(&of)))
 			return rc;
 		char bytes[64];
-		if (!json)
+		if (!json) {
 			printf("wrote %s: %zu tensors, %s of data\n", out, stats.tensors,
 			       cli_quantity((int64_t)stats.data_bytes, true, bytes, sizeof(bytes)));
-		else {
+			cli_print_fetched();
+		} else {
 			char text[64];
 			cJSON *root = cli_json_root();
 			cJSON_AddStringToObject(root, "file", j->file);
@@ -420,6 +424,10 @@ int cmd_materialize(int argc, char **argv)
 			if (j.file)
 				rc = cli_usage_error("materialize: one SOURCE at a time");
 			j.file = value;
+			break;
+		case CLI_OPT_TOKEN_FILE:
+		case CLI_OPT_CACERT:
+			rc = cli_url_option("materialize", id, value);
 			break;
 		case OPT_HELP:
 			ti_arena_release(&j.arena);

@@ -70,6 +70,7 @@ static const cli_option options[] = {
 	{"micro-batches", 0, OPT_VALUE, OPT_MICRO},
 	{"weights", 0, OPT_VALUE, OPT_WEIGHTS},
 	{"force", 'f', OPT_FLAG, OPT_FORCE},
+	CLI_URL_OPTIONS,
 	{NULL, 0, 0, 0},
 };
 
@@ -212,6 +213,7 @@ static const char help[] =
 	"                       \"uncertain\": [{\"name\", \"why\", \"covered\"}]})\n"
 	"  --raw                print byte sizes as exact integers\n"
 	"  --trust              use a checkpoint whose pickle calls something dangerous\n"
+	CLI_URL_HELP("     ")
 	"  -h, --help           show this help\n";
 
 typedef struct memory_args {
@@ -1024,6 +1026,8 @@ static int from_checkpoint(memory_args *a, bool trust)
 			rc = cli_report(a->cm.file, &err);
 		else {
 			rc = a->json ? print_json(a, r, 0) : print_text(a, r);
+			if (!rc && !a->json)
+				cli_print_fetched();
 			if (!rc && a->device_bytes)
 				rc = fit_verdict(a, r, device_need(a, r));
 		}
@@ -1314,6 +1318,13 @@ static int parse_args(int argc, char **argv, memory_args *a)
 				return cli_usage_error("memory: one MODEL.json at a time ('%s' and '%s')", a->cm.file, value);
 			a->cm.file = value;
 			break;
+		case CLI_OPT_TOKEN_FILE:
+		case CLI_OPT_CACERT: {
+			int url_rc = cli_url_option("memory", id, value);
+			if (url_rc)
+				return url_rc;
+			break;
+		}
 		case OPT_HELP:
 			a->help = true;
 			return cli_help(help);
@@ -1683,12 +1694,9 @@ static cJSON *config_json(const char *file)
 {
 	char path_buf[4096];
 	const char *path = cli_hf_config_path(file, path_buf, sizeof(path_buf));
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return NULL;
-	char *text = malloc(TI_HF_CONFIG_MAX_BYTES);
-	size_t got = text ? fread(text, 1, TI_HF_CONFIG_MAX_BYTES, f) : 0;
-	fclose(f);
+	size_t got;
+	ti_error ignored;
+	char *text = cli_read_json(path, TI_HF_CONFIG_MAX_BYTES, &got, &ignored);
 	cJSON *root = NULL;
 	if (text && got < TI_HF_CONFIG_MAX_BYTES && ti_hf_is_config(text, got))
 		root = cJSON_ParseWithLength(text, got);
@@ -2161,8 +2169,8 @@ int cmd_memory(int argc, char **argv)
 	}
 	if (rc < 0)
 		rc = report_failure(&a, rc, &err);
-	else if (!rc && !said)
-		rc = print_result(&a, r, fit_value);
+	else if (!rc && !said && !(rc = print_result(&a, r, fit_value)) && !a.json)
+		cli_print_fetched();
 done:
 	if (a.cm.model)
 		ti_model_close(a.cm.model);

@@ -15,6 +15,7 @@ static const cli_option options[] = {
 	{"help", 'h', OPT_FLAG, OPT_HELP},
 	{"json", 0, OPT_FLAG, OPT_JSON},
 	{"raw", 0, OPT_FLAG, OPT_RAW},
+	CLI_URL_OPTIONS,
 	{NULL, 0, 0, 0},
 };
 
@@ -28,6 +29,7 @@ static const char help[] =
 	"options:\n"
 	"  --json          print one JSON document instead of a table\n"
 	"  --raw           print counts and sizes as exact integers, not 25.6 M\n"
+	CLI_URL_HELP("")
 	"  -h, --help      show this help\n";
 
 static int64_t numel(const ti_model_param *p)
@@ -95,6 +97,13 @@ int cmd_params(int argc, char **argv)
 				return cli_usage_error("params: one MODEL.json at a time");
 			cm.file = value;
 			break;
+		case CLI_OPT_TOKEN_FILE:
+		case CLI_OPT_CACERT: {
+			int url_rc = cli_url_option("params", id, value);
+			if (url_rc)
+				return url_rc;
+			break;
+		}
 		case OPT_HELP:
 			return cli_help(help);
 		case OPT_JSON:
@@ -117,7 +126,8 @@ int cmd_params(int argc, char **argv)
 		cJSON_AddItemToObject(root, "parameters", cli_json_params(cm.model));
 		rc = cli_json_print(root);
 	} else {
-		rc = print_table(params, n);
+		if (!(rc = print_table(params, n)))
+			cli_print_fetched();
 	}
 	ti_model_close(cm.model);
 	return rc;

@@ -117,13 +117,6 @@ static const char *shown_name(const char *file, char *buf, size_t size)
 	return buf;
 }
 
-/* shown_name in a buffer of its own, for one line */
-static const char *shown_name_of(const char *file)
-{
-	static char buf[4096];
-	return shown_name(file, buf, sizeof(buf));
-}
-
 int cli_report(const char *file, const ti_error *err)
 {
 	char msg[TI_ERROR_MESSAGE_MAX + TI_ERROR_MEMBER_MAX + 64], name[4096];
@@ -236,18 +229,24 @@ static int input_error(const char *path, const char *reason)
 	return EXIT_RESOURCE;
 }
 
-bool cli_urls_read;
+static bool is_url(const char *path)
+{
+	struct stat st; /* a path of that name that exists is a path */
+	return ti_io_is_url(path) || (ti_io_looks_like_url(path) && stat(path, &st));
+}
+
+int cli_check_url(const char *path)
+{
+	ti_error err;
+	ti_error_clear(&err);
+	return is_url(path) && ti_io_check_url(path, &err) ? cli_report(path, &err) : EXIT_OK;
+}
 
 int cli_check_input(const char *path)
 {
-	if (ti_io_is_url(path) && cli_urls_read) /* checked when it is opened: its server answers */
-		return EXIT_OK;
-	if (ti_io_is_url(path)) {
-		fputs("tinspect: ", stderr);
-		cli_put_safe(stderr, shown_name_of(path), 0);
-		fputs(": a URL: only 'tinspect inspect' reads URLs so far (download the file for this command)\n", stderr);
-		return EXIT_USAGE;
-	}
+	struct stat st;
+	if (is_url(path)) /* refused in one line before any request, or read */
+		return cli_check_url(path);
 	/* O_NONBLOCK: a FIFO opens at once instead of waiting for a writer */
 	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0) {
@@ -255,7 +254,6 @@ int cli_check_input(const char *path)
 		snprintf(reason, sizeof(reason), "cannot open: %s", strerror(errno));
 		return input_error(path, reason);
 	}
-	struct stat st;
 	int failed = fstat(fd, &st);
 	int saved = errno;
 	close(fd);
@@ -277,6 +275,84 @@ int cli_check_input(const char *path)
 }
 
 /* ---- URLs ---- */
+
+enum { JSON_HEAD = 1 << 16 }; /* what cli_read_json reads first, to tell JSON from a checkpoint */
+
+/* The last URL cli_read_head read: a command asks for a config.json several times, the server once. */
+static struct {
+	char *name, *bytes;
+	size_t size;
+	bool whole; /* bytes are the whole file, not only its first size bytes */
+} head_memo;
+
+/* Keeps what cli_read_head read of a URL (a copy; nothing when out of memory). */
+static void remember_head(const char *path, const char *buf, size_t size, bool whole)
+{
+	char *name = strdup(path), *bytes = malloc(size + 1);
+	if (!name || !bytes) {
+		free(name);
+		free(bytes);
+		return;
+	}
+	free(head_memo.name);
+	free(head_memo.bytes);
+	head_memo.name = name;
+	head_memo.bytes = memcpy(bytes, buf, size + 1);
+	head_memo.size = size;
+	head_memo.whole = whole;
+}
+
+char *cli_read_head(const char *path, size_t max, size_t *got, ti_error *err)
+{
+	*got = 0;
+	if (head_memo.name && !strcmp(head_memo.name, path) && (head_memo.whole || max <= head_memo.size)) {
+		size_t n = head_memo.size < max ? head_memo.size : max;
+		char *copy = malloc(n + 1);
+		if (!copy) {
+			TI_FAIL(err, TI_E_NOMEM, "out of memory");
+			return NULL;
+		}
+		memcpy(copy, head_memo.bytes, n);
+		copy[n] = '\0';
+		*got = n;
+		return copy;
+	}
+	ti_io *io;
+	if (ti_io_open(path, &io, err))
+		return NULL;
+	size_t n = io->size < max ? (size_t)io->size : max;
+	char *buf = malloc(n + 1);
+	if (!buf)
+		TI_FAIL(err, TI_E_NOMEM, "out of memory");
+	else if (ti_io_read(io, 0, buf, n, got, err)) {
+		free(buf);
+		buf = NULL;
+	}
+	bool whole = buf && *got == io->size;
+	ti_io_close(io);
+	if (!buf)
+		return NULL;
+	buf[*got] = '\0';
+	if (ti_io_is_url(path))
+		remember_head(path, buf, *got, whole);
+	return buf;
+}
+
+char *cli_read_json(const char *path, size_t max, size_t *got, ti_error *err)
+{
+	char *head = cli_read_head(path, max < JSON_HEAD ? max : JSON_HEAD, got, err);
+	if (!head)
+		return NULL;
+	if (ti_file_sniff(head, *got, *got + 1) != TI_FILE_JSON) {
+		free(head);
+		TI_FAIL(err, TI_E_UNSUPPORTED, "not JSON");
+		return NULL;
+	}
+	if (*got < JSON_HEAD || max <= JSON_HEAD)
+		return head; /* the whole file, or all that was asked for */
+	free(head);
+	return cli_read_head(path, max, got, err);
+}
 
 int cli_set_token_file(const char *command, const char *path)
 {
@@ -300,6 +376,21 @@ int cli_set_token_file(const char *command, const char *path)
 	ti_io_set_token(token);
 	memset(token, 0, sizeof(token));
 	return EXIT_OK;
+}
+
+int cli_url_option(const char *command, int id, const char *value)
+{
+	if (id == CLI_OPT_TOKEN_FILE)
+		return cli_set_token_file(command, value);
+	ti_io_set_cacert(value);
+	return EXIT_OK;
+}
+
+void cli_print_fetched(void)
+{
+	char words[96];
+	if (cli_fetched_words(ti_io_remote_counts(), words, sizeof(words)))
+		printf("fetched %s\n", words);
 }
 
 /* ---- did you mean ---- */

@@ -67,11 +67,9 @@ static bool is_described_folder(const char *path)
 	const char *config = cli_hf_config_path(path, config_path, sizeof(config_path));
 	if (config == path)
 		return false;
-	FILE *f = fopen(config, "rb");
-	char *buf = f ? malloc(TI_HF_CONFIG_MAX_BYTES) : NULL;
-	size_t got = buf ? fread(buf, 1, TI_HF_CONFIG_MAX_BYTES, f) : 0;
-	if (f)
-		fclose(f);
+	size_t got;
+	ti_error ignored;
+	char *buf = cli_read_json(config, TI_HF_CONFIG_MAX_BYTES, &got, &ignored);
 	bool known = false;
 	if (buf && got < TI_HF_CONFIG_MAX_BYTES && ti_hf_is_config(buf, got)) {
 		char *desc = NULL;
@@ -87,6 +85,14 @@ bool cli_is_description(const char *path)
 {
 	if (is_described_folder(path))
 		return true;
+	if (ti_io_is_url(path)) { /* its head, and only JSON whole (a checkpoint is never fetched whole here) */
+		size_t got;
+		ti_error ignored;
+		char *text = cli_read_json(path, TI_MODEL_MAX_BYTES, &got, &ignored);
+		bool json = text && !strstr(text, "\"weight_map\"");
+		free(text);
+		return json;
+	}
 	FILE *f = fopen(path, "rb");
 	struct stat sb;
 	if (!f || fstat(fileno(f), &sb) || !S_ISREG(sb.st_mode)) {
@@ -119,6 +125,12 @@ bool cli_is_description(const char *path)
 
 const char *cli_hf_config_path(const char *path, char *buf, size_t size)
 {
+	if (ti_source_is_hf_repo(path)) { /* a repository on the Hub: its config.json, whether it has one or not */
+		size_t n = strlen(path);
+		while (n && path[n - 1] == '/')
+			n--;
+		return snprintf(buf, size, "%.*s/config.json", (int)n, path) < (int)size ? buf : path;
+	}
 	struct stat sb;
 	if (stat(path, &sb) || !S_ISDIR(sb.st_mode))
 		return path;
@@ -129,6 +141,25 @@ const char *cli_hf_config_path(const char *path, char *buf, size_t size)
 	return buf;
 }
 
+/* The bytes of a description read whole (buf, taken): a checkpoint's bytes are said to be one. */
+static int model_bytes(const char *path, char *buf, size_t size, char **out, size_t *out_size)
+{
+	ti_error err;
+	ti_error_clear(&err);
+	/* a checkpoint given where a description belongs: say what it is, not where its "JSON" went wrong */
+	ti_file_kind kind = ti_file_sniff(buf, size, size);
+	if (kind != TI_FILE_JSON && kind != TI_FILE_TEXT && kind != TI_FILE_EMPTY) {
+		free(buf);
+		TI_FAIL(&err, TI_E_UNSUPPORTED, "%s, not a model description (JSON)%s", ti_file_kind_name(kind),
+		        kind == TI_FILE_UNKNOWN ? "" : ": 'tinspect inspect' reads checkpoints");
+		return cli_report(path, &err);
+	}
+	*out = buf;
+	*out_size = size;
+	return EXIT_OK;
+}
+
+
 int cli_model_read(const char *path, char **out, size_t *out_size)
 {
 	*out = NULL;
@@ -137,6 +168,13 @@ int cli_model_read(const char *path, char **out, size_t *out_size)
 		return rc;
 	ti_error err;
 	ti_error_clear(&err);
+	if (ti_io_is_url(path)) {
+		size_t size;
+		char *buf = cli_read_head(path, TI_MODEL_MAX_BYTES + 1, &size, &err);
+		if (!buf)
+			return cli_report(path, &err);
+		return model_bytes(path, buf, size, out, out_size);
+	}
 	FILE *f = fopen(path, "rb");
 	if (!f) {
 		TI_FAIL(&err, TI_E_IO, "cannot open: %s", strerror(errno));
@@ -170,17 +208,7 @@ int cli_model_read(const char *path, char **out, size_t *out_size)
 		TI_FAIL(&err, TI_E_IO, "read error");
 		return cli_report(path, &err);
 	}
-	/* a checkpoint given where a description belongs: say what it is, not where its "JSON" went wrong */
-	ti_file_kind kind = ti_file_sniff(buf, size, size);
-	if (kind != TI_FILE_JSON && kind != TI_FILE_TEXT && kind != TI_FILE_EMPTY) {
-		free(buf);
-		TI_FAIL(&err, TI_E_UNSUPPORTED, "%s, not a model description (JSON)%s", ti_file_kind_name(kind),
-		        kind == TI_FILE_UNKNOWN ? "" : ": 'tinspect inspect' reads checkpoints");
-		return cli_report(path, &err);
-	}
-	*out = buf;
-	*out_size = size;
-	return EXIT_OK;
+	return model_bytes(path, buf, size, out, out_size);
 }
 
 int cli_model_text(const char *file, char **out, size_t *out_size)

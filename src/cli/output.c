@@ -838,8 +838,32 @@ int cli_json_end(cli_json_doc *d)
 	return EXIT_OK;
 }
 
+const char *cli_fetched_words(ti_io_counts c, char *buf, size_t size)
+{
+	char num[32];
+	if (!c.requests)
+		return NULL;
+	snprintf(buf, size, "%s in %" PRIu64 " HTTP request%s", cli_quantity((int64_t)c.bytes, true, num, sizeof(num)),
+	         c.requests, c.requests == 1 ? "" : "s");
+	return buf;
+}
+
+cJSON *cli_fetched_json(ti_io_counts c)
+{
+	cJSON *o = cJSON_CreateObject();
+	if (o) {
+		cJSON_AddNumberToObject(o, "requests", (double)c.requests);
+		cJSON_AddNumberToObject(o, "bytes", (double)c.bytes);
+	}
+	return o;
+}
+
 int cli_json_print(cJSON *root)
 {
+	/* every command's document says what its URLs cost, as inspect's does */
+	ti_io_counts c = ti_io_remote_counts();
+	if (c.requests && cJSON_IsObject(root) && !cJSON_GetObjectItemCaseSensitive(root, "fetched"))
+		cJSON_AddItemToObject(root, "fetched", cli_fetched_json(c));
 	cli_json_doc d;
 	cli_json_begin(&d, stdout);
 	cli_json_members(&d, root);

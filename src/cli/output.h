@@ -17,6 +17,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "tinspect/io.h"
+
 #define CLI_OUT_BUFFER (64 * 1024)
 
 typedef struct cli_out {
@@ -158,6 +160,14 @@ const char *cli_dims(const int64_t *d, int n, char *buf, size_t size); /* "[8, 3
 #define TI_STRINGIFY(x) TI_STRINGIFY_(x)
 struct cJSON;
 struct cJSON *cli_json_root(void);
+/*
+ * What the URLs read cost: "6.00 MiB (6,291,456) in 3 HTTP requests" into
+ * buf, or NULL when no request was made (only local files were read).
+ */
+const char *cli_fetched_words(ti_io_counts c, char *buf, size_t size);
+/* {"requests": N, "bytes": N}, as every --json names it "fetched" */
+struct cJSON *cli_fetched_json(ti_io_counts c);
+
 /*
  * One JSON layout for every command: the top-level object's members one a
  * line, indented two spaces; a top-level array's elements one a line,

@@ -222,7 +222,7 @@ static ti_status read_pickle(ti_ckpt *c, const ti_limits *lim, ti_error *err)
 	                  ? ti_zip_stored_range(c->zip, (size_t)index, lim->pickle_max, &bytes.start, err)
 	                  : ti_zip_read(c->zip, (size_t)index, lim->pickle_max, &data, &size, err);
 	bytes.data = data;
-	ti_pickle_source src = {size, read_pickle_bytes, &bytes};
+	ti_pickle_source src = {size, read_pickle_bytes, &bytes, NULL};
 	if (!s && size >= 2)
 		s = read_pickle_bytes(&bytes, 0, head, 2, err);
 	if (s) {

@@ -327,7 +327,7 @@ static ti_status load_one(ti_io *io, uint64_t size, uint64_t pos, int which, ti_
 {
 	file_bytes f = {io, pos};
 	uint64_t left = size - pos;
-	ti_pickle_source src = {left < lim->pickle_max ? left : lim->pickle_max, read_window, &f};
+	ti_pickle_source src = {left < lim->pickle_max ? left : lim->pickle_max, read_window, &f, NULL};
 	size_t consumed = 0;
 	if (pos >= size) {
 		TI_FAIL(err, TI_E_CORRUPT, "the file ends before %s", ti_legacy_pickle_names[which]);

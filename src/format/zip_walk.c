@@ -529,6 +529,8 @@ static void *grow(void *array, size_t *cap, size_t need, size_t item, size_t cei
  */
 static ti_status walk_directory(walk *w, size_t entries_max)
 {
+	if (w->src->hint) /* read entry by entry: a URL's asks for it whole */
+		w->src->hint(w->src->ctx, w->a->cd_offset, w->a->cd_size);
 	const ti_pickle_source *src = w->src;
 	zw_archive *a = w->a;
 	uint64_t pos = a->cd_offset, end = a->cd_offset + a->cd_size;
@@ -939,6 +941,12 @@ static void check_other_end_records(walk *w)
 ti_status zw_walk(const ti_pickle_source *src, size_t entries_max, zw_report_fn report, void *ctx, zw_archive *out,
                   ti_error *err)
 {
+	return zw_walk_some(src, entries_max, NULL, report, ctx, out, err);
+}
+
+ti_status zw_walk_some(const ti_pickle_source *src, size_t entries_max, bool (*visit)(const char *name),
+                       zw_report_fn report, void *ctx, zw_archive *out, ti_error *err)
+{
 	memset(out, 0, sizeof(*out));
 	walk w = {.src = src, .report = report, .ctx = ctx, .err = err, .a = out};
 	ti_status s = TI_OK;
@@ -961,9 +969,16 @@ ti_status zw_walk(const ti_pickle_source *src, size_t entries_max, zw_report_fn 
 		s = TI_FAIL(err, TI_E_NOMEM, "out of memory walking the zip archive");
 		goto done;
 	}
-	for (size_t i = 0; i < out->count; i++)
+	for (size_t i = 0; i < out->count; i++) {
+		if (visit && !visit(out->entries[i].name)) {
+			out->unvisited++;
+			continue;
+		}
 		if ((s = check_local(&w, i)))
 			goto done;
+	}
+	if (visit)
+		goto done;
 	if ((s = check_layout(&w)))
 		goto done;
 	check_other_end_records(&w);

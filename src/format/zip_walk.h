@@ -20,6 +20,7 @@
 #ifndef TINSPECT_SCAN_ZIP_WALK_H
 #define TINSPECT_SCAN_ZIP_WALK_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -44,6 +45,7 @@ typedef struct zw_archive {
 	size_t count;
 	uint64_t cd_offset, cd_size, eocd_offset; /* the directory and the end record chosen */
 	char *names;               /* every name, NUL-terminated, one after another */
+	size_t unvisited;          /* entries whose local header zw_walk_some did not read */
 } zw_archive;
 
 /*
@@ -66,6 +68,16 @@ typedef void (*zw_report_fn)(void *ctx, ti_scan_severity severity, const char *r
  */
 ti_status zw_walk(const ti_pickle_source *src, size_t entries_max, zw_report_fn report, void *ctx,
                   zw_archive *out, ti_error *err);
+/*
+ * The same walk, when reading the whole file costs too much (a URL): the end
+ * records and the central directory, then only the local headers of the
+ * entries visit(name) wants; the others stay not readable (counted in
+ * out->unvisited), and the layout (overlaps, hidden bytes, other end
+ * records), which needs every local header, is not checked. visit NULL:
+ * zw_walk.
+ */
+ti_status zw_walk_some(const ti_pickle_source *src, size_t entries_max, bool (*visit)(const char *name),
+                       zw_report_fn report, void *ctx, zw_archive *out, ti_error *err);
 
 /*
  * Reads entry i's uncompressed bytes into *data, malloc'd, NUL-terminated

@@ -117,6 +117,7 @@ static void curl_load(void)
 static char *token_set, *cacert_set;
 static bool token_given, cacert_given;
 static atomic_uint_fast64_t count_requests, count_bytes;
+static _Thread_local uint64_t thread_requests, thread_bytes;
 
 void ti_io_set_token(const char *token)
 {
@@ -147,6 +148,11 @@ static const char *cacert(void)
 ti_io_counts ti_io_remote_counts(void)
 {
 	return (ti_io_counts){atomic_load(&count_requests), atomic_load(&count_bytes)};
+}
+
+ti_io_counts ti_io_thread_counts(void)
+{
+	return (ti_io_counts){thread_requests, thread_bytes};
 }
 
 static uint64_t env_number(const char *name, uint64_t fallback)
@@ -244,6 +250,27 @@ static ti_status resolve_name(const char *name, char *out, size_t size, ti_error
 	return check_url(out, err);
 }
 
+ti_status io_remote_check_name(const char *name, ti_error *err)
+{
+	char url[URL_MAX];
+	if (strncmp(name, "hf://", 5))
+		return resolve_name(name, url, sizeof(url), err);
+	/* hf://ORG/REPO[@REVISION] alone is the repository: checked as its config.json would be */
+	const char *org = name + 5, *slash = strchr(org, '/');
+	const char *rest = slash ? strchr(slash + 1, '/') : NULL;
+	if (slash && (!rest || !rest[1])) {
+		size_t len = strlen(name);
+		while (len && name[len - 1] == '/')
+			len--;
+		if (len + 13 >= sizeof(url))
+			return TI_FAIL(err, TI_E_INVALID, "the URL is longer than %zu bytes", sizeof(url) - 14);
+		char file[URL_MAX];
+		snprintf(file, sizeof(file), "%.*s/config.json", (int)len, name);
+		return resolve_name(file, url, sizeof(url), err);
+	}
+	return resolve_name(name, url, sizeof(url), err);
+}
+
 /* ---- the remote handle ---- */
 
 typedef struct block {
@@ -337,6 +364,7 @@ static size_t on_body(char *data, size_t size, size_t count, void *ctx)
 	answer *a = ctx;
 	size_t n = size * count;
 	atomic_fetch_add(&count_bytes, n);
+	thread_bytes += n;
 	if (a->status == 206) {
 		if (n > a->want - a->got) {
 			a->overflow = true;
@@ -482,6 +510,7 @@ static ti_status request(ti_io *io, uint64_t from, uint64_t len, unsigned char *
 			if (cacert())
 				lib.fn.curl_easy_setopt(h, CURLOPT_CAINFO, cacert());
 			atomic_fetch_add(&count_requests, 1);
+			thread_requests++;
 			c = lib.fn.curl_easy_perform(h);
 			char *next = NULL;
 			if (c == CURLE_OK && a->status >= 300 && a->status < 400)

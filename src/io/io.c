@@ -19,6 +19,24 @@ bool ti_io_is_url(const char *name)
 	return false;
 }
 
+bool ti_io_looks_like_url(const char *name)
+{
+	/* RFC 3986: scheme = ALPHA *( ALPHA / DIGIT / "+" / "-" / "." ) */
+	if (!((*name >= 'a' && *name <= 'z') || (*name >= 'A' && *name <= 'Z')))
+		return false;
+	size_t n = strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+-.");
+	return !strncmp(name + n, "://", 3);
+}
+
+ti_status ti_io_check_url(const char *name, ti_error *err)
+{
+	if (ti_io_is_url(name))
+		return io_remote_check_name(name, err);
+	size_t n = strcspn(name, ":");
+	return TI_FAIL(err, TI_E_INVALID, "the URL scheme '%.*s' is not one tinspect reads (http://, https://, hf://)",
+	               n > 32 ? 32 : (int)n, name);
+}
+
 static ti_status open_local(const char *path, ti_io *io, ti_error *err)
 {
 	/* O_NONBLOCK: opening a FIFO must not hang; it is refused below as not a regular file. */

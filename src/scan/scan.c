@@ -56,6 +56,7 @@ typedef struct report_impl {
 typedef struct scanner {
 	report_impl *r;
 	const ti_scan_options *opt;
+	bool remote; /* the file is a URL: a zip is judged from its directory and the records torch.load unpickles */
 } scanner;
 
 /* ---- byte sources: a file, memory, a window onto another source ---- */
@@ -74,6 +75,11 @@ static ti_status file_read(void *ctx, uint64_t offset, void *buf, size_t n, ti_e
 	return st;
 }
 
+static void file_hint(void *ctx, uint64_t offset, uint64_t n)
+{
+	ti_io_hint(((file_src *)ctx)->io, offset, n);
+}
+
 static ti_status mem_read(void *ctx, uint64_t offset, void *buf, size_t n, ti_error *err)
 {
 	(void)err;
@@ -90,6 +96,13 @@ static ti_status window_read(void *ctx, uint64_t offset, void *buf, size_t n, ti
 {
 	window_src *w = ctx;
 	return w->parent->read(w->parent->ctx, w->base + offset, buf, n, err);
+}
+
+static void window_hint(void *ctx, uint64_t offset, uint64_t n)
+{
+	window_src *w = ctx;
+	if (w->parent->hint)
+		w->parent->hint(w->parent->ctx, w->base + offset, n);
 }
 
 /* ---- findings about reading ---- */
@@ -174,7 +187,7 @@ static ti_pickle_source tail_of(const ti_pickle_source *src, uint64_t offset, wi
 {
 	w->parent = src;
 	w->base = offset;
-	return (ti_pickle_source){src->size - offset, window_read, w};
+	return (ti_pickle_source){src->size - offset, window_read, w, NULL};
 }
 
 /*
@@ -289,7 +302,7 @@ static bool looks_like_pickle(const uint8_t *head, size_t n)
 }
 
 static const char *scan_source(scanner *sc, const ti_pickle_source *src, const char *prefix, int depth,
-                               const char *path);
+                               ti_io *io);
 
 /*
  * What findings call a record: "OUTER!NAME" inside a nested archive, and
@@ -330,7 +343,9 @@ static void scan_record(scanner *sc, const ti_pickle_source *zsrc, const zw_arch
 			goto done; /* the walk reported it */
 		w.parent = zsrc;
 		w.base = e->data_offset;
-		src = (ti_pickle_source){e->size, window_read, &w};
+		src = (ti_pickle_source){e->size, window_read, &w, window_hint};
+		if (pickle_by_name(e->name))
+			window_hint(&w, 0, e->size); /* a pickle is read in small pieces, all of it */
 	} else {
 		size_t size = 0;
 		if (e->compressed_size > INFLATE_MAX && !pickle_by_name(e->name))
@@ -339,7 +354,7 @@ static void scan_record(scanner *sc, const ti_pickle_source *zsrc, const zw_arch
 			unreadable(sc, &err, record);
 			goto done;
 		}
-		src = (ti_pickle_source){size, mem_read, data};
+		src = (ti_pickle_source){size, mem_read, data, NULL};
 	}
 	uint8_t head[TI_SNIFF_BYTES] = {0};
 	size_t n = src.size < sizeof(head) ? (size_t)src.size : sizeof(head);
@@ -394,15 +409,40 @@ static const char *zip_format(const zw_archive *a)
 	return constants ? "torchscript-zip" : data ? "torch-zip" : npz ? "npz" : "zip";
 }
 
+/*
+ * Over a URL, the records a zip walk reads: all but the storages
+ * (ARCHIVE/data/N, TorchScript's ARCHIVE/constants/N), which torch.load
+ * never unpickles. Each of them is a request of its own, and a multi-GB
+ * checkpoint holds hundreds; the directory, data.pkl and the small records
+ * are a few requests together.
+ */
+static bool read_over_url(const char *name)
+{
+	const char *last = strrchr(name, '/');
+	if (!last || !last[1] || strspn(last + 1, "0123456789") != strlen(last + 1))
+		return true;
+	const char *parent = last;
+	while (parent > name && parent[-1] != '/')
+		parent--;
+	size_t n = (size_t)(last - parent);
+	return !((n == 4 && !strncmp(parent, "data", 4)) || (n == 9 && !strncmp(parent, "constants", 9)));
+}
+
 static const char *scan_zip(scanner *sc, const ti_pickle_source *src, const char *prefix, int depth)
 {
 	zw_archive a;
 	ti_error err;
 	ti_error_clear(&err);
 	scan_findings_record(&sc->r->f, prefix);
-	if (zw_walk(src, RECORDS_MAX, zip_report, sc, &a, &err)) {
+	if (zw_walk_some(src, RECORDS_MAX, sc->remote ? read_over_url : NULL, zip_report, sc, &a, &err)) {
 		unreadable(sc, &err, prefix);
 		return "zip";
+	}
+	if (a.unvisited) {
+		scan_findings_record(&sc->r->f, prefix);
+		scan_add(&sc->r->f, TI_SCAN_SAFE, "zip", -1, NULL, NULL, NULL,
+		         "read over a URL: the local headers of %zu storage records and the bytes between records were not "
+		         "read (scan a downloaded copy for those zip checks)", a.unvisited);
 	}
 	for (size_t i = 0; i < a.count; i++)
 		scan_record(sc, src, &a, i, prefix, depth);
@@ -414,23 +454,23 @@ static const char *scan_zip(scanner *sc, const ti_pickle_source *src, const char
 /* ---- what a source is ---- */
 
 /* A safetensors file holds no code; its header is checked as inspect would read it. */
-static void check_safetensors(scanner *sc, const char *path)
+static void check_safetensors(scanner *sc, ti_io *io)
 {
 	ti_st_file *st = NULL;
 	ti_error err;
 	ti_error_clear(&err);
-	if (ti_st_open(path, NULL, &st, &err))
+	if (ti_st_open_io(io, NULL, &st, &err))
 		unreadable(sc, &err, NULL);
 	ti_st_close(st);
 }
 
 /* A GGUF file holds no code either: its header is checked as inspect reads it. */
-static void check_gguf(scanner *sc, const char *path)
+static void check_gguf(scanner *sc, ti_io *io)
 {
 	ti_gguf_file *g = NULL;
 	ti_error err;
 	ti_error_clear(&err);
-	if (ti_gguf_open(path, &g, &err))
+	if (ti_gguf_open_io(io, &g, &err))
 		unreadable(sc, &err, NULL);
 	ti_gguf_close(g);
 }
@@ -441,12 +481,12 @@ static const char *scan_path(scanner *sc, const char *path, const char *prefix);
  * Text at the top: a checkpoint index has its every shard scanned, each
  * named by its file; any other JSON or text is no model file at all.
  */
-static const char *scan_text(scanner *sc, const char *path, ti_file_kind kind)
+static const char *scan_text(scanner *sc, ti_io *io, ti_file_kind kind)
 {
 	ti_hf_index *index = NULL;
 	ti_error err;
 	ti_error_clear(&err);
-	if (path && !ti_hf_index_open(path, NULL, &index, &err)) {
+	if (io && !ti_hf_index_open_io(io, NULL, &index, &err)) {
 		for (size_t i = 0; i < ti_hf_index_shard_count(index); i++) {
 			const ti_hf_shard *shard = ti_hf_index_shard(index, i);
 			scan_path(sc, shard->path, shard->file);
@@ -505,8 +545,9 @@ static void not_torch_save(scanner *sc, const char *prefix)
 	         "a bare pickle, not a torch.save file: torch.load cannot load it (without weights_only it runs the pickle, then fails)");
 }
 
+/* io: the file src reads, when src is a whole file (NULL for a record or bytes in memory) */
 static const char *scan_source(scanner *sc, const ti_pickle_source *src, const char *prefix, int depth,
-                               const char *path)
+                               ti_io *io)
 {
 	uint8_t head[TI_SNIFF_BYTES] = {0};
 	size_t n = src->size < sizeof(head) ? (size_t)src->size : sizeof(head);
@@ -528,16 +569,16 @@ static const char *scan_source(scanner *sc, const ti_pickle_source *src, const c
 		scan_pickles(sc, src, prefix, 5, true);
 		return "legacy";
 	case TI_FILE_SAFETENSORS: /* nothing in it is ever code: its header is checked as inspect reads it */
-		if (path)
-			check_safetensors(sc, path);
+		if (io)
+			check_safetensors(sc, io);
 		return "safetensors";
 	case TI_FILE_GGUF: /* metadata, tensor infos and data: no code anywhere */
-		if (path)
-			check_gguf(sc, path);
+		if (io)
+			check_gguf(sc, io);
 		return "gguf";
 	case TI_FILE_JSON:
 		if (depth == 0)
-			return scan_text(sc, path, kind);
+			return scan_text(sc, io, kind);
 		break;
 	case TI_FILE_NPY:
 		scan_npy(sc, src, prefix);
@@ -553,7 +594,7 @@ static const char *scan_source(scanner *sc, const ti_pickle_source *src, const c
 	}
 	/* protocol 0 pickles are text: a text file is text only when it is no pickle */
 	if (kind == TI_FILE_TEXT && depth == 0 && !parses_as_pickle(sc, src))
-		return scan_text(sc, path, kind);
+		return scan_text(sc, io, kind);
 	uint64_t used = scan_pickles(sc, src, prefix, 0, false);
 	if (!used)
 		return "unknown";
@@ -572,12 +613,12 @@ static const char *scan_source(scanner *sc, const ti_pickle_source *src, const c
  * A torch zip's storages against their records, and views against their
  * storages: either short is an out-of-bounds read in the loader.
  */
-static void check_storages(scanner *sc, const char *path, const char *prefix)
+static void check_storages(scanner *sc, ti_io *io, const char *prefix)
 {
 	ti_ckpt *ckpt = NULL;
 	ti_error err;
 	ti_error_clear(&err);
-	ti_status s = ti_ckpt_open(path, NULL, &ckpt, &err);
+	ti_status s = ti_ckpt_open_io(io, NULL, &ckpt, &err);
 	if (!s) {
 		ti_ckpt_close(ckpt);
 		return;
@@ -635,35 +676,45 @@ static report_impl *new_report(const char *path, const ti_scan_options *opt)
 	return r;
 }
 
+/* Opens path to be scanned: a URL, or a regular file (a FIFO must not block the open). */
+static ti_status open_input(const char *path, ti_io **io, ti_error *e)
+{
+	if (ti_io_is_url(path))
+		return ti_io_open(path, io, e);
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st))
+		TI_FAIL(e, TI_E_IO, "cannot open: %s", strerror(errno));
+	else if (!S_ISREG(st.st_mode))
+		TI_FAIL(e, TI_E_IO, "cannot open: not a regular file");
+	if (fd >= 0)
+		close(fd);
+	return e->code ? e->code : ti_io_open(path, io, e);
+}
+
+/* Scans the file io reads, its findings recorded under prefix (NULL for the file scanned itself). */
+static const char *scan_io(scanner *sc, ti_io *io, const char *prefix)
+{
+	file_src f = {io};
+	ti_pickle_source src = {io->size, file_read, &f, file_hint};
+	const char *format = scan_source(sc, &src, prefix, 0, io);
+	if (!strcmp(format, "torch-zip"))
+		check_storages(sc, io, prefix);
+	return format;
+}
+
 /* Scans the file at path, its findings recorded under prefix (NULL for the file scanned itself). */
 static const char *scan_path(scanner *sc, const char *path, const char *prefix)
 {
 	ti_error e;
 	ti_error_clear(&e);
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO must not block the open */
-	struct stat st;
-	if (fd < 0 || fstat(fd, &st))
-		TI_FAIL(&e, TI_E_IO, "cannot open: %s", strerror(errno));
-	else if (!S_ISREG(st.st_mode))
-		TI_FAIL(&e, TI_E_IO, "cannot open: not a regular file");
-	if (e.code) {
-		if (fd >= 0)
-			close(fd);
+	ti_io *io = NULL;
+	if (open_input(path, &io, &e)) {
 		unreadable(sc, &e, prefix);
 		return "unknown";
 	}
-	file_src f = {NULL};
-	if (ti_io_wrap_fd(fd, &f.io, &e)) {
-		close(fd);
-		unreadable(sc, &e, prefix);
-		return "unknown";
-	}
-	ti_pickle_source src = {(uint64_t)st.st_size, file_read, &f};
-	const char *format = scan_source(sc, &src, prefix, 0, path);
-	ti_io_close(f.io);
-	close(fd);
-	if (!strcmp(format, "torch-zip"))
-		check_storages(sc, path, prefix);
+	const char *format = scan_io(sc, io, prefix);
+	ti_io_close(io);
 	return format;
 }
 
@@ -703,7 +754,7 @@ static void scan_refused_metadata(scanner *sc, const char *path, const ti_error 
 	file_src f = {NULL};
 	ti_error ignored;
 	if (fd >= 0 && !fstat(fd, &st) && !ti_io_wrap_fd(fd, &f.io, &ignored)) {
-		ti_pickle_source src = {(uint64_t)st.st_size, file_read, &f};
+		ti_pickle_source src = {(uint64_t)st.st_size, file_read, &f, NULL};
 		scan_pickles(sc, &src, ".metadata", 1, false);
 		ti_io_close(f.io);
 	}
@@ -763,7 +814,7 @@ static const char *scan_dcp(scanner *sc, const char *dir)
 			close(fd);
 			continue;
 		}
-		ti_pickle_source whole = {(uint64_t)st.st_size, file_read, &fs};
+		ti_pickle_source whole = {(uint64_t)st.st_size, file_read, &fs, NULL};
 		for (size_t i = 0; i < ti_dcp_item_count(dcp); i++) {
 			const ti_dcp_item *item = ti_dcp_item_at(dcp, i);
 			for (size_t k = 0; k < item->chunk_count; k++) {
@@ -780,7 +831,7 @@ static const char *scan_dcp(scanner *sc, const char *dir)
 					continue;
 				}
 				window_src w = {&whole, c->offset};
-				ti_pickle_source blob = {c->length, window_read, &w};
+				ti_pickle_source blob = {c->length, window_read, &w, NULL};
 				scan_source(sc, &blob, record, 1, NULL);
 			}
 		}
@@ -796,9 +847,23 @@ ti_status ti_scan_file(const char *path, const ti_scan_options *opt, ti_scan_rep
 	*out = NULL;
 	if (!path)
 		return TI_FAIL(err, TI_E_INVALID, "no file to scan");
-	scanner sc = {new_report(path, opt), opt};
+	scanner sc = {new_report(path, opt), opt, ti_io_is_url(path)};
 	if (!sc.r)
 		return TI_FAIL(err, TI_E_NOMEM, "out of memory");
+	if (ti_source_is_hf_repo(path)) {
+		/* a repository on the Hub: what from_pretrained would load from it, as a folder */
+		char weights[8192];
+		ti_io *io = NULL;
+		ti_error e;
+		ti_error_clear(&e);
+		if (ti_source_repo_weights(path, weights, sizeof(weights), &io, &e)) {
+			unreadable(&sc, &e, NULL);
+			return finish(&sc, "unknown", out, err);
+		}
+		const char *format = scan_io(&sc, io, strrchr(weights, '/') + 1);
+		ti_io_close(io);
+		return finish(&sc, format, out, err);
+	}
 	struct stat st;
 	if (!stat(path, &st) && S_ISDIR(st.st_mode) && ti_dcp_is_folder(path))
 		return finish(&sc, scan_dcp(&sc, path), out, err);
@@ -823,10 +888,10 @@ ti_status ti_scan_buffer(const char *name, const uint8_t *data, size_t size, con
 	*out = NULL;
 	if (!data && size)
 		return TI_FAIL(err, TI_E_INVALID, "no bytes to scan");
-	scanner sc = {new_report(name, opt), opt};
+	scanner sc = {new_report(name, opt), opt, false};
 	if (!sc.r)
 		return TI_FAIL(err, TI_E_NOMEM, "out of memory");
-	ti_pickle_source src = {size, mem_read, (void *)data};
+	ti_pickle_source src = {size, mem_read, (void *)data, NULL};
 	const char *format = scan_source(&sc, &src, NULL, 0, NULL);
 	return finish(&sc, format, out, err);
 }

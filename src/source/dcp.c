@@ -96,7 +96,7 @@ static ti_status chunk_tensor(dcp_tensor *t, size_t i, const ti_pickle_source *s
 		return TI_FAIL(err, TI_E_CORRUPT, "its torch.save blob has no stored data.pkl of at most %d bytes",
 		               CHUNK_PICKLE_MAX);
 	blob inner = {((const blob *)src->ctx)->io, ((const blob *)src->ctx)->base + pkl->data_offset};
-	ti_pickle_source psrc = {pkl->size, blob_read, &inner};
+	ti_pickle_source psrc = {pkl->size, blob_read, &inner, NULL};
 	ti_arena arena;
 	ti_arena_init(&arena, (size_t)64 << 20);
 	ti_torch torch;
@@ -155,7 +155,7 @@ static ti_status open_chunk(dcp_tensor *t, size_t i, ti_error *err)
 	const ti_dcp_chunk *c = &t->item->chunks[i];
 	const source_part *part = &t->s->parts[c->file + 1];
 	blob b = {part->io, c->offset};
-	ti_pickle_source src = {c->length, blob_read, &b};
+	ti_pickle_source src = {c->length, blob_read, &b, NULL};
 	zw_archive a;
 	ti_error_clear(&cs->error);
 	ti_status s = zw_walk(&src, CHUNK_RECORDS_MAX, ignore_report, NULL, &a, &cs->error);

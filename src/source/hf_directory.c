@@ -43,7 +43,7 @@ ti_status ti_source_folder_weights(const char *dir, char *out, size_t size, ti_e
 	               "model.safetensors.index.json, pytorch_model.bin or pytorch_model.bin.index.json)");
 }
 
-bool source_is_hf_repo(const char *name)
+bool ti_source_is_hf_repo(const char *name)
 {
 	if (strncmp(name, "hf://", 5))
 		return false;
@@ -54,6 +54,31 @@ bool source_is_hf_repo(const char *name)
 	return !rest || !rest[1];
 }
 
+ti_status ti_source_repo_file(const char *repo, const char *const *names, size_t count, char *out, size_t size,
+                              ti_io **io, ti_error *err)
+{
+	size_t len = strlen(repo);
+	while (len && repo[len - 1] == '/')
+		len--;
+	for (size_t i = 0; i < count; i++) {
+		int n = snprintf(out, size, "%.*s/%s", (int)len, repo, names[i]);
+		if (n < 0 || (size_t)n >= size)
+			return TI_FAIL(err, TI_E_LIMIT, "the repository's URL is too long");
+		ti_status st = ti_io_open(out, io, err);
+		if (st == TI_E_NETWORK && !strncmp(err->message, "HTTP 404", 8))
+			continue;
+		return st;
+	}
+	return TI_FAIL(err, TI_E_UNSUPPORTED, "a repository that holds no %s", count == 1 ? names[0] : "checkpoint "
+	               "from_pretrained reads (model.safetensors, model.safetensors.index.json, pytorch_model.bin or "
+	               "pytorch_model.bin.index.json)");
+}
+
+ti_status ti_source_repo_weights(const char *repo, char *out, size_t size, ti_io **io, ti_error *err)
+{
+	return ti_source_repo_file(repo, weight_files, sizeof(weight_files) / sizeof(weight_files[0]), out, size, io, err);
+}
+
 /*
  * The weights file of a repository on the Hub, hf://ORG/REPO[@REVISION], in
  * from_pretrained's order: the first the server has (a 404 says it has not)
@@ -61,25 +86,15 @@ bool source_is_hf_repo(const char *name)
  */
 ti_status source_hf_repo_weights(ti_source *s, const char *repo, const char **file, ti_error *err)
 {
-	size_t len = strlen(repo);
-	while (len && repo[len - 1] == '/')
-		len--;
-	for (size_t i = 0; i < sizeof(weight_files) / sizeof(weight_files[0]); i++) {
-		char *name = ti_arena_printf(&s->arena, "%.*s/%s", (int)len, repo, weight_files[i]);
-		if (!name)
-			return source_out_of_memory(err);
-		ti_io_close(s->sniffed);
-		s->sniffed = NULL;
-		ti_status st = ti_io_open(name, &s->sniffed, err);
-		if (st == TI_E_NETWORK && !strncmp(err->message, "HTTP 404", 8))
-			continue;
-		if (st)
-			return st;
-		*file = name;
-		return TI_OK;
-	}
-	return TI_FAIL(err, TI_E_UNSUPPORTED, "a repository that holds no checkpoint from_pretrained reads (model.safetensors, "
-	               "model.safetensors.index.json, pytorch_model.bin or pytorch_model.bin.index.json)");
+	size_t need = strlen(repo) + 64;
+	char *name = ti_arena_alloc(&s->arena, need);
+	if (!name)
+		return source_out_of_memory(err);
+	ti_io_close(s->sniffed);
+	s->sniffed = NULL;
+	ti_status st = ti_source_repo_weights(repo, name, need, &s->sniffed, err);
+	*file = name;
+	return st;
 }
 
 /* A Hugging Face folder stands for its weights file, which source.c opens by its content. */

@@ -251,7 +251,7 @@ static ti_status open_npy(ti_source *s, const char *path, ti_error *err)
 		return source_out_of_memory(err);
 	if (h.object) {
 		file_window w = {p->io, h.data_offset};
-		ti_pickle_source pickle = {(uint64_t)size - h.data_offset, file_read, &w};
+		ti_pickle_source pickle = {(uint64_t)size - h.data_offset, file_read, &w, NULL};
 		return add_object(s, p, state, name, NULL, &pickle, h.data_offset, err);
 	}
 	return add_array(s, p, name, &h, (source_place){.io = p->io, .record = -1}, err);
@@ -279,7 +279,7 @@ static ti_status add_member(ti_source *s, source_part *p, npz_state *state, size
 		return source_out_of_memory(err);
 	if (h.object) {
 		member_window w = {reader, h.data_offset};
-		ti_pickle_source pickle = {r->size - h.data_offset, window_read, &w};
+		ti_pickle_source pickle = {r->size - h.data_offset, window_read, &w, NULL};
 		return add_object(s, p, state, name, r->name, &pickle, h.data_offset, err);
 	}
 	source_place where = {.io = p->io, .record = -1};

@@ -178,7 +178,7 @@ static ti_status open_by_content(ti_source *s, const char *path, ti_error *err)
 	uint64_t size = 0;
 	const source_row *row = NULL;
 	ti_status st;
-	if (source_is_hf_repo(path)) { /* a repository on the Hub, as a folder is read */
+	if (ti_source_is_hf_repo(path)) { /* a repository on the Hub, as a folder is read */
 		const char *file;
 		s->format = TI_SOURCE_HF_SHARDED;
 		return (st = source_hf_repo_weights(s, path, &file, err)) ? st : open_by_content(s, file, err);

@@ -122,9 +122,7 @@ extern const source_row source_npz, source_torchscript, source_torch_zip;
 extern const source_row source_safetensors, source_hf_index, source_hf_directory, source_torch_legacy;
 extern const source_row source_dcp, source_gguf, source_npy;
 
-/* Whether name is an hf://ORG/REPO[@REVISION] with no file in it: a repository, read as a folder is. */
-bool source_is_hf_repo(const char *name);
-/* The weights file such a repository stands for (hf_directory.c), opened as s->sniffed. */
+/* The weights file an hf:// repository (ti_source_is_hf_repo) stands for (hf_directory.c), opened as s->sniffed. */
 ti_status source_hf_repo_weights(ti_source *s, const char *repo, const char **file, ti_error *err);
 
 /* A source with no file yet: what a model description's parameters become (description.c). */

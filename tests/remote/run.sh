@@ -257,12 +257,6 @@ fi
 if "$bin" inspect "$A/moved/big.safetensors" >"$tmp/out" 2>"$tmp/err" && grep -q 'layers.23.weight' "$tmp/out"; then ok; else
 	fail "moved/big.safetensors: $(cat "$tmp/err")"; fi
 
-# the other commands read local files only, for now: one line, exit 2
-"$bin" scan "$A/files/big.pt" >/dev/null 2>"$tmp/err"
-rc=$?
-if [ $rc = 2 ] && grep -q "^tinspect: $A/files/big.pt: a URL: only 'tinspect inspect' reads URLs so far" "$tmp/err"; then ok; else
-	fail "scan of a URL: exit $rc: $(cat "$tmp/err")"; fi
-
 # nobody listening: tried again, then one line
 expect_error "http://127.0.0.1:$(free_port)/big.safetensors" "cannot connect to the server (tried 4 times)"
 # a CA file that is not there
@@ -318,6 +312,9 @@ if HF_ENDPOINT=$A "$bin" inspect hf://org/repo/big.safetensors --json --token-fi
 : >"$tmp/logs/a.log"
 if HF_TOKEN=$token "$bin" inspect "$A/files/big.safetensors" >/dev/null 2>&1 && ! grep -q 'auth=Bearer' "$tmp/logs/a.log"; then ok; else
 	fail "HF_TOKEN went to a server that is not HF_ENDPOINT: $(cat "$tmp/logs/a.log")"; fi
+
+# every other command, through the same server (tests/remote/commands.sh)
+. "$here/commands.sh"
 
 if [ $failed = 0 ]; then
 	echo "remote tests: $pass passed"

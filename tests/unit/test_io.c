@@ -116,6 +116,43 @@ Test(io, refuses_urls_it_cannot_use)
 	}
 }
 
+Test(io, tells_what_looks_like_a_url)
+{
+	EXPECT_INT(ti_io_looks_like_url("ftp://h/x"), 1);
+	EXPECT_INT(ti_io_looks_like_url("s3+x.y-z://b/k"), 1);
+	EXPECT_INT(ti_io_looks_like_url("http://h/x"), 1);
+	EXPECT_INT(ti_io_looks_like_url("1ftp://h/x"), 0);
+	EXPECT_INT(ti_io_looks_like_url("dir/ftp://x"), 0);
+	EXPECT_INT(ti_io_looks_like_url("model.pt"), 0);
+	EXPECT_INT(ti_io_looks_like_url("c:/x"), 0);
+}
+
+/* ti_io_check_url says what ti_io_open would refuse, with no request; a repository alone is allowed. */
+Test(io, checks_urls_without_a_request)
+{
+	static const struct {
+		const char *url, *why; /* NULL: allowed */
+	} cases[] = {
+		{"ftp://h/x", "the URL scheme 'ftp' is not one tinspect reads"},
+		{"http://user:secret@h/x", "credentials in a URL are refused"},
+		{"http:///x", "names no host"},
+		{"hf://org", "hf://ORG/REPO[@REVISION]/PATH"},
+		{"hf://org/repo@/x", "hf://ORG/REPO[@REVISION]/PATH"},
+		{"hf://org/repo", NULL},
+		{"hf://org/repo@v1/", NULL},
+		{"hf://org/repo/a/b.pt", NULL},
+		{"https://h:8443/x.safetensors", NULL},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		ti_error_clear(&err);
+		ti_status st = ti_io_check_url(cases[i].url, &err);
+		EXPECT_INT(st, cases[i].why ? TI_E_INVALID : TI_OK);
+		if (cases[i].why)
+			EXPECT_CONTAINS(err.message, cases[i].why);
+		EXPECT_INT(strstr(err.message, "secret") == NULL, 1);
+	}
+}
+
 Test(io, an_hf_endpoint_that_is_no_http_url_is_refused)
 {
 	setenv("HF_ENDPOINT", "ftp://mirror", 1);

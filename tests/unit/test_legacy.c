@@ -166,17 +166,17 @@ Test(legacy, a_pickle_ends_at_its_stop_whatever_follows)
 {
 	/* PROTO 2, BINUNICODE 'a.c' (a '.' inside a counted string is no STOP), GLOBAL, TUPLE2, STOP, then storage bytes */
 	static const char bytes[] = "\x80\x02X\x03\x00\x00\x00" "a.cctorch\nFloatStorage\n\x86.\x18\x00\x00\x00\x00\x00\x00\x00.";
-	ti_pickle_source src = {sizeof(bytes) - 1, read_memory, (void *)bytes};
+	ti_pickle_source src = {sizeof(bytes) - 1, read_memory, (void *)bytes, NULL};
 	uint64_t extent = 0;
 	ASSERT_STATUS(ti_legacy_pickle_extent(&src, &extent, &err), TI_OK, err);
 	EXPECT_INT(extent, 32);
 	/* a counted string longer than what is left, and a pickle with no STOP */
 	static const char long_string[] = "\x80\x02X\xff\xff\xff\x00" "abc";
-	src = (ti_pickle_source){sizeof(long_string) - 1, read_memory, (void *)long_string};
+	src = (ti_pickle_source){sizeof(long_string) - 1, read_memory, (void *)long_string, NULL};
 	EXPECT_STATUS(ti_legacy_pickle_extent(&src, &extent, &err), TI_E_CORRUPT, err);
 	EXPECT_CONTAINS(err.message, "passes the end of the pickle");
 	EXPECT_INT(err.offset, 2);
-	src = (ti_pickle_source){4, read_memory, (void *)"\x80\x02K\x01"};
+	src = (ti_pickle_source){4, read_memory, (void *)"\x80\x02K\x01", NULL};
 	EXPECT_STATUS(ti_legacy_pickle_extent(&src, &extent, &err), TI_E_CORRUPT, err);
 	EXPECT_CONTAINS(err.message, "without STOP");
 }

@@ -1273,7 +1273,7 @@ Test(pickle, a_source_read_in_windows_loads_what_memory_loads)
 	ti_value *a = NULL, *b = NULL;
 	ASSERT_STATUS(ti_pickle_load(p, size, &arena, NULL, NULL, &a, NULL, &err), TI_OK, err);
 	memory_source m = {p, 0};
-	ti_pickle_source src = {size, read_memory, &m};
+	ti_pickle_source src = {size, read_memory, &m, NULL};
 	size_t consumed = 0;
 	ASSERT_STATUS(ti_pickle_load_source(&src, &arena, NULL, NULL, &b, &consumed, &err), TI_OK, err);
 	EXPECT_INT(consumed, size);
@@ -1309,7 +1309,7 @@ Test(pickle, a_source_cut_anywhere_fails_as_memory_does)
 			ti_arena_init(&a2, (size_t)1 << 24);
 			ti_status s1 = ti_pickle_load(p, at[k], &a1, NULL, NULL, &v, NULL, &e1);
 			memory_source m = {p, 0};
-			ti_pickle_source src = {at[k], read_memory, &m};
+			ti_pickle_source src = {at[k], read_memory, &m, NULL};
 			ti_status s2 = ti_pickle_load_source(&src, &a2, NULL, NULL, &v, NULL, &e2);
 			ti_arena_release(&a1);
 			ti_arena_release(&a2);

@@ -275,7 +275,7 @@ static ti_status walk_bytes_max(const void *data, size_t n, size_t entries_max)
 	cr_assert(bytes != NULL);
 	if (n)
 		memcpy(bytes, data, n);
-	source = (ti_pickle_source){n, read_memory, bytes};
+	source = (ti_pickle_source){n, read_memory, bytes, NULL};
 	report_count = 0;
 	ti_error_clear(&err);
 	return zw_walk(&source, entries_max, collect, NULL, &archive, &err);
