@@ -86,6 +86,11 @@ fi
 # (describe + prefill + decode step) under 100 ms
 "$mpy" "$here/measure_hf.py" --tinspect "$tinspect" --runs "$RUNS" "$cache" || status=1
 
+# remote reads over nginx on localhost: a sharded safetensors model (requests and
+# bytes a shard) and a 3 GB pytorch_model.bin (requests), each against one curl
+# making the same requests (skipped, saying so, without nginx or curl)
+"$mpy" "$here/measure_remote.py" --tinspect "$tinspect" --python "$PYTHON" --runs "$RUNS" "$cache" || status=1
+
 # convert (vit_l_16.pt from gen.py; skipped, saying so, when it is missing) and the
 # random fills randn and rand against torch.randn and torch.rand (need no checkpoint)
 "$mpy" "$here/measure_convert.py" --tinspect "$tinspect" --python "$PYTHON" \

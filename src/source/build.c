@@ -112,7 +112,13 @@ ti_status source_add_part(ti_source *s, const char *path, source_part **out, ti_
 	source_part *p = &parts[s->part_count++];
 	memset(p, 0, sizeof(*p));
 	p->path = copy;
-	if (s->sniffed && !strcmp(s->sniffed->name, path)) { /* opened once, to be sniffed: not again */
+	for (size_t i = 0; i < s->opened_count && !p->io; i++) /* opened beforehand, beside the others */
+		if (s->opened[i] && !strcmp(s->opened[i]->name, path)) {
+			p->io = s->opened[i];
+			s->opened[i] = NULL;
+		}
+	if (p->io) {
+	} else if (s->sniffed && !strcmp(s->sniffed->name, path)) { /* opened once, to be sniffed: not again */
 		p->io = s->sniffed;
 		s->sniffed = NULL;
 	} else {

@@ -8,6 +8,8 @@
 #include "source/source_internal.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -96,6 +98,63 @@ static ti_status open_shard(ti_source *s, const ti_hf_index *index, size_t i, co
 	return ti_hf_index_check_names(index, i, names, n, err);
 }
 
+/*
+ * A remote index's shards are opened at once, each over its own connection
+ * (at most SHARDS_AT_ONCE), so that their first blocks, which hold a
+ * safetensors header or a zip's end, arrive in one round trip rather than
+ * one a shard; then they are read in the index's order, as a local folder's
+ * are. A shard that failed here is opened again in order, where its error
+ * is told as it would be.
+ */
+enum { SHARDS_AT_ONCE = 8 };
+
+typedef struct shard_opener {
+	const ti_hf_index *index;
+	ti_io **opened;
+	atomic_size_t next;
+} shard_opener;
+
+static void *open_shards(void *arg)
+{
+	shard_opener *o = arg;
+	size_t n = ti_hf_index_shard_count(o->index);
+	for (size_t i; (i = atomic_fetch_add(&o->next, 1)) < n;) {
+		ti_error err;
+		ti_error_clear(&err);
+		if (ti_io_open(ti_hf_index_shard(o->index, i)->path, &o->opened[i], &err))
+			o->opened[i] = NULL;
+	}
+	return NULL;
+}
+
+static void open_remote_shards(ti_source *s, const ti_hf_index *index)
+{
+	size_t n = ti_hf_index_shard_count(index);
+	if (n < 2 || !ti_io_is_url(ti_hf_index_shard(index, 0)->path))
+		return;
+	shard_opener o = {index, ti_arena_calloc(&s->arena, n, sizeof(*o.opened)), 0};
+	if (!o.opened)
+		return;
+	pthread_t threads[SHARDS_AT_ONCE];
+	size_t started = 0;
+	while (started < n && started < SHARDS_AT_ONCE && !pthread_create(&threads[started], NULL, open_shards, &o))
+		started++;
+	if (!started)
+		return; /* no thread: each shard is opened in turn */
+	for (size_t t = 0; t < started; t++)
+		pthread_join(threads[t], NULL);
+	s->opened = o.opened;
+	s->opened_count = n;
+}
+
+static void close_opened(ti_source *s)
+{
+	for (size_t i = 0; i < s->opened_count; i++)
+		ti_io_close(s->opened[i]);
+	s->opened = NULL;
+	s->opened_count = 0;
+}
+
 static ti_status open_hf_index(ti_source *s, const char *path, ti_error *err)
 {
 	ti_hf_index *index;
@@ -104,8 +163,11 @@ static ti_status open_hf_index(ti_source *s, const char *path, ti_error *err)
 	if (st)
 		return st;
 	st = keep_metadata(s, index, err);
+	if (!st)
+		open_remote_shards(s, index);
 	for (size_t i = 0; i < ti_hf_index_shard_count(index) && !st; i++)
 		st = open_shard(s, index, i, path, err);
+	close_opened(s);
 	ti_hf_index_close(index);
 	return st;
 }

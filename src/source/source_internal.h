@@ -89,6 +89,8 @@ struct ti_source {
 	ti_error list_error;
 	struct ti_dcp *dcp;         /* a DCP folder's metadata, closed with the source */
 	ti_io *sniffed;             /* the file whose first bytes chose the row: its first part takes it */
+	ti_io **opened;             /* a remote index's shards, opened at once (hf_index.c): its part takes each */
+	size_t opened_count;
 };
 
 /*

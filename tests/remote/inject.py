@@ -16,6 +16,9 @@ part of the path; the rest names a file under ROOT, served with ranges.
   /badrange/F    206 with a Content-Range that is not the range asked for
   /sign/F        302 to /signed/N/F, N new each time; /signed/N/F answers once, then 403
                  (a CDN's signed URL that expires, as the Hub's redirects lead to)
+  /together/F    as /ok, but a .safetensors file's answer waits (at most 3 s) until another
+                 is asked for at the same time; /together-max answers the most seen at once
+                 (whether a client opens a sharded model's shards at once)
 
 Binds 127.0.0.1 on a free port, writes it to PORT_FILE, serves until killed.
 """
@@ -32,6 +35,8 @@ failed = set()  # /flaky/ paths that had their 503
 signed = set()  # /signed/ paths answered once
 counter = [0]
 lock = threading.Lock()
+together = {"now": 0, "most": 0}
+arrived = threading.Condition(lock)
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -66,6 +71,20 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 return self.plain(403)
             name = name.split("/", 1)[1]
             path = os.path.join(root, name)
+        if mode == "together-max":
+            body = str(together["most"]).encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            return
+        if mode == "together" and name.endswith(".safetensors"):
+            with arrived:
+                together["now"] += 1
+                together["most"] = max(together["most"], together["now"])
+                arrived.notify_all()
+                arrived.wait_for(lambda: together["now"] >= 2, timeout=3)
+                together["now"] -= 1
         if mode in ("always500", "416", "401"):
             return self.plain({"always500": 500, "416": 416, "401": 401}[mode])
         if mode == "flaky":

@@ -295,6 +295,13 @@ if HF_ENDPOINT=$A/ "$bin" inspect hf://org/repo@v1/big.gguf >"$tmp/out" 2>"$tmp/
 	grep -q '^  format         gguf, 1 file$' "$tmp/out"; then ok; else
 	fail "hf://org/repo@v1/big.gguf: $(cat "$tmp/err")"; fi
 # hf://ORG/REPO: the repository as from_pretrained reads a folder (here its index, after a 404 for model.safetensors)
+# a remote index's shards are opened at once: the server sees two asked for together
+if "$bin" inspect "$I/together/sharded/model.safetensors.index.json" >"$tmp/out" 2>"$tmp/err" &&
+	[ "$(curl -s "$I/together-max/" 2>/dev/null || "$py" -c "import urllib.request,sys; print(urllib.request.urlopen(sys.argv[1]).read().decode())" "$I/together-max/")" -ge 2 ]; then
+	ok
+else
+	fail "a sharded model's shards are not opened at once: $(cat "$tmp/err")"
+fi
 if HF_ENDPOINT=$A "$bin" inspect hf://org/sharded >"$tmp/out" 2>"$tmp/err" &&
 	grep -q '^  format         hf-sharded, 2 files$' "$tmp/out" && grep -q 'layers.23.weight' "$tmp/out"; then ok; else
 	fail "hf://org/sharded: $(cat "$tmp/err")"; fi
