@@ -60,6 +60,9 @@ typedef struct ti_model_param {
 	bool trainable;
 	bool persistent;       /* buffers: in the state_dict */
 	const char *tied_to;   /* the parameter whose tensor this one shares, or NULL */
+	const char *stores;    /* a tensor of a quantized layer's storage ("...q_proj.qweight"): the name of the
+	                          floating weight it holds, which follows the state dict with the non-persistent
+	                          buffers (the forward's); NULL for any other */
 } ti_model_param;
 
 /* Parameters and persistent buffers in state_dict order. */

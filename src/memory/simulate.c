@@ -1146,7 +1146,8 @@ static ti_status map_params(sim *s, ti_error *err)
 		return TI_FAIL(err, TI_E_NOMEM, "out of memory");
 	for (size_t i = 0; i < m->param_count_all; i++) {
 		const ti_model_param *p = &m->params[i];
-		const ti_meta_tensor *meta = ti_module_tensor_get(m->param_modules[i], m->param_locals[i]);
+		/* a quantized checkpoint's stored tensors are its weight's bytes, which the weight's entry counts */
+		const ti_meta_tensor *meta = p->stores ? NULL : ti_module_tensor_get(m->param_modules[i], m->param_locals[i]);
 		int id = -1;
 		if (p->tied_to)
 			for (size_t j = 0; j < i && id < 0; j++)
@@ -1158,7 +1159,8 @@ static ti_status map_params(sim *s, ti_error *err)
 		if (id < 0) {
 			const ti_memory_options *o = s->opt;
 			bool gptq = o->quantize == TI_QUANT_GPTQ || o->quantize == TI_QUANT_AWQ;
-			int64_t bytes = held > 0 ? held
+			int64_t bytes = p->stores ? 0
+			              : held > 0 ? held
 			              : !quantized ? param_bytes(o, p, i)
 			              : gptq ? ti_memory_gptq_bytes(o->quantize == TI_QUANT_AWQ, o->quant_bits, o->quant_group,
 			                                            mem_quant_rows(m, i), p->shape[0] * p->shape[1] /
@@ -1482,7 +1484,7 @@ static ti_status fsdp_setup(sim *s, const ti_memory_module *mods, size_t nmods, 
 	s->fsdp_root = (int)s->fsdp_count;
 	s->fsdp[s->fsdp_count++] = (struct fsdp_unit){"(root)", 0, 0, (int)b->unit_count - 1, -1};
 	for (size_t i = 0; i < m->param_count_all; i++) {
-		if (m->params[i].buffer || m->params[i].tied_to)
+		if (m->params[i].buffer || m->params[i].tied_to || m->params[i].stores)
 			continue;
 		int64_t n = 1;
 		for (int k = 0; k < m->params[i].ndim; k++)

@@ -36,7 +36,9 @@
  *     attention under PATH can cache one latent a token of the fields' sum
  *     of elements (DeepSeek's MLA: kv_lora_rank + qk_rope_head_dim): the
  *     description's "kv_compressed" {PATH: ELEMENTS}.
- * and a string "$NAME" that is a boolean field alone becomes true or false
+ * A config's "quantization_config" becomes the description's "quantization"
+ * (model/quantized.c): the state dict a quantized checkpoint holds.
+ * And a string "$NAME" that is a boolean field alone becomes true or false
  * (a Linear's "bias"). Numbers stay "$NAME" references to the config, so the
  * description reads as the model's code does.
  */
@@ -585,6 +587,59 @@ static ti_status nest(cJSON *desc, cJSON *inner, const char *name, ti_error *err
 	return st;
 }
 
+/* config's value under key, or its default (a number), as a new item. */
+static cJSON *number_or(const cJSON *q, const char *key, double def)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(q, key);
+	return cJSON_IsNumber(v) ? cJSON_CreateNumber(v->valuedouble) : cJSON_CreateNumber(def);
+}
+
+/*
+ * config.json's quantization_config as the description's "quantization"
+ * (model/quantized.c lays the tensors out), as transformers' quantizers
+ * read it: gptq (bits, group_size 128), awq (bits 4, group_size 128; the
+ * GEMM layout, AwqConfig's default version), bitsandbytes (load_in_4bit with
+ * bnb_4bit_quant_type, BitsAndBytesConfig's default fp4, and
+ * bnb_4bit_use_double_quant; or load_in_8bit; llm_int8_skip_modules stay),
+ * fp8 (weight_block_size, 128 x 128). modules_to_not_convert stay as they
+ * are. NULL for a config without one, or with a method or AWQ version whose
+ * tensors tinspect does not lay out (the weights stay floating; memory says
+ * what it cannot size).
+ */
+static cJSON *quantization(const cJSON *config)
+{
+	const cJSON *q = cJSON_GetObjectItemCaseSensitive(config, "quantization_config");
+	const char *m = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(q, "quant_method"));
+	const char *version = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(q, "version"));
+	const cJSON *type = cJSON_GetObjectItemCaseSensitive(q, "bnb_4bit_quant_type");
+	const cJSON *block = cJSON_GetObjectItemCaseSensitive(q, "weight_block_size");
+	const cJSON *keep = cJSON_GetObjectItemCaseSensitive(q, "modules_to_not_convert");
+	bool bnb = m && !strcmp(m, "bitsandbytes");
+	const char *method = !m ? NULL
+	                   : !strcmp(m, "gptq") ? "gptq"
+	                   : !strcmp(m, "awq") && (!version || !strcmp(version, "gemm") || !strcmp(version, "GEMM")) ? "awq"
+	                   : bnb && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(q, "load_in_4bit"))
+	                       ? (cJSON_IsString(type) && !strcmp(type->valuestring, "nf4") ? "nf4" : "fp4")
+	                   : bnb && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(q, "load_in_8bit")) ? "int8"
+	                   : !strcmp(m, "fp8") ? "fp8" : NULL;
+	cJSON *out = method ? cJSON_CreateObject() : NULL;
+	if (!out)
+		return NULL;
+	cJSON_AddStringToObject(out, "method", method);
+	if (!strcmp(method, "gptq") || !strcmp(method, "awq")) {
+		cJSON_AddItemToObject(out, "bits", number_or(q, "bits", 4));
+		cJSON_AddItemToObject(out, "group_size", number_or(q, "group_size", 128));
+	} else if (bnb) {
+		cJSON_AddBoolToObject(out, "double_quant",
+		                      cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(q, "bnb_4bit_use_double_quant")));
+		keep = cJSON_GetObjectItemCaseSensitive(q, "llm_int8_skip_modules");
+	} else if (cJSON_IsArray(block)) {
+		cJSON_AddItemToObject(out, "block", cJSON_Duplicate(block, true));
+	}
+	cJSON_AddItemToObject(out, "not_converted", cJSON_IsArray(keep) ? cJSON_Duplicate(keep, true) : cJSON_CreateArray());
+	return out;
+}
+
 static ti_status describe(const cJSON *config, const ti_hf_template *t, char **out, ti_error *err)
 {
 	cJSON *tmpl = cJSON_Parse(t->text), *desc = cJSON_CreateObject(), *fields = cJSON_CreateObject(), *inner = NULL;
@@ -620,6 +675,9 @@ static ti_status describe(const cJSON *config, const ti_hf_template *t, char **o
 		goto done;
 	cJSON_AddItemToObject(desc, "config", fields);
 	fields = NULL;
+	cJSON *quant = quantization(config);
+	if (quant)
+		cJSON_AddItemToObject(desc, "quantization", quant);
 	while (tmpl->child) { /* the rest of the template, in its order; each item keeps its key */
 		cJSON *item = cJSON_DetachItemViaPointer(tmpl, tmpl->child);
 		cJSON_AddItemToArray(desc, item);

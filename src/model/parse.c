@@ -13,6 +13,7 @@
 #include <cJSON.h>
 
 #include "model/model_internal.h"
+#include "model/quantized.h"
 #include "util/json_error.h"
 #include "util/strmap.h"
 
@@ -1085,14 +1086,15 @@ static ti_status parse_def(parser *p, const cJSON *j, const char *name, const ch
 	cJSON_ArrayForEach(item, j) {
 		static const char *const known[] = {"inputs", "modules", "graph", "outputs", "config", "defs", "tied", "comment",
 		                                    "description", "parameters", "buffers", "lifetime", "class", "kv_windows",
-		                                    "kv_compressed", "attention", "decode"};
+		                                    "kv_compressed", "attention", "decode", "quantization"};
 		bool ok = false;
 		for (size_t k = 0; k < sizeof(known) / sizeof(known[0]); k++)
 			ok |= !strcmp(item->string, known[k]);
 		if (!ok || (name && (!strcmp(item->string, "config") || !strcmp(item->string, "defs") || !strcmp(item->string, "tied") ||
 		                     !strcmp(item->string, "lifetime") || !strcmp(item->string, "class") ||
 		                     !strcmp(item->string, "kv_windows") || !strcmp(item->string, "kv_compressed") ||
-		                     !strcmp(item->string, "attention") || !strcmp(item->string, "decode"))))
+		                     !strcmp(item->string, "attention") || !strcmp(item->string, "decode") ||
+		                     !strcmp(item->string, "quantization"))))
 			return at(TI_FAIL(err, TI_E_CORRUPT, "unknown key '%s'", item->string), err, join(m, jpath, item->string));
 	}
 	const cJSON *inputs = cJSON_GetObjectItemCaseSensitive(j, "inputs");
@@ -1333,45 +1335,84 @@ static ti_status parse_ties(parser *p, const cJSON *tied, ti_error *err)
 	return TI_OK;
 }
 
+/* A new entry of m->params, for local of mod; the caller fills the rest. */
+static ti_status add_param(ti_model *m, const ti_module *mod, const char *local, size_t *cap, ti_model_param **out,
+                           ti_error *err)
+{
+	if (m->param_count == *cap) {
+		size_t bigger = *cap ? 2 * *cap : 64;
+		ti_model_param *p = ti_arena_calloc(&m->arena, bigger, sizeof(*p));
+		const ti_module **owners = ti_arena_calloc(&m->arena, bigger, sizeof(*owners));
+		const char **locals = ti_arena_calloc(&m->arena, bigger, sizeof(*locals));
+		if (!p || !owners || !locals)
+			return TI_FAIL(err, TI_E_NOMEM, "out of memory for the parameter list");
+		if (m->param_count) {
+			memcpy(p, m->params, m->param_count * sizeof(*p));
+			memcpy(owners, m->param_modules, m->param_count * sizeof(*owners));
+			memcpy(locals, m->param_locals, m->param_count * sizeof(*locals));
+		}
+		m->params = p;
+		m->param_modules = owners;
+		m->param_locals = locals;
+		*cap = bigger;
+	}
+	m->param_modules[m->param_count] = mod;
+	m->param_locals[m->param_count] = local;
+	ti_model_param *p = &m->params[m->param_count++];
+	p->name = join(m, mod->path, local);
+	*out = p;
+	return p->name ? TI_OK : TI_FAIL(err, TI_E_NOMEM, "out of memory for the parameter list");
+}
+
+/* A quantized layer's stored tensors, in the state dict where its weight would be (stores names the weight). */
+static ti_status add_stored(ti_model *m, const ti_module *mod, const ti_module_tensor *weight, size_t *cap,
+                            ti_error *err)
+{
+	const char *stores = join(m, mod->path, weight->name);
+	for (int k = 0; k < mod->stored_count; k++) {
+		const ti_module_stored *s = &mod->stored[k];
+		ti_model_param *p;
+		ti_status st = add_param(m, mod, s->name, cap, &p, err);
+		if (st)
+			return st;
+		p->dtype = s->dtype;
+		p->ndim = s->ndim;
+		p->shape = s->shape;
+		p->buffer = strcmp(s->name, "weight") != 0; /* bitsandbytes' and FP8's weight stays a Parameter */
+		p->persistent = true;
+		p->stores = stores;
+	}
+	return stores ? TI_OK : TI_FAIL(err, TI_E_NOMEM, "out of memory for the parameter list");
+}
+
 /*
  * state_dict order: a module's parameters, then its buffers, then its
  * children. With non_persistent, the buffers state_dict leaves out instead:
  * they follow the state dict's entries in m->params (the memory simulation
  * counts them; everything that means the state dict stops at param_count).
+ * A quantized Linear's weight joins them, its stored tensors in its place.
  */
 static ti_status collect_params(ti_model *m, const ti_module *mod, bool non_persistent, size_t *cap, ti_error *err)
 {
 	for (int pass = 0; pass < 2; pass++)
 		for (int i = 0; i < mod->tensor_count; i++) {
 			const ti_module_tensor *t = &mod->tensors[i];
-			if (non_persistent ? pass == 1 || !(t->buffer && !t->persistent)
-			                   : t->buffer != (pass == 1) || (t->buffer && !t->persistent))
+			/* a quantized weight follows the state dict, as a non-persistent buffer does: its stored tensors are in it */
+			bool outside = (t->buffer && !t->persistent) || t->quantized;
+			if (non_persistent ? pass == 1 || !outside : t->buffer != (pass == 1) || outside) {
+				ti_status st = !non_persistent && t->quantized && pass == 0 ? add_stored(m, mod, t, cap, err) : TI_OK;
+				if (st)
+					return st;
 				continue;
-			if (m->param_count == *cap) {
-				size_t bigger = *cap ? 2 * *cap : 64;
-				ti_model_param *p = ti_arena_calloc(&m->arena, bigger, sizeof(*p));
-				const ti_module **owners = ti_arena_calloc(&m->arena, bigger, sizeof(*owners));
-				const char **locals = ti_arena_calloc(&m->arena, bigger, sizeof(*locals));
-				if (!p || !owners || !locals)
-					return TI_FAIL(err, TI_E_NOMEM, "out of memory for the parameter list");
-				if (m->param_count) {
-					memcpy(p, m->params, m->param_count * sizeof(*p));
-					memcpy(owners, m->param_modules, m->param_count * sizeof(*owners));
-					memcpy(locals, m->param_locals, m->param_count * sizeof(*locals));
-				}
-				m->params = p;
-				m->param_modules = owners;
-				m->param_locals = locals;
-				*cap = bigger;
 			}
-			m->param_modules[m->param_count] = mod;
-			m->param_locals[m->param_count] = t->name;
-			ti_model_param *p = &m->params[m->param_count++];
-			p->name = join(m, mod->path, t->name);
+			ti_model_param *p;
+			ti_status ast = add_param(m, mod, t->name, cap, &p, err);
+			if (ast)
+				return ast;
 			p->dtype = t->tensor->dtype;
 			p->ndim = t->tensor->ndim;
 			int64_t *shape = ti_arena_calloc(&m->arena, (size_t)p->ndim + 1, sizeof(*shape));
-			if (!shape || !p->name)
+			if (!shape)
 				return TI_FAIL(err, TI_E_NOMEM, "out of memory for the parameter list");
 			for (int k = 0; k < p->ndim; k++)
 				shape[k] = t->tensor->shape[k].value;
@@ -1601,6 +1642,39 @@ static ti_status bind_from_inputs(parser *p, const cJSON *inputs, ti_error *err)
 	return TI_OK;
 }
 
+/*
+ * "quantization": every Linear the method converts keeps its weight for the
+ * forward, and its state dict holds the method's tensors instead (quantized.h).
+ */
+static ti_status quantize_linears(ti_model *m, ti_module *mod, const ti_quant_spec *spec, const cJSON *keep,
+                                  ti_error *err)
+{
+	for (int i = 0; i < mod->child_count; i++) {
+		ti_status st = quantize_linears(m, mod->children[i], spec, keep, err);
+		if (st)
+			return st;
+	}
+	if (mod->kind != TI_MODULE_LEAF || strcmp(mod->type, "Linear") || ti_quant_not_converted(keep, mod->path))
+		return TI_OK;
+	for (int i = 0; i < mod->tensor_count; i++) {
+		ti_module_tensor *t = &mod->tensors[i];
+		if (strcmp(t->name, "weight") || t->tensor->ndim != 2 || t->tied_to)
+			continue;
+		ti_module_stored rows[TI_QUANT_MAX_STORED];
+		size_t n = ti_quant_layout(spec, t->tensor->shape[1].value, t->tensor->shape[0].value, rows, TI_QUANT_MAX_STORED);
+		ti_module_stored *kept = n ? ti_arena_calloc(&m->arena, n, sizeof(*kept)) : NULL;
+		if (!n)
+			return TI_FAIL(err, TI_E_CORRUPT, "quantization: no layout for '%s'", mod->path);
+		if (!kept)
+			return TI_FAIL(err, TI_E_NOMEM, "out of memory for the description");
+		memcpy(kept, rows, n * sizeof(*kept));
+		mod->stored = kept;
+		mod->stored_count = (int)n;
+		t->quantized = true;
+	}
+	return TI_OK;
+}
+
 /* ---- open and close ---- */
 
 static ti_status open_parsed(parser *p, const cJSON *root, const ti_model_options *options, ti_error *err)
@@ -1676,6 +1750,18 @@ static ti_status open_parsed(parser *p, const cJSON *root, const ti_model_option
 	const cJSON *tied = cJSON_GetObjectItemCaseSensitive(root, "tied");
 	if (tied && (st = parse_ties(p, tied, err)))
 		return st;
+	const cJSON *quant = cJSON_GetObjectItemCaseSensitive(root, "quantization");
+	if (quant) {
+		ti_quant_spec spec;
+		const cJSON *keep = cJSON_GetObjectItemCaseSensitive(quant, "not_converted");
+		if ((st = ti_quant_spec_parse(quant, &spec, err)))
+			return at(st, err, "quantization");
+		if (keep && !cJSON_IsArray(keep))
+			return at(TI_FAIL(err, TI_E_CORRUPT, "\"not_converted\" must list module names"), err,
+			          "quantization.not_converted");
+		if ((st = quantize_linears(m, m->root, &spec, keep, err)))
+			return st;
+	}
 	size_t cap = 0;
 	if ((st = collect_params(m, m->root, false, &cap, err)))
 		return st;

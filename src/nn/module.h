@@ -28,7 +28,20 @@ typedef struct ti_module_tensor {
 	bool persistent;         /* buffers: in the state_dict */
 	bool trainable;          /* parameters: requires_grad */
 	const char *tied_to;     /* full name of the parameter this one is tied to, or NULL */
+	bool quantized;          /* the module's state_dict holds it as its stored tensors instead (ti_module.stored) */
 } ti_module_tensor;
+
+/*
+ * A tensor a quantized layer's state_dict holds in place of its weight (a
+ * GPTQ qweight, a bitsandbytes weight.absmax): model/quantized.c fills them
+ * from the description's "quantization".
+ */
+typedef struct ti_module_stored {
+	const char *name;        /* local: "qweight", "weight.absmax" */
+	ti_dtype dtype;
+	int ndim;
+	int64_t shape[2];
+} ti_module_stored;
 
 typedef enum ti_module_kind {
 	TI_MODULE_LEAF,       /* a row of the registry */
@@ -52,6 +65,8 @@ struct ti_module {
 	const char **child_names;
 	int child_count, child_capacity;
 	const void *composite;      /* TI_MODULE_COMPOSITE: the model code's definition */
+	const ti_module_stored *stored; /* a quantized layer's state_dict tensors in place of its weight, or NULL */
+	int stored_count;
 };
 
 typedef ti_status (*ti_module_init_fn)(ti_module *m, ti_error *err);

@@ -584,6 +584,8 @@ static ti_status bind_weights(rt_exec *ex, const ti_check_report *load, ti_error
 	bool real = ex->mode == WALK_REAL;
 	for (size_t i = 0; i < m->param_count_all && !st; i++) {
 		const ti_model_param *p = &m->params[i];
+		if (p->stores) /* a quantized layer's stored tensors: the forward reads its floating weight */
+			continue;
 		const ti_meta_tensor *meta = ti_module_tensor_get(m->param_modules[i], m->param_locals[i]);
 		rt_tensor *t = NULL;
 		for (size_t j = 0; p->tied_to && j < i && !t; j++)

@@ -573,12 +573,18 @@ Test(hf_describe, gives_t5s_relative_attention_bias_to_the_first_block_of_each_s
 Test(hf_describe, gives_deepseek_v3_dense_layers_then_moe_layers_with_mla_attention)
 {
 	static const char config[] = "fixtures/hf/DeepSeek-V3/config.json";
-	/* DeepseekV3Attention with q_lora_rank: q_a_proj, q_a_layernorm, q_b_proj, then the compressed kv */
+	/* DeepseekV3Attention with q_lora_rank: q_a_proj, q_a_layernorm, q_b_proj, then the compressed kv; the
+	   config's fp8 quantization_config gives each Linear its weight_scale_inv (test_hf_quant.c) */
 	static const char *const want[] = {
 		"model.embed_tokens.weight", "model.layers.0.self_attn.q_a_proj.weight",
+		"model.layers.0.self_attn.q_a_proj.weight_scale_inv",
 		"model.layers.0.self_attn.q_a_layernorm.weight", "model.layers.0.self_attn.q_b_proj.weight",
-		"model.layers.0.self_attn.kv_a_proj_with_mqa.weight", "model.layers.0.self_attn.kv_a_layernorm.weight",
-		"model.layers.0.self_attn.kv_b_proj.weight", "model.layers.0.self_attn.o_proj.weight",
+		"model.layers.0.self_attn.q_b_proj.weight_scale_inv",
+		"model.layers.0.self_attn.kv_a_proj_with_mqa.weight",
+		"model.layers.0.self_attn.kv_a_proj_with_mqa.weight_scale_inv",
+		"model.layers.0.self_attn.kv_a_layernorm.weight",
+		"model.layers.0.self_attn.kv_b_proj.weight", "model.layers.0.self_attn.kv_b_proj.weight_scale_inv",
+		"model.layers.0.self_attn.o_proj.weight", "model.layers.0.self_attn.o_proj.weight_scale_inv",
 		"model.layers.0.mlp.gate_proj.weight",
 	};
 	expect_names(config, want, sizeof(want) / sizeof(want[0]));
