@@ -5,7 +5,7 @@ llama.cpp's converter (convert_hf_to_gguf.py) maps the tensor names of
 Hugging Face checkpoints to GGUF names for every architecture it supports,
 and its tables are kept against real uploads. They are an independent check
 of tinspect's templates (src/model/hf/*.json) for the families no real index
-or header was found for; tests/unit/test_hf_describe_llama_cpp.c reads the
+or header was found for; tests/unit/test_hf_describe.c reads the
 fixture this script writes.
 
 Usage:
@@ -122,16 +122,13 @@ def strings(node):
 
 def read_constants(path):
     tree = parse(path)
-    arch_names = {}
-    for k, v in zip(*(lambda d: (d.keys, d.values))(module_dict(tree, "MODEL_ARCH_NAMES"))):
-        arch_names[attr_member(k, "MODEL_ARCH")] = v.value
-    tensor_names = {}
-    for k, v in zip(*(lambda d: (d.keys, d.values))(module_dict(tree, "TENSOR_NAMES"))):
-        tensor_names[attr_member(k, "MODEL_TENSOR")] = v.value
-    arch_tensors = {}
+    d = module_dict(tree, "MODEL_ARCH_NAMES")
+    arch_names = {attr_member(k, "MODEL_ARCH"): v.value for k, v in zip(d.keys, d.values)}
+    d = module_dict(tree, "TENSOR_NAMES")
+    tensor_names = {attr_member(k, "MODEL_TENSOR"): v.value for k, v in zip(d.keys, d.values)}
     d = module_dict(tree, "MODEL_TENSORS")
-    for k, v in zip(d.keys, d.values):
-        arch_tensors[attr_member(k, "MODEL_ARCH")] = [attr_member(e, "MODEL_TENSOR") for e in v.elts]
+    arch_tensors = {attr_member(k, "MODEL_ARCH"): [attr_member(e, "MODEL_TENSOR") for e in v.elts]
+                    for k, v in zip(d.keys, d.values)}
     return arch_names, tensor_names, arch_tensors
 
 
