@@ -15,6 +15,7 @@
 #include "tinspect/memory.h"
 #include "tinspect/model.h"
 #include "tinspect/safetensors.h"
+#include "util/strmap.h"
 
 static char *slurp(const char *path, size_t *size)
 {
@@ -391,6 +392,11 @@ static const struct {
 	 32 * (2048 * 2048 / 8 + 2 + 64 * 2)},
 	{"fixtures/hf/medgemma-27b-it", "model.safetensors.index.json", {NULL}, 0},
 };
+
+static bool starts_with(const char *s, const char *prefix)
+{
+	return strncmp(s, prefix, strlen(prefix)) == 0;
+}
 
 static bool ends_with(const char *s, const char *suffix)
 {
@@ -1016,4 +1022,384 @@ Test(hf_describe, names_what_a_wrapped_config_lacks)
 		cr_expect(strstr(err.message, cases[i].message), "case %zu: %s", i, err.message);
 		free(desc);
 	}
+}
+
+/*
+ * llama.cpp's converter tables: the families no real index or header was
+ * found for (see docs/huggingface.md) are held to the Hugging Face names that
+ * llama.cpp's convert_hf_to_gguf.py maps for the architecture, written to
+ * fixtures/hf/llama_cpp_tensor_names.json by
+ * tests/conformance/llama_cpp_tensor_names.py from a llama.cpp tree (the
+ * commit is in the file and in fixtures/hf/SOURCES.md). Each name of the
+ * description, after the converter's own unconditional drops and renames
+ * (filter_tensors, prepare_tensors: the fixture's rules without a guard),
+ * must be one of the patterns of a tensor the architecture has, or a
+ * per-expert name an MoE class stacks; and each tensor the architecture has
+ * must be named by the description unless it is listed below as not applying.
+ * ViT: llama.cpp registers no converter class for ViTModel (its vision
+ * tables map CLIP/SigLIP-style towers of multimodal models for mmproj, under
+ * other names), so vit is held to nothing here; the last assertion fails
+ * when a regenerated fixture maps it, so that it gets its row.
+ */
+static const struct {
+	const char *family, *config;
+} llama_cpp_families[] = {
+	{"bert", "fixtures/hf/bert-base-uncased/config.json"},
+	{"roberta", "fixtures/hf/roberta-base/config.json"},
+	{"t5", "fixtures/hf/t5-small/config.json"},
+	{"olmo2", "fixtures/hf/OLMo-2-1124-7B/config.json"},
+	{"qwen2_moe", "fixtures/hf/Qwen1.5-MoE-A2.7B/config.json"},
+	{"qwen3_moe", "fixtures/hf/Qwen3-30B-A3B/config.json"},
+	{"deepseek_v3", "fixtures/hf/DeepSeek-V3/config.json"},
+};
+
+/*
+ * Names the tables do not map because the converter handles them itself,
+ * under a condition the fixture keeps as text (its guard): accepted by name,
+ * and only if the fixture has a rule of the family's converter for the name.
+ */
+static const struct {
+	const char *family, *name;
+} converter_handled[] = {
+	/* conversion/t5.py T5Model.modify_tensors: shared.weight and the stacks'
+	   embed_tokens are one tied tensor; the first met is written as
+	   shared.weight (token_embd), the others skipped */
+	{"t5", "encoder.embed_tokens.weight"},
+	{"t5", "decoder.embed_tokens.weight"},
+};
+
+/*
+ * Tensors of the llama.cpp architecture that the committed config's model
+ * does not have, each checked against transformers' modeling code.
+ */
+static const struct {
+	const char *family, *tensor;
+} not_applying[] = {
+	/* BERT (and RoBERTa, converted as BERT): a post-norm encoder, no final
+	   norm (modeling_bert.py BertEncoder); ATTN_QKV is the fused projection of
+	   other BERT-like models the arch serves (nomic-bert's Wqkv); CLS/CLS_OUT
+	   are a sequence-classification head (BertForSequenceClassification,
+	   renamed by BertModel.modify_tensors when the config has id2label), not
+	   in BertModel */
+	{"bert", "OUTPUT_NORM"},
+	{"bert", "ATTN_QKV"},
+	{"bert", "CLS"},
+	{"bert", "CLS_OUT"},
+	{"roberta", "OUTPUT_NORM"},
+	{"roberta", "ATTN_QKV"},
+	{"roberta", "CLS"},
+	{"roberta", "CLS_OUT"},
+	/* T5: modeling_t5.py T5LayerCrossAttention builds T5Attention with
+	   has_relative_attention_bias=False (the table's cross-attention bias is
+	   for other T5-like uploads); ffn_gate is wi_0 of the gated feed-forward
+	   (T5 v1.1, FLAN-T5), t5-small's feed_forward_proj is relu: one wi */
+	{"t5", "DEC_CROSS_ATTN_REL_B"},
+	{"t5", "ENC_FFN_GATE"},
+	{"t5", "DEC_FFN_GATE"},
+	/* DeepSeek-V3: rotary inv_freq is a non-persistent buffer (the converter
+	   drops *.rotary_emb.inv_freq, conversion/base.py prepare_tensors);
+	   ATTN_Q is the path without q_lora_rank (V2-Lite), V3 has 1536 (q_a_proj,
+	   q_b_proj); MLA has no k_proj/v_proj (modeling_deepseek_v3.py
+	   DeepseekV3Attention: kv_a_proj_with_mqa, kv_b_proj); NEXTN_* is the
+	   multi-token-prediction layer the upload adds after the last layer, which
+	   transformers does not build and the converter skips (skip_mtp) */
+	{"deepseek_v3", "ROPE_FREQS"},
+	{"deepseek_v3", "ATTN_ROT_EMBD"},
+	{"deepseek_v3", "ATTN_Q"},
+	{"deepseek_v3", "ATTN_K"},
+	{"deepseek_v3", "ATTN_V"},
+	{"deepseek_v3", "NEXTN_EH_PROJ"},
+	{"deepseek_v3", "NEXTN_EMBED_TOKENS"},
+	{"deepseek_v3", "NEXTN_ENORM"},
+	{"deepseek_v3", "NEXTN_HNORM"},
+	{"deepseek_v3", "NEXTN_SHARED_HEAD_HEAD"},
+	{"deepseek_v3", "NEXTN_SHARED_HEAD_NORM"},
+};
+
+/* A llama.cpp name pattern against a name: {bid} and {xid} each take one run of digits. */
+static bool pattern_matches(const char *pattern, const char *name)
+{
+	while (*pattern) {
+		if (!strncmp(pattern, "{bid}", 5) || !strncmp(pattern, "{xid}", 5)) {
+			if (*name < '0' || *name > '9')
+				return false;
+			while (*name >= '0' && *name <= '9')
+				name++;
+			pattern += 5;
+		} else if (*pattern++ != *name++) {
+			return false;
+		}
+	}
+	return *name == '\0';
+}
+
+/* As TensorNameMap.get_type_and_name: the name itself, or less ".weight" or ".bias". */
+static bool table_matches(const char *pattern, const char *name)
+{
+	if (pattern_matches(pattern, name))
+		return true;
+	static const char *const suffixes[] = {".weight", ".bias"};
+	for (size_t i = 0; i < 2; i++) {
+		size_t n = strlen(name), s = strlen(suffixes[i]);
+		char base[512];
+		if (n <= s || n >= sizeof(base) || strcmp(name + n - s, suffixes[i]))
+			continue;
+		memcpy(base, name, n - s);
+		base[n - s] = '\0';
+		if (pattern_matches(pattern, base))
+			return true;
+	}
+	return false;
+}
+
+static bool rule_matches(const cJSON *rule, const char *name)
+{
+	const char *match = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(rule, "match"));
+	const char *value = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(rule, "value"));
+	cr_assert(match && value, "a rule without match or value");
+	if (!strcmp(match, "prefix"))
+		return starts_with(name, value);
+	if (!strcmp(match, "suffix"))
+		return ends_with(name, value);
+	if (!strcmp(match, "equals"))
+		return !strcmp(name, value);
+	return strstr(name, value) != NULL; /* contains */
+}
+
+enum { MAX_ALTS = 4, NAME_SIZE = 512 };
+
+/*
+ * The name with each number from 3 up as 3: the names of every later layer
+ * and expert alike, so that each is mapped once. 0 to 2 are kept: the
+ * tables' patterns hold such numbers literally (T5's sublayers layer.0/1/2).
+ */
+static char *name_shape(const char *name)
+{
+	char *shape = malloc(strlen(name) + 1), *out = shape;
+	for (const char *c = name;; c++) {
+		if (*c >= '0' && *c <= '9') {
+			char *end;
+			long number = strtol(c, &end, 10);
+			*out++ = number >= 3 ? '3' : *c;
+			c = end - 1;
+			continue;
+		}
+		*out++ = *c;
+		if (!*c)
+			return shape;
+	}
+}
+
+/* Replace the first "from" in name by "to", in place (the rule's strings are short). */
+static void replace_in(char *name, size_t size, const char *from, const char *to)
+{
+	char *at = strstr(name, from);
+	if (!at || !*from)
+		return;
+	char rest[NAME_SIZE];
+	snprintf(rest, sizeof(rest), "%s", at + strlen(from));
+	snprintf(at, size - (size_t)(at - name), "%s%s", to, rest);
+}
+
+/*
+ * Apply a rule to name. Returns false when it drops the tensor. Only the
+ * rules without a guard apply; modify_tensors' replace rules (DeepSeek's
+ * kv_b_proj split into k_b/v_b) each give a further name, in alts.
+ */
+static bool apply_rule(const cJSON *rule, char *name, size_t size, char (*alts)[NAME_SIZE], int *n_alts)
+{
+	if (!cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(rule, "guard")) || !rule_matches(rule, name))
+		return true;
+	const char *kind = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(rule, "rule"));
+	const char *method = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(rule, "method"));
+	const char *from = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(rule, "from"));
+	const char *to = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(rule, "to"));
+	if (!strcmp(kind, "drop"))
+		return false;
+	if (!strcmp(kind, "set")) {
+		snprintf(name, size, "%s", to);
+	} else if (!strcmp(kind, "strip_prefix")) {
+		memmove(name, name + strlen(from), strlen(name) - strlen(from) + 1);
+	} else if (!strcmp(kind, "replace_suffix")) {
+		name[strlen(name) - strlen(from)] = '\0';
+		strncat(name, to, size - strlen(name) - 1);
+	} else if (!strcmp(kind, "replace") && !strcmp(method, "modify_tensors")) {
+		cr_assert(*n_alts < MAX_ALTS, "'%s': more names than the test holds", name);
+		snprintf(alts[*n_alts], NAME_SIZE, "%s", name);
+		replace_in(alts[(*n_alts)++], NAME_SIZE, from, to);
+	} else if (!strcmp(kind, "replace")) {
+		replace_in(name, size, from, to);
+	}
+	return true;
+}
+
+/* The index in the family's tensor list of the tensor a name maps to, or -1. */
+static int map_name(const cJSON *doc, const cJSON *family, const char *name)
+{
+	const cJSON *tables = cJSON_GetObjectItemCaseSensitive(doc, "tensors");
+	const cJSON *classes = cJSON_GetObjectItemCaseSensitive(doc, "converter_classes");
+	const cJSON *tensor;
+	int index = 0;
+	cJSON_ArrayForEach(tensor, cJSON_GetObjectItemCaseSensitive(family, "tensors"))
+	{
+		const cJSON *pattern;
+		cJSON_ArrayForEach(pattern, cJSON_GetObjectItemCaseSensitive(
+		                                    cJSON_GetObjectItemCaseSensitive(tables, tensor->valuestring), "hf"))
+		{
+			if (table_matches(pattern->valuestring, name))
+				return index;
+		}
+		/* the per-expert names an MoE class stacks into this tensor */
+		const cJSON *cls;
+		cJSON_ArrayForEach(cls, cJSON_GetObjectItemCaseSensitive(family, "converter_chain"))
+		{
+			const cJSON *stack;
+			cJSON_ArrayForEach(stack, cJSON_GetObjectItemCaseSensitive(
+			                                  cJSON_GetObjectItemCaseSensitive(classes, cls->valuestring), "stacks"))
+			{
+				const char *stacked_to = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(stack, "tensor"));
+				const char *per_expert = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(stack, "per_expert"));
+				if (stacked_to && !strcmp(stacked_to, tensor->valuestring) && table_matches(per_expert, name))
+					return index;
+			}
+		}
+		index++;
+	}
+	return -1;
+}
+
+/* Whether the family's converter has a rule, guarded or not, for the name. */
+static bool converter_has_rule_for(const cJSON *doc, const cJSON *family, const char *name)
+{
+	const cJSON *cls, *rule;
+	cJSON_ArrayForEach(cls, cJSON_GetObjectItemCaseSensitive(family, "converter_chain"))
+	{
+		cJSON_ArrayForEach(rule, cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(
+		                             cJSON_GetObjectItemCaseSensitive(doc, "converter_classes"), cls->valuestring),
+		                         "rules"))
+		{
+			if (rule_matches(rule, name))
+				return true;
+		}
+	}
+	return false;
+}
+
+static bool listed_for(const char *family, const char *what, bool tensors)
+{
+	if (tensors) {
+		for (size_t i = 0; i < sizeof(not_applying) / sizeof(not_applying[0]); i++)
+			if (!strcmp(not_applying[i].family, family) && !strcmp(not_applying[i].tensor, what))
+				return true;
+		return false;
+	}
+	for (size_t i = 0; i < sizeof(converter_handled) / sizeof(converter_handled[0]); i++)
+		if (!strcmp(converter_handled[i].family, family) && !strcmp(converter_handled[i].name, what))
+			return true;
+	return false;
+}
+
+enum { MAX_ARCH_TENSORS = 64 };
+
+Test(hf_describe, names_what_llama_cpps_converter_maps_for_families_without_a_real_file)
+{
+	size_t size;
+	char *text = slurp("fixtures/hf/llama_cpp_tensor_names.json", &size);
+	cJSON *doc = cJSON_ParseWithLength(text, size);
+	free(text);
+	cr_assert(doc, "fixtures/hf/llama_cpp_tensor_names.json does not parse");
+	const cJSON *families = cJSON_GetObjectItemCaseSensitive(doc, "families");
+	const cJSON *classes = cJSON_GetObjectItemCaseSensitive(doc, "converter_classes");
+	for (size_t f = 0; f < sizeof(llama_cpp_families) / sizeof(llama_cpp_families[0]); f++) {
+		const char *fam = llama_cpp_families[f].family;
+		const cJSON *family = cJSON_GetObjectItemCaseSensitive(families, fam);
+		const cJSON *list = cJSON_GetObjectItemCaseSensitive(family, "tensors");
+		cr_assert(cJSON_GetArraySize(list) > 0 && cJSON_GetArraySize(list) <= MAX_ARCH_TENSORS,
+		          "%s: no llama.cpp architecture, or more tensors than the test holds", fam);
+		bool named[MAX_ARCH_TENSORS] = {false};
+		ti_model *m = describe_file(llama_cpp_families[f].config);
+		size_t n;
+		const ti_model_param *p = ti_model_params(m, &n);
+		/* each shape of name once (see name_shape) */
+		ti_strmap seen;
+		ti_strmap_init(&seen);
+		char **shapes = calloc(n, sizeof(*shapes));
+		for (size_t i = 0; i < n; i++) {
+			if (p[i].buffer && !p[i].persistent)
+				continue; /* not in a state_dict, so not in a checkpoint */
+			/* a quantized layer's storage beside its weight (DeepSeek-V3's fp8 weight_scale_inv): the
+			   converter folds it into the weight first (conversion/base.py, dequant_model, quant_method
+			   "fp8": a name ending in "_scale_inv" dequantizes the weight it names, then goes) */
+			if (p[i].stores && ends_with(p[i].name, "_scale_inv"))
+				continue;
+			shapes[i] = name_shape(p[i].name);
+			void *existing;
+			if (ti_strmap_add(&seen, shapes[i], NULL, &existing) != 0)
+				continue;
+			char name[NAME_SIZE], alts[MAX_ALTS][NAME_SIZE];
+			int n_alts = 0;
+			snprintf(name, sizeof(name), "%s", p[i].name);
+			bool kept = true;
+			const cJSON *cls, *rule;
+			cJSON_ArrayForEach(cls, cJSON_GetObjectItemCaseSensitive(family, "converter_chain"))
+			{
+				cJSON_ArrayForEach(rule, cJSON_GetObjectItemCaseSensitive(
+				                             cJSON_GetObjectItemCaseSensitive(classes, cls->valuestring), "rules"))
+				{
+					kept = kept && apply_rule(rule, name, sizeof(name), alts, &n_alts);
+				}
+			}
+			if (!kept)
+				continue; /* dropped by the converter: BERT's pooler */
+			int t = map_name(doc, family, name);
+			bool mapped = t >= 0;
+			if (t >= 0)
+				named[t] = true;
+			for (int a = 0; a < n_alts; a++) {
+				int t_alt = map_name(doc, family, alts[a]);
+				mapped = mapped || t_alt >= 0;
+				if (t_alt >= 0)
+					named[t_alt] = true;
+			}
+			if (!mapped && listed_for(fam, p[i].name, false)) {
+				cr_expect(converter_has_rule_for(doc, family, p[i].name),
+				          "%s: '%s' is listed as handled by the converter, which has no rule for it", fam,
+				          p[i].name);
+				continue;
+			}
+			cr_expect(mapped, "%s: '%s' (as '%s') is no name llama.cpp maps for %s", fam, p[i].name,
+			          name, cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(family, "llama_cpp_arch")));
+		}
+		int index = 0;
+		const cJSON *tensor;
+		cJSON_ArrayForEach(tensor, list)
+		{
+			bool exempt = listed_for(fam, tensor->valuestring, true);
+			cr_expect(named[index] || exempt, "%s: llama.cpp's %s has %s, the description names none", fam,
+			          cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(family, "llama_cpp_arch")),
+			          tensor->valuestring);
+			cr_expect(!(named[index] && exempt), "%s: %s is listed as not applying, but the description names it",
+			          fam, tensor->valuestring);
+			index++;
+		}
+		for (size_t i = 0; i < n; i++)
+			free(shapes[i]);
+		free(shapes);
+		ti_strmap_release(&seen);
+		ti_model_close(m);
+	}
+	/* every exemption is one of its family's tensors */
+	for (size_t i = 0; i < sizeof(not_applying) / sizeof(not_applying[0]); i++) {
+		const cJSON *list = cJSON_GetObjectItemCaseSensitive(
+		    cJSON_GetObjectItemCaseSensitive(families, not_applying[i].family), "tensors");
+		bool found = false;
+		const cJSON *tensor;
+		cJSON_ArrayForEach(tensor, list) found = found || !strcmp(tensor->valuestring, not_applying[i].tensor);
+		cr_expect(found, "%s: %s is not a tensor of its llama.cpp architecture", not_applying[i].family,
+		          not_applying[i].tensor);
+	}
+	const cJSON *vit = cJSON_GetObjectItemCaseSensitive(families, "vit");
+	cr_expect(vit && cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(vit, "llama_cpp_arch")),
+	          "llama.cpp now maps ViT: hold vit to it here");
+	cJSON_Delete(doc);
 }
