@@ -26,16 +26,17 @@ static const cli_option options[] = {
 	{NULL, 0, 0, 0},
 };
 
-static const char help[] =
+static const char help_head[] =
 	"usage: tinspect describe FOLDER|config.json [-o MODEL.json] [-f]\n"
 	"\n"
 	"Write the model description (JSON) of a Hugging Face model from its\n"
 	"config.json alone: the modules, state_dict names and shapes and the\n"
 	"forward of transformers' code for its model_type, with inputs input_ids\n"
 	"[B, T] to bind with --bind. shapes, params, memory, check and run do the\n"
-	"same themselves when given a folder or a config.json.\n"
-	"model_types: bert, gemma, gpt2, gpt_neox, llama, mistral, mixtral, phi3,\n"
-	"qwen2, qwen3 (see docs/huggingface.md; any other: tinspect-export).\n"
+	"same themselves when given a folder or a config.json.\n";
+
+/* after the model_types, which are the templates' own (ti_hf_model_types) */
+static const char help[] =
 	"\n"
 	"options:\n"
 	"  --json             print the description (the default)\n"
@@ -43,6 +44,30 @@ static const char help[] =
 	"  -f, --force        let -o replace an existing FILE\n"
 	CLI_URL_HELP("   ")
 	"  -h, --help         show this help\n";
+
+/* The help, its model_types those the templates describe, wrapped at 76 columns. */
+static int describe_help(void)
+{
+	size_t count, col = 0;
+	const char *const *types = ti_hf_model_types(&count);
+	fputs(help_head, stdout);
+	fputs("model_types:", stdout);
+	col = strlen("model_types:");
+	for (size_t i = 0; i < count; i++) {
+		size_t len = strlen(types[i]) + (i + 1 < count ? 1 : 0);
+		if (col + 1 + len > 76) {
+			fputs("\n", stdout);
+			col = 0;
+		} else {
+			fputs(" ", stdout);
+			col++;
+		}
+		printf("%s%s", types[i], i + 1 < count ? "," : "");
+		col += len;
+	}
+	fputs(" (see docs/huggingface.md;\nany other: tinspect-export).\n", stdout);
+	return cli_help(help);
+}
 
 static int write_out(const char *text, const char *path, const char *input, bool force)
 {
@@ -88,7 +113,7 @@ int cmd_describe(int argc, char **argv)
 			break;
 		}
 		case OPT_HELP:
-			return cli_help(help);
+			return describe_help();
 		case OPT_JSON:
 			break;
 		case OPT_OUTPUT:
