@@ -47,6 +47,26 @@ int cli_check_input(const char *path);
 extern bool cli_urls_read;
 /* --token-file FILE: its first line is the token sent to the Hub (io.h); a reported exit code on failure. */
 int cli_set_token_file(const char *command, const char *path);
+/*
+ * The options of every command that reads URLs: CLI_URL_OPTIONS are rows
+ * for its option table (after the cli_option type below), CLI_URL_HELP their
+ * lines in its --help, and cli_url_option handles each (EXIT_OK, or an
+ * exit code said on stderr): --token-file F, --cacert F, --offline (the
+ * remote-read cache alone, no request) and --no-cache (neither read nor
+ * written; io.h: ti_io_cache_mode).
+ */
+enum { CLI_OPT_TOKEN_FILE = 1000, CLI_OPT_CACERT, CLI_OPT_OFFLINE, CLI_OPT_NO_CACHE };
+#define CLI_URL_OPTIONS                                                                                     \
+	{"token-file", 0, OPT_VALUE, CLI_OPT_TOKEN_FILE}, {"cacert", 0, OPT_VALUE, CLI_OPT_CACERT},           \
+	{"offline", 0, OPT_FLAG, CLI_OPT_OFFLINE}, {"no-cache", 0, OPT_FLAG, CLI_OPT_NO_CACHE}
+#define CLI_URL_HELP                                                                         \
+	"  --token-file F  send F's first line as the Hub token (instead of $HF_TOKEN),\n"  \
+	"                  to the Hub's host only\n"                                           \
+	"  --cacert F      verify https servers against the CA certificates in F\n"         \
+	"  --offline       read URLs from the cache alone, no request (also\n"              \
+	"                  TINSPECT_OFFLINE=1 or HF_HUB_OFFLINE=1); see 'tinspect cache'\n" \
+	"  --no-cache      neither read nor keep URLs' bytes in the cache\n"
+int cli_url_option(const char *command, int id, const char *value);
 /* Whether a directory is to be read as one checkpoint (a Hugging Face model directory). */
 bool cli_is_checkpoint_directory(const char *path);
 
@@ -70,6 +90,7 @@ int cmd_ops(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 int cmd_run(int argc, char **argv);
+int cmd_cache(int argc, char **argv);
 
 /* Options: a table per command; values come as --opt=V or --opt V. */
 typedef enum { OPT_FLAG, OPT_VALUE } cli_opt_kind;

@@ -19,7 +19,7 @@
 
 enum {
 	OPT_HELP = 1, OPT_DEVICE, OPT_JSON, OPT_FILTER, OPT_DEPTH, OPT_RECORDS, OPT_TRUST, OPT_RAW, OPT_CHECK_FINITE,
-	OPT_KEY, OPT_STRIP, OPT_TOKEN_FILE, OPT_CACERT
+	OPT_KEY, OPT_STRIP
 };
 
 static const cli_option options[] = {
@@ -34,8 +34,7 @@ static const cli_option options[] = {
 	{"trust", 0, OPT_FLAG, OPT_TRUST},
 	{"raw", 0, OPT_FLAG, OPT_RAW},
 	{"check-finite", 0, OPT_FLAG, OPT_CHECK_FINITE},
-	{"token-file", 0, OPT_VALUE, OPT_TOKEN_FILE},
-	{"cacert", 0, OPT_VALUE, OPT_CACERT},
+	CLI_URL_OPTIONS,
 	{NULL, 0, 0, 0},
 };
 
@@ -58,7 +57,9 @@ static const char help[] =
 	"\n"
 	"FILE may be a URL: http://, https:// or hf://ORG/REPO[@REVISION]/PATH (the\n"
 	"Hub at $HF_ENDPOINT, default https://huggingface.co). Only the bytes needed\n"
-	"are fetched, with HTTP range requests; the summary says how many.\n"
+	"are fetched, with HTTP range requests; the summary says how many. They are\n"
+	"kept in the remote-read cache ('tinspect cache'): a second read of the URL\n"
+	"costs one conditional request, the rest comes from disk.\n"
 	"\n"
 	"options:\n"
 	"  --device DEV    meta (default): metadata only; cpu or cuda[:N]: also read every\n"
@@ -74,9 +75,7 @@ static const char help[] =
 	"  --raw           print counts and sizes as exact integers, not 4.59 KiB\n"
 	"  --trust         list a file whose pickle calls something dangerous (os.system,\n"
 	"                  eval...), which is refused otherwise; it is never executed\n"
-	"  --token-file F  send F's first line as the Hub token (instead of $HF_TOKEN),\n"
-	"                  to the Hub's host only\n"
-	"  --cacert F      verify https servers against the CA certificates in F\n"
+	CLI_URL_HELP
 	"  -h, --help      show this help\n"
 	"\n"
 	"Globals outside torch.load's weights_only allow-list get a warning on\n"
@@ -1638,15 +1637,15 @@ int cmd_inspect(int argc, char **argv)
 		case OPT_CHECK_FINITE:
 			in.check_finite = true;
 			break;
-		case OPT_TOKEN_FILE: {
-			int rc = cli_set_token_file("inspect", value);
+		case CLI_OPT_TOKEN_FILE:
+		case CLI_OPT_CACERT:
+		case CLI_OPT_OFFLINE:
+		case CLI_OPT_NO_CACHE: {
+			int rc = cli_url_option("inspect", id, value);
 			if (rc)
 				return rc;
 			break;
 		}
-		case OPT_CACERT:
-			ti_io_set_cacert(value);
-			break;
 		case OPT_JSON:
 			in.json = true;
 			break;

@@ -9,5 +9,11 @@
 /* Opens io->name, a URL: its first block is asked for now, giving its size and version. */
 ti_status io_remote_open(ti_io *io, ti_error *err);
 void io_remote_close(ti_io *io);
+/*
+ * The http(s) URL a name stands for, into out (size bytes): an hf:// name
+ * becomes $HF_ENDPOINT/ORG/REPO/resolve/REVISION/PATH. A URL tinspect
+ * cannot use (credentials in it, no host, a control byte) is TI_E_INVALID.
+ */
+ti_status io_resolve_name(const char *name, char *out, size_t size, ti_error *err);
 
 #endif
