@@ -11,7 +11,8 @@
  * keep every bound (nothing past the range asked for or the body's
  * ceiling, every field NUL-terminated inside its buffer), and a
  * Content-Range it accepts must be consistent. The same bytes are then
- * read as a .netrc (a login and password found fit their buffers), as a
+ * read as a redirect's Location (a URL let through has a host and no
+ * credentials), as a .netrc (a login and password found fit their buffers), as a
  * cache head (one that parses must print back to the same bytes) and as a
  * block file (one that checks must carry the bytes its header sums).
  */
@@ -93,9 +94,29 @@ static void check_cache_files(const uint8_t *data, size_t size)
 	}
 }
 
+/* The bytes as a redirect's Location: refused, or a URL with a host, no credentials, nothing below a space. */
+static void check_url(const uint8_t *data, size_t size)
+{
+	char *url = malloc(size + 1);
+	if (!url)
+		return;
+	memcpy(url, data, size);
+	url[size] = '\0';
+	if (!http_url_refusal(url)) {
+		size_t origin = http_origin_length(url);
+		FUZZ_CHECK(origin > 0 && !memchr(url, '@', origin), "'%s' let through", url);
+		FUZZ_CHECK(http_same_origin(url, url), "'%s' is not its own origin", url);
+	}
+	char host[64];
+	if (http_url_host(url, host, sizeof(host)))
+		FUZZ_CHECK(*host && !strchr(host, '/') && !strchr(host, '@'), "host '%s'", host);
+	free(url);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	check_answer(data, size);
+	check_url(data, size);
 	check_netrc(data, size);
 	check_cache_files(data, size);
 	return 0;

@@ -44,7 +44,6 @@
 #include "io/http_parse.h"
 #include "io/io_internal.h"
 
-#include <ctype.h>
 #include <dlfcn.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -203,42 +202,11 @@ static const char *endpoint(void)
 	return e && *e ? e : "https://huggingface.co";
 }
 
-/* The length of url's scheme://authority, or 0 when it has no authority. */
-static size_t origin_length(const char *url)
-{
-	const char *sep = strstr(url, "://");
-	if (!sep)
-		return 0;
-	const char *host = sep + 3;
-	size_t n = strcspn(host, "/?#");
-	return n ? (size_t)(host - url) + n : 0;
-}
-
-/* Whether two URLs have one origin: scheme, host and port alike, the host in any case. */
-static bool same_origin(const char *a, const char *b)
-{
-	size_t n = origin_length(a), m = origin_length(b);
-	if (!n || n != m)
-		return false;
-	for (size_t i = 0; i < n; i++)
-		if (tolower((unsigned char)a[i]) != tolower((unsigned char)b[i]))
-			return false;
-	return true;
-}
-
-/* Checks a http(s) URL tinspect will ask for: a host, no credentials, no spaces or control bytes. */
+/* Checks a http(s) URL tinspect will ask for (http_url_refusal). */
 static ti_status check_url(const char *url, ti_error *err)
 {
-	size_t n = origin_length(url);
-	const char *host = strstr(url, "://") + 3;
-	if (!n || host == url + n)
-		return TI_FAIL(err, TI_E_INVALID, "the URL names no host");
-	if (memchr(host, '@', (size_t)(url + n - host)))
-		return TI_FAIL(err, TI_E_INVALID, "credentials in a URL are refused: give HF_TOKEN or --token-file");
-	for (const char *c = url; *c; c++)
-		if ((unsigned char)*c <= ' ' || *c == 0x7f)
-			return TI_FAIL(err, TI_E_INVALID, "the URL holds a space or a control character");
-	return TI_OK;
+	const char *why = http_url_refusal(url);
+	return why ? TI_FAIL(err, TI_E_INVALID, "%s", why) : TI_OK;
 }
 
 ti_status io_resolve_name(const char *name, char *out, size_t size, ti_error *err)
@@ -320,38 +288,12 @@ static size_t on_body(char *data, size_t size, size_t count, void *ctx)
 
 /* ---- .netrc ---- */
 
-/* url's host, without its port or the brackets of an IPv6 address, into out. */
-static bool url_host(const char *url, char *out, size_t size)
-{
-	size_t n = origin_length(url);
-	const char *host = n ? strstr(url, "://") + 3 : NULL;
-	if (!host)
-		return false;
-	size_t len = (size_t)(url + n - host);
-	if (*host == '[') {
-		const char *close = memchr(host, ']', len);
-		if (!close)
-			return false;
-		host++;
-		len = (size_t)(close - host);
-	} else {
-		const char *colon = memchr(host, ':', len);
-		if (colon)
-			len = (size_t)(colon - host);
-	}
-	if (!len || len >= size)
-		return false;
-	memcpy(out, host, len);
-	out[len] = '\0';
-	return true;
-}
-
 /* The login and password $NETRC (default ~/.netrc) gives for url's host; false when none. */
 static bool netrc_credentials(const char *url, char *login, size_t login_size, char *password, size_t password_size)
 {
 	char host[256], path[4096];
 	const char *file = getenv("NETRC"), *home = getenv("HOME");
-	if (!url_host(url, host, sizeof(host)))
+	if (!http_url_host(url, host, sizeof(host)))
 		return false;
 	if (!file || !*file) {
 		if (!home || !*home || (size_t)snprintf(path, sizeof(path), "%s/.netrc", home) >= sizeof(path))
@@ -461,7 +403,7 @@ static ti_status request(ti_io *io, uint64_t from, uint64_t len, unsigned char *
 		int hops = 0;
 		for (;;) {
 			http_answer_start(a, dst, len, whole_max);
-			bool hub = same_origin(url, endpoint()), to_hub = tok && hub;
+			bool hub = http_same_origin(url, endpoint()), to_hub = tok && hub;
 			for (const char *t = to_hub ? tok : ""; *t; t++)
 				if ((unsigned char)*t <= ' ' || *t == 0x7f) /* it would break the header, or add one */
 					return TI_FAIL(err, TI_E_INVALID, "the Hub token holds a space or a control character");

@@ -126,6 +126,8 @@ void http_answer_header(http_answer *a, const char *line, size_t n)
 
 size_t http_answer_body(http_answer *a, const char *data, size_t n)
 {
+	if (!n) /* nothing to copy, and nowhere yet to copy it to (memcpy's pointers must not be NULL) */
+		return 0;
 	if (a->status == 206) {
 		if (n > a->want - a->got) {
 			a->overflow = true;
@@ -152,6 +154,78 @@ size_t http_answer_body(http_answer *a, const char *data, size_t n)
 		a->body_len += n;
 	}
 	return n; /* any other answer's body is read and dropped */
+}
+
+/* ---- URLs ---- */
+
+size_t http_origin_length(const char *url)
+{
+	const char *sep = strstr(url, "://");
+	if (!sep)
+		return 0;
+	const char *host = sep + 3;
+	size_t n = strcspn(host, "/?#");
+	return n ? (size_t)(host - url) + n : 0;
+}
+
+bool http_same_origin(const char *a, const char *b)
+{
+	size_t n = http_origin_length(a), m = http_origin_length(b);
+	if (!n || n != m)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (tolower((unsigned char)a[i]) != tolower((unsigned char)b[i]))
+			return false;
+	return true;
+}
+
+const char *http_url_refusal(const char *url)
+{
+	if (strncasecmp(url, "http://", 7) && strncasecmp(url, "https://", 8))
+		return "not an http:// or https:// URL";
+	size_t n = http_origin_length(url);
+	if (!n)
+		return "the URL names no host";
+	const char *host = strstr(url, "://") + 3;
+	if (memchr(host, '@', (size_t)(url + n - host)))
+		return "credentials in a URL are refused: give HF_TOKEN or --token-file";
+	for (const char *c = url; *c; c++)
+		if ((unsigned char)*c <= ' ' || *c == 0x7f)
+			return "the URL holds a space or a control character";
+	return NULL;
+}
+
+bool http_url_host(const char *url, char *out, size_t size)
+{
+	size_t n = http_origin_length(url);
+	if (!n)
+		return false;
+	const char *host = strstr(url, "://") + 3;
+	size_t len = (size_t)(url + n - host);
+	const char *at = NULL;
+	for (const char *c = host; c < host + len; c++)
+		if (*c == '@')
+			at = c;
+	if (at) { /* user:password@host: the host after it */
+		len -= (size_t)(at + 1 - host);
+		host = at + 1;
+	}
+	if (len && *host == '[') {
+		const char *close = memchr(host, ']', len);
+		if (!close)
+			return false;
+		host++;
+		len = (size_t)(close - host);
+	} else {
+		const char *colon = memchr(host, ':', len);
+		if (colon)
+			len = (size_t)(colon - host);
+	}
+	if (!len || len >= size)
+		return false;
+	memcpy(out, host, len);
+	out[len] = '\0';
+	return true;
 }
 
 /* ---- .netrc ---- */

@@ -63,6 +63,17 @@ bool http_content_range(const char *v, uint64_t *first, uint64_t *last, uint64_t
  */
 bool http_validator_usable(const char *v);
 
+/* ---- URLs: the one given, a redirect's Location as libcurl resolves it ---- */
+
+/* The length of url's scheme://authority, 0 when it has none. */
+size_t http_origin_length(const char *url);
+/* Whether two URLs have one origin: scheme, host and port alike, the host in any case. */
+bool http_same_origin(const char *a, const char *b);
+/* Why tinspect refuses to ask for url (not http(s), no host, credentials, a space or a control byte); NULL when it does not. */
+const char *http_url_refusal(const char *url);
+/* url's host into out (size bytes), without its port or an IPv6 address's brackets; false when it has none or it does not fit. */
+bool http_url_host(const char *url, char *out, size_t size);
+
 /*
  * The login and password a .netrc's text gives for host (its "machine"
  * entry, the name compared without case). "default" entries are ignored:

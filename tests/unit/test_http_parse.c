@@ -241,6 +241,74 @@ Test(http_parse, netrc_gives_a_machines_entry_to_that_host_alone)
 	cr_expect(http_netrc_find(partial, sizeof(partial) - 1, "b", login, sizeof(login), password, sizeof(password)));
 }
 
+Test(http_parse, urls_are_refused_with_a_reason_and_hosts_read_without_ports)
+{
+	static const struct {
+		const char *url, *refusal, *host;
+	} cases[] = {
+		{"https://huggingface.co/org/repo/resolve/main/x", NULL, "huggingface.co"},
+		{"http://127.0.0.1:8000/a", NULL, "127.0.0.1"},
+		{"http://[::1]:8000/a", NULL, "::1"},
+		{"http://LocalHost?x=1", NULL, "LocalHost"},
+		{"http://user:pw@h/a", "credentials", "h"},
+		{"http:///a", "names no host", NULL},
+		{"no scheme at all", "not an http", NULL},
+		{"ftp://h/x", "not an http", "h"},
+		{"x@y://h/x", "not an http", "h"}, /* found by fuzz_http: an '@' before the authority */
+		{"HTTPS://h/x", NULL, "h"},
+		{"http://h/a b", "a space or a control", "h"},
+		{"http://h/a\r\nX: 1", "a space or a control", "h"},
+		{"http://[::1/a", NULL, NULL}, /* no closing bracket: no host to look up */
+		{"http://:8000/a", NULL, NULL},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *why = http_url_refusal(cases[i].url);
+		if (cases[i].refusal)
+			cr_expect(why && strstr(why, cases[i].refusal), "'%s': got '%s'", cases[i].url, why ? why : "(none)");
+		else
+			cr_expect(!why, "'%s': refused: %s", cases[i].url, why);
+		char host[64];
+		bool found = http_url_host(cases[i].url, host, sizeof(host));
+		cr_expect(found == (cases[i].host != NULL), "'%s': host found %d", cases[i].url, found);
+		if (found && cases[i].host)
+			EXPECT_STR(host, cases[i].host);
+	}
+	cr_expect(http_same_origin("https://HF.co/a", "https://hf.co/b?c"));
+	cr_expect(!http_same_origin("https://hf.co/a", "http://hf.co/a"));
+	cr_expect(!http_same_origin("https://hf.co/a", "https://hf.co:444/a"));
+	cr_expect(!http_same_origin("https://hf.co.evil/a", "https://hf.co/a"));
+	cr_expect(!http_same_origin("nothing", "nothing"));
+}
+
+Test(http_parse, mutated_locations_are_refused_or_clean)
+{
+	fuzz_state = 0xfeedfacefeedfaceULL;
+	static const char *const seeds[] = {
+		"https://cdn-lfs.hf.co/repos/ab/cd?X-Amz-Signature=0123&Expires=1", "http://127.0.0.1:8000/files/big.pt",
+		"http://[::1]:80/x", "https://u:p@h/x", "/relative/path",
+	};
+	char url[160];
+	for (int c = 0; c < FUZZ_CASES; c++) {
+		const char *seed = seeds[below(sizeof(seeds) / sizeof(seeds[0]))];
+		size_t n = strlen(seed);
+		memcpy(url, seed, n);
+		n = mutate(url, n, sizeof(url) - 1);
+		url[n] = '\0';
+		if (!http_url_refusal(url)) { /* what tinspect would ask for: a host, no credentials, nothing below a space */
+			size_t origin = http_origin_length(url);
+			cr_assert(origin > 0 && origin <= strlen(url), "case %d: '%s'", c, url);
+			cr_assert(!memchr(url, '@', origin), "case %d: credentials in '%s'", c, url);
+			for (const char *p = url; *p; p++)
+				cr_assert((unsigned char)*p > ' ' && *p != 0x7f, "case %d", c);
+			cr_assert(http_same_origin(url, url), "case %d: '%s' is not its own origin", c, url);
+		}
+		char host[16];
+		if (http_url_host(url, host, sizeof(host)))
+			cr_assert(strlen(host) > 0 && strlen(host) < sizeof(host) && !strchr(host, '/') && !strchr(host, '@'),
+			          "case %d: host '%s' of '%s'", c, host, url);
+	}
+}
+
 /* ---- random and mutated input ---- */
 
 static const char *const header_templates[] = {
