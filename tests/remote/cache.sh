@@ -9,7 +9,15 @@ cache_case() { # NAME: a fresh, empty cache folder for the case NAME
 	XDG_CACHE_HOME=$tmp/cache-$1
 	export XDG_CACHE_HOME
 }
-requests_a() { wc -l <"$tmp/logs/a.log" | tr -d ' '; }
+# nginx logs a request after it has sent the answer, so a client may be gone before its line is written:
+# the log is read, and emptied, once it has had a moment to settle
+settle() { sleep 0.2; }
+requests_a() { settle; wc -l <"$tmp/logs/a.log" | tr -d ' '; }
+reset_logs() {
+	settle
+	: >"$tmp/logs/a.log"
+	: >"$tmp/logs/b.log"
+}
 # inspect's output without its 'fetched' line, which says what the read cost
 inspect_body() { "$bin" inspect "$@" 2>&1 | grep -v '^  fetched '; }
 
@@ -17,7 +25,7 @@ inspect_body() { "$bin" inspect "$@" 2>&1 | grep -v '^  fetched '; }
 cache_case second
 for f in big.pt many.safetensors big.gguf; do
 	inspect_body "$A/files/$f" >"$tmp/first.out"
-	: >"$tmp/logs/a.log"
+	reset_logs
 	"$bin" inspect "$A/files/$f" >"$tmp/second.full" 2>&1
 	grep -v '^  fetched ' "$tmp/second.full" >"$tmp/second.out"
 	if cmp -s "$tmp/first.out" "$tmp/second.out" && [ "$(requests_a)" = 1 ] &&
@@ -29,7 +37,7 @@ done
 
 # --offline (and its environment variables): no request at all, the same listing
 for how in --offline TINSPECT_OFFLINE=1 HF_HUB_OFFLINE=true; do
-	: >"$tmp/logs/a.log"
+	reset_logs
 	case $how in
 	--*) inspect_body "$A/files/big.pt" "$how" >"$tmp/offline.out" ;;
 	*) env "$how" "$bin" inspect "$A/files/big.pt" 2>&1 | grep -v '^  fetched ' >"$tmp/offline.out" ;;
@@ -50,8 +58,9 @@ if [ $rc = 6 ] && [ "$(wc -l <"$tmp/err")" = 1 ] &&
 rc=$?
 if [ $rc = 2 ] && grep -q 'give one' "$tmp/err"; then ok; else fail "cache: --offline --no-cache: exit $rc"; fi
 # --no-cache: neither read (a full read again) nor written
-: >"$tmp/logs/a.log"
+reset_logs
 XDG_CACHE_HOME=$tmp/cache-none "$bin" inspect "$A/files/big.pt" --no-cache >/dev/null 2>&1
+settle
 if [ "$(requests_a)" -gt 1 ] && ! grep -q 'status=304' "$tmp/logs/a.log" && [ ! -e "$tmp/cache-none" ]; then ok; else
 	fail "cache: --no-cache: $(cat "$tmp/logs/a.log"), $(ls -R "$tmp/cache-none" 2>&1 | head -3)"; fi
 
@@ -62,7 +71,7 @@ cp "$root/big.safetensors" "$root/changing/model.bin"
 inspect_body "$A/files/changing/model.bin" >/dev/null
 cp "$root/big.gguf" "$root/changing/model.bin.new"
 mv "$root/changing/model.bin.new" "$root/changing/model.bin"
-: >"$tmp/logs/a.log"
+reset_logs
 inspect_body "$A/files/changing/model.bin" >"$tmp/changed.out"
 etag=$("$py" -c 'import os,sys; s=os.stat(sys.argv[1]); print("\"%x-%x\"" % (int(s.st_mtime), s.st_size))' "$root/changing/model.bin")
 if grep -q '^  format         gguf, 1 file$' "$tmp/changed.out" && grep -q ' status=206$' "$tmp/logs/a.log" &&
@@ -82,7 +91,7 @@ for how in truncate corrupt; do
 	truncate) "$py" -c 'import os,sys; os.truncate(sys.argv[1], os.path.getsize(sys.argv[1]) // 2)' "$block" ;;
 	corrupt) "$py" -c 'import sys; f=open(sys.argv[1],"r+b"); f.seek(1000); b=f.read(1); f.seek(1000); f.write(bytes([b[0]^1]))' "$block" ;;
 	esac
-	: >"$tmp/logs/a.log"
+	reset_logs
 	inspect_body "$A/files/big.pt" >"$tmp/again.out"
 	if cmp -s "$tmp/first.out" "$tmp/again.out" && [ "$(requests_a)" -ge 2 ] && grep -q ' status=206$' "$tmp/logs/a.log"; then
 		ok; else fail "cache: a $how block: $(cat "$tmp/logs/a.log") $(ls -l "$block") $(diff "$tmp/first.out" "$tmp/again.out" | head -5)"; fi
@@ -90,7 +99,7 @@ done
 # a torn head: the entry is a miss, read whole again (no conditional request)
 head=$(ls "$XDG_CACHE_HOME"/tinspect/v1/*/head)
 "$py" -c 'import os,sys; os.truncate(sys.argv[1], 20)' "$head"
-: >"$tmp/logs/a.log"
+reset_logs
 if inspect_body "$A/files/big.pt" | cmp -s - "$tmp/first.out" && ! grep -q 'status=304' "$tmp/logs/a.log"; then ok; else
 	fail "cache: a torn head: $(cat "$tmp/logs/a.log")"; fi
 
@@ -162,22 +171,24 @@ if [ -n "$(ls "$XDG_CACHE_HOME"/tinspect/v1)" ] && ! grep -rq "$token" "$XDG_CAC
 # a 'default' entry goes nowhere
 cache_case netrc
 printf 'machine localhost\n  login lu password "lp secret"\ndefault login du password dp\n' >"$tmp/netrc"
-: >"$tmp/logs/a.log"
-: >"$tmp/logs/b.log"
+reset_logs
 basic=$(printf 'lu:lp secret' | base64)
 pa=${A##*:}
 NETRC=$tmp/netrc "$bin" inspect "http://localhost:$pa/org/repo/resolve/main/big.safetensors" >"$tmp/out" 2>&1
+settle
 if grep -q "auth=Basic $basic " "$tmp/logs/a.log" && [ -s "$tmp/logs/b.log" ] && ! grep -q 'auth=Basic' "$tmp/logs/b.log" &&
 	! grep -q 'secret\|lu:' "$tmp/out" && ! grep -rq secret "$XDG_CACHE_HOME"; then ok; else
 	fail ".netrc: a: $(cat "$tmp/logs/a.log") b: $(cat "$tmp/logs/b.log") $(cat "$tmp/out" | tail -3)"; fi
-: >"$tmp/logs/a.log"
+reset_logs
 NETRC=$tmp/netrc "$bin" inspect "$A/files/big.npy" >/dev/null 2>&1
+settle
 if [ -s "$tmp/logs/a.log" ] && ! grep -q 'auth=Basic' "$tmp/logs/a.log"; then ok; else
 	fail ".netrc: a default entry or another host's sent to 127.0.0.1: $(cat "$tmp/logs/a.log")"; fi
 # the Hub's host gets HF_TOKEN alone, never a .netrc's
 printf 'machine 127.0.0.1 login hu password hp\n' >"$tmp/netrc"
-: >"$tmp/logs/a.log"
+reset_logs
 HF_ENDPOINT=$A NETRC=$tmp/netrc "$bin" inspect hf://org/repo/big.npy --no-cache >/dev/null 2>&1
+settle
 if [ -s "$tmp/logs/a.log" ] && ! grep -q 'auth=Basic' "$tmp/logs/a.log"; then ok; else
 	fail ".netrc: sent to the Hub's host: $(cat "$tmp/logs/a.log")"; fi
 unset XDG_CACHE_HOME
