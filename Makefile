@@ -234,7 +234,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_HARNESSES ?= pickle checkpoint safetensors model scan dcp gguf npy
 FUZZ_CFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L -D_FILE_OFFSET_BITS=64 -Wall -Wextra -Werror -O1 -g \
 	-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
-FUZZ_ALL := pickle checkpoint safetensors model scan dcp gguf npy
+FUZZ_ALL := pickle checkpoint safetensors model scan dcp gguf npy http
 FUZZ_LIB_OBJ := $(LIB_SRC:%.c=build/fuzz/%.o) build/fuzz/gen/hf_templates.o
 FUZZ_BIN := $(FUZZ_ALL:%=build/fuzz/fuzz_%)
 FUZZ_REPLAY_BIN := $(FUZZ_ALL:%=build/asan/fuzz-replay-%)

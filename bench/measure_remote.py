@@ -20,7 +20,9 @@ Goals (recorded with goals.record):
   - big.bin: at most 4 requests;
   - wall time within 2x of the requests' round trips: the same requests
     (taken from nginx's access log: method, path, Range) replayed by one curl
-    process, best of N, against tinspect's best of N.
+    process, best of N, against tinspect's best of N (--no-cache: cold reads);
+  - read again through the remote-read cache (one of its own): at most one
+    request a file.
 
 Skips (exit 0, a message) when nginx or curl is missing; big.bin is skipped
 when torch is not importable and the file is not cached.
@@ -180,7 +182,7 @@ def replay_argv(lines, base):
 
 def measure(name, url, base, log, a, shards=0):
     before = len(log_lines(log))
-    t, out = best([a.tinspect, url, "--json"], a.runs)
+    t, out = best([a.tinspect, url, "--json", "--no-cache"], a.runs)  # cold reads, the user's cache untouched
     lines = log_lines(log)[before:]
     per_run = len(lines) // a.runs
     fetched = json.loads(out).get("fetched", {})
@@ -201,6 +203,17 @@ def measure(name, url, base, log, a, shards=0):
     ok &= record("remote inspect %s: tinspect / curl replaying its requests" % name, r, "x", "<=", 2)
     print("     wall %.1f ms, the same %d requests by one curl %.1f ms: %.2fx (goal <= 2x)"
           % (t * 1e3, per_run, floor * 1e3, r))
+    # read again through the remote-read cache (a cache of its own): one conditional request
+    cache = tempfile.mkdtemp(prefix="tinspect-bench-cache.")
+    env = dict(os.environ, XDG_CACHE_HOME=cache)
+    subprocess.run([a.tinspect, url, "--json"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    p = subprocess.run([a.tinspect, url, "--json"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+    shutil.rmtree(cache, ignore_errors=True)
+    again = json.loads(p.stdout).get("fetched", {}).get("requests", -1) if p.returncode == 0 else -1
+    files = shards + 1 if shards else 1  # a sharded model: its index and its shards
+    ok &= record("remote inspect %s again, cached: requests a file" % name, again / files if again >= 0 else 99,
+                 "", "<=", 1)
+    print("     again through the cache: %d requests for %d files (goal <= 1 a file)" % (again, files))
     return ok
 
 

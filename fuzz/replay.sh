@@ -54,7 +54,7 @@ trap 'rm -f "$log"; sweep_scratch' EXIT
 
 passed=0
 failed=0
-for h in pickle checkpoint safetensors model scan dcp gguf npy; do
+for h in pickle checkpoint safetensors model scan dcp gguf npy http; do
 	bin=$prefix$h
 	if [ ! -x "$bin" ]; then
 		echo "FAIL $h: no $bin"

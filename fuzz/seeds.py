@@ -291,6 +291,34 @@ def gguf_seeds(out):
     return n
 
 
+# ---- HTTP answers, .netrc, cache files (fuzz_http.c) ---------------------
+
+HTTP_SEEDS = {
+    "range": b"\x80HTTP/1.1 206 Partial Content\r\nContent-Range: bytes 0-9/100\r\nContent-Length: 10\r\n"
+             b"ETag: \"6b0bf184-64\"\r\n\r\n\x090123456789",
+    "redirect": b"\x40HTTP/1.1 302 Found\r\nLocation: http://cdn.example/x?sig=1\r\nETag: \"a\"\r\n\r\n"
+                b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\n\x03abcd",
+    "not-modified": b"\x10HTTP/1.1 304 Not Modified\r\nETag: W/\"x\"\r\n"
+                    b"Last-Modified: Wed, 21 Oct 2015 07:28:00 GMT\r\n\r\n",
+    "netrc": b"machine example.com login me password \"two words\"\nmacdef m\nx\n\ndefault login a password b\n",
+    "head": b"tinspect cache 1\nurl http://h/a\nvalidator \"1\"\nsize 10\ncheck 0000000000000000\n",
+}
+HTTP_WORDS = ["HTTP/1.1 ", "HTTP/2 ", " 206 ", " 200 ", " 304 ", " 416 ", "\\x0D\\x0A", "Content-Range: bytes ",
+              "Content-Length: ", "ETag: ", "Last-Modified: ", "X-Error-Code: ", "bytes */0", "machine", "login",
+              "password", "default", "macdef", "tinspect cache 1\\x0A", "validator ", "TICACHE1",
+              "18446744073709551615", "-1"]
+
+
+def http_seeds(out):
+    for name, data in HTTP_SEEDS.items():
+        write(os.path.join(out, "corpus", "http", name), data)
+    return len(HTTP_SEEDS)
+
+
+def http_dict():
+    return ['"%s"' % w for w in HTTP_WORDS]
+
+
 # ---- NumPy -----------------------------------------------------------------
 
 
@@ -537,6 +565,7 @@ def main():
         "scan": scan_seeds(out),
         "gguf": gguf_seeds(out),
         "npy": npy_seeds(out),
+        "http": http_seeds(out),
     }
     counts["model"], ops, modules = model_seeds(out)
     counts["dcp"] = dcp_seeds(out)
@@ -549,6 +578,7 @@ def main():
         "dcp": dcp_dict(),
         "gguf": gguf_dict(),
         "npy": npy_dict(),
+        "http": http_dict(),
     }
     for name, lines in dicts.items():
         write(os.path.join(out, "dict", name + ".dict"), "\n".join(lines) + "\n")

@@ -146,4 +146,41 @@ ti_io_counts ti_io_remote_counts(void);
 /* The same, of the calling thread alone: a worker that reads one file at a time tells each file's cost. */
 ti_io_counts ti_io_thread_counts(void);
 
+/*
+ * The remote-read cache (docs/inspect.md, "The remote-read cache"): the
+ * blocks read from a URL are kept under $XDG_CACHE_HOME/tinspect (default
+ * ~/.cache/tinspect), keyed by the URL and its version (ETag, else
+ * Last-Modified, and size), at most $TINSPECT_CACHE_MAX bytes (default
+ * 2G; the least recently used entries go first). A URL read before costs
+ * one conditional request (304: unchanged, its blocks read from disk); a
+ * new version replaces the old. A file whose server gives no validator is
+ * not kept. Only blocks, a URL and its validator are written: never a
+ * header, a token or a redirect's target.
+ */
+typedef enum ti_io_cache_mode {
+	TI_IO_CACHE_DEFAULT, /* TI_IO_CACHE_ONLY when $TINSPECT_OFFLINE or $HF_HUB_OFFLINE is 1/true/yes/on, else USE */
+	TI_IO_CACHE_USE,     /* read through the cache, and keep what is fetched */
+	TI_IO_CACHE_BYPASS,  /* neither read nor written (--no-cache) */
+	TI_IO_CACHE_ONLY,    /* the cache alone, no request (--offline): what it lacks is TI_E_NETWORK */
+} ti_io_cache_mode;
+void ti_io_set_cache_mode(ti_io_cache_mode mode);
+/* The mode in force (DEFAULT resolved from the environment). */
+ti_io_cache_mode ti_io_cache_mode_now(void);
+/* The cache's folder into out; false when none can be named (neither XDG_CACHE_HOME nor HOME). */
+bool ti_io_cache_dir(char *out, size_t size);
+
+/* One URL the cache holds. */
+typedef struct ti_io_cache_entry {
+	char *url;         /* the http(s) URL (an hf:// name's resolve URL) */
+	char *validator;   /* its ETag, else Last-Modified */
+	uint64_t size;     /* the file's length */
+	uint64_t bytes;    /* how many of its bytes are kept */
+	int64_t last_used; /* seconds since 1970 */
+} ti_io_cache_entry;
+/* Every entry, by URL; the array and its strings are the caller's (ti_io_cache_list_free). */
+ti_status ti_io_cache_list(ti_io_cache_entry **out, size_t *count, ti_error *err);
+void ti_io_cache_list_free(ti_io_cache_entry *entries, size_t count);
+/* Removes the entry of the URL name stands for (NULL: every entry); how many entries and disk bytes went. */
+ti_status ti_io_cache_clear(const char *name, uint64_t *entries, uint64_t *bytes, ti_error *err);
+
 #endif

@@ -58,19 +58,24 @@ char *cli_read_head(const char *path, size_t max, size_t *got, ti_error *err);
 char *cli_read_json(const char *path, size_t max, size_t *got, ti_error *err);
 /* --token-file FILE: its first line is the token sent to the Hub (io.h); a reported exit code on failure. */
 int cli_set_token_file(const char *command, const char *path);
-
 /*
  * The options of every command that reads URLs, one row each in its table
- * (CLI_URL_OPTIONS), its help (CLI_URL_HELP), and taken by cli_url_option:
- * EXIT_OK, or the exit code of a failure it printed.
+ * (CLI_URL_OPTIONS), its help (CLI_URL_HELP), and taken by cli_url_option
+ * (EXIT_OK, or the exit code of a failure it printed): --token-file F,
+ * --cacert F, --offline (the remote-read cache alone, no request) and
+ * --no-cache (neither read nor written; io.h: ti_io_cache_mode).
  */
-enum { CLI_OPT_TOKEN_FILE = 1000, CLI_OPT_CACERT };
-#define CLI_URL_OPTIONS \
-	{"token-file", 0, OPT_VALUE, CLI_OPT_TOKEN_FILE}, {"cacert", 0, OPT_VALUE, CLI_OPT_CACERT}
+enum { CLI_OPT_TOKEN_FILE = 1000, CLI_OPT_CACERT, CLI_OPT_OFFLINE, CLI_OPT_NO_CACHE };
+#define CLI_URL_OPTIONS                                                                           \
+	{"token-file", 0, OPT_VALUE, CLI_OPT_TOKEN_FILE}, {"cacert", 0, OPT_VALUE, CLI_OPT_CACERT}, \
+	{"offline", 0, OPT_FLAG, CLI_OPT_OFFLINE}, {"no-cache", 0, OPT_FLAG, CLI_OPT_NO_CACHE}
 #define CLI_URL_HELP(PAD) /* PAD: spaces that line the words up with the command's other options' */ \
-	"  --token-file F  " PAD "send F's first line as the Hub token (instead of\n" \
-	"                  " PAD "$HF_TOKEN), to the Hub's host only\n" \
-	"  --cacert F      " PAD "verify https servers against the CA certificates in F\n"
+	"  --token-file F  " PAD "send F's first line as the Hub token (instead of\n"                  \
+	"                  " PAD "$HF_TOKEN), to the Hub's host only\n"                               \
+	"  --cacert F      " PAD "verify https servers against the CA certificates in F\n"            \
+	"  --offline       " PAD "read URLs from the cache alone, no request (also\n"                 \
+	"                  " PAD "TINSPECT_OFFLINE=1 or HF_HUB_OFFLINE=1); see 'tinspect cache'\n"    \
+	"  --no-cache      " PAD "neither read nor keep URLs' bytes in the cache\n"
 int cli_url_option(const char *command, int id, const char *value);
 
 /* "fetched WORDS" on a line of its own (stdout), when the command made a request */
@@ -98,6 +103,7 @@ int cmd_ops(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 int cmd_run(int argc, char **argv);
+int cmd_cache(int argc, char **argv);
 
 /* Options: a table per command; values come as --opt=V or --opt V. */
 typedef enum { OPT_FLAG, OPT_VALUE } cli_opt_kind;

@@ -534,7 +534,9 @@ static int parse(check_args *a, int argc, char **argv)
 				return cli_usage_error("check: one MODEL.json and one CHECKPOINT");
 			break;
 		case CLI_OPT_TOKEN_FILE:
-		case CLI_OPT_CACERT: {
+		case CLI_OPT_CACERT:
+		case CLI_OPT_OFFLINE:
+		case CLI_OPT_NO_CACHE: {
 			int url_rc = cli_url_option("check", id, value);
 			if (url_rc)
 				return url_rc;

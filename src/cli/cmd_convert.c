@@ -126,7 +126,9 @@ int cmd_convert(int argc, char **argv)
 			in = value;
 			break;
 		case CLI_OPT_TOKEN_FILE:
-		case CLI_OPT_CACERT: {
+		case CLI_OPT_CACERT:
+		case CLI_OPT_OFFLINE:
+		case CLI_OPT_NO_CACHE: {
 			int url_rc = cli_url_option("convert", id, value);
 			if (url_rc)
 				return url_rc;

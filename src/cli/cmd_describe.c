@@ -106,7 +106,9 @@ int cmd_describe(int argc, char **argv)
 			file = value;
 			break;
 		case CLI_OPT_TOKEN_FILE:
-		case CLI_OPT_CACERT: {
+		case CLI_OPT_CACERT:
+		case CLI_OPT_OFFLINE:
+		case CLI_OPT_NO_CACHE: {
 			int url_rc = cli_url_option("describe", id, value);
 			if (url_rc)
 				return url_rc;

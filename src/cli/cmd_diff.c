@@ -583,7 +583,9 @@ int cmd_diff(int argc, char **argv)
 			files[files[0] ? 1 : 0] = value;
 			break;
 		case CLI_OPT_TOKEN_FILE:
-		case CLI_OPT_CACERT: {
+		case CLI_OPT_CACERT:
+		case CLI_OPT_OFFLINE:
+		case CLI_OPT_NO_CACHE: {
 			int url_rc = cli_url_option("diff", id, value);
 			if (url_rc)
 				return url_rc;

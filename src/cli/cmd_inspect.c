@@ -57,7 +57,9 @@ static const char help[] =
 	"\n"
 	"FILE may be a URL: http://, https:// or hf://ORG/REPO[@REVISION]/PATH (the\n"
 	"Hub at $HF_ENDPOINT, default https://huggingface.co). Only the bytes needed\n"
-	"are fetched, with HTTP range requests; the summary says how many.\n"
+	"are fetched, with HTTP range requests; the summary says how many. They are\n"
+	"kept in the remote-read cache ('tinspect cache'): a second read of the URL\n"
+	"costs one conditional request, the rest comes from disk.\n"
 	"\n"
 	"options:\n"
 	"  --device DEV    meta (default): metadata only; cpu or cuda[:N]: also read every\n"
@@ -1628,7 +1630,9 @@ int cmd_inspect(int argc, char **argv)
 			in.check_finite = true;
 			break;
 		case CLI_OPT_TOKEN_FILE:
-		case CLI_OPT_CACERT: {
+		case CLI_OPT_CACERT:
+		case CLI_OPT_OFFLINE:
+		case CLI_OPT_NO_CACHE: {
 			int rc = cli_url_option("inspect", id, value);
 			if (rc)
 				return rc;

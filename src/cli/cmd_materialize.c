@@ -427,6 +427,8 @@ int cmd_materialize(int argc, char **argv)
 			break;
 		case CLI_OPT_TOKEN_FILE:
 		case CLI_OPT_CACERT:
+		case CLI_OPT_OFFLINE:
+		case CLI_OPT_NO_CACHE:
 			rc = cli_url_option("materialize", id, value);
 			break;
 		case OPT_HELP:

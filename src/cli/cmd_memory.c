@@ -1319,7 +1319,9 @@ static int parse_args(int argc, char **argv, memory_args *a)
 			a->cm.file = value;
 			break;
 		case CLI_OPT_TOKEN_FILE:
-		case CLI_OPT_CACERT: {
+		case CLI_OPT_CACERT:
+		case CLI_OPT_OFFLINE:
+		case CLI_OPT_NO_CACHE: {
 			int url_rc = cli_url_option("memory", id, value);
 			if (url_rc)
 				return url_rc;

@@ -98,7 +98,9 @@ int cmd_params(int argc, char **argv)
 			cm.file = value;
 			break;
 		case CLI_OPT_TOKEN_FILE:
-		case CLI_OPT_CACERT: {
+		case CLI_OPT_CACERT:
+		case CLI_OPT_OFFLINE:
+		case CLI_OPT_NO_CACHE: {
 			int url_rc = cli_url_option("params", id, value);
 			if (url_rc)
 				return url_rc;

@@ -256,6 +256,8 @@ int cmd_scan(int argc, char **argv)
 			break;
 		case CLI_OPT_TOKEN_FILE:
 		case CLI_OPT_CACERT:
+		case CLI_OPT_OFFLINE:
+		case CLI_OPT_NO_CACHE:
 			if ((rc = cli_url_option("scan", id, value)))
 				goto out;
 			break;

@@ -380,10 +380,23 @@ int cli_set_token_file(const char *command, const char *path)
 
 int cli_url_option(const char *command, int id, const char *value)
 {
-	if (id == CLI_OPT_TOKEN_FILE)
+	static int cache_option; /* the first of --offline and --no-cache given */
+	switch (id) {
+	case CLI_OPT_TOKEN_FILE:
 		return cli_set_token_file(command, value);
-	ti_io_set_cacert(value);
-	return EXIT_OK;
+	case CLI_OPT_CACERT:
+		ti_io_set_cacert(value);
+		return EXIT_OK;
+	case CLI_OPT_OFFLINE:
+	case CLI_OPT_NO_CACHE:
+		if (cache_option && cache_option != id)
+			return cli_usage_error("%s: --offline reads the cache alone, --no-cache never reads it: give one",
+			                       command);
+		cache_option = id;
+		ti_io_set_cache_mode(id == CLI_OPT_OFFLINE ? TI_IO_CACHE_ONLY : TI_IO_CACHE_BYPASS);
+		return EXIT_OK;
+	}
+	return cli_usage_error("%s: not an option for URLs", command);
 }
 
 void cli_print_fetched(void)

@@ -20,9 +20,10 @@ static const cli_command commands[] = {
 	{"describe", cmd_describe, "write the description of a Hugging Face model from its config.json"},
 	{"ops", cmd_ops, "list the operators and module types a description may name"},
 	{"run", cmd_run, "execute a described model for real on the CPU: real shapes checked, statistics"},
+	{"cache", cmd_cache, "list or clear the remote-read cache: the bytes kept from URLs"},
 };
 
-const char *const cli_command_names[] = {"inspect", "shapes", "params", "memory", "materialize", "convert", "scan", "check", "diff", "describe", "ops", "run", NULL};
+const char *const cli_command_names[] = {"inspect", "shapes", "params", "memory", "materialize", "convert", "scan", "check", "diff", "describe", "ops", "run", "cache", NULL};
 
 static void usage(FILE *f)
 {
@@ -38,6 +39,7 @@ static void usage(FILE *f)
 	           "       tinspect describe FOLDER|config.json [-o MODEL.json] [-f]\n"
 	           "       tinspect ops [GLOB] [--json]\n"
 	           "       tinspect run MODEL.json [--input NAME=SPEC] [--weights CKPT] [--save OUT] ...\n"
+	           "       tinspect cache list [--json] | clear [URL...]\n"
 	           "       tinspect COMMAND --help\n"
 	           "       tinspect --version\n\ncommands:\n");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)

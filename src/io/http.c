@@ -28,10 +28,22 @@
  *
  * Server errors (5xx) and failed connections are tried again, at most
  * TRIES times in all, 250 ms, 500 ms, 1 s apart.
+ *
+ * Blocks go through the cache on disk (cache.h) too: a block is looked for
+ * there before it is asked for, and kept there when it arrives. A URL the
+ * cache holds is opened with a conditional request (If-None-Match, else
+ * If-Modified-Since); a 304 says the version held is the server's, and its
+ * size and validator are taken from the cache. Offline, no request at all.
+ *
+ * Credentials: the Hub token as said in io.h; for any other host, the
+ * login and password of its "machine" entry in $NETRC (default ~/.netrc),
+ * per request, so a redirect to another host never carries them.
+ * The answers' bytes are read by http_parse.c's pure functions.
  */
+#include "io/cache.h"
+#include "io/http_parse.h"
 #include "io/io_internal.h"
 
-#include <ctype.h>
 #include <dlfcn.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -55,9 +67,10 @@ enum {
 	FIRST = 2 * BLOCK,     /* 131,072 bytes */
 	REDIRECTS = 10,
 	TRIES = 4,
-	URL_MAX = 8192,
-	VALIDATOR_MAX = 256,
+	URL_MAX = IO_CACHE_URL_MAX,
+	VALIDATOR_MAX = HTTP_VALIDATOR_MAX,
 };
+_Static_assert((int)BLOCK == (int)IO_CACHE_BLOCK, "the cache on disk keeps http.c's blocks");
 #define WHOLE_MAX_DEFAULT ((uint64_t)64 << 20)
 #define TIMEOUT_DEFAULT 30L
 
@@ -116,6 +129,7 @@ static void curl_load(void)
 
 static char *token_set, *cacert_set;
 static bool token_given, cacert_given;
+static ti_io_cache_mode cache_mode_set;
 static atomic_uint_fast64_t count_requests, count_bytes;
 static _Thread_local uint64_t thread_requests, thread_bytes;
 
@@ -131,6 +145,29 @@ void ti_io_set_cacert(const char *file)
 	free(cacert_set);
 	cacert_set = file ? strdup(file) : NULL;
 	cacert_given = file != NULL;
+}
+
+void ti_io_set_cache_mode(ti_io_cache_mode mode)
+{
+	cache_mode_set = mode;
+}
+
+/* An environment variable set to 1, true, yes or on (any case), as huggingface_hub reads HF_HUB_OFFLINE. */
+static bool env_true(const char *name)
+{
+	static const char *const yes[] = {"1", "true", "yes", "on"};
+	const char *v = getenv(name);
+	for (size_t i = 0; v && i < sizeof(yes) / sizeof(yes[0]); i++)
+		if (!strcasecmp(v, yes[i]))
+			return true;
+	return false;
+}
+
+ti_io_cache_mode ti_io_cache_mode_now(void)
+{
+	if (cache_mode_set != TI_IO_CACHE_DEFAULT)
+		return cache_mode_set;
+	return env_true("TINSPECT_OFFLINE") || env_true("HF_HUB_OFFLINE") ? TI_IO_CACHE_ONLY : TI_IO_CACHE_USE;
 }
 
 static const char *token(void)
@@ -171,49 +208,14 @@ static const char *endpoint(void)
 	return e && *e ? e : "https://huggingface.co";
 }
 
-/* The length of url's scheme://authority, or 0 when it has no authority. */
-static size_t origin_length(const char *url)
-{
-	const char *sep = strstr(url, "://");
-	if (!sep)
-		return 0;
-	const char *host = sep + 3;
-	size_t n = strcspn(host, "/?#");
-	return n ? (size_t)(host - url) + n : 0;
-}
-
-/* Whether two URLs have one origin: scheme, host and port alike, the host in any case. */
-static bool same_origin(const char *a, const char *b)
-{
-	size_t n = origin_length(a), m = origin_length(b);
-	if (!n || n != m)
-		return false;
-	for (size_t i = 0; i < n; i++)
-		if (tolower((unsigned char)a[i]) != tolower((unsigned char)b[i]))
-			return false;
-	return true;
-}
-
-/* Checks a http(s) URL tinspect will ask for: a host, no credentials, no spaces or control bytes. */
+/* Checks a http(s) URL tinspect will ask for (http_url_refusal). */
 static ti_status check_url(const char *url, ti_error *err)
 {
-	size_t n = origin_length(url);
-	const char *host = strstr(url, "://") + 3;
-	if (!n || host == url + n)
-		return TI_FAIL(err, TI_E_INVALID, "the URL names no host");
-	if (memchr(host, '@', (size_t)(url + n - host)))
-		return TI_FAIL(err, TI_E_INVALID, "credentials in a URL are refused: give HF_TOKEN or --token-file");
-	for (const char *c = url; *c; c++)
-		if ((unsigned char)*c <= ' ' || *c == 0x7f)
-			return TI_FAIL(err, TI_E_INVALID, "the URL holds a space or a control character");
-	return TI_OK;
+	const char *why = http_url_refusal(url);
+	return why ? TI_FAIL(err, TI_E_INVALID, "%s", why) : TI_OK;
 }
 
-/*
- * The http(s) URL a name stands for, into out: an hf:// name becomes
- * ENDPOINT/ORG/REPO/resolve/REVISION/PATH.
- */
-static ti_status resolve_name(const char *name, char *out, size_t size, ti_error *err)
+ti_status io_resolve_name(const char *name, char *out, size_t size, ti_error *err)
 {
 	if (strncmp(name, "hf://", 5)) {
 		if (strlen(name) >= size)
@@ -254,7 +256,7 @@ ti_status io_remote_check_name(const char *name, ti_error *err)
 {
 	char url[URL_MAX];
 	if (strncmp(name, "hf://", 5))
-		return resolve_name(name, url, sizeof(url), err);
+		return io_resolve_name(name, url, sizeof(url), err);
 	/* hf://ORG/REPO[@REVISION] alone is the repository: checked as its config.json would be */
 	const char *org = name + 5, *slash = strchr(org, '/');
 	const char *rest = slash ? strchr(slash + 1, '/') : NULL;
@@ -266,9 +268,9 @@ ti_status io_remote_check_name(const char *name, ti_error *err)
 			return TI_FAIL(err, TI_E_INVALID, "the URL is longer than %zu bytes", sizeof(url) - 14);
 		char file[URL_MAX];
 		snprintf(file, sizeof(file), "%.*s/config.json", (int)len, name);
-		return resolve_name(file, url, sizeof(url), err);
+		return io_resolve_name(file, url, sizeof(url), err);
 	}
-	return resolve_name(name, url, sizeof(url), err);
+	return io_resolve_name(name, url, sizeof(url), err);
 }
 
 /* ---- the remote handle ---- */
@@ -283,7 +285,7 @@ typedef struct block {
 
 struct ti_io_remote {
 	pthread_mutex_t lock;
-	CURL *curl;
+	CURL *curl;              /* NULL offline */
 	char url[URL_MAX];       /* what the name stands for */
 	char target[URL_MAX];    /* where the first answer's redirects led: asked from now on */
 	char validator[VALIDATOR_MAX]; /* the first answer's ETag, else its Last-Modified; "" when none */
@@ -294,103 +296,45 @@ struct ti_io_remote {
 	uint64_t next_block;     /* the block after the last miss's */
 	uint64_t hint_from, hint_to; /* bytes to be read soon (ti_io_hint): a miss in them asks for the rest */
 	size_t run;              /* blocks the last miss asked for */
+	io_cache *cache;         /* the cache on disk, or NULL */
+	bool cache_versioned;    /* the cache's version is this file's: blocks may be read and kept */
+	bool offline;            /* the cache alone: no request */
 };
-
-/* One answer, as the callbacks see it. */
-typedef struct answer {
-	long status;
-	unsigned char *dst;      /* 206: the bytes go here */
-	uint64_t want;           /* ... at most this many */
-	uint64_t got;
-	bool overflow;           /* a 206 longer than asked for */
-	unsigned char *body;     /* 200: the whole body, grown */
-	uint64_t body_len, body_cap, body_max;
-	bool too_long;
-	char etag[VALIDATOR_MAX], modified[VALIDATOR_MAX];
-	char range[128];         /* Content-Range */
-	uint64_t length;         /* Content-Length, 0 when none */
-	bool has_length;
-	char hub_error[128];     /* the Hub's X-Error-Code */
-} answer;
-
-static void copy_value(char *out, size_t size, const char *v, size_t n)
-{
-	while (n && (*v == ' ' || *v == '\t'))
-		v++, n--;
-	while (n && (v[n - 1] == '\r' || v[n - 1] == '\n' || v[n - 1] == ' '))
-		n--;
-	if (n >= size)
-		n = size - 1;
-	memcpy(out, v, n);
-	out[n] = '\0';
-}
 
 static size_t on_header(char *line, size_t size, size_t count, void *ctx)
 {
-	answer *a = ctx;
-	size_t n = size * count;
-	if (n > 5 && !strncmp(line, "HTTP/", 5)) { /* a new answer: what the last said is void */
-		const char *sp = memchr(line, ' ', n);
-		a->status = sp ? strtol(sp + 1, NULL, 10) : 0;
-		a->etag[0] = a->modified[0] = a->range[0] = a->hub_error[0] = '\0';
-		a->has_length = false;
-		return n;
-	}
-	static const struct {
-		const char *name;
-		size_t off, size;
-	} fields[] = {
-		{"etag:", offsetof(answer, etag), VALIDATOR_MAX},
-		{"last-modified:", offsetof(answer, modified), VALIDATOR_MAX},
-		{"content-range:", offsetof(answer, range), 128},
-		{"x-error-code:", offsetof(answer, hub_error), 128},
-	};
-	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
-		size_t k = strlen(fields[i].name);
-		if (n >= k && !strncasecmp(line, fields[i].name, k))
-			copy_value((char *)a + fields[i].off, fields[i].size, line + k, n - k);
-	}
-	if (n >= 15 && !strncasecmp(line, "content-length:", 15)) {
-		char v[32];
-		copy_value(v, sizeof(v), line + 15, n - 15);
-		a->length = strtoull(v, NULL, 10);
-		a->has_length = true;
-	}
-	return n;
+	http_answer_header(ctx, line, size * count);
+	return size * count;
 }
 
 static size_t on_body(char *data, size_t size, size_t count, void *ctx)
 {
-	answer *a = ctx;
-	size_t n = size * count;
-	atomic_fetch_add(&count_bytes, n);
-	thread_bytes += n;
-	if (a->status == 206) {
-		if (n > a->want - a->got) {
-			a->overflow = true;
-			return 0;
-		}
-		memcpy(a->dst + a->got, data, n);
-		a->got += n;
-	} else if (a->status == 200) {
-		if ((a->has_length && a->length > a->body_max) || n > a->body_max - a->body_len) {
-			a->too_long = true;
-			return 0;
-		}
-		if (a->body_len + n > a->body_cap) {
-			uint64_t cap = a->body_cap ? a->body_cap : 1 << 20;
-			while (cap < a->body_len + n)
-				cap *= 2;
-			unsigned char *b = realloc(a->body, cap);
-			if (!b)
-				return 0;
-			a->body = b;
-			a->body_cap = cap;
-		}
-		memcpy(a->body + a->body_len, data, n);
-		a->body_len += n;
+	atomic_fetch_add(&count_bytes, size * count);
+	thread_bytes += size * count;
+	return http_answer_body(ctx, data, size * count);
+}
+
+/* ---- .netrc ---- */
+
+/* The login and password $NETRC (default ~/.netrc) gives for url's host; false when none. */
+static bool netrc_credentials(const char *url, char *login, size_t login_size, char *password, size_t password_size)
+{
+	char host[256], path[4096];
+	const char *file = getenv("NETRC"), *home = getenv("HOME");
+	if (!http_url_host(url, host, sizeof(host)))
+		return false;
+	if (!file || !*file) {
+		if (!home || !*home || (size_t)snprintf(path, sizeof(path), "%s/.netrc", home) >= sizeof(path))
+			return false;
+		file = path;
 	}
-	return n; /* any other answer's body is read and dropped */
+	char *text = malloc(HTTP_NETRC_MAX);
+	ssize_t n = text ? io_read_small_file(file, text, HTTP_NETRC_MAX) : -1;
+	bool found = n > 0 && http_netrc_find(text, (size_t)n, host, login, login_size, password, password_size);
+	if (n > 0)
+		memset(text, 0, (size_t)n);
+	free(text);
+	return found;
 }
 
 /* What a status says, in words. */
@@ -454,16 +398,29 @@ static const char *curl_words(CURLcode c, char *buf, size_t size)
 	return buf;
 }
 
+
+/* Credentials gone from memory: an Authorization header, a .netrc's login and password. */
+static void forget(char *auth, size_t auth_size, char *login, size_t login_size, char *password, size_t password_size)
+{
+	memset(auth, 0, auth_size);
+	memset(login, 0, login_size);
+	memset(password, 0, password_size);
+}
+
 /*
  * One ranged GET of [from, from + len): follows redirects, tries again
  * after server errors, checks the answer's version against the file's.
  * A 206 fills dst (*got bytes); a 200 (Range ignored) leaves its body in
- * a->body when it fits, for the caller to keep.
+ * a->body when it fits, for the caller to keep. condition (NULL: none) is
+ * an If-None-Match or If-Modified-Since header line: a 304 to it is no
+ * failure (a->status 304, nothing read).
  */
-static ti_status request(ti_io *io, uint64_t from, uint64_t len, unsigned char *dst, answer *a, ti_error *err)
+static ti_status request(ti_io *io, uint64_t from, uint64_t len, unsigned char *dst, const char *condition,
+                         http_answer *a, ti_error *err)
 {
 	struct ti_io_remote *r = io->remote;
 	char range[80], auth[4200], url[URL_MAX], words[256];
+	char login[HTTP_CREDENTIAL_MAX], password[HTTP_CREDENTIAL_MAX];
 	snprintf(range, sizeof(range), "Range: bytes=%" PRIu64 "-%" PRIu64, from, from + len - 1);
 	const char *tok = token();
 	long timeout = (long)env_number("TINSPECT_HTTP_TIMEOUT", TIMEOUT_DEFAULT);
@@ -473,22 +430,23 @@ static ti_status request(ti_io *io, uint64_t from, uint64_t len, unsigned char *
 		CURLcode c = CURLE_OK;
 		int hops = 0;
 		for (;;) {
-			memset(a, 0, sizeof(*a));
-			a->dst = dst;
-			a->want = len;
-			a->body_max = whole_max;
-			bool to_hub = tok && same_origin(url, endpoint());
+			http_answer_start(a, dst, len, whole_max);
+			bool hub = http_same_origin(url, endpoint()), to_hub = tok && hub;
 			for (const char *t = to_hub ? tok : ""; *t; t++)
 				if ((unsigned char)*t <= ' ' || *t == 0x7f) /* it would break the header, or add one */
 					return TI_FAIL(err, TI_E_INVALID, "the Hub token holds a space or a control character");
+			/* .netrc: for this request's own host alone, never the Hub's (its token is HF_TOKEN) */
+			bool netrc = !hub && netrc_credentials(url, login, sizeof(login), password, sizeof(password));
 			struct curl_slist *headers = lib.fn.curl_slist_append(NULL, range), *more = headers;
-			if (headers && to_hub) {
+			if (more && to_hub) {
 				snprintf(auth, sizeof(auth), "Authorization: Bearer %s", tok);
 				more = lib.fn.curl_slist_append(headers, auth);
 			}
+			if (more && condition)
+				more = lib.fn.curl_slist_append(headers, condition);
 			if (!more) {
 				lib.fn.curl_slist_free_all(headers);
-				memset(auth, 0, sizeof(auth));
+				forget(auth, sizeof(auth), login, sizeof(login), password, sizeof(password));
 				return TI_FAIL(err, TI_E_NOMEM, "out of memory");
 			}
 			CURL *h = r->curl;
@@ -507,19 +465,26 @@ static ti_status request(ti_io *io, uint64_t from, uint64_t len, unsigned char *
 			lib.fn.curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, timeout);
 			lib.fn.curl_easy_setopt(h, CURLOPT_USERAGENT, "tinspect");
 			lib.fn.curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, NULL); /* bytes as they lie, never gzip */
+			if (netrc) {
+				lib.fn.curl_easy_setopt(h, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
+				lib.fn.curl_easy_setopt(h, CURLOPT_USERNAME, login);
+				lib.fn.curl_easy_setopt(h, CURLOPT_PASSWORD, password);
+			}
 			if (cacert())
 				lib.fn.curl_easy_setopt(h, CURLOPT_CAINFO, cacert());
 			atomic_fetch_add(&count_requests, 1);
 			thread_requests++;
 			c = lib.fn.curl_easy_perform(h);
+			lib.fn.curl_easy_setopt(h, CURLOPT_USERNAME, NULL); /* libcurl's copies, freed now */
+			lib.fn.curl_easy_setopt(h, CURLOPT_PASSWORD, NULL);
 			char *next = NULL;
-			if (c == CURLE_OK && a->status >= 300 && a->status < 400)
+			if (c == CURLE_OK && a->status >= 300 && a->status < 400 && a->status != 304)
 				lib.fn.curl_easy_getinfo(h, CURLINFO_REDIRECT_URL, &next);
+			lib.fn.curl_slist_free_all(headers);
+			forget(auth, sizeof(auth), login, sizeof(login), password, sizeof(password));
 			if (next && strlen(next) < sizeof(url)) {
 				char hop[URL_MAX];
 				snprintf(hop, sizeof(hop), "%s", next);
-				lib.fn.curl_slist_free_all(headers);
-				memset(auth, 0, sizeof(auth));
 				if (++hops > REDIRECTS) {
 					free(a->body);
 					return TI_FAIL(err, TI_E_NETWORK, "more than %d redirects", REDIRECTS);
@@ -531,8 +496,6 @@ static ti_status request(ti_io *io, uint64_t from, uint64_t len, unsigned char *
 				memcpy(url, hop, sizeof(url));
 				continue;
 			}
-			lib.fn.curl_slist_free_all(headers);
-			memset(auth, 0, sizeof(auth));
 			break;
 		}
 		if (a->too_long) {
@@ -567,7 +530,7 @@ static ti_status request(ti_io *io, uint64_t from, uint64_t len, unsigned char *
 			attempt--;
 			continue;
 		}
-		if (a->status != 200 && a->status != 206) {
+		if (a->status != 200 && a->status != 206 && !(condition && a->status == 304)) {
 			free(a->body);
 			if (a->status == 416 && from == 0 && !strcmp(a->range, "bytes */0")) /* an empty file */
 				return TI_OK;
@@ -577,6 +540,11 @@ static ti_status request(ti_io *io, uint64_t from, uint64_t len, unsigned char *
 		if (!r->target[0] && hops)
 			memcpy(r->target, url, sizeof(r->target));
 		break;
+	}
+	if (a->status == 304) { /* the version the condition named: the caller's to take */
+		free(a->body);
+		a->body = NULL;
+		return TI_OK;
 	}
 	/* one version of the file, or none */
 	const char *v = a->etag[0] ? a->etag : a->modified;
@@ -589,8 +557,7 @@ static ti_status request(ti_io *io, uint64_t from, uint64_t len, unsigned char *
 	}
 	if (a->status == 206) {
 		uint64_t first, last, total;
-		if (sscanf(a->range, "bytes %" SCNu64 "-%" SCNu64 "/%" SCNu64, &first, &last, &total) != 3 || first != from ||
-		    last < first || last - first >= len)
+		if (!http_content_range(a->range, &first, &last, &total) || first != from || last - first >= len)
 			return TI_FAIL(err, TI_E_NETWORK, "the server answered range bytes=%" PRIu64 "-%" PRIu64
 			               " with Content-Range '%s'", from, from + len - 1, a->range);
 		if (r->size_known && total != io->size)
@@ -604,8 +571,50 @@ static ti_status request(ti_io *io, uint64_t from, uint64_t len, unsigned char *
 	return TI_OK;
 }
 
+/* ---- the cache on disk ---- */
+
+/* The length of block index: BLOCK, less for the file's last. */
+static size_t block_length(const ti_io *io, uint64_t index)
+{
+	uint64_t start = index * BLOCK;
+	return start >= io->size ? 0 : io->size - start < BLOCK ? (size_t)(io->size - start) : BLOCK;
+}
+
+/* The file's size and version are known now: the cache keeps this version (or nothing, when it has no validator). */
+static void cache_version_known(ti_io *io)
+{
+	struct ti_io_remote *r = io->remote;
+	if (r->cache && !r->cache_versioned && !(r->cache_versioned = io_cache_set_version(r->cache, r->validator, io->size))) {
+		io_cache_close(r->cache);
+		r->cache = NULL;
+	}
+}
+
+/* Keeps the whole blocks among the n bytes at offset (the file's last block whole when it ends there). */
+static void cache_keep(ti_io *io, uint64_t offset, const unsigned char *bytes, uint64_t n)
+{
+	struct ti_io_remote *r = io->remote;
+	if (!r->cache_versioned)
+		return;
+	for (uint64_t i = (offset + BLOCK - 1) / BLOCK; i * BLOCK < offset + n; i++) {
+		size_t len = block_length(io, i);
+		if (!len || i * BLOCK + len > offset + n)
+			break;
+		io_cache_put(r->cache, i, bytes + (i * BLOCK - offset), len);
+	}
+}
+
+/* Bytes [offset, offset + n) are not in the cache, offline: one line saying which. */
+static ti_status offline_miss(uint64_t offset, uint64_t n, ti_error *err)
+{
+	return TI_FAIL(err, TI_E_NETWORK, "offline (--offline, TINSPECT_OFFLINE or HF_HUB_OFFLINE): bytes %" PRIu64
+	               "-%" PRIu64 " of the file are not in the cache", offset, offset + n - 1);
+}
+
+/* ---- reads ---- */
+
 /* Keeps a 200's whole body as the file: every later read comes from it. */
-static ti_status keep_whole(ti_io *io, answer *a, ti_error *err)
+static ti_status keep_whole(ti_io *io, http_answer *a, ti_error *err)
 {
 	struct ti_io_remote *r = io->remote;
 	if (r->size_known && a->body_len != io->size) {
@@ -620,7 +629,12 @@ static ti_status keep_whole(ti_io *io, answer *a, ti_error *err)
 	}
 	r->whole = a->body ? a->body : calloc(1, 1);
 	io->size = a->body_len;
-	return r->whole ? TI_OK : TI_FAIL(err, TI_E_NOMEM, "out of memory");
+	if (!r->whole)
+		return TI_FAIL(err, TI_E_NOMEM, "out of memory");
+	r->size_known = true;
+	cache_version_known(io);
+	cache_keep(io, 0, r->whole, io->size);
+	return TI_OK;
 }
 
 static block *block_victim(struct ti_io_remote *r)
@@ -632,8 +646,27 @@ static block *block_victim(struct ti_io_remote *r)
 	return oldest;
 }
 
-/* Fetches blocks [first, first + count) into the cache, in one request. */
-static ti_status fetch_blocks(ti_io *io, uint64_t first, uint64_t count, ti_error *err)
+/* A memory block for block index, len bytes from data (NULL: from the cache on disk); NULL when it cannot be had. */
+static block *block_fill(struct ti_io_remote *r, uint64_t index, const unsigned char *data, size_t len)
+{
+	block *b = block_victim(r);
+	if (!b->data && !(b->data = malloc(BLOCK)))
+		return NULL;
+	b->valid = false;
+	if (data)
+		memcpy(b->data, data, len);
+	else if (!io_cache_get(r->cache, index, b->data, len))
+		return NULL;
+	b->len = len;
+	b->index = index;
+	b->valid = true;
+	b->used = ++r->tick;
+	return b;
+}
+
+/* Fetches blocks [first, first + count) into the cache, in one request (or with a condition: see request()). */
+static ti_status fetch_blocks(ti_io *io, uint64_t first, uint64_t count, const char *condition, long *status,
+                              ti_error *err)
 {
 	struct ti_io_remote *r = io->remote;
 	uint64_t from = first * BLOCK, len = count * BLOCK;
@@ -642,44 +675,97 @@ static ti_status fetch_blocks(ti_io *io, uint64_t first, uint64_t count, ti_erro
 	unsigned char *buf = malloc(len);
 	if (!buf)
 		return TI_FAIL(err, TI_E_NOMEM, "out of memory");
-	answer a;
-	ti_status st = request(io, from, len, buf, &a, err);
+	http_answer a;
+	ti_status st = request(io, from, len, buf, condition, &a, err);
+	*status = st ? 0 : a.status;
 	if (!st && a.status == 200) {
 		st = keep_whole(io, &a, err);
-		r->size_known = true;
 		free(buf);
 		return st;
 	}
-	if (st || a.status != 206) { /* an empty file answers 416 */
-		if (!st)
+	if (st || a.status != 206) { /* an empty file answers 416; a condition met, 304 */
+		if (!st && a.status != 304)
 			io->size = 0;
-		r->size_known = !st;
+		r->size_known = !st && a.status != 304;
 		free(buf);
 		return st;
 	}
 	r->size_known = true;
+	cache_version_known(io);
+	cache_keep(io, from, buf, a.got);
 	for (uint64_t i = 0; i * BLOCK < a.got; i++) {
-		block *b = block_victim(r);
-		if (!b->data && !(b->data = malloc(BLOCK))) {
+		size_t n = a.got - i * BLOCK < BLOCK ? (size_t)(a.got - i * BLOCK) : BLOCK;
+		if (!block_fill(r, first + i, buf + i * BLOCK, n)) {
 			free(buf);
 			return TI_FAIL(err, TI_E_NOMEM, "out of memory");
 		}
-		b->len = a.got - i * BLOCK < BLOCK ? (size_t)(a.got - i * BLOCK) : BLOCK;
-		memcpy(b->data, buf + i * BLOCK, b->len);
-		b->index = first + i;
-		b->valid = true;
-		b->used = ++r->tick;
 	}
 	free(buf);
 	return TI_OK;
 }
 
-static block *cached(struct ti_io_remote *r, uint64_t index)
+/* Block index from memory, else from the cache on disk; NULL when neither holds it. */
+static block *cached(struct ti_io_remote *r, const ti_io *io, uint64_t index)
 {
 	for (size_t i = 0; i < CACHE_BLOCKS; i++)
-		if (r->blocks[i].valid && r->blocks[i].index == index)
+		if (r->blocks[i].valid && r->blocks[i].index == index) {
+			r->blocks[i].used = ++r->tick; /* not the victim of a block loaded for the same read */
 			return &r->blocks[i];
-	return NULL;
+		}
+	return r->cache_versioned ? block_fill(r, index, NULL, block_length(io, index)) : NULL;
+}
+
+/* A read of BYPASS bytes or more, straight into buf: from the cache on disk when it holds all of them. */
+static ti_status read_large(ti_io *io, uint64_t offset, void *buf, size_t n, size_t *got, ti_error *err)
+{
+	struct ti_io_remote *r = io->remote;
+	uint64_t first = offset / BLOCK, last = (offset + n - 1) / BLOCK;
+	bool all = r->cache_versioned;
+	unsigned char *piece = all ? malloc(BLOCK) : NULL;
+	for (uint64_t i = first; all && piece && i <= last; i++) {
+		size_t len = block_length(io, i);
+		all = io_cache_get(r->cache, i, piece, len);
+		uint64_t start = i * BLOCK, lo = offset > start ? offset - start : 0;
+		uint64_t hi = offset + n - start < len ? offset + n - start : len;
+		if (all)
+			memcpy((char *)buf + (start + lo - offset), piece + lo, hi - lo);
+	}
+	free(piece);
+	if (all && piece) {
+		*got = n;
+		return TI_OK;
+	}
+	if (r->offline)
+		return offline_miss(offset, n, err);
+	/* kept in the cache: whole blocks asked for, so that every block the read touches is kept */
+	uint64_t from = offset, len = n;
+	unsigned char *dst = buf, *whole = NULL;
+	if (r->cache_versioned) {
+		from = first * BLOCK;
+		len = ((last + 1) * BLOCK < io->size ? (last + 1) * BLOCK : io->size) - from;
+		if (!(dst = whole = malloc(len)))
+			return TI_FAIL(err, TI_E_NOMEM, "out of memory");
+	}
+	http_answer a;
+	ti_status st = request(io, from, len, dst, NULL, &a, err);
+	if (!st && a.status == 200) {
+		free(whole);
+		if ((st = keep_whole(io, &a, err)))
+			return st;
+		memcpy(buf, r->whole + offset, n);
+		*got = n;
+		return TI_OK;
+	}
+	*got = 0;
+	if (!st) {
+		cache_keep(io, from, dst, a.got);
+		uint64_t skip = offset - from;
+		*got = a.got > skip ? (size_t)(a.got - skip < n ? a.got - skip : n) : 0;
+		if (whole)
+			memcpy(buf, whole + skip, *got);
+	}
+	free(whole);
+	return st;
 }
 
 static ti_status read_locked(ti_io *io, uint64_t offset, void *buf, size_t n, size_t *got, ti_error *err)
@@ -695,25 +781,18 @@ static ti_status read_locked(ti_io *io, uint64_t offset, void *buf, size_t n, si
 		*got = n;
 		return TI_OK;
 	}
-	if (n >= BYPASS) {
-		answer a;
-		ti_status st = request(io, offset, n, buf, &a, err);
-		if (!st && a.status == 200) {
-			if ((st = keep_whole(io, &a, err)))
-				return st;
-			return read_locked(io, offset, buf, n, got, err);
-		}
-		*got = st ? 0 : (size_t)a.got;
-		return st;
-	}
+	if (n >= BYPASS)
+		return read_large(io, offset, buf, n, got, err);
 	uint64_t first = offset / BLOCK, last = (offset + n - 1) / BLOCK;
 	uint64_t miss_from = UINT64_MAX, miss_to = 0;
 	for (uint64_t i = first; i <= last; i++)
-		if (!cached(r, i)) {
+		if (!cached(r, io, i)) {
 			if (miss_from == UINT64_MAX)
 				miss_from = i;
 			miss_to = i;
 		}
+	if (miss_from != UINT64_MAX && r->offline)
+		return offline_miss(miss_from * BLOCK, (miss_to - miss_from) * BLOCK + block_length(io, miss_to), err);
 	if (miss_from != UINT64_MAX) {
 		uint64_t count = miss_to - miss_from + 1;
 		size_t run = miss_from == r->next_block && r->run ? r->run * 2 : 1;
@@ -724,7 +803,7 @@ static ti_status read_locked(ti_io *io, uint64_t offset, void *buf, size_t n, si
 		uint64_t at = miss_from * BLOCK;
 		if (at < r->hint_to && at + BLOCK > r->hint_from) { /* all of the hint not cached, as the cache allows */
 			uint64_t from = r->hint_from / BLOCK;
-			while (from < miss_from && cached(r, from))
+			while (from < miss_from && cached(r, io, from))
 				from++;
 			uint64_t want = (r->hint_to + BLOCK - 1) / BLOCK - from;
 			if (want > HINT_MAX)
@@ -737,7 +816,8 @@ static ti_status read_locked(ti_io *io, uint64_t offset, void *buf, size_t n, si
 		uint64_t blocks_in_file = (io->size + BLOCK - 1) / BLOCK;
 		if (miss_from + count > blocks_in_file)
 			count = blocks_in_file - miss_from;
-		ti_status st = fetch_blocks(io, miss_from, count, err);
+		long status;
+		ti_status st = fetch_blocks(io, miss_from, count, NULL, &status, err);
 		if (st)
 			return st;
 		r->next_block = miss_from + count;
@@ -746,7 +826,7 @@ static ti_status read_locked(ti_io *io, uint64_t offset, void *buf, size_t n, si
 			return read_locked(io, offset, buf, n, got, err);
 	}
 	for (uint64_t i = first; i <= last; i++) {
-		block *b = cached(r, i);
+		block *b = cached(r, io, i);
 		if (!b)
 			return TI_FAIL(err, TI_E_NETWORK, "the server sent fewer bytes than the file holds");
 		b->used = ++r->tick;
@@ -789,22 +869,53 @@ ti_status ti_io_remote_read(ti_io *io, uint64_t offset, void *buf, size_t n, siz
 	return st;
 }
 
+/* The version the cache holds is the file's (a 304, or offline): its size and validator, from the cache. */
+static void take_cached_version(ti_io *io, const char *validator, uint64_t size)
+{
+	struct ti_io_remote *r = io->remote;
+	snprintf(r->validator, sizeof(r->validator), "%s", validator);
+	io->size = size;
+	r->size_known = true;
+	cache_version_known(io);
+}
+
 ti_status io_remote_open(ti_io *io, ti_error *err)
 {
-	pthread_once(&lib.once, curl_load);
-	if (lib.why[0])
-		return TI_FAIL(err, TI_E_NETWORK, "%s", lib.why);
 	struct ti_io_remote *r = calloc(1, sizeof(*r));
 	if (!r)
 		return TI_FAIL(err, TI_E_NOMEM, "out of memory");
 	pthread_mutex_init(&r->lock, NULL);
 	io->remote = r;
-	ti_status st = resolve_name(io->name, r->url, sizeof(r->url), err);
+	ti_status st = io_resolve_name(io->name, r->url, sizeof(r->url), err);
 	if (st)
 		return st;
+	ti_io_cache_mode mode = ti_io_cache_mode_now();
+	r->cache = mode != TI_IO_CACHE_BYPASS ? io_cache_open(r->url) : NULL;
+	const char *held = NULL;
+	uint64_t held_size = 0;
+	bool has = io_cache_head(r->cache, &held, &held_size);
+	if (mode == TI_IO_CACHE_ONLY) { /* no request, no libcurl */
+		r->offline = true;
+		if (!has)
+			return TI_FAIL(err, TI_E_NETWORK, "offline (--offline, TINSPECT_OFFLINE or HF_HUB_OFFLINE): the file "
+			               "is not in the cache");
+		take_cached_version(io, held, held_size);
+		return TI_OK;
+	}
+	pthread_once(&lib.once, curl_load);
+	if (lib.why[0])
+		return TI_FAIL(err, TI_E_NETWORK, "%s", lib.why);
 	if (!(r->curl = lib.fn.curl_easy_init()))
 		return TI_FAIL(err, TI_E_NOMEM, "libcurl cannot start a transfer");
-	st = fetch_blocks(io, 0, FIRST / BLOCK, err);
+	/* held: asked for on a condition; a 304 says the cache's version is the server's */
+	char condition[VALIDATOR_MAX + 32] = "";
+	if (has)
+		snprintf(condition, sizeof(condition), "%s: %s", held[0] == '"' || !strncmp(held, "W/", 2) ? "If-None-Match"
+		         : "If-Modified-Since", held);
+	long status = 0;
+	st = fetch_blocks(io, 0, FIRST / BLOCK, has ? condition : NULL, &status, err);
+	if (!st && status == 304)
+		take_cached_version(io, held, held_size);
 	r->next_block = FIRST / BLOCK;
 	r->run = 0; /* the first request is not a run: a read that follows it starts small */
 	return st;
@@ -818,7 +929,21 @@ void io_remote_close(ti_io *io)
 	for (size_t i = 0; i < CACHE_BLOCKS; i++)
 		free(r->blocks[i].data);
 	free(r->whole);
+	io_cache_close(r->cache);
 	pthread_mutex_destroy(&r->lock);
 	free(r);
 	io->remote = NULL;
+}
+
+ti_status ti_io_cache_clear(const char *name, uint64_t *entries, uint64_t *bytes, ti_error *err)
+{
+	*entries = *bytes = 0;
+	char *url = name ? malloc(URL_MAX) : NULL;
+	if (name && !url)
+		return TI_FAIL(err, TI_E_NOMEM, "out of memory");
+	ti_status st = name ? io_resolve_name(name, url, URL_MAX, err) : TI_OK;
+	if (!st)
+		st = io_cache_clear(url, entries, bytes, err);
+	free(url);
+	return st;
 }

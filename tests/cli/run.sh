@@ -182,7 +182,7 @@ man=man/tinspect.1
 if [ ! -f "$man" ]; then
 	fail "man_page_documents_options: $man does not exist; it must document every option --help shows"
 else
-	{ "$bin" --help; "$bin" inspect --help; "$bin" shapes --help; "$bin" params --help; "$bin" convert --help; "$bin" materialize --help; } >"$work/help" 2>&1
+	{ "$bin" --help; "$bin" inspect --help; "$bin" shapes --help; "$bin" params --help; "$bin" convert --help; "$bin" materialize --help; "$bin" cache --help; } >"$work/help" 2>&1
 	sed -e 's/\\-/-/g' -e 's/Fl /-/g' "$man" >"$work/man"
 	options=$({
 		grep -oE -- '--[a-z][a-z0-9-]*' "$work/help"

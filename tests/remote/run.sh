@@ -43,6 +43,11 @@ cleanup() {
 	rm -rf "$tmp"
 }
 trap cleanup EXIT INT TERM
+# the remote-read cache in the temporary folder, never the user's; no .netrc or offline setting of the user's
+XDG_CACHE_HOME=$tmp/cache
+NETRC=$tmp/no-netrc
+export XDG_CACHE_HOME NETRC
+unset TINSPECT_OFFLINE HF_HUB_OFFLINE TINSPECT_CACHE_MAX
 
 root=$tmp/root
 mkdir -p "$root" "$tmp/logs" "$tmp/temp"
@@ -161,7 +166,7 @@ same_as_local() { # NAME MAX_REQUESTS MAX_BYTES [SIZE: of the files it names, wh
 	grep -q '^  fetched        .* in [0-9]* HTTP requests\?$' "$tmp/remote.out" ||
 		{ fail "$name: no 'fetched' line in the summary"; return; }
 	"$bin" inspect "$root/$name" --json >"$tmp/local.json" || { fail "$name: local --json failed"; return; }
-	"$bin" inspect "$A/files/$name" --json >"$tmp/remote.json" || { fail "$name: --json over http failed"; return; }
+	"$bin" inspect "$A/files/$name" --json --no-cache >"$tmp/remote.json" || { fail "$name: --json over http failed"; return; }
 	set -- $(fetched <"$tmp/remote.json") "$2" "$3"
 	requests=$1 bytes=$2 max_requests=$3 max_bytes=$4
 	if [ "$requests" -lt 1 ] || [ "$requests" -gt "$max_requests" ] || [ "$bytes" -gt "$max_bytes" ] ||
@@ -322,6 +327,9 @@ if HF_TOKEN=$token "$bin" inspect "$A/files/big.safetensors" >/dev/null 2>&1 && 
 
 # every other command, through the same server (tests/remote/commands.sh)
 . "$here/commands.sh"
+
+# the remote-read cache, --offline, tinspect cache, .netrc
+. "$here/cache.sh"
 
 if [ $failed = 0 ]; then
 	echo "remote tests: $pass passed"
