@@ -1403,3 +1403,115 @@ Test(hf_describe, names_what_llama_cpps_converter_maps_for_families_without_a_re
 	          "llama.cpp now maps ViT: hold vit to it here");
 	cJSON_Delete(doc);
 }
+
+/*
+ * ViT has no real file here and no llama.cpp converter (above), but the
+ * google/vit-* uploads were made by transformers' own converter,
+ * src/transformers/models/vit/convert_vit_timm_to_pytorch.py: timm's weights
+ * renamed by create_rename_keys and the fused qkv split by read_in_q_k_v.
+ * tests/conformance/vit_converter_names.py reads both functions (with `ast`)
+ * and writes the names they give for base_model=True to
+ * fixtures/hf/vit_converter_names.json (the commit is in the file and in
+ * fixtures/hf/SOURCES.md). base_model=True is the converter's path for the
+ * *_in21k models, which it saves as ViTModel, as the committed
+ * google/vit-base-patch16-224-in21k config is: the names lose "vit." (line
+ * 74), the final norm is "layernorm" and the pooler is written from timm's
+ * pre_logits.fc (lines 66-69; modeling_vit.py ViTModel builds ViTPooler by
+ * default, add_pooling_layer=True). The description and the converter name
+ * the same tensors both ways, with no exception: embeddings.mask_token is
+ * not among ours, rightly (ViTModel builds it only with use_mask_token, which
+ * ViTForMaskedImageModeling passes), nor the classifier (the converter's
+ * other path, for ViTForImageClassification).
+ */
+static const char vit_config[] = "fixtures/hf/vit-base-patch16-224-in21k/config.json";
+
+/* The name with each dot-separated number as "{i}", the converter's f-string layer. */
+static void with_layer_placeholder(const char *name, char *out, size_t size)
+{
+	size_t n = 0;
+	for (const char *c = name; *c && n + 5 < size;) {
+		const char *end = c;
+		while (*end >= '0' && *end <= '9')
+			end++;
+		if (end > c && (c == name || c[-1] == '.') && (*end == '.' || *end == '\0')) {
+			n += (size_t)snprintf(out + n, size - n, "{i}");
+			c = end;
+		} else {
+			out[n++] = *c++;
+		}
+	}
+	out[n] = '\0';
+}
+
+Test(hf_describe, names_what_transformers_vit_converter_writes_for_the_in21k_base_model)
+{
+	size_t size;
+	char *text = slurp("fixtures/hf/vit_converter_names.json", &size);
+	cJSON *doc = cJSON_ParseWithLength(text, size);
+	free(text);
+	cr_assert(doc, "fixtures/hf/vit_converter_names.json does not parse");
+	cr_assert(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(doc, "base_model")), "not the base model's names");
+	const char *commit = cJSON_GetStringValue(
+	    cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(doc, "source"), "commit"));
+	cr_expect(commit && strlen(commit) == 40, "the fixture records no transformers commit");
+
+	/* the converter's names: create_rename_keys' targets, then the q/k/v read_in_q_k_v writes */
+	enum { MAX_VIT_NAMES = 64 };
+	const char *converter[MAX_VIT_NAMES];
+	int lines[MAX_VIT_NAMES], count = 0;
+	const cJSON *item;
+	cJSON_ArrayForEach(item, cJSON_GetObjectItemCaseSensitive(doc, "create_rename_keys"))
+	{
+		cr_assert(count < MAX_VIT_NAMES, "more converter names than the test holds");
+		converter[count] = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(item, "to"));
+		lines[count++] = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(item, "line"));
+	}
+	cJSON_ArrayForEach(item, cJSON_GetObjectItemCaseSensitive(
+	                             cJSON_GetObjectItemCaseSensitive(doc, "read_in_q_k_v"), "to"))
+	{
+		cr_assert(count < MAX_VIT_NAMES, "more converter names than the test holds");
+		converter[count] = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(item, "name"));
+		lines[count++] = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(item, "line"));
+	}
+	cr_assert(count > 0, "the fixture holds no names");
+
+	ti_model *m = describe_file(vit_config);
+	size_t n;
+	const ti_model_param *p = ti_model_params(m, &n);
+	ti_strmap ours;
+	ti_strmap_init(&ours);
+	for (size_t i = 0; i < n; i++) {
+		if (p[i].buffer && !p[i].persistent)
+			continue; /* not in a state_dict */
+		cr_assert(ti_strmap_put(&ours, p[i].name, (void *)&p[i]) == 0, "out of memory");
+		char pattern[NAME_SIZE];
+		with_layer_placeholder(p[i].name, pattern, sizeof(pattern));
+		bool written = false;
+		for (int c = 0; c < count; c++)
+			written = written || !strcmp(converter[c], pattern);
+		cr_expect(written, "vit: '%s' (as '%s') is no name the converter writes", p[i].name, pattern);
+	}
+
+	/* each converter name, at every layer of the config, is one of ours */
+	size = 0;
+	text = slurp(vit_config, &size);
+	cJSON *config = cJSON_ParseWithLength(text, size);
+	free(text);
+	int layers = (int)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(config, "num_hidden_layers"));
+	cJSON_Delete(config);
+	cr_assert(layers > 0, "%s: no num_hidden_layers", vit_config);
+	for (int c = 0; c < count; c++) {
+		bool per_layer = strstr(converter[c], "{i}") != NULL;
+		for (int layer = 0; layer < (per_layer ? layers : 1); layer++) {
+			char name[NAME_SIZE], number[16];
+			snprintf(name, sizeof(name), "%s", converter[c]);
+			snprintf(number, sizeof(number), "%d", layer);
+			replace_in(name, sizeof(name), "{i}", number);
+			cr_expect(ti_strmap_get(&ours, name) != NULL,
+			          "vit: the converter writes '%s' (line %d), the description names none", name, lines[c]);
+		}
+	}
+	ti_strmap_release(&ours);
+	ti_model_close(m);
+	cJSON_Delete(doc);
+}
