@@ -1038,8 +1038,9 @@ Test(hf_describe, names_what_a_wrapped_config_lacks)
  * must be named by the description unless it is listed below as not applying.
  * ViT: llama.cpp registers no converter class for ViTModel (its vision
  * tables map CLIP/SigLIP-style towers of multimodal models for mmproj, under
- * other names), so vit is held to nothing here; the last assertion fails
- * when a regenerated fixture maps it, so that it gets its row.
+ * other names), so vit is held to transformers' own converter instead (the
+ * last test of this file); the last assertion here fails when a regenerated
+ * fixture maps it, so that it gets its row.
  */
 static const struct {
 	const char *family, *config;
