@@ -146,7 +146,7 @@ static ti_status load_once(const uint8_t *data, size_t size, bool from_source, s
 	ti_status s;
 	if (from_source) {
 		memory_source mem = {data, size};
-		ti_pickle_source src = {size, read_memory, &mem};
+		ti_pickle_source src = {size, read_memory, &mem, NULL};
 		s = ti_pickle_load_source(&src, &arena, NULL, NULL, &out, consumed, err);
 	} else {
 		s = ti_pickle_load(data, size, &arena, NULL, NULL, &out, consumed, err);
