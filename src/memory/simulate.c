@@ -317,6 +317,11 @@ static int64_t held(const ledger *l, const storage *x)
 	return l->allocator ? mem_cuda_block_size(l->allocator, x->block) : rounded(l, x->bytes);
 }
 
+/*
+ * What is live now, a row a storage, but the KV cache in one row: a
+ * prefill's is the keys and values each layer has made so far, beside the
+ * block of what the step found cached.
+ */
 static void snapshot(ledger *l)
 {
 	size_t n = 0;
@@ -325,10 +330,22 @@ static void snapshot(ledger *l)
 	l->snap = ti_arena_calloc(l->arena, n + 1, sizeof(*l->snap));
 	if (!l->snap)
 		return;
-	for (size_t i = 0; i < l->count; i++)
-		if (l->st[i].live && l->st[i].bytes > 0)
-			l->snap[l->snap_count++] =
-				(ti_memory_tensor){l->st[i].name, l->st[i].kind, held(l, &l->st[i]), l->st[i].depends};
+	ti_memory_tensor *cache = NULL;
+	for (size_t i = 0; i < l->count; i++) {
+		const storage *x = &l->st[i];
+		if (!x->live || x->bytes <= 0)
+			continue;
+		if (x->kind == TI_MEM_KV_CACHE && cache) {
+			cache->bytes += held(l, x);
+			continue;
+		}
+		ti_memory_tensor *t = &l->snap[l->snap_count++];
+		*t = (ti_memory_tensor){x->name, x->kind, held(l, x), x->depends};
+		if (x->kind == TI_MEM_KV_CACHE) {
+			t->name = "KV cache";
+			cache = t;
+		}
+	}
 	l->snapped = true;
 }
 

@@ -1064,6 +1064,16 @@ Test(memory, a_prefills_cache_is_the_keys_and_values_each_layer_makes_from_when_
 	/* the same peak but for layer 1's inputs (q1, k1, v1: held from the start, where the step reads them): in
 	   layer 0, with layer 0's keys and values once and layer 1's not yet made */
 	EXPECT_INT(rb->peak, ra->peak + 3 * 512 * 64 * 4);
+	/* the peak's tensors show the cache in one row: layer 0's keys and values, all there is of it then */
+	int rows = 0;
+	int64_t cached = 0;
+	for (size_t i = 0; i < rb->top_count; i++)
+		if (rb->top[i].kind == TI_MEM_KV_CACHE) {
+			rows++;
+			cached += rb->top[i].bytes;
+		}
+	EXPECT_INT(rows, 1);
+	EXPECT_INT(cached, kv0);
 	ti_model_close(a);
 	ti_model_close(b);
 }
