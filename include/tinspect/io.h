@@ -77,6 +77,15 @@ ti_io *ti_io_ref(ti_io *io);
 /* Gives back a reference; the last closes the file. NULL is a no-op. */
 void ti_io_close(ti_io *io);
 
+/* What ti_io_open says, offline, of a URL the cache holds nothing of. */
+#define TI_IO_OFFLINE_ABSENT "offline (--offline, TINSPECT_OFFLINE or HF_HUB_OFFLINE): the file is not in the cache"
+/*
+ * True when err, from ti_io_open, says the file is not there to read: the
+ * server answered 404, or offline the cache holds nothing of it. A
+ * repository's candidate files (from_pretrained's order) go on to the next.
+ */
+bool ti_io_error_is_absent(ti_status st, const ti_error *err);
+
 /* The remote part of ti_io_read: what its inline path calls for a URL. */
 ti_status ti_io_remote_read(ti_io *io, uint64_t offset, void *buf, size_t n, size_t *got, ti_error *err);
 

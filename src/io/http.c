@@ -897,8 +897,7 @@ ti_status io_remote_open(ti_io *io, ti_error *err)
 	if (mode == TI_IO_CACHE_ONLY) { /* no request, no libcurl */
 		r->offline = true;
 		if (!has)
-			return TI_FAIL(err, TI_E_NETWORK, "offline (--offline, TINSPECT_OFFLINE or HF_HUB_OFFLINE): the file "
-			               "is not in the cache");
+			return TI_FAIL(err, TI_E_NETWORK, "%s", TI_IO_OFFLINE_ABSENT);
 		take_cached_version(io, held, held_size);
 		return TI_OK;
 	}

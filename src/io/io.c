@@ -107,6 +107,11 @@ void ti_io_close(ti_io *io)
 	free(io);
 }
 
+bool ti_io_error_is_absent(ti_status st, const ti_error *err)
+{
+	return st == TI_E_NETWORK && (!strncmp(err->message, "HTTP 404", 8) || !strcmp(err->message, TI_IO_OFFLINE_ABSENT));
+}
+
 ti_status ti_io_read_full(ti_io *io, uint64_t offset, void *buf, size_t n, ti_error *err)
 {
 	size_t got;

@@ -60,18 +60,23 @@ ti_status ti_source_repo_file(const char *repo, const char *const *names, size_t
 	size_t len = strlen(repo);
 	while (len && repo[len - 1] == '/')
 		len--;
+	bool offline = false;
 	for (size_t i = 0; i < count; i++) {
 		int n = snprintf(out, size, "%.*s/%s", (int)len, repo, names[i]);
 		if (n < 0 || (size_t)n >= size)
 			return TI_FAIL(err, TI_E_LIMIT, "the repository's URL is too long");
 		ti_status st = ti_io_open(out, io, err);
-		if (st == TI_E_NETWORK && !strncmp(err->message, "HTTP 404", 8))
-			continue;
-		return st;
+		if (!ti_io_error_is_absent(st, err))
+			return st;
+		/* not on the server, or offline not in the cache: from_pretrained goes on to the next */
+		offline |= !strcmp(err->message, TI_IO_OFFLINE_ABSENT);
 	}
-	return TI_FAIL(err, TI_E_UNSUPPORTED, "a repository that holds no %s", count == 1 ? names[0] : "checkpoint "
-	               "from_pretrained reads (model.safetensors, model.safetensors.index.json, pytorch_model.bin or "
-	               "pytorch_model.bin.index.json)");
+	const char *what = count == 1 ? names[0] : "checkpoint from_pretrained reads (model.safetensors, "
+	                   "model.safetensors.index.json, pytorch_model.bin or pytorch_model.bin.index.json)";
+	if (offline)
+		return TI_FAIL(err, TI_E_NETWORK, "offline (--offline, TINSPECT_OFFLINE or HF_HUB_OFFLINE): the cache holds no %s "
+		               "of this repository", what);
+	return TI_FAIL(err, TI_E_UNSUPPORTED, "a repository that holds no %s", what);
 }
 
 ti_status ti_source_repo_weights(const char *repo, char *out, size_t size, ti_io **io, ti_error *err)

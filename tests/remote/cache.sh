@@ -54,6 +54,20 @@ rc=$?
 if [ $rc = 6 ] && [ "$(wc -l <"$tmp/err")" = 1 ] &&
 	grep -q "^tinspect: $A/files/big.pt: .*offline .*: bytes [0-9]*-[0-9]* of the file are not in the cache" "$tmp/err"; then
 	ok; else fail "cache: --offline --device cpu: exit $rc: $(cat "$tmp/err")"; fi
+# a repository read once, hf://ORG/REPO, reads again offline: the probes the cache lacks (a 404 is not
+# kept) go on to the next file as a 404 does, to what was read; a repository never read is one line, exit 6
+cache_case repo
+HF_ENDPOINT=$A "$bin" inspect hf://org/sharded 2>&1 | grep -v '^  fetched ' >"$tmp/repo.online"
+reset_logs
+HF_ENDPOINT=$A "$bin" inspect hf://org/sharded --offline 2>&1 | grep -v '^  fetched ' >"$tmp/repo.offline"
+if grep -q 'layers\.23\.weight' "$tmp/repo.online" && cmp -s "$tmp/repo.online" "$tmp/repo.offline" && [ "$(requests_a)" = 0 ]; then ok
+else fail "cache: hf://org/sharded --offline: $(requests_a) requests, $(diff "$tmp/repo.online" "$tmp/repo.offline" | head -5)"; fi
+HF_ENDPOINT=$A "$bin" inspect hf://org/never --offline >"$tmp/out" 2>"$tmp/err"
+rc=$?
+if [ $rc = 6 ] && [ "$(wc -l <"$tmp/err")" = 1 ] && [ ! -s "$tmp/out" ] &&
+	grep -q "^tinspect: hf://org/never: offline .*: the cache holds no checkpoint from_pretrained reads" "$tmp/err"; then
+	ok; else fail "cache: hf://org/never --offline: exit $rc: $(cat "$tmp/err")"; fi
+cache_case second
 "$bin" inspect "$A/files/big.pt" --offline --no-cache >/dev/null 2>"$tmp/err"
 rc=$?
 if [ $rc = 2 ] && grep -q 'give one' "$tmp/err"; then ok; else fail "cache: --offline --no-cache: exit $rc"; fi

@@ -163,3 +163,28 @@ Test(io, an_hf_endpoint_that_is_no_http_url_is_refused)
 	if (st == TI_E_INVALID)
 		EXPECT_CONTAINS(err.message, "HF_ENDPOINT");
 }
+
+/* What a repository's probe of its candidate files passes over: a 404, or offline a file the cache lacks. */
+Test(io, says_a_file_is_absent_on_a_404_or_offline_when_the_cache_lacks_it)
+{
+	char dir[] = "/tmp/tinspect-io-XXXXXX";
+	ASSERT_INT(mkdtemp(dir) != NULL, 1);
+	setenv("XDG_CACHE_HOME", dir, 1);
+	ti_io_set_cache_mode(TI_IO_CACHE_ONLY);
+	ti_io *io = NULL;
+	ti_status st = ti_io_open("http://127.0.0.1:9/model.safetensors", &io, &err);
+	ti_io_set_cache_mode(TI_IO_CACHE_DEFAULT);
+	unsetenv("XDG_CACHE_HOME");
+	EXPECT_INT(st, TI_E_NETWORK);
+	EXPECT_STR(err.message, TI_IO_OFFLINE_ABSENT);
+	EXPECT_INT(ti_io_error_is_absent(st, &err), 1);
+	EXPECT_INT(io == NULL, 1);
+
+	TI_FAIL(&err, TI_E_NETWORK, "HTTP 404, not found");
+	EXPECT_INT(ti_io_error_is_absent(TI_E_NETWORK, &err), 1);
+	TI_FAIL(&err, TI_E_NETWORK, "HTTP 403, forbidden");
+	EXPECT_INT(ti_io_error_is_absent(TI_E_NETWORK, &err), 0);
+	TI_FAIL(&err, TI_E_NETWORK, "offline (--offline, TINSPECT_OFFLINE or HF_HUB_OFFLINE): bytes 0-9 of the file are not in the cache");
+	EXPECT_INT(ti_io_error_is_absent(TI_E_NETWORK, &err), 0); /* a file read before, short of bytes: not absent */
+	rmdir(dir);
+}
