@@ -59,6 +59,13 @@ typedef struct ti_seq {
 typedef struct ti_dict {
 	ti_value **keys, **values;
 	size_t count, capacity;
+	/*
+	 * Each key's hash (util/strsort.h) while every key is a str, made as it
+	 * is pushed, when the key is still in the cache; NULL once one is not.
+	 * Naming a state_dict's 20,000 entries then reads no key to find repeats.
+	 */
+	uint32_t *hashes;
+	size_t hashes_capacity;
 	ti_value *attributes; /* a dict set by BUILD, e.g. {'_metadata': ...}; or NULL */
 } ti_dict;
 

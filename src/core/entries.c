@@ -227,8 +227,10 @@ static ti_status walk_dict(walker *w, const char *name, const ti_value *v)
 		}
 	}
 	if (n > 1) { /* the sorted names go before the walk, which needs memory of its own */
-		r.failed = (keyed ? ti_strsort_build(&sorted, n, key_name_of, v->as.dict)
-		                  : ti_strsort_build(&sorted, n, name_of, names)) != 0;
+		const ti_dict *d = v->as.dict;
+		r.failed = (keyed && d->hashes ? ti_strsort_build_hashed(&sorted, n, d->hashes, key_name_of, d)
+		            : keyed            ? ti_strsort_build(&sorted, n, key_name_of, d)
+		                               : ti_strsort_build(&sorted, n, name_of, names)) != 0;
 		if (!r.failed)
 			ti_strsort_repeats(&sorted, take_last, &r);
 		ti_strsort_release(&sorted);

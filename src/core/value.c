@@ -10,6 +10,7 @@
 
 #include "core/known_globals.h"
 #include "core/value_build.h"
+#include "util/strsort.h"
 #include "tinspect/tensor.h"
 
 /* ---- making ---- */
@@ -148,6 +149,13 @@ ti_status ti_dict_push(ti_arena *a, ti_value *dict, ti_value *key, ti_value *val
 		if (ti_arena_array_grow(a, (void **)&d->keys, &cap, sizeof(*d->keys), d->count + 1) ||
 		    ti_arena_array_grow(a, (void **)&d->values, &d->capacity, sizeof(*d->values), d->count + 1))
 			return NOMEM(err);
+	}
+	if (key && key->kind == TI_STR && (d->hashes || !d->count)) { /* every key a str so far */
+		if (ti_arena_array_grow(a, (void **)&d->hashes, &d->hashes_capacity, sizeof(*d->hashes), d->count + 1))
+			return NOMEM(err);
+		d->hashes[d->count] = ti_strsort_hash(key->as.bytes.data);
+	} else {
+		d->hashes = NULL; /* left in the arena */
 	}
 	d->keys[d->count] = ti_value_ref(key);
 	d->values[d->count++] = ti_value_ref(value);

@@ -6,11 +6,8 @@
 
 static uint32_t position(uint64_t item) { return (uint32_t)item; }
 
-/*
- * 32 bits of a string's hash. Eight bytes at a time, each mixed in by a
- * multiply, then SplitMix64's finaliser: a 20-byte name in a few nanoseconds.
- */
-static uint32_t hash(const char *s)
+/* Eight bytes at a time, each mixed in by a multiply, then SplitMix64's finaliser: a 20-byte name in a few nanoseconds. */
+uint32_t ti_strsort_hash(const char *s)
 {
 	size_t n = strlen(s);
 	uint64_t h = 0x9e3779b97f4a7c15u ^ n, w;
@@ -92,7 +89,8 @@ static int sort_items(uint64_t *items, size_t n)
 	return 0;
 }
 
-int ti_strsort_build(ti_strsort *s, size_t count, ti_strsort_key_fn key_of, const void *ctx)
+/* The items of count strings, each hash from hashes when given, else from key_of; then sorted. */
+static int build(ti_strsort *s, size_t count, const uint32_t *hashes, ti_strsort_key_fn key_of, const void *ctx)
 {
 	memset(s, 0, sizeof(*s));
 	s->key_of = key_of;
@@ -105,7 +103,7 @@ int ti_strsort_build(ti_strsort *s, size_t count, ti_strsort_key_fn key_of, cons
 	if (!items)
 		return -1;
 	for (size_t i = 0; i < count; i++)
-		items[i] = (uint64_t)hash(key_of(ctx, (uint32_t)i)) << 32 | i;
+		items[i] = (uint64_t)(hashes ? hashes[i] : ti_strsort_hash(key_of(ctx, (uint32_t)i))) << 32 | i;
 	/* Whole values ascending: equal hashes keep their positions ascending. */
 	if (sort_items(items, count)) {
 		free(items);
@@ -114,6 +112,17 @@ int ti_strsort_build(ti_strsort *s, size_t count, ti_strsort_key_fn key_of, cons
 	s->items = items;
 	s->count = count;
 	return 0;
+}
+
+int ti_strsort_build(ti_strsort *s, size_t count, ti_strsort_key_fn key_of, const void *ctx)
+{
+	return build(s, count, NULL, key_of, ctx);
+}
+
+int ti_strsort_build_hashed(ti_strsort *s, size_t count, const uint32_t *hashes, ti_strsort_key_fn key_of,
+                            const void *ctx)
+{
+	return build(s, count, hashes, key_of, ctx);
 }
 
 void ti_strsort_release(ti_strsort *s)
@@ -125,7 +134,7 @@ void ti_strsort_release(ti_strsort *s)
 
 int64_t ti_strsort_find(const ti_strsort *s, const char *key)
 {
-	uint64_t h = (uint64_t)hash(key) << 32;
+	uint64_t h = (uint64_t)ti_strsort_hash(key) << 32;
 	size_t lo = 0, hi = s->count;
 	while (lo < hi) { /* the first item whose hash is at least key's */
 		size_t mid = lo + (hi - lo) / 2;

@@ -28,8 +28,17 @@ typedef struct ti_strsort {
 	const void *ctx;
 } ti_strsort;
 
+/* 32 bits of the string's hash: what the sort orders by. */
+uint32_t ti_strsort_hash(const char *s);
+
 /* Sorts the strings key_of(ctx, 0 .. count - 1) (count at most TI_STRSORT_MAX); -1 when memory runs out. */
 int ti_strsort_build(ti_strsort *s, size_t count, ti_strsort_key_fn key_of, const void *ctx);
+/*
+ * The same, with each string's ti_strsort_hash given in hashes[0 .. count - 1]
+ * (made while the strings were at hand): no string is read to sort them.
+ */
+int ti_strsort_build_hashed(ti_strsort *s, size_t count, const uint32_t *hashes, ti_strsort_key_fn key_of,
+                            const void *ctx);
 void ti_strsort_release(ti_strsort *s);
 
 /* The earliest position of a string equal to key, or -1. */

@@ -9,6 +9,9 @@
 
 #include "unit.h"
 
+#include "core/entries.h"
+#include "util/strsort.h"
+
 static ti_arena arena;
 static ti_error err;
 
@@ -238,6 +241,31 @@ Test(value, repr_of_a_dict_with_a_duplicate_key_shows_the_last_value_once)
 	 * hostile pickle can do) is kept twice; repr shows {'a': 1, 'a': 2} and
 	 * naming makes two entries 'a'. Python keeps one key with the last value. */
 	EXPECT_REPR(LOADED(TEXT("(S'a'\nI1\nS'a'\nI2\nd.")), "{'a': 2}");
+}
+
+Test(value, a_dict_of_str_keys_holds_their_hashes_and_a_key_of_another_kind_drops_them)
+{
+	const ti_dict *d = LOADED(TEXT("(S'a'\nI1\nS'blocks.0.weight'\nI2\nd."))->as.dict;
+	ASSERT_INT(d->count, 2);
+	ASSERT_INT(d->hashes != NULL, 1);
+	EXPECT_INT(d->hashes[0], ti_strsort_hash("a"));
+	EXPECT_INT(d->hashes[1], ti_strsort_hash("blocks.0.weight"));
+	EXPECT_INT(LOADED(TEXT("(S'a'\nI1\nI7\nI2\nS'b'\nI3\nd."))->as.dict->hashes == NULL, 1);
+	EXPECT_INT(LOADED(TEXT("(I7\nI2\nS'b'\nI3\nd."))->as.dict->hashes == NULL, 1);
+}
+
+/* Naming a state_dict finds a repeated key by the hashes its dict holds: one name, the last value, the first place. */
+Test(value, a_state_dict_s_repeated_key_is_one_entry_with_the_last_value_at_the_first_place)
+{
+	const ti_value *root = LOADED(TEXT("(S'a'\nI1\nS'b'\nI2\nS'a'\nI3\nd."));
+	ASSERT_INT(root->as.dict->hashes != NULL, 1);
+	ti_entry_list list = {0};
+	ASSERT_INT(ti_entries_collect(root, &arena, 64, 100, &list, &err), TI_OK);
+	ASSERT_INT(list.count, 2);
+	EXPECT_STR(list.items[0].name, "a");
+	EXPECT_INT(list.items[0].value->as.integer, 3);
+	EXPECT_STR(list.items[1].name, "b");
+	EXPECT_INT(list.items[1].value->as.integer, 2);
 }
 
 Test(value, repr_of_sets_and_frozensets)
