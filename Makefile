@@ -162,6 +162,7 @@ test: deps-test
 		$(PYTHON) tests/conformance/memory_checkpoint.py ./tinspect && \
 		$(PYTHON) tests/conformance/memory_recompute.py ./tinspect && \
 		$(PYTHON) tests/conformance/memory_rnn.py ./tinspect && \
+		$(PYTHON) -m doctest tests/conformance/memory_judge.py && \
 		$(PYTHON) tests/conformance/memory_random.py ./tinspect --compare tests/conformance/memory_models/measured_random_cpu.json --misses tests/conformance/memory_models/random_misses.json --remeasure 20 --check-readme README.md && \
 		$(PYTHON) tests/conformance/memory_random.py ./tinspect --compare tests/conformance/memory_models/measured_random_cpu_seed11.json --remeasure 0 && \
 		$(PYTHON) tests/conformance/hf_memory_moe.py ./tinspect --compare tests/conformance/memory_models/measured_hf_moe_cpu.json --misses tests/conformance/memory_models/hf_moe_misses.json && \

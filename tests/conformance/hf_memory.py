@@ -50,9 +50,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, HERE)
 
-LIMIT = 0.05
-GREW = 2.0
-SLACK = 64 * 1024
+from memory_judge import LIMIT, SLACK, judge, load_misses, marked_table, run_json, save_cases  # noqa: E402
 
 # name, model_type, config (written as config.json), batch, context
 CASES = [
@@ -677,10 +675,7 @@ def run_tinspect(binary, path, B, T, mode, cpu_isa, bind=False):
     argv += ["--device", "cpu", "--json"]
     if cpu_isa:
         argv += ["--cpu-isa", cpu_isa]
-    p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=120)
-    if p.returncode != 0:
-        return None, "exit %d: %s" % (p.returncode, p.stderr.strip().splitlines()[-1:] if p.stderr.strip() else "")
-    return json.loads(p.stdout), None
+    return run_json(argv, timeout=120)
 
 
 def measure_cmd(a):
@@ -709,10 +704,7 @@ def measure_cmd(a):
                 "%s %.2f MiB" % (k, v / 2 ** 20) for k, v in res.items() if k in ("peak", "decode_peak"))), flush=True)
     order = [c[0] for c in CASES]
     out["cases"].sort(key=lambda c: (order.index(c["family"]), c["mode"]))
-    with open(a.output, "w") as f:
-        f.write(json.dumps({k: v for k, v in out.items() if k != "cases"}, separators=(",", ":"))[:-1] + ',"cases":[\n')
-        f.write(",\n".join(json.dumps(c, separators=(",", ":")) for c in out["cases"]))
-        f.write("\n]}\n")
+    save_cases(a.output, {k: v for k, v in out.items() if k != "cases"}, out["cases"])
     return 0
 
 
@@ -738,10 +730,7 @@ def compare_cmd(a):
     import memory_conformance as mc
     with open(a.compare) as f:
         data = json.load(f)
-    misses = {}
-    if a.misses:
-        with open(a.misses) as f:
-            misses = json.load(f)["misses"]
+    misses = load_misses(a.misses)
     rows = rows_of(a, data)
     failed, known = [], []
     for r in rows:
@@ -749,22 +738,20 @@ def compare_cmd(a):
         if r["err"] or r["error"] is None:
             failed.append("%s: %s" % (case, r["err"] or "no estimate"))
             continue
-        miss = misses.get(case)
-        beyond = abs(r["error"]) > LIMIT and abs(r["estimated"] - r["measured"]) > SLACK
-        if beyond and miss and abs(100 * r["error"]) <= abs(miss["error"]) + GREW:
-            known.append((case, 100 * r["error"], miss["cause"]))
-        elif beyond:
-            failed.append("%s: tinspect %.2f MiB, torch %.2f MiB (%+.1f %%)" % (
-                case, r["estimated"] / 2 ** 20, r["measured"] / 2 ** 20, 100 * r["error"]))
-        elif miss:
+        verdict, e, words = judge(case, r["estimated"], r["measured"], misses)
+        if verdict == "known":
+            known.append((case, 100 * e, words))
+        elif verdict == "failed":
+            failed.append("%s: %s" % (case, words))
+        elif verdict == "mended":
             print("  %s is within 5 %% now: take it out of %s" % (case, a.misses))
         keys = ("weights", "optimizer_state") if r["step"] == "train" else ("weights",) if r["step"] == "prefill" else ()
         for key in keys:  # exact: the parameters, buffers and AdamW's state are what they are
             if r["doc"].get(key) != r["case"]["torch"].get(key):
                 failed.append("%s: %s %r, torch %r" % (case, key, r["doc"].get(key), r["case"]["torch"].get(key)))
         if r["step"] != "decode":  # the decode step has no range of its own
-            verdict, words = mc.range_verdict(r["doc"], r["measured"], SLACK)
-            if verdict == "outside" and not (miss and beyond):
+            inside, words = mc.range_verdict(r["doc"], r["measured"], SLACK)
+            if inside == "outside" and verdict != "known":
                 failed.append("%s: %s" % (case, words))
     print("hf memory: %d steps of %d families from %s (PyTorch %s, %s, one thread)" % (
         len(rows), len(data["cases"]) // 2, os.path.basename(a.compare), data.get("torch"), data.get("cpu_isa")))
@@ -798,21 +785,7 @@ def doc_table(path, data, rows, misses, write):
         out.append("| %s | %s | %s | %.2f MiB | %.2f MiB | %+.1f %%%s |" % (
             r["family"], bt[r["family"]], r["step"], r["measured"] / 2 ** 20, r["estimated"] / 2 ** 20,
             100 * r["error"], note))
-    new = "\n" + "\n".join(out) + "\n"
-    with open(path) as f:
-        text = f.read()
-    if DOC_BEGIN not in text or DOC_END not in text:
-        return ["%s has no %s ... %s markers" % (path, DOC_BEGIN, DOC_END)]
-    head, rest = text.split(DOC_BEGIN, 1)
-    old, tail = rest.split(DOC_END, 1)
-    if write:
-        with open(path, "w") as f:
-            f.write(head + DOC_BEGIN + new + DOC_END + tail)
-        print("wrote the table into %s" % path)
-        return []
-    if old != new:
-        return ["%s's hf-memory table is not this run's: write it with --write-doc %s" % (path, path)]
-    return []
+    return marked_table(path, DOC_BEGIN, DOC_END, "\n" + "\n".join(out) + "\n", write, "hf-memory table", "--write-doc")
 
 
 def export_cmd(a):

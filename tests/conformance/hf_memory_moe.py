@@ -47,9 +47,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, HERE)
 
-LIMIT = 0.05
-GREW = 2.0
-SLACK = 64 * 1024
+from memory_judge import LIMIT, SLACK, judge, load_misses, run_json, save_cases  # noqa: E402
+
 SEEDS = (0, 1, 2)
 
 # Each family: its config.json (what tinspect describes), the bindings, which kind it is.
@@ -950,13 +949,6 @@ def tinspect_argv(binary, path, family, mode, cpu_isa=None, loss_sum=False):
     return argv + ["--json"]
 
 
-def run_json(argv):
-    p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=300)
-    if p.returncode:
-        return None, "exit %d: %s" % (p.returncode, p.stderr.strip().splitlines()[-1:] if p.stderr else "")
-    return json.loads(p.stdout), None
-
-
 def measure_cmd(a):
     import torch
     import memshim_run
@@ -983,12 +975,7 @@ def measure_cmd(a):
             res["decode_peak"] / 2 ** 20) if "decode_peak" in res else ""), flush=True)
     order = {n: i for i, n in enumerate(CONFIGS)}
     out["cases"].sort(key=lambda c: (order[c["family"]], c["mode"], c["routing"] != "uniform", c["seed"]))
-    with open(a.output + ".part", "w") as f:
-        head = {k: v for k, v in out.items() if k != "cases"}
-        f.write(json.dumps(head, sort_keys=True)[:-1] + ',"cases":[\n')
-        f.write(",\n".join(json.dumps(c, sort_keys=True) for c in out["cases"]))
-        f.write("\n]}\n")
-    os.replace(a.output + ".part", a.output)
+    save_cases(a.output, {k: v for k, v in out.items() if k != "cases"}, out["cases"], sort_keys=True, separators=None)
     print("%d cases into %s" % (len(out["cases"]), a.output))
     return 0
 
@@ -997,10 +984,7 @@ def compare_cmd(a):
     import memory_conformance as mc
     with open(a.compare) as f:
         data = json.load(f)
-    misses = {}
-    if a.misses:
-        with open(a.misses) as f:
-            misses = json.load(f)["misses"]
+    misses = load_misses(a.misses)
     tmp = tempfile.mkdtemp(prefix="hf-memory-moe-")
     failed, known, rows, est = [], [], [], {}
     loss_sum = has_loss_option(a.tinspect)
@@ -1029,18 +1013,15 @@ def compare_cmd(a):
             if not isinstance(got, int):
                 failed.append("%s: tinspect gave no %s" % (name, what))
                 continue
-            e = (got - want) / float(want)
+            verdict, e, words = judge(name, got, want, misses)
             rows.append((name, want, got, e))
-            beyond = abs(e) > LIMIT and abs(got - want) > SLACK
-            miss = misses.get(name)
-            if beyond and miss and abs(100 * e) <= abs(miss["error"]) + GREW:
-                known.append((name, 100 * e, miss["cause"]))
-            elif beyond:
-                failed.append("%s: tinspect %.3f MiB, torch %.3f MiB (%+.1f %%)%s" % (
-                    name, got / 2 ** 20, want / 2 ** 20, 100 * e,
-                    "; a known miss of %+.1f %% grew" % miss["error"] if miss else ""))
-            elif miss:
+            if verdict == "known":
+                known.append((name, 100 * e, words))
+            elif verdict == "failed":
+                failed.append("%s: %s" % (name, words))
+            elif verdict == "mended":
                 print("  %s is within 5 %% now: take it out of %s" % (name, a.misses))
+            beyond = verdict in ("known", "failed")
             within += not beyond
             if rng is not None and not beyond:
                 verdict, words = mc.range_verdict(doc, want, SLACK)

@@ -48,10 +48,9 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-LIMIT = 0.05          # a case further than this fails the comparison
+from memory_judge import LIMIT, SLACK, judge, load_misses, marked_table, save_cases  # noqa: E402
+
 GOAL, GOAL_MEDIAN = 0.05, 0.01
-GREW = 2.0            # points a known miss may move before it fails (the machine's noise is far less)
-SLACK = 64 * 1024     # below this many bytes a miss is not counted (allocator scale)
 ACT_CAP = 512 << 20   # a CNN's batch is halved until its activations (float32) are below this
 ACTS = ["ReLU", "GELU", "SiLU", "Tanh", "Sigmoid"]
 
@@ -287,13 +286,7 @@ def estimate(mc, binary, path, bind, mode, opt, cpu_isa):
 def save(path, out):
     """Writes the measurements whole or not at all (a run stopped midway keeps every model it finished),
     a case a line, so that a diff of the file shows the cases it changed."""
-    tmp = path + ".part"
-    head = {k: v for k, v in out.items() if k != "cases"}
-    with open(tmp, "w") as f:
-        f.write(json.dumps(head, separators=(",", ":"))[:-1] + ',"cases":[\n')
-        f.write(",\n".join(json.dumps(c, separators=(",", ":")) for c in out["cases"]))  # key order is the model's
-        f.write("\n]}\n")
-    os.replace(tmp, path)
+    save_cases(path, {k: v for k, v in out.items() if k != "cases"}, out["cases"])  # key order is the model's
 
 
 def measure_cmd(a, mc):
@@ -349,10 +342,7 @@ def percentile(xs, p):
 def compare_cmd(a, mc):
     with open(a.compare) as f:
         data = json.load(f)
-    misses = {}
-    if a.misses:
-        with open(a.misses) as f:
-            misses = json.load(f)["misses"]
+    misses = load_misses(a.misses)
     known, mended = [], []
     tmp = tempfile.mkdtemp(prefix="memory-random-")
     rows, failed = [], []
@@ -365,21 +355,17 @@ def compare_cmd(a, mc):
             failed.append("%s: %s" % (c["case"], err))
             continue
         want = c["torch"]["peak"]
-        e = (doc["peak"] - want) / float(want)
+        verdict, e, words = judge(c["case"], doc["peak"], want, misses)
         rows.append((abs(e), e, c["case"], want, doc["peak"]))
-        miss = misses.get(c["case"])
-        beyond = abs(e) > LIMIT and abs(doc["peak"] - want) > SLACK
-        if beyond and miss and abs(100 * e) <= abs(miss["error"]) + GREW:
-            known.append((c["case"], 100 * e, miss["cause"]))
-        elif beyond:
-            failed.append("%s: peak %.1f MiB, torch %.1f MiB (%+.1f %%)%s" % (
-                c["case"], doc["peak"] / 2 ** 20, want / 2 ** 20, 100 * e,
-                "; a known miss of %+.1f %% grew" % miss["error"] if miss else ""))
-        elif miss:
+        if verdict == "known":
+            known.append((c["case"], 100 * e, words))
+        elif verdict == "failed":
+            failed.append("%s: peak: %s" % (c["case"], words))
+        elif verdict == "mended":
             mended.append(c["case"])
-        verdict, words = mc.range_verdict(doc, want, SLACK)
-        ranges[verdict] += 1
-        if verdict == "outside" and not (miss and beyond):
+        inside, words = mc.range_verdict(doc, want, SLACK)
+        ranges[inside] += 1
+        if inside == "outside" and verdict != "known":
             failed.append("%s: %s" % (c["case"], words))
         for key in ("weights", "optimizer_state"):
             if key in c["torch"] and doc.get(key) != c["torch"][key] and not (
@@ -474,22 +460,11 @@ def accuracy_table(data, rows):
 
 def readme_table(path, data, rows, write):
     """Writes the table between README's markers, or says how the README's differs: [] when it is the same."""
-    with open(path) as f:
-        text = f.read()
-    if README_BEGIN not in text or README_END not in text:
-        return ["%s has no %s ... %s markers" % (path, README_BEGIN, README_END)]
-    head, rest = text.split(README_BEGIN, 1)
-    old, tail = rest.split(README_END, 1)
-    new = "\n" + accuracy_table(data, rows)
-    if write:
-        with open(path, "w") as f:
-            f.write(head + README_BEGIN + new + README_END + tail)
-        print("wrote the accuracy table into %s" % path)
-        return []
-    if old != new:
-        return ["%s's memory accuracy table is not this run's: write it with --write-readme %s" % (path, path)]
-    print("%s's memory accuracy table is this run's" % path)
-    return []
+    failed = marked_table(path, README_BEGIN, README_END, "\n" + accuracy_table(data, rows), write,
+                          "memory accuracy table", "--write-readme")
+    if not write and not failed:
+        print("%s's memory accuracy table is this run's" % path)
+    return failed
 
 
 def main(argv):
