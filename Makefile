@@ -58,8 +58,19 @@ RELR_LDFLAGS = $(shell printf 'int main(void){return 0;}\n' >build/relr-probe.c 
 	$(CC) -o build/relr-probe build/relr-probe.c -Wl,-z,pack-relative-relocs >/dev/null 2>&1 && \
 	build/relr-probe && echo -Wl,-z,pack-relative-relocs; rm -f build/relr-probe build/relr-probe.c)
 
+# Link-time optimisation for the program: what one file calls in another (the arena, the value
+# constructors, the pickle machine's hooks) is inlined as calls within a file are; inspect of
+# 20,000 tensors takes 3 % less. Fat objects: the unit tests link the same objects without it
+# (-fno-lto), as quickly as before.
+# `make LTO=` builds without. Each file is compiled with every warning as before; the link's
+# whole-program inlining makes gcc guess "may be used uninitialized" of an out-parameter that
+# its callee sets on success (a different few with each partitioning), so the link leaves that
+# one out.
+LTO ?= -flto=auto -ffat-lto-objects
+LTO_LINK = $(if $(LTO),-Wno-maybe-uninitialized)
+
 tinspect: $(LIB_OBJ) $(CLI_OBJ)
-	$(CC) $(BASE_CFLAGS) $(CFLAGS) -o $@ $(CLI_OBJ) $(LIB_OBJ) $(DEPS_LIBS) $(RELR_LDFLAGS) $(LDFLAGS)
+	$(CC) $(BASE_CFLAGS) $(LTO) $(LTO_LINK) $(CFLAGS) -o $@ $(CLI_OBJ) $(LIB_OBJ) $(DEPS_LIBS) $(RELR_LDFLAGS) $(LDFLAGS)
 
 # draw.c's loops turn Philox words into floats and vectorise only when sqrtf
 # need not set errno (its argument is never negative there); the values are
@@ -68,7 +79,7 @@ build/src/materialize/draw.o build/asan/src/materialize/draw.o: BASE_CFLAGS += -
 
 build/%.o: %.c
 	@mkdir -p $(@D)
-	$(CC) $(BASE_CFLAGS) $(CPPFLAGS_ALL) $(CFLAGS) -MMD -MP -c -o $@ $<
+	$(CC) $(BASE_CFLAGS) $(LTO) $(CPPFLAGS_ALL) $(CFLAGS) -MMD -MP -c -o $@ $<
 
 build/asan/%.o: %.c
 	@mkdir -p $(@D)
@@ -79,7 +90,7 @@ $(HF_GEN): $(HF_TEMPLATES) tools/embed-templates.sh
 	sh tools/embed-templates.sh $(HF_TEMPLATES) >$@
 
 build/gen/hf_templates.o: $(HF_GEN)
-	$(CC) $(BASE_CFLAGS) $(CPPFLAGS_ALL) $(CFLAGS) -c -o $@ $<
+	$(CC) $(BASE_CFLAGS) $(LTO) $(CPPFLAGS_ALL) $(CFLAGS) -c -o $@ $<
 
 build/asan/gen/hf_templates.o: $(HF_GEN)
 	@mkdir -p $(@D)
@@ -103,7 +114,7 @@ UNIT_CLI_OBJ := build/src/cli/progress.o build/src/cli/output.o build/src/cli/me
 ASAN_UNIT_CLI_OBJ := $(UNIT_CLI_OBJ:build/%=build/asan/%)
 
 build/unit-tests: $(TEST_OBJ) $(LIB_OBJ) $(UNIT_CLI_OBJ) build/fake_libcuda.so
-	$(CC) $(BASE_CFLAGS) $(CFLAGS) -o $@ $(TEST_OBJ) $(LIB_OBJ) $(UNIT_CLI_OBJ) $(DEPS_LIBS) $(TEST_LIBS) $(LDFLAGS)
+	$(CC) $(BASE_CFLAGS) $(if $(LTO),-fno-lto) $(CFLAGS) -o $@ $(TEST_OBJ) $(LIB_OBJ) $(UNIT_CLI_OBJ) $(DEPS_LIBS) $(TEST_LIBS) $(LDFLAGS)
 
 build/fake_libcuda.so: tests/unit/fake/fake_libcuda.c
 	@mkdir -p $(@D)
