@@ -69,15 +69,58 @@ RELR_LDFLAGS = $(shell printf 'int main(void){return 0;}\n' >build/relr-probe.c 
 LTO ?= -flto=auto -ffat-lto-objects
 LTO_LINK = $(if $(LTO),-Wno-maybe-uninitialized)
 
+# Profile-guided optimisation (gcc): the program is first built instrumented (build/pgo/, without
+# LTO), runs tools/pgo-train.sh (inspect and scan of the bundled fixtures, never the benchmark's
+# files), and each object is then compiled with the counts it left: what inspect runs is tuned to
+# how it runs and laid out together (.text.hot), what the training never ran is compiled as
+# without a profile (-fprofile-partial-training). inspect of 20,000 tensors takes about 6 % less
+# time, and of vit_l_16 a quarter of a megabyte less memory: its code touches half the pages.
+# `make PGO=` builds without (a quicker build while editing); with a compiler that lacks the
+# options, it is off. An edit retrains, then recompiles the objects whose counts changed: both
+# compiles of a file name its counts build/prof/FILE.gcda (-dumpbase, which also names its static
+# functions' counts, so the two must agree), and its stamp build/FILE.prof changes only with them.
+PGO ?= $(shell printf 'int main(void){return 0;}\n' | $(CC) -x c -fprofile-use -fprofile-partial-training \
+	-fprofile-update=single -Wno-missing-profile -o /dev/null - >/dev/null 2>&1 && echo 1)
+# Instrumented code and code compiled from counts inline differently from plain -O2, and gcc then
+# guesses "may be used uninitialized" of out-parameters (as the LTO link does, above); the plain
+# build (make PGO= LTO=), make asan and the unit tests' own files keep every warning.
+PGO_GEN = -fprofile-generate -fprofile-update=single -Wno-maybe-uninitialized
+PGO_USE = $(if $(PGO),-fprofile-use -fprofile-partial-training -Wno-missing-profile -Wno-maybe-uninitialized)
+PGO_OBJ := $(patsubst build/%,build/pgo/%,$(CLI_OBJ) $(filter-out build/gen/%,$(LIB_OBJ)))
+
 tinspect: $(LIB_OBJ) $(CLI_OBJ)
-	$(CC) $(BASE_CFLAGS) $(LTO) $(LTO_LINK) $(CFLAGS) -o $@ $(CLI_OBJ) $(LIB_OBJ) $(DEPS_LIBS) $(RELR_LDFLAGS) $(LDFLAGS)
+	$(CC) $(BASE_CFLAGS) $(LTO) $(LTO_LINK) $(PGO_USE) $(CFLAGS) -o $@ $(CLI_OBJ) $(LIB_OBJ) $(DEPS_LIBS) $(RELR_LDFLAGS) $(LDFLAGS)
+
+build/pgo/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) $(PGO_GEN) -dumpbase build/prof/$* $(CPPFLAGS_ALL) $(CFLAGS) -MMD -MP -c -o $@ $<
+
+# The templates are data: one object, with no profile, serves both programs.
+build/pgo/tinspect: $(PGO_OBJ) build/gen/hf_templates.o
+	$(CC) $(BASE_CFLAGS) $(PGO_GEN) $(CFLAGS) -o $@ $(PGO_OBJ) build/gen/hf_templates.o $(DEPS_LIBS) $(LDFLAGS)
+
+build/pgo/trained: build/pgo/tinspect tools/pgo-train.sh
+	rm -rf build/prof
+	sh tools/pgo-train.sh build/pgo/tinspect
+	@touch $@
+
+PGO_PROF := $(patsubst %.o,%.prof,$(CLI_OBJ) $(filter-out build/gen/%,$(LIB_OBJ)))
+$(PGO_PROF): build/%.prof: build/pgo/trained
+	@mkdir -p $(@D) && \
+	if [ -f build/prof/$*.gcda ]; then sum=$$(cksum <build/prof/$*.gcda); else sum=untrained; fi && \
+	{ [ "$$(cat $@ 2>/dev/null)" = "$$sum" ] || echo "$$sum" >$@; }
 
 # draw.c's loops turn Philox words into floats and vectorise only when sqrtf
 # need not set errno (its argument is never negative there); the values are
 # the same, sqrt being correctly rounded either way.
-build/src/materialize/draw.o build/asan/src/materialize/draw.o: BASE_CFLAGS += -fno-math-errno
+build/src/materialize/draw.o build/asan/src/materialize/draw.o build/pgo/src/materialize/draw.o: BASE_CFLAGS += -fno-math-errno
 
-build/%.o: %.c
+build/%.o: %.c $(if $(PGO),build/%.prof)
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) $(LTO) $(PGO_USE) $(if $(PGO),-dumpbase build/prof/$*) $(CPPFLAGS_ALL) $(CFLAGS) -MMD -MP -c -o $@ $<
+
+# The unit tests' own files: no profile (the training runs none of them), every warning.
+build/tests/%.o: tests/%.c
 	@mkdir -p $(@D)
 	$(CC) $(BASE_CFLAGS) $(LTO) $(CPPFLAGS_ALL) $(CFLAGS) -MMD -MP -c -o $@ $<
 
@@ -101,10 +144,10 @@ build/fuzz/gen/hf_templates.o: $(HF_GEN)
 	$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link $(CPPFLAGS_ALL) $(CFLAGS) -c -o $@ $<
 
 # The random draw loops call sqrtf: without errno to set, gcc -O2 vectorises them (src/materialize/draw.h).
-build/src/materialize/draw.o build/asan/src/materialize/draw.o: BASE_CFLAGS += -fno-math-errno
+build/src/materialize/draw.o build/asan/src/materialize/draw.o build/pgo/src/materialize/draw.o: BASE_CFLAGS += -fno-math-errno
 # The CPU kernels' loops: -O2's cost model vectorises none that needs an aliasing check at run time
 # (a kernel's input and output are separate buffers it cannot prove so); the dynamic one does.
-build/src/run/%.o build/asan/src/run/%.o: BASE_CFLAGS += -fvect-cost-model=dynamic
+build/src/run/%.o build/asan/src/run/%.o build/pgo/src/run/%.o: BASE_CFLAGS += -fvect-cost-model=dynamic
 
 # The CLI's progress bar, output helpers, memory chart and CI reports are tested as units (the chart
 # writes through outfile.c, which reports through common.c); the fake CUDA driver lets the
@@ -318,4 +361,4 @@ clean:
 
 .PHONY: conformance-full all deps deps-test deps-fuzz run test conformance asan bench fuzz fuzz-replay valgrind man install uninstall clean
 
--include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(ASAN_LIB_OBJ:.o=.d) $(ASAN_CLI_OBJ:.o=.d) $(ASAN_TEST_OBJ:.o=.d)
+-include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(PGO_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(ASAN_LIB_OBJ:.o=.d) $(ASAN_CLI_OBJ:.o=.d) $(ASAN_TEST_OBJ:.o=.d)

@@ -57,6 +57,13 @@ ti_file_kind ti_file_sniff(const void *head, size_t n, uint64_t file_size);
  */
 bool ti_npz_sniff(const void *head, size_t n);
 
+/*
+ * How many of a zip's first bytes ti_npz_sniff reads: the 30 of the first
+ * local header and the name after them (30 to 30 + 65535), from at least the
+ * first 30 in head; 0 when head does not start a local header.
+ */
+size_t ti_npz_sniff_size(const void *head, size_t n);
+
 /* "torch zip", "safetensors", "JSON", ...: what a message calls the kind. */
 const char *ti_file_kind_name(ti_file_kind kind);
 

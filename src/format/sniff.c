@@ -135,11 +135,16 @@ bool ti_file_kind_is_foreign_archive(ti_file_kind kind)
  * name follows its 30 fixed bytes. A torch zip's first record is always
  * under its root folder ("archive/data.pkl", "archive/version").
  */
-bool ti_npz_sniff(const void *head, size_t n)
+size_t ti_npz_sniff_size(const void *head, size_t n)
 {
 	const unsigned char *p = head;
 	if (n < 30 || memcmp(p, "PK\3\4", 4))
-		return false;
-	size_t len = (size_t)p[26] | (size_t)p[27] << 8;
-	return len > 4 && 30 + len <= n && !memcmp(p + 30 + len - 4, ".npy", 4);
+		return 0;
+	return 30 + ((size_t)p[26] | (size_t)p[27] << 8);
+}
+
+bool ti_npz_sniff(const void *head, size_t n)
+{
+	size_t size = ti_npz_sniff_size(head, n);
+	return size > 30 + 4 && size <= n && !memcmp((const unsigned char *)head + size - 4, ".npy", 4);
 }

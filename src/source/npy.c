@@ -331,13 +331,27 @@ static ti_status open_npz(ti_source *s, const char *path, ti_error *err)
 	return st;
 }
 
-/* A zip is a .npz when its first member is named *.npy (ti_npz_sniff): up to that name, 30 + 65535 bytes. */
+/*
+ * A zip is a .npz when its first member is named *.npy (ti_npz_sniff): its
+ * local header's 30 bytes, then as much more as its name takes. Every zip
+ * opened asks, so it reads what the answer needs, not the 64 KiB a name
+ * may take (on the stack, that was 16 pages more for each command).
+ */
 static bool claims_npz(ti_io *io)
 {
-	uint8_t head[30 + 65535];
-	size_t got;
+	uint8_t small[30 + 226];
+	size_t got, size;
 	ti_error ignored;
-	return !ti_io_read(io, 0, head, sizeof(head), &got, &ignored) && got > 0 && ti_npz_sniff(head, got);
+	if (ti_io_read(io, 0, small, 30, &got, &ignored) || (size = ti_npz_sniff_size(small, got)) <= 30 + 4)
+		return false;
+	uint8_t *head = size <= sizeof(small) ? small : malloc(size);
+	if (!head)
+		return false;
+	bool npz = !ti_io_read(io, 30, head + 30, size - 30, &got, &ignored) && got == size - 30 &&
+	           (memcpy(head, small, 30), ti_npz_sniff(head, size));
+	if (head != small)
+		free(head);
+	return npz;
 }
 
 const source_row source_npy = {.format = TI_SOURCE_NPY, .kind = TI_FILE_NPY, .open = open_npy};

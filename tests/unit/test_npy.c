@@ -355,6 +355,11 @@ Test(npy, sniffs_the_magic_and_an_npz_by_its_first_member)
 	EXPECT_INT(ti_file_sniff(zip, sizeof(zip), 4096), TI_FILE_ZIP);
 	EXPECT_INT(ti_npz_sniff(zip, sizeof(zip)), true);
 	EXPECT_INT(ti_npz_sniff(zip, 38), false); /* the name does not fit */
+	EXPECT_INT(ti_npz_sniff_size(zip, sizeof(zip)), 39); /* what it reads: the header and the name */
+	EXPECT_INT(ti_npz_sniff_size(zip, 29), 0);
+	zip[3] = 6; /* "PK\3\6": no local header */
+	EXPECT_INT(ti_npz_sniff_size(zip, sizeof(zip)), 0);
+	zip[3] = 4;
 	memcpy(zip + 30, "archive/data.pkl", 16);
 	zip[26] = 16;
 	EXPECT_INT(ti_npz_sniff(zip, sizeof(zip)), false);
@@ -409,6 +414,33 @@ Test(npy, gives_a_fortran_array_column_major_strides)
 	EXPECT_INT(t->stride[1], 2);
 	EXPECT_INT(ti_source_tensor_contiguous(t), false);
 	ti_source_close(src);
+}
+
+/* The sniff reads the first name whole, however long: 1,000 bytes here, more than it keeps on its stack. */
+Test(npy, knows_an_npz_whose_first_name_is_long)
+{
+	char path[] = "/tmp/tinspect-npz-XXXXXX";
+	int fd = mkstemp(path);
+	ASSERT_INT(fd >= 0, 1);
+	char name[1001];
+	memset(name, 'w', sizeof(name) - 1);
+	name[sizeof(name) - 1] = '\0';
+	ti_npz_writer *w;
+	ASSERT_STATUS(ti_npz_writer_begin(fd, &w, &err), TI_OK, err);
+	int64_t x = 7;
+	ASSERT_STATUS(ti_npz_writer_add(w, name, TI_DT_INT64, 0, NULL, &err), TI_OK, err);
+	ASSERT_STATUS(ti_npz_writer_put(w, &x, 8, &err), TI_OK, err);
+	ASSERT_STATUS(ti_npz_writer_end(w, &err), TI_OK, err);
+	ti_npz_writer_free(w);
+	close(fd);
+
+	ti_source *src;
+	ASSERT_STATUS(ti_source_open(path, &src, &err), TI_OK, err);
+	EXPECT_INT(ti_source_get_format(src), TI_SOURCE_NPZ);
+	ASSERT_INT(ti_source_tensor_count(src), 1);
+	EXPECT_STR(ti_source_tensor_at(src, 0)->name, name);
+	ti_source_close(src);
+	unlink(path);
 }
 
 Test(npy, writes_an_npz_that_reads_back)
