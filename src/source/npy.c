@@ -344,11 +344,14 @@ static bool claims_npz(ti_io *io)
 	ti_error ignored;
 	if (ti_io_read(io, 0, small, 30, &got, &ignored) || (size = ti_npz_sniff_size(small, got)) <= 30 + 4)
 		return false;
-	uint8_t *head = size <= sizeof(small) ? small : malloc(size);
-	if (!head)
-		return false;
+	uint8_t *head = small;
+	if (size > sizeof(small)) { /* a name past 226 bytes: rare, on the heap */
+		if (!(head = malloc(size)))
+			return false;
+		memcpy(head, small, 30);
+	}
 	bool npz = !ti_io_read(io, 30, head + 30, size - 30, &got, &ignored) && got == size - 30 &&
-	           (memcpy(head, small, 30), ti_npz_sniff(head, size));
+	           ti_npz_sniff(head, size);
 	if (head != small)
 		free(head);
 	return npz;
