@@ -107,39 +107,88 @@ fifo=/tmp/tinspect-cli.fifo
 limit=
 command -v timeout >/dev/null 2>&1 && limit="timeout 60"
 
-seen=" "
-while read -r name want args; do
-	case $name in '' | '#'*) continue ;; esac
-	case $seen in *" $name "*)
-		fail "$name: two cases have this name"
-		continue
-		;;
-	esac
-	seen="$seen$name "
-	eval "set -- $args"
-	$limit "$bin" "$@" >"$work/out" 2>"$work/err" </dev/null
-	got=$?
-	if $regen; then
-		cp "$work/out" "$expected/$name.out"
-		cp "$work/err" "$expected/$name.err"
-	fi
-	if {
-		ok=true
-		if [ "$got" != "$want" ]; then
-			echo "  exit status $got, want $want"
-			ok=false
+# The cases run in parallel (CLI_JOBS, default the number of CPUs), a block
+# of the cases file (lines between blank lines) at a time, in order within
+# it: a case may read what an earlier case of its block wrote. Each block
+# has its own scratch folder and log; the logs are printed in file order.
+jobs=${CLI_JOBS:-$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)}
+case $jobs in '' | *[!0-9]* | 0) jobs=2 ;; esac
+[ "$jobs" -gt 8 ] && jobs=8
+blocks=$(awk -v dir="$work" '
+	/^[[:space:]]*$/ { if (open) { close(file); open = 0; k++ } next }
+	{ file = dir "/block." (k + 0); print >file; open = 1 }
+	END { print k + open }' "$cases")
+
+# run_block K: the cases of block K; writes log.K and count.K.
+top=$work
+run_block() {
+	block=$1 # the cases' arguments replace $1
+	work=$top/run.$block
+	mkdir -p "$work"
+	passed=0 failed=0
+	while read -r name want args; do
+		case $name in '' | '#'*) continue ;; esac
+		eval "set -- $args"
+		$limit "$bin" "$@" >"$work/out" 2>"$work/err" </dev/null
+		got=$?
+		if $regen; then
+			cp "$work/out" "$expected/$name.out"
+			cp "$work/err" "$expected/$name.err"
 		fi
-		same "$name" out || ok=false
-		same "$name" err || ok=false
-		case $want in 3 | 4) one_error_line || ok=false ;; esac
-		$ok
-	} >"$work/report"; then
-		pass
+		if {
+			ok=true
+			if [ "$got" != "$want" ]; then
+				echo "  exit status $got, want $want"
+				ok=false
+			fi
+			same "$name" out || ok=false
+			same "$name" err || ok=false
+			case $want in 3 | 4) one_error_line || ok=false ;; esac
+			$ok
+		} >"$work/report"; then
+			pass
+		else
+			fail "$name: tinspect $args"
+			cat "$work/report"
+		fi
+	done <"$top/block.$block"
+	echo "$passed $failed" >"$top/count.$block"
+}
+
+shards=
+j=0
+while [ "$j" -lt "$jobs" ]; do
+	(
+		k=$j
+		while [ "$k" -lt "$blocks" ]; do
+			run_block "$k" >"$top/log.$k" 2>&1
+			k=$((k + jobs))
+		done
+	) &
+	shards="$shards $!"
+	j=$((j + 1))
+done
+trap 'kill $shards 2>/dev/null; exit 130' INT
+trap 'kill $shards 2>/dev/null; exit 143' TERM
+wait
+k=0
+while [ "$k" -lt "$blocks" ]; do
+	cat "$work/log.$k" 2>/dev/null
+	if [ -f "$work/count.$k" ]; then
+		read -r p f <"$work/count.$k"
+		passed=$((passed + p))
+		failed=$((failed + f))
 	else
-		fail "$name: tinspect $args"
-		cat "$work/report"
+		fail "block $k of $cases did not finish"
 	fi
-done <"$cases"
+	k=$((k + 1))
+done
+
+# Names are unique: each names its expected files.
+seen=" $(awk '$1 !~ /^#/ && NF { print $1 }' "$cases" | tr '\n' ' ')"
+for name in $(awk '$1 !~ /^#/ && NF { print $1 }' "$cases" | sort | uniq -d); do
+	fail "$name: two cases have this name"
+done
 
 # No hostile pickle may run its payload.
 if [ -e "$pwned" ]; then

@@ -90,6 +90,7 @@ MEMCONF_MATH_SDPA=1 leaves scaled_dot_product_attention its math kernel: the
 measurements that tell what the known CUDA gaps (CUDA_KNOWN) come from.
 """
 import argparse
+import concurrent.futures
 import ctypes
 import gc
 import json
@@ -356,19 +357,43 @@ def measure(so, path, bind, mode, optimizer, timeout=600, device="cpu"):
     env = dict(os.environ, LD_PRELOAD=so, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
     spec = json.dumps({"path": path, "bind": bind, "mode": mode, "optimizer": optimizer})
     t0 = time.time()
-    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
     p = subprocess.run([sys.executable, os.path.abspath(__file__), "--worker", spec], env=env,
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout)
     wall = time.time() - t0
-    ru2 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = ru2.ru_utime + ru2.ru_stime - ru.ru_utime - ru.ru_stime
     if p.returncode:
         err = p.stderr.decode(errors="replace").strip().splitlines()
         raise RuntimeError("worker exited %d: %s" % (p.returncode, err[-1] if err else ""))
     res = json.loads(p.stdout.decode().strip().splitlines()[-1])
-    res["wall_seconds"] = wall
-    res["cpu_seconds"] = cpu
+    res["wall_seconds"] = wall  # cpu_seconds: the worker's own (measure_many runs several at once)
     return res
+
+
+def measure_many(so, specs, device="cpu", jobs=None):
+    """measure() of each (path, bind, mode, optimizer), several at a time: a list in the
+    specs' order, holding the exception where a measurement failed. Each CPU measurement is
+    its own process with one thread, and memshim counts only its own process's allocations,
+    so runs side by side measure the bytes they measure alone (only their wall time grows).
+    jobs: default the number of CPUs; one on CUDA, where the runs are this process's."""
+    if jobs is None:
+        jobs = 1 if device == "cuda" else (os.cpu_count() or 1)
+
+    def one(spec):
+        try:
+            return measure(so, *spec, device=device)
+        except (RuntimeError, subprocess.TimeoutExpired, ValueError) as e:
+            return e
+
+    if jobs <= 1:
+        return [one(s) for s in specs]
+    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
+        return list(pool.map(one, specs))
+
+
+def measured(result):
+    """A result of measure_many, or its exception raised."""
+    if isinstance(result, Exception):
+        raise result
+    return result
 
 
 def tinspect_has_memory(binary):
@@ -540,12 +565,13 @@ def main():
              " act_kept = live after forward+loss minus live before the step)"]
     try:
         so = build_memshim(tmp) if a.device == "cpu" and not a.measured else None
+        pre = None if a.measured else measure_many(so, [c[1:] for c in cases], device=a.device)
         print("%-36s %10s %10s %8s  %s" % ("case", "torch MiB", "tinspect", "error", "result"))
-        for model, path, bind, mode, opt in cases:
+        for i, (model, path, bind, mode, opt) in enumerate(cases):
             name = case_name(model, mode, opt)
             label = mode if opt is None else "%s-%s" % (mode, opt)
             try:
-                r = recorded[name]["torch"] if a.measured else measure(so, path, bind, mode, opt, device=a.device)
+                r = recorded[name]["torch"] if a.measured else measured(pre[i])
             except (RuntimeError, subprocess.TimeoutExpired, ValueError) as e:
                 print("%-36s %10s %10s %8s  FAIL (torch side) %s" % (name, "-", "-", "-", str(e)[:200]))
                 failed += 1
@@ -647,7 +673,10 @@ def main():
 
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "--worker":
-        print(json.dumps(worker(json.loads(sys.argv[2]))))
+        res = worker(json.loads(sys.argv[2]))
+        ru = resource.getrusage(resource.RUSAGE_SELF)
+        res["cpu_seconds"] = ru.ru_utime + ru.ru_stime
+        print(json.dumps(res))
         sys.exit(0)
     memshim_run.need_torch(("torch",), "skipped: torch is not importable with %s (set PYTHON to an interpreter "
                                        "that has torch); memory conformance not run")

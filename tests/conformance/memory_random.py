@@ -378,9 +378,10 @@ def compare_cmd(a, mc):
         so = mc.build_memshim(tmp)
         day = datetime.date.today().toordinal()
         pick = random.Random(day).sample(data["cases"], min(a.remeasure, len(data["cases"])))
-        for c in pick:
-            path = write_desc(tmp, c["case"].split("/")[0], c["desc"])
-            res = mc.measure(so, path, c["bind"], c["mode"], c["optimizer"])
+        specs = [(write_desc(tmp, c["case"].split("/")[0], c["desc"]), c["bind"], c["mode"], c["optimizer"])
+                 for c in pick]
+        for c, res in zip(pick, mc.measure_many(so, specs)):
+            res = mc.measured(res)
             if res["peak"] != c["torch"]["peak"]:
                 d = (res["peak"] - c["torch"]["peak"]) / float(c["torch"]["peak"])
                 if abs(d) > 0.01:

@@ -3,29 +3,36 @@
 #
 # usage: sh tests/torture/run.sh TINSPECT
 #
-# For each fixtures/*.pt and *.ckpt, fixtures/gguf/*.gguf, fixtures/npy/*.npy, fixtures/npy/*.npz (and fixtures/training_args*.bin) it writes damaged copies (tests/torture/mutate.py, or
-# head/dd when there is no python3): the file cut at every length in its first
-# and last 64 bytes and at 40 more; data.pkl cut short inside a whole zip; and
-# 20 copies with a few bytes changed, most of them inside data.pkl. Each copy
-# goes through `TINSPECT FILE --json` (the changed ones also through
-# `--json --records` and the text output with `--depth 2 --records`), under
-# `timeout 10`, and through `TINSPECT scan --json`. A run passes when it exits 0
-# with a whole document on stdout and nothing but warnings on stderr, or exits
-# 3 with exactly one line on stderr that starts with 'tinspect: ' (after
-# warnings, if any), or exits 1
-# refusing a dangerous pickle (a damaged global name) in one line; scan may
-# exit 0, 1 or 3, always with its JSON report.
-# The DCP folders fixtures/dcp and fixtures/dcp_v22 are damaged one file at a
-# time (dcp_copies: .metadata and each .distcp cut and changed) and each copy
-# also goes through `TINSPECT convert --force DIR -o OUT.safetensors`, which
-# reads every tensor from its chunks: exit 0 or 3 as above. Anything else fails: a sanitizer
-# report, 4 (an I/O or resource error from a damaged byte), 124 (timeout),
-# 128+N (a signal).
+# For each fixtures/*.pt and *.ckpt, fixtures/gguf/*.gguf, fixtures/npy/*.npy,
+# fixtures/npy/*.npz (and fixtures/training_args*.bin) it writes damaged copies
+# (tests/torture/mutate.py, or head/dd when there is no python3): the file cut
+# at every length in its first and last 64 bytes and at 40 more; data.pkl cut
+# short inside a whole zip; and 20 copies with a few bytes changed, most of
+# them inside data.pkl. Each copy goes through `TINSPECT FILE --json` (the
+# changed ones also through `--json --records` and the text output with
+# `--depth 2 --records`) and through `TINSPECT scan --json`, each killed after
+# 10 seconds. The DCP folders fixtures/dcp and fixtures/dcp_v22 are damaged
+# one file at a time (dcp_copies: .metadata and each .distcp cut and changed)
+# and each copy also goes through `TINSPECT convert --force DIR -o
+# OUT.safetensors`, which reads every tensor from its chunks.
+#
+# tests/torture/runner.c (built here with cc) runs them and judges each run:
+# it passes when it exits 0 with a whole document on stdout and nothing but
+# warnings on stderr, or exits 3 with exactly one line on stderr that starts
+# with 'tinspect: ' (after warnings, if any), or exits 1 refusing a dangerous
+# pickle (a damaged global name) in one line; scan may exit 0, 1 or 3, always
+# with its JSON report. Anything else fails: a sanitizer report, 4 (an I/O or
+# resource error from a damaged byte), the timeout, a signal.
 #
 # Environment: TORTURE_SEED (default 1) picks the damage; TORTURE_JOBS (default:
 # the number of CPUs) runs fixtures in parallel; TORTURE_KEEP=DIR copies the
 # inputs that fail there; PYTHON names the interpreter for mutate.py (PYTHON=none:
-# head and dd only).
+# head and dd only); CC the compiler for the runner (default cc).
+# TORTURE_SAMPLE=N runs the CLI on one run in N (the same ones for the same
+# seed), and TORTURE_REPLAY=PREFIX gives every copy to the in-process fuzz
+# harnesses PREFIXcheckpoint and PREFIXscan (zips), PREFIXgguf, PREFIXnpy and
+# PREFIXdcp (each .metadata), one process for all copies of a fixture: make
+# asan uses both, because the sanitized program takes ~50-100 ms to start.
 # Prints 'N passed, M failed' and exits 1 when anything failed.
 
 set -u
@@ -49,6 +56,10 @@ seed=${TORTURE_SEED:-1}
 jobs=${TORTURE_JOBS:-$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)}
 case $jobs in '' | *[!0-9]* | 0) jobs=2 ;; esac
 [ "$jobs" -gt 8 ] && jobs=8
+sample=${TORTURE_SAMPLE:-1}
+case $sample in '' | *[!0-9]* | 0) sample=1 ;; esac
+sample_args=
+[ "$sample" -gt 1 ] && sample_args="$sample $seed"
 
 python=
 [ "${PYTHON:-}" = none ] || for p in "${PYTHON:-}" /usr/bin/python3 "$(command -v python3 2>/dev/null)"; do
@@ -167,85 +178,52 @@ dcp_copies() {
 
 # ---- running ----
 
-# check FILE ARGS...: one run; prints a report and returns 1 when it fails.
-# check FILE scan: `TINSPECT scan --json FILE`, which may also exit 1 (unsafe).
-check() {
-	file=$1
-	shift
-	if [ "${1:-}" = scan ]; then
-		$run_timeout "$bin" scan --json "$file" >"$dir/out" 2>"$dir/err" </dev/null
-	elif [ "${1:-}" = convert ]; then # reads every byte of every tensor
-		$run_timeout "$bin" convert --force "$file" -o "$dir/converted.safetensors" >"$dir/out" 2>"$dir/err" </dev/null
-	else
-		$run_timeout "$bin" "$file" "$@" >"$dir/out" 2>"$dir/err" </dev/null
-	fi
-	rc=$?
-	why=
-	# A damaged global name may be one the allow-list lacks: warnings are allowed, one per line.
-	warnings_only=true
-	if [ -s "$dir/err" ] && grep -qv '^tinspect: warning: ' "$dir/err"; then
-		warnings_only=false
-	fi
-	case $rc in
-	1)
-		if [ "${1:-}" = scan ]; then
-			[ "$(head -c 1 "$dir/out")" = "{" ] && [ "$(tail -n 1 "$dir/out" | tail -c 2)" = "}" ] ||
-				why="scan exit 1 but stdout is not one whole JSON object"
-		elif [ "$(wc -l <"$dir/err" | tr -d ' ')" != 1 ] || ! grep -q '^tinspect: .*refusing a dangerous pickle' "$dir/err"; then
-			why="exit 1 that is not one line refusing a dangerous pickle"
-		fi
-		;;
-	0)
-		if [ "${1:-}" = scan ]; then
-			[ "$(head -c 1 "$dir/out")" = "{" ] && [ ! -s "$dir/err" ] || why="scan exit 0 without a JSON report, or with stderr"
-		elif ! $warnings_only; then
-			why="exit 0 with output on stderr that is not a warning"
-		elif [ ! -s "$dir/out" ]; then
-			why="exit 0 with nothing on stdout"
-		elif [ "$1" = --json ] && { [ "$(head -c 1 "$dir/out")" != "{" ] || [ "$(tail -n 1 "$dir/out")" != "}" ]; }; then
-			why="exit 0 but stdout is not one whole JSON object"
-		fi
-		;;
-	3)
-		# the warnings of opening may come before an error found later (--records: a damaged record)
-		grep -av '^tinspect: warning: ' "$dir/err" >"$dir/err3"
-		lines=$(awk 'END { print NR }' "$dir/err3")
-		newlines=$(wc -l <"$dir/err3" | tr -d ' ')
-		first=$(head -n 1 "$dir/err3")
-		if [ "${1:-}" = scan ] && [ "$(head -c 1 "$dir/out")" != "{" ]; then
-			why="scan exit 3 without a JSON report"
-		elif [ "$lines" != 1 ] || [ "$newlines" != 1 ]; then
-			why="exit 3 with $lines lines on stderr, not one"
-		elif [ "${first#tinspect: }" = "$first" ]; then
-			why="exit 3 but stderr does not start with 'tinspect: '"
-		fi
-		;;
-	124) why="timed out after 10 s" ;;
-	*)
-		if [ "$rc" -gt 128 ]; then
-			why="killed by signal $((rc - 128))"
-		else
-			why="exit $rc (want 0 or 3, or 1 for a refusal)"
-		fi
-		;;
-	esac
-	if [ -z "$why" ]; then
-		passed=$((passed + 1))
-		return 0
-	fi
-	failed=$((failed + 1))
-	name=$(basename "$file")
-	echo "FAIL $name $*: $why"
-	head -n 20 "$dir/err" | sed 's/^/  | /'
+# The runs and their judgement: tests/torture/runner.c, built here (one
+# process per run instead of the shell's five to eight).
+runner=$work/runner
+${CC:-cc} -std=c11 -O2 -Wall -Wextra -Werror -o "$runner" tests/torture/runner.c || {
+	echo "torture: cannot build tests/torture/runner.c" >&2
+	exit 2
+}
+
+# run_list: every line of $dir/list through the runner (a sample under
+# TORTURE_SAMPLE); adds to passed and failed and prints the failures.
+run_list() {
+	"$runner" "$bin" "$dir" $sample_args <"$dir/list" >"$dir/report" || {
+		echo "FAIL the runner stopped on $fixture"
+		failed=$((failed + 1))
+		return
+	}
+	grep -v '^count ' "$dir/report"
+	# shellcheck disable=SC2046
+	set -- $(grep '^count ' "$dir/report")
+	passed=$((passed + ${2:-0}))
+	failed=$((failed + ${3:-1}))
+	[ -s "$dir/failed" ] || return
 	if [ -n "$python" ]; then
-		echo "  reproduce: $python tests/torture/mutate.py --seed $seed DIR $fixture && $bin DIR/$name $*"
+		echo "  reproduce: $python tests/torture/mutate.py --seed $seed DIR $fixture && $bin DIR/NAME ARGS"
 	else
 		echo "  reproduce: PYTHON=none TORTURE_SEED=$seed TORTURE_KEEP=DIR sh tests/torture/run.sh $bin keeps it in DIR"
 	fi
 	if [ -n "${TORTURE_KEEP:-}" ]; then
-		mkdir -p "$TORTURE_KEEP" && cp "$file" "$TORTURE_KEEP/"
+		mkdir -p "$TORTURE_KEEP" && sort -u "$dir/failed" | while read -r f; do cp -R "$f" "$TORTURE_KEEP/"; done
 	fi
-	return 1
+}
+
+# replay HARNESS FILE...: the in-process harness (TORTURE_REPLAY prefix) on
+# every copy; one process for all of them.
+replay() {
+	h=$1
+	shift
+	[ -n "${TORTURE_REPLAY:-}" ] || return 0
+	if "$TORTURE_REPLAY$h" "$@" >"$dir/replay.log" 2>&1; then
+		passed=$((passed + 1))
+	else
+		failed=$((failed + 1))
+		last=$(grep '^replay ' "$dir/replay.log" | tail -n 1)
+		echo "FAIL replay-$h on copies of $fixture: ${last#replay }"
+		grep -v '^replay ' "$dir/replay.log" | head -n 40 | sed 's/^/  | /'
+	fi
 }
 
 # shard J: the fixtures whose position modulo $jobs is J, one at a time.
@@ -264,18 +242,25 @@ shard() {
 			mutate_without_python "$fixture" "$dir/in"
 		fi
 		for file in "$dir"/in/*.pt; do
-			check "$file" --json
-			check "$file" scan
+			printf '%s\t--json\n%s\tscan\n' "$file" "$file"
 			case $fixture:$file in
 			*.pt:*.flip.* | *.ckpt:*.flip.*)
-				check "$file" --json --records
-				check "$file" --depth 2 --records
+				printf '%s\t--json\t--records\n%s\t--depth\t2\t--records\n' "$file" "$file"
 				;;
 			*.flip.*) # --records lists a torch zip's records: a usage error for any other file
-				check "$file" --depth 2
+				printf '%s\t--depth\t2\n' "$file"
 				;;
 			esac
-		done
+		done >"$dir/list"
+		run_list
+		case $fixture in
+		*.gguf) replay gguf "$dir"/in/*.pt ;;
+		*.npy | *.npz) replay npy "$dir"/in/*.pt ;;
+		*)
+			replay checkpoint "$dir"/in/*.pt
+			replay scan "$dir"/in/*.pt
+			;;
+		esac
 	done
 	# DCP folders: inspected, scanned and converted (which assembles every tensor from its chunks)
 	for fixture in fixtures/dcp fixtures/dcp_v22; do
@@ -286,10 +271,10 @@ shard() {
 		mkdir -p "$dir/in"
 		dcp_copies "$fixture" "$dir/in"
 		for file in "$dir"/in/*; do
-			check "$file" --json
-			check "$file" scan
-			check "$file" convert
-		done
+			printf '%s\t--json\n%s\tscan\n%s\tconvert\n' "$file" "$file" "$file"
+		done >"$dir/list"
+		run_list
+		replay dcp "$dir"/in/*/.metadata
 	done
 	echo "$passed $failed" >"$work/count$j"
 }
