@@ -316,7 +316,14 @@ int main(int argc, char **argv)
 	while ((n = getline(&line, &cap, stdin)) > 0) {
 		if (line[n - 1] == '\n')
 			line[--n] = '\0';
-		if (!n || hash_line(line, seed) % sample)
+		if (!n)
+			continue;
+		/* The sample by the file's name and the arguments: the scratch folder's name is random. */
+		const char *tab = strchr(line, '\t'), *name = line;
+		for (const char *c = line; *c && (!tab || c < tab); c++)
+			if (*c == '/')
+				name = c + 1;
+		if (hash_line(name, seed) % sample)
 			continue;
 		char *fields[MAX_ARGS + 1];
 		int count = 0;
