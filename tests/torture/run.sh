@@ -68,12 +68,6 @@ python=
 		break
 	fi
 done
-if command -v timeout >/dev/null 2>&1; then
-	run_timeout="timeout 10"
-else
-	echo "torture: no timeout(1): a hang will not be caught" >&2
-	run_timeout=
-fi
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/tinspect-torture.XXXXXX") || exit 2
 shards=

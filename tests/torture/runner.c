@@ -124,6 +124,15 @@ static bool is_whole_json(const text *out)
 	return out->len && out->bytes[0] == '{' && len == 1 && line[0] == '}';
 }
 
+static bool contains(const text *t, const char *needle)
+{
+	size_t n = strlen(needle);
+	for (size_t i = 0; i + n <= t->len; i++)
+		if (!memcmp(t->bytes + i, needle, n))
+			return true;
+	return false;
+}
+
 static bool is_warning(const char *line, size_t len)
 {
 	return starts_with(line, len, "tinspect: warning: ");
@@ -165,6 +174,9 @@ static const char *judge(int status, bool timed_out, bool scan, bool json, const
 {
 	if (timed_out)
 		return "timed out after 10 s";
+	/* ASan exits 1 after a report, which scan's "unsafe" shares: the report itself fails. */
+	if (contains(err, "Sanitizer") || contains(err, "runtime error:"))
+		return "a sanitizer report on stderr";
 	if (WIFSIGNALED(status)) {
 		snprintf(why, why_size, "killed by signal %d", WTERMSIG(status));
 		return why;
@@ -193,12 +205,8 @@ static const char *judge(int status, bool timed_out, bool scan, bool json, const
 		{
 			bool one_line = err->len && err->bytes[err->len - 1] == '\n' &&
 					memchr(err->bytes, '\n', err->len) == err->bytes + err->len - 1;
-			bool refusal = false;
-			if (one_line && starts_with(err->bytes, err->len, "tinspect: ")) {
-				const char *needle = "refusing a dangerous pickle";
-				for (size_t i = 0; !refusal && i + strlen(needle) <= err->len; i++)
-					refusal = !memcmp(err->bytes + i, needle, strlen(needle));
-			}
+			bool refusal = one_line && starts_with(err->bytes, err->len, "tinspect: ") &&
+				       contains(err, "refusing a dangerous pickle");
 			return refusal ? NULL : "exit 1 that is not one line refusing a dangerous pickle";
 		}
 	case 3:
