@@ -185,8 +185,9 @@ while [ "$k" -lt "$blocks" ]; do
 done
 
 # Names are unique: each names its expected files.
-seen=" $(awk '$1 !~ /^#/ && NF { print $1 }' "$cases" | tr '\n' ' ')"
-for name in $(awk '$1 !~ /^#/ && NF { print $1 }' "$cases" | sort | uniq -d); do
+names=$(awk '$1 !~ /^#/ && NF { print $1 }' "$cases")
+seen=" $(echo "$names" | tr '\n' ' ')"
+for name in $(echo "$names" | sort | uniq -d); do
 	fail "$name: two cases have this name"
 done
 
