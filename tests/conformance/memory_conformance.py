@@ -179,9 +179,11 @@ def worker(spec):
     torch.set_num_threads(1)
     torch.manual_seed(0)
     device = spec.get("device", "cpu")
-    if device == "cuda" and os.environ.get("MEMCONF_NO_CUDNN"):  # to test what cuDNN's kernels add
-        torch.backends.cudnn.enabled = False
-    if device == "cuda" and os.environ.get("MEMCONF_MATH_SDPA"):  # to test what fused attention saves
+    if device == "cuda" and (os.environ.get("MEMCONF_NO_CUDNN") or spec.get("no_cudnn")):
+        torch.backends.cudnn.enabled = False  # to test what cuDNN's kernels add
+    if device == "cuda":  # each case its own choice: the process measures several
+        torch.backends.cudnn.benchmark = bool(spec.get("cudnn_benchmark"))
+    if device == "cuda" and (os.environ.get("MEMCONF_MATH_SDPA") or spec.get("math_sdpa")):
         for flag in ("enable_flash_sdp", "enable_mem_efficient_sdp", "enable_cudnn_sdp"):
             if hasattr(torch.backends.cuda, flag):
                 getattr(torch.backends.cuda, flag)(False)
@@ -212,6 +214,8 @@ def worker(spec):
     del a
     gc.collect()
     base = live()
+    reserved = torch.cuda.memory_reserved if device == "cuda" else None
+    base_reserved = reserved() if reserved else 0
 
     with open(os.path.join(ROOT, spec["path"])) as f:
         desc = json.load(f)
@@ -225,6 +229,10 @@ def worker(spec):
                     getattr(m, fn)()
                     break
     inputs = interp.make_inputs()
+    if spec.get("dtype"):  # the floating weights and inputs in this dtype (model.to(dtype))
+        dt = getattr(torch, spec["dtype"])
+        model.to(dt)
+        inputs = {k: v.to(dt) if torch.is_tensor(v) and v.is_floating_point() else v for k, v in inputs.items()}
     t_build = time.process_time() - t_build
 
     weights = memshim_run.uniq_bytes(list(model.parameters()) + list(model.buffers()))
@@ -295,11 +303,13 @@ def worker(spec):
             ph["after_step"] = live()
             return ph
 
-    times = []
+    times, reserved_steps = [], []
     for _ in range(2):  # warm-up
         t0 = time.process_time()
         step()
         times.append(time.process_time() - t0)
+        if reserved:  # the caching allocator's segments after each step (they only grow)
+            reserved_steps.append(reserved() - base_reserved)
     gc.collect()
     before1 = live()
     reset()
@@ -320,6 +330,10 @@ def worker(spec):
     })
     for k, v in ph.items():
         res[k] = v if k == "gradients" else v - base
+    if reserved:  # max_memory_reserved over the case: the segments never shrink between empty_cache calls
+        res["reserved_base"] = base_reserved
+        res["reserved_steps"] = reserved_steps
+        res["reserved_peak"] = reserved() - base_reserved
     if opt is not None:
         state = [t for s in opt.state.values() for t in s.values() if isinstance(t, torch.Tensor)]
         res["optimizer_state"] = sum(t.numel() * t.element_size() for t in state)

@@ -193,3 +193,50 @@ dump("llama_decoder.json", {
   + [{"out": "h", "call": "model.norm", "args": ["h"]},
      {"out": "logits", "call": "lm_head", "args": ["h"]}],
  "outputs": ["logits"]})
+
+# GPT-style decoder on F.scaled_dot_product_attention (is_causal), the LLM case PyTorch 2 runs
+# through its fused kernels: measured in bfloat16 on CUDA (the worker's "dtype"), where flash
+# attention keeps the output and its logsumexp for backward, not the T x T scores
+L = 8
+dump("sdpa_decoder.json", {
+ "config": {"vocab": 32000, "d_model": 1024, "n_head": 16, "head_dim": 64, "d_ff": 4096, "n_layer": L},
+ "inputs": {"input_ids": {"shape": ["B", "T"], "dtype": "int64"}},
+ "defs": {
+  "SdpaBlock": {
+   "inputs": ["x"],
+   "modules": {
+    "ln_1": {"type": "LayerNorm", "normalized_shape": ["$d_model"]},
+    "qkv": {"type": "Linear", "in_features": "$d_model", "out_features": 3 * 1024},
+    "proj": {"type": "Linear", "in_features": "$d_model", "out_features": "$d_model"},
+    "ln_2": {"type": "LayerNorm", "normalized_shape": ["$d_model"]},
+    "fc": {"type": "Linear", "in_features": "$d_model", "out_features": "$d_ff"},
+    "act": {"type": "GELU"},
+    "out": {"type": "Linear", "in_features": "$d_ff", "out_features": "$d_model"}},
+   "graph": [
+    {"out": "h", "call": "ln_1", "args": ["x"]},
+    {"out": "h", "call": "qkv", "args": ["h"]},
+    {"out": "h", "op": "unflatten", "args": ["h", -1, [3, "$n_head", "$head_dim"]]},
+    {"out": ["q", "k", "v"], "op": "unbind", "args": ["h", 2]},
+    {"out": "q", "op": "transpose", "args": ["q", 1, 2]},
+    {"out": "k", "op": "transpose", "args": ["k", 1, 2]},
+    {"out": "v", "op": "transpose", "args": ["v", 1, 2]},
+    {"out": "y", "op": "scaled_dot_product_attention", "args": ["q", "k", "v"], "is_causal": True},
+    {"out": "y", "op": "transpose", "args": ["y", 1, 2]},
+    {"out": "y", "op": "flatten", "args": ["y"], "start_dim": 2},
+    {"out": "y", "call": "proj", "args": ["y"]},
+    {"out": "x", "op": "add", "args": ["x", "y"]},
+    {"out": "h", "call": "ln_2", "args": ["x"]},
+    {"out": "h", "call": "fc", "args": ["h"]},
+    {"out": "h", "call": "act", "args": ["h"]},
+    {"out": "h", "call": "out", "args": ["h"]},
+    {"out": "x", "op": "add", "args": ["x", "h"]}]}},
+ "modules": {
+  "wte": {"type": "Embedding", "num_embeddings": "$vocab", "embedding_dim": "$d_model"},
+  "h": {"type": "ModuleList", "repeat": "$n_layer", "module": {"type": "SdpaBlock"}},
+  "ln_f": {"type": "LayerNorm", "normalized_shape": ["$d_model"]},
+  "lm_head": {"type": "Linear", "in_features": "$d_model", "out_features": "$vocab", "bias": False}},
+ "graph": [{"out": "x", "call": "wte", "args": ["input_ids"]}]
+  + [{"out": "x", "call": "h.%d" % i, "args": ["x"]} for i in range(L)]
+  + [{"out": "x", "call": "ln_f", "args": ["x"]},
+     {"out": "logits", "call": "lm_head", "args": ["x"]}],
+ "outputs": ["logits"]})
