@@ -195,6 +195,8 @@ typedef struct ti_memory_options {
 	ti_cpu_isa cpu_isa;              /* cpu: the instruction set oneDNN's kernels are chosen for */
 	bool cpu_isa_fixed;              /* cpu: cpu_isa is the one the step runs with (given, not assumed): the
 	                                    peak's range does not span the other sets */
+	bool cudnn_benchmark;            /* cuda: torch.backends.cudnn.benchmark: each convolution's algorithm is the
+	                                    fastest cudnnFind timed, not cuDNN's heuristic choice */
 	ti_dtype dtype;                  /* weights in this dtype; 0: as described */
 	const char *const *keep_dtype;   /* globs: parameters dtype leaves as described (peft's LoRA adapters, which
 	                                    get_peft_model's autocast_adapter_dtype keeps in float32) */

@@ -44,6 +44,9 @@ typedef struct ti_model_options {
 	                                  (torch.get_default_dtype()); TI_DT_INVALID: float32 */
 	bool cast_floating;            /* every floating parameter, buffer and input in default_dtype, the ones
 	                                  that name a dtype too: model.to(DT) and the inputs .to(DT) (run --dtype) */
+	ti_dtype cast_dtype;           /* when set, every floating parameter, buffer and input in this dtype, as
+	                                  model.to(DT) casts them (memory --dtype); unlike cast_floating the
+	                                  default dtype, which creation ops such as arange use, stays */
 } ti_model_options;
 
 ti_status ti_model_open(const char *text, size_t size, const ti_model_options *options,

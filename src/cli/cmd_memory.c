@@ -23,7 +23,7 @@ enum {
 	OPT_BUCKET, OPT_WRAP, OPT_PLOT, OPT_FORCE, OPT_AMP, OPT_MICRO, OPT_WEIGHTS, OPT_CPU_ISA, OPT_TORCH,
 	OPT_BATCH, OPT_CONTEXT, OPT_KV_DTYPE, OPT_SLIDING_WINDOW, OPT_ATTN,
 	OPT_KV_LAYOUT,
-	OPT_LORA, OPT_LORA_TARGETS, OPT_QUANTIZE, OPT_DOUBLE_QUANT, OPT_LOSS
+	OPT_LORA, OPT_LORA_TARGETS, OPT_QUANTIZE, OPT_DOUBLE_QUANT, OPT_LOSS, OPT_CUDNN_BENCHMARK
 };
 
 static const cli_option options[] = {
@@ -37,6 +37,7 @@ static const cli_option options[] = {
 	{"impl", 0, OPT_VALUE, OPT_IMPL},
 	{"device", 0, OPT_VALUE, OPT_DEVICE},
 	{"cpu-isa", 0, OPT_VALUE, OPT_CPU_ISA},
+	{"cudnn-benchmark", 0, OPT_FLAG, OPT_CUDNN_BENCHMARK},
 	{"torch", 0, OPT_VALUE, OPT_TORCH},
 	{"dtype", 0, OPT_VALUE, OPT_DTYPE},
 	{"trainable", 0, OPT_VALUE, OPT_TRAINABLE},
@@ -131,6 +132,9 @@ static const char help[] =
 	"  --cpu-isa NAME       cpu: the instruction set oneDNN chooses PyTorch's convolution\n"
 	"                       kernels for: avx512_core, avx2, avx, sse41 (default: this\n"
 	"                       machine's, at most $ONEDNN_MAX_CPU_ISA)\n"
+	"  --cudnn-benchmark    cuda: torch.backends.cudnn.benchmark=True: each convolution\n"
+	"                       runs the algorithm cudnnFind timed fastest, whose workspace\n"
+	"                       may be larger than the heuristic choice's\n"
 	"  --torch 1.13|2       the PyTorch whose kernels and defaults the step follows\n"
 	"                       (default: 1.13 on the cpu, 2 on cuda, what each is\n"
 	"                       measured against): 2 runs attention without\n"
@@ -139,7 +143,8 @@ static const char help[] =
 	"                       on cuda; torch.compile is not modelled\n"
 	"  --weights CKPT       the parameters in the dtypes a checkpoint of the model holds\n"
 	"                       them, and its optimizer state when it holds one\n"
-	"  --dtype DT           the floating weights in this dtype\n"
+	"  --dtype DT           model.to(DT): the floating weights in this dtype, and the\n"
+	"                       activations computed from them\n"
 	"  --amp bf16|fp16      torch.autocast: matmuls and convolutions in the low dtype\n"
 	"                       (float32 weights cast once per step and cached), softmax,\n"
 	"                       norms and losses in float32\n"
@@ -372,6 +377,7 @@ static int estimate(memory_args *a, const ti_memory_report **out, ti_error *err,
 		a->cm.model = NULL;
 	}
 	/* the file is read again for each of --fit's probes: milliseconds */
+	a->cm.cast_dtype = a->o.dtype; /* --dtype is model.to(DT): the activations follow the weights */
 	int rc = cli_model_open(&a->cm);
 	if (rc)
 		return rc;
@@ -650,6 +656,7 @@ static void add_settings(cJSON *root, const memory_args *a)
 		cJSON_AddStringToObject(st, "amp", ti_dtype_name(o->amp));
 	else
 		cJSON_AddNullToObject(st, "amp");
+	cJSON_AddBoolToObject(st, "cudnn_benchmark", o->cudnn_benchmark);
 	cJSON_AddStringToObject(st, "strategy", strategy_names[o->strategy]);
 	cJSON_AddNumberToObject(st, "world_size", (double)(o->world_size ? o->world_size : 1));
 	cJSON_AddNumberToObject(st, "tensor_parallel", (double)(o->tensor_parallel ? o->tensor_parallel : 1));
@@ -1375,6 +1382,9 @@ static int parse_args(int argc, char **argv, memory_args *a)
 			a->o.torch = (ti_torch_version)v;
 			break;
 		}
+		case OPT_CUDNN_BENCHMARK:
+			a->o.cudnn_benchmark = true;
+			break;
 		case OPT_CPU_ISA: {
 			int isa = ti_cpu_isa_parse(value);
 			if (isa < 0)
@@ -1616,6 +1626,8 @@ static int check_args(memory_args *a)
 		a->o.device = TI_MEMORY_CUDA;
 	if (a->cpu_isa_given && a->o.device != TI_MEMORY_CPU)
 		return cli_usage_error("memory: --cpu-isa applies to --device cpu only");
+	if (a->o.cudnn_benchmark && a->o.device != TI_MEMORY_CUDA)
+		return cli_usage_error("memory: --cudnn-benchmark applies to --device cuda only");
 	if (!a->cpu_isa_given)
 		a->o.cpu_isa = host_cpu_isa();
 	a->o.torch = ti_memory_torch(&a->o);

@@ -22,6 +22,7 @@ typedef struct cli_model {
 	bool training;                                /* --mode train */
 	ti_dtype default_dtype;                       /* run --dtype: TI_DT_INVALID for float32 */
 	bool cast_floating;                           /* run --dtype: declared floating dtypes cast too */
+	ti_dtype cast_dtype;                          /* memory --dtype: model.to(DT), the default dtype kept */
 	const ti_lora_config *lora;                   /* memory --lora: the description gets peft's adapters */
 	size_t lora_modules;                          /* how many Linear layers they wrap */
 	ti_model *model;

@@ -261,7 +261,8 @@ int cli_model_open(cli_model *cm)
 	                         .input_specs = cm->input_specs,
 	                         .input_count = (size_t)cm->input_count,
 	                         .default_dtype = cm->default_dtype,
-	                         .cast_floating = cm->cast_floating};
+	                         .cast_floating = cm->cast_floating,
+	                         .cast_dtype = cm->cast_dtype};
 	ti_status st = ti_model_open(buf, size, &opts, &cm->model, &err);
 	free(buf);
 	if (st)

@@ -358,10 +358,15 @@ static bool is_free_tensor_key(const char *key)
 	return false;
 }
 
-/* options->cast_floating: a floating dtype becomes the default one, as model.to(DT) casts it. */
+/* options->cast_dtype, else options->cast_floating (the default dtype): a floating dtype becomes
+ * that one, as model.to(DT) casts it. */
 static ti_dtype cast_floating(const parser *p, ti_dtype dt)
 {
-	return p->options && p->options->cast_floating && ti_dtype_is_floating(dt) ? p->model->ctx.default_dtype : dt;
+	if (!p->options || !ti_dtype_is_floating(dt))
+		return dt;
+	if (p->options->cast_dtype)
+		return p->options->cast_dtype;
+	return p->options->cast_floating ? p->model->ctx.default_dtype : dt;
 }
 
 /* A tensor's "dtype" ("float32", "torch.int64"): the default when absent. */
@@ -1813,6 +1818,7 @@ ti_status ti_model_open(const char *text, size_t size, const ti_model_options *o
 	m->ctx.arena = &m->arena;
 	m->ctx.sym = &m->sym;
 	m->ctx.default_dtype = options && options->default_dtype ? options->default_dtype : TI_DT_FLOAT32;
+	m->ctx.cast_dtype = options ? options->cast_dtype : TI_DT_INVALID;
 	m->ctx.training = options && options->training;
 	parser p = {m, NULL, NULL, options && options->training, false, options};
 	m->parser = &p; /* composites are built while it lives */

@@ -418,7 +418,12 @@ def tinspect_has_memory(binary):
     return True
 
 
-def run_tinspect(binary, path, bind, mode, optimizer, device="cpu", cpu_isa=None):
+# A measured case's own settings (memory_models/measured_cuda_h200*.json), as tinspect's options:
+# the model in a dtype (model.to(dtype)), cuDNN's benchmark mode
+CASE_OPTIONS = {"dtype": lambda v: ["--dtype", v], "cudnn_benchmark": lambda v: ["--cudnn-benchmark"] if v else []}
+
+
+def run_tinspect(binary, path, bind, mode, optimizer, device="cpu", cpu_isa=None, case=None):
     argv = [binary, "memory", os.path.join(ROOT, path)]
     for k, v in bind.items():
         argv += ["--bind", "%s=%d" % (k, v)]
@@ -427,6 +432,9 @@ def run_tinspect(binary, path, bind, mode, optimizer, device="cpu", cpu_isa=None
         argv += ["--optimizer", optimizer, "--impl", "for-loop"]
     if mode == "infer":  # the measured step is a plain forward: no generation loop holds a KV cache
         argv += ["--kv-cache", "off"]
+    for key, opt in CASE_OPTIONS.items():
+        if case and case.get(key):
+            argv += opt(case[key])
     argv += ["--device", device, "--json"]
     if cpu_isa and device == "cpu":  # a measurement's own set; else tinspect reads the host's as oneDNN does
         argv += ["--cpu-isa", cpu_isa]
@@ -545,13 +553,17 @@ def main():
     for kv in a.bind:
         k, _, v = kv.partition("=")
         override[k] = int(v)
+    names = None
     cases = [(m, p, dict((k, override.get(k, v)) for k, v in (full if a.full else b).items()), mode, opt)
              for m, p, b, full in CORPUS for mode, opt in MODES
              if a.full or case_name(m, mode, opt) not in NOT_IN_DEFAULT_RUN]
     if a.measured:
         cases = [(e["model"], e["path"], e["bind"], e["mode"], e["optimizer"]) for e in recorded.values()]
+        names = list(recorded)  # a case's own name: "resnet18@benchmark/infer"
     if a.only:
-        cases = [c for c in cases if a.only in case_name(c[0], c[3], c[4])]
+        keep = [i for i, c in enumerate(cases) if a.only in (names[i] if a.measured else case_name(c[0], c[3], c[4]))]
+        cases = [cases[i] for i in keep]
+        names = [names[i] for i in keep] if a.measured else None
 
     check = not a.torch_only
     binary = None
@@ -582,7 +594,7 @@ def main():
         pre = None if a.measured else measure_many(so, [c[1:] for c in cases], device=a.device)
         print("%-36s %10s %10s %8s  %s" % ("case", "torch MiB", "tinspect", "error", "result"))
         for i, (model, path, bind, mode, opt) in enumerate(cases):
-            name = case_name(model, mode, opt)
+            name = names[i] if a.measured else case_name(model, mode, opt)
             label = mode if opt is None else "%s-%s" % (mode, opt)
             try:
                 r = recorded[name]["torch"] if a.measured else measured(pre[i])
@@ -599,7 +611,8 @@ def main():
                     mib(r["peak"]), mib(r["peak_run2"])))
             tpeak, errtxt, result = "-", "-", "measured only"
             if check:
-                doc, why = run_tinspect(binary, path, bind, mode, opt, a.device, measured_isa)
+                doc, why = run_tinspect(binary, path, bind, mode, opt, a.device, measured_isa,
+                                        recorded.get(name) if a.measured else None)
                 entry["tinspect"] = doc
                 if doc is not None and doc.get("cpu_isa") and doc["cpu_isa"] not in isas:
                     isas.append(doc["cpu_isa"])
