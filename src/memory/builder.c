@@ -181,6 +181,28 @@ static int64_t mem_kv_compressed(mem_builder *b)
 	return b->compressed;
 }
 
+/*
+ * On cuda, a Linear's bias gradient: addmm's backward hands back grad_output
+ * whole for the bias and the engine sums it to the bias's shape after the
+ * node returns (validate_outputs, at::sum_to), beside the input's and the
+ * weight's gradients: a sum over every row of [M, C] into C, which takes a
+ * global buffer in CUDA's reduction kernel when M is long (cuda_reduce.c).
+ */
+static void bias_grad_reduce(const mem_builder *b, mem_unit *u)
+{
+	if (b->options->device != TI_MEMORY_CUDA || b->options->mode != TI_MEMORY_TRAIN || !u->op || strcmp(u->op, "linear") ||
+	    u->nin < 3 || u->nout < 1)
+		return;
+	const mem_tensor *bias = &b->tensors[u->in[2]], *out = &b->tensors[u->out[0]];
+	if (!bias->floating || bias->elsize <= 0 || out->elsize <= 0 || bias->bytes <= 0)
+		return;
+	int64_t columns = bias->bytes / bias->elsize, rows = out->bytes / out->elsize / columns;
+	int acc = out->elsize == 8 ? 8 : 4;
+	u->bwd_reduce = mem_cuda_reduce_scratch(columns, rows, MEM_REDUCE_ROWS, columns, acc);
+	u->bwd_reduce_expanded = mem_cuda_reduce_scratch(columns, rows, MEM_REDUCE_BROADCAST, columns, acc);
+	u->bwd_reduce_if = u->bwd_reduce || u->bwd_reduce_expanded ? 1u << 2 : 0;
+}
+
 ti_status mem_emit(mem_builder *b, const mem_unit *u, ti_error *err)
 {
 	if (ti_arena_array_grow(b->arena, (void **)&b->units, &b->unit_capacity, sizeof(*b->units), b->unit_count + 1))
@@ -190,6 +212,7 @@ ti_status mem_emit(mem_builder *b, const mem_unit *u, ti_error *err)
 	b->units[b->unit_count].kv_window = mem_kv_window(b);
 	b->units[b->unit_count].kv_compressed = mem_kv_compressed(b);
 	b->units[b->unit_count].no_cache = (mem_attention(b) & TI_MODEL_ATTN_NO_CACHE) != 0;
+	bias_grad_reduce(b, &b->units[b->unit_count]);
 	for (int o = 0; o < u->nout; o++)
 		if (b->tensors[u->out[o]].producer < 0)
 			b->tensors[u->out[o]].producer = (int)b->unit_count;

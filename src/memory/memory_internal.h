@@ -108,6 +108,11 @@ typedef struct mem_unit {
 	int64_t kv_compressed;       /* > 0: the elements a token of its module's compressed cache, when the
 	                                options ask for that layout (kv_compressed) */
 	bool no_cache;               /* its module is an encoder's: an attention step there keeps no KV cache */
+	int64_t bwd_reduce;          /* cuda: the reduction buffer of a gradient summed to its input's shape (a
+	                                Linear bias's), beside the backward's gradients when bwd_reduce_if's
+	                                inputs want one (cuda_reduce.c) */
+	int64_t bwd_reduce_expanded; /* the same when the output's gradient is the expanded gradient of a sum */
+	unsigned bwd_reduce_if;      /* bits of in[] for bwd_reduce */
 } mem_unit;
 
 /* Builds units from events: the rules' side. */
@@ -267,6 +272,21 @@ typedef struct mem_optim_cost {
  * mask, a byte per element.
  */
 int64_t mem_dropout_saved(const mem_builder *b, int64_t bytes, int64_t es, bool fused);
+/*
+ * The bytes PyTorch's CUDA reduction kernel asks the caching allocator for
+ * (buffer and semaphores, each rounded), reducing inputs_per_output values
+ * into each of outputs laid out as layout says; for MEM_REDUCE_ROWS inner
+ * is the kept fastest dimension's size (the columns); acc_size is the
+ * accumulator's bytes (4 for float32, float16, bfloat16; 8 for float64).
+ * 0 when the kernel reduces within blocks. cuda_reduce.c.
+ */
+typedef enum mem_reduce_layout {
+	MEM_REDUCE_FASTEST,   /* the reduced values are adjacent: a sum over the last dimension */
+	MEM_REDUCE_ROWS,      /* over rows of contiguous columns: a bias's gradient from [M, C] */
+	MEM_REDUCE_BROADCAST  /* over an expanded tensor, every stride 0: the gradient of a sum */
+} mem_reduce_layout;
+int64_t mem_cuda_reduce_scratch(int64_t outputs, int64_t inputs_per_output, mem_reduce_layout layout,
+                                int64_t inner, int acc_size);
 
 ti_status mem_optim_cost_of(const ti_memory_options *options, const mem_param_info *params, size_t n,
                             mem_optim_cost *out, const char **rule, ti_error *err);

@@ -814,6 +814,12 @@ static void backward(sim *s)
 		int64_t scratch = in_grad ? u->bwd_scratch_in : u->bwd_scratch;
 		if (u->bwd_scratch_no_go[in_grad] > 0 && (go < 0 || s->l.st[go].bytes != b->tensors[u->out[0]].bytes))
 			scratch = u->bwd_scratch_no_go[in_grad];
+		int64_t reduce = go >= 0 && !s->l.st[go].bytes ? u->bwd_reduce_expanded : u->bwd_reduce;
+		for (int i = 0; i < u->nin; i++) /* a gradient summed to its input's shape: CUDA's reduction buffer */
+			if ((u->bwd_reduce_if & (1u << i)) && b->tensors[u->in[i]].grad && !mem_add(&scratch, reduce)) {
+				l->overflow = true;
+				return;
+			}
 		if (u->bwd_whole) {
 			transient(s, scratch, TI_MEM_TEMPORARY, u->label, u->depends);
 			release_saved(s, (int)k);

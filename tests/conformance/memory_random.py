@@ -343,6 +343,7 @@ def compare_cmd(a, mc):
     with open(a.compare) as f:
         data = json.load(f)
     misses = load_misses(a.misses)
+    device = data.get("device", "cpu")  # a GPU's measurements (measured_random_cuda_*.json): --device cuda
     known, mended = [], []
     tmp = tempfile.mkdtemp(prefix="memory-random-")
     rows, failed = [], []
@@ -350,7 +351,8 @@ def compare_cmd(a, mc):
     for c in data["cases"]:
         name = c["case"].split("/")[0]
         path = write_desc(tmp, name, c["desc"])
-        doc, err = mc.run_tinspect(a.tinspect, path, c["bind"], c["mode"], c["optimizer"], cpu_isa=data.get("cpu_isa"))
+        doc, err = mc.run_tinspect(a.tinspect, path, c["bind"], c["mode"], c["optimizer"], device=device,
+                                   cpu_isa=data.get("cpu_isa"))
         if err:
             failed.append("%s: %s" % (c["case"], err))
             continue
@@ -371,8 +373,11 @@ def compare_cmd(a, mc):
             if key in c["torch"] and doc.get(key) != c["torch"][key] and not (
                     key == "optimizer_state" and doc.get(key) == c["torch"].get("opt_state_no_step")):
                 failed.append("%s: %s %r, torch %r" % (c["case"], key, doc.get(key), c["torch"][key]))
-    host_isa = mc.tinspect_cpu_isa(a.tinspect) if a.remeasure else None
-    if a.remeasure and host_isa != data.get("cpu_isa"):
+    host_isa = mc.tinspect_cpu_isa(a.tinspect) if a.remeasure and device == "cpu" else None
+    if a.remeasure and device != "cpu":
+        print("re-measuring skipped: %s was measured on %s, not this machine's CPU" % (
+            os.path.basename(a.compare), data.get("gpu") or device))
+    elif a.remeasure and host_isa != data.get("cpu_isa"):
         print("re-measuring skipped: this machine's instruction set is %s, the file's %s" % (host_isa, data.get("cpu_isa")))
     elif a.remeasure and data["cases"]:
         so = mc.build_memshim(tmp)
@@ -392,8 +397,10 @@ def compare_cmd(a, mc):
             "as recorded" if not any("now allocates" in f for f in failed) else "see below"))
     errs = [r[0] for r in rows]
     if errs:
-        print("memory random: %d cases from %s (PyTorch %s, %s, %d thread)" % (
-            len(rows), os.path.basename(a.compare), data.get("torch"), data.get("cpu_isa"), data.get("threads", 1)))
+        print("memory random: %d cases from %s (PyTorch %s, %s)" % (
+            len(rows), os.path.basename(a.compare), data.get("torch"),
+            "%s, %d thread" % (data.get("cpu_isa"), data.get("threads", 1)) if device == "cpu" else
+            "%s, CUDA %s, cuDNN %s" % (data.get("gpu"), data.get("cuda"), data.get("cudnn"))))
         print("  |error| percentiles: p50 %.1f %%  p90 %.1f %%  p95 %.1f %%  p99 %.1f %%  max %.1f %%" % tuple(
             100 * percentile(errs, p) for p in (50, 90, 95, 99, 100)))
         within = sum(1 for r in rows if r[0] <= GOAL or abs(r[4] - r[3]) <= SLACK)
@@ -407,7 +414,7 @@ def compare_cmd(a, mc):
                                                                              100 * e))
     if a.write_misses:
         causes = {k: v["cause"] for k, v in misses.items()}
-        out = {"note": "cases of measured_random_cpu.json beyond 5 %, each with the error recorded when it was "
+        out = {"note": "cases of " + os.path.basename(a.compare) + " beyond 5 %, each with the error recorded when it was "
                        "listed and its cause as far as it is traced; memory_random.py --compare --misses reports "
                        "them as known while no worse by 2 points, and fails on any other case beyond 5 %",
                "misses": {r[2]: {"error": round(100 * r[1], 1), "cause": causes.get(r[2], "not yet traced")}

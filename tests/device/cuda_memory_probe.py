@@ -50,6 +50,10 @@ if DRY:
         setattr(torch.cuda, _n, lambda *a: 0)
     for _n in ("reset_peak_memory_stats", "empty_cache", "init", "synchronize"):
         setattr(torch.cuda, _n, lambda *a: None)
+    torch.cuda.max_memory_reserved = lambda *a: 0
+    torch.cuda.memory_snapshot = lambda *a: []
+    torch.cuda.memory._record_memory_history = lambda *a, **k: None
+    torch.cuda.memory._snapshot = lambda *a: {"segments": [], "device_traces": [[{"action": "alloc", "size": 512}]]}
 
 
 def storage_of(t):
@@ -234,6 +238,155 @@ def run_specs(specs, key):
             "%.1f" % (res["reserved_peak"] / 2 ** 20) if "reserved_peak" in res else "-",
             res["wall_seconds"]), flush=True)
         save()
+
+
+# ==========================================================================
+# fresh: each case in a new process, as a user's script runs it
+# ==========================================================================
+def fresh_one(spec):
+    """One case in this (new) process: no warm-up, so the CUDA libraries' own buffers (cuBLAS's
+    workspaces) are allocated inside the step as in a user's first step. Absolute figures:
+    max_memory_allocated and max_memory_reserved over the whole run, per step and per phase,
+    the segments at the end, and the allocator's events of the last step (action, size)."""
+    import shapes_conformance as sc
+    import state_dict_conformance  # noqa: F401
+    torch.manual_seed(0)
+    torch.backends.cudnn.benchmark = bool(spec.get("cudnn_benchmark"))
+    cu = torch.cuda
+    with open(os.path.join(ROOT, spec["path"])) as f:
+        desc = json.load(f)
+    dt = getattr(torch, spec["dtype"]) if spec.get("dtype") else None
+    if dt is not None:  # made in the dtype, as from_pretrained(torch_dtype=...) makes it: no float32 copy first
+        torch.set_default_dtype(dt)
+    interp = sc.Interpreter(desc, spec["bind"], DEV)
+    model = interp.build_model()
+    with torch.no_grad():
+        for m in model.modules():
+            for fn in ("reset_parameters", "_reset_parameters"):
+                if callable(getattr(m, fn, None)):
+                    getattr(m, fn)()
+                    break
+    inputs = interp.make_inputs()
+    if dt is not None:
+        torch.set_default_dtype(torch.float32)
+        model.to(dt)  # whatever the default dtype did not reach
+        inputs = {k: v.to(dt) if torch.is_tensor(v) and v.is_floating_point() else v for k, v in inputs.items()}
+    row = {"after_build": cu.memory_allocated(), "reserved_after_build": cu.memory_reserved(),
+           "build_peak": cu.max_memory_allocated()}
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt = None
+    if spec["mode"] == "train":
+        model.train()
+        o = spec["optimizer"]
+        opt = (torch.optim.SGD(params, lr=0.01, foreach=False) if o == "sgd" else
+               torch.optim.SGD(params, lr=0.01, momentum=0.9, foreach=False) if o == "momentum" else
+               torch.optim.Adam(params, lr=1e-3, foreach=False))
+    else:
+        model.eval()
+
+    def forward():
+        return interp.run_graph(model, desc, dict(inputs), None)
+
+    steps = []
+    for i in range(4):
+        if i == 3:
+            cu.memory._record_memory_history(max_entries=400000)
+        cu.reset_peak_memory_stats()
+        st = {}
+        if opt is None:
+            with torch.no_grad():
+                out = forward()
+            st["forward_peak"] = cu.max_memory_allocated()
+            del out
+        else:
+            out = forward()
+            ts = [t for t in flat(out) if t.is_floating_point()]
+            loss = ts[0].sum()
+            for t in ts[1:]:
+                loss = loss + t.sum()
+            st["forward_peak"] = cu.max_memory_allocated()
+            cu.reset_peak_memory_stats()
+            loss.backward()
+            st["backward_peak"] = cu.max_memory_allocated()
+            cu.reset_peak_memory_stats()
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+            st["optimizer_peak"] = cu.max_memory_allocated()
+            del out, ts, loss
+        st["allocated_after"] = cu.memory_allocated()
+        st["reserved_after"] = cu.memory_reserved()
+        st["peak"] = max(v for k, v in st.items() if k.endswith("_peak"))
+        steps.append(st)
+    snap = cu.memory._snapshot()
+    cu.memory._record_memory_history(enabled=None)
+    codes = {"alloc": 0, "free_requested": 1, "free_completed": 2, "segment_alloc": 3, "segment_free": 4,
+             "segment_map": 5, "segment_unmap": 6, "oom": 7, "snapshot": 8}
+    trace = []
+    for dev in snap.get("device_traces", []):
+        for e in dev:
+            trace.append([codes.get(e.get("action"), 9), e.get("size", 0), e.get("addr", 0) & 0xffffffffff])
+    row["steps"] = steps
+    row["segments"] = [[sg["total_size"], sg["allocated_size"], sg["segment_type"] == "small"]
+                       for sg in snap.get("segments", [])]
+    row["last_step_trace"] = trace
+    row["max_allocated"] = max([row["build_peak"]] + [s["peak"] for s in steps])
+    row["max_reserved"] = cu.max_memory_reserved()
+    row["weights"] = storage_bytes(list(model.parameters()) + list(model.buffers()))
+    return row
+
+
+def libraries_one():
+    """What the CUDA libraries allocate through the caching allocator: cuBLAS's workspace on the
+    first matmul, another for the autograd thread's stream, cuBLASLt's for addmm."""
+    cu = torch.cuda
+    out = {}
+    x = torch.randn(256, 256, device=DEV, requires_grad=True)
+    a0 = cu.memory_allocated()
+    y = x @ x
+    out["matmul"] = cu.memory_allocated() - a0 - storage_bytes([y])
+    a1 = cu.memory_allocated()
+    b = torch.randn(256, device=DEV)
+    z = torch.addmm(b, x, x)
+    out["addmm"] = cu.memory_allocated() - a1 - storage_bytes([z, b])
+    a2 = cu.memory_allocated()
+    y.sum().backward()
+    out["backward"] = cu.memory_allocated() - a2 - storage_bytes([x.grad])
+    out["reserved"] = cu.memory_reserved()
+    out["segments"] = [[sg["total_size"], sg["allocated_size"], sg["segment_type"] == "small"]
+                       for sg in cu.memory_snapshot()]
+    return out
+
+
+def part_fresh():
+    import memory_conformance as mc  # noqa: F401
+    import subprocess
+    import concurrent.futures
+    specs = [s for s in corpus_specs() if not (s.get("no_cudnn") or s.get("math_sdpa"))]
+    DOC["cases"] = []
+    DOC["libraries"] = json.loads(subprocess.run([sys.executable, os.path.abspath(__file__), "libraries_one", "-"],
+                                                 stdout=subprocess.PIPE, timeout=120).stdout.decode() or "{}")
+
+    def one(s):
+        if out_of_time():
+            return s, {"error": "out of time"}
+        try:
+            p = subprocess.run([sys.executable, os.path.abspath(__file__), "fresh_one", json.dumps(s)],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=240)
+            if p.returncode:
+                return s, {"error": p.stderr.decode(errors="replace").strip().splitlines()[-1][:300]}
+            return s, json.loads(p.stdout.decode().strip().splitlines()[-1])
+        except Exception as e:  # noqa: BLE001
+            return s, {"error": str(e)[:300]}
+    jobs = int(os.environ.get("PROBE_JOBS", "10"))
+    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
+        for s, res in pool.map(one, specs):
+            row = dict(s)
+            row["torch"] = res
+            DOC["cases"].append(row)
+            print("fresh %-44s %-20s %s" % (s["case"], ",".join("%s=%d" % kv for kv in s["bind"].items()),
+                  "max_allocated %.1f MiB max_reserved %.1f MiB" % (res["max_allocated"] / 2 ** 20,
+                  res["max_reserved"] / 2 ** 20) if "max_allocated" in res else res.get("error")), flush=True)
+    save()
 
 
 def part_corpus():
@@ -432,14 +585,15 @@ def grid_modules(rows):
                 del m, x
 
 
-def grid_rnn(rows):
+def grid_rnn(rows, configs=None):
     rng = random.Random(5)
-    configs = []
-    for mode in ("LSTM", "GRU", "RNN"):
+    sweep = configs is not None
+    configs = list(configs or [])
+    for mode in ("LSTM", "GRU", "RNN") if not sweep else ():
         for layers in (1, 2):
             for bi in (False, True):
                 configs.append((mode, 64, 256, layers, bi, 32, 128, torch.float32, 0.0))
-    for _ in range(160):
+    for _ in range(160 if not sweep else 0):
         configs.append((rng.choice(["LSTM", "LSTM", "GRU", "RNN"]), rng.choice([16, 64, 100, 256, 512]),
                         rng.choice([32, 64, 128, 200, 256, 512, 1024]), rng.choice([1, 1, 2, 3]),
                         rng.random() < 0.5, rng.choice([1, 3, 8, 16, 32, 64]), rng.choice([1, 7, 16, 64, 128, 300]),
@@ -463,10 +617,11 @@ def grid_rnn(rows):
             del m, x
 
 
-def grid_conv(rows):
+def grid_conv(rows, configs=None):
     rng = random.Random(7)
-    configs = []
-    for _ in range(220):
+    sweep = configs is not None
+    configs = list(configs or [])
+    for _ in range(220 if not sweep else 0):
         dim = rng.choice([2, 2, 2, 1, 3])
         cin = rng.choice([1, 3, 8, 16, 32, 64, 128, 256, 512])
         groups = 1
@@ -512,6 +667,64 @@ def grid_conv(rows):
             torch.backends.cudnn.benchmark = False
 
 
+def rnn_sweep():
+    """One dimension at a time from LSTM(256, 256), N 32, T 128, float32: what the workspace follows."""
+    base = dict(mode="LSTM", inp=256, hid=256, layers=1, bi=False, N=32, T=128, dt=torch.float32, drop=0.0)
+    vary = [("N", [1, 2, 4, 8, 16, 24, 48, 64, 96, 128, 256]), ("T", [1, 2, 4, 8, 16, 32, 64, 256, 512, 1024]),
+            ("hid", [32, 64, 96, 128, 160, 192, 320, 384, 512, 768, 1024, 1536, 2048]),
+            ("inp", [16, 64, 100, 128, 512, 1024]), ("layers", [2, 3, 4]), ("bi", [True]),
+            ("dt", [torch.float16, torch.bfloat16])]
+    out = [base]
+    for mode in ("LSTM", "GRU", "RNN"):
+        for key, values in vary:
+            for v in values:
+                c = dict(base, mode=mode)
+                c[key] = v
+                out.append(c)
+        for n, t in ((8, 512), (64, 16), (128, 64), (16, 1024)):
+            out.append(dict(base, mode=mode, N=n, T=t))
+    return [(c["mode"], c["inp"], c["hid"], c["layers"], c["bi"], c["N"], c["T"], c["dt"], c["drop"]) for c in out]
+
+
+def conv_sweep():
+    """One dimension at a time from Conv2d(64, 64, 3, padding 1) on 32 x 64 x 56 x 56, float32, benchmark off."""
+    base = dict(dim=2, cin=64, cout=64, k=3, stride=1, dil=1, groups=1, size=56, N=32, dt=torch.float32,
+                transpose=False, bench=False)
+    vary = [("N", [1, 2, 4, 8, 16, 64, 128, 256]), ("cin", [3, 8, 16, 32, 128, 256, 512]),
+            ("cout", [8, 16, 32, 128, 256, 512]), ("size", [7, 14, 28, 112, 224]), ("k", [1, 5, 7]),
+            ("stride", [2]), ("dil", [2]), ("groups", [2, 4, 64]), ("dt", [torch.float16, torch.bfloat16])]
+    out = [base]
+    for key, values in vary:
+        for v in values:
+            c = dict(base)
+            c[key] = v
+            if key == "groups" and v == 64:
+                c["cout"] = 64
+            out.append(c)
+    for c in list(out):  # the same under benchmark mode
+        out.append(dict(c, bench=True))
+    for n in (1, 8, 32, 128):  # 1x1 and a wide 3x3, both modes
+        for bench in (False, True):
+            out.append(dict(base, k=1, N=n, bench=bench))
+            out.append(dict(base, cin=256, cout=256, size=28, N=n, bench=bench))
+    return [(c["dim"], c["cin"], c["cout"], c["k"], c["stride"], c["dil"], c["groups"], c["size"], c["N"], c["dt"],
+             c["transpose"], c["bench"]) for c in out]
+
+
+def part_sweeps():
+    global DEADLINE
+    end, start = DEADLINE, time.time()
+    DEADLINE = start + 0.4 * (end - start)
+    DOC["rnn"] = []
+    grid_rnn(DOC["rnn"], rnn_sweep())
+    print("sweep rnn %d rows %.1fs" % (len(DOC["rnn"]), time.time() - start), flush=True)
+    save()
+    DEADLINE = end
+    DOC["conv"] = []
+    grid_conv(DOC["conv"], conv_sweep())
+    print("sweep conv %d rows %.1fs" % (len(DOC["conv"]), time.time() - start), flush=True)
+
+
 def part_grids():
     global DEADLINE
     end = DEADLINE
@@ -533,6 +746,11 @@ def part_grids():
 
 def main():
     global DEADLINE, OUTFILE
+    if sys.argv[1] in ("fresh_one", "libraries_one"):  # a child of part_fresh: one JSON line on stdout
+        os.chdir(ROOT)
+        res = fresh_one(json.loads(sys.argv[2])) if sys.argv[1] == "fresh_one" else libraries_one()
+        print(json.dumps(res, separators=(",", ":")))
+        return
     part, OUTFILE = sys.argv[1], sys.argv[2]
     DEADLINE = time.time() + (float(sys.argv[3]) if len(sys.argv) > 3 else 400)
     os.chdir(ROOT)
@@ -540,7 +758,8 @@ def main():
     DOC.update(versions() if not DRY else {"dry": True})
     DOC["part"] = part
     save()
-    {"corpus": part_corpus, "random": part_random, "profile": part_profile, "grids": part_grids}[part]()
+    {"corpus": part_corpus, "random": part_random, "profile": part_profile, "grids": part_grids,
+     "fresh": part_fresh, "sweeps": part_sweeps}[part]()
     DOC["complete"] = not out_of_time() and "skipped" not in DOC
     save()
 
