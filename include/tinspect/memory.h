@@ -166,7 +166,7 @@ typedef enum ti_memory_uncertain_kind {
 	TI_UNCERTAIN_RULES,           /* "rules": the rules' own error, TI_MEMORY_RULES_TOLERANCE_PERCENT */
 	TI_UNCERTAIN_CPU_ISA,         /* "cpu-isa": oneDNN's convolution kernels, the set not given (cpu_isa_fixed) */
 	TI_UNCERTAIN_THREADS,         /* "threads": oneDNN's GEMM convolution books scratch per thread; one assumed */
-	TI_UNCERTAIN_CUDNN_WORKSPACE, /* "cudnn-workspace": cuDNN's convolution workspaces, not modelled */
+	TI_UNCERTAIN_CUDNN_WORKSPACE, /* "cudnn-workspace": cuDNN's convolution workspaces, from none to the most measured */
 	TI_UNCERTAIN_CUDNN_RNN,       /* "cudnn-rnn": cuDNN's recurrent kernels, not modelled */
 	TI_UNCERTAIN_NO_OPTIMIZER,    /* "no-optimizer": training without one, its state and step left out */
 	TI_UNCERTAIN_NO_RULE,         /* "no-rule": operators without a memory rule, what they save guessed */

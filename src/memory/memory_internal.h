@@ -115,11 +115,23 @@ typedef struct mem_unit {
 	unsigned bwd_reduce_if;      /* bits of in[] for bwd_reduce */
 } mem_unit;
 
+/*
+ * Which cuDNN convolution workspaces a play of the step gives (cuda): the
+ * estimate, none at all (the range's low end), or the most the grid of
+ * measured convolutions saw for a shape (its high end).
+ */
+typedef enum mem_cudnn_play {
+	MEM_CUDNN_ESTIMATE,
+	MEM_CUDNN_NONE,
+	MEM_CUDNN_MOST
+} mem_cudnn_play;
+
 /* Builds units from events: the rules' side. */
 typedef struct mem_builder {
 	ti_model *model;
 	ti_arena *arena;
 	const ti_memory_options *options;
+	mem_cudnn_play cudnn;         /* cuda: the convolution workspaces this play gives */
 	mem_tensor *tensors;
 	size_t tensor_count, tensor_capacity;
 	mem_unit *units;

@@ -642,18 +642,186 @@ static int64_t conv_scratch(const char *op, const ti_op_call *c, const ti_meta_t
 }
 
 /*
+ * cuDNN's convolution workspace on cuda (PyTorch 2.x, cuDNN 9: Conv_v8.cpp).
+ * run_conv_plan allocates the plan's workspace as a byte tensor for each
+ * call and frees it on return; the backward runs the data gradient's plan,
+ * then the weight gradient's (cudnn_convolution_backward in ConvShared.cpp),
+ * each with its own. Without benchmark mode the plan is the first of
+ * cuDNN's heuristic engine configs that builds; with it, the first call of
+ * a shape runs get_plans_from_find: generate_and_filter_plans allocates one
+ * workspace of the largest any candidate plan asks (up to the caching
+ * allocator's largest free block, on an idle GPU all of it), times them all
+ * in it, and caches the fastest, whose own workspace later calls take.
+ *
+ * Measured on an H200 (PyTorch 2.11, cuDNN 9.19; 219 random shapes in
+ * tests/device/measured/probe_grids_h200.json.gz, "conv"): the engines the
+ * heuristic and the search settle on mostly transform all three tensors to
+ * the layout their tensor-core kernels read, taking the input, the output
+ * and the weight once more (in+out+w within 4 KiB; some the input and the
+ * weight alone), or run on the plain layout and take none: a 1x1 kernel at
+ * stride 1 is a plain GEMM (each of its 30 runs took none forward, and
+ * backward under a third of in+out+w but for two 3-d ones with 3 input
+ * channels), and the forward of a convolution with channels the tensor
+ * cores cannot take (half types: a count that is no multiple of 8, float32:
+ * 8 or fewer) took none in 42 of 56 runs.
+ *
+ * The most it took: without benchmark mode, 10 times in+out+w (a 32 -> 32
+ * 7x7 transposed backward; small maps take fixed workspaces of about 2 MiB)
+ * and never more than the larger of 10 times in+out+w plus 4 MiB and the
+ * im2col columns of the GEMM engine (C_in x kernel x output positions x N
+ * elements); unet_small's 32 -> 32 3x3 backward on 64 32x32 maps took 8.8
+ * times (profiled, not fitted: it checks the bound). Among the candidates
+ * are FFT engines (stride 1, undilated) whose workspace is the input, the
+ * weights and the output transformed - (N C_in + C_in/g C_out + N C_out)
+ * complex planes of each spatial dim padded to a power of two, at least 32 -
+ * (up to 4.3 GB, 75 times in+out+w, for a 32 -> 256 3x3 on one 224x224 map,
+ * in the search; the heuristic, too, picks one at times), and in the search
+ * split-K weight gradients with a float32 weight per split (up to 616
+ * measured; 1024 splits at most assumed, or one per image and output
+ * position): the search's high end is the largest of these and the
+ * heuristic's. Every grid row lies below its high end.
+ */
+#define CUDNN_SMALL_WORKSPACE ((int64_t)4 << 20) /* the grid's fixed workspaces (1.9 MiB), twice over */
+#define CUDNN_SPLITS 1024                         /* split-K weight gradients: splits at most */
+#define CUDNN_TRANSFORMED_MOST 10                 /* in+out+w: the grid's most, with the fixed workspaces */
+
+typedef struct cudnn_shape {
+	int64_t in, out, weight;    /* bytes */
+	int64_t batch, cin, cout, groups, kernel, out_positions, in_positions, fft_positions;
+	bool plain_gemm;             /* a 1x1 kernel at stride 1: a GEMM on the plain layout */
+	bool fft;                    /* stride 1 and undilated (or 1x1): an FFT engine can take it */
+	bool depthwise;              /* PyTorch's own depthwise kernels run it, not cuDNN */
+	bool half;                   /* float16 or bfloat16 */
+} cudnn_shape;
+
+static int64_t power_of_two_at_least(int64_t x)
+{
+	int64_t n = 32; /* the smallest FFT tile the grid's search workspaces fit */
+	while (n < x && n < ((int64_t)1 << 40))
+		n *= 2;
+	return n;
+}
+
+static bool cudnn_shape_of(const char *op, const ti_op_call *c, const ti_meta_tensor *x, const ti_meta_tensor *y,
+                           cudnn_shape *sh)
+{
+	const ti_meta_tensor *w = NULL;
+	for (int i = 0; c->in.sig && i < c->in.sig->count; i++)
+		if (!strcmp(c->in.sig->params[i].name, "weight") && c->in.args[i].kind == TI_ARG_TENSOR)
+			w = c->in.args[i].as.tensor;
+	int n = w ? w->ndim - 2 : 0;
+	if (!w || n < 1 || n > 3 || y->ndim < n + 1 || x->ndim < n + 1)
+		return false;
+	bool transposed = strstr(op, "transpose") != NULL;
+	memset(sh, 0, sizeof(*sh));
+	sh->in = mem_meta_bytes(x);
+	sh->out = mem_meta_bytes(y);
+	sh->weight = mem_meta_bytes(w);
+	sh->groups = conv_arg(c, "groups", 0, 1) > 0 ? conv_arg(c, "groups", 0, 1) : 1;
+	sh->batch = x->ndim == n + 2 ? x->shape[0].value : 1;
+	sh->cin = x->shape[x->ndim - n - 1].value;
+	sh->cout = y->shape[y->ndim - n - 1].value;
+	sh->half = x->dtype == TI_DT_FLOAT16 || x->dtype == TI_DT_BFLOAT16;
+	sh->kernel = sh->out_positions = sh->in_positions = sh->fft_positions = 1;
+	sh->plain_gemm = sh->fft = true;
+	for (int k = 0; k < n; k++) {
+		int64_t kernel = w->shape[k + 2].value, stride = conv_arg(c, "stride", k, 1);
+		int64_t dilation = conv_arg(c, "dilation", k, 1), in = x->shape[x->ndim - n + k].value;
+		sh->kernel *= kernel;
+		sh->out_positions *= y->shape[y->ndim - n + k].value;
+		sh->in_positions *= in;
+		sh->plain_gemm &= kernel == 1 && stride == 1;
+		sh->fft &= stride == 1 && (dilation == 1 || kernel == 1);
+		int64_t padded = power_of_two_at_least(in + 2 * conv_pad(c, k, kernel, dilation));
+		if (!mem_mul(sh->fft_positions, padded, &sh->fft_positions))
+			return false;
+	}
+	/* ConvParams::is_depthwise and use_cudnn_depthwise (Convolution.cpp): a depthwise convolution runs
+	   PyTorch's conv_depthwise2d/3d unless it is float16 (cuDNN then, from 32 channels, undilated); a 1-d one is
+	   viewed as 2-d before the choice. Measured: none of the grid's 25 depthwise shapes took a workspace. */
+	sh->depthwise = !transposed && sh->groups > 1 && sh->cin == sh->groups && sh->cout % sh->groups == 0 &&
+	                x->dtype != TI_DT_FLOAT16;
+	return true;
+}
+
+/* im2col's columns for the GEMM engine: C_in x kernel x output positions x N (a transposed one's are its
+   gradient's: C_out x kernel x input positions) */
+static int64_t cudnn_columns(const cudnn_shape *sh, const char *op, int64_t elsize)
+{
+	bool transposed = strstr(op, "transpose") != NULL;
+	int64_t columns = elsize;
+	if (!mem_mul(columns, transposed ? sh->cout : sh->cin, &columns) || !mem_mul(columns, sh->kernel, &columns) ||
+	    !mem_mul(columns, transposed ? sh->in_positions : sh->out_positions, &columns) ||
+	    !mem_mul(columns, sh->batch, &columns))
+		return TI_MEMORY_MAX_BYTES / 4;
+	return columns;
+}
+
+/* The workspace a convolution's forward and backward take under cuDNN, as the play asks (see above). */
+static void cudnn_workspace(const char *op, const ti_op_call *c, const ti_meta_tensor *x, const ti_meta_tensor *y,
+                            bool benchmark, mem_cudnn_play play, int64_t *forward, int64_t *backward, bool *uncertain)
+{
+	cudnn_shape sh;
+	*forward = *backward = 0;
+	*uncertain = false;
+	if (!cudnn_shape_of(op, c, x, y, &sh) || sh.depthwise)
+		return;
+	*uncertain = true;
+	int64_t transformed = sh.in, elsize = ti_dtype_size(x->dtype);
+	if (!mem_add(&transformed, sh.out) || !mem_add(&transformed, sh.weight))
+		return;
+	if (play == MEM_CUDNN_NONE)
+		return;
+	if (play == MEM_CUDNN_ESTIMATE) {
+		int64_t cin_g = sh.cin / sh.groups, cout_g = sh.cout / sh.groups;
+		bool narrow = sh.half ? cin_g % 8 != 0 : (cin_g <= 8 || cout_g <= 8);
+		*forward = sh.plain_gemm || narrow ? 0 : transformed;
+		*backward = sh.plain_gemm ? 0 : transformed;
+		return;
+	}
+	int64_t most = 0, columns = cudnn_columns(&sh, op, elsize);
+	if (mem_mul(transformed, CUDNN_TRANSFORMED_MOST, &most) && !mem_add(&most, CUDNN_SMALL_WORKSPACE))
+		most = TI_MEMORY_MAX_BYTES / 4;
+	most = columns > most ? columns : most;
+	/* FFT: N C_in + C_in/g C_out + N C_out planes of complex float (8 bytes), half again for the sizes cuDNN pads
+	   to beyond a power of two (measured up to 1.13 times the planes: a 256 -> 32 7x7 on two 32x32 maps, which
+	   the heuristic, too, ran as an FFT, 308 MiB: a miss of the random corpus, cnn_1_127, that set the half) */
+	int64_t planes = 0, fft = 0;
+	if (sh.fft && mem_mul(sh.batch, sh.cin + sh.cout, &planes) && !mem_add(&planes, sh.cin / sh.groups * sh.cout))
+		planes = TI_MEMORY_MAX_BYTES / 4;
+	if (sh.fft && !(mem_mul(planes, sh.fft_positions, &fft) && mem_mul(fft, 12, &fft)))
+		fft = TI_MEMORY_MAX_BYTES / 4;
+	most = fft > most ? fft : most;
+	if (benchmark) {
+		int64_t split = 4 * (sh.weight / (elsize ? elsize : 1)), per_image;
+		/* split-K weight gradient: a float32 weight per split, a split per image and output position at most,
+		   CUDNN_SPLITS of them (the grid's most: 616 weights, a 8 -> 128 5x5 at stride 2 on 64 7x7 maps) */
+		if (!mem_mul(sh.batch, strstr(op, "transpose") ? sh.in_positions : sh.out_positions, &per_image))
+			per_image = CUDNN_SPLITS;
+		if (!mem_mul(split, per_image < CUDNN_SPLITS ? per_image : CUDNN_SPLITS, &split))
+			split = TI_MEMORY_MAX_BYTES / 4;
+		most = split > most ? split : most;
+	}
+	*forward = *backward = most;
+}
+
+/*
  * A convolution's scratch, and what it depends on that the description does
  * not fix. On the CPU: the instruction set, where another set's kernels
  * would take other scratch (a weight gradient as a GEMM, channels padded to
  * another block), and in training the thread count, where the weight
  * gradient runs as a GEMM (its reduction buffer is booked per thread; the
- * figures are one thread's). On cuda: cuDNN's workspaces, not modelled.
+ * figures are one thread's). On cuda: cuDNN's workspaces (cudnn_workspace).
  */
 static void conv_plan(mem_builder *b, mem_unit *u, const char *op, const ti_op_call *c, const ti_meta_tensor *x,
                       const ti_meta_tensor *y)
 {
 	if (b->options->device == TI_MEMORY_CUDA) {
-		u->depends |= MEM_UNCERTAIN(TI_UNCERTAIN_CUDNN_WORKSPACE);
+		bool uncertain;
+		cudnn_workspace(op, c, x, y, b->options->cudnn_benchmark, b->cudnn, &u->fwd_scratch, &u->bwd_scratch,
+		                &uncertain);
+		if (uncertain)
+			u->depends |= MEM_UNCERTAIN(TI_UNCERTAIN_CUDNN_WORKSPACE);
 		return;
 	}
 	bool train = b->options->mode == TI_MEMORY_TRAIN, gemm;

@@ -2026,11 +2026,11 @@ static ti_status build_terms(sim *s, ti_memory_report *r, ti_error *err)
  * Plays the traced step under options: the report (its range and its
  * uncertainties not yet set) and the kinds of uncertainty its units and
  * options have (*kinds). peak_only: the peak alone is wanted, not what is
- * live at it (an alternative's).
+ * live at it (an alternative's). cudnn: the convolution workspaces on cuda.
  */
 static ti_status simulate(ti_model *model, const mem_trace *trace, const ti_model_report *rep,
-                          const ti_memory_options *options, bool peak_only, ti_memory_report **out, unsigned *kinds,
-                          ti_error *err)
+                          const ti_memory_options *options, mem_cudnn_play cudnn, bool peak_only,
+                          ti_memory_report **out, unsigned *kinds, ti_error *err)
 {
 	ti_status st;
 	sim *s = ti_arena_alloc(&model->arena, sizeof(*s));
@@ -2041,6 +2041,7 @@ static ti_status simulate(ti_model *model, const mem_trace *trace, const ti_mode
 	s->b.model = model;
 	s->b.arena = &model->arena;
 	s->b.options = options;
+	s->b.cudnn = cudnn;
 	s->b.map = map;
 	s->b.segment = -1;
 	s->l.arena = &model->arena;
@@ -2225,26 +2226,42 @@ done:
 /*
  * The alternatives the options leave open, each played: on the CPU, when a
  * convolution's scratch depends on the instruction set and none was given,
- * every other set. *least and *most take their peaks, *kinds what else
- * their units depend on (another set's GEMM backward depends on threads),
- * and loses the set when every set peaks alike.
+ * every other set; on cuda, when cuDNN runs convolutions, the step without
+ * their workspaces and with the most the measured grid saw for each shape
+ * (rules.c, cudnn_workspace). *least and *most take their peaks, *kinds
+ * what else their units depend on (another set's GEMM backward depends on
+ * threads), and loses a kind when every alternative peaks alike.
  */
 static ti_status play_alternatives(ti_model *model, const mem_trace *trace, const ti_model_report *rep,
                                    const ti_memory_options *options, unsigned *kinds, int64_t *least, int64_t *most,
                                    ti_error *err)
 {
+	static const mem_cudnn_play cudnn_bounds[] = {MEM_CUDNN_NONE, MEM_CUDNN_MOST};
+	ti_memory_options other = *options;
+	ti_memory_report *r;
+	unsigned theirs;
+	ti_status st;
+	if (*kinds & MEM_UNCERTAIN(TI_UNCERTAIN_CUDNN_WORKSPACE)) {
+		int64_t low = *least, high = *most;
+		for (size_t k = 0; k < sizeof(cudnn_bounds) / sizeof(cudnn_bounds[0]); k++) {
+			if ((st = simulate(model, trace, rep, options, cudnn_bounds[k], true, &r, &theirs, err)))
+				return st;
+			low = r->peak < low ? r->peak : low;
+			high = r->peak > high ? r->peak : high;
+		}
+		if (low == high) /* the workspaces never meet the peak */
+			*kinds &= ~MEM_UNCERTAIN(TI_UNCERTAIN_CUDNN_WORKSPACE);
+		*least = low;
+		*most = high;
+	}
 	if (!(*kinds & MEM_UNCERTAIN(TI_UNCERTAIN_CPU_ISA)))
 		return TI_OK;
 	for (int isa = 0; ti_cpu_isa_name((ti_cpu_isa)isa); isa++) {
 		if (isa == (int)options->cpu_isa)
 			continue;
-		ti_memory_options other = *options;
 		other.cpu_isa = (ti_cpu_isa)isa;
 		other.cpu_isa_fixed = true;
-		ti_memory_report *r;
-		unsigned theirs;
-		ti_status st = simulate(model, trace, rep, &other, true, &r, &theirs, err);
-		if (st)
+		if ((st = simulate(model, trace, rep, &other, MEM_CUDNN_ESTIMATE, true, &r, &theirs, err)))
 			return st;
 		*kinds |= theirs;
 		*least = r->peak < *least ? r->peak : *least;
@@ -2298,7 +2315,7 @@ ti_status ti_memory_estimate(ti_model *model, const ti_memory_options *options, 
 		return st;
 	ti_memory_report *r;
 	unsigned kinds;
-	if ((st = simulate(model, &trace, rep, options, false, &r, &kinds, err)))
+	if ((st = simulate(model, &trace, rep, options, MEM_CUDNN_ESTIMATE, false, &r, &kinds, err)))
 		return st;
 	int64_t least = r->peak, most = r->peak;
 	if (options->expert_parallel > 1 && r->expert_tokens > 0) {

@@ -4,13 +4,11 @@
  * peak's range the report gives for them.
  *
  * A row the range covers is one the simulation can play under each of its
- * alternatives (the instruction sets: simulate.c runs the step again under
- * each) or a measured tolerance (the rules'). A row it does not cover has no
- * principled bound: PyTorch gives cuDNN's convolution workspace whatever the
- * algorithm it picks asks for, trying the next algorithm only when the
- * caching allocator cannot find the memory (Conv_v7.cpp; benchmark mode
- * sizes it by the allocator's largest free block), and oneDNN's GEMM
- * convolution books its reduction buffer per thread. Those can only add to
+ * alternatives (the instruction sets, cuDNN's convolution workspaces at
+ * none and at the most measured: simulate.c runs the step again under each)
+ * or a measured tolerance (the rules'). A row it does not cover has no
+ * principled bound: oneDNN's GEMM convolution books its reduction buffer per
+ * thread, cuDNN's recurrent kernels are not modelled. Those can only add to
  * the peak: the range's high end then holds the rules' tolerance only, and
  * the report says the high end is open.
  */
@@ -32,9 +30,11 @@ static const struct uncertain_row {
 		"oneDNN's convolution scratch differs by instruction set, not fixed by --cpu-isa: avx512_core to sse41 spanned"},
 	[TI_UNCERTAIN_THREADS] = {"threads", false,
 		"one thread assumed; oneDNN's GEMM weight gradient books four more weights per thread"},
-	[TI_UNCERTAIN_CUDNN_WORKSPACE] = {"cudnn-workspace", false,
-		"cuDNN's convolution workspaces are not modelled, bounded only by free memory: the high end is the rules' "
-		"tolerance only"},
+	[TI_UNCERTAIN_CUDNN_WORKSPACE] = {"cudnn-workspace", true,
+		"cuDNN picks each convolution's engine and workspace: estimated as its input, output and weight once more "
+		"(none for a 1x1 kernel at stride 1, depthwise, or few channels forward); from none to the most 219 shapes "
+		"took on an H200 (10x those plus 4 MiB, im2col's columns, an FFT's planes; with --cudnn-benchmark the first "
+		"step's search, split-K weight gradients too)"},
 	[TI_UNCERTAIN_CUDNN_RNN] = {"cudnn-rnn", false,
 		"cuDNN's recurrent kernels and buffers are not modelled, the CPU's are: the high end is the rules' tolerance "
 		"only"},

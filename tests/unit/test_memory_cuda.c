@@ -1,9 +1,14 @@
 /*
  * test_memory_cuda.c - the model of PyTorch's CUDA caching allocator: rounding,
  * the two pools and their segment sizes, best fit, splitting, coalescing,
- * reuse, and peaks worked out by hand from CUDACachingAllocator.cpp's rules.
+ * reuse, and peaks worked out by hand from CUDACachingAllocator.cpp's rules;
+ * and cuDNN's convolution workspaces, the estimate and the range's ends.
  */
+#include <stdio.h>
+#include <string.h>
+
 #include "memory/cuda_alloc.h"
+#include "tinspect/memory.h"
 #include "unit.h"
 
 #define KIB ((int64_t)1024)
@@ -355,4 +360,145 @@ Test(memory_cuda, a_long_random_ledger_keeps_its_sums, .init = setup, .fini = te
 	EXPECT_INT(mem_cuda_allocated(a), 0);
 	cr_expect(mem_cuda_peak_allocated(a) <= mem_cuda_peak_reserved(a));
 	EXPECT_INT(mem_cuda_peak_reserved(a), mem_cuda_reserved(a));
+}
+
+/* ---- cuDNN's convolution workspaces (rules.c, cudnn_workspace) ---- */
+
+/* A float32 Conv2d without bias over x [N, cin, size, size], padding k / 2, traced with N bound. */
+typedef struct conv_shape {
+	int cin, cout, kernel, stride, groups, size, n;
+} conv_shape;
+
+static ti_model *conv_model(conv_shape k)
+{
+	char text[600];
+	snprintf(text, sizeof(text),
+	         "{\"inputs\": {\"x\": {\"shape\": [\"N\", %d, %d, %d]}},"
+	         " \"modules\": {\"conv\": {\"type\": \"Conv2d\", \"in_channels\": %d, \"out_channels\": %d,"
+	         "   \"kernel_size\": %d, \"stride\": %d, \"padding\": %d, \"groups\": %d, \"bias\": false}},"
+	         " \"graph\": [{\"out\": \"y\", \"call\": \"conv\", \"args\": [\"x\"]}]}",
+	         k.cin, k.size, k.size, k.cin, k.cout, k.kernel, k.stride, k.kernel / 2, k.groups);
+	const char *names[] = {"N"};
+	int64_t values[] = {k.n};
+	ti_model_options o = {.bind_names = names, .bind_values = values, .bind_count = 1};
+	ti_model *m = NULL;
+	ti_error_clear(&err);
+	cr_assert(ti_model_open(text, strlen(text), &o, &m, &err) == TI_OK, "opening failed: %s", err.message);
+	return m;
+}
+
+static const ti_memory_report *conv_estimate(ti_model *m, ti_memory_options o)
+{
+	const ti_memory_report *r = NULL;
+	o.device = TI_MEMORY_CUDA;
+	ti_error_clear(&err);
+	cr_assert(ti_memory_estimate(m, &o, &r, &err) == TI_OK, "estimate failed: %s", err.message);
+	return r;
+}
+
+static const ti_memory_uncertainty *named(const ti_memory_report *r, const char *name)
+{
+	for (size_t i = 0; i < r->uncertain_count; i++)
+		if (!strcmp(r->uncertain[i].name, name))
+			return &r->uncertain[i];
+	return NULL;
+}
+
+/* The rules' tolerance around the least and the most peak, as uncertain.c widens them (5 %). */
+static int64_t range_low(int64_t x)
+{
+	return x * 100 / 105;
+}
+
+static int64_t range_high(int64_t x)
+{
+	return (x * 100 + 94) / 95;
+}
+
+/* 64 -> 64 channels, 3x3, on two 8x8 maps: in and out 32 KiB each, the weight 144 KiB */
+static const conv_shape conv64 = {64, 64, 3, 1, 1, 8, 2};
+#define IN64 ((int64_t)2 * 64 * 8 * 8 * 4)
+#define WEIGHT64 ((int64_t)64 * 64 * 9 * 4)
+
+Test(memory_cuda, a_convolution_takes_its_input_output_and_weight_once_more_as_cudnns_workspace)
+{
+	ti_model *m = conv_model(conv64);
+	const ti_memory_report *r = conv_estimate(m, (ti_memory_options){0});
+	/* the weight, x and y live, and the tensor-core engine's transformed copies of all three beside them */
+	EXPECT_INT(r->peak, 2 * (WEIGHT64 + IN64 + IN64));
+	ti_model_close(m);
+}
+
+Test(memory_cuda, cudnns_workspace_range_runs_from_none_to_the_fft_engines_planes)
+{
+	ti_model *m = conv_model(conv64);
+	const ti_memory_report *r = conv_estimate(m, (ti_memory_options){0});
+	int64_t none = WEIGHT64 + IN64 + IN64;
+	/* stride 1: an FFT engine may take it, 2 x (64 + 64) + 64 x 64 planes of 32x32 complex floats, half again:
+	   more than 10 times in+out+w and 4 MiB (6.0 MiB) and im2col's columns (288 KiB) */
+	int64_t fft = (2 * (64 + 64) + 64 * 64) * 32 * 32 * 12;
+	/* the caching allocator gives it a segment rounded up to 2 MiB, whose 1 MiB rest is too small to split off */
+	int64_t held = (fft + 2 * MIB - 1) / (2 * MIB) * (2 * MIB);
+	EXPECT_INT(r->peak_low, range_low(none));
+	EXPECT_INT(r->peak_high, range_high(none + held));
+	const ti_memory_uncertainty *ws = named(r, "cudnn-workspace");
+	cr_assert_not_null(ws, "cudnn-workspace is named");
+	cr_expect(ws->covered, "the range holds it");
+	cr_expect_not(r->peak_high_open);
+	ti_model_close(m);
+}
+
+Test(memory_cuda, a_1x1_convolution_at_stride_1_is_a_plain_gemm_without_workspace)
+{
+	conv_shape k = {64, 64, 1, 1, 1, 8, 2};
+	ti_model *m = conv_model(k);
+	const ti_memory_report *r = conv_estimate(m, (ti_memory_options){0});
+	EXPECT_INT(r->peak, (int64_t)64 * 64 * 4 + 2 * IN64);
+	cr_expect_not_null(named(r, "cudnn-workspace"), "the search may still try an engine that takes some");
+	ti_model_close(m);
+}
+
+Test(memory_cuda, a_depthwise_convolution_runs_pytorchs_own_kernel_and_takes_no_workspace)
+{
+	conv_shape k = {64, 64, 3, 1, 64, 8, 2};
+	ti_model *m = conv_model(k);
+	const ti_memory_report *r = conv_estimate(m, (ti_memory_options){.mode = TI_MEMORY_TRAIN});
+	cr_expect_null(named(r, "cudnn-workspace"), "conv_depthwise2d, not cuDNN");
+	ti_model_close(m);
+}
+
+Test(memory_cuda, a_first_convolution_of_three_channels_takes_none_forward_but_in_out_and_weight_backward)
+{
+	conv_shape k = {3, 64, 3, 2, 1, 32, 2}; /* stride 2: no FFT */
+	int64_t in = 2 * 3 * 32 * 32 * 4, out = 2 * 64 * 16 * 16 * 4, weight = 64 * 3 * 9 * 4;
+	ti_model *m = conv_model(k), *again = conv_model(k);
+	const ti_memory_report *infer = conv_estimate(m, (ti_memory_options){0});
+	EXPECT_INT(infer->peak, mem_cuda_round(weight) + in + out); /* channels the tensor cores cannot take */
+	const ti_memory_report *train = conv_estimate(again, (ti_memory_options){.mode = TI_MEMORY_TRAIN});
+	/* the backward's workspace: the input, the output's gradient and the weight transformed */
+	cr_expect_geq(train->peak, mem_cuda_round(weight) + in + out + in + out + weight, "peak %lld",
+	              (long long)train->peak);
+	ti_model_close(m);
+	ti_model_close(again);
+}
+
+Test(memory_cuda, the_benchmark_search_of_a_strided_convolution_bounds_split_k_weight_gradients)
+{
+	/* 256 -> 256 3x3 at stride 2 on eight 16x16 maps: the output 8x8, 512 images x positions */
+	conv_shape k = {256, 256, 3, 2, 1, 16, 8};
+	int64_t in = 8 * 256 * 16 * 16 * 4, out = 8 * 256 * 8 * 8 * 4, weight = 256 * 256 * 9 * 4;
+	ti_model *m = conv_model(k), *searched = conv_model(k);
+	const ti_memory_report *heuristic = conv_estimate(m, (ti_memory_options){0});
+	const ti_memory_report *benchmark = conv_estimate(searched, (ti_memory_options){.cudnn_benchmark = true});
+	/* the steady step runs the fastest plan, sized as the heuristic's */
+	EXPECT_INT(benchmark->peak, heuristic->peak);
+	/* without the search: 10 times in+out+w and 4 MiB, more than im2col's columns (4.5 MiB); with it a float32
+	   weight for each of 512 splits. Each within the 2 MiB a large segment's unsplit rest can add. */
+	int64_t most = 10 * (in + out + weight) + 4 * MIB, search = 4 * 256 * 256 * 9 * (int64_t)512;
+	cr_expect_geq(heuristic->peak_high, range_high(weight + in + out + most));
+	cr_expect_leq(heuristic->peak_high, range_high(weight + in + out + most + 2 * MIB));
+	cr_expect_geq(benchmark->peak_high, range_high(weight + in + out + search));
+	cr_expect_leq(benchmark->peak_high, range_high(weight + in + out + search + 2 * MIB));
+	ti_model_close(m);
+	ti_model_close(searched);
 }
