@@ -344,7 +344,7 @@ def compare_cmd(a, mc):
         data = json.load(f)
     misses = load_misses(a.misses)
     device = data.get("device", "cpu")  # a GPU's measurements (measured_random_cuda_*.json): --device cuda
-    known, mended = [], []
+    known, mended, ranged = [], [], []
     tmp = tempfile.mkdtemp(prefix="memory-random-")
     rows, failed = [], []
     ranges = {"inside": 0, "open": 0, "outside": 0}  # the measured peak against the estimate's peak_range
@@ -359,7 +359,10 @@ def compare_cmd(a, mc):
         want = c["torch"]["peak"]
         verdict, e, words = judge(c["case"], doc["peak"], want, misses)
         rows.append((abs(e), e, c["case"], want, doc["peak"]))
-        if verdict == "known":
+        cause = mc.ranged_cause(doc, want) if device == "cuda" and verdict == "failed" else None
+        if cause:  # beyond 5 %, inside the range the library's own choice gives (cuDNN's engines)
+            ranged.append((c["case"], 100 * e, cause.split(":")[0]))
+        elif verdict == "known":
             known.append((c["case"], 100 * e, words))
         elif verdict == "failed":
             failed.append("%s: peak: %s" % (c["case"], words))
@@ -424,6 +427,9 @@ def compare_cmd(a, mc):
             json.dump(out, f, indent=1, sort_keys=True)
             f.write("\n")
         print("wrote %d misses into %s" % (len(out["misses"]), a.write_misses))
+    if ranged:
+        print("  beyond 5 %% but inside the range their cause gives: %d (%s)" % (
+            len(ranged), ", ".join(sorted({r[2] for r in ranged}))))
     if known:
         print("  known misses (%s): %d, each no worse than recorded" % (os.path.basename(a.misses), len(known)))
         for case, e, cause in known:
@@ -434,8 +440,9 @@ def compare_cmd(a, mc):
         failed += readme_table(a.write_readme or a.check_readme, data, rows, write=bool(a.write_readme))
     for f in failed:
         print("FAIL " + f)
-    print("memory random: %d of %d within %d %% of their measurement, %d known misses, %d failed" % (
-        len(rows) - len(known) - len(failed), len(data["cases"]), round(100 * LIMIT), len(known), len(failed)))
+    print("memory random: %d of %d within %d %% of their measurement, %d inside their cause's range, %d known misses, "
+          "%d failed" % (len(rows) - len(known) - len(ranged) - len(failed), len(data["cases"]), round(100 * LIMIT),
+                         len(ranged), len(known), len(failed)))
     return 1 if failed else 0
 
 
