@@ -512,6 +512,31 @@ def compare(res, doc, device="cpu"):
     return fails, notes, err
 
 
+def cuda_table(doc, results):
+    """The measured GPU cases as a Markdown table: a row per model and binding, the error of each mode
+    (with a mark where the measurement lies beyond 5 % but inside the range its cause gives)."""
+    modes = [case_name("", m, o).lstrip("/") for m, o in MODES]
+    rows = {}
+    for e in results:
+        model, mode = e["case"].split("/")
+        key = (model, ", ".join("%s=%d" % kv for kv in e["bind"].items()))
+        err = e.get("error")
+        cell = "-" if err is None else "%+.1f %%" % (100 * err)
+        if any("inside the range its cause gives" in n for n in e.get("notes", [])):
+            cell += " (in range)"
+        elif e.get("fails"):
+            cell += " (fails)"
+        rows.setdefault(key, {})[mode] = cell
+    gpu = "%s, PyTorch %s, CUDA %s, cuDNN %s" % (doc.get("gpu"), doc.get("torch"), doc.get("cuda"), doc.get("cudnn"))
+    out = ["`tinspect memory --device cuda` against `torch.cuda.max_memory_allocated` (%s; `%s`):" % (
+        gpu, doc.get("file")), "",
+        "| model | binding | %s |" % " | ".join(modes), "| --- | --- |%s" % " --- |" * len(modes)]
+    for (model, bind), cells in rows.items():
+        out.append("| %s | %s | %s |" % (model.replace("@benchmark", " (cudnn.benchmark)"), bind,
+                                          " | ".join(cells.get(m, "-") for m in modes)))
+    return "\n".join(out) + "\n"
+
+
 def mib(v):
     return "%.1f" % (v / MIB) if isinstance(v, (int, float)) else "-"
 
@@ -545,6 +570,10 @@ def main():
     ap.add_argument("--measured", metavar="FILE",
                     help="no PyTorch run: take PyTorch's figures from FILE (a --json report, e.g. "
                          "measured on a GPU machine) and compare tinspect with them")
+    ap.add_argument("--write-table", metavar="DOC",
+                    help="with --measured on a GPU file: write its table between DOC's markers "
+                         "<!-- memory-cuda:NAME:begin --> and <!-- memory-cuda:NAME:end --> (NAME: the file's)")
+    ap.add_argument("--check-table", metavar="DOC", help="fail when DOC's table is not this run's")
     ap.add_argument("-v", "--verbose", action="store_true")
     a = ap.parse_args()
     recorded = {}
@@ -695,6 +724,18 @@ def main():
         print("median |peak error| %.1f %% over %d cases (limit %.0f %%)" % (
             100 * median, len(errs), 100 * MEDIAN_TOLERANCE))
     median_fail = median is not None and median > MEDIAN_TOLERANCE
+    if (a.write_table or a.check_table) and a.measured:
+        from memory_judge import marked_table
+        with open(a.measured) as f:
+            head = json.load(f)
+        head["file"] = os.path.relpath(a.measured, ROOT)
+        name = os.path.splitext(os.path.basename(a.measured))[0]
+        table_doc = a.write_table or a.check_table
+        problems = marked_table(table_doc, "<!-- memory-cuda:%s:begin -->" % name, "<!-- memory-cuda:%s:end -->" % name,
+                                "\n" + cuda_table(head, results), bool(a.write_table), "CUDA table", "--write-table")
+        for p in problems:
+            print("FAIL " + p)
+        failed += len(problems)
     if median_fail:
         print("FAIL  the median peak error is over %.0f %%" % (100 * MEDIAN_TOLERANCE))
     if sum(ranges.values()):
