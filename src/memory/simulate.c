@@ -2023,8 +2023,8 @@ static ti_status build_terms(sim *s, ti_memory_report *r, ti_error *err)
  * live at it (an alternative's).
  */
 static ti_status simulate(ti_model *model, const mem_trace *trace, const ti_model_report *rep,
-                          const ti_memory_options *options, bool peak_only, ti_memory_report **out, unsigned *kinds,
-                          ti_error *err)
+                          const ti_memory_options *options, mem_rnn_workspace rnn_ws, bool peak_only,
+                          ti_memory_report **out, unsigned *kinds, ti_error *err)
 {
 	ti_status st;
 	sim *s = ti_arena_alloc(&model->arena, sizeof(*s));
@@ -2037,6 +2037,7 @@ static ti_status simulate(ti_model *model, const mem_trace *trace, const ti_mode
 	s->b.options = options;
 	s->b.map = map;
 	s->b.segment = -1;
+	s->b.rnn_workspace = rnn_ws;
 	s->l.arena = &model->arena;
 	s->l.cuda = options->device == TI_MEMORY_CUDA;
 	module_list ml = {0};
@@ -2101,6 +2102,16 @@ static ti_status simulate(ti_model *model, const mem_trace *trace, const ti_mode
 			goto done;
 		}
 		int id = add_storage(s, s->ep_bytes, TI_MEM_COMM, "all-to-all dispatch and combine buffers", 0);
+		if (id < 0) {
+			st = TI_FAIL(err, TI_E_NOMEM, "out of memory");
+			goto done;
+		}
+		s->l.st[id].pinned = true;
+	}
+	/* cuDNN's dropout state (get_dropout_state in aten/src/ATen/native/cudnn/RNN.cpp): made by the first
+	   training call with dropout and kept by the process, so a measured step starts with it */
+	if (s->b.cudnn_dropout_state > 0) {
+		int id = add_storage(s, s->b.cudnn_dropout_state, TI_MEM_BUFFER, "cuDNN dropout state", 0);
 		if (id < 0) {
 			st = TI_FAIL(err, TI_E_NOMEM, "out of memory");
 			goto done;
@@ -2237,7 +2248,7 @@ static ti_status play_alternatives(ti_model *model, const mem_trace *trace, cons
 		other.cpu_isa_fixed = true;
 		ti_memory_report *r;
 		unsigned theirs;
-		ti_status st = simulate(model, trace, rep, &other, true, &r, &theirs, err);
+		ti_status st = simulate(model, trace, rep, &other, MEM_RNN_WS_ESTIMATE, true, &r, &theirs, err);
 		if (st)
 			return st;
 		*kinds |= theirs;
@@ -2246,6 +2257,30 @@ static ti_status play_alternatives(ti_model *model, const mem_trace *trace, cons
 	}
 	if (*least == *most) /* the scratch differs, but never at the peak: the peak does not depend on the set */
 		*kinds &= ~MEM_UNCERTAIN(TI_UNCERTAIN_CPU_ISA);
+	return TI_OK;
+}
+
+/*
+ * cuDNN's recurrent workspace, when a unit depends on it: the step played
+ * again with the floor every measured workspace reaches and with the
+ * ceiling none passes (expand_rnn.c), for the range's ends.
+ */
+static ti_status play_rnn_workspaces(ti_model *model, const mem_trace *trace, const ti_model_report *rep,
+                                     const ti_memory_options *options, unsigned kinds, int64_t *least, int64_t *most,
+                                     ti_error *err)
+{
+	static const mem_rnn_workspace ends[] = {MEM_RNN_WS_LOW, MEM_RNN_WS_HIGH};
+	if (!(kinds & MEM_UNCERTAIN(TI_UNCERTAIN_CUDNN_RNN)))
+		return TI_OK;
+	for (size_t i = 0; i < sizeof(ends) / sizeof(ends[0]); i++) {
+		ti_memory_report *r;
+		unsigned theirs;
+		ti_status st = simulate(model, trace, rep, options, ends[i], true, &r, &theirs, err);
+		if (st)
+			return st;
+		*least = r->peak < *least ? r->peak : *least;
+		*most = r->peak > *most ? r->peak : *most;
+	}
 	return TI_OK;
 }
 
@@ -2292,7 +2327,7 @@ ti_status ti_memory_estimate(ti_model *model, const ti_memory_options *options, 
 		return st;
 	ti_memory_report *r;
 	unsigned kinds;
-	if ((st = simulate(model, &trace, rep, options, false, &r, &kinds, err)))
+	if ((st = simulate(model, &trace, rep, options, MEM_RNN_WS_ESTIMATE, false, &r, &kinds, err)))
 		return st;
 	int64_t least = r->peak, most = r->peak;
 	if (options->expert_parallel > 1 && r->expert_tokens > 0) {
@@ -2303,6 +2338,7 @@ ti_status ti_memory_estimate(ti_model *model, const ti_memory_options *options, 
 			return TI_FAIL(err, TI_E_LIMIT, "the peak's range passes %lld bytes", (long long)TI_MEMORY_MAX_BYTES);
 	}
 	if ((st = play_alternatives(model, &trace, rep, options, &kinds, &least, &most, err)) ||
+	    (st = play_rnn_workspaces(model, &trace, rep, options, kinds, &least, &most, err)) ||
 	    (st = mem_uncertain_list(r, &model->arena, kinds, err)) || (st = mem_peak_range(r, least, most, err)))
 		return st;
 	mark_depends(r, kinds);
