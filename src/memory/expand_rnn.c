@@ -42,6 +42,7 @@
  * whole backward peak (bwd_whole): measured within 1 % of 1.13 from 1 to 3
  * layers, both directions, H 256 to 1024 (tests/conformance/memory_rnn.py).
  * The figures assume no cuDNN and no mkldnn RNN (neither in 1.13's CPU path).
+ * On cuda the module is PyTorch 2's one _cudnn_rnn call instead (below).
  */
 #include <string.h>
 
