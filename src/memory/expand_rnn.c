@@ -42,6 +42,7 @@
  * whole backward peak (bwd_whole): measured within 1 % of 1.13 from 1 to 3
  * layers, both directions, H 256 to 1024 (tests/conformance/memory_rnn.py).
  * The figures assume no cuDNN and no mkldnn RNN (neither in 1.13's CPU path).
+ * On cuda the module is PyTorch 2's one _cudnn_rnn call instead (below).
  */
 #include <string.h>
 
@@ -190,6 +191,207 @@ static ti_status bind_new(mem_builder *b, mem_unit *u, const ti_arg *a, ti_error
 	return TI_OK;
 }
 
+/*
+ * ---- CUDA: one aten._cudnn_rnn for every layer and direction ----
+ *
+ * PyTorch 2.x on CUDA runs the module as one _cudnn_rnn (aten/src/ATen/
+ * native/cudnn/RNN.cpp), measured op by op on an H200 (PyTorch 2.11, cuDNN
+ * 9.19: tests/device/measured/probe_grids_h200.json.gz, 172 configurations
+ * x infer/train). Before it the module makes h0 (and c0) as zeros
+ * (torch/nn/modules/rnn.py, LSTM.forward / RNNBase.forward: num_layers x D
+ * x N x H) unless given; the op then takes a time-major contiguous copy of a
+ * batch_first input (`auto x = input.contiguous()` after the transpose; no
+ * copy when the two dimensions merge), allocates y (T x N x D*H; returned
+ * transposed for batch_first, a view), hy and cy, a byte workspace from
+ * cudnnGetRNNTempSpaceSizes freed when it returns, and in training a byte
+ * reserve the backward reads. The module's flattened weight buffer is
+ * passed in, not copied. CudnnRnnBackward0 saves input, hx, cx, the weights,
+ * result0 (y), result3 (the reserve) and result4 (the weight buffer).
+ *
+ * _cudnn_rnn_backward runs _cudnn_rnn_backward_input, then
+ * _cudnn_rnn_backward_weight: grad_hy and grad_cy are zeros_like when the
+ * loss does not read hy and cy, or a contiguous copy of an expanded one; the
+ * first takes its own x.contiguous() copy, dy = grad_output.contiguous() (a
+ * copy of y's size for batch_first: the transpose of a contiguous gradient),
+ * dx (always, "unconditionally compute this gradient, because it mutates
+ * reserve"), dhx, dcx and a workspace of the training size; the second
+ * another x copy, dw (zeros of the weight buffer's size, the parameters'
+ * gradients are its views) and the workspace again. Its highest point
+ * above what it returns is therefore the workspace, the x copy, the hidden
+ * states' gradients in and out, and dy beyond dw (measured: the op's
+ * scratch is the forward's plus grad_hy's zeros on every grid row; with a
+ * batch_first gradient lstm_tagger's backward holds dy and the expanded
+ * grad_hy and grad_cy copies beside the workspace, to the byte).
+ */
+/* The hidden sizes the grid measured, the columns of ws_token. */
+static const int64_t ws_hidden[] = {32, 64, 128, 200, 256, 512, 1024};
+#define WS_COLUMNS ((int)(sizeof(ws_hidden) / sizeof(ws_hidden[0])))
+
+typedef struct cudnn_rnn_costs {
+	const char *type;
+	int gates;
+	int reserve_first, reserve_more; /* the reserve, in N x T x D*H elements: the first layer, each further one */
+	int ws_token[2][2][WS_COLUMNS]; /* the workspace above its floor, in bytes a token, direction and element
+	                                   byte (T x N x D x element), by hidden size: [directions - 1][training] */
+	int ws_ceil[2];  /* the most above the floor and 1 MiB a layer and direction, per mille of ws_tokens */
+} cudnn_rnn_costs;
+
+/*
+ * The reserve is exact on every grid row (cudnnGetRNNTempSpaceSizes' reserveSpaceSize: 256 bytes beside the
+ * kernels' per-step activations). The workspace is cuDNN's own choice of kernels: on every grid row it is at
+ * least 8 MiB a layer and direction plus the weight buffer's bytes (the floor, never missed), and what lies
+ * above grows with the tokens, not the layers, at a rate that depends on the hidden size and the directions,
+ * and not monotonically (H 128 takes more than 200, one direction more than two there, fewer at 1024):
+ * ws_token is the grid's median for the directions at each measured hidden size (rows of 256 tokens or more;
+ * the median over both directions where the grid has no row for one; between two sizes, the line between
+ * them; above 1024, in proportion), which puts 95 % of the grid's workspaces within 10 % (fp16 LSTM at H 512
+ * on 19200 tokens takes three and a half times it). The ceiling holds every row: above the floor and 1 MiB a
+ * layer and direction, ws_ceil per mille of T x N x D x element x (G x H + 2 x input + 512) (ws_tokens), the
+ * grid's most (LSTM 3.14 and 3.41, GRU 1.65 and 2.09, RNN 2.42 and 5.44) with a tenth more.
+ */
+static const cudnn_rnn_costs cudnn_costs[] = {
+	{"LSTM", 4, 5, 6,
+	 {{{932, 1603, 2989, 966, 1383, 2929, 5296}, {999, 1797, 3117, 1118, 1383, 2929, 5296}},
+	  {{769, 1046, 2057, 1816, 1930, 3733, 7970}, {1890, 1046, 2057, 1881, 1930, 3733, 7970}}},
+	 {3500, 3750}},
+	{"GRU", 3, 6, 7,
+	 {{{531, 1282, 2307, 1063, 1107, 3330, 4510}, {644, 1862, 3077, 1375, 1162, 3330, 4610}},
+	  {{531, 898, 1794, 1259, 1595, 3330, 6576}, {644, 1411, 2819, 1309, 1651, 3330, 6576}}},
+	 {1850, 2300}},
+	{"RNN", 1, 1, 2,
+	 {{{763, 449, 1073, 1797, 1616, 2668, 2434}, {2043, 1116, 2437, 4118, 3736, 3635, 4359}},
+	  {{249, 439, 1073, 1797, 1683, 2668, 5079}, {582, 787, 2437, 4118, 2812, 3635, 6652}}},
+	 {2700, 6000}},
+};
+
+/* ws_token at hidden size h: the measured column, the line between two, the first below 32, in proportion
+   past 1024. */
+static int64_t ws_per_token(const int *row, int64_t h)
+{
+	if (h <= ws_hidden[0])
+		return row[0];
+	for (int i = 1; i < WS_COLUMNS; i++)
+		if (h <= ws_hidden[i])
+			return row[i - 1] + (row[i] - row[i - 1]) * (h - ws_hidden[i - 1]) / (ws_hidden[i] - ws_hidden[i - 1]);
+	return row[WS_COLUMNS - 1] * (h / ws_hidden[WS_COLUMNS - 1]);
+}
+
+#define MIB ((int64_t)1 << 20)
+#define CUDNN_WS_FLOOR (8 * MIB) /* a layer and direction: the least the grid's workspaces hold */
+/* cudnnDropoutGetStatesSize on the H200 the grid ran on: 48 KiB a multiprocessor, 132 of them */
+#define CUDNN_DROPOUT_STATE ((int64_t)6488064)
+
+typedef struct cudnn_dims {
+	int64_t steps, batch, input, hidden, layers, dirs, es, gates;
+} cudnn_dims;
+
+/* The flattened weight buffer's bytes (the parameters, in the input's dtype): per layer and direction
+   G*H x (in + H) weights, and 2 x G*H biases. False past 2^62. */
+static bool cudnn_weights(const cudnn_dims *d, bool bias, int64_t *out)
+{
+	*out = 0;
+	for (int64_t l = 0; l < d->layers; l++) {
+		int64_t in = l ? d->dirs * d->hidden : d->input, w;
+		if (!PRODUCT(&w, d->dirs, d->gates * d->hidden, in + d->hidden + (bias ? 2 : 0), d->es) || !mem_add(out, w))
+			return false;
+	}
+	return true;
+}
+
+/* The workspace the options ask for (the estimate, the floor or the ceiling), training's or inference's. */
+static bool cudnn_workspace(const cudnn_rnn_costs *k, const cudnn_dims *d, int64_t weights, bool train,
+                            mem_rnn_workspace which, int64_t *out)
+{
+	int64_t floor, tokens, above;
+	if (!PRODUCT(&floor, CUDNN_WS_FLOOR, d->layers, d->dirs) || !mem_add(&floor, weights) ||
+	    !PRODUCT(&tokens, d->steps, d->batch, d->dirs, d->es, d->gates * d->hidden + 2 * d->input + 512))
+		return false;
+	*out = floor;
+	if (which == MEM_RNN_WS_LOW)
+		return true;
+	if (which == MEM_RNN_WS_HIGH)
+		return PRODUCT(&above, tokens / 1000 + 1, k->ws_ceil[train]) && mem_add(out, above) &&
+		       PRODUCT(&above, MIB, d->layers, d->dirs) && mem_add(out, above);
+	return PRODUCT(&above, d->steps, d->batch, d->dirs, d->es, ws_per_token(k->ws_token[d->dirs - 1][train], d->hidden)) &&
+	       mem_add(out, above);
+}
+
+/* Whether a tensor argument was given (h0, or (h0, c0)): else the module makes zeros for it. */
+static bool given(const ti_op_call *c, int i)
+{
+	return c->in.sig && i < c->in.sig->count && (c->in.args[i].kind == TI_ARG_TENSOR || c->in.args[i].kind == TI_ARG_LIST);
+}
+
+static ti_status expand_cudnn(mem_builder *b, const mem_event *ev, const ti_meta_tensor *x, ti_error *err)
+{
+	const ti_module *m = ev->module;
+	const ti_op_call *c = ev->call;
+	const cudnn_rnn_costs *k = &cudnn_costs[0];
+	for (size_t i = 0; i < sizeof(cudnn_costs) / sizeof(cudnn_costs[0]); i++)
+		if (!strcmp(cudnn_costs[i].type, ev->name))
+			k = &cudnn_costs[i];
+	bool lstm = !strcmp(k->type, "LSTM"), train = mem_training(b);
+	bool batch_first = ti_module_bool(m, "batch_first"), batched = x->ndim == 3;
+	cudnn_dims d = {x->shape[batched && batch_first ? 1 : 0].value, batched ? x->shape[batch_first ? 0 : 1].value : 1,
+	                x->shape[x->ndim - 1].value, ti_module_dim(m, "hidden_size").value,
+	                ti_module_dim(m, "num_layers").value, ti_module_bool(m, "bidirectional") ? 2 : 1,
+	                (int64_t)ti_dtype_size(x->dtype), k->gates};
+	bool dropping = train && d.layers > 1 && ti_module_float(m, "dropout") > 0;
+	/* the time-major copy: RNN.cpp's input.contiguous() after transpose(0, 1) (batch_first), a copy when
+	   (T, N) do not merge, as input_copied says for the CPU's linear_ih */
+	int64_t x_bytes = mem_meta_bytes(x), x_copy = batched && input_copied(x, batch_first) ? x_bytes : 0;
+	int64_t weights, ws, ws_train, y, state, zeros = 0, reserve = 0, mask = 0, dy = 0;
+	if (x_bytes < 0 || !cudnn_weights(&d, ti_module_bool(m, "bias"), &weights) ||
+	    !cudnn_workspace(k, &d, weights, false, b->rnn_workspace, &ws) ||
+	    !cudnn_workspace(k, &d, weights, true, b->rnn_workspace, &ws_train) ||
+	    !PRODUCT(&y, d.steps, d.batch, d.dirs, d.hidden, d.es) ||
+	    !PRODUCT(&state, d.layers, d.dirs, d.batch, d.hidden, d.es, lstm ? 2 : 1) ||
+	    /* cudnnGetRNNTempSpaceSizes' reserveSpaceSize, exact on the grid: 256 + el x N x T x D*H x (a + b(L-1)) */
+	    !PRODUCT(&reserve, d.steps, d.batch, d.dirs, d.hidden, d.es, k->reserve_first + k->reserve_more * (d.layers - 1)) ||
+	    /* between layers the dropout's mask, a bit per element of D inputs to each of D directions, rounded to
+	       32 bytes a layer (a 7-step GRU's 175 bytes took 192) */
+	    (dropping && !PRODUCT(&mask, d.steps, d.batch, d.dirs, d.dirs, d.hidden)))
+		return TI_FAIL(err, TI_E_LIMIT, "%s: more than 2^62 bytes", m->path);
+	reserve += 256 + (d.layers - 1) * ((mask / 8 + 31) / 32 * 32);
+	if (!given(c, 1))
+		zeros = state; /* h0 (and c0): torch.zeros(num_layers * D, N, H) in the module's forward */
+	if (batch_first && x_copy)
+		dy = y; /* the gradient of the transposed y, made time-major contiguous */
+	mem_unit u;
+	memset(&u, 0, sizeof(u));
+	u.label = ti_arena_printf(b->arena, "%s (%s, _cudnn_rnn)", m->path, ev->name);
+	u.op = ev->name;
+	u.module = b->module;
+	u.differentiable = true;
+	u.out_kind = MEM_OUT_NEW;
+	/* inference: the workspace and the x copy within the op, h0 and c0 until the module returns */
+	u.fwd_scratch = ws + x_copy + zeros;
+	u.fwd_scratch_grad = ws_train + x_copy;
+	u.saved_extra = reserve + zeros; /* result3, and the h0 and c0 made here (hx, cx) */
+	/* the backward's own: the workspace, the x copy, grad_hy (and grad_cy) in and dhx (and dcx) out, and dy
+	   while dw is not yet made; dx, which it always makes, where the input wants none */
+	int64_t beside = ws_train + x_copy + 2 * state + (dy > weights ? dy - weights : 0);
+	u.bwd_scratch_in = beside;
+	u.bwd_scratch = beside + x_bytes;
+	for (int i = 0; c->in.sig && i < c->in.sig->count; i++)
+		add_tensors(b, &u, &c->in.args[i], true);
+	for (int i = 0; i < u.nin; i++)
+		u.saved_in |= 1u << i; /* input, and hx and cx where given */
+	for (int i = 0; i < m->tensor_count && u.nin < MEM_MAX_IO; i++)
+		if (!m->tensors[i].buffer)
+			u.in[u.nin++] = mem_tensor_of(b, m->tensors[i].tensor);
+	for (int i = 0; i < c->output_count; i++) {
+		ti_status st = bind_new(b, &u, &c->outputs[i], err);
+		if (st)
+			return st;
+	}
+	if (u.nout)
+		u.saved_out = 1u; /* result0, y */
+	if (dropping)
+		b->cudnn_dropout_state = CUDNN_DROPOUT_STATE;
+	return mem_emit(b, &u, err);
+}
+
 ti_status mem_expand_rnn(mem_builder *b, const mem_event *ev, ti_error *err)
 {
 	const ti_module *m = ev->module;
@@ -201,6 +403,8 @@ ti_status mem_expand_rnn(mem_builder *b, const mem_event *ev, ti_error *err)
 	const ti_meta_tensor *x = c->in.sig && c->in.args[0].kind == TI_ARG_TENSOR ? c->in.args[0].as.tensor : NULL;
 	if (!x || x->ndim < 2)
 		return mem_rule_default(b, ev, err);
+	if (b->options->device == TI_MEMORY_CUDA)
+		return expand_cudnn(b, ev, x, err);
 	bool batch_first = ti_module_bool(m, "batch_first");
 	bool batched = x->ndim == 3, copied = input_copied(x, batch_first);
 	int64_t steps = x->shape[batched && batch_first ? 1 : 0].value;

@@ -126,6 +126,18 @@ typedef enum mem_cudnn_play {
 	MEM_CUDNN_MOST
 } mem_cudnn_play;
 
+/*
+ * cuDNN's recurrent workspace (cudnnGetRNNTempSpaceSizes) is its kernels'
+ * choice, which the description does not fix: the estimate plays the
+ * grid's fit, the range's ends its measured floor and its ceiling
+ * (expand_rnn.c).
+ */
+typedef enum mem_rnn_workspace {
+	MEM_RNN_WS_ESTIMATE, /* the fit */
+	MEM_RNN_WS_LOW,      /* the floor every measured workspace reaches */
+	MEM_RNN_WS_HIGH      /* the ceiling no measured workspace passes */
+} mem_rnn_workspace;
+
 /* Builds units from events: the rules' side. */
 typedef struct mem_builder {
 	ti_model *model;
@@ -151,6 +163,9 @@ typedef struct mem_builder {
 	int moe_calls;               /* expert calls walked */
 	bool leaf_module_parent;     /* the event's caller is a leaf module (its training flags follow the mode) */
 	int storage_count;
+	mem_rnn_workspace rnn_workspace; /* on cuda, which of cuDNN's recurrent workspaces a rule plays */
+	int64_t cudnn_dropout_state; /* > 0: the bytes of cuDNN's dropout state a recurrent layer's training dropout
+	                                makes once and the process keeps (held from the start of the step) */
 	int segment;                 /* the open checkpointed module, -1 none */
 	struct mem_segment { int first, last; const char *path; } *segments;
 	size_t segment_count, segment_capacity;

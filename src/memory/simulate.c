@@ -2030,10 +2030,12 @@ static ti_status build_terms(sim *s, ti_memory_report *r, ti_error *err)
  * Plays the traced step under options: the report (its range and its
  * uncertainties not yet set) and the kinds of uncertainty its units and
  * options have (*kinds). peak_only: the peak alone is wanted, not what is
- * live at it (an alternative's). cudnn: the convolution workspaces on cuda.
+ * live at it (an alternative's). cudnn, rnn_ws: the convolution and recurrent
+ * workspaces on cuda (the estimate's, or one end of the range).
  */
 static ti_status simulate(ti_model *model, const mem_trace *trace, const ti_model_report *rep,
-                          const ti_memory_options *options, mem_cudnn_play cudnn, bool peak_only,
+                          const ti_memory_options *options, mem_cudnn_play cudnn, mem_rnn_workspace rnn_ws,
+                          bool peak_only,
                           ti_memory_report **out, unsigned *kinds, ti_error *err)
 {
 	ti_status st;
@@ -2048,6 +2050,7 @@ static ti_status simulate(ti_model *model, const mem_trace *trace, const ti_mode
 	s->b.cudnn = cudnn;
 	s->b.map = map;
 	s->b.segment = -1;
+	s->b.rnn_workspace = rnn_ws;
 	s->l.arena = &model->arena;
 	s->l.cuda = options->device == TI_MEMORY_CUDA;
 	module_list ml = {0};
@@ -2112,6 +2115,16 @@ static ti_status simulate(ti_model *model, const mem_trace *trace, const ti_mode
 			goto done;
 		}
 		int id = add_storage(s, s->ep_bytes, TI_MEM_COMM, "all-to-all dispatch and combine buffers", 0);
+		if (id < 0) {
+			st = TI_FAIL(err, TI_E_NOMEM, "out of memory");
+			goto done;
+		}
+		s->l.st[id].pinned = true;
+	}
+	/* cuDNN's dropout state (get_dropout_state in aten/src/ATen/native/cudnn/RNN.cpp): made by the first
+	   training call with dropout and kept by the process, so a measured step starts with it */
+	if (s->b.cudnn_dropout_state > 0) {
+		int id = add_storage(s, s->b.cudnn_dropout_state, TI_MEM_BUFFER, "cuDNN dropout state", 0);
 		if (id < 0) {
 			st = TI_FAIL(err, TI_E_NOMEM, "out of memory");
 			goto done;
@@ -2240,21 +2253,27 @@ static ti_status play_alternatives(ti_model *model, const mem_trace *trace, cons
                                    const ti_memory_options *options, unsigned *kinds, int64_t *least, int64_t *most,
                                    ti_error *err)
 {
-	static const mem_cudnn_play cudnn_bounds[] = {MEM_CUDNN_NONE, MEM_CUDNN_MOST};
+	/* the libraries' own choices, each end together: no convolution workspace and cuDNN RNN's floor, then
+	   the most either was measured to take */
+	static const struct {
+		mem_cudnn_play conv;
+		mem_rnn_workspace rnn;
+	} ends[] = {{MEM_CUDNN_NONE, MEM_RNN_WS_LOW}, {MEM_CUDNN_MOST, MEM_RNN_WS_HIGH}};
+	const unsigned library = MEM_UNCERTAIN(TI_UNCERTAIN_CUDNN_WORKSPACE) | MEM_UNCERTAIN(TI_UNCERTAIN_CUDNN_RNN);
 	ti_memory_options other = *options;
 	ti_memory_report *r;
 	unsigned theirs;
 	ti_status st;
-	if (*kinds & MEM_UNCERTAIN(TI_UNCERTAIN_CUDNN_WORKSPACE)) {
+	if (*kinds & library) {
 		int64_t low = *least, high = *most;
-		for (size_t k = 0; k < sizeof(cudnn_bounds) / sizeof(cudnn_bounds[0]); k++) {
-			if ((st = simulate(model, trace, rep, options, cudnn_bounds[k], true, &r, &theirs, err)))
+		for (size_t k = 0; k < sizeof(ends) / sizeof(ends[0]); k++) {
+			if ((st = simulate(model, trace, rep, options, ends[k].conv, ends[k].rnn, true, &r, &theirs, err)))
 				return st;
 			low = r->peak < low ? r->peak : low;
 			high = r->peak > high ? r->peak : high;
 		}
 		if (low == high) /* the workspaces never meet the peak */
-			*kinds &= ~MEM_UNCERTAIN(TI_UNCERTAIN_CUDNN_WORKSPACE);
+			*kinds &= ~library;
 		*least = low;
 		*most = high;
 	}
@@ -2265,7 +2284,8 @@ static ti_status play_alternatives(ti_model *model, const mem_trace *trace, cons
 			continue;
 		other.cpu_isa = (ti_cpu_isa)isa;
 		other.cpu_isa_fixed = true;
-		if ((st = simulate(model, trace, rep, &other, MEM_CUDNN_ESTIMATE, true, &r, &theirs, err)))
+		if ((st = simulate(model, trace, rep, &other, MEM_CUDNN_ESTIMATE, MEM_RNN_WS_ESTIMATE, true, &r, &theirs,
+		                   err)))
 			return st;
 		*kinds |= theirs;
 		*least = r->peak < *least ? r->peak : *least;
@@ -2319,7 +2339,8 @@ ti_status ti_memory_estimate(ti_model *model, const ti_memory_options *options, 
 		return st;
 	ti_memory_report *r;
 	unsigned kinds;
-	if ((st = simulate(model, &trace, rep, options, MEM_CUDNN_ESTIMATE, false, &r, &kinds, err)))
+	if ((st = simulate(model, &trace, rep, options, MEM_CUDNN_ESTIMATE, MEM_RNN_WS_ESTIMATE, false, &r, &kinds,
+	                   err)))
 		return st;
 	int64_t least = r->peak, most = r->peak;
 	if (options->expert_parallel > 1 && r->expert_tokens > 0) {

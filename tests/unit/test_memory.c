@@ -764,16 +764,20 @@ Test(memory, on_cuda_a_convolution_names_cudnns_workspace_and_its_range_holds_it
 	ti_model_close(m);
 }
 
-Test(memory, on_cuda_a_recurrent_layer_names_cudnns_rnn_in_its_activations)
+Test(memory, on_cuda_a_recurrent_layer_names_cudnns_rnn_in_its_activations_and_bounds_it)
 {
 	char text[1024];
 	snprintf(text, sizeof(text), lstm, 1, "false");
 	ti_model *m = model_of(text, 4);
 	ti_memory_options o = {.mode = TI_MEMORY_TRAIN, .optimizer = TI_OPTIM_SGD, .device = TI_MEMORY_CUDA};
 	const ti_memory_report *r = estimate(m, &o);
-	cr_assert_not_null(uncertainty(r, "cudnn-rnn"));
+	const ti_memory_uncertainty *rnn = uncertainty(r, "cudnn-rnn");
+	cr_assert_not_null(rnn);
+	cr_expect(rnn->covered, "the workspace's floor and ceiling are played");
 	cr_expect(term(r, "activations")->depends & BIT(TI_UNCERTAIN_CUDNN_RNN));
-	cr_expect(r->peak_high_open);
+	cr_expect_not(r->peak_high_open);
+	cr_expect_gt(r->peak_high, range_high(r->peak), "the ceiling's workspace is above the estimate's");
+	cr_expect_lt(r->peak_low, r->peak);
 	ti_model_close(m);
 	m = model_of(text, 4);
 	o.device = TI_MEMORY_CPU;
