@@ -223,8 +223,9 @@ test: deps-test
 		$(PYTHON) tests/conformance/hf_memory_moe.py ./tinspect --compare tests/conformance/memory_models/measured_hf_moe_cpu.json --misses tests/conformance/memory_models/hf_moe_misses.json && \
 		$(PYTHON) tests/conformance/memory_lora.py ./tinspect --compare tests/conformance/memory_models/measured_lora_cpu.json && \
 		$(PYTHON) tests/conformance/hf_memory.py ./tinspect --compare tests/conformance/memory_models/measured_hf_cpu.json --check-doc docs/huggingface.md && \
-		$(PYTHON) tests/conformance/memory_conformance.py ./tinspect --measured tests/conformance/memory_models/measured_cuda_h100.json && \
-		$(PYTHON) tests/conformance/memory_conformance.py ./tinspect --measured tests/conformance/memory_models/measured_cuda_h100_full.json && \
+		$(PYTHON) tests/conformance/memory_conformance.py ./tinspect --measured tests/conformance/memory_models/measured_cuda_h200.json --check-table docs/memory.md && \
+		$(PYTHON) tests/conformance/memory_conformance.py ./tinspect --measured tests/conformance/memory_models/measured_cuda_h200_full.json --check-table README.md && \
+		$(PYTHON) tests/conformance/memory_random.py ./tinspect --compare tests/conformance/memory_models/measured_random_cuda_h200.json --misses tests/conformance/memory_models/random_misses_cuda.json && \
 		(cd tools/export/tests && TINSPECT=$(CURDIR)/tinspect $(PYTHON) -m unittest -q test_export) && \
 		$(PYTHON) tests/conformance/check_conformance.py ./tinspect && \
 		$(PYTHON) tests/conformance/diff_conformance.py ./tinspect && \

@@ -7,7 +7,10 @@
  * ModuleDicts holding the adapter "default") and whose graph is
  * peft.tuners.lora.layer.Linear.forward without DoRA:
  *     result = self.base_layer(x)
+ *     x = self._cast_input_dtype(x, lora_A.weight.dtype)
  *     result = result + lora_B(lora_A(dropout(x))) * scaling
+ *     result = result.to(torch_result_dtype)
+ * with the adapters in float32 (autocast_adapter_dtype), whatever the model's dtype
  * The base layer's output, the dropped copy of x with its mask (p > 0), the
  * rank-r activation and the scaled one are what the memory rules then see.
  */
@@ -162,6 +165,7 @@ static cJSON *adapter_linear(const cJSON *in, const cJSON *out)
 	cJSON_AddItemToObject(l, "in_features", cJSON_Duplicate(in, true));
 	cJSON_AddItemToObject(l, "out_features", cJSON_Duplicate(out, true));
 	cJSON_AddFalseToObject(l, "bias");
+	cJSON_AddStringToObject(l, "dtype", "float32"); /* get_peft_model's autocast_adapter_dtype: float32 adapters */
 	return l;
 }
 
@@ -198,17 +202,23 @@ static cJSON *lora_def(const ti_lora_config *cfg, cJSON *entry, const cJSON *in,
 	cJSON_AddItemToObject(mods, "lora_B", adapter_dict(adapter_linear(rank, out)));
 	cJSON_Delete(rank);
 	cJSON_AddItemToObject(def, "modules", mods);
-	cJSON_AddItemToArray(graph, step("y", "call", "base_layer", "x", NULL));
+	cJSON_AddItemToArray(graph, step("y0", "call", "base_layer", "x", NULL));
+	/* x cast to the adapters' dtype (_cast_input_dtype; the same tensor when it is float32 already) */
+	cJSON *cast = step("xa", "op", "to", "x", NULL);
+	cJSON_AddStringToObject(cast, "dtype", "float32");
+	cJSON_AddItemToArray(graph, cast);
 	/* nn.Identity returns x itself: no step, nothing kept */
 	cJSON_AddItemToArray(graph, step("h", "call", cfg->dropout > 0 ? "lora_dropout.default" : "lora_A.default",
-	                                 "x", NULL));
+	                                 "xa", NULL));
 	if (cfg->dropout > 0)
 		cJSON_AddItemToArray(graph, step("h", "call", "lora_A.default", "h", NULL));
 	cJSON_AddItemToArray(graph, step("h", "call", "lora_B.default", "h", NULL));
 	cJSON *mul = step("h", "op", "mul", "h", NULL);
 	cJSON_AddItemToArray(cJSON_GetObjectItemCaseSensitive(mul, "args"), cJSON_CreateNumber(cfg->alpha / (double)cfg->r));
 	cJSON_AddItemToArray(graph, mul);
-	cJSON_AddItemToArray(graph, step("y", "op", "add", "y", "h"));
+	cJSON_AddItemToArray(graph, step("y", "op", "add", "y0", "h"));
+	/* result.to(torch_result_dtype): back to the base layer's dtype (a no-op in float32) */
+	cJSON_AddItemToArray(graph, step("y", "op", "type_as", "y", "y0"));
 	cJSON_AddItemToObject(def, "graph", graph);
 	cJSON_AddItemToArray(outputs, cJSON_CreateString("y"));
 	cJSON_AddItemToObject(def, "outputs", outputs);

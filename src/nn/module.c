@@ -61,8 +61,8 @@ ti_status ti_module_add_buffer(ti_module *m, const char *name, ti_dtype dtype, i
 ti_dtype ti_module_dtype(const ti_module *m)
 {
 	ti_dtype dt = ti_bound_dtype(&m->ctor, "dtype");
-	if (m->ctx->cast_dtype && (!dt || ti_dtype_is_floating(dt)))
-		return m->ctx->cast_dtype; /* model.to(DT) casts whatever floating dtype a module was made in */
+	if (m->ctx->cast_dtype && !dt)
+		return m->ctx->cast_dtype; /* model.to(DT); a dtype the description names is the one the model holds */
 	return dt ? dt : m->ctx->default_dtype;
 }
 

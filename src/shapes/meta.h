@@ -57,7 +57,8 @@ typedef struct ti_shape_ctx {
 	ti_arena *arena;
 	ti_symctx *sym;
 	ti_dtype default_dtype; /* torch.get_default_dtype(): float32 */
-	ti_dtype cast_dtype;    /* model.to(DT): every module's floating parameters and buffers; 0: none */
+	ti_dtype cast_dtype;    /* model.to(DT): the parameters and buffers of every module that names no dtype
+	                           (one that does, as peft's float32 adapters, keeps it); 0: none */
 	/*
 	 * Where a Tensor is expected and a name (str) is given, binding asks
 	 * this: the graph's values by name. NULL: names are not tensors.

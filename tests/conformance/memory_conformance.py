@@ -516,9 +516,12 @@ def cuda_table(doc, results):
     """The measured GPU cases as a Markdown table: a row per model and binding, the error of each mode
     (with a mark where the measurement lies beyond 5 % but inside the range its cause gives)."""
     modes = [case_name("", m, o).lstrip("/") for m, o in MODES]
+    dtypes = {c["case"]: c.get("dtype") for c in doc.get("cases", [])}
     rows = {}
     for e in results:
         model, mode = e["case"].split("/")
+        if dtypes.get(e["case"]):
+            model += " (%s)" % dtypes[e["case"]]
         key = (model, ", ".join("%s=%d" % kv for kv in e["bind"].items()))
         err = e.get("error")
         cell = "-" if err is None else "%+.1f %%" % (100 * err)
@@ -527,10 +530,12 @@ def cuda_table(doc, results):
         elif e.get("fails"):
             cell += " (fails)"
         rows.setdefault(key, {})[mode] = cell
-    gpu = "%s, PyTorch %s, CUDA %s, cuDNN %s" % (doc.get("gpu"), doc.get("torch"), doc.get("cuda"), doc.get("cudnn"))
+    v = doc.get("cudnn")
+    cudnn = "%d.%d.%d" % (v // 10000, v // 100 % 100, v % 100) if isinstance(v, int) else v
+    gpu = "%s, PyTorch %s, CUDA %s, cuDNN %s" % (doc.get("gpu"), doc.get("torch"), doc.get("cuda"), cudnn)
     out = ["`tinspect memory --device cuda` against `torch.cuda.max_memory_allocated` (%s; `%s`):" % (
         gpu, doc.get("file")), "",
-        "| model | binding | %s |" % " | ".join(modes), "| --- | --- |%s" % " --- |" * len(modes)]
+        "| model | binding | %s |" % " | ".join(modes), "| --- | --- |%s" % (" --- |" * len(modes))]
     for (model, bind), cells in rows.items():
         out.append("| %s | %s | %s |" % (model.replace("@benchmark", " (cudnn.benchmark)"), bind,
                                           " | ".join(cells.get(m, "-") for m in modes)))
