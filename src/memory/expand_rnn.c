@@ -316,6 +316,39 @@ static bool cudnn_workspace(const cudnn_rnn_costs *k, const cudnn_dims *d, int64
 	       mem_add(out, above);
 }
 
+/* A recurrent layer's unit: one call, new outputs. */
+static void rnn_unit(mem_builder *b, mem_unit *u, const char *label, const char *op)
+{
+	memset(u, 0, sizeof(*u));
+	u->label = label;
+	u->op = op;
+	u->module = b->module;
+	u->differentiable = true;
+	u->out_kind = MEM_OUT_NEW;
+}
+
+/* The call's tensor arguments (input, and hx and cx where given), in order. */
+static void add_call_inputs(mem_builder *b, mem_unit *u, const ti_op_call *c)
+{
+	for (int i = 0; c->in.sig && i < c->in.sig->count; i++)
+		add_tensors(b, u, &c->in.args[i], true);
+}
+
+/* After them the module's weights (what their gradients are made for), then the call's outputs. */
+static ti_status add_weights_and_outputs(mem_builder *b, mem_unit *u, const ti_module *m, const ti_op_call *c,
+                                         ti_error *err)
+{
+	for (int i = 0; i < m->tensor_count && u->nin < MEM_MAX_IO; i++)
+		if (!m->tensors[i].buffer)
+			u->in[u->nin++] = mem_tensor_of(b, m->tensors[i].tensor);
+	for (int i = 0; i < c->output_count; i++) {
+		ti_status st = bind_new(b, u, &c->outputs[i], err);
+		if (st)
+			return st;
+	}
+	return TI_OK;
+}
+
 /* Whether a tensor argument was given (h0, or (h0, c0)): else the module makes zeros for it. */
 static bool given(const ti_op_call *c, int i)
 {
@@ -358,12 +391,7 @@ static ti_status expand_cudnn(mem_builder *b, const mem_event *ev, const ti_meta
 	if (batch_first && x_copy)
 		dy = y; /* the gradient of the transposed y, made time-major contiguous */
 	mem_unit u;
-	memset(&u, 0, sizeof(u));
-	u.label = ti_arena_printf(b->arena, "%s (%s, _cudnn_rnn)", m->path, ev->name);
-	u.op = ev->name;
-	u.module = b->module;
-	u.differentiable = true;
-	u.out_kind = MEM_OUT_NEW;
+	rnn_unit(b, &u, ti_arena_printf(b->arena, "%s (%s, _cudnn_rnn)", m->path, ev->name), ev->name);
 	/* inference: the workspace and the x copy within the op, h0 and c0 until the module returns */
 	u.fwd_scratch = ws + x_copy + zeros;
 	u.fwd_scratch_grad = ws_train + x_copy;
@@ -373,18 +401,12 @@ static ti_status expand_cudnn(mem_builder *b, const mem_event *ev, const ti_meta
 	int64_t beside = ws_train + x_copy + 2 * state + (dy > weights ? dy - weights : 0);
 	u.bwd_scratch_in = beside;
 	u.bwd_scratch = beside + x_bytes;
-	for (int i = 0; c->in.sig && i < c->in.sig->count; i++)
-		add_tensors(b, &u, &c->in.args[i], true);
+	add_call_inputs(b, &u, c);
 	for (int i = 0; i < u.nin; i++)
 		u.saved_in |= 1u << i; /* input, and hx and cx where given */
-	for (int i = 0; i < m->tensor_count && u.nin < MEM_MAX_IO; i++)
-		if (!m->tensors[i].buffer)
-			u.in[u.nin++] = mem_tensor_of(b, m->tensors[i].tensor);
-	for (int i = 0; i < c->output_count; i++) {
-		ti_status st = bind_new(b, &u, &c->outputs[i], err);
-		if (st)
-			return st;
-	}
+	ti_status st = add_weights_and_outputs(b, &u, m, c, err);
+	if (st)
+		return st;
 	if (u.nout)
 		u.saved_out = 1u; /* result0, y */
 	if (dropping)
@@ -429,12 +451,7 @@ ti_status mem_expand_rnn(mem_builder *b, const mem_event *ev, ti_error *err)
 	    (copied && !mem_add(&total, dirs * x_bytes)))
 		return TI_FAIL(err, TI_E_LIMIT, "%s: more than 2^62 bytes", m->path);
 	mem_unit u;
-	memset(&u, 0, sizeof(u));
-	u.label = ti_arena_printf(b->arena, "%s (%s)", m->path, ev->name);
-	u.op = ev->name;
-	u.module = b->module;
-	u.differentiable = true;
-	u.out_kind = MEM_OUT_NEW;
+	rnn_unit(b, &u, ti_arena_printf(b->arena, "%s (%s)", m->path, ev->name), ev->name);
 	u.fwd_scratch = scratch;
 	/* input_copied: a time-major copy of the input for each direction's linear_ih, which the forward-walked
 	   direction does not keep (measured: one direction keeps no copy after the forward, two keep one) */
@@ -451,17 +468,9 @@ ti_status mem_expand_rnn(mem_builder *b, const mem_event *ev, ti_error *err)
 	    !backward_peak(k, &dims, true, false, &u.bwd_scratch_no_go[1]))
 		return TI_FAIL(err, TI_E_LIMIT, "%s: more than 2^62 bytes", m->path);
 	u.bwd_whole = true;
-	for (int i = 0; c->in.sig && i < c->in.sig->count; i++)
-		add_tensors(b, &u, &c->in.args[i], true);
+	add_call_inputs(b, &u, c);
 	if (u.nin)
 		u.saved_in = copied ? 0 : 1u; /* the input, read by the first layer's linear_ih (or its copies) */
-	for (int i = 0; i < m->tensor_count && u.nin < MEM_MAX_IO; i++)
-		if (!m->tensors[i].buffer)
-			u.in[u.nin++] = mem_tensor_of(b, m->tensors[i].tensor);
-	for (int i = 0; i < c->output_count; i++) {
-		ti_status st = bind_new(b, &u, &c->outputs[i], err);
-		if (st)
-			return st;
-	}
-	return mem_emit(b, &u, err);
+	ti_status st = add_weights_and_outputs(b, &u, m, c, err);
+	return st ? st : mem_emit(b, &u, err);
 }
