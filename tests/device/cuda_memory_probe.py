@@ -588,19 +588,21 @@ def grid_modules(rows):
                 del m, x
 
 
-def grid_rnn(rows, configs=None):
+def rnn_grid():
+    """Every mode at 1 and 2 layers, both directions, then 160 random configurations (seed 5)."""
     rng = random.Random(5)
-    sweep = configs is not None
-    configs = list(configs or [])
-    for mode in ("LSTM", "GRU", "RNN") if not sweep else ():
-        for layers in (1, 2):
-            for bi in (False, True):
-                configs.append((mode, 64, 256, layers, bi, 32, 128, torch.float32, 0.0))
-    for _ in range(160 if not sweep else 0):
+    configs = [(mode, 64, 256, layers, bi, 32, 128, torch.float32, 0.0)
+               for mode in ("LSTM", "GRU", "RNN") for layers in (1, 2) for bi in (False, True)]
+    for _ in range(160):
         configs.append((rng.choice(["LSTM", "LSTM", "GRU", "RNN"]), rng.choice([16, 64, 100, 256, 512]),
                         rng.choice([32, 64, 128, 200, 256, 512, 1024]), rng.choice([1, 1, 2, 3]),
                         rng.random() < 0.5, rng.choice([1, 3, 8, 16, 32, 64]), rng.choice([1, 7, 16, 64, 128, 300]),
                         rng.choice([torch.float32, torch.float32, torch.float16]), rng.choice([0.0, 0.0, 0.3])))
+    return configs
+
+
+def grid_rnn(rows, configs):
+    """Each (mode, input, hidden, layers, bidirectional, N, T, dtype, dropout) in inference and training."""
     for (mode, inp, hid, layers, bi, N, T, dt, drop) in configs:
         for train in (False, True):
             if out_of_time():
@@ -620,11 +622,11 @@ def grid_rnn(rows, configs=None):
             del m, x
 
 
-def grid_conv(rows, configs=None):
+def conv_grid():
+    """220 random convolutions (seed 7); those whose kernel overruns its padded input are left out."""
     rng = random.Random(7)
-    sweep = configs is not None
-    configs = list(configs or [])
-    for _ in range(220 if not sweep else 0):
+    configs = []
+    for _ in range(220):
         dim = rng.choice([2, 2, 2, 1, 3])
         cin = rng.choice([1, 3, 8, 16, 32, 64, 128, 256, 512])
         groups = 1
@@ -643,6 +645,11 @@ def grid_conv(rows, configs=None):
         if size + 2 * (k // 2) < dil * (k - 1) + 1:
             continue
         configs.append((dim, cin, cout, k, stride, dil, groups, size, N, dt, transpose, bench))
+    return configs
+
+
+def grid_conv(rows, configs):
+    """Each (dim, cin, cout, k, stride, dilation, groups, size, N, dtype, transpose, benchmark), both modes."""
     for (dim, cin, cout, k, stride, dil, groups, size, N, dt, transpose, bench) in configs:
         for train in (False, True):
             if out_of_time():
@@ -734,8 +741,9 @@ def part_grids():
     start = time.time()
     share = 0.0
     only = os.environ.get("PROBE_GRIDS", "sdpa,modules,rnn,conv").split(",")
-    for name, fn, part in (("sdpa", grid_sdpa, 0.25), ("modules", grid_modules, 0.1), ("rnn", grid_rnn, 0.3),
-                           ("conv", grid_conv, 0.35)):
+    for name, fn, part in (("sdpa", grid_sdpa, 0.25), ("modules", grid_modules, 0.1),
+                           ("rnn", lambda rows: grid_rnn(rows, rnn_grid()), 0.3),
+                           ("conv", lambda rows: grid_conv(rows, conv_grid()), 0.35)):
         share += part  # each grid its own part of the time: a slow one leaves the others theirs
         if name not in only:
             continue
