@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/prefault.h"
+
 static uint32_t position(uint64_t item) { return (uint32_t)item; }
 
 /* Eight bytes at a time, each mixed in by a multiply, then SplitMix64's finaliser: a 20-byte name in a few nanoseconds. */
@@ -102,6 +104,7 @@ static int build(ti_strsort *s, size_t count, const uint32_t *hashes, ti_strsort
 	uint64_t *items = malloc(count * sizeof(*items));
 	if (!items)
 		return -1;
+	ti_prefault(items, count * sizeof(*items));
 	for (size_t i = 0; i < count; i++)
 		items[i] = (uint64_t)(hashes ? hashes[i] : ti_strsort_hash(key_of(ctx, (uint32_t)i))) << 32 | i;
 	/* Whole values ascending: equal hashes keep their positions ascending. */

@@ -218,3 +218,31 @@ Test(arena, a_huge_block_mapped_where_a_released_one_held_recycled_pieces_is_usa
 		ti_arena_release(&a);
 	}
 }
+
+Test(arena, arrays_growing_side_by_side_past_64_kib_keep_their_items_and_are_all_freed)
+{
+	/* from 64 KiB a buffer is mapped and grows by mremap: three growing in turn
+	 * move past each other, and each must keep its items and its place in the list */
+	ti_arena a;
+	ti_arena_init(&a, 1 << 26);
+	uint32_t *items[3] = {NULL, NULL, NULL};
+	size_t capacity[3] = {0, 0, 0};
+	for (uint32_t i = 0; i < 300000; i++)
+		for (int k = 0; k < 3; k++) {
+			cr_assert(ti_arena_array_grow(&a, (void **)&items[k], &capacity[k], sizeof(uint32_t), i + 1) == 0,
+			          "growing array %d to %u items failed", k, i + 1);
+			items[k][i] = i * 3 + (uint32_t)k;
+		}
+	for (int k = 0; k < 3; k++)
+		for (uint32_t i = 0; i < 300000; i++)
+			if (items[k][i] != i * 3 + (uint32_t)k)
+				cr_assert_fail("array %d, item %u: got %u, want %u", k, i, items[k][i], i * 3 + (uint32_t)k);
+	unsigned char *fresh = ti_arena_array(&a, 200000, 1);
+	cr_assert(fresh != NULL, "a 200,000-byte array was not made");
+	for (size_t i = 0; i < 200000; i++)
+		if (fresh[i])
+			cr_assert_fail("byte %zu of a fresh mapped array is 0x%02x", i, fresh[i]);
+	ti_arena_release(&a);
+	EXPECT_INT(a.reserved, 0);
+	EXPECT_INT(a.used, 0);
+}
