@@ -219,7 +219,7 @@ static ti_status read_metadata(ti_hf_index *idx, const cJSON *meta, ti_error *er
 		else {
 			char *text = cJSON_PrintUnformatted(c);
 			p->value = text ? ti_arena_strdup(&idx->arena, text) : NULL;
-			free(text);
+			cJSON_free(text);
 		}
 		if (!p->key || !p->value)
 			return no_memory(err);

@@ -51,6 +51,7 @@
 #include <cJSON.h>
 
 #include "model/hf_templates.h"
+#include "util/json_text.h"
 #include "tinspect/hf_describe.h"
 
 #define EACH_MAX 4096 /* "$each" copies: more than any model's experts or layers */
@@ -432,7 +433,7 @@ static ti_status check_only(const cJSON *only, const cJSON *config, const char *
 		                       "config.json's '%s' is not %.40s, the only value the %s template describes; "
 		                       "tinspect-export describes any model from its code",
 		                       want->string, text ? text : "?", model_type);
-		free(text);
+		cJSON_free(text);
 		return st;
 	}
 	return TI_OK;
@@ -444,7 +445,7 @@ static ti_status describe(const cJSON *config, const ti_hf_template *t, char **o
 static ti_status prefix_keys(cJSON *obj, const char *prefix, ti_error *err)
 {
 	for (cJSON *item = obj ? obj->child : NULL; item; item = item->next) {
-		char *key = malloc(strlen(prefix) + strlen(item->string) + 2);
+		char *key = cJSON_malloc(strlen(prefix) + strlen(item->string) + 2); /* cJSON_Delete frees it */
 		if (!key)
 			return TI_FAIL(err, TI_E_NOMEM, "out of memory for the description");
 		sprintf(key, item->string[0] ? "%s.%s" : "%s%s", prefix, item->string);
@@ -684,7 +685,7 @@ static ti_status describe(const cJSON *config, const ti_hf_template *t, char **o
 	}
 	if (inner && (st = nest(desc, inner, name[0] ? name : "language_model", err)))
 		goto done;
-	if (!(*out = cJSON_Print(desc)))
+	if (!(*out = ti_json_print(desc, true)))
 		st = TI_FAIL(err, TI_E_NOMEM, "out of memory for the description");
 done:
 	cJSON_Delete(tmpl);
@@ -716,9 +717,126 @@ ti_status ti_hf_describe(const char *text, size_t size, char **out, ti_error *er
 	return st;
 }
 
+/* ---- telling a config.json from a model description, without parsing the description ---- */
+
+typedef struct json_cursor {
+	const char *p, *end;
+} json_cursor;
+
+static void skip_space(json_cursor *c)
+{
+	while (c->p < c->end && (unsigned char)*c->p <= ' ') /* as cJSON skips: every byte up to the space */
+		c->p++;
+}
+
+/* Past a string whose opening quote is at c->p; *escaped says whether it held a backslash. false if unterminated. */
+static bool skip_string(json_cursor *c, bool *escaped)
+{
+	*escaped = false;
+	for (c->p++; c->p < c->end; c->p++) {
+		if (*c->p == '\\') {
+			*escaped = true;
+			c->p++;
+		} else if (*c->p == '"') {
+			c->p++;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Past one value at c->p: a string, a nesting of objects and arrays, or a bare token. false where it ends too soon. */
+static bool skip_value(json_cursor *c)
+{
+	size_t depth = 0;
+	bool escaped;
+	do {
+		skip_space(c);
+		if (c->p >= c->end)
+			return false;
+		char ch = *c->p;
+		if (ch == '"') {
+			if (!skip_string(c, &escaped))
+				return false;
+		} else if (ch == '{' || ch == '[') {
+			depth++;
+			c->p++;
+		} else if (ch == '}' || ch == ']') {
+			if (!depth)
+				return true; /* the end of the member's object: the value was empty, which cJSON refuses */
+			depth--;
+			c->p++;
+		} else if (depth && (ch == ',' || ch == ':')) {
+			c->p++;
+		} else if (!depth && ch == ',') {
+			return true;
+		} else { /* a number or a literal, as far as the next delimiter */
+			const char *start = c->p;
+			while (c->p < c->end && *c->p && !strchr(",:]}\"", *c->p) && (unsigned char)*c->p > ' ')
+				c->p++;
+			if (c->p == start)
+				return false; /* a NUL byte, or a ':' where a value belongs */
+		}
+	} while (depth);
+	return true;
+}
+
+enum { NOT_CONFIG = 0, MAYBE_CONFIG = 1 };
+
+/*
+ * What the top-level keys alone say, the answer cJSON would give whatever
+ * the rest holds: a "graph" key, or no "model_type" whose first value is a
+ * string, is not a config (valid or not: invalid JSON is not one either).
+ * MAYBE_CONFIG when only a whole parse can tell (a config is small), or
+ * where a key is escaped, or the text is not an object as this reads it.
+ */
+static int config_by_keys(const char *text, size_t size)
+{
+	json_cursor c = {text, text + size};
+	skip_space(&c);
+	if (c.p >= c.end || *c.p != '{')
+		return MAYBE_CONFIG;
+	c.p++;
+	bool model_type_seen = false, model_type_string = false;
+	for (;;) {
+		skip_space(&c);
+		if (c.p < c.end && *c.p == '}')
+			break;
+		const char *key = c.p + 1;
+		bool escaped;
+		if (c.p >= c.end || *c.p != '"' || !skip_string(&c, &escaped) || escaped)
+			return MAYBE_CONFIG;
+		size_t key_len = (size_t)(c.p - 1 - key);
+		if (key_len == 5 && !memcmp(key, "graph", 5))
+			return NOT_CONFIG;
+		skip_space(&c);
+		if (c.p >= c.end || *c.p != ':')
+			return MAYBE_CONFIG;
+		c.p++;
+		skip_space(&c);
+		if (key_len == 10 && !memcmp(key, "model_type", 10) && !model_type_seen) {
+			model_type_seen = true;
+			model_type_string = c.p < c.end && *c.p == '"';
+		}
+		if (!skip_value(&c))
+			return MAYBE_CONFIG;
+		skip_space(&c);
+		if (c.p < c.end && *c.p == ',')
+			c.p++;
+		else if (c.p < c.end && *c.p == '}')
+			break;
+		else
+			return MAYBE_CONFIG;
+	}
+	return model_type_string ? MAYBE_CONFIG : NOT_CONFIG;
+}
+
 int ti_hf_is_config(const char *text, size_t size)
 {
 	if (size > TI_HF_CONFIG_MAX_BYTES)
+		return 0;
+	/* A model description is a large JSON document: its keys answer without a tree of every value in it. */
+	if (config_by_keys(text, size) == NOT_CONFIG)
 		return 0;
 	cJSON *j = cJSON_ParseWithLength(text, size);
 	int is = cJSON_IsObject(j) && cJSON_IsString(cJSON_GetObjectItemCaseSensitive(j, "model_type")) &&

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "tinspect/lora.h"
+#include "util/json_text.h"
 
 /* peft/utils/constants.py TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING, for the model_types tinspect describes */
 static const struct {
@@ -423,7 +424,7 @@ ti_status ti_lora_apply(const char *desc, size_t size, const ti_lora_config *cfg
 			cJSON_AddItemToObject(defs, d->string, d);
 		}
 		move_tied(root, rw.top_wrapped);
-		*out = cJSON_PrintUnformatted(root);
+		*out = ti_json_print(root, false);
 		if (!*out)
 			st = TI_FAIL(err, TI_E_NOMEM, "out of memory rewriting the description for LoRA");
 		*modules = rw.wrapped;

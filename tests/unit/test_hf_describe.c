@@ -701,6 +701,68 @@ Test(hf_describe, tells_a_config_from_a_description)
 	EXPECT_INT(ti_hf_is_config(desc, strlen(desc)), 0);
 }
 
+/* The definition ti_hf_is_config keeps, on a whole tree: what its quick reading of the keys must agree with. */
+static int config_by_tree(const char *text, size_t size)
+{
+	cJSON *j = cJSON_ParseWithLength(text, size);
+	int is = cJSON_IsObject(j) && cJSON_IsString(cJSON_GetObjectItemCaseSensitive(j, "model_type")) &&
+	         !cJSON_GetObjectItemCaseSensitive(j, "graph");
+	cJSON_Delete(j);
+	return is;
+}
+
+Test(hf_describe, tells_a_config_by_its_keys_as_a_whole_parse_would)
+{
+	static const char *const cases[] = {
+		"{\"model_type\": \"llama\", \"x\": {\"graph\": 1}}",      /* a nested graph is no description */
+		"{\"model_type\": 7}",                                  /* not a string */
+		"{\"model_type\": 7, \"model_type\": \"llama\"}",         /* the first one counts */
+		"{\"model_type\": \"llama\", \"model_type\": 7}",
+		"{\"model\\u005ftype\": \"llama\"}",                     /* an escaped key */
+		"{\"gr\\u0061ph\": [], \"model_type\": \"x\"}",
+		"{\"a\": \"}{\\\"graph\\\": [\", \"model_type\": \"x\"}",  /* braces and quotes in a string */
+		"{\"model_type\": \"x\", \"b\": [1, {\"c\": [2, 3]}, \"]\"]}",
+		"{\"model_type\": \"x\",}",                               /* invalid: a trailing comma */
+		"{\"model_type\": \"x\"",                                 /* cut short */
+		"{\"model_type\": \"x\", \"b\": }",
+		"[{\"model_type\": \"x\"}]",
+		"\xef\xbb\xbf{\"model_type\": \"x\"}",                     /* a byte-order mark */
+		"  \n{ \"graph\" : [] , \"model_type\" : \"x\" }",
+		"{\"model_type\": \"x\"} trailing",
+		"{}", "", "{", "}", "{\"model_type\"}", "{\"model_type\": }", "{:}",
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		if (ti_hf_is_config(cases[i], strlen(cases[i])) != config_by_tree(cases[i], strlen(cases[i])))
+			cr_assert_fail("case %zu, %s: says %d, a whole parse says %d", i, cases[i],
+			               ti_hf_is_config(cases[i], strlen(cases[i])), config_by_tree(cases[i], strlen(cases[i])));
+	/* random documents of those pieces, some cut or with a byte changed */
+	static const char *const keys[] = {"\"model_type\"", "\"graph\"", "\"other\"", "\"model\\u005ftype\"", "\"gr\\u0061ph\""};
+	static const char *const values[] = {"\"llama\"", "12", "-1.5e3", "true", "null", "[]", "{}",
+	                                     "{\"graph\": [1, \"}\"]}", "[\"a\\\"b\", {\"model_type\": 1}]", "\"{[\"", "\"\\\\\""};
+	unsigned seed = 12345;
+	char doc[512];
+	for (int n = 0; n < 20000; n++) {
+		size_t len = 0;
+		doc[len++] = '{';
+		int members = (int)((seed = seed * 1103515245u + 12345u) >> 16) % 4;
+		for (int m = 0; m < members; m++) {
+			const char *k = keys[((seed = seed * 1103515245u + 12345u) >> 16) % 5];
+			const char *v = values[((seed = seed * 1103515245u + 12345u) >> 16) % 11];
+			len += (size_t)snprintf(doc + len, sizeof(doc) - len, "%s%s: %s", m ? ", " : "", k, v);
+		}
+		doc[len++] = '}';
+		doc[len] = 0;
+		unsigned r = (seed = seed * 1103515245u + 12345u) >> 16;
+		if (r % 4 == 1)
+			len = r / 4 % len; /* cut */
+		else if (r % 4 == 2)
+			doc[r / 4 % len] = ",:{}[]\"\\ x0"[r / 64 % 12]; /* a byte changed, a NUL among them */
+		if (ti_hf_is_config(doc, len) != config_by_tree(doc, len))
+			cr_assert_fail("document %d, %.*s: says %d, a whole parse says %d", n, (int)len, doc,
+			               ti_hf_is_config(doc, len), config_by_tree(doc, len));
+	}
+}
+
 /*
  * Which layers slide, as transformers' config classes derive layer_types
  * (sliding_attention for layer i): Gemma 2 when (i + 1) % 2, Gemma 3 when
