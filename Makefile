@@ -154,7 +154,7 @@ build/src/run/%.o build/asan/src/run/%.o build/pgo/src/run/%.o: BASE_CFLAGS += -
 # writes through outfile.c, which reports through common.c); the fake CUDA driver lets the
 # CUDA code run its whole path without a GPU (tests/unit/fake/).
 UNIT_CLI_OBJ := build/src/cli/progress.o build/src/cli/output.o build/src/cli/memory_plot.o \
-	build/src/cli/outfile.o build/src/cli/common.o build/src/cli/ci_report.o
+	build/src/cli/outfile.o build/src/cli/common.o build/src/cli/ci_report.o build/src/cli/json_pool.o
 ASAN_UNIT_CLI_OBJ := $(UNIT_CLI_OBJ:build/%=build/asan/%)
 
 build/unit-tests: $(TEST_OBJ) $(LIB_OBJ) $(UNIT_CLI_OBJ) build/fake_libcuda.so

@@ -354,7 +354,7 @@ int cmd_scan(int argc, char **argv)
 			char *line = o ? cJSON_PrintUnformatted(o) : NULL;
 			if (line)
 				printf("%s\n", line);
-			free(line);
+			cJSON_free(line);
 			cJSON_Delete(o);
 		} else {
 			print_text(r, j->cost, quiet);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/json_pool.h"
 
 static const cli_command commands[] = {
 	{"inspect", cmd_inspect, "list a checkpoint's tensors as the meta device sees them"},
@@ -49,6 +50,7 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
+	cli_json_pool_install();
 	if (argc < 2) {
 		usage(stderr);
 		return EXIT_USAGE;

@@ -85,16 +85,9 @@ static ti_status add_row(runner *r, int index, int depth, int parent, bool is_ca
 {
 	if (r->count == TI_MODEL_MAX_STEPS)
 		return TI_FAIL(err, TI_E_LIMIT, "more than %u steps to report", TI_MODEL_MAX_STEPS);
-	if (r->count == r->capacity) {
-		size_t cap = r->capacity ? 2 * r->capacity : 64;
-		ti_model_step *bigger = ti_arena_calloc(&r->m->arena, cap, sizeof(*bigger));
-		if (!bigger)
-			return TI_FAIL(err, TI_E_NOMEM, "out of memory for the report");
-		if (r->count)
-			memcpy(bigger, r->rows, r->count * sizeof(*bigger));
-		r->rows = bigger;
-		r->capacity = cap;
-	}
+	/* rows are named by index, never held by address: the array may move as it grows */
+	if (ti_arena_array_grow(&r->m->arena, (void **)&r->rows, &r->capacity, sizeof(*r->rows), r->count + 1))
+		return TI_FAIL(err, TI_E_NOMEM, "out of memory for the report");
 	ti_model_step *s = &r->rows[r->count];
 	memset(s, 0, sizeof(*s));
 	s->index = index;
