@@ -83,10 +83,15 @@ static void earliest_repeat(void *ctx, uint32_t first, uint32_t later)
 		*earliest = later;
 }
 
-/* Indexes the names of the records read so far; two records with one name make the archive ambiguous: refuse. */
-static ti_status index_names(ti_zip *zip, ti_error *err)
+/*
+ * Indexes the names of the records read so far, by the hashes made as each
+ * was read when given (else from the names); two records with one name make
+ * the archive ambiguous: refuse.
+ */
+static ti_status index_names(ti_zip *zip, const uint32_t *hashes, ti_error *err)
 {
-	if (ti_strsort_build(&zip->by_name, zip->count, record_name, zip))
+	if (hashes ? ti_strsort_build_hashed(&zip->by_name, zip->count, hashes, record_name, zip)
+	           : ti_strsort_build(&zip->by_name, zip->count, record_name, zip))
 		return TI_FAIL(err, TI_E_NOMEM, "out of memory");
 	uint32_t repeat = UINT32_MAX;
 	if (ti_strsort_repeats(&zip->by_name, earliest_repeat, &repeat)) {
@@ -224,6 +229,7 @@ ti_status ti_zip_open_io(ti_io *io, size_t records_max, ti_arena *arena, ti_zip 
 	zip->io = ti_io_ref(io);
 	zip->file_size = io->size;
 	uint64_t cd_off = 0, cd_size = 0, entries = 0;
+	uint32_t *hashes = NULL; /* each name's hash, made while its bytes are in the cache: the index reads no name again */
 	if (find_directory(zip, &cd_off, &cd_size, &entries, err))
 		goto fail;
 	if (entries > records_max) {
@@ -244,6 +250,7 @@ ti_status ti_zip_open_io(ti_io *io, size_t records_max, ti_arena *arena, ti_zip 
 	ti_io_hint(io, cd_off, cd_size); /* read in windows of 64 KiB: a URL's asks for it whole */
 	zip->window_cap = cd_size < DIR_WINDOW ? (size_t)cd_size + 1 : DIR_WINDOW;
 	zip->window = malloc(zip->window_cap);
+	hashes = malloc(slots * sizeof(*hashes)); /* without it (no memory), the index hashes the names itself */
 	if (arena) {
 		/*
 		 * In the checkpoint's arena, which a directory of 20,000 records
@@ -295,6 +302,8 @@ ti_status ti_zip_open_io(ti_io *io, size_t records_max, ti_arena *arena, ti_zip 
 		names_used += nlen + 1;
 		r->name = name;
 		r->index = (int64_t)i;
+		if (hashes)
+			hashes[i] = ti_strsort_hash_n(name, nlen);
 		if (memchr(name, '\0', nlen)) {
 			TI_FAIL(err, TI_E_CORRUPT, "zip record %zu has a NUL byte in its name", i);
 			goto bad_entry;
@@ -317,18 +326,20 @@ ti_status ti_zip_open_io(ti_io *io, size_t records_max, ti_arena *arena, ti_zip 
 	}
 	free(zip->window);
 	zip->window = NULL;
-	if (index_names(zip, err))
+	if (index_names(zip, hashes, err))
 		goto fail;
+	free(hashes);
 	*out = zip;
 	return TI_OK;
 bad_entry:
 	/* A name given twice before the damaged entry was the first fault. */
 	if (zip->count) {
 		ti_error damage = *err;
-		if (index_names(zip, err) != TI_E_CORRUPT)
+		if (index_names(zip, hashes, err) != TI_E_CORRUPT)
 			*err = damage;
 	}
 fail:
+	free(hashes);
 	ti_zip_close(zip);
 	return err->code;
 }

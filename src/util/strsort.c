@@ -9,9 +9,8 @@
 static uint32_t position(uint64_t item) { return (uint32_t)item; }
 
 /* Eight bytes at a time, each mixed in by a multiply, then SplitMix64's finaliser: a 20-byte name in a few nanoseconds. */
-uint32_t ti_strsort_hash(const char *s)
+uint32_t ti_strsort_hash_n(const char *s, size_t n)
 {
-	size_t n = strlen(s);
 	uint64_t h = 0x9e3779b97f4a7c15u ^ n, w;
 	for (; n >= 8; n -= 8, s += 8) {
 		memcpy(&w, s, 8);
@@ -26,6 +25,8 @@ uint32_t ti_strsort_hash(const char *s)
 	h ^= h >> 31;
 	return (uint32_t)(h ^ (h >> 32));
 }
+
+uint32_t ti_strsort_hash(const char *s) { return ti_strsort_hash_n(s, strlen(s)); }
 
 /* Items ascending by their whole value (hash, then position): insertion sort, for the few of a bucket. */
 static void insertion_sort(uint64_t *a, size_t n)

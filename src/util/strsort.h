@@ -30,6 +30,8 @@ typedef struct ti_strsort {
 
 /* 32 bits of the string's hash: what the sort orders by. */
 uint32_t ti_strsort_hash(const char *s);
+/* The same of s's first n bytes, which hold no NUL: ti_strsort_hash(s) when s[n] is the NUL. */
+uint32_t ti_strsort_hash_n(const char *s, size_t n);
 
 /* Sorts the strings key_of(ctx, 0 .. count - 1) (count at most TI_STRSORT_MAX); -1 when memory runs out. */
 int ti_strsort_build(ti_strsort *s, size_t count, ti_strsort_key_fn key_of, const void *ctx);

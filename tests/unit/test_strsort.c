@@ -4,6 +4,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "unit.h"
 #include "util/strsort.h"
@@ -139,4 +140,16 @@ Test(strsort, sorts_a_crowd_whose_buckets_hold_many_names_each)
 	for (int i = 0; i < CROWD; i++)
 		free(crowd[i]);
 	free(crowd);
+}
+
+Test(strsort, a_hash_of_given_length_is_the_hash_of_the_string)
+{
+	/* the zip reader hashes each name as it copies it, with its length: lookups hash the terminated string */
+	for (int i = 0; i < NAMES; i++)
+		if (ti_strsort_hash_n(names[i], strlen(names[i])) != ti_strsort_hash(names[i]))
+			cr_assert_fail("'%s': %u by length, %u by string", names[i], ti_strsort_hash_n(names[i], strlen(names[i])),
+			               ti_strsort_hash(names[i]));
+	static const char cut[] = "layers.0.weight and more";
+	EXPECT_INT(ti_strsort_hash_n(cut, 15), ti_strsort_hash("layers.0.weight"));
+	EXPECT_INT(ti_strsort_hash_n("", 0), ti_strsort_hash(""));
 }
