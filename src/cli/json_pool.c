@@ -1,5 +1,5 @@
 /* json_pool.c - cJSON's values in chunks of 2 MiB, reused per thread (see json_pool.h). */
-#define _DEFAULT_SOURCE /* MAP_ANONYMOUS and madvise */
+#define _DEFAULT_SOURCE /* MAP_ANONYMOUS */
 #include "cli/json_pool.h"
 
 #include <stdbool.h>
@@ -11,6 +11,7 @@
 #include <cJSON.h>
 
 #include "tinspect/arena.h" /* TI_ARENA_ASAN: whether this is a sanitized build */
+#include "util/prefault.h"
 
 /*
  * A block is an 8-byte header, its size class (LARGE for one from malloc),
@@ -18,7 +19,7 @@
  * 72 where malloc takes 80. A freed block goes on its class's list in the
  * freeing thread's pool; chunks are never unmapped before the process ends.
  */
-enum { CHUNK = 2 << 20, FIRST_CHUNK = 256 << 10, GRAIN = 8, SMALL_MAX = 256, CLASSES = (SMALL_MAX + 8) / GRAIN + 1 };
+enum { CHUNK = TI_HUGE_PAGE, FIRST_CHUNK = 256 << 10, GRAIN = 8, SMALL_MAX = 256, CLASSES = (SMALL_MAX + 8) / GRAIN + 1 };
 #define LARGE ((uint64_t)0)
 
 typedef struct pool {
@@ -36,35 +37,20 @@ static _Thread_local pool this_thread;
  */
 static bool new_chunk(pool *p)
 {
+	char *chunk = NULL;
+	size_t size = p->chunks ? (size_t)CHUNK : FIRST_CHUNK;
+	if (p->chunks)
+		chunk = ti_map_huge();
 #ifdef MAP_ANONYMOUS
-	if (!p->chunks) {
-		char *first = mmap(NULL, FIRST_CHUNK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (first == MAP_FAILED)
-			return false;
-		p->next = first;
-		p->end = first + FIRST_CHUNK;
-		p->chunks++;
-		return true;
-	}
-	char *map = mmap(NULL, 2 * (size_t)CHUNK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (map == MAP_FAILED)
-		return false;
-	char *chunk = (char *)(((uintptr_t)map + CHUNK - 1) & ~(uintptr_t)(CHUNK - 1));
-	if (chunk > map)
-		munmap(map, (size_t)(chunk - map));
-	if (chunk + CHUNK < map + 2 * (size_t)CHUNK)
-		munmap(chunk + CHUNK, (size_t)(map + 2 * (size_t)CHUNK - (chunk + CHUNK)));
-#ifdef MADV_HUGEPAGE
-	madvise(chunk, CHUNK, MADV_HUGEPAGE); /* advice: where it is not taken, small pages do */
+	else if ((chunk = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)) == MAP_FAILED)
+		chunk = NULL;
 #endif
+	if (!chunk)
+		return false; /* the block comes from malloc */
 	p->next = chunk;
-	p->end = chunk + CHUNK;
+	p->end = chunk + size;
 	p->chunks++;
 	return true;
-#else
-	(void)p;
-	return false;
-#endif
 }
 
 static void *large(size_t size)

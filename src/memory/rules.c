@@ -358,7 +358,7 @@ static const plain_row *plain_find(const char *name)
 static const char *label_of(mem_builder *b, const char *op)
 {
 	const char *path = b->module_path && *b->module_path ? b->module_path : NULL;
-	return path ? ti_arena_printf(b->arena, "%s (%s)", path, op) : ti_arena_strdup(b->arena, op);
+	return path ? ti_arena_cat(b->arena, (const char *const[]){path, " (", op, ")"}, 4) : ti_arena_strdup(b->arena, op);
 }
 
 int64_t mem_dropout_saved(const mem_builder *b, int64_t bytes, int64_t es, bool fused)

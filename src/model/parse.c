@@ -42,7 +42,7 @@ static const char *join(ti_model *m, const char *a, const char *b)
 {
 	if (!a || !*a)
 		return ti_arena_strdup(&m->arena, b);
-	return ti_arena_printf(&m->arena, "%s.%s", a, b);
+	return ti_arena_cat(&m->arena, (const char *const[]){a, ".", b}, 3);
 }
 
 static bool is_identifier(const char *s)

@@ -58,7 +58,7 @@ struct ti_arena_heap {
  */
 enum {
 	BLOCK_SIZE = 256 * 1024, OWN_BLOCK_MIN = BLOCK_SIZE / 4, ALIGN = 8, ARRAY_HEAP_MIN = 4096,
-	HUGE_BLOCK = 2 << 20, HUGE_AFTER = 1 << 20, MAPPED_ARRAY_MIN = 64 * 1024,
+	HUGE_BLOCK = TI_HUGE_PAGE, HUGE_AFTER = 1 << 20, MAPPED_ARRAY_MIN = 64 * 1024,
 };
 
 void ti_arena_init(ti_arena *a, size_t limit)
@@ -94,24 +94,12 @@ static size_t room(const ti_arena *a) { return a->reserved < a->limit ? a->limit
 /* A zeroed huge block (see above), or NULL: then the caller takes a small one. */
 static ti_arena_block *huge_block(void)
 {
-#if defined(MADV_HUGEPAGE) && defined(MAP_ANONYMOUS)
-	/* Twice the size, so that an aligned block lies inside; the rest goes back at once. */
-	char *map = mmap(NULL, 2 * HUGE_BLOCK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (map == MAP_FAILED)
+	ti_arena_block *b = ti_map_huge();
+	if (!b)
 		return NULL;
-	char *block = (char *)(((uintptr_t)map + HUGE_BLOCK - 1) & ~(uintptr_t)(HUGE_BLOCK - 1));
-	if (block > map)
-		munmap(map, (size_t)(block - map));
-	if (block + HUGE_BLOCK < map + 2 * HUGE_BLOCK)
-		munmap(block + HUGE_BLOCK, (size_t)(map + 2 * HUGE_BLOCK - (block + HUGE_BLOCK)));
-	madvise(block, HUGE_BLOCK, MADV_HUGEPAGE); /* advice: where it is not taken, small pages do */
-	UNPOISON(block, HUGE_BLOCK); /* under ASan, memory mapped where a poisoned block was */
-	ti_arena_block *b = (ti_arena_block *)(void *)block;
+	UNPOISON(b, HUGE_BLOCK); /* under ASan, memory mapped where a poisoned block was */
 	b->mapped = true;
 	return b;
-#else
-	return NULL;
-#endif
 }
 
 /*
@@ -238,6 +226,28 @@ char *ti_arena_strdup(ti_arena *a, const char *s)
 	return ti_arena_strndup(a, s, strlen(s));
 }
 
+char *ti_arena_cat(ti_arena *a, const char *const *parts, size_t n)
+{
+	size_t len[8], total = 1;
+	if (n > sizeof(len) / sizeof(len[0]))
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		len[i] = strlen(parts[i]);
+		if (len[i] > SIZE_MAX - total)
+			return NULL;
+		total += len[i];
+	}
+	char *p = ti_arena_alloc(a, total), *at = p;
+	if (!p)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		memcpy(at, parts[i], len[i]);
+		at += len[i];
+	}
+	*at = '\0';
+	return p;
+}
+
 char *ti_arena_printf(ti_arena *a, const char *fmt, ...)
 {
 	va_list ap;
@@ -274,7 +284,8 @@ static size_t page_round(size_t n) { return (n + 4095) & ~(size_t)4095; }
 static ti_arena_heap *heap_realloc(ti_arena_heap *old, size_t old_size, size_t bytes)
 {
 #ifdef MAP_ANONYMOUS
-	if (bytes >= MAPPED_ARRAY_MIN + sizeof(*old) || (old && old->mapped)) {
+	/* under AddressSanitizer every buffer stays malloc'd, where an overflow is caught */
+	if (!TI_ARENA_ASAN && (bytes >= MAPPED_ARRAY_MIN + sizeof(*old) || (old && old->mapped))) {
 		size_t length = page_round(bytes);
 		if (old && old->mapped && length <= old->mapped)
 			return old;

@@ -246,3 +246,16 @@ Test(arena, arrays_growing_side_by_side_past_64_kib_keep_their_items_and_are_all
 	EXPECT_INT(a.reserved, 0);
 	EXPECT_INT(a.used, 0);
 }
+
+Test(arena, cat_joins_its_parts_and_refuses_too_many)
+{
+	ti_arena a;
+	ti_arena_init(&a, 1 << 20);
+	EXPECT_STR(ti_arena_cat(&a, (const char *const[]){"layers.0", ".", "weight"}, 3), "layers.0.weight");
+	EXPECT_STR(ti_arena_cat(&a, (const char *const[]){"fc1", " (", "linear", ")"}, 4), "fc1 (linear)");
+	EXPECT_STR(ti_arena_cat(&a, (const char *const[]){"", "", ""}, 3), "");
+	EXPECT_STR(ti_arena_cat(&a, NULL, 0), "");
+	static const char *const nine[] = {"a", "b", "c", "d", "e", "f", "g", "h", "i"};
+	cr_expect(ti_arena_cat(&a, nine, 9) == NULL, "nine parts were joined");
+	ti_arena_release(&a);
+}
