@@ -75,7 +75,7 @@ void *cli_json_pool_malloc(size_t size)
 		p->free[cls] = *(void **)reused;
 		return reused;
 	}
-	if ((size_t)(p->end - p->next) < bytes && !new_chunk(p))
+	if ((!p->next || (size_t)(p->end - p->next) < bytes) && !new_chunk(p))
 		return large(size);
 	uint64_t *h = (uint64_t *)(void *)p->next;
 	p->next += bytes;

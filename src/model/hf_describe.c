@@ -729,14 +729,21 @@ static void skip_space(json_cursor *c)
 		c->p++;
 }
 
-/* Past a string whose opening quote is at c->p; *escaped says whether it held a backslash. false if unterminated. */
+/*
+ * Past a string whose opening quote is at c->p; false if unterminated.
+ * *escaped says whether it held a backslash or a NUL byte, either of which
+ * makes its C string (what cJSON compares) differ from its bytes.
+ */
 static bool skip_string(json_cursor *c, bool *escaped)
 {
 	*escaped = false;
 	for (c->p++; c->p < c->end; c->p++) {
 		if (*c->p == '\\') {
 			*escaped = true;
-			c->p++;
+			if (++c->p >= c->end)
+				return false;
+		} else if (!*c->p) {
+			*escaped = true;
 		} else if (*c->p == '"') {
 			c->p++;
 			return true;

@@ -731,6 +731,10 @@ Test(hf_describe, tells_a_config_by_its_keys_as_a_whole_parse_would)
 		"{\"model_type\": \"x\"} trailing",
 		"{}", "", "{", "}", "{\"model_type\"}", "{\"model_type\": }", "{:}",
 	};
+	/* a NUL inside a key: cJSON compares the C string, so these name model_type and graph */
+	static const char nul_key[] = "{\"model_type\0x\": \"llama\"}", nul_graph[] = "{\"model_type\": \"x\", \"graph\0\": 1}";
+	EXPECT_INT(ti_hf_is_config(nul_key, sizeof(nul_key) - 1), config_by_tree(nul_key, sizeof(nul_key) - 1));
+	EXPECT_INT(ti_hf_is_config(nul_graph, sizeof(nul_graph) - 1), config_by_tree(nul_graph, sizeof(nul_graph) - 1));
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
 		if (ti_hf_is_config(cases[i], strlen(cases[i])) != config_by_tree(cases[i], strlen(cases[i])))
 			cr_assert_fail("case %zu, %s: says %d, a whole parse says %d", i, cases[i],
