@@ -130,16 +130,8 @@ static const char *child_name(walker *w, const char *prefix, const ti_value *key
 		snprintf(buf, sizeof(buf), "%" PRId64, key->as.integer);
 	else if ((k = key_text(w, key)) == NULL)
 		return NULL;
-	/* Joined by hand: this runs once per entry, and printf costs more than the rest of the walk. */
-	size_t plen = strlen(prefix), klen = strlen(k);
-	char *name = ti_arena_alloc(w->arena, plen + klen + 2);
-	if (!name)
-		return NULL;
-	memcpy(name, prefix, plen);
-	if (plen)
-		name[plen++] = '.';
-	memcpy(name + plen, k, klen + 1);
-	return name;
+	/* Joined without printf: this runs once per entry, and printf costs more than the rest of the walk. */
+	return prefix[0] ? ti_arena_cat(w->arena, (const char *const[]){prefix, ".", k}, 3) : ti_arena_strdup(w->arena, k);
 }
 
 static ti_status walk(walker *w, const char *name, const ti_value *v);
