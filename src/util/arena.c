@@ -355,7 +355,7 @@ void *ti_arena_array(ti_arena *a, size_t count, size_t item_size)
 	if (size < ARRAY_HEAP_MIN)
 		return ti_arena_alloc(a, size);
 	void *p = heap_resize(a, NULL, 0, size);
-	if (p)
+	if (p && !heap_of(p)->mapped) /* a fresh mapping is zero already */
 		memset(p, 0, size);
 	return p;
 }
