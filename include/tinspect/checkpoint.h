@@ -72,6 +72,12 @@ const ti_record *ti_ckpt_record(const ti_ckpt *ckpt, size_t i);
 /* Where a stored record's bytes begin in the file, from its local header. */
 ti_status ti_ckpt_record_payload_offset(ti_ckpt *ckpt, size_t i, uint64_t *offset,
                                         ti_error *err);
+/*
+ * Where record i lies in the file, near enough to order reads by and with
+ * nothing read: a zip record's local header (its bytes follow it), a legacy
+ * storage's bytes. UINT64_MAX for no such record.
+ */
+uint64_t ti_ckpt_record_place(const ti_ckpt *ckpt, size_t i);
 
 size_t ti_ckpt_storage_count(const ti_ckpt *ckpt);
 const ti_storage *ti_ckpt_storage(const ti_ckpt *ckpt, size_t i);

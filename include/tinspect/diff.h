@@ -58,6 +58,13 @@ typedef struct ti_diff_options {
 	double atol, rtol; /* what close means; 0 and 0: equal */
 	/* A's and B's non-tensor values: only those named under this prefix ("model."), without it; NULL: all */
 	const char *value_prefix[2];
+	/*
+	 * With values: called after each chunk compared with the bytes read of
+	 * both sides so far and in all (the pairs compared, in the order their
+	 * bytes lie in A's files); NULL for none.
+	 */
+	void (*progress)(void *user, uint64_t done, uint64_t total);
+	void *progress_user;
 } ti_diff_options;
 
 typedef struct ti_diff_tensor {

@@ -214,6 +214,21 @@ ti_status ti_source_read(ti_source *src, size_t storage, uint64_t offset, void *
  * found (a damaged record: ti_source_read then says why).
  */
 bool ti_source_file_place(ti_source *src, size_t storage, int *fd, uint64_t *offset);
+/*
+ * As ti_source_file_place, but an order and nothing read: an offset that
+ * sorts storages of one file as their bytes lie (a zip record's local
+ * header where its bytes' offset is not yet read), for reading many in the
+ * file's order. False where ti_source_file_place would be.
+ */
+bool ti_source_file_order(ti_source *src, size_t storage, int *fd, uint64_t *order);
+/*
+ * The order to read tensors which[0..n) in so that a file is read front to
+ * back, as the kernel's read-ahead expects: order[k] is an index into
+ * which, by file (as opened) and place in it (ti_source_file_order, plus
+ * the tensor's offset into its storage); tensors whose bytes are not a local
+ * file's come last, in the order given. TI_E_NOMEM or TI_OK.
+ */
+ti_status ti_source_read_order(ti_source *src, const size_t *which, size_t n, size_t *order, ti_error *err);
 
 /*
  * The byte extent of a strided view: (offset + sum((size-1)*stride) + 1) *

@@ -13,13 +13,14 @@
 #include "cli/ci_report.h"
 #include "cli/cli.h"
 #include "cli/output.h"
+#include "cli/progress.h"
 #include "tinspect/diff.h"
 #include "tinspect/value.h"
 #include "util/strmap.h"
 
 enum {
 	OPT_HELP = 1, OPT_JSON, OPT_VALUES, OPT_ATOL, OPT_RTOL, OPT_TRUST, OPT_JUNIT, OPT_FORMAT, OPT_KEY, OPT_STRIP,
-	OPT_FILTER
+	OPT_FILTER, OPT_QUIET
 };
 
 static const cli_option options[] = {
@@ -34,6 +35,7 @@ static const cli_option options[] = {
 	{"key", 0, OPT_VALUE, OPT_KEY},
 	{"strip-prefix", 0, OPT_VALUE, OPT_STRIP},
 	{"filter", 0, OPT_VALUE, OPT_FILTER},
+	{"quiet", 'q', OPT_FLAG, OPT_QUIET},
 	CLI_URL_OPTIONS,
 	{NULL, 0, 0, 0},
 };
@@ -58,6 +60,7 @@ static const char help[] =
 	"                     file's names are the other's under a key)\n"
 	"  --strip-prefix P   take P ('module.') off the names that start with it\n"
 	"  --filter GLOB      compare only the tensors whose name matches (repeatable)\n"
+	"  -q, --quiet        no progress bar (drawn with --values on a terminal)\n"
 	"  --trust            read a checkpoint whose pickle scan finds dangerous\n"
 	"  --json             print one JSON document\n"
 	"  --junit FILE       also write a JUnit XML report: a test case per kind of\n"
@@ -69,6 +72,13 @@ static const char help[] =
 	"  -h, --help         show this help\n";
 
 enum { FILTER_MAX = 64 };
+
+static void on_progress(void *user, uint64_t done, uint64_t total)
+{
+	cli_progress *bar = user;
+	bar->total = total;
+	cli_progress_add(bar, done - bar->done);
+}
 
 /* The names side's tensors take under key (NULL: all) with strip taken off, into names. 0, or -1 out of memory. */
 static int names_as(const ti_source *src, const char *key, const char *strip, ti_strmap *names)
@@ -569,7 +579,7 @@ int cmd_diff(int argc, char **argv)
 	cli_parser p = {.argc = argc, .index = 1, .argv = argv, .options = options, .command = "diff"};
 	const char *files[2] = {NULL, NULL}, *value;
 	ti_diff_options o = {.values = false, .atol = 0, .rtol = 0};
-	bool json = false, trust = false, github = false;
+	bool json = false, trust = false, github = false, quiet = false;
 	const char *junit = NULL, *filters[FILTER_MAX];
 	ti_source_selection sel = {.filters = filters};
 	int id, rc;
@@ -609,6 +619,9 @@ int cmd_diff(int argc, char **argv)
 			break;
 		case OPT_TRUST:
 			trust = true;
+			break;
+		case OPT_QUIET:
+			quiet = true;
 			break;
 		case OPT_JUNIT:
 			junit = value;
@@ -664,7 +677,13 @@ int cmd_diff(int argc, char **argv)
 	ti_arena arena;
 	ti_arena_init(&arena, (size_t)1 << 30);
 	ti_diff_report r;
-	if (ti_diff_run(src[0], src[1], &o, &arena, &r, &err)) {
+	cli_progress bar;
+	cli_progress_begin(&bar, stderr, "diff", 0, o.values && !quiet);
+	o.progress = on_progress;
+	o.progress_user = &bar;
+	ti_status diffed = ti_diff_run(src[0], src[1], &o, &arena, &r, &err);
+	cli_progress_end(&bar);
+	if (diffed) {
 		rc = cli_report(files[r.failed_input], &err);
 		snprintf(why, sizeof(why), "%s: %s", files[r.failed_input], err.message);
 		if (junit || github)

@@ -469,6 +469,13 @@ ti_scan_severity ti_ckpt_safety(const ti_ckpt *c, const ti_scan_finding **findin
 	return c->findings.worst;
 }
 
+uint64_t ti_ckpt_record_place(const ti_ckpt *c, size_t i)
+{
+	if (c->payload_offsets)
+		return i < c->record_count ? c->payload_offsets[i] : UINT64_MAX;
+	return c->zip ? ti_zip_local_offset(c->zip, i) : UINT64_MAX;
+}
+
 ti_status ti_ckpt_record_payload_offset(ti_ckpt *c, size_t i, uint64_t *offset, ti_error *err)
 {
 	if (c->payload_offsets) {

@@ -366,6 +366,11 @@ size_t ti_zip_count(const ti_zip *zip) { return zip->count; }
 const ti_record *ti_zip_records(const ti_zip *zip) { return zip->records; }
 int64_t ti_zip_find(ti_zip *zip, const char *name) { return ti_strsort_find(&zip->by_name, name); }
 
+uint64_t ti_zip_local_offset(const ti_zip *zip, size_t index)
+{
+	return index < zip->count ? zip->local_offsets[index] : UINT64_MAX;
+}
+
 ti_status ti_zip_payload_offset(ti_zip *zip, size_t index, uint64_t *offset, ti_error *err)
 {
 	if (index >= zip->count)

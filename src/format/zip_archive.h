@@ -49,6 +49,8 @@ ti_status ti_zip_pread(ti_zip *zip, uint64_t offset, void *buf, size_t n, ti_err
  * bytes past it will be read soon, in pieces (io.h's ti_io_hint).
  */
 void ti_zip_hint_record(ti_zip *zip, size_t index, uint64_t after);
+/* Where a record's local header starts: known from the central directory, nothing read. */
+uint64_t ti_zip_local_offset(const ti_zip *zip, size_t index);
 /* Where a record's payload starts in the file, from its local header. */
 ti_status ti_zip_payload_offset(ti_zip *zip, size_t index, uint64_t *offset, ti_error *err);
 

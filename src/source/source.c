@@ -12,6 +12,7 @@
 #include "tinspect/dcp.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -421,12 +422,69 @@ ti_status ti_source_read(ti_source *s, size_t storage, uint64_t offset, void *bu
 	return TI_OK;
 }
 
-bool ti_source_file_place(ti_source *s, size_t storage, int *fd, uint64_t *offset)
+/* The place of storage i when its bytes are a local file's as they lie (not generated, swapped, inflated, remote). */
+static source_place *file_bytes(ti_source *s, size_t storage)
 {
 	if (listed(s)->list_status || storage >= s->storage_count || !s->storages[storage].has_data)
+		return NULL;
+	source_place *p = &s->places[storage];
+	if (p->gen || p->swap || p->conj || p->neg || p->read || !p->io || p->io->remote)
+		return NULL;
+	return p;
+}
+
+bool ti_source_file_order(ti_source *s, size_t storage, int *fd, uint64_t *order)
+{
+	const source_place *p = file_bytes(s, storage);
+	if (!p)
 		return false;
-	const source_place *p = &s->places[storage];
-	if (p->gen || p->swap || p->conj || p->neg || p->read || !p->io || p->io->remote) /* not the bytes as they lie in a local file */
+	*fd = p->io->fd;
+	*order = p->record < 0 ? p->offset : ti_ckpt_record_place(p->ckpt, (size_t)p->record);
+	return true;
+}
+
+typedef struct read_place {
+	int fd; /* INT_MAX: not a local file's bytes */
+	uint64_t at;
+	size_t k;
+} read_place;
+
+static int by_read_place(const void *p, const void *q)
+{
+	const read_place *x = p, *y = q;
+	if (x->fd != y->fd)
+		return x->fd < y->fd ? -1 : 1;
+	if (x->at != y->at)
+		return x->at < y->at ? -1 : 1;
+	return (x->k > y->k) - (x->k < y->k);
+}
+
+ti_status ti_source_read_order(ti_source *s, const size_t *which, size_t n, size_t *order, ti_error *err)
+{
+	read_place *places = malloc((n ? n : 1) * sizeof(*places));
+	if (!places)
+		return TI_FAIL(err, TI_E_NOMEM, "out of memory for the order of %zu reads", n);
+	for (size_t k = 0; k < n; k++) {
+		const ti_source_tensor *t = ti_source_tensor_at(s, which[k]);
+		read_place *p = &places[k];
+		*p = (read_place){.fd = INT_MAX, .at = 0, .k = k};
+		if (!t || !ti_source_file_order(s, t->storage, &p->fd, &p->at)) {
+			p->fd = INT_MAX;
+			continue;
+		}
+		/* an offset so large that this wraps is refused by the read; here it only sorts */
+		p->at += (uint64_t)ti_dtype_bits(t->dtype) * (uint64_t)(t->offset > 0 ? t->offset : 0) / 8;
+	}
+	qsort(places, n, sizeof(*places), by_read_place);
+	for (size_t k = 0; k < n; k++)
+		order[k] = places[k].k;
+	free(places);
+	return TI_OK;
+}
+
+bool ti_source_file_place(ti_source *s, size_t storage, int *fd, uint64_t *offset)
+{
+	if (!file_bytes(s, storage))
 		return false;
 	ti_error ignored;
 	ti_error_clear(&ignored);

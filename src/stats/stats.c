@@ -1,8 +1,9 @@
 /*
  * stats.c - per-tensor statistics, streamed in chunks (stats.h).
  *
- * Each chunk of a view is read in logical order (view.h), hashed as read,
- * and widened: float32 as it is, float16 and bfloat16 to float32 by bits
+ * Tensors are read in the order their bytes lie in the files
+ * (ti_source_read_order), each view's chunks in logical order (view.h),
+ * hashed as read, and widened: float32 as it is, float16 and bfloat16 to float32 by bits
  * in a plain loop, integers and bool to int64 and float64 to itself
  * (ti_cast for those). The float loops assume every value finite and
  * check that on the way (x - x is 0 only for a finite x: no branch); a
@@ -673,14 +674,20 @@ ti_status ti_stats_run(ti_source *src, const size_t *which, size_t n, const ti_s
 	}
 	if (o->cuda)
 		return run_cuda(src, which, n, o, out, &pr, err);
+	/* in the order the bytes lie in the files, as the kernel's read-ahead expects; out[] keeps which's */
+	size_t *order = malloc((n ? n : 1) * sizeof(*order));
+	if (!order)
+		return TI_FAIL(err, TI_E_NOMEM, "out of memory for the statistics of %zu tensors", n);
+	ti_status st = ti_source_read_order(src, which, n, order, err);
 	ti_view_reader r;
 	ti_view_reader_init(&r);
-	ti_status st = TI_OK;
-	for (size_t i = 0; i < n && !st; i++) {
+	for (size_t k = 0; k < n && !st; k++) {
+		size_t i = order[k];
 		const ti_source_tensor *t = ti_source_tensor_at(src, which[i]);
 		if ((st = stats_view(src, t, &r, &out[i], &pr, err)))
 			ti_error_at(err, t->name, -1);
 	}
 	ti_view_reader_release(&r);
+	free(order);
 	return st;
 }

@@ -38,23 +38,34 @@ typedef struct st_tensor {
 	const void *data;
 } st_tensor;
 
-/* Writes NAME in the temporary folder as safetensors (header padded to 8) and returns its path. */
-static const char *write_st(const char *name, const st_tensor *t, size_t n, const char *metadata)
+/*
+ * Writes NAME in the temporary folder as safetensors (header padded to 8) and
+ * returns its path. The header lists the tensors in t's order; their bytes
+ * lie in data_order's (indices into t; NULL: t's order too).
+ */
+static const char *write_st_laid_out(const char *name, const st_tensor *t, size_t n, const char *metadata,
+                                     const size_t *data_order)
 {
 	static char path[4][256];
 	static int turn;
 	char *p = path[turn++ % 4];
 	snprintf(p, 256, "%s/%s", tmpdir, name);
+	uint64_t begin[16];
+	cr_assert(n <= 16);
+	uint64_t off = 0;
+	for (size_t k = 0; k < n; k++) {
+		size_t i = data_order ? data_order[k] : k;
+		begin[i] = off;
+		off += t[i].count * t[i].size;
+	}
 	char header[4096];
 	size_t len = (size_t)snprintf(header, sizeof(header), "{%s%s", metadata ? metadata : "", metadata ? "," : "");
-	uint64_t off = 0;
 	for (size_t i = 0; i < n; i++) {
 		uint64_t bytes = t[i].count * t[i].size;
 		len += (size_t)snprintf(header + len, sizeof(header) - len,
 		                        "%s\"%s\":{\"dtype\":\"%s\",\"shape\":[%zu],\"data_offsets\":[%llu,%llu]}",
-		                        i ? "," : "", t[i].name, t[i].dtype, t[i].count, (unsigned long long)off,
-		                        (unsigned long long)(off + bytes));
-		off += bytes;
+		                        i ? "," : "", t[i].name, t[i].dtype, t[i].count, (unsigned long long)begin[i],
+		                        (unsigned long long)(begin[i] + bytes));
 	}
 	header[len++] = '}';
 	while (len % 8)
@@ -63,10 +74,17 @@ static const char *write_st(const char *name, const st_tensor *t, size_t n, cons
 	cr_assert(f, "cannot write %s", p);
 	uint64_t hl = len; /* little-endian on every machine this runs on; the format says u64 LE */
 	cr_assert(fwrite(&hl, 8, 1, f) == 1 && fwrite(header, 1, len, f) == len);
-	for (size_t i = 0; i < n; i++)
+	for (size_t k = 0; k < n; k++) {
+		size_t i = data_order ? data_order[k] : k;
 		cr_assert(fwrite(t[i].data, t[i].size, t[i].count, f) == t[i].count);
+	}
 	cr_assert(fclose(f) == 0);
 	return p;
+}
+
+static const char *write_st(const char *name, const st_tensor *t, size_t n, const char *metadata)
+{
+	return write_st_laid_out(name, t, n, metadata, NULL);
 }
 
 typedef struct pair {
@@ -302,6 +320,65 @@ Test(diff, a_tensor_longer_than_a_chunk_is_compared_across_chunks)
 	done(&p);
 	free(a);
 	free(b);
+}
+
+/* What options.progress was told, call by call. */
+typedef struct progress_log {
+	uint64_t done[16], total;
+	size_t calls;
+	bool total_changed;
+} progress_log;
+
+static void log_progress(void *user, uint64_t done, uint64_t total)
+{
+	progress_log *log = user;
+	if (log->calls && total != log->total)
+		log->total_changed = true;
+	log->total = total;
+	if (log->calls < 16)
+		log->done[log->calls] = done;
+	log->calls++;
+}
+
+Test(diff, values_are_read_in_the_order_their_bytes_lie_in_the_file_not_by_name)
+{
+	/* Listed by name: layer1 (7 floats), layer10 (3), layer2 (5); in the file: layer2, layer10, layer1. */
+	float x[7] = {1, 2, 3, 4, 5, 6, 7}, y[7] = {1, 2, 3, 4, 5, 6, 8};
+	st_tensor ta[] = {{"layer1", "F32", 7, 4, x}, {"layer10", "F32", 3, 4, x}, {"layer2", "F32", 5, 4, x}};
+	st_tensor tb[] = {{"layer1", "F32", 7, 4, y}, {"layer10", "F32", 3, 4, x}, {"layer2", "F32", 5, 4, x}};
+	const size_t laid_out[] = {2, 1, 0};
+	progress_log log = {0};
+	ti_diff_options o = {.values = true, .progress = log_progress, .progress_user = &log};
+	pair p;
+	run(&p, write_st_laid_out("a.safetensors", ta, 3, NULL, laid_out),
+	    write_st_laid_out("b.safetensors", tb, 3, NULL, laid_out), o);
+	EXPECT_INT(log.calls, 3);
+	EXPECT_INT(log.done[0], 5 * 4 * 2);
+	EXPECT_INT(log.done[1], (5 + 3) * 4 * 2);
+	EXPECT_INT(log.done[2], (5 + 3 + 7) * 4 * 2);
+	EXPECT_INT(log.total, (5 + 3 + 7) * 4 * 2);
+	cr_expect(!log.total_changed);
+	EXPECT_DOUBLE(row(&p, "layer1")->max_abs, 1);
+	cr_expect(row(&p, "layer2")->bit_identical && row(&p, "layer10")->bit_identical);
+	done(&p);
+}
+
+Test(diff, progress_counts_each_chunk_of_a_long_tensor_and_ends_at_the_total)
+{
+	size_t n = TI_DIFF_CHUNK * 2 + 3;
+	float *a = calloc(n, sizeof(float));
+	cr_assert(a);
+	st_tensor t[] = {{"big", "F32", n, 4, a}};
+	progress_log log = {0};
+	ti_diff_options o = {.values = true, .progress = log_progress, .progress_user = &log};
+	pair p;
+	run(&p, write_st("a.safetensors", t, 1, NULL), write_st("b.safetensors", t, 1, NULL), o);
+	EXPECT_INT(log.calls, 3);
+	EXPECT_INT(log.done[0], TI_DIFF_CHUNK * 4 * 2);
+	EXPECT_INT(log.done[2], n * 4 * 2);
+	EXPECT_INT(log.total, n * 4 * 2);
+	done(&p);
+	free(a);
 }
 
 Test(diff, shape_changes_are_reported_and_not_read)

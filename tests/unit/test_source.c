@@ -366,3 +366,41 @@ Test(source, a_folder_converts_to_one_file_holding_every_shard_tensor)
 	ti_source_close(in);
 	unlink(out);
 }
+
+Test(source, a_file_order_sorts_storages_as_their_bytes_lie_without_reading_a_local_header)
+{
+	ti_source *src;
+	ASSERT_STATUS(ti_source_open("fixtures/diff/base.pt", &src, &err), TI_OK, err);
+	size_t n = ti_source_storage_count(src);
+	cr_assert(n >= 2);
+	int fd_order[8], fd_place[8];
+	uint64_t order[8], place[8];
+	cr_assert(n <= 8);
+	for (size_t i = 0; i < n; i++) /* first the order: no local header has been read yet */
+		cr_assert(ti_source_file_order(src, i, &fd_order[i], &order[i]), "storage %zu has no file order", i);
+	for (size_t i = 0; i < n; i++)
+		cr_assert(ti_source_file_place(src, i, &fd_place[i], &place[i]), "storage %zu has no file place", i);
+	for (size_t i = 0; i < n; i++) {
+		EXPECT_INT(fd_order[i], fd_place[i]);
+		cr_expect(order[i] < place[i], "a record's header (%llu) comes before its bytes (%llu)",
+		          (unsigned long long)order[i], (unsigned long long)place[i]);
+		for (size_t j = 0; j < n; j++) /* the same order as the bytes' */
+			cr_expect((order[i] < order[j]) == (place[i] < place[j]), "storages %zu and %zu", i, j);
+	}
+	/* once a place is read, the order is the place itself */
+	uint64_t again;
+	int fd;
+	cr_assert(ti_source_file_order(src, 0, &fd, &again));
+	EXPECT_INT(again, place[0]);
+	ti_source_close(src);
+}
+
+Test(source, no_storage_past_the_last_has_a_file_order)
+{
+	ti_source *src;
+	ASSERT_STATUS(ti_source_open("fixtures/diff/base.pt", &src, &err), TI_OK, err);
+	int fd;
+	uint64_t at;
+	cr_expect(!ti_source_file_order(src, ti_source_storage_count(src), &fd, &at), "past the last storage");
+	ti_source_close(src);
+}

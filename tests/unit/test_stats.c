@@ -458,3 +458,51 @@ Test(stats, without_a_driver_cuda_is_not_available)
 	EXPECT_STATUS(ti_stats_run(src, which, 1, &o, &s, &err), TI_E_IO, err);
 	cr_expect(!strncmp(err.message, "CUDA not available: ", 20), "got \"%s\"", err.message);
 }
+
+static void log_done(void *user, uint64_t done, uint64_t total)
+{
+	uint64_t *log = user; /* log[0]: calls; then each call's done; the last slot: total */
+	if (log[0] < 8)
+		log[1 + log[0]] = done;
+	log[0]++;
+	log[9] = total;
+}
+
+Test(stats, tensors_are_read_in_the_order_their_bytes_lie_in_the_file)
+{
+	char path[128];
+	snprintf(path, sizeof(path), "%s/three.safetensors", tmpdir);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	cr_assert(fd >= 0);
+	ti_error err;
+	ti_error_clear(&err);
+	/* the bytes lie c (7 floats), a (3), b (5); the names sort a, b, c */
+	const int64_t sc[] = {7}, sa[] = {3}, sb[] = {5};
+	ti_st_spec spec[] = {{.name = "c", .dtype = TI_DT_FLOAT32, .ndim = 1, .shape = sc},
+	                     {.name = "a", .dtype = TI_DT_FLOAT32, .ndim = 1, .shape = sa},
+	                     {.name = "b", .dtype = TI_DT_FLOAT32, .ndim = 1, .shape = sb}};
+	float v[7] = {1, 2, 3, 4, 5, 6, 7};
+	ti_st_writer *w;
+	ASSERT_STATUS(ti_st_writer_begin(fd, spec, 3, NULL, 0, TI_ST_ORDER_AS_GIVEN, &w, &err), TI_OK, err);
+	for (size_t i = 0; i < 3; i++)
+		ASSERT_STATUS(ti_st_writer_put(w, i, v, (size_t)spec[i].shape[0] * 4, &err), TI_OK, err);
+	ASSERT_STATUS(ti_st_writer_end(w, &err), TI_OK, err);
+	ti_st_writer_free(w);
+	close(fd);
+	ASSERT_STATUS(ti_source_open(path, &src, &err), TI_OK, err);
+	cr_assert(ti_source_tensor_count(src) == 3);
+	EXPECT_STR(ti_source_tensor_at(src, 0)->name, "c");
+	size_t which[] = {1, 2, 0}; /* asked for by name: a, b, c */
+	ti_tensor_stats out[3];
+	uint64_t log[10] = {0};
+	ti_stats_options o = {.progress = log_done, .progress_user = log};
+	ASSERT_STATUS(ti_stats_run(src, which, 3, &o, out, &err), TI_OK, err);
+	EXPECT_INT(log[0], 3);
+	EXPECT_INT(log[1], 7 * 4);
+	EXPECT_INT(log[2], (7 + 3) * 4);
+	EXPECT_INT(log[3], (7 + 3 + 5) * 4);
+	EXPECT_INT(log[9], (7 + 3 + 5) * 4);
+	for (size_t i = 0; i < 3; i++) /* each result stays at its tensor's place in which */
+		EXPECT_DOUBLE(out[i].max, (double)ti_source_tensor_at(src, which[i])->numel);
+	ti_source_close(src);
+}
