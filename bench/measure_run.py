@@ -14,7 +14,11 @@ the same run, with the same number of threads:
 Forward time: tinspect's is the real walk alone (`run --json`'s
 forward_seconds: weights and inputs ready, per-step statistics included);
 PyTorch's is model(x) under no_grad after one warm-up call, timed with
-perf_counter. Best of --runs each. Peak memory: each process's maximum
+perf_counter, the best of two calls. The two take turns for --runs rounds
+(one tinspect process, then one PyTorch process) and the ratio is the
+median of the rounds' ratios: this machine's speed drifts by tens of
+percent within a minute, and a ratio of two bests taken minutes apart
+measured the drift (2.5x one run, 0.86x the next). Peak memory: each process's maximum
 resident set (wait4's ru_maxrss): tinspect's whole run (weights, the planned
 values, OpenBLAS's buffers) against PyTorch's process after its forward
 (weights, the interpreter, its caching allocator). torch.set_num_threads and
@@ -79,17 +83,16 @@ TIME_GOAL = {"resnet50": 1.3, "gpt2": 1.0}
 SHORT = {"resnet50": "ResNet-50 batch 8", "gpt2": "GPT-2 small T=256"}
 
 
-def run_tinspect(binary, args, threads, runs):
-    best, rss = None, 0
-    for _ in range(runs):
-        p = subprocess.Popen([binary, "run"] + args + ["--threads", str(threads), "--json"],
-                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        out, err = p.communicate()
-        if p.returncode != 0:
-            raise SystemExit("bench: tinspect run failed: %s" % err.decode().strip())
-        doc = json.loads(out)
-        t = float(doc["forward_seconds"])
-        best = t if best is None or t < best else best
+def tinspect_forward(binary, args, threads):
+    p = subprocess.Popen([binary, "run"] + args + ["--threads", str(threads), "--json"],
+                         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out, err = p.communicate()
+    if p.returncode != 0:
+        raise SystemExit("bench: tinspect run failed: %s" % err.decode().strip())
+    return float(json.loads(out)["forward_seconds"])
+
+
+def tinspect_peak(binary, args, threads):
     # the peak RSS of one more run, from wait4 (Popen reaps the child itself, so run it by hand)
     pid = os.fork()
     if pid == 0:
@@ -99,8 +102,7 @@ def run_tinspect(binary, args, threads, runs):
         os.dup2(fd, 2)
         os.execv(binary, [binary, "run"] + args + ["--threads", str(threads)])
     _, status, ru = os.wait4(pid, 0)
-    rss = ru.ru_maxrss
-    return best, rss
+    return ru.ru_maxrss
 
 
 def run_torch(python, name, threads, runs):
@@ -121,17 +123,28 @@ def main():
     ap.add_argument("--no-torch", action="store_true")
     a = ap.parse_args()
     binary = os.path.abspath(a.tinspect)
-    print("run: forward on the CPU, %d threads, best of %d; peak = max RSS of the process" % (a.threads, a.runs))
+    print("run: forward on the CPU, %d threads, %d rounds taking turns: best times, median of the rounds' ratios; "
+          "peak = max RSS of the process" % (a.threads, a.runs))
     print("| model | tinspect forward | PyTorch forward | ratio | tinspect peak | PyTorch peak |")
     print("|---|---|---|---|---|---|")
     status = 0
     for name, label, args in CASES:
-        t, rss = run_tinspect(binary, args, a.threads, a.runs)
+        ts, pts, ratios, prss = [], [], [], 0
+        for _ in range(a.runs):
+            ts.append(tinspect_forward(binary, args, a.threads))
+            if a.no_torch:
+                continue
+            pt, rss_kib = run_torch(a.python, name, a.threads, 2)
+            pts.append(pt)
+            prss = max(prss, rss_kib)
+            ratios.append(ts[-1] / pt)
+        rss = tinspect_peak(binary, args, a.threads)
+        t = min(ts)
         if a.no_torch:
             print("| %s | %.3f s | - | - | %.0f MiB | - |" % (label, t, rss / 1024))
             continue
-        pt, prss = run_torch(a.python, name, a.threads, a.runs)
-        ratio = t / pt
+        pt = min(pts)
+        ratio = sorted(ratios)[len(ratios) // 2]
         print("| %s | %.3f s | %.3f s | %.2fx | %.0f MiB | %.0f MiB |" % (label, t, pt, ratio, rss / 1024,
                                                                         prss / 1024))
         fast = record("run %s: tinspect / PyTorch forward time, %d threads" % (SHORT[name], a.threads), ratio, "x",
