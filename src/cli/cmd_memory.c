@@ -1969,7 +1969,8 @@ static void window_note(memory_args *a, int64_t kv_cache)
  * The decode step of --context: the step again at T = 1, the KV cache of
  * every attention step holding the whole context (kv_tokens), into
  * a->decode. Nothing when the step has no KV cache (not a decoder, --kv-cache
- * off) or T is not bound. The model is opened again: an earlier report dies.
+ * off) or T is not bound. The decode step's model is opened beside the one
+ * a->cm holds and closed after: a report of that one stays good.
  */
 static int decode_step(memory_args *a, ti_error *err)
 {
@@ -1987,11 +1988,16 @@ static int decode_step(memory_args *a, ti_error *err)
 	a->o.kv_tokens = context;
 	a->o.kv_cache = 1; /* the prefill found a decoder; at one token there is nothing left to mask */
 	const ti_memory_report *r;
+	ti_model *prefill = a->cm.model;
+	a->cm.model = NULL; /* estimate() closes the model it finds: not the prefill's */
 	int rc = estimate(a, &r, err, true);
 	a->cm.bind_values[slot] = context;
 	a->o = saved;
-	if (rc)
+	if (rc) {
+		ti_model_close(a->cm.model);
+		a->cm.model = prefill;
 		return rc;
+	}
 	a->decode.done = true;
 	a->decode.tokens = context;
 	a->decode.peak = r->peak;
@@ -2002,6 +2008,8 @@ static int decode_step(memory_args *a, ti_error *err)
 	a->decode.weights = r->weights;
 	int64_t act = r->peak - r->weights - r->kv_cache - r->inputs;
 	a->decode.activations = act > 0 ? act : 0;
+	ti_model_close(a->cm.model);
+	a->cm.model = prefill;
 	return EXIT_OK;
 }
 
@@ -2165,9 +2173,8 @@ int cmd_memory(int argc, char **argv)
 	if (!rc && !said)
 		window_note(&a, r->kv_cache);
 	if (!rc && !said && (a.batch || a.context) && r->kv_cache) {
-		/* the decode step reopens the model: the prefill's report is made again after it */
-		if (!(rc = decode_step(&a, &err)))
-			rc = estimate(&a, &r, &err, true);
+		/* the decode step opens a model of its own: the prefill's report stays good */
+		rc = decode_step(&a, &err);
 		/* every device's decode need (the same step; with --fit each row's was its own search's), and the
 		   verdict of both */
 		for (int i = 0; !rc && i < a.device_count && a.device_count > 1; i++) {
