@@ -238,15 +238,16 @@ static ti_status hash_view(ti_source *src, const ti_source_tensor *t, scratch *s
 	return TI_OK;
 }
 
-/*
- * Reads ta (of a) and tb (of b), same numel, chunk by chunk and compares
- * them into e. which is set to the side whose read failed.
- */
 /* Bytes read of both sides so far and in all, for options.progress. */
 typedef struct read_count {
 	uint64_t done, total;
 } read_count;
 
+/*
+ * Reads ta (of a) and tb (of b), same numel, chunk by chunk and compares
+ * them into e, counting the bytes into count. which is set to the side
+ * whose read failed.
+ */
 static ti_status compare_values(ti_source *a, const ti_source_tensor *ta, ti_source *b, const ti_source_tensor *tb,
                                 const ti_diff_options *o, scratch *s, ti_diff_tensor *e, int *which,
                                 read_count *count, ti_error *err)
