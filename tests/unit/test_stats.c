@@ -37,23 +37,31 @@ static void remove_tmpdir(void)
 
 TestSuite(stats, .init = make_tmpdir, .fini = remove_tmpdir, .timeout = 60);
 
-/* Opens a safetensors file holding one tensor "t" of dtype, shape and bytes: the source's tensor 0. */
-static const ti_source_tensor *one(ti_dtype dtype, int ndim, const int64_t *shape, const void *bytes, size_t n)
+/* Writes NAME in the temporary folder, n tensors of spec with their bytes (of n_bytes each) as given, and opens it into src. */
+static void open_written(const char *name, const ti_st_spec *spec, size_t n, const void *const *bytes,
+                         const size_t *n_bytes)
 {
 	char path[128];
-	snprintf(path, sizeof(path), "%s/t.safetensors", tmpdir);
+	snprintf(path, sizeof(path), "%s/%s", tmpdir, name);
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
 	cr_assert(fd >= 0);
 	ti_error err;
 	ti_error_clear(&err);
-	ti_st_spec spec = {.name = "t", .dtype = dtype, .ndim = ndim, .shape = shape};
 	ti_st_writer *w;
-	ASSERT_STATUS(ti_st_writer_begin(fd, &spec, 1, NULL, 0, TI_ST_ORDER_AS_GIVEN, &w, &err), TI_OK, err);
-	ASSERT_STATUS(ti_st_writer_put(w, 0, bytes, n, &err), TI_OK, err);
+	ASSERT_STATUS(ti_st_writer_begin(fd, spec, n, NULL, 0, TI_ST_ORDER_AS_GIVEN, &w, &err), TI_OK, err);
+	for (size_t i = 0; i < n; i++)
+		ASSERT_STATUS(ti_st_writer_put(w, i, bytes[i], n_bytes[i], &err), TI_OK, err);
 	ASSERT_STATUS(ti_st_writer_end(w, &err), TI_OK, err);
 	ti_st_writer_free(w);
 	close(fd);
 	ASSERT_STATUS(ti_source_open(path, &src, &err), TI_OK, err);
+}
+
+/* Opens a safetensors file holding one tensor "t" of dtype, shape and bytes: the source's tensor 0. */
+static const ti_source_tensor *one(ti_dtype dtype, int ndim, const int64_t *shape, const void *bytes, size_t n)
+{
+	ti_st_spec spec = {.name = "t", .dtype = dtype, .ndim = ndim, .shape = shape};
+	open_written("t.safetensors", &spec, 1, &bytes, &n);
 	return ti_source_tensor_at(src, 0);
 }
 
@@ -470,26 +478,17 @@ static void log_done(void *user, uint64_t done, uint64_t total)
 
 Test(stats, tensors_are_read_in_the_order_their_bytes_lie_in_the_file)
 {
-	char path[128];
-	snprintf(path, sizeof(path), "%s/three.safetensors", tmpdir);
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-	cr_assert(fd >= 0);
-	ti_error err;
-	ti_error_clear(&err);
 	/* the bytes lie c (7 floats), a (3), b (5); the names sort a, b, c */
 	const int64_t sc[] = {7}, sa[] = {3}, sb[] = {5};
 	ti_st_spec spec[] = {{.name = "c", .dtype = TI_DT_FLOAT32, .ndim = 1, .shape = sc},
 	                     {.name = "a", .dtype = TI_DT_FLOAT32, .ndim = 1, .shape = sa},
 	                     {.name = "b", .dtype = TI_DT_FLOAT32, .ndim = 1, .shape = sb}};
 	float v[7] = {1, 2, 3, 4, 5, 6, 7};
-	ti_st_writer *w;
-	ASSERT_STATUS(ti_st_writer_begin(fd, spec, 3, NULL, 0, TI_ST_ORDER_AS_GIVEN, &w, &err), TI_OK, err);
-	for (size_t i = 0; i < 3; i++)
-		ASSERT_STATUS(ti_st_writer_put(w, i, v, (size_t)spec[i].shape[0] * 4, &err), TI_OK, err);
-	ASSERT_STATUS(ti_st_writer_end(w, &err), TI_OK, err);
-	ti_st_writer_free(w);
-	close(fd);
-	ASSERT_STATUS(ti_source_open(path, &src, &err), TI_OK, err);
+	const void *bytes[] = {v, v, v};
+	const size_t n_bytes[] = {7 * 4, 3 * 4, 5 * 4};
+	open_written("three.safetensors", spec, 3, bytes, n_bytes);
+	ti_error err;
+	ti_error_clear(&err);
 	cr_assert(ti_source_tensor_count(src) == 3);
 	EXPECT_STR(ti_source_tensor_at(src, 0)->name, "c");
 	size_t which[] = {1, 2, 0}; /* asked for by name: a, b, c */
