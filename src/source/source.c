@@ -12,8 +12,8 @@
 #include "tinspect/dcp.h"
 
 #include <errno.h>
-#include <limits.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -468,10 +468,8 @@ ti_status ti_source_read_order(ti_source *s, const size_t *which, size_t n, size
 		const ti_source_tensor *t = ti_source_tensor_at(s, which[k]);
 		read_place *p = &places[k];
 		*p = (read_place){.fd = INT_MAX, .at = 0, .k = k};
-		if (!t || !ti_source_file_order(s, t->storage, &p->fd, &p->at)) {
-			p->fd = INT_MAX;
-			continue;
-		}
+		if (!t || !ti_source_file_order(s, t->storage, &p->fd, &p->at))
+			continue; /* ti_source_file_order sets nothing when it says no */
 		/* an offset so large that this wraps is refused by the read; here it only sorts */
 		p->at += (uint64_t)ti_dtype_bits(t->dtype) * (uint64_t)(t->offset > 0 ? t->offset : 0) / 8;
 	}

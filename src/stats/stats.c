@@ -3,9 +3,9 @@
  *
  * Tensors are read in the order their bytes lie in the files
  * (ti_source_read_order), each view's chunks in logical order (view.h),
- * hashed as read, and widened: float32 as it is, float16 and bfloat16 to float32 by bits
- * in a plain loop, integers and bool to int64 and float64 to itself
- * (ti_cast for those). The float loops assume every value finite and
+ * hashed as read, and widened: float32 as it is, float16 and bfloat16 to
+ * float32 by bits in a plain loop, integers and bool to int64 and float64
+ * to itself (ti_cast for those). The float loops assume every value finite and
  * check that on the way (x - x is 0 only for a finite x: no branch); a
  * chunk that holds a NaN or an infinity is done again by the careful loop.
  */
