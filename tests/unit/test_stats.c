@@ -503,5 +503,4 @@ Test(stats, tensors_are_read_in_the_order_their_bytes_lie_in_the_file)
 	EXPECT_INT(log[9], (7 + 3 + 5) * 4);
 	for (size_t i = 0; i < 3; i++) /* each result stays at its tensor's place in which */
 		EXPECT_DOUBLE(out[i].max, (double)ti_source_tensor_at(src, which[i])->numel);
-	ti_source_close(src);
 }
